@@ -1,0 +1,174 @@
+"""The changeset: what one committed transaction did, table by table, row by row.
+
+Rules kept here:
+- A changeset is the single currency between layers: the transaction engine produces it,
+  storage serializes it (the OVS transaction record), monitors render it, replicas apply it.
+- For each changed row it holds the committed row before (`old`, None for an insert) and
+  after (`new`, None for a delete). Rows are immutable, so holding them costs nothing.
+- A row that a transaction touched without changing any value is not in the changeset.
+- The record form (`to_record`/`from_record`) is OVS's on-disk transaction format:
+  `{"table": {"uuid": row-or-diff | null}, "_date": ms, "_comment": text, "_is_diff": true}`.
+  Inserted rows list their non-default columns, modified rows the per-column diffs
+  (see `datum.Codec.diff`), deleted rows null. Ephemeral columns are not written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .errors import OvsdbError
+from .row import Row
+
+if TYPE_CHECKING:
+    from .schema import DatabaseSchema, TableSchema
+
+
+class RowChange:
+    __slots__ = ("new", "old", "uuid")
+
+    def __init__(self, uuid: str, old: Row | None, new: Row | None) -> None:
+        self.uuid = uuid
+        self.old = old
+        self.new = new
+
+    def changed_columns(self, schema: TableSchema) -> list[str]:
+        """Columns whose value differs between old and new (all, for insert/delete)."""
+        if self.old is None or self.new is None:
+            return list(schema.columns)
+        o, n = self.old.data, self.new.data
+        return [c for c in schema.columns if o[c] is not n[c] and o[c] != n[c]]
+
+
+class Changeset:
+    """Changes of one transaction, keyed by table name then row uuid."""
+
+    __slots__ = ("comment", "date", "tables", "txn_id")
+
+    def __init__(
+        self,
+        tables: dict[str, dict[str, RowChange]] | None = None,
+        *,
+        comment: str | None = None,
+        date: int | None = None,
+        txn_id: str | None = None,
+    ) -> None:
+        self.tables: dict[str, dict[str, RowChange]] = tables if tables is not None else {}
+        self.comment = comment
+        self.date = date
+        self.txn_id = txn_id
+
+    def __bool__(self) -> bool:
+        return any(self.tables.values())
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, RowChange]]]:
+        return iter(self.tables.items())
+
+    def n_rows(self) -> int:
+        return sum(len(t) for t in self.tables.values())
+
+    def n_atoms(self) -> int:
+        """Rough size in atoms, used to bound transaction history memory."""
+        n = 0
+        for changes in self.tables.values():
+            for ch in changes.values():
+                row = ch.new or ch.old
+                if row is not None:
+                    for v in row.data.values():
+                        n += len(v) if type(v) is tuple else 1
+        return n
+
+    # -- OVS transaction record --------------------------------------------------------
+
+    def to_record(self, schema: DatabaseSchema) -> dict[str, Any]:
+        rec: dict[str, Any] = {}
+        for tname, changes in self.tables.items():
+            ts = schema.tables[tname]
+            out: dict[str, Any] = {}
+            for uuid, ch in changes.items():
+                if ch.new is None:
+                    out[uuid] = None
+                    continue
+                cols: dict[str, Any] = {}
+                new = ch.new.data
+                if ch.old is None:
+                    for cname, col in ts.columns.items():
+                        if col.ephemeral:
+                            continue
+                        codec = col.type.codec
+                        v = new[cname]
+                        if v != codec.default:
+                            cols[cname] = codec.to_json(v)
+                else:
+                    old = ch.old.data
+                    for cname, col in ts.columns.items():
+                        if col.ephemeral:
+                            continue
+                        o, v = old[cname], new[cname]
+                        if o is v or o == v:
+                            continue
+                        codec = col.type.codec
+                        cols[cname] = codec.to_json(codec.diff(o, v))
+                    if not cols:
+                        continue
+                out[uuid] = cols
+            if out:
+                rec[tname] = out
+        if self.date is not None:
+            rec["_date"] = self.date
+        if self.comment:
+            rec["_comment"] = self.comment
+        rec["_is_diff"] = True
+        return rec
+
+    @staticmethod
+    def from_record(
+        schema: DatabaseSchema, rec: dict[str, Any], rows_of: Any
+    ) -> Changeset:
+        """Rebuild a changeset from a record, given `rows_of(table) -> {uuid: Row}` for the
+        state the record applies to. Handles both diff records and old full-row records."""
+        if not isinstance(rec, dict):
+            raise OvsdbError("syntax error", "transaction record must be an object")
+        is_diff = rec.get("_is_diff") is True
+        cs = Changeset(comment=rec.get("_comment"), date=rec.get("_date"))
+        for tname, rows in rec.items():
+            if tname.startswith("_"):
+                continue
+            ts = schema.tables.get(tname)
+            if ts is None:
+                raise OvsdbError("syntax error", f"No table named {tname}.")
+            if not isinstance(rows, dict):
+                raise OvsdbError("syntax error", f"table {tname} record must be an object")
+            current = rows_of(tname)
+            changes: dict[str, RowChange] = {}
+            for uuid, rjson in rows.items():
+                old = current.get(uuid)
+                if rjson is None:
+                    if old is None:
+                        raise OvsdbError(
+                            "syntax error", f"transaction deletes row {uuid} that does not exist"
+                        )
+                    changes[uuid] = RowChange(uuid, old, None)
+                    continue
+                if not isinstance(rjson, dict):
+                    raise OvsdbError("syntax error", f"row {uuid} must be an object or null")
+                data = dict(old.data) if old is not None else default_data(ts)
+                for cname, vjson in rjson.items():
+                    col = ts.columns.get(cname)
+                    if col is None:
+                        if cname in ("_uuid", "_version"):
+                            continue
+                        raise OvsdbError("syntax error", f"No column {cname} in table {tname}.")
+                    codec = col.type.codec
+                    if is_diff and old is not None:
+                        data[cname] = codec.apply_diff(data[cname], codec.diff_from_json(vjson))
+                    else:
+                        data[cname] = codec.from_json(vjson)
+                changes[uuid] = RowChange(uuid, old, Row(uuid, data))
+            if changes:
+                cs.tables[tname] = changes
+        return cs
+
+
+def default_data(ts: TableSchema) -> dict[str, Any]:
+    return {cname: col.type.codec.default for cname, col in ts.columns.items()}

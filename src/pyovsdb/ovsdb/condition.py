@@ -1,0 +1,202 @@
+"""Conditions: the `where` of operations and the `where` of conditional monitors.
+
+Rules kept here:
+- A condition is a conjunction of clauses `[column, function, value]`; an empty condition
+  is true. A bare JSON `true`/`false` is a clause (OVS extension).
+- `==`/`!=` compare whole datums; `includes`/`excludes` test that every / no element (set)
+  or key-value pair (map) of the argument is in the column; on a scalar they equal
+  `==`/`!=`.
+- `<`, `<=`, `>`, `>=` apply to integer and real scalars and optional scalars (OVS
+  extension); an empty optional scalar satisfies none of them.
+- Arguments are parsed with the column's type, relaxed as the real server relaxes it:
+  `includes` allows fewer elements than the column's minimum, `excludes` any number.
+- A compiled condition evaluates a row by plain Python comparisons; clauses that pin
+  `_uuid` are exposed so callers can look a row up instead of scanning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .datum import SymbolTable
+from .errors import OvsdbError, syntax_error
+from .row import Row
+from .schema import TableSchema
+from .types import INTEGER, REAL, ColumnType
+
+FUNCTIONS = ("<", "<=", "==", "!=", ">=", ">", "includes", "excludes")
+
+Predicate = Callable[[Row], bool]
+
+
+class Clause:
+    __slots__ = ("arg", "column", "function", "predicate")
+
+    def __init__(self, column: str | None, function: str, arg: Any, predicate: Predicate) -> None:
+        self.column = column
+        self.function = function
+        self.arg = arg
+        self.predicate = predicate
+
+
+class Condition:
+    """A parsed `where`; `matches(row)` is true if every clause holds."""
+
+    __slots__ = ("always_false", "clauses", "matches", "uuids")
+
+    def __init__(self, clauses: list[Clause]) -> None:
+        self.clauses = clauses
+        self.always_false = any(c.function == "false" for c in clauses)
+        real = [c for c in clauses if c.function not in ("true", "false")]
+        # Rows that can match if the condition pins _uuid: enables direct lookup.
+        self.uuids: frozenset[str] | None = None
+        for c in real:
+            if c.column == "_uuid" and c.function in ("==", "includes"):
+                self.uuids = frozenset((c.arg,))
+                break
+        preds = [c.predicate for c in real]
+        if self.always_false:
+            self.matches: Predicate = _never
+        elif not preds:
+            self.matches = _always
+        elif len(preds) == 1:
+            self.matches = preds[0]
+        elif len(preds) == 2:
+            p0, p1 = preds
+            self.matches = lambda row: p0(row) and p1(row)
+        else:
+            self.matches = lambda row: all(p(row) for p in preds)
+
+    @property
+    def is_true(self) -> bool:
+        return not self.always_false and all(c.function == "true" for c in self.clauses)
+
+
+def _always(row: Row) -> bool:
+    return True
+
+
+def _never(row: Row) -> bool:
+    return False
+
+
+def parse_where(
+    ts: TableSchema, json: Any, symtab: SymbolTable | None = None
+) -> Condition:
+    if type(json) is not list:
+        raise syntax_error(json, "Parsing where clauses failed: array expected")
+    return Condition([parse_clause(ts, c, symtab) for c in json])
+
+
+def parse_clause(ts: TableSchema, json: Any, symtab: SymbolTable | None = None) -> Clause:
+    if json is True:
+        return Clause(None, "true", None, _always)
+    if json is False:
+        return Clause(None, "false", None, _never)
+    if type(json) is not list or len(json) != 3 or type(json[0]) is not str \
+            or type(json[1]) is not str:
+        raise syntax_error(json, "Parse error in condition.")
+    cname, function, arg_json = json
+    col = ts.all_columns.get(cname)
+    if col is None:
+        raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.", json)
+    if function not in FUNCTIONS:
+        raise OvsdbError("unknown function", f"No function named {function}.")
+    ctype = col.type
+    codec = ctype.codec
+    if function in ("<", "<=", ">", ">="):
+        if not (ctype.is_scalar or ctype.is_optional_scalar) or ctype.key.type not in (
+            INTEGER,
+            REAL,
+        ):
+            raise syntax_error(
+                json,
+                f'Type mismatch: "{function}" operator may not be applied to column {cname} '
+                f"of type {ctype.to_english()}.",
+            )
+        arg = codec.from_json(arg_json, symtab, 1, 1)
+    elif function == "includes" and not ctype.is_scalar:
+        arg = codec.from_json(arg_json, symtab, 0, ctype.max)
+    elif function == "excludes" and not ctype.is_scalar:
+        arg = codec.from_json(arg_json, symtab, 0, float("inf"))
+    else:
+        arg = codec.from_json(arg_json, symtab)
+    return Clause(cname, function, arg, _predicate(cname, function, arg, ctype))
+
+
+def _getter(cname: str) -> Callable[[Row], Any]:
+    if cname == "_uuid":
+        return lambda row: row.uuid
+    if cname == "_version":
+        return lambda row: row.version
+    return lambda row: row.data[cname]
+
+
+def _predicate(cname: str, function: str, arg: Any, ctype: ColumnType) -> Predicate:
+    if cname == "_uuid":
+        if function in ("==", "includes"):
+            return lambda row: row.uuid == arg
+        return lambda row: row.uuid != arg
+    if ctype.is_scalar:
+        if cname == "_version":
+            get = _getter(cname)
+        else:
+            def get(row: Row) -> Any:
+                return row.data[cname]
+        if function in ("==", "includes"):
+            return lambda row: get(row) == arg
+        if function in ("!=", "excludes"):
+            return lambda row: get(row) != arg
+        if function == "<":
+            return lambda row: get(row) < arg
+        if function == "<=":
+            return lambda row: get(row) <= arg
+        if function == ">":
+            return lambda row: get(row) > arg
+        return lambda row: get(row) >= arg
+    if function == "==":
+        return lambda row: row.data[cname] == arg
+    if function == "!=":
+        return lambda row: row.data[cname] != arg
+    if function in ("<", "<=", ">", ">="):
+        # Optional scalar: an empty value (or argument) satisfies no inequality.
+        if not arg:
+            return _never
+        a = arg[0]
+        ops: dict[str, Callable[[Any], bool]] = {
+            "<": lambda v: v < a,
+            "<=": lambda v: v <= a,
+            ">": lambda v: v > a,
+            ">=": lambda v: v >= a,
+        }
+        test = ops[function]
+
+        def ineq(row: Row) -> bool:
+            v = row.data[cname]
+            return bool(v) and test(v[0])
+
+        return ineq
+    if ctype.is_map:
+        pairs = frozenset(arg)
+        if function == "includes":
+            if not pairs:
+                return _always
+            return lambda row: pairs.issubset(row.data[cname])
+        if not pairs:
+            return _always
+        return lambda row: pairs.isdisjoint(row.data[cname])
+    elems = frozenset(arg)
+    if function == "includes":
+        if not elems:
+            return _always
+        if len(elems) == 1:
+            (e,) = elems
+            return lambda row: e in row.data[cname]
+        return lambda row: elems.issubset(row.data[cname])
+    if not elems:
+        return _always
+    if len(elems) == 1:
+        (e,) = elems
+        return lambda row: e not in row.data[cname]
+    return lambda row: elems.isdisjoint(row.data[cname])

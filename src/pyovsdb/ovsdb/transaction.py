@@ -1,0 +1,840 @@
+"""The transaction engine: executes the operations of one `transact` against a database
+and yields either results plus a changeset, an error, or "blocked" (an unsatisfied wait).
+
+Rules kept here:
+- Atomic: the database is never touched. Operations work on a private overlay of the
+  rows they change; a failure anywhere discards the overlay, so nothing is half-applied.
+- Results follow the real server: one result per operation; at the first failing
+  operation its error object takes its place and the remaining operations get `null`;
+  an error found when the transaction is checked for commit (references, indexes,
+  maxRows) is appended after the last operation's result.
+- Commit checks, in the real server's order: referential integrity of strong references,
+  garbage collection of unreferenced rows of non-root tables, maxRows, removal of weak
+  references to rows that do not exist (then the columns' minimum sizes), uniqueness of
+  indexes.
+- Pure: no clock, no I/O. The caller passes `now` (for `wait` timeouts) and the time the
+  transaction first started waiting, and decides what to do with a Blocked outcome.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..util.uuidgen import new_uuid
+from .changeset import Changeset, RowChange, default_data
+from .condition import Condition, parse_where
+from .database import Database, Table
+from .datum import UUID_ZERO, SymbolTable, datum_to_string, is_uuid_string
+from .errors import OvsdbError, syntax_error
+from .mutation import parse_mutations
+from .row import Row
+from .schema import TableSchema
+
+
+class Outcome:
+    __slots__ = ()
+
+
+class Committed(Outcome):
+    """Success. `changeset` may be empty (nothing to store or send)."""
+
+    __slots__ = ("changeset", "durable", "results")
+
+    def __init__(self, results: list[Any], changeset: Changeset, durable: bool) -> None:
+        self.results = results
+        self.changeset = changeset
+        self.durable = durable
+
+
+class Failed(Outcome):
+    __slots__ = ("error", "results")
+
+    def __init__(self, results: list[Any], error: OvsdbError) -> None:
+        self.results = results
+        self.error = error
+
+
+class Blocked(Outcome):
+    """A `wait` does not hold yet; retry when the database changes or at `deadline`."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+
+
+class _Blocked(Exception):
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+
+
+class TxnRow:
+    """A row as this transaction sees it: `old` committed (None if inserted here),
+    `new` current (None if deleted here). `new.data` is private to the transaction."""
+
+    __slots__ = ("new", "old")
+
+    def __init__(self, old: Row | None, new: Row | None) -> None:
+        self.old = old
+        self.new = new
+
+
+_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_WRITE_OPS = frozenset(("insert", "update", "mutate", "delete"))
+
+
+def _kind_ok(value: Any, kind: str) -> bool:
+    t = type(value)
+    if kind == "string":
+        return t is str
+    if kind == "id":
+        return t is str and _ID_RE.match(value) is not None
+    if kind == "array":
+        return t is list
+    if kind == "object":
+        return t is dict
+    if kind == "boolean":
+        return t is bool
+    if kind == "integer":
+        return t is int or (t is float and value.is_integer())
+    return False
+
+
+class _OpParser:
+    """Reads an operation's members in the real server's order, so that the first
+    problem it reports is the one the real server reports."""
+
+    __slots__ = ("op", "prefix", "used")
+
+    def __init__(self, op: dict[str, Any], prefix: str) -> None:
+        self.op = op
+        self.prefix = prefix
+        self.used = {"op"}
+
+    def error(self, details: str) -> OvsdbError:
+        return syntax_error(self.op, f"{self.prefix}{details}")
+
+    def get(self, name: str, kind: str, optional: bool = False) -> Any:
+        self.used.add(name)
+        op = self.op
+        if name not in op:
+            if optional:
+                return None
+            raise self.error(f"Required '{name}' member is missing.")
+        value = op[name]
+        if not _kind_ok(value, kind):
+            raise self.error(f"Type mismatch for member '{name}'.")
+        return value
+
+    def finish(self) -> None:
+        extra = [m for m in self.op if m not in self.used]
+        if len(extra) == 1:
+            raise self.error(f"Member '{extra[0]}' is present but not allowed here.")
+        if extra:
+            n = len(extra) - 1
+            others = "other member" if n == 1 else "other members"
+            raise self.error(
+                f"Member '{extra[0]}' and {n} {others} are present but not allowed here."
+            )
+
+
+class Transaction:
+    """One execution attempt of a `transact` request."""
+
+    def __init__(
+        self,
+        db: Database,
+        ops: list[Any],
+        *,
+        now: float = 0.0,
+        started: float | None = None,
+        owns_lock: Callable[[str], bool] | None = None,
+        read_only_reason: str | None = None,
+    ) -> None:
+        self.db = db
+        self.ops = ops
+        self.now = now
+        self.started = now if started is None else started
+        self.owns_lock = owns_lock
+        # Why writes are refused, e.g. "on table in reserved database _Server".
+        self.read_only_reason = read_only_reason
+        self.rows: dict[str, dict[str, TxnRow]] = {}
+        self.symtab = SymbolTable(new_uuid)
+        self.durable = False
+        self.comments: list[str] = []
+        self.timeout: float | None = None  # smallest wait timeout, ms
+
+    # -- execution ---------------------------------------------------------------------
+
+    def execute(self) -> Outcome:
+        ops = self.ops
+        results: list[Any] = []
+        n = len(ops)
+        for i, op in enumerate(ops):
+            try:
+                results.append(self._execute_op(op, i, n))
+            except _Blocked as b:
+                return Blocked(b.deadline)
+            except OvsdbError as e:
+                results.append(e.to_json())
+                results.extend([None] * (n - i - 1))
+                return Failed(results, e)
+        try:
+            changeset = self._precommit()
+        except OvsdbError as e:
+            results.append(e.to_json())
+            return Failed(results, e)
+        if self.comments:
+            changeset.comment = "\n".join(self.comments)
+        return Committed(results, changeset, self.durable)
+
+    def _execute_op(self, op: Any, i: int, n: int) -> Any:
+        prefix = f"Parsing ovsdb operation {i + 1} of {n} failed: "
+        if type(op) is not dict:
+            raise OvsdbError("syntax error", f"{prefix}Object expected.")
+        parser = _OpParser(op, prefix)
+        name = parser.get("op", "string")
+        handler = _HANDLERS.get(name)
+        if handler is None:
+            raise parser.error(f'No operation "{name}"')
+        result = handler(self, parser)
+        parser.finish()
+        if name in _WRITE_OPS and self.read_only_reason is not None:
+            raise OvsdbError("not allowed", f"{name} operation not allowed {self.read_only_reason}")
+        return result
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _table(self, parser: _OpParser) -> Table:
+        tname = parser.get("table", "id")
+        table = self.db.tables.get(tname)
+        if table is None:
+            raise parser.error(f"No table named {tname}.")
+        return table
+
+    def _txn_rows(self, tname: str) -> dict[str, TxnRow]:
+        trs = self.rows.get(tname)
+        if trs is None:
+            trs = self.rows[tname] = {}
+        return trs
+
+    def _current(self, table: Table, uuid: str) -> Row | None:
+        trs = self.rows.get(table.name)
+        if trs is not None:
+            tr = trs.get(uuid)
+            if tr is not None:
+                return tr.new
+        return table.rows.get(uuid)
+
+    def _query(self, table: Table, cond: Condition) -> Iterator[Row]:
+        """Rows visible to this transaction that satisfy `cond`."""
+        if cond.always_false:
+            return
+        match = cond.matches
+        trs = self.rows.get(table.name)
+        if cond.uuids is not None:
+            for u in cond.uuids:
+                row = self._current(table, u)
+                if row is not None and match(row):
+                    yield row
+            return
+        if not trs:
+            for row in list(table.rows.values()):
+                if match(row):
+                    yield row
+            return
+        for uuid, row in list(table.rows.items()):
+            tr = trs.get(uuid)
+            if tr is not None:
+                if tr.new is None:
+                    continue
+                row = tr.new
+            if match(row):
+                yield row
+        for tr in list(trs.values()):
+            if tr.old is None and tr.new is not None and match(tr.new):
+                yield tr.new
+
+    def _writable(self, table: Table, row: Row) -> Row:
+        """The transaction's private copy of `row`, made on first write."""
+        trs = self._txn_rows(table.name)
+        tr = trs.get(row.uuid)
+        if tr is None:
+            new = Row(row.uuid, dict(row.data), row.version)
+            tr = trs[row.uuid] = TxnRow(row, new)
+        assert tr.new is not None
+        return tr.new
+
+    def _parse_row(self, ts: TableSchema, json: dict[str, Any]) -> dict[str, Any]:
+        """Column values of an insert/update/wait row; `_uuid`/`_version` are ignored."""
+        out: dict[str, Any] = {}
+        symtab = self.symtab
+        cols = ts.columns
+        for cname, vjson in json.items():
+            col = cols.get(cname)
+            if col is None:
+                if cname in ("_uuid", "_version"):
+                    continue
+                raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
+                                 json)
+            out[cname] = col.type.codec.from_json(vjson, symtab)
+        return out
+
+    @staticmethod
+    def _column_set(ts: TableSchema, json: Any) -> list[str]:
+        """`columns` of select/wait: distinct names; all columns when absent."""
+        if json is None:
+            return list(ts.all_columns)
+        out: list[str] = []
+        for c in json:
+            if type(c) is not str or c in out:
+                raise syntax_error(json, "array of distinct column names expected")
+            if c not in ts.all_columns:
+                raise syntax_error(json, f"{c} is not a valid column name")
+            out.append(c)
+        return out
+
+    # -- operations --------------------------------------------------------------------
+
+    def _op_insert(self, p: _OpParser) -> Any:
+        table = self._table(p)
+        given = p.get("uuid", "string", optional=True)
+        uuid_name = p.get("uuid-name", "id", optional=True)
+        row_json = p.get("row", "object", optional=True)
+        ts = table.schema
+        uuid: str | None = None
+        if given is not None:
+            if not is_uuid_string(given):
+                raise syntax_error(given, "bad uuid")
+            uuid = given.lower()
+        if uuid_name is not None:
+            symbol = self.symtab.get(uuid_name)
+            if symbol is not None and symbol.created:
+                raise OvsdbError(
+                    "duplicate uuid-name",
+                    'This "uuid-name" appeared on an earlier "insert" operation.',
+                    uuid_name,
+                )
+            if symbol is None:
+                symbol = self.symtab.lookup(uuid_name)
+            if uuid is not None:
+                symbol.uuid = uuid
+            else:
+                uuid = symbol.uuid
+            symbol.created = True
+        if uuid is None:
+            uuid = new_uuid()
+        elif given is not None and (
+            uuid in table.rows or uuid in self.rows.get(table.name, ())
+        ):
+            raise OvsdbError(
+                "duplicate uuid",
+                "This UUID would duplicate a UUID already present within the table or "
+                "deleted within the same transaction.",
+                given,
+            )
+        data = default_data(ts)
+        if row_json is not None:
+            data.update(self._parse_row(ts, row_json))
+        # Single-element values, defaults included, must satisfy their constraints.
+        for cname, col in ts.columns.items():
+            codec = col.type.codec
+            if codec.is_scalar or (codec.max == 1 and len(data[cname]) == 1):
+                codec.check_constraints(data[cname])
+        self._txn_rows(table.name)[uuid] = TxnRow(None, Row(uuid, data))
+        return {"uuid": ["uuid", uuid]}
+
+    def _op_select(self, p: _OpParser) -> Any:
+        table = self._table(p)
+        where = p.get("where", "array")
+        columns_json = p.get("columns", "array", optional=True)
+        sort_json = p.get("sort", "array", optional=True)
+        ts = table.schema
+        cond = parse_where(ts, where, self.symtab)
+        columns = self._column_set(ts, columns_json)
+        sort = self._column_set(ts, sort_json) if sort_json is not None else None
+        rows: list[Row] = list(self._query(table, cond))
+        if sort:
+            rows.sort(key=lambda r: tuple(r.get(c) for c in sort))
+        codecs = [(c, ts.all_columns[c].type.codec) for c in columns]
+        out = []
+        if columns_json is not None and "_uuid" not in columns:
+            # The real server returns distinct rows when _uuid is not selected.
+            seen: set[tuple[Any, ...]] = set()
+            for row in rows:
+                key = tuple(row.get(c) for c, _ in codecs)
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append({c: codec.to_json(v) for (c, codec), v in zip(codecs, key,
+                                                                          strict=True)})
+            return {"rows": out}
+        for row in rows:
+            out.append({c: codec.to_json(row.get(c)) for c, codec in codecs})
+        return {"rows": out}
+
+    def _op_update(self, p: _OpParser) -> Any:
+        table = self._table(p)
+        where = p.get("where", "array")
+        row_json = p.get("row", "object")
+        ts = table.schema
+        values = {}
+        for cname, vjson in row_json.items():
+            col = ts.all_columns.get(cname)
+            if col is None:
+                raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
+                                 row_json)
+            if not col.mutable:
+                raise OvsdbError(
+                    "constraint violation",
+                    f"Cannot update immutable column {cname} in table {ts.name}.",
+                    p.op,
+                )
+            values[cname] = col.type.codec.from_json(vjson, self.symtab)
+        cond = parse_where(ts, where, self.symtab)
+        count = 0
+        for row in list(self._query(table, cond)):
+            self._writable(table, row).data.update(values)
+            count += 1
+        return {"count": count}
+
+    def _op_mutate(self, p: _OpParser) -> Any:
+        table = self._table(p)
+        where = p.get("where", "array")
+        mutations_json = p.get("mutations", "array")
+        ts = table.schema
+        mutations = parse_mutations(ts, mutations_json, self.symtab)
+        cond = parse_where(ts, where, self.symtab)
+        count = 0
+        for row in list(self._query(table, cond)):
+            new_values: dict[str, Any] = {}
+            data = row.data
+            for m in mutations:
+                cname = m.column.name
+                new_values[cname] = m.apply(new_values.get(cname, data[cname]))
+            self._writable(table, row).data.update(new_values)
+            count += 1
+        return {"count": count}
+
+    def _op_delete(self, p: _OpParser) -> Any:
+        where = p.get("where", "array")
+        table = self._table(p)
+        cond = parse_where(table.schema, where, self.symtab)
+        count = 0
+        for row in list(self._query(table, cond)):
+            self._delete_row(table, row)
+            count += 1
+        return {"count": count}
+
+    def _delete_row(self, table: Table, row: Row) -> None:
+        trs = self._txn_rows(table.name)
+        tr = trs.get(row.uuid)
+        if tr is None:
+            trs[row.uuid] = TxnRow(row, None)
+        else:
+            tr.new = None
+
+    def _op_wait(self, p: _OpParser) -> Any:
+        timeout_json = p.get("timeout", "integer", optional=True)
+        where = p.get("where", "array")
+        columns_json = p.get("columns", "array", optional=True)
+        until = p.get("until", "string")
+        rows_json = p.get("rows", "array")
+        table = self._table(p)
+        ts = table.schema
+        cond = parse_where(ts, where, self.symtab)
+        columns = self._column_set(ts, columns_json)
+        timeout: float | None = None
+        if timeout_json is not None:
+            timeout = int(timeout_json)
+            if timeout < 0:
+                raise syntax_error(timeout_json, "timeout must be nonnegative")
+            if self.timeout is None or timeout < self.timeout:
+                self.timeout = timeout
+        if until not in ("==", "!="):
+            raise syntax_error(until, '"until" must be "==" or "!="')
+        codecs = [ts.all_columns[c].type.codec for c in columns]
+        defaults = default_data(ts)
+        expected: set[tuple[Any, ...]] = set()
+        for rj in rows_json:
+            if type(rj) is not dict:
+                raise syntax_error(rj, "row must be JSON object")
+            values = dict(defaults)
+            values["_uuid"] = UUID_ZERO
+            values["_version"] = UUID_ZERO
+            for cname, vjson in rj.items():
+                col = ts.all_columns.get(cname)
+                if col is None:
+                    raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
+                                     rj)
+                values[cname] = col.type.codec.from_json(vjson, self.symtab)
+            expected.add(tuple(values[c] for c in columns))
+        actual = {tuple(row.get(c) for c in columns) for row in self._query(table, cond)}
+        del codecs
+        if (actual == expected) == (until == "=="):
+            return {}
+        if timeout == 0:
+            raise OvsdbError("timed out", '"where" clause test failed')
+        elapsed = self.now - self.started
+        if timeout is not None and elapsed >= timeout:
+            raise OvsdbError("timed out", f'"wait" timed out after {int(elapsed)} ms')
+        raise _Blocked(None if self.timeout is None else self.started + self.timeout)
+
+    def _op_commit(self, p: _OpParser) -> Any:
+        if p.get("durable", "boolean"):
+            self.durable = True
+        return {}
+
+    def _op_abort(self, p: _OpParser) -> Any:
+        p.finish()
+        raise OvsdbError("aborted", "aborted by request")
+
+    def _op_comment(self, p: _OpParser) -> Any:
+        self.comments.append(p.get("comment", "string"))
+        return {}
+
+    def _op_assert(self, p: _OpParser) -> Any:
+        lock = p.get("lock", "id")
+        if self.owns_lock is None or not self.owns_lock(lock):
+            raise OvsdbError("not owner", f"Asserted lock {lock} not held.")
+        return {}
+
+    # -- commit checks -----------------------------------------------------------------
+
+    def _precommit(self) -> Changeset:
+        self._drop_unchanged()
+        deltas = self._strong_ref_deltas()
+        self._check_strong_refs(deltas)
+        self._collect_garbage(deltas)
+        self._check_max_rows()
+        self._assess_weak_refs()
+        self._check_indexes()
+        return self._changeset()
+
+    def _drop_unchanged(self) -> None:
+        for trs in self.rows.values():
+            for uuid in [u for u, tr in trs.items() if _unchanged(tr)]:
+                del trs[uuid]
+
+    def _strong_ref_deltas(self) -> dict[tuple[str, str], int]:
+        """Change in strong reference count per target row, from the rows changed here.
+        A row's references to itself do not count, as in the real server."""
+        deltas: dict[tuple[str, str], int] = {}
+        schema = self.db.schema
+        for tname, trs in self.rows.items():
+            cols = schema.tables[tname].strong_ref_columns
+            if not cols:
+                continue
+            for uuid, tr in trs.items():
+                old, new = tr.old, tr.new
+                for col in cols:
+                    cname = col.name
+                    ov = old.data[cname] if old is not None else None
+                    nv = new.data[cname] if new is not None else None
+                    if old is not None and new is not None and ov == nv:
+                        continue
+                    codec = col.type.codec
+                    if ov is not None:
+                        for k in codec.iter_refs(ov, True):
+                            if k[1] != uuid:
+                                deltas[k] = deltas.get(k, 0) - 1
+                    if nv is not None:
+                        for k in codec.iter_refs(nv, True):
+                            if k[1] != uuid:
+                                deltas[k] = deltas.get(k, 0) + 1
+        return deltas
+
+    def _exists(self, table: Table, uuid: str) -> bool:
+        """Committed (even if deleted here) or inserted here: what a reference may name
+        without being dangling."""
+        if uuid in table.rows:
+            return True
+        trs = self.rows.get(table.name)
+        return trs is not None and uuid in trs
+
+    def _check_strong_refs(self, deltas: dict[tuple[str, str], int]) -> None:
+        tables = self.db.tables
+        schema = self.db.schema
+        # New references must name rows that exist.
+        for tname, trs in self.rows.items():
+            for col in schema.tables[tname].strong_ref_columns:
+                codec = col.type.codec
+                for uuid, tr in trs.items():
+                    new = tr.new
+                    if new is None:
+                        continue
+                    nv = new.data[col.name]
+                    if tr.old is not None and tr.old.data[col.name] == nv:
+                        continue
+                    for rt, target in codec.iter_refs(nv, True):
+                        if target != uuid and not self._exists(tables[rt], target):
+                            raise OvsdbError(
+                                "referential integrity violation",
+                                f"Table {tname} column {col.name} row {uuid} references "
+                                f"nonexistent row {target} in table {rt}.",
+                            )
+        # Rows deleted here must no longer be referenced.
+        for tname, trs in self.rows.items():
+            table = tables[tname]
+            for uuid, tr in trs.items():
+                if tr.new is None and tr.old is not None:
+                    count = table.n_refs.get(uuid, 0) + deltas.get((tname, uuid), 0)
+                    if count > 0:
+                        raise OvsdbError(
+                            "referential integrity violation",
+                            f"cannot delete {tname} row {uuid} because of {count} remaining "
+                            "reference(s)",
+                        )
+
+    def _collect_garbage(self, deltas: dict[tuple[str, str], int]) -> None:
+        """Delete rows of non-root tables that nothing references any more, repeatedly,
+        since each deletion drops the references the deleted row held."""
+        tables = self.db.tables
+        while True:
+            garbage: list[tuple[Table, Row]] = []
+            seen: set[tuple[str, str]] = set()
+            for tname, trs in self.rows.items():
+                table = tables[tname]
+                if table.schema.is_root:
+                    continue
+                for uuid, tr in trs.items():
+                    if tr.new is not None and \
+                            table.n_refs.get(uuid, 0) + deltas.get((tname, uuid), 0) <= 0:
+                        garbage.append((table, tr.new))
+                        seen.add((tname, uuid))
+            for (rt, target), delta in deltas.items():
+                table = tables[rt]
+                if delta >= 0 or table.schema.is_root or (rt, target) in seen:
+                    continue
+                if table.n_refs.get(target, 0) + delta <= 0:
+                    row = self._current(table, target)
+                    if row is not None:
+                        garbage.append((table, row))
+            if not garbage:
+                return
+            for table, row in garbage:
+                self._delete_row(table, row)
+            deltas.clear()
+            deltas.update(self._strong_ref_deltas())
+
+    def _check_max_rows(self) -> None:
+        tables = self.db.tables
+        for tname, trs in self.rows.items():
+            table = tables[tname]
+            max_rows = table.schema.max_rows
+            if max_rows == float("inf"):
+                continue
+            n = len(table.rows)
+            for tr in trs.values():
+                if tr.old is None and tr.new is not None:
+                    n += 1
+                elif tr.old is not None and tr.new is None:
+                    n -= 1
+            if n > max_rows:
+                raise OvsdbError(
+                    "constraint violation",
+                    f'transaction causes "{tname}" table to contain {n} rows, greater than '
+                    f"the schema-defined limit of {max_rows} row(s)",
+                )
+
+    def _assess_weak_refs(self) -> None:
+        """Remove weak references to rows that do not exist after this transaction (rows
+        deleted here, or never existing), then check the columns' minimum sizes."""
+        tables = self.db.tables
+        schema = self.db.schema
+        candidates: dict[tuple[str, str], Row] = {}
+        for tname, trs in list(self.rows.items()):
+            table = tables[tname]
+            has_weak = bool(schema.tables[tname].weak_ref_columns)
+            for uuid, tr in trs.items():
+                if tr.new is not None:
+                    if has_weak:
+                        candidates[(tname, uuid)] = tr.new
+                elif tr.old is not None:
+                    for st, su in table.weak_refs_in.get(uuid, {}):
+                        row = self._current(tables[st], su)
+                        if row is not None:
+                            candidates[(st, su)] = row
+        for (tname, uuid), row in candidates.items():
+            table = tables[tname]
+            changes: dict[str, Any] = {}
+            for col in table.schema.weak_ref_columns:
+                codec = col.type.codec
+                value = row.data[col.name]
+                kept, removed = self._live_weak_refs(codec, value)
+                if not removed:
+                    continue
+                if len(kept) < col.type.min:
+                    inserted = uuid not in table.rows
+                    if inserted and all(r == UUID_ZERO for r in removed):
+                        raise OvsdbError(
+                            "constraint violation",
+                            f'Weak reference column "{col.name}" in "{tname}" row {uuid} '
+                            "(inserted within this transaction) contained all-zeros UUID "
+                            "(probably as the default value for this column) but deleting "
+                            "this value caused a constraint volation because this column is "
+                            "not allowed to be empty.",
+                        )
+                    note = "(inserted within this transaction) " if inserted else ""
+                    raise OvsdbError(
+                        "constraint violation",
+                        f"Deletion of {len(removed)} weak reference(s) to deleted (or "
+                        f'never-existing) rows from column "{col.name}" in "{tname}" row '
+                        f"{uuid} {note}caused this column to become empty, but constraints "
+                        "on this column disallow an empty column.",
+                    )
+                changes[col.name] = kept
+            if changes:
+                self._writable(table, row).data.update(changes)
+
+    def _live_weak_refs(self, codec: Any, value: Any) -> tuple[Any, list[str]]:
+        """(value without dead weak refs, the dead refs removed)."""
+        tables = self.db.tables
+        key, val = codec.key, codec.value
+        removed: list[str] = []
+
+        def alive(base: Any, u: str) -> bool:
+            if self._current(tables[base.ref_table], u) is not None:
+                return True
+            removed.append(u)
+            return False
+
+        kw = key.is_weak_ref
+        vw = val is not None and val.is_weak_ref
+        if codec.is_scalar:
+            return ((), removed) if not alive(key, value) else (value, removed)
+        if codec.is_map:
+            kept = tuple(
+                (k, v)
+                for k, v in value
+                if (not kw or alive(key, k)) and (not vw or alive(val, v))
+            )
+        else:
+            kept = tuple(a for a in value if alive(key, a))
+        return kept, removed
+
+    def _check_indexes(self) -> None:
+        tables = self.db.tables
+        for tname, trs in self.rows.items():
+            table = tables[tname]
+            if not table.schema.indexes:
+                continue
+            for i, cols in enumerate(table.schema.indexes):
+                seen: dict[tuple[Any, ...], TxnRow] = {}
+                committed = table.indexes[i]
+                for uuid, tr in trs.items():
+                    if tr.new is None:
+                        continue
+                    key = table.index_key(i, tr.new.data)
+                    other = seen.get(key)
+                    if other is not None:
+                        self._index_error(table, cols, key, tr, other)
+                    seen[key] = tr
+                    holder = committed.get(key)
+                    if holder is not None and holder != uuid and holder not in trs:
+                        row = table.rows[holder]
+                        self._index_error(table, cols, key, tr, TxnRow(row, row))
+
+    def _index_error(
+        self, table: Table, cols: tuple[str, ...], key: tuple[Any, ...], a: TxnRow, b: TxnRow
+    ) -> None:
+        ts = table.schema
+        codecs = [ts.columns[c].type.codec for c in cols]
+        values = _english_join(
+            [datum_to_string(codec, v) for codec, v in zip(codecs, key, strict=True)]
+        )
+        quoted = _english_join([f'"{c}"' for c in cols])
+        what = f"columns {quoted}" if len(cols) > 1 else f"column {quoted}"
+
+        def describe(tr: TxnRow) -> str:
+            old, new = tr.old, tr.new
+            assert new is not None
+            uuid = new.uuid
+            if old is None:
+                return f"with UUID {uuid}, was inserted by this transaction."
+            if new is old or new.data == old.data:
+                return (f"with UUID {uuid}, existed in the database before this "
+                        "transaction and was not modified by the transaction.")
+            old_key = table.index_key(table.schema.indexes.index(cols), old.data)
+            if old_key == key:
+                return (f"with UUID {uuid}, existed in the database before this transaction, "
+                        "which modified some of the row's columns but not any columns in "
+                        "this index.")
+            old_values = _english_join(
+                [datum_to_string(codec, v) for codec, v in zip(codecs, old_key, strict=True)]
+            )
+            return (f"with UUID {uuid}, had the following index values before the "
+                    f"transaction: {old_values}.")
+
+        raise OvsdbError(
+            "constraint violation",
+            f'Transaction causes multiple rows in "{ts.name}" table to have identical values '
+            f"({values}) for index on {what}.  First row, {describe(a)}  Second row, "
+            f"{describe(b)}",
+        )
+
+    def _changeset(self) -> Changeset:
+        tables: dict[str, dict[str, RowChange]] = {}
+        for tname, trs in self.rows.items():
+            out: dict[str, RowChange] = {}
+            for uuid, tr in trs.items():
+                old, new = tr.old, tr.new
+                if new is None:
+                    if old is not None:
+                        out[uuid] = RowChange(uuid, old, None)
+                    continue
+                if old is not None:
+                    if new.data == old.data:
+                        continue
+                    new = Row(uuid, new.data)  # a fresh _version
+                out[uuid] = RowChange(uuid, old, new)
+            if out:
+                tables[tname] = out
+        return Changeset(tables)
+
+
+_HANDLERS: dict[str, Callable[[Transaction, _OpParser], Any]] = {
+    "insert": Transaction._op_insert,
+    "select": Transaction._op_select,
+    "update": Transaction._op_update,
+    "mutate": Transaction._op_mutate,
+    "delete": Transaction._op_delete,
+    "wait": Transaction._op_wait,
+    "commit": Transaction._op_commit,
+    "abort": Transaction._op_abort,
+    "comment": Transaction._op_comment,
+    "assert": Transaction._op_assert,
+}
+
+
+def _unchanged(tr: TxnRow) -> bool:
+    if tr.old is None:
+        return tr.new is None
+    return tr.new is not None and tr.new.data == tr.old.data
+
+
+def _english_join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    if len(items) == 2:
+        return f"{items[0]} and {items[1]}"
+    return ", ".join(items[:-1]) + f", and {items[-1]}"
+
+
+
+def execute(
+    db: Database,
+    ops: list[Any],
+    *,
+    now: float = 0.0,
+    started: float | None = None,
+    owns_lock: Callable[[str], bool] | None = None,
+    read_only_reason: str | None = None,
+) -> Outcome:
+    """Execute `ops` (the transact params after the database name) against `db`."""
+    return Transaction(
+        db, ops, now=now, started=started, owns_lock=owns_lock,
+        read_only_reason=read_only_reason,
+    ).execute()

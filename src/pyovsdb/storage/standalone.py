@@ -1,0 +1,146 @@
+"""Standalone database files, in the real ovsdb-server's format.
+
+Rules kept here:
+- Record 0 is the schema; every later record is one committed transaction in OVS's
+  transaction-record form (see `ovsdb.changeset`). A compacted file holds the schema and
+  a single record with every row in full (no `_is_diff`), as the real tools write it.
+- A transaction is acknowledged only after its record is written; with `durable` (or
+  when the storage was opened with `sync_always`) only after it is fsynced.
+- Compaction rewrites the file atomically (see `storage.log`). It is due when the file
+  has grown to at least `min_growth` bytes and to `ratio` times its size after the last
+  compaction, and no sooner than `min_interval` after the previous one; the caller owns
+  the clock and asks `should_compact(now)`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ..ovsdb.changeset import Changeset
+from ..ovsdb.database import Database
+from ..ovsdb.errors import OvsdbError
+from ..ovsdb.schema import DatabaseSchema
+from .log import MAGIC_STANDALONE, LogWriter, read_file, write_new_file
+
+
+def snapshot_record(db: Database, comment: str, date_ms: int | None = None) -> dict[str, Any]:
+    """All rows of `db` as one full-row transaction record."""
+    rec: dict[str, Any] = {}
+    for tname, table in db.tables.items():
+        if not table.rows:
+            continue
+        cols = [
+            (cname, col.type.codec)
+            for cname, col in table.schema.columns.items()
+            if not col.ephemeral
+        ]
+        rows: dict[str, Any] = {}
+        for uuid, row in table.rows.items():
+            data = row.data
+            out: dict[str, Any] = {}
+            for cname, codec in cols:
+                v = data[cname]
+                if v != codec.default:
+                    out[cname] = codec.to_json(v)
+            rows[uuid] = out
+        rec[tname] = rows
+    rec["_date"] = int(time.time() * 1000) if date_ms is None else date_ms
+    rec["_comment"] = comment
+    return rec
+
+
+def create(path: str, schema_json: dict[str, Any]) -> None:
+    DatabaseSchema.from_json(schema_json)  # validate before writing anything
+    write_new_file(path, [schema_json])
+
+
+def load(path: str) -> tuple[Database, Any]:
+    """Read a standalone file: the database, and the raw read result (for its problems)."""
+    res = read_file(path)
+    if res.magic is not None and res.magic != MAGIC_STANDALONE:
+        raise OvsdbError("syntax error", f"{path}: not a standalone database (magic "
+                                         f'"{res.magic}")')
+    if not res.records:
+        raise OvsdbError("syntax error", f"{path}: {res.error or 'database file is empty'}")
+    schema = DatabaseSchema.from_json(res.records[0])
+    schema.json = res.records[0] if isinstance(res.records[0], dict) else None
+    db = Database(schema)
+    for i, rec in enumerate(res.records[1:], start=1):
+        try:
+            cs = Changeset.from_record(schema, rec, lambda t: db.tables[t].rows)
+        except OvsdbError as e:
+            raise OvsdbError(e.tag, f"{path}: record {i}: {e.details}") from None
+        db.apply(cs)
+    return db, res
+
+
+class StandaloneStorage:
+    """An open standalone file that transactions are appended to."""
+
+    def __init__(
+        self,
+        path: str,
+        db: Database,
+        end_offset: int,
+        *,
+        n_records: int,
+        sync_always: bool = False,
+        min_growth: int = 10 * 1024 * 1024,
+        ratio: float = 4.0,
+        min_interval: float = 600.0,
+    ) -> None:
+        self.path = path
+        self.db = db
+        self.writer = LogWriter(path, end_offset)
+        self.sync_always = sync_always
+        self.min_growth = min_growth
+        self.ratio = ratio
+        self.min_interval = min_interval
+        self.snapshot_size = end_offset if n_records <= 2 else 0
+        self.last_compaction: float | None = None
+        self.n_records = n_records
+
+    @classmethod
+    def open(cls, path: str, **kwargs: Any) -> tuple[StandaloneStorage, str | None]:
+        db, res = load(path)
+        st = cls(path, db, res.end, n_records=len(res.records), **kwargs)
+        return st, res.error
+
+    @property
+    def size(self) -> int:
+        return self.writer.offset
+
+    def commit(self, cs: Changeset, durable: bool = False, date_ms: int | None = None) -> None:
+        """Write one transaction record; returns once written (fsynced if durable)."""
+        if cs.date is None:
+            cs.date = int(time.time() * 1000) if date_ms is None else date_ms
+        self.writer.append(cs.to_record(self.db.schema))
+        self.n_records += 1
+        if durable or self.sync_always:
+            self.writer.sync()
+
+    def sync(self) -> None:
+        self.writer.sync()
+
+    def should_compact(self, now: float) -> bool:
+        if self.last_compaction is not None and now - self.last_compaction < self.min_interval:
+            return False
+        size = self.writer.offset
+        return size >= self.min_growth and size >= self.ratio * max(self.snapshot_size, 1)
+
+    def compact(self, now: float | None = None, comment: str = "compacting database online"
+                ) -> None:
+        schema_json = self.db.schema.json or self.db.schema.to_json()
+        self.writer.replace([schema_json, snapshot_record(self.db, comment)])
+        self.snapshot_size = self.writer.offset
+        self.n_records = 2
+        self.last_compaction = time.monotonic() if now is None else now
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def file_size(path: str) -> int:
+    return os.stat(path).st_size
