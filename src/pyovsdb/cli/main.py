@@ -1,0 +1,59 @@
+"""`pyovsdb <command>`: one entry point for the server, tools, client and sandbox.
+
+Every command reports failures as one line on stderr and a non-zero exit status; a
+Python traceback reaching the user is a bug.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+USAGE = """\
+usage: pyovsdb COMMAND [ARG...]
+
+commands:
+  server    OVSDB server (drop-in for ovsdb-server)
+  tool      database file utility (drop-in for ovsdb-tool)
+  client    OVSDB client (drop-in for ovsdb-client)
+  sandbox   run a local OVN Northbound + Southbound control plane
+  version   print the version
+"""
+
+
+def _commands() -> dict[str, Callable[[list[str]], int]]:
+    from . import client, sandbox, server, tool
+
+    return {
+        "server": server.main,
+        "tool": tool.main,
+        "client": client.main,
+        "sandbox": sandbox.main,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0 if args else 1
+    if args[0] in ("version", "-V", "--version"):
+        from .. import __version__
+
+        print(f"pyovsdb {__version__}")
+        return 0
+    commands = _commands()
+    cmd = commands.get(args[0])
+    if cmd is None:
+        print(f"pyovsdb: unknown command '{args[0]}'; use --help for help", file=sys.stderr)
+        return 1
+    try:
+        return cmd(args[1:])
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,4 @@
+"""placeholder"""
+
+def main(argv: list[str]) -> int:
+    raise SystemExit("not yet")

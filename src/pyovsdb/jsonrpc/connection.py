@@ -1,0 +1,170 @@
+"""A JSON-RPC connection over an asyncio transport: framing in, serialized messages out,
+liveness probes, and a bound on unsent output.
+
+Rules kept here:
+- Incoming bytes go through one `JsonStream`; each complete message is handed to
+  `on_message` in order. A framing or protocol error closes this connection only.
+- Output is written immediately; if the bytes queued in the transport exceed
+  `max_backlog`, the peer is not reading, and the connection is closed rather than
+  letting memory grow without limit.
+- Inactivity probe (as the real `jsonrpc_session`): after `probe_interval` seconds
+  without receiving anything, send an `echo` request; if another interval passes in
+  silence, close. Zero disables probes (the real server does not probe unix sockets).
+- Echo requests from the peer are answered here, whoever owns the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from .message import ERROR, NOTIFY, REPLY, REQUEST, ProtocolError, classify, reply
+from .stream import FramingError, JsonStream
+
+log = logging.getLogger("jsonrpc")
+
+DEFAULT_MAX_BACKLOG = 512 * 1024 * 1024
+
+
+class Connection(asyncio.Protocol):
+    """Subclasses implement `on_message(kind, msg)` and optionally `on_close()`."""
+
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        probe_interval: float = 0.0,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
+        max_message: int | None = None,
+    ) -> None:
+        self.name = name
+        self.transport: asyncio.Transport | None = None
+        self.stream = JsonStream() if max_message is None else JsonStream(max_size=max_message)
+        self.probe_interval = probe_interval
+        self.max_backlog = max_backlog
+        self.closed = False
+        self._received = False
+        self._probe_sent = False
+        self._probe_handle: asyncio.TimerHandle | None = None
+        self.on_closed: list[Callable[[], None]] = []
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    # -- asyncio.Protocol ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if not self.name:
+            peer = transport.get_extra_info("peername")
+            self.name = str(peer) if peer else "unix"
+        if self.probe_interval > 0:
+            self._schedule_probe()
+
+    def data_received(self, data: bytes) -> None:
+        self._received = True
+        self.bytes_in += len(data)
+        try:
+            msgs = self.stream.feed(data)
+        except FramingError as e:
+            log.warning("%s: input error: %s, closing connection", self.name, e)
+            self.close()
+            return
+        for msg in msgs:
+            if self.closed:
+                return
+            try:
+                kind = classify(msg)
+            except ProtocolError as e:
+                log.warning("%s: received bad JSON-RPC message: %s", self.name, e)
+                log.warning("%s: connection dropped (Protocol error)", self.name)
+                self.close()
+                return
+            if kind == REQUEST and msg["method"] == "echo":
+                self.send(reply(msg["params"], msg["id"]))
+                continue
+            if kind in (REPLY, ERROR) and msg.get("id") == "echo":
+                continue
+            self.on_message(kind, msg)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed()
+
+    # -- API -------------------------------------------------------------------------
+
+    def on_message(self, kind: str, msg: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def send(self, msg: Any) -> None:
+        self.send_bytes(orjson.dumps(msg))
+
+    def send_bytes(self, data: bytes) -> None:
+        t = self.transport
+        if self.closed or t is None:
+            return
+        t.write(data)
+        self.bytes_out += len(data)
+        if t.get_write_buffer_size() > self.max_backlog:
+            log.warning(
+                "%s: backlog of %d bytes exceeds the limit of %d, closing connection",
+                self.name, t.get_write_buffer_size(), self.max_backlog,
+            )
+            self.close(abort=True)
+
+    def backlog(self) -> int:
+        t = self.transport
+        return t.get_write_buffer_size() if t is not None and not self.closed else 0
+
+    def close(self, abort: bool = False) -> None:
+        if self.closed:
+            return
+        t = self.transport
+        if t is not None:
+            if abort:
+                t.abort()
+            else:
+                t.close()
+        self._closed()
+
+    def _closed(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._probe_handle is not None:
+            self._probe_handle.cancel()
+        callbacks, self.on_closed = self.on_closed, []
+        for cb in callbacks:
+            cb()
+        self.on_close()
+
+    def on_close(self) -> None:
+        pass
+
+    # -- inactivity probe --------------------------------------------------------------
+
+    def _schedule_probe(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._probe_handle = loop.call_later(self.probe_interval, self._probe)
+
+    def _probe(self) -> None:
+        if self.closed:
+            return
+        if self._received:
+            self._received = False
+            self._probe_sent = False
+        elif not self._probe_sent:
+            self.send({"method": "echo", "params": [], "id": "echo"})
+            self._probe_sent = True
+        else:
+            log.warning("%s: no response to inactivity probe after %.3g seconds, "
+                        "disconnecting", self.name, 2 * self.probe_interval)
+            self.close()
+            return
+        self._schedule_probe()
+
+
+def kinds() -> tuple[str, str, str, str]:
+    return REQUEST, NOTIFY, REPLY, ERROR

@@ -1,0 +1,108 @@
+"""The control socket that `ovs-appctl -t SOCKET COMMAND ARGS...` talks to.
+
+Rules kept here (those of lib/unixctl.c):
+- JSON-RPC over a unix socket: a request's method is the command name, its params the
+  command's arguments, all strings.
+- A command replies with text (`result`) or an error text (`error`); ovs-appctl prints
+  the first on stdout and exits 0, the second on stderr and exits 2.
+- Argument counts are checked before a command runs, with the real wording.
+- `list-commands` and `version` exist in every process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..jsonrpc.connection import Connection
+from ..jsonrpc.message import NOTIFY, REQUEST, error_reply, reply
+
+log = logging.getLogger("unixctl")
+
+Handler = Callable[[list[str]], str]
+
+
+class CommandError(Exception):
+    """Raised by a command handler to reply with an error text."""
+
+
+@dataclass
+class Command:
+    usage: str
+    min_args: int
+    max_args: int
+    handler: Handler
+
+
+class UnixctlServer:
+    def __init__(self, path: str, version: str) -> None:
+        self.path = path
+        self.commands: dict[str, Command] = {}
+        self.server: asyncio.AbstractServer | None = None
+        self.register("list-commands", "", 0, 0, self._list_commands)
+        self.register("version", "", 0, 0, lambda args: version)
+
+    def register(self, name: str, usage: str, min_args: int, max_args: int,
+                 handler: Handler) -> None:
+        self.commands[name] = Command(usage, min_args, max_args, handler)
+
+    async def start(self) -> None:
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        loop = asyncio.get_running_loop()
+        self.server = await loop.create_unix_server(lambda: _UnixctlConn(self), self.path)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+    def _list_commands(self, args: list[str]) -> str:
+        lines = ["The available commands are:"]
+        for name in sorted(self.commands):
+            lines.append(f"  {name:<23} {self.commands[name].usage}".rstrip())
+        return "\n".join(lines) + "\n"
+
+    def run(self, method: str, params: list[Any]) -> tuple[bool, str]:
+        cmd = self.commands.get(method)
+        if cmd is None:
+            return False, (f'"{method}" is not a valid command (use "list-commands" to see a '
+                           "list of valid commands)")
+        if len(params) < cmd.min_args:
+            return False, (f'"{method}" command requires at least {cmd.min_args} arguments')
+        if len(params) > cmd.max_args:
+            return False, f'"{method}" command takes at most {cmd.max_args} arguments'
+        if not all(type(p) is str for p in params):
+            return False, "command has non-string argument"
+        try:
+            return True, cmd.handler(list(params))
+        except CommandError as e:
+            return False, str(e)
+        except Exception as e:  # a bug in a command must not take the daemon down
+            log.exception("unixctl command %s failed", method)
+            return False, f"internal error: {e}"
+
+
+class _UnixctlConn(Connection):
+    def __init__(self, owner: UnixctlServer) -> None:
+        super().__init__("unixctl")
+        self.owner = owner
+
+    def on_message(self, kind: str, msg: dict[str, Any]) -> None:
+        if kind not in (REQUEST, NOTIFY):
+            return
+        ok, text = self.owner.run(msg["method"], msg["params"])
+        if kind == NOTIFY:
+            return
+        if ok:
+            self.send(reply(text, msg["id"]))
+        else:
+            self.send(error_reply(text, msg["id"]) | {"result": None})

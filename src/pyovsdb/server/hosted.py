@@ -1,0 +1,175 @@
+"""A database as the server hosts it: rows, storage, monitors, history, blocked waits.
+
+Rules kept here:
+- Commit order is fixed: store (the transaction is durable as promised) -> apply to the
+  in-memory rows -> record in the history -> notify every monitor. A client's reply is
+  sent by the caller after `commit` returns, so the updates caused by its own
+  transaction always precede its reply on the same connection.
+- The history keeps recent changesets by transaction id so a client reconnecting with
+  `monitor_cond_since` receives only what it missed. It holds at most `max_history`
+  transactions and, like the real server, no more atoms than the database itself.
+  Unlike the real server, standalone databases keep a history too.
+- Transactions blocked on `wait` are re-executed after every commit and when their
+  timeout expires; each completes exactly once.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..ovsdb.changeset import Changeset
+from ..ovsdb.database import Database
+from ..ovsdb.transaction import Blocked, Outcome, execute
+from ..util.uuidgen import new_uuid
+from .monitor import Monitor, merge_changesets
+
+if TYPE_CHECKING:
+    from ..storage.standalone import StandaloneStorage
+
+
+class Trigger:
+    """A transaction waiting for its `wait` operations to hold."""
+
+    __slots__ = ("deadline", "done", "ops", "owns_lock", "reply", "request_id", "session",
+                 "started")
+
+    def __init__(
+        self,
+        ops: list[Any],
+        started: float,
+        reply: Callable[[Outcome], None],
+        session: Any,
+        request_id: Any,
+        owns_lock: Callable[[str], bool] | None,
+    ) -> None:
+        self.ops = ops
+        self.started = started
+        self.reply = reply
+        self.session = session
+        self.request_id = request_id
+        self.owns_lock = owns_lock
+        self.deadline: float | None = None
+        self.done = False
+
+
+class HostedDb:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        storage: StandaloneStorage | None = None,
+        model: str = "standalone",
+        read_only_reason: str | None = None,
+        max_history: int = 100,
+        clock: Callable[[], float],
+    ) -> None:
+        self.db = db
+        self.name = db.name
+        self.storage = storage
+        self.model = model
+        self.read_only_reason = read_only_reason
+        self.max_history = max_history
+        self.clock = clock  # monotonic milliseconds
+        self.monitors: set[Monitor] = set()
+        self.history: deque[tuple[str, Changeset]] = deque()
+        self.history_atoms = 0
+        self.last_txn_id = new_uuid()
+        self.triggers: list[Trigger] = []
+        self.on_trigger_deadline: Callable[[HostedDb], None] | None = None
+        self.n_commits = 0
+
+    # -- transactions ------------------------------------------------------------------
+
+    def execute(
+        self, ops: list[Any], *, started: float | None = None,
+        owns_lock: Callable[[str], bool] | None = None,
+    ) -> Outcome:
+        return execute(
+            self.db,
+            ops,
+            now=self.clock(),
+            started=started,
+            owns_lock=owns_lock,
+            read_only_reason=self.read_only_reason,
+        )
+
+    def commit(self, cs: Changeset, durable: bool = False) -> str:
+        """Make `cs` durable and visible; returns its transaction id."""
+        if self.storage is not None:
+            self.storage.commit(cs, durable)
+        self.db.apply(cs)
+        txn_id = cs.txn_id or new_uuid()
+        cs.txn_id = txn_id
+        self.last_txn_id = txn_id
+        self._remember(txn_id, cs)
+        self.n_commits += 1
+        shared: dict[Any, Any] = {}
+        for mon in list(self.monitors):
+            updates = mon.updates(cs, shared)
+            if updates is not None:
+                mon.sink(mon, txn_id, updates)
+        return txn_id
+
+    def _remember(self, txn_id: str, cs: Changeset) -> None:
+        if self.max_history <= 0:
+            return
+        self.history.append((txn_id, cs))
+        self.history_atoms += cs.n_atoms()
+        limit = max(self.db.n_rows() * 4, 1000)
+        while self.history and (
+            len(self.history) > self.max_history or self.history_atoms > limit
+        ):
+            _, old = self.history.popleft()
+            self.history_atoms -= old.n_atoms()
+
+    def changes_since(self, txn_id: str) -> Changeset | None:
+        """Everything committed after `txn_id`, or None if it is not in the history."""
+        if txn_id == self.last_txn_id:
+            return Changeset()
+        for i, (tid, _) in enumerate(self.history):
+            if tid == txn_id:
+                return merge_changesets(cs for _, cs in list(self.history)[i + 1:])
+        return None
+
+    # -- blocked transactions ----------------------------------------------------------
+
+    def add_trigger(self, trigger: Trigger, outcome: Blocked) -> None:
+        trigger.deadline = outcome.deadline
+        self.triggers.append(trigger)
+        if outcome.deadline is not None and self.on_trigger_deadline is not None:
+            self.on_trigger_deadline(self)
+
+    def run_triggers(self) -> None:
+        """Re-execute blocked transactions; complete those that no longer block."""
+        progress = True
+        while progress and self.triggers:
+            progress = False
+            for t in list(self.triggers):
+                if t.done:
+                    continue
+                outcome = self.execute(t.ops, started=t.started, owns_lock=t.owns_lock)
+                if isinstance(outcome, Blocked):
+                    t.deadline = outcome.deadline
+                    continue
+                self.triggers.remove(t)
+                t.done = True
+                t.reply(outcome)
+                progress = True
+                break  # the reply may have committed; rescan from the start
+
+    def next_deadline(self) -> float | None:
+        deadlines = [t.deadline for t in self.triggers if t.deadline is not None]
+        return min(deadlines) if deadlines else None
+
+    def cancel_triggers(self, session: Any, request_id: Any = None) -> list[Trigger]:
+        gone = [t for t in self.triggers
+                if t.session is session and (request_id is None or t.request_id == request_id)]
+        for t in gone:
+            t.done = True
+            self.triggers.remove(t)
+        return gone
+
+    def remove_monitor(self, mon: Monitor) -> None:
+        self.monitors.discard(mon)

@@ -1,0 +1,63 @@
+"""Named locks (RFC 7047 section 4.1.8-4.1.10) shared by all sessions of one server.
+
+Rules kept here:
+- Each lock has an ordered queue of waiting sessions; the first one owns the lock.
+- `lock` joins the end of the queue; `steal` jumps to its head. The session robbed by a
+  steal is told "stolen" and stays queued, so it gets the lock back, with a "locked"
+  notification, when the thief releases it.
+- A session may hold or wait for a given lock only once until it unlocks it.
+- Closing a session releases everything it held or waited for.
+The manager only decides; callers send the notifications it returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LockManager:
+    def __init__(self) -> None:
+        self.queues: dict[str, list[Any]] = {}
+
+    def owner(self, name: str) -> Any:
+        q = self.queues.get(name)
+        return q[0] if q else None
+
+    def holds(self, session: Any, name: str) -> bool:
+        return self.owner(name) is session
+
+    def waiting(self, session: Any, name: str) -> bool:
+        return session in self.queues.get(name, ())
+
+    def lock(self, session: Any, name: str) -> bool:
+        q = self.queues.setdefault(name, [])
+        q.append(session)
+        return q[0] is session
+
+    def steal(self, session: Any, name: str) -> Any:
+        """Take the lock now; returns the previous owner (to be told "stolen") or None."""
+        q = self.queues.setdefault(name, [])
+        victim = q[0] if q else None
+        q.insert(0, session)
+        return victim
+
+    def unlock(self, session: Any, name: str) -> Any:
+        """Leave the queue; returns the new owner (to be told "locked") or None."""
+        q = self.queues.get(name)
+        if not q or session not in q:
+            return None
+        was_owner = q[0] is session
+        q.remove(session)
+        if not q:
+            del self.queues[name]
+            return None
+        return q[0] if was_owner else None
+
+    def release_all(self, session: Any) -> list[tuple[str, Any]]:
+        """Drop every lock of `session`; returns (name, new owner) pairs to notify."""
+        out = []
+        for name in [n for n, q in self.queues.items() if session in q]:
+            new_owner = self.unlock(session, name)
+            if new_owner is not None:
+                out.append((name, new_owner))
+        return out

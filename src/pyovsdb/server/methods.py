@@ -1,0 +1,278 @@
+"""The JSON-RPC methods of the OVSDB server (RFC 7047 section 4 and OVS extensions).
+
+Rules kept here:
+- Each handler gets (session, params, id) and returns the result, raises OvsdbError for
+  an error reply, or returns PENDING when it will reply later itself.
+- Error wording, and which errors are error replies rather than results, follow the
+  real ovsdb-server; "syntax" members carry the offending params.
+- `transact`: a committed transaction is stored and its updates are sent before the
+  reply; a blocked `wait` becomes a trigger that replies when it completes.
+- `monitor_cond_since` answers from the transaction history when it can (found=true
+  with only the missed changes), else with the full initial contents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..jsonrpc.message import error_reply, notification, reply
+from ..ovsdb.errors import OvsdbError, syntax_error
+from ..ovsdb.transaction import Blocked, Committed, Outcome
+from .hosted import HostedDb, Trigger
+from .monitor import V1, V2, V3, Monitor, parse_monitor_requests
+from .session import Session, json_key
+
+if TYPE_CHECKING:
+    pass
+
+PENDING = object()
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+_ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _is_id(s: Any) -> bool:
+    return (type(s) is str and s != "" and (s[0].isalpha() or s[0] == "_")
+            and all(c in _ID_CHARS for c in s))
+
+
+def _db(session: Session, params: list[Any], method: str) -> HostedDb:
+    name = params[0] if params else None
+    if type(name) is not str:
+        raise syntax_error(params, f"{method} request params must begin with <db-name>")
+    hosted = session.server.dbs.get(name)
+    if hosted is None:
+        raise OvsdbError(
+            "unknown database", f"{method} request specifies unknown database {name}", params
+        )
+    return hosted
+
+
+# -- simple methods ------------------------------------------------------------------------
+
+
+def list_dbs(session: Session, params: list[Any], msg_id: Any) -> Any:
+    return session.server.db_names()
+
+
+def get_schema(session: Session, params: list[Any], msg_id: Any) -> Any:
+    hosted = _db(session, params, "get_schema")
+    return hosted.db.schema.json or hosted.db.schema.to_json()
+
+
+def echo(session: Session, params: list[Any], msg_id: Any) -> Any:
+    return params
+
+
+def get_server_id(session: Session, params: list[Any], msg_id: Any) -> Any:
+    return session.server.server_id
+
+
+def set_db_change_aware(session: Session, params: list[Any], msg_id: Any) -> Any:
+    if len(params) != 1 or type(params[0]) is not bool:
+        raise syntax_error(params, "set_db_change_aware parameter must be boolean")
+    session.db_change_aware = params[0]
+    return {}
+
+
+# -- transactions --------------------------------------------------------------------------
+
+
+def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
+    hosted = _db(session, params, "transact")
+    key = json_key(msg_id)
+    if key in session.pending:
+        raise syntax_error(params, "transact: duplicate request ID")
+    ops = params[1:]
+    server = session.server
+    locks = server.locks
+
+    def owns_lock(name: str) -> bool:
+        return locks.holds(session, name)
+
+    started = hosted.clock()
+    outcome = hosted.execute(ops, started=started, owns_lock=owns_lock)
+    if isinstance(outcome, Blocked):
+        session.pending[key] = msg_id
+
+        def finish(result: Outcome) -> None:
+            session.pending.pop(key, None)
+            _complete_transact(session, hosted, result, msg_id)
+
+        hosted.add_trigger(Trigger(ops, started, finish, session, msg_id, owns_lock), outcome)
+        return PENDING
+    _complete_transact(session, hosted, outcome, msg_id)
+    return PENDING
+
+
+def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg_id: Any
+                       ) -> None:
+    if isinstance(outcome, Committed) and outcome.changeset:
+        try:
+            hosted.commit(outcome.changeset, outcome.durable)
+        except OSError as e:
+            session.send(reply(outcome.results + [
+                {"error": "I/O error", "details": f"commit failed ({e.strerror})"}], msg_id))
+            return
+        session.server.note_commit(hosted)
+    elif isinstance(outcome, Committed) and outcome.durable and hosted.storage is not None:
+        hosted.storage.sync()
+    session.send(reply(outcome.results, msg_id))  # type: ignore[attr-defined]
+
+
+def cancel(session: Session, params: list[Any]) -> None:
+    if len(params) != 1:
+        return
+    key = json_key(params[0])
+    if session.pending.pop(key, None) is None:
+        return
+    for hosted in session.server.dbs.values():
+        if hosted.cancel_triggers(session, params[0]):
+            session.send(error_reply("canceled", params[0]))
+            return
+
+
+# -- monitors ------------------------------------------------------------------------------
+
+
+def _add_monitor(session: Session, params: list[Any], version: int) -> tuple[Monitor, HostedDb]:
+    method = {V1: "monitor", V2: "monitor_cond", V3: "monitor_cond_since"}[version]
+    want = 4 if version == V3 else 3
+    if len(params) not in (3, 4) if version == V3 else len(params) != want:
+        raise syntax_error(params, f"{method} request params must be an array of "
+                                   f"{want} elements" if version != V3 else
+                           f"{method} request params must be an array of 3 or 4 elements")
+    hosted = _db(session, params, method)
+    mon_id = params[1]
+    key = json_key(mon_id)
+    if key in session.monitors:
+        raise syntax_error(params, "duplicate monitor ID")
+    tables = parse_monitor_requests(hosted.db.schema, params[2], version)
+    mon = Monitor(mon_id, hosted.name, version, tables, session.send_update)
+    return mon, hosted
+
+
+def monitor(session: Session, params: list[Any], msg_id: Any) -> Any:
+    return _monitor(session, params, V1)
+
+
+def monitor_cond(session: Session, params: list[Any], msg_id: Any) -> Any:
+    return _monitor(session, params, V2)
+
+
+def _monitor(session: Session, params: list[Any], version: int) -> Any:
+    mon, hosted = _add_monitor(session, params, version)
+    initial = mon.initial(hosted.db)
+    session.monitors[json_key(mon.id)] = mon
+    hosted.monitors.add(mon)
+    return initial
+
+
+def monitor_cond_since(session: Session, params: list[Any], msg_id: Any) -> Any:
+    mon, hosted = _add_monitor(session, params, V3)
+    last_id = params[3] if len(params) > 3 else None
+    found = False
+    updates: dict[str, Any] | None = None
+    if type(last_id) is str and last_id != ZERO_UUID:
+        missed = hosted.changes_since(last_id)
+        if missed is not None:
+            found = True
+            updates = mon.updates(missed, {}) if missed else None
+    if not found:
+        updates = mon.initial(hosted.db)
+    session.monitors[json_key(mon.id)] = mon
+    hosted.monitors.add(mon)
+    return [found, hosted.last_txn_id, updates or {}]
+
+
+def monitor_cond_change(session: Session, params: list[Any], msg_id: Any) -> Any:
+    if len(params) != 3:
+        raise syntax_error(params, "monitor_cond_change request params must be an array of "
+                                   "3 elements")
+    old_key = json_key(params[0])
+    mon = session.monitors.get(old_key)
+    if mon is None:
+        raise syntax_error(params, "unknown monitor session")
+    new_key = json_key(params[1])
+    if new_key != old_key and new_key in session.monitors:
+        raise syntax_error(params, "duplicate monitor ID")
+    if mon.version == V1:
+        raise syntax_error(params, "monitor_cond_change is not supported for monitor")
+    hosted = session.server.dbs[mon.db_name]
+    updates = mon.change_condition(hosted.db, params[2])
+    if new_key != old_key:
+        del session.monitors[old_key]
+        mon.id = params[1]
+        session.monitors[new_key] = mon
+    if updates is not None:
+        mon.sink(mon, hosted.last_txn_id, updates)
+    return {}
+
+
+def monitor_cancel(session: Session, params: list[Any], msg_id: Any) -> Any:
+    if len(params) != 1:
+        raise syntax_error(params, "monitor_cancel request params must be an array of 1 "
+                                   "element")
+    mon = session.remove_monitor(json_key(params[0]))
+    if mon is None:
+        raise syntax_error(params, "unknown monitor")
+    return {}
+
+
+# -- locks ---------------------------------------------------------------------------------
+
+
+def _lock_name(session: Session, params: list[Any], method: str) -> str:
+    if session.read_only:
+        raise OvsdbError("lock and unlock methods not allowed, DB server is read only.")
+    if len(params) != 1 or not _is_id(params[0]):
+        raise syntax_error(params, f"{method} request params must be <id>")
+    return params[0]
+
+
+def lock(session: Session, params: list[Any], msg_id: Any) -> Any:
+    name = _lock_name(session, params, "lock")
+    locks = session.server.locks
+    if locks.waiting(session, name):
+        raise syntax_error(params, 'must issue "unlock" before new "lock"')
+    return {"locked": locks.lock(session, name)}
+
+
+def steal(session: Session, params: list[Any], msg_id: Any) -> Any:
+    name = _lock_name(session, params, "steal")
+    locks = session.server.locks
+    if locks.waiting(session, name):
+        raise syntax_error(params, 'must issue "unlock" before new "steal"')
+    victim = locks.steal(session, name)
+    if victim is not None and victim is not session:
+        victim.send(notification("stolen", [name]))
+    return {"locked": True}
+
+
+def unlock(session: Session, params: list[Any], msg_id: Any) -> Any:
+    name = _lock_name(session, params, "unlock")
+    locks = session.server.locks
+    if not locks.waiting(session, name):
+        raise syntax_error(params, 'unlock: "unlock" without "lock" or "steal"')
+    new_owner = locks.unlock(session, name)
+    if new_owner is not None:
+        new_owner.send(notification("locked", [name]))
+    return {}
+
+
+HANDLERS: dict[str, Callable[[Session, list[Any], Any], Any]] = {
+    "list_dbs": list_dbs,
+    "get_schema": get_schema,
+    "echo": echo,
+    "get_server_id": get_server_id,
+    "set_db_change_aware": set_db_change_aware,
+    "transact": transact,
+    "monitor": monitor,
+    "monitor_cond": monitor_cond,
+    "monitor_cond_since": monitor_cond_since,
+    "monitor_cond_change": monitor_cond_change,
+    "monitor_cancel": monitor_cancel,
+    "lock": lock,
+    "steal": steal,
+    "unlock": unlock,
+}

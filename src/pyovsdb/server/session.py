@@ -1,0 +1,104 @@
+"""One client connection of the OVSDB server and the state the protocol attaches to it:
+monitors, pending transactions, locks, change awareness.
+
+Rules kept here:
+- Requests are handled in arrival order; a reply may be delayed (a blocked `wait`), and
+  later requests do not wait for it.
+- A transact id may not be reused while that transaction is still pending.
+- Monitor ids are arbitrary JSON, compared by value.
+- Closing the session cancels its monitors and pending transactions and releases its
+  locks (handing them to the next waiter).
+Method semantics live in `methods`; this module keeps the per-connection bookkeeping.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..jsonrpc.connection import Connection
+from ..jsonrpc.message import ERROR, NOTIFY, REPLY, error_reply, notification, reply
+from ..ovsdb.errors import OvsdbError
+from .monitor import V1, V2, Monitor
+
+if TYPE_CHECKING:
+    from .server import Server
+
+log = logging.getLogger("ovsdb_jsonrpc_server")
+
+_UPDATE_METHOD = {V1: "update", V2: "update2", 3: "update3"}
+
+
+def json_key(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+class Session(Connection):
+    def __init__(self, server: Server, name: str = "", probe_interval: float = 0.0,
+                 read_only: bool = False) -> None:
+        super().__init__(name, probe_interval=probe_interval, max_backlog=server.max_backlog)
+        self.server = server
+        self.read_only = read_only
+        self.monitors: dict[bytes, Monitor] = {}
+        self.pending: dict[bytes, Any] = {}  # transact request ids awaiting a reply
+        self.db_change_aware = False
+        self.n_requests = 0
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.server.sessions.add(self)
+
+    def on_message(self, kind: str, msg: dict[str, Any]) -> None:
+        from . import methods
+
+        if kind == NOTIFY:
+            if msg["method"] == "cancel":
+                methods.cancel(self, msg["params"])
+            return
+        if kind in (REPLY, ERROR):
+            return
+        self.n_requests += 1
+        handler = methods.HANDLERS.get(msg["method"])
+        msg_id = msg["id"]
+        if handler is None:
+            self.send(error_reply("unknown method", msg_id))
+            return
+        try:
+            result = handler(self, msg["params"], msg_id)
+        except OvsdbError as e:
+            self.send(error_reply(e.to_json(), msg_id))
+            return
+        if result is not methods.PENDING:
+            self.send(reply(result, msg_id))
+        self.server.after_request()
+
+    # -- monitors ----------------------------------------------------------------------
+
+    def send_update(self, mon: Monitor, txn_id: str, updates: dict[str, Any]) -> None:
+        if mon.version == 3:
+            self.send(notification("update3", [mon.id, txn_id, updates]))
+        else:
+            self.send(notification(_UPDATE_METHOD[mon.version], [mon.id, updates]))
+
+    def remove_monitor(self, key: bytes) -> Monitor | None:
+        mon = self.monitors.pop(key, None)
+        if mon is not None:
+            hosted = self.server.dbs.get(mon.db_name)
+            if hosted is not None:
+                hosted.remove_monitor(mon)
+        return mon
+
+    # -- teardown ----------------------------------------------------------------------
+
+    def on_close(self) -> None:
+        server = self.server
+        for key in list(self.monitors):
+            self.remove_monitor(key)
+        for hosted in server.dbs.values():
+            hosted.cancel_triggers(self)
+        for name, owner in server.locks.release_all(self):
+            owner.send(notification("locked", [name]))
+        server.sessions.discard(self)
+        log.debug("%s: connection closed", self.name)
