@@ -67,15 +67,14 @@ class Changeset:
     def n_rows(self) -> int:
         return sum(len(t) for t in self.tables.values())
 
-    def n_atoms(self) -> int:
-        """Rough size in atoms, used to bound transaction history memory."""
+    def n_cells(self) -> int:
+        """Rough size (columns of the rows it holds), to bound history memory."""
         n = 0
         for changes in self.tables.values():
             for ch in changes.values():
                 row = ch.new or ch.old
                 if row is not None:
-                    for v in row.data.values():
-                        n += len(v) if type(v) is tuple else 1
+                    n += len(row.data)
         return n
 
     # -- OVS transaction record --------------------------------------------------------
@@ -171,4 +170,4 @@ class Changeset:
 
 
 def default_data(ts: TableSchema) -> dict[str, Any]:
-    return {cname: col.type.codec.default for cname, col in ts.columns.items()}
+    return ts.defaults()

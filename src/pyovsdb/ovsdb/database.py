@@ -42,16 +42,17 @@ class Table:
 
 
 class Database:
-    __slots__ = ("changes_seqno", "name", "schema", "tables")
+    __slots__ = ("changes_seqno", "n_rows_total", "name", "schema", "tables")
 
     def __init__(self, schema: DatabaseSchema) -> None:
         self.schema = schema
         self.name = schema.name
         self.tables: dict[str, Table] = {n: Table(ts) for n, ts in schema.tables.items()}
         self.changes_seqno = 0
+        self.n_rows_total = 0
 
     def n_rows(self) -> int:
-        return sum(len(t.rows) for t in self.tables.values())
+        return self.n_rows_total
 
     def n_atoms(self) -> int:
         n = 0
@@ -83,9 +84,12 @@ class Database:
                 if ref_cols:
                     self._update_refs(tname, uuid, ref_cols, old, new)
                 if new is None:
-                    rows.pop(uuid, None)
+                    if rows.pop(uuid, None) is not None:
+                        self.n_rows_total -= 1
                     table.n_refs.pop(uuid, None)
                 else:
+                    if old is None:
+                        self.n_rows_total += 1
                     rows[uuid] = new
         self.changes_seqno += 1
 
@@ -98,9 +102,9 @@ class Database:
             codec = col.type.codec
             ov = old.data[col.name] if old is not None else None
             nv = new.data[col.name] if new is not None else None
-            if old is not None and new is not None and (ov is nv or ov == nv):
+            if (not ov and not nv) or (old is not None and new is not None and ov == nv):
                 continue
-            if ov is not None:
+            if ov:
                 for rt, target in codec.iter_refs(ov, True):
                     if target == uuid:
                         continue  # self-references do not count
@@ -121,7 +125,7 @@ class Database:
                             srcs.pop(src, None)
                             if not srcs:
                                 del wr[target]
-            if nv is not None:
+            if nv:
                 for rt, target in codec.iter_refs(nv, True):
                     if target == uuid:
                         continue

@@ -261,6 +261,7 @@ class Codec:
     __slots__ = (
         "_check_key",
         "_check_value",
+        "_fast_type",
         "default",
         "is_map",
         "is_scalar",
@@ -290,6 +291,9 @@ class Codec:
         self._check_key = ctype.key.has_constraints
         self._check_value = ctype.value is not None and ctype.value.has_constraints
         self.default: Any = ATOM_DEFAULTS[self.key_type] if self.is_scalar else ()
+        self._fast_type: type | None = None
+        if self.is_scalar and not self._check_key:
+            self._fast_type = {STRING: str, INTEGER: int, BOOLEAN: bool}.get(self.key_type)
 
     # -- parsing ---------------------------------------------------------------------
 
@@ -303,6 +307,9 @@ class Codec:
         """Parse and validate a datum: wrapper, element count (the column's, or `lo`..`hi`
         where an operation relaxes it), atom types, constraints, then duplicates. The
         result has the column's canonical form whatever the bounds."""
+        fast = self._fast_type
+        if fast is not None and type(json) is fast and lo is None and hi is None:
+            return json  # a plain scalar string/integer/boolean without constraints
         lo = self.min if lo is None else lo
         hi = self.max if hi is None else hi
         if self.is_map:

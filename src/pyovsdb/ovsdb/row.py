@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..util.uuidgen import new_uuid
+from ..util.uuidgen import sequential_uuid
 
 
 class Row:
@@ -22,7 +22,7 @@ class Row:
     def __init__(self, uuid: str, data: dict[str, Any], version: str | None = None) -> None:
         self.uuid = uuid
         self.data = data
-        self.version = version if version is not None else new_uuid()
+        self.version = version if version is not None else sequential_uuid()
         self.cache: dict[Any, Any] | None = None
 
     def get(self, column: str) -> Any:

@@ -75,6 +75,7 @@ VERSION_COLUMN = ColumnSchema("_version", ColumnType(BaseType(UUID)), mutable=Fa
 
 class TableSchema:
     __slots__ = (
+        "_defaults",
         "_root_set",
         "all_columns",
         "columns",
@@ -83,6 +84,7 @@ class TableSchema:
         "max_rows",
         "name",
         "ref_columns",
+        "single_checked",
         "strong_ref_columns",
         "weak_ref_columns",
     )
@@ -116,6 +118,22 @@ class TableSchema:
             for c in self.ref_columns
             if c.type.key.is_weak_ref or (c.type.value is not None and c.type.value.is_weak_ref)
         ]
+        # Columns holding at most one atom whose type has constraints: the real server
+        # checks these on insert even when they keep their default value.
+        self.single_checked = [
+            c for c in columns.values()
+            if c.type.max == 1 and (c.type.key.has_constraints
+                                    or (c.type.value is not None
+                                        and c.type.value.has_constraints))
+        ]
+        self._defaults: dict[str, Any] | None = None
+
+    def defaults(self) -> dict[str, Any]:
+        """A fresh dict of every column's default value."""
+        d = self._defaults
+        if d is None:
+            d = self._defaults = {n: c.type.codec.default for n, c in self.columns.items()}
+        return d.copy()
 
     @classmethod
     def from_json(cls, name: str, json: Any) -> TableSchema:

@@ -85,51 +85,62 @@ _ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _WRITE_OPS = frozenset(("insert", "update", "mutate", "delete"))
 
 
+_MISSING = object()
+_KIND_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "id": (str,),
+    "array": (list,),
+    "object": (dict,),
+    "boolean": (bool,),
+    "integer": (int, float),
+}
+
+
 def _kind_ok(value: Any, kind: str) -> bool:
     t = type(value)
-    if kind == "string":
-        return t is str
+    if t not in _KIND_TYPES[kind]:
+        return False
     if kind == "id":
-        return t is str and _ID_RE.match(value) is not None
-    if kind == "array":
-        return t is list
-    if kind == "object":
-        return t is dict
-    if kind == "boolean":
-        return t is bool
-    if kind == "integer":
-        return t is int or (t is float and value.is_integer())
-    return False
+        return _ID_RE.match(value) is not None
+    if kind == "integer" and t is float:
+        return bool(value.is_integer())
+    return True
 
 
 class _OpParser:
     """Reads an operation's members in the real server's order, so that the first
     problem it reports is the one the real server reports."""
 
-    __slots__ = ("op", "prefix", "used")
+    __slots__ = ("i", "n", "n_used", "op")
 
-    def __init__(self, op: dict[str, Any], prefix: str) -> None:
+    def __init__(self, op: dict[str, Any], i: int, n: int) -> None:
         self.op = op
-        self.prefix = prefix
-        self.used = {"op"}
+        self.i = i
+        self.n = n
+        self.n_used = 1  # "op"
 
     def error(self, details: str) -> OvsdbError:
-        return syntax_error(self.op, f"{self.prefix}{details}")
+        return syntax_error(
+            self.op, f"Parsing ovsdb operation {self.i + 1} of {self.n} failed: {details}"
+        )
 
     def get(self, name: str, kind: str, optional: bool = False) -> Any:
-        self.used.add(name)
-        op = self.op
-        if name not in op:
+        value = self.op.get(name, _MISSING)
+        if value is _MISSING:
             if optional:
                 return None
             raise self.error(f"Required '{name}' member is missing.")
-        value = op[name]
-        if not _kind_ok(value, kind):
+        self.n_used += 1
+        if type(value) not in _KIND_TYPES[kind] or (
+            kind in ("id", "integer") and not _kind_ok(value, kind)
+        ):
             raise self.error(f"Type mismatch for member '{name}'.")
         return value
 
-    def finish(self) -> None:
-        extra = [m for m in self.op if m not in self.used]
+    def finish(self, allowed: frozenset[str]) -> None:
+        if len(self.op) == self.n_used:
+            return
+        extra = [m for m in self.op if m not in allowed]
         if len(extra) == 1:
             raise self.error(f"Member '{extra[0]}' is present but not allowed here.")
         if extra:
@@ -138,6 +149,20 @@ class _OpParser:
             raise self.error(
                 f"Member '{extra[0]}' and {n} {others} are present but not allowed here."
             )
+
+
+_ALLOWED = {
+    "insert": frozenset(("op", "table", "uuid", "uuid-name", "row")),
+    "select": frozenset(("op", "table", "where", "columns", "sort")),
+    "update": frozenset(("op", "table", "where", "row")),
+    "mutate": frozenset(("op", "table", "where", "mutations")),
+    "delete": frozenset(("op", "table", "where")),
+    "wait": frozenset(("op", "timeout", "where", "columns", "until", "rows", "table")),
+    "commit": frozenset(("op", "durable")),
+    "abort": frozenset(("op",)),
+    "comment": frozenset(("op", "comment")),
+    "assert": frozenset(("op", "lock")),
+}
 
 
 class Transaction:
@@ -191,16 +216,17 @@ class Transaction:
         return Committed(results, changeset, self.durable)
 
     def _execute_op(self, op: Any, i: int, n: int) -> Any:
-        prefix = f"Parsing ovsdb operation {i + 1} of {n} failed: "
         if type(op) is not dict:
-            raise OvsdbError("syntax error", f"{prefix}Object expected.")
-        parser = _OpParser(op, prefix)
+            raise OvsdbError(
+                "syntax error", f"Parsing ovsdb operation {i + 1} of {n} failed: Object expected."
+            )
+        parser = _OpParser(op, i, n)
         name = parser.get("op", "string")
         handler = _HANDLERS.get(name)
         if handler is None:
             raise parser.error(f'No operation "{name}"')
         result = handler(self, parser)
-        parser.finish()
+        parser.finish(_ALLOWED[name])
         if name in _WRITE_OPS and self.read_only_reason is not None:
             raise OvsdbError("not allowed", f"{name} operation not allowed {self.read_only_reason}")
         return result
@@ -328,7 +354,7 @@ class Transaction:
             uuid = new_uuid()
         elif given is not None and (
             uuid in table.rows or uuid in self.rows.get(table.name, ())
-        ):
+        ):  # an explicit "uuid" must be new
             raise OvsdbError(
                 "duplicate uuid",
                 "This UUID would duplicate a UUID already present within the table or "
@@ -339,10 +365,11 @@ class Transaction:
         if row_json is not None:
             data.update(self._parse_row(ts, row_json))
         # Single-element values, defaults included, must satisfy their constraints.
-        for cname, col in ts.columns.items():
+        for col in ts.single_checked:
             codec = col.type.codec
-            if codec.is_scalar or (codec.max == 1 and len(data[cname]) == 1):
-                codec.check_constraints(data[cname])
+            v = data[col.name]
+            if codec.is_scalar or len(v) == 1:
+                codec.check_constraints(v)
         self._txn_rows(table.name)[uuid] = TxnRow(None, Row(uuid, data))
         return {"uuid": ["uuid", uuid]}
 
@@ -488,7 +515,7 @@ class Transaction:
         return {}
 
     def _op_abort(self, p: _OpParser) -> Any:
-        p.finish()
+        p.finish(_ALLOWED["abort"])
         raise OvsdbError("aborted", "aborted by request")
 
     def _op_comment(self, p: _OpParser) -> Any:
@@ -533,14 +560,14 @@ class Transaction:
                     cname = col.name
                     ov = old.data[cname] if old is not None else None
                     nv = new.data[cname] if new is not None else None
-                    if old is not None and new is not None and ov == nv:
+                    if (not ov and not nv) or (old is not None and new is not None and ov == nv):
                         continue
                     codec = col.type.codec
-                    if ov is not None:
+                    if ov:
                         for k in codec.iter_refs(ov, True):
                             if k[1] != uuid:
                                 deltas[k] = deltas.get(k, 0) - 1
-                    if nv is not None:
+                    if nv:
                         for k in codec.iter_refs(nv, True):
                             if k[1] != uuid:
                                 deltas[k] = deltas.get(k, 0) + 1
@@ -566,7 +593,7 @@ class Transaction:
                     if new is None:
                         continue
                     nv = new.data[col.name]
-                    if tr.old is not None and tr.old.data[col.name] == nv:
+                    if not nv or (tr.old is not None and tr.old.data[col.name] == nv):
                         continue
                     for rt, target in codec.iter_refs(nv, True):
                         if target != uuid and not self._exists(tables[rt], target):
@@ -661,9 +688,10 @@ class Transaction:
             table = tables[tname]
             changes: dict[str, Any] = {}
             for col in table.schema.weak_ref_columns:
-                codec = col.type.codec
                 value = row.data[col.name]
-                kept, removed = self._live_weak_refs(codec, value)
+                if not value:
+                    continue
+                kept, removed = self._live_weak_refs(col.type.codec, value)
                 if not removed:
                     continue
                 if len(kept) < col.type.min:

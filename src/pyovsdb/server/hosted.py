@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..ovsdb.changeset import Changeset
 from ..ovsdb.database import Database
 from ..ovsdb.transaction import Blocked, Outcome, execute
-from ..util.uuidgen import new_uuid
+from ..util.uuidgen import new_uuid, sequential_uuid
 from .monitor import Monitor, merge_changesets
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ class HostedDb:
         self.max_history = max_history
         self.clock = clock  # monotonic milliseconds
         self.monitors: set[Monitor] = set()
-        self.history: deque[tuple[str, Changeset]] = deque()
-        self.history_atoms = 0
+        self.history: deque[tuple[str, Changeset, int]] = deque()
+        self.history_cells = 0
         self.last_txn_id = new_uuid()
         self.triggers: list[Trigger] = []
         self.on_trigger_deadline: Callable[[HostedDb], None] | None = None
@@ -100,7 +100,7 @@ class HostedDb:
         if self.storage is not None:
             self.storage.commit(cs, durable)
         self.db.apply(cs)
-        txn_id = cs.txn_id or new_uuid()
+        txn_id = cs.txn_id or sequential_uuid()
         cs.txn_id = txn_id
         self.last_txn_id = txn_id
         self._remember(txn_id, cs)
@@ -115,22 +115,23 @@ class HostedDb:
     def _remember(self, txn_id: str, cs: Changeset) -> None:
         if self.max_history <= 0:
             return
-        self.history.append((txn_id, cs))
-        self.history_atoms += cs.n_atoms()
-        limit = max(self.db.n_rows() * 4, 1000)
+        n = cs.n_cells()
+        self.history.append((txn_id, cs, n))
+        self.history_cells += n
+        # Like the real server: no more history than the database holds itself.
+        limit = max(self.db.n_rows() * 8, 1000)
         while self.history and (
-            len(self.history) > self.max_history or self.history_atoms > limit
+            len(self.history) > self.max_history or self.history_cells > limit
         ):
-            _, old = self.history.popleft()
-            self.history_atoms -= old.n_atoms()
+            self.history_cells -= self.history.popleft()[2]
 
     def changes_since(self, txn_id: str) -> Changeset | None:
         """Everything committed after `txn_id`, or None if it is not in the history."""
         if txn_id == self.last_txn_id:
             return Changeset()
-        for i, (tid, _) in enumerate(self.history):
+        for i, (tid, _, _) in enumerate(self.history):
             if tid == txn_id:
-                return merge_changesets(cs for _, cs in list(self.history)[i + 1:])
+                return merge_changesets(cs for _, cs, _ in list(self.history)[i + 1:])
         return None
 
     # -- blocked transactions ----------------------------------------------------------

@@ -1,0 +1,113 @@
+"""A small blocking JSON-RPC client, for command-line tools, tests and benchmarks.
+
+Rules kept here:
+- Remotes are `unix:PATH` or `tcp:IP:PORT` (IPv6 literal in brackets).
+- `call` sends a request and returns its reply, answering the server's `echo` probes
+  and queueing notifications (updates, locked, stolen) for `notifications()`.
+- Many requests may be in flight (`send` then `wait`), as pipelining clients do.
+- A closed connection or a JSON-RPC error reply raises `RpcError`.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import deque
+from typing import Any
+
+import orjson
+
+from .message import ERROR, NOTIFY, REPLY, REQUEST, classify, reply
+from .stream import JsonStream
+
+
+class RpcError(Exception):
+    def __init__(self, message: str, error: Any = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def connect(remote: str, timeout: float | None = None) -> socket.socket:
+    kind, _, addr = remote.partition(":")
+    if kind == "unix":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(addr)
+    elif kind == "tcp":
+        host, _, port = addr.rpartition(":")
+        host = host.strip("[]")
+        s = socket.create_connection((host, int(port)), timeout=timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    else:
+        raise RpcError(f"{remote}: unsupported remote (expected unix: or tcp:)")
+    s.settimeout(None)
+    return s
+
+
+class Client:
+    def __init__(self, remote: str, timeout: float | None = None) -> None:
+        self.remote = remote
+        try:
+            self.sock = connect(remote, timeout)
+        except OSError as e:
+            raise RpcError(f"{remote}: connection failed ({e.strerror or e})") from None
+        self.timeout = timeout
+        self.stream = JsonStream()
+        self.next_id = 0
+        self.replies: dict[Any, dict[str, Any]] = {}
+        self.notes: deque[dict[str, Any]] = deque()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, method: str, params: list[Any]) -> int:
+        self.next_id += 1
+        self.sock.sendall(orjson.dumps({"method": method, "params": params,
+                                        "id": self.next_id}))
+        return self.next_id
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def wait(self, msg_id: Any) -> dict[str, Any]:
+        """The reply message (result or error) for `msg_id`."""
+        while msg_id not in self.replies:
+            self._read()
+        return self.replies.pop(msg_id)
+
+    def call(self, method: str, params: list[Any]) -> Any:
+        msg = self.wait(self.send(method, params))
+        if msg.get("error") is not None:
+            raise RpcError(f"{method} failed: {orjson.dumps(msg['error']).decode()}",
+                           msg["error"])
+        return msg.get("result")
+
+    def next_notification(self) -> dict[str, Any]:
+        while not self.notes:
+            self._read()
+        return self.notes.popleft()
+
+    def _read(self) -> None:
+        self.sock.settimeout(self.timeout)
+        try:
+            data = self.sock.recv(1 << 20)
+        except TimeoutError:
+            raise RpcError(f"{self.remote}: timed out waiting for the server") from None
+        except OSError as e:
+            raise RpcError(f"{self.remote}: receive failed ({e.strerror})") from None
+        if not data:
+            raise RpcError(f"{self.remote}: receive failed (End of file)")
+        for msg in self.stream.feed(data):
+            kind = classify(msg)
+            if kind == REQUEST:
+                if msg["method"] == "echo":
+                    self.sock.sendall(orjson.dumps(reply(msg["params"], msg["id"])))
+            elif kind == NOTIFY:
+                self.notes.append(msg)
+            elif kind in (REPLY, ERROR):
+                self.replies[msg.get("id")] = msg

@@ -1,0 +1,149 @@
+"""Running database servers, ours or the real ovsdb-server, for tests and benchmarks.
+
+Rules kept here:
+- Every process is started in the foreground as our child, in a directory the caller
+  owns, on a unix socket (and a loopback TCP port when asked), with explicit pidfile,
+  control socket and log file.
+- It is stopped by its pid (SIGTERM, then SIGKILL) whatever happened, and nothing else is
+  ever signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+NB_SCHEMA = str(SCHEMAS / "ovn-nb.ovsschema")
+SB_SCHEMA = str(SCHEMAS / "ovn-sb.ovsschema")
+VSWITCH_SCHEMA = str(SCHEMAS / "vswitch.ovsschema")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run(cmd: list[str], *, check: bool = True, timeout: float = 60,
+        input: str | None = None, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input,
+                       env=env)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{cmd!r} exited {p.returncode}\nstdout: {p.stdout}\n"
+                             f"stderr: {p.stderr}")
+    return p
+
+
+class ServerProcess:
+    """An ovsdb server (ours or the real one) serving database files from `workdir`."""
+
+    def __init__(self, kind: str, workdir: Path, dbs: list[str], *, name: str = "db",
+                 tcp: bool = False, extra: list[str] | None = None) -> None:
+        self.kind = kind
+        self.workdir = workdir
+        self.name = name
+        self.sock = str(workdir / f"{name}.sock")
+        self.ctl = str(workdir / f"{name}.ctl")
+        self.pidfile = str(workdir / f"{name}.pid")
+        self.logfile = str(workdir / f"{name}.log")
+        self.port = free_port() if tcp else None
+        self.dbs = dbs
+        self.extra = extra or []
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def unix(self) -> str:
+        return f"unix:{self.sock}"
+
+    @property
+    def tcp(self) -> str:
+        assert self.port is not None
+        return f"tcp:127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        if self.kind == "ours":
+            base = [sys.executable, "-m", "pyovsdb", "server"]
+        else:
+            base = ["ovsdb-server"]
+        args = [f"--remote=punix:{self.sock}", f"--unixctl={self.ctl}",
+                f"--pidfile={self.pidfile}", f"--log-file={self.logfile}", "-vconsole:off",
+                "--no-chdir"]
+        if self.port is not None:
+            args.append(f"--remote=ptcp:{self.port}:127.0.0.1")
+        return base + args + self.extra + self.dbs
+
+    def start(self, timeout: float = 30) -> ServerProcess:
+        for p in (self.sock, self.pidfile):
+            if os.path.exists(p):
+                os.unlink(p)
+        self.proc = subprocess.Popen(self.command(), cwd=self.workdir,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                log = Path(self.logfile).read_text() if os.path.exists(self.logfile) else ""
+                raise AssertionError(f"{self.kind} server exited during startup: {err}\n{log}")
+            if os.path.exists(self.pidfile) and self._connectable():
+                return self
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"{self.kind} server did not start in {timeout} s")
+            time.sleep(0.02)
+
+    def _connectable(self) -> bool:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(self.sock)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    def stop(self) -> None:
+        p = self.proc
+        if p is None:
+            return
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=10)
+        if p.stderr is not None:
+            p.stderr.close()
+        self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL, as in a crash."""
+        p = self.proc
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait(timeout=10)
+        self.stop()
+
+    def appctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run(["ovs-appctl", "-t", self.ctl, *args], check=check)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def create_db(kind: str, path: Path, schema: str) -> str:
+    if kind == "ours":
+        run([sys.executable, "-m", "pyovsdb", "tool", "create", str(path), schema])
+    else:
+        run(["ovsdb-tool", "create", str(path), schema])
+    return str(path)
