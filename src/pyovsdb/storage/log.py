@@ -112,10 +112,17 @@ def lock_path(path: str) -> str:
 
 
 class FileLock:
-    """The `.NAME.~lock~` lock the real ovsdb-server and ovsdb-tool take."""
+    """The `.NAME.~lock~` lock the real ovsdb-server and ovsdb-tool take. fcntl locks do
+    not exclude the process that holds them, so we also refuse a second holder here."""
+
+    _held: set[str] = set()
 
     def __init__(self, path: str) -> None:
         self.path = lock_path(path)
+        if self.path in FileLock._held:
+            self.fd = -1
+            raise OvsdbError("I/O error", f"{self.path}: failed to lock lockfile (already "
+                                          "locked by this process)")
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -127,9 +134,11 @@ class FileLock:
                     "unavailable)"
                 ) from None
             raise
+        FileLock._held.add(self.path)
 
     def release(self) -> None:
         if self.fd >= 0:
+            FileLock._held.discard(self.path)
             try:
                 fcntl.lockf(self.fd, fcntl.LOCK_UN)
             finally:
@@ -146,11 +155,9 @@ class LogWriter:
         self.magic = magic
         self.lock = FileLock(path) if lock else None
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-        size = os.fstat(self.fd).st_size
-        if size > offset:
-            # A torn or corrupt tail: drop it before it can hide what we append.
-            os.ftruncate(self.fd, offset)
-            os.fsync(self.fd)
+        # A torn or corrupt tail is dropped by the first write, as the real server does,
+        # so that it cannot hide what we append.
+        self.bad_tail = os.fstat(self.fd).st_size > offset
         self.offset = offset
         self.n_writes = 0
 
@@ -159,6 +166,9 @@ class LogWriter:
         return self.append_framed(data)
 
     def append_framed(self, data: bytes) -> int:
+        if self.bad_tail:
+            os.ftruncate(self.fd, self.offset)
+            self.bad_tail = False
         view = memoryview(data)
         written = 0
         while written < len(data):
@@ -190,6 +200,7 @@ class LogWriter:
         os.close(self.fd)
         self.fd = fd
         self.offset = len(data)
+        self.bad_tail = False
         self.n_writes = 0
 
     def close(self) -> None:
