@@ -98,7 +98,7 @@ def test_compaction_is_atomic_and_preserves_rows(tmp_path: Path) -> None:
     assert os.path.getsize(path) < before
     res = ovslog.read_file(str(path))
     assert res.error is None and len(res.records) == 2
-    assert "_is_diff" not in res.records[1]
+    assert res.records[1]["_comment"] == "compacting database online"
     assert names(path) == {f"sw{i}" for i in range(50)}
     assert not (tmp_path / "nb.db.tmp").exists()
 
@@ -106,12 +106,26 @@ def test_compaction_is_atomic_and_preserves_rows(tmp_path: Path) -> None:
 def test_should_compact_thresholds(tmp_path: Path) -> None:
     path = _db_with_txns(tmp_path, 20)
     st, _ = standalone.StandaloneStorage.open(str(path), min_growth=1000, ratio=2.0,
-                                                min_interval=100.0)
+                                                min_interval=100.0, min_records=5,
+                                                max_interval=10_000.0, now=0.0)
     try:
-        assert st.should_compact(now=0.0)
-        st.compact(now=0.0)
-        assert not st.should_compact(now=50.0)  # too soon after the last one
-        assert not st.should_compact(now=500.0)  # has not grown since
+        assert not st.should_compact(now=500.0)  # nothing written since opening
+        for i in range(10):
+            out = execute(st.db, [{"op": "insert", "table": "Logical_Switch",
+                                   "row": {"name": f"more{i}" * 20}}])
+            assert isinstance(out, Committed)
+            st.commit(out.changeset)
+            st.db.apply(out.changeset)
+        assert not st.should_compact(now=50.0)  # too soon after opening
+        assert st.should_compact(now=500.0)
+        st.compact(now=500.0)
+        assert not st.should_compact(now=5000.0)  # has not grown since
+        out = execute(st.db, [{"op": "insert", "table": "Logical_Switch",
+                               "row": {"name": "late"}}])
+        assert isinstance(out, Committed)
+        st.commit(out.changeset)
+        assert not st.should_compact(now=5000.0)  # one small record is not enough
+        assert st.should_compact(now=20_000.0)  # but after max_interval it is
     finally:
         st.close()
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .message import ERROR, NOTIFY, REPLY, REQUEST, ProtocolError, classify, reply
+from .message import ERROR, REPLY, REQUEST, ProtocolError, classify, reply
 from .stream import FramingError, JsonStream
 
 log = logging.getLogger("jsonrpc")
@@ -165,6 +165,3 @@ class Connection(asyncio.Protocol):
             return
         self._schedule_probe()
 
-
-def kinds() -> tuple[str, str, str, str]:
-    return REQUEST, NOTIFY, REPLY, ERROR

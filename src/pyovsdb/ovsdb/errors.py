@@ -50,3 +50,8 @@ def syntax_error(json: Any, details: str) -> OvsdbError:
 
 def constraint_violation(details: str) -> OvsdbError:
     return OvsdbError("constraint violation", details)
+
+
+class RpcStringError(Exception):
+    """An error reply whose error is a bare string (the real server's "unknown method",
+    "unknown monitor", "invalid parameters")."""

@@ -68,27 +68,31 @@ class UnixctlServer:
     def _list_commands(self, args: list[str]) -> str:
         lines = ["The available commands are:"]
         for name in sorted(self.commands):
-            lines.append(f"  {name:<23} {self.commands[name].usage}".rstrip())
+            lines.append(f"  {name:<23} {self.commands[name].usage}")
         return "\n".join(lines) + "\n"
 
     def run(self, method: str, params: list[Any]) -> tuple[bool, str]:
         cmd = self.commands.get(method)
         if cmd is None:
             return False, (f'"{method}" is not a valid command (use "list-commands" to see a '
-                           "list of valid commands)")
+                           "list of valid commands)\n")
         if len(params) < cmd.min_args:
-            return False, (f'"{method}" command requires at least {cmd.min_args} arguments')
+            return False, (f'"{method}" command requires at least {cmd.min_args} arguments\n')
         if len(params) > cmd.max_args:
-            return False, f'"{method}" command takes at most {cmd.max_args} arguments'
+            return False, f'"{method}" command takes at most {cmd.max_args} arguments\n'
         if not all(type(p) is str for p in params):
-            return False, "command has non-string argument"
+            return False, f'"{method}" command has non-string argument\n'
         try:
-            return True, cmd.handler(list(params))
+            ok, text = True, cmd.handler(list(params))
         except CommandError as e:
-            return False, str(e)
+            ok, text = False, str(e)
         except Exception as e:  # a bug in a command must not take the daemon down
             log.exception("unixctl command %s failed", method)
-            return False, f"internal error: {e}"
+            ok, text = False, f"internal error: {e}"
+        # The real unixctl ends every non-empty reply with a newline.
+        if text and not text.endswith("\n"):
+            text += "\n"
+        return ok, text
 
 
 class _UnixctlConn(Connection):
@@ -98,6 +102,8 @@ class _UnixctlConn(Connection):
 
     def on_message(self, kind: str, msg: dict[str, Any]) -> None:
         if kind not in (REQUEST, NOTIFY):
+            log.warning("%s: received unexpected %s message", self.name, kind)
+            self.close()
             return
         ok, text = self.owner.run(msg["method"], msg["params"])
         if kind == NOTIFY:
@@ -105,4 +111,4 @@ class _UnixctlConn(Connection):
         if ok:
             self.send(reply(text, msg["id"]))
         else:
-            self.send(error_reply(text, msg["id"]) | {"result": None})
+            self.send(error_reply(text, msg["id"]))

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc.message import error_reply, notification, reply
-from ..ovsdb.errors import OvsdbError, syntax_error
+from ..ovsdb.datum import is_uuid_string
+from ..ovsdb.errors import OvsdbError, RpcStringError, syntax_error
 from ..ovsdb.transaction import Blocked, Committed, Outcome
 from .hosted import HostedDb, Trigger
 from .monitor import V1, V2, V3, Monitor, parse_monitor_requests
@@ -137,16 +138,16 @@ def cancel(session: Session, params: list[Any]) -> None:
 
 def _add_monitor(session: Session, params: list[Any], version: int) -> tuple[Monitor, HostedDb]:
     method = {V1: "monitor", V2: "monitor_cond", V3: "monitor_cond_since"}[version]
-    want = 4 if version == V3 else 3
-    if len(params) not in (3, 4) if version == V3 else len(params) != want:
-        raise syntax_error(params, f"{method} request params must be an array of "
-                                   f"{want} elements" if version != V3 else
-                           f"{method} request params must be an array of 3 or 4 elements")
+    if params and type(params[0]) is not str:
+        raise syntax_error(params, f"{method} request params must begin with <db-name>")
+    if len(params) != (4 if version == V3 else 3):
+        if not params:
+            raise syntax_error(params, f"{method} request params must begin with <db-name>")
+        raise syntax_error(params, "invalid parameters")
     hosted = _db(session, params, method)
     mon_id = params[1]
-    key = json_key(mon_id)
-    if key in session.monitors:
-        raise syntax_error(params, "duplicate monitor ID")
+    if json_key(mon_id) in session.monitors:
+        raise syntax_error(mon_id, "duplicate monitor ID")
     tables = parse_monitor_requests(hosted.db.schema, params[2], version)
     mon = Monitor(mon_id, hosted.name, version, tables, session.send_update)
     return mon, hosted
@@ -169,11 +170,17 @@ def _monitor(session: Session, params: list[Any], version: int) -> Any:
 
 
 def monitor_cond_since(session: Session, params: list[Any], msg_id: Any) -> Any:
+    if len(params) == 4:
+        last_id = params[3]
+        if type(last_id) is not str:
+            raise syntax_error(last_id, "last-txn-id must be string")
+        if not is_uuid_string(last_id):
+            raise syntax_error(last_id, "last-txn-id must be UUID format.")
     mon, hosted = _add_monitor(session, params, V3)
-    last_id = params[3] if len(params) > 3 else None
+    last_id = params[3].lower()
     found = False
     updates: dict[str, Any] | None = None
-    if type(last_id) is str and last_id != ZERO_UUID:
+    if last_id != ZERO_UUID:
         missed = hosted.changes_since(last_id)
         if missed is not None:
             found = True
@@ -187,17 +194,14 @@ def monitor_cond_since(session: Session, params: list[Any], msg_id: Any) -> Any:
 
 def monitor_cond_change(session: Session, params: list[Any], msg_id: Any) -> Any:
     if len(params) != 3:
-        raise syntax_error(params, "monitor_cond_change request params must be an array of "
-                                   "3 elements")
+        raise syntax_error(params, "invalid parameters")
     old_key = json_key(params[0])
     mon = session.monitors.get(old_key)
     if mon is None:
-        raise syntax_error(params, "unknown monitor session")
+        raise syntax_error(params[0], "unknown monitor session")
     new_key = json_key(params[1])
     if new_key != old_key and new_key in session.monitors:
-        raise syntax_error(params, "duplicate monitor ID")
-    if mon.version == V1:
-        raise syntax_error(params, "monitor_cond_change is not supported for monitor")
+        raise syntax_error(params[1], "duplicate monitor ID")
     hosted = session.server.dbs[mon.db_name]
     updates = mon.change_condition(hosted.db, params[2])
     if new_key != old_key:
@@ -211,11 +215,10 @@ def monitor_cond_change(session: Session, params: list[Any], msg_id: Any) -> Any
 
 def monitor_cancel(session: Session, params: list[Any], msg_id: Any) -> Any:
     if len(params) != 1:
-        raise syntax_error(params, "monitor_cancel request params must be an array of 1 "
-                                   "element")
+        raise RpcStringError("invalid parameters")
     mon = session.remove_monitor(json_key(params[0]))
     if mon is None:
-        raise syntax_error(params, "unknown monitor")
+        raise RpcStringError("unknown monitor")
     return {}
 
 
@@ -224,7 +227,7 @@ def monitor_cancel(session: Session, params: list[Any], msg_id: Any) -> Any:
 
 def _lock_name(session: Session, params: list[Any], method: str) -> str:
     if session.read_only:
-        raise OvsdbError("lock and unlock methods not allowed, DB server is read only.")
+        raise RpcStringError("lock and unlock methods not allowed, DB server is read only.")
     if len(params) != 1 or not _is_id(params[0]):
         raise syntax_error(params, f"{method} request params must be <id>")
     return params[0]

@@ -148,26 +148,25 @@ class MonitorTable:
 def parse_monitor_requests(
     schema: DatabaseSchema, json: Any, version: int
 ) -> dict[str, MonitorTable]:
-    """Parse `<monitor-requests>` / `<monitor-cond-requests>`."""
+    """Parse `<monitor-requests>` / `<monitor-cond-requests>` with the real server's
+    error wording."""
     if type(json) is not dict:
-        raise syntax_error(json, "monitor requests must be a JSON object")
+        raise syntax_error(json, "monitor-requests must be object")
     tables: dict[str, MonitorTable] = {}
     for tname, reqs in json.items():
         ts = schema.tables.get(tname)
         if ts is None:
-            raise syntax_error(json, f"no table named {tname}")
-        if type(reqs) is dict:
+            raise OvsdbError("syntax error", f"no table named {tname}")
+        if type(reqs) is not list:
             reqs = [reqs]
-        elif type(reqs) is not list:
-            raise syntax_error(reqs, "table monitor request must be an object or array")
         columns: list[str] = []
         select = [False, False, False, False]
         condition: Condition | None = None
         for req in reqs:
-            cols, sel, cond = _parse_request(ts, req, version)
+            cols, cols_json, sel, cond = _parse_request(ts, req, version)
             for c in cols:
                 if c in columns:
-                    raise syntax_error(req, f"column {c} mentioned more than once")
+                    raise syntax_error(cols_json, f"column {c} mentioned more than once")
                 columns.append(c)
             select = [a or b for a, b in zip(select, sel, strict=True)]
             if cond is not None:
@@ -178,51 +177,60 @@ def parse_monitor_requests(
 
 def _parse_request(
     ts: TableSchema, req: Any, version: int
-) -> tuple[list[str], tuple[bool, bool, bool, bool], Condition | None]:
+) -> tuple[list[str], Any, tuple[bool, bool, bool, bool], Condition | None]:
+    where = f"Parsing table {ts.name} failed: "
     if type(req) is not dict:
-        raise syntax_error(req, "monitor request must be an object")
+        raise syntax_error(req, f"{where}Object expected.")
     allowed = ("columns", "select", "where") if version >= V2 else ("columns", "select")
+    cols_json = req.get("columns")
+    if cols_json is not None and type(cols_json) is not list:
+        raise syntax_error(req, f"{where}Type mismatch for member 'columns'.")
+    sel_json = req.get("select")
+    if sel_json is not None and type(sel_json) is not dict:
+        raise syntax_error(req, f"{where}Type mismatch for member 'select'.")
+    where_json = req.get("where") if version >= V2 else None
+    if where_json is not None and type(where_json) is not list:
+        raise syntax_error(req, f"{where}Type mismatch for member 'where'.")
     for key in req:
         if key not in allowed:
-            raise syntax_error(req, f"Member '{key}' is present but not allowed here.")
-    cols_json = req.get("columns")
+            raise syntax_error(req, f"{where}Member '{key}' is present but not allowed here.")
     if cols_json is None:
         cols = default_columns(ts)
     else:
-        if type(cols_json) is not list:
-            raise syntax_error(req, "Type mismatch for member 'columns'.")
         cols = []
         for c in cols_json:
             if type(c) is not str:
-                raise syntax_error(c, "bad column name")
+                raise syntax_error(cols_json, "array of column names expected")
             if c not in ts.all_columns:
-                raise syntax_error(c, f"{ts.name} table has no column named {c}")
+                raise syntax_error(cols_json, f"{c} is not a valid column name")
+            if c in cols:
+                raise syntax_error(cols_json, f"column {c} mentioned more than once")
             cols.append(c)
-    sel_json = req.get("select")
     select = (True, True, True, True)
     if sel_json is not None:
-        if type(sel_json) is not dict:
-            raise syntax_error(req, "Type mismatch for member 'select'.")
+        swhere = f"Parsing table {ts.name} select failed: "
         vals = []
         for key in _SELECT_KEYS:
             v = sel_json.get(key, True)
             if type(v) is not bool:
-                raise syntax_error(sel_json, f"Type mismatch for member '{key}'.")
+                raise syntax_error(sel_json, f"{swhere}Type mismatch for member '{key}'.")
             vals.append(v)
         for key in sel_json:
             if key not in _SELECT_KEYS:
-                raise syntax_error(sel_json, f"Member '{key}' is present but not allowed here.")
+                raise syntax_error(sel_json,
+                                   f"{swhere}Member '{key}' is present but not allowed here.")
         select = tuple(vals)  # type: ignore[assignment]
     cond = None
-    if "where" in req:
-        cond = parse_where(ts, req["where"])
+    if where_json is not None:
+        cond = parse_where(ts, where_json)
         if cond.is_true:
             cond = None
-    return cols, select, cond
+    return cols, cols_json, select, cond
 
 
 def default_columns(ts: TableSchema) -> list[str]:
-    return list(ts.columns)
+    """All columns and `_version`, but not `_uuid` (the row's key), as the real server."""
+    return [*ts.columns, "_version"]
 
 
 class Monitor:
@@ -316,22 +324,20 @@ class Monitor:
         """Apply `monitor_cond_change` conditions; return the updates that bring the
         client from the old condition's rows to the new one's."""
         if type(json) is not dict:
-            raise syntax_error(json, "monitor-cond-change-requests must be an object")
+            raise syntax_error(json, "monitor-cond-change-requests must be object")
         new_conds: dict[str, Condition | None] = {}
         for tname, reqs in json.items():
             mt = self.tables.get(tname)
             if mt is None:
-                raise syntax_error(json, f"no table named {tname} in monitor")
-            if type(reqs) is dict:
-                reqs = [reqs]
+                raise OvsdbError("syntax error", f"no table named {tname}")
             if type(reqs) is not list:
-                raise syntax_error(reqs, "monitor-cond-change request must be an array")
+                reqs = [reqs]
             cond: Condition | None = None
             for req in reqs:
                 if type(req) is not dict:
-                    raise syntax_error(req, "monitor-cond-change request must be an object")
+                    raise syntax_error(req, f"Parsing table {tname} failed: Object expected.")
                 if "columns" in req:
-                    raise OvsdbError("syntax error", "changing columns is not supported")
+                    raise syntax_error(req, "changing columns is unsupported")
                 if "where" in req:
                     cond = parse_where(mt.schema, req["where"])
                     if cond.is_true:

@@ -141,7 +141,7 @@ class Server:
             "model": hosted.model,
             "connected": True,
             "leader": True,
-            "schema": orjson.dumps(schema_json).decode(),
+            "schema": orjson.dumps(schema_json, option=orjson.OPT_SORT_KEYS).decode(),
         }
         uuid = self._server_rows.get(hosted.name)
         if uuid is None:
@@ -242,7 +242,8 @@ class Server:
             return
         lst = self.listeners.pop(name, None)
         if lst is None:
-            raise CommandError(f"{name}: no such remote")
+            raise CommandError("no such remote")
+        log.info("%s: remote deconfigured", name)
         self._close_listener(lst)
 
     def _close_listener(self, lst: Listener) -> None:
@@ -308,6 +309,17 @@ class Server:
                         out.append(target.data["target"])
         return out
 
+    def _check_db_remote(self, name: str) -> None:
+        db_name, table, column = name[3:].split(",")
+        hosted = self.dbs.get(db_name)
+        if hosted is None:
+            raise CommandError(f'"{name}": no database named {db_name}')
+        t = hosted.db.tables.get(table)
+        if t is None:
+            raise CommandError(f'"{name}": no table named {table}')
+        if column not in t.schema.columns:
+            raise CommandError(f'"{name}": table "{table}" has no column "{column}"')
+
     def remote_names(self) -> list[str]:
         return sorted(list(self.listeners) + list(self.db_remotes))
 
@@ -317,12 +329,12 @@ class Server:
     # -- control socket ----------------------------------------------------------------
 
     async def start_unixctl(self, path: str) -> None:
-        uc = self.unixctl = UnixctlServer(path, f"pyovsdb server {__version__}")
+        uc = self.unixctl = UnixctlServer(path, f"ovsdb-server (pyovsdb) {__version__}")
         uc.register("exit", "", 0, 0, self._cmd_exit)
         uc.register("memory/show", "", 0, 0, self._cmd_memory)
-        uc.register("ovsdb-server/compact", "[DB]...", 0, 2**31, self._cmd_compact)
+        uc.register("ovsdb-server/compact", "[DB]", 0, 1, self._cmd_compact)
         uc.register("ovsdb-server/list-dbs", "", 0, 0,
-                    lambda a: "".join(f"{n}\n" for n in self.db_names()))
+                    lambda a: "".join(f"{n}\n" for n in sorted(self.db_names())))
         uc.register("ovsdb-server/add-remote", "REMOTE", 1, 1, self._cmd_add_remote)
         uc.register("ovsdb-server/remove-remote", "REMOTE", 1, 1, self._cmd_remove_remote)
         uc.register("ovsdb-server/list-remotes", "", 0, 0,
@@ -336,37 +348,51 @@ class Server:
         return ""
 
     def _cmd_memory(self, args: list[str]) -> str:
-        n_rows = sum(h.db.n_rows() for n, h in self.dbs.items() if n != SERVER_DB)
-        atoms = sum(h.db.n_atoms() for n, h in self.dbs.items() if n != SERVER_DB)
-        monitors = sum(len(h.monitors) for h in self.dbs.values())
-        history = sum(len(h.history) for h in self.dbs.values())
-        triggers = sum(len(h.triggers) for h in self.dbs.values())
-        backlog = sum(s.backlog() for s in self.sessions)
-        return (f"atoms:{atoms} cells:{n_rows} monitors:{monitors} sessions:"
-                f"{len(self.sessions)} triggers:{triggers} txn-history:{history} "
-                f"backlog:{backlog}\n")
+        user = [h for n, h in self.dbs.items() if n != SERVER_DB]
+        counts = {
+            "atoms": sum(h.db.n_atoms() for h in user),
+            "cells": sum(len(t.rows) * len(t.schema.columns)
+                         for h in user for t in h.db.tables.values()),
+            "monitors": sum(len(h.monitors) for h in self.dbs.values()),
+            "n-weak-refs": sum(len(t.weak_refs_in) for h in user
+                               for t in h.db.tables.values()),
+            "txn-history": sum(len(h.history) for h in user),
+            "triggers": sum(len(h.triggers) for h in user),
+            "backlog": sum(s.backlog() for s in self.sessions),
+        }
+        if self.sessions:
+            counts["sessions"] = len(self.sessions)
+        return " ".join(f"{k}:{v}" for k, v in sorted(counts.items()) if v or k in (
+            "atoms", "cells", "monitors", "n-weak-refs")) + "\n"
 
     def _cmd_compact(self, args: list[str]) -> str:
-        names = args or [n for n in self.dbs if n != SERVER_DB]
-        out = []
-        for name in names:
-            hosted = self.dbs.get(name)
+        if args:
+            if args[0].startswith("_"):
+                raise CommandError("cannot compact built-in databases")
+            hosted = self.dbs.get(args[0])
             if hosted is None:
-                raise CommandError(f"{name}: unknown database")
-            if hosted.storage is None:
-                out.append(f"{name}: cannot compact (no storage)")
-                continue
+                raise CommandError("no database by that name")
+            targets = [hosted]
+        else:
+            targets = [h for n, h in self.dbs.items() if not n.startswith("_")]
+        errors = []
+        for hosted in targets:
+            log.info("compacting %s database by user request", hosted.name)
             try:
                 self.compact(hosted)
-            except OSError as e:
-                raise CommandError(f"{name}: compaction failed ({e.strerror})") from None
-        return "".join(f"{line}\n" for line in out)
+            except (OSError, OvsdbError) as e:
+                errors.append(f"{hosted.name}: compaction failed ({e})")
+        if errors:
+            raise CommandError("\n".join(errors))
+        return ""
 
     def _cmd_add_remote(self, args: list[str]) -> str:
         try:
-            parse_remote(args[0])
+            remote = parse_remote(args[0])
         except OvsdbError as e:
             raise CommandError(e.details or e.tag) from None
+        if remote.kind == "db":
+            self._check_db_remote(args[0])
         task = asyncio.get_running_loop().create_task(self.add_remote(args[0]))
         task.add_done_callback(_log_task_error)
         return ""

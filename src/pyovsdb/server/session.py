@@ -20,7 +20,7 @@ import orjson
 
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import ERROR, NOTIFY, REPLY, error_reply, notification, reply
-from ..ovsdb.errors import OvsdbError
+from ..ovsdb.errors import OvsdbError, RpcStringError
 from .monitor import V1, V2, Monitor
 
 if TYPE_CHECKING:
@@ -58,6 +58,9 @@ class Session(Connection):
                 methods.cancel(self, msg["params"])
             return
         if kind in (REPLY, ERROR):
+            # The server only ever asks "echo" (answered by the connection layer).
+            log.warning("%s: received unexpected %s message", self.name, kind)
+            self.close()
             return
         self.n_requests += 1
         handler = methods.HANDLERS.get(msg["method"])
@@ -69,6 +72,9 @@ class Session(Connection):
             result = handler(self, msg["params"], msg_id)
         except OvsdbError as e:
             self.send(error_reply(e.to_json(), msg_id))
+            return
+        except RpcStringError as e:
+            self.send(error_reply(str(e), msg_id))
             return
         if result is not methods.PENDING:
             self.send(reply(result, msg_id))

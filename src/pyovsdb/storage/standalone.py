@@ -6,15 +6,18 @@ Rules kept here:
   a single record with every row in full (no `_is_diff`), as the real tools write it.
 - A transaction is acknowledged only after its record is written; with `durable` (or
   when the storage was opened with `sync_always`) only after it is fsynced.
-- Compaction rewrites the file atomically (see `storage.log`). It is due when the file
-  has grown to at least `min_growth` bytes and to `ratio` times its size after the last
-  compaction, and no sooner than `min_interval` after the previous one; the caller owns
-  the clock and asks `should_compact(now)`.
+- Compaction rewrites the file atomically (see `storage.log`). The policy is the real
+  server's: no sooner than `min_interval` (randomized 10-20 minutes) after the previous
+  one; then due if at least 100 records were written and the file is over `min_growth`
+  (10 MB) and `ratio` (2) times its size after the last compaction; and due anyway, if
+  anything was written, once `max_interval` (24 hours) has passed. The caller owns the
+  clock and asks `should_compact(now)`.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import time
 from typing import Any
 
@@ -25,8 +28,10 @@ from ..ovsdb.schema import DatabaseSchema
 from .log import MAGIC_STANDALONE, LogWriter, read_file, write_new_file
 
 
-def snapshot_record(db: Database, comment: str, date_ms: int | None = None) -> dict[str, Any]:
-    """All rows of `db` as one full-row transaction record."""
+def snapshot_record(db: Database, comment: str, date_ms: int | None = None,
+                    is_diff: bool = False) -> dict[str, Any]:
+    """All rows of `db` as one transaction record of inserts. The real server marks its
+    online snapshots `_is_diff` (harmless: every row is new), ovsdb-tool does not."""
     rec: dict[str, Any] = {}
     for tname, table in db.tables.items():
         if not table.rows:
@@ -48,6 +53,8 @@ def snapshot_record(db: Database, comment: str, date_ms: int | None = None) -> d
         rec[tname] = rows
     rec["_date"] = int(time.time() * 1000) if date_ms is None else date_ms
     rec["_comment"] = comment
+    if is_diff:
+        rec["_is_diff"] = True
     return rec
 
 
@@ -88,8 +95,11 @@ class StandaloneStorage:
         n_records: int,
         sync_always: bool = False,
         min_growth: int = 10 * 1024 * 1024,
-        ratio: float = 4.0,
-        min_interval: float = 600.0,
+        ratio: float = 2.0,
+        min_interval: float | None = None,
+        max_interval: float = 24 * 3600.0,
+        min_records: int = 100,
+        now: float | None = None,
     ) -> None:
         self.path = path
         self.db = db
@@ -97,10 +107,15 @@ class StandaloneStorage:
         self.sync_always = sync_always
         self.min_growth = min_growth
         self.ratio = ratio
-        self.min_interval = min_interval
+        self.min_interval = (
+            min_interval if min_interval is not None else random.uniform(600.0, 1200.0)
+        )
+        self.max_interval = max_interval
+        self.min_records = min_records
         self.snapshot_size = end_offset if n_records <= 2 else 0
-        self.last_compaction: float | None = None
+        self.last_compaction = time.monotonic() if now is None else now
         self.n_records = n_records
+        self.records_since = 0
 
     @classmethod
     def open(cls, path: str, **kwargs: Any) -> tuple[StandaloneStorage, str | None]:
@@ -118,6 +133,7 @@ class StandaloneStorage:
             cs.date = int(time.time() * 1000) if date_ms is None else date_ms
         self.writer.append(cs.to_record(self.db.schema))
         self.n_records += 1
+        self.records_since += 1
         if durable or self.sync_always:
             self.writer.sync()
 
@@ -125,17 +141,22 @@ class StandaloneStorage:
         self.writer.sync()
 
     def should_compact(self, now: float) -> bool:
-        if self.last_compaction is not None and now - self.last_compaction < self.min_interval:
+        elapsed = now - self.last_compaction
+        if elapsed < self.min_interval or not self.records_since:
             return False
+        if elapsed >= self.max_interval:
+            return True
         size = self.writer.offset
-        return size >= self.min_growth and size >= self.ratio * max(self.snapshot_size, 1)
+        return (self.records_since >= self.min_records and size >= self.min_growth
+                and size >= self.ratio * max(self.snapshot_size, 1))
 
     def compact(self, now: float | None = None, comment: str = "compacting database online"
                 ) -> None:
         schema_json = self.db.schema.json or self.db.schema.to_json()
-        self.writer.replace([schema_json, snapshot_record(self.db, comment)])
+        self.writer.replace([schema_json, snapshot_record(self.db, comment, is_diff=True)])
         self.snapshot_size = self.writer.offset
         self.n_records = 2
+        self.records_since = 0
         self.last_compaction = time.monotonic() if now is None else now
 
     def close(self) -> None:
