@@ -175,4 +175,4 @@ async def _serve(dbs: list[str], remotes: list[str], unixctl: str | None,
     finally:
         server.close()
         daemon.remove_pidfile(pidfile)
-    return 0
+    return server.exit_status

@@ -4,9 +4,9 @@ liveness probes, and a bound on unsent output.
 Rules kept here:
 - Incoming bytes go through one `JsonStream`; each complete message is handed to
   `on_message` in order. A framing or protocol error closes this connection only.
-- Output is written immediately; if the bytes queued in the transport exceed
-  `max_backlog`, the peer is not reading, and the connection is closed rather than
-  letting memory grow without limit.
+- Output is written at the end of the burst of input being handled (`util.batch`), in
+  one write; if the bytes queued in the transport exceed `max_backlog`, the peer is not
+  reading, and the connection is closed rather than letting memory grow without limit.
 - Inactivity probe (as the real `jsonrpc_session`): after `probe_interval` seconds
   without receiving anything, send an `echo` request; if another interval passes in
   silence, close. Zero disables probes (the real server does not probe unix sockets).
@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from ..util import batch
 from .message import ERROR, REPLY, REQUEST, ProtocolError, classify, reply
 from .stream import FramingError, JsonStream
 
@@ -53,6 +54,7 @@ class Connection(asyncio.Protocol):
         self.on_closed: list[Callable[[], None]] = []
         self.bytes_in = 0
         self.bytes_out = 0
+        self._out: list[bytes] = []
 
     # -- asyncio.Protocol ----------------------------------------------------------------
 
@@ -73,6 +75,13 @@ class Connection(asyncio.Protocol):
             log.warning("%s: input error: %s, closing connection", self.name, e)
             self.close()
             return
+        batch.begin()
+        try:
+            self._handle(msgs)
+        finally:
+            batch.end()
+
+    def _handle(self, msgs: list[Any]) -> None:
         for msg in msgs:
             if self.closed:
                 return
@@ -105,8 +114,26 @@ class Connection(asyncio.Protocol):
         t = self.transport
         if self.closed or t is None:
             return
-        t.write(data)
         self.bytes_out += len(data)
+        if batch.active():
+            if not self._out:
+                batch.defer_output(self, self._flush)
+            self._out.append(data)
+            return
+        t.write(data)
+        self._check_backlog()
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        t = self.transport
+        if self.closed or t is None or not out:
+            return
+        t.write(out[0] if len(out) == 1 else b"".join(out))
+        self._check_backlog()
+
+    def _check_backlog(self) -> None:
+        t = self.transport
+        assert t is not None
         if t.get_write_buffer_size() > self.max_backlog:
             log.warning(
                 "%s: backlog of %d bytes exceeds the limit of %d, closing connection",

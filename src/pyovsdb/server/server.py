@@ -29,6 +29,7 @@ from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
 from ..storage.standalone import StandaloneStorage
+from ..util import batch
 from ..util.uuidgen import new_uuid
 from .appctl import CommandError, UnixctlServer
 from .hosted import HostedDb
@@ -80,6 +81,7 @@ class Server:
         self.db_remotes: dict[str, dict[str, Listener]] = {}  # "db:..." -> resolved
         self.unixctl: UnixctlServer | None = None
         self.exiting: asyncio.Future[None] | None = None
+        self.exit_status = 0
         self._trigger_timer: asyncio.TimerHandle | None = None
         self._running_triggers = False
         self._dirty = False
@@ -100,6 +102,7 @@ class Server:
 
     def add_db_file(self, path: str) -> HostedDb:
         storage, problem = StandaloneStorage.open(path, **self.compaction)
+        storage.on_write_error = self._storage_failed
         if problem:
             log.warning("%s: %s; the rest of the file will be truncated on the next write",
                         path, problem)
@@ -112,6 +115,15 @@ class Server:
         self.dbs[name] = hosted
         self._update_server_row(hosted)
         return hosted
+
+    def _storage_failed(self, path: str, error: OSError) -> None:
+        """The file no longer matches memory: stop, so that a restart reloads the file
+        (the real server aborts the transaction; we have already applied it)."""
+        log.critical("%s: write failed (%s); exiting so that the database is reloaded",
+                     path, error.strerror)
+        if self.exiting is not None and not self.exiting.done():
+            self.exit_status = 1
+            self.exiting.set_result(None)
 
     def remove_db(self, name: str) -> None:
         hosted = self.dbs.pop(name)
@@ -197,7 +209,11 @@ class Server:
     def _on_trigger_timer(self) -> None:
         self._trigger_timer = None
         self._dirty = True
-        self.after_request()
+        batch.begin()
+        try:
+            self.after_request()
+        finally:
+            batch.end()
 
     def compact(self, hosted: HostedDb) -> None:
         if hosted.storage is None:

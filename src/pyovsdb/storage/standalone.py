@@ -19,13 +19,15 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..ovsdb.changeset import Changeset
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
-from .log import MAGIC_STANDALONE, LogWriter, read_file, write_new_file
+from ..util import batch
+from .log import MAGIC_STANDALONE, LogWriter, frame, read_file, write_new_file
 
 
 def snapshot_record(db: Database, comment: str, date_ms: int | None = None,
@@ -116,6 +118,9 @@ class StandaloneStorage:
         self.last_compaction = time.monotonic() if now is None else now
         self.n_records = n_records
         self.records_since = 0
+        self.pending: list[bytes] = []
+        self.need_sync = False
+        self.on_write_error: Callable[[str, OSError], None] | None = None
 
     @classmethod
     def open(cls, path: str, **kwargs: Any) -> tuple[StandaloneStorage, str | None]:
@@ -128,16 +133,38 @@ class StandaloneStorage:
         return self.writer.offset
 
     def commit(self, cs: Changeset, durable: bool = False, date_ms: int | None = None) -> None:
-        """Write one transaction record; returns once written (fsynced if durable)."""
+        """Write one transaction record (fsynced if durable). Inside an output batch the
+        write is deferred to the batch's end, before any reply or update leaves."""
         if cs.date is None:
             cs.date = int(time.time() * 1000) if date_ms is None else date_ms
-        self.writer.append(cs.to_record(self.db.schema))
+        data = frame(cs.to_record(self.db.schema))
         self.n_records += 1
         self.records_since += 1
-        if durable or self.sync_always:
-            self.writer.sync()
+        self.need_sync = self.need_sync or durable or self.sync_always
+        if batch.active():
+            if not self.pending:
+                batch.defer_storage(self, self.flush)
+            self.pending.append(data)
+        else:
+            self.pending.append(data)
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        try:
+            if pending:
+                self.writer.append_framed(
+                    pending[0] if len(pending) == 1 else b"".join(pending))
+            if self.need_sync:
+                self.need_sync = False
+                self.writer.sync()
+        except OSError as e:
+            if self.on_write_error is None:
+                raise
+            self.on_write_error(self.path, e)
 
     def sync(self) -> None:
+        self.flush()
         self.writer.sync()
 
     def should_compact(self, now: float) -> bool:
@@ -152,6 +179,7 @@ class StandaloneStorage:
 
     def compact(self, now: float | None = None, comment: str = "compacting database online"
                 ) -> None:
+        self.flush()
         schema_json = self.db.schema.json or self.db.schema.to_json()
         self.writer.replace([schema_json, snapshot_record(self.db, comment, is_diff=True)])
         self.snapshot_size = self.writer.offset
@@ -160,6 +188,7 @@ class StandaloneStorage:
         self.last_compaction = time.monotonic() if now is None else now
 
     def close(self) -> None:
+        self.flush()
         self.writer.close()
 
 
