@@ -67,22 +67,17 @@ class Changeset:
     def n_rows(self) -> int:
         return sum(len(t) for t in self.tables.values())
 
-    def n_cells(self) -> int:
-        """Rough size (columns of the rows it holds), to bound history memory."""
-        n = 0
-        for changes in self.tables.values():
-            for ch in changes.values():
-                row = ch.new or ch.old
-                if row is not None:
-                    n += len(row.data)
-        return n
+    def n_cells(self, schema: DatabaseSchema) -> int:
+        """Rough size (rows times columns), to bound history memory."""
+        tables = schema.tables
+        return sum(len(ch) * len(tables[t].columns) for t, ch in self.tables.items())
 
     # -- OVS transaction record --------------------------------------------------------
 
     def to_record(self, schema: DatabaseSchema) -> dict[str, Any]:
         rec: dict[str, Any] = {}
         for tname, changes in self.tables.items():
-            ts = schema.tables[tname]
+            persistent = schema.tables[tname].persistent
             out: dict[str, Any] = {}
             for uuid, ch in changes.items():
                 if ch.new is None:
@@ -91,22 +86,16 @@ class Changeset:
                 cols: dict[str, Any] = {}
                 new = ch.new.data
                 if ch.old is None:
-                    for cname, col in ts.columns.items():
-                        if col.ephemeral:
-                            continue
-                        codec = col.type.codec
+                    for cname, codec, default in persistent:
                         v = new[cname]
-                        if v != codec.default:
+                        if v != default:
                             cols[cname] = codec.to_json(v)
                 else:
                     old = ch.old.data
-                    for cname, col in ts.columns.items():
-                        if col.ephemeral:
-                            continue
+                    for cname, codec, _ in persistent:
                         o, v = old[cname], new[cname]
                         if o is v or o == v:
                             continue
-                        codec = col.type.codec
                         cols[cname] = codec.to_json(codec.diff(o, v))
                     if not cols:
                         continue

@@ -83,6 +83,7 @@ class TableSchema:
         "is_root",
         "max_rows",
         "name",
+        "persistent",
         "ref_columns",
         "single_checked",
         "strong_ref_columns",
@@ -127,6 +128,10 @@ class TableSchema:
                                         and c.type.value.has_constraints))
         ]
         self._defaults: dict[str, Any] | None = None
+        # (name, codec, default) of the columns written to disk, for record rendering.
+        self.persistent = [
+            (n, c.type.codec, c.type.codec.default) for n, c in columns.items() if not c.ephemeral
+        ]
 
     def defaults(self) -> dict[str, Any]:
         """A fresh dict of every column's default value."""

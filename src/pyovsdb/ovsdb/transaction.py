@@ -117,7 +117,7 @@ class _OpParser:
         self.op = op
         self.i = i
         self.n = n
-        self.n_used = 1  # "op"
+        self.n_used = 0
 
     def error(self, details: str) -> OvsdbError:
         return syntax_error(
@@ -532,8 +532,9 @@ class Transaction:
 
     def _precommit(self) -> Changeset:
         self._drop_unchanged()
-        deltas = self._strong_ref_deltas()
-        self._check_strong_refs(deltas)
+        new_refs: list[tuple[str, str, str, str, str]] = []
+        deltas = self._strong_ref_deltas(new_refs)
+        self._check_strong_refs(deltas, new_refs)
         self._collect_garbage(deltas)
         self._check_max_rows()
         self._assess_weak_refs()
@@ -545,9 +546,13 @@ class Transaction:
             for uuid in [u for u, tr in trs.items() if _unchanged(tr)]:
                 del trs[uuid]
 
-    def _strong_ref_deltas(self) -> dict[tuple[str, str], int]:
+    def _strong_ref_deltas(
+        self, new_refs: list[tuple[str, str, str, str, str]] | None = None
+    ) -> dict[tuple[str, str], int]:
         """Change in strong reference count per target row, from the rows changed here.
-        A row's references to itself do not count, as in the real server."""
+        A row's references to itself do not count, as in the real server. With `new_refs`,
+        also collects (table, column, row, ref table, target) for every reference in a
+        changed column, which must all name existing rows."""
         deltas: dict[tuple[str, str], int] = {}
         schema = self.db.schema
         for tname, trs in self.rows.items():
@@ -571,6 +576,8 @@ class Transaction:
                         for k in codec.iter_refs(nv, True):
                             if k[1] != uuid:
                                 deltas[k] = deltas.get(k, 0) + 1
+                                if new_refs is not None:
+                                    new_refs.append((tname, cname, uuid, k[0], k[1]))
         return deltas
 
     def _exists(self, table: Table, uuid: str) -> bool:
@@ -581,27 +588,17 @@ class Transaction:
         trs = self.rows.get(table.name)
         return trs is not None and uuid in trs
 
-    def _check_strong_refs(self, deltas: dict[tuple[str, str], int]) -> None:
+    def _check_strong_refs(
+        self, deltas: dict[tuple[str, str], int], new_refs: list[tuple[str, str, str, str, str]]
+    ) -> None:
         tables = self.db.tables
-        schema = self.db.schema
-        # New references must name rows that exist.
-        for tname, trs in self.rows.items():
-            for col in schema.tables[tname].strong_ref_columns:
-                codec = col.type.codec
-                for uuid, tr in trs.items():
-                    new = tr.new
-                    if new is None:
-                        continue
-                    nv = new.data[col.name]
-                    if not nv or (tr.old is not None and tr.old.data[col.name] == nv):
-                        continue
-                    for rt, target in codec.iter_refs(nv, True):
-                        if target != uuid and not self._exists(tables[rt], target):
-                            raise OvsdbError(
-                                "referential integrity violation",
-                                f"Table {tname} column {col.name} row {uuid} references "
-                                f"nonexistent row {target} in table {rt}.",
-                            )
+        for tname, cname, uuid, rt, target in new_refs:
+            if not self._exists(tables[rt], target):
+                raise OvsdbError(
+                    "referential integrity violation",
+                    f"Table {tname} column {cname} row {uuid} references "
+                    f"nonexistent row {target} in table {rt}.",
+                )
         # Rows deleted here must no longer be referenced.
         for tname, trs in self.rows.items():
             table = tables[tname]

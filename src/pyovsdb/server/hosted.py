@@ -115,7 +115,7 @@ class HostedDb:
     def _remember(self, txn_id: str, cs: Changeset) -> None:
         if self.max_history <= 0:
             return
-        n = cs.n_cells()
+        n = cs.n_cells(self.db.schema)
         self.history.append((txn_id, cs, n))
         self.history_cells += n
         # Like the real server: no more history than the database holds itself.

@@ -81,8 +81,8 @@ def set_db_change_aware(session: Session, params: list[Any], msg_id: Any) -> Any
 
 def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
     hosted = _db(session, params, "transact")
-    key = json_key(msg_id)
-    if key in session.pending:
+    key = json_key(msg_id) if session.pending else b""
+    if key and key in session.pending:
         raise syntax_error(params, "transact: duplicate request ID")
     ops = params[1:]
     server = session.server
@@ -94,6 +94,7 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
     started = hosted.clock()
     outcome = hosted.execute(ops, started=started, owns_lock=owns_lock)
     if isinstance(outcome, Blocked):
+        key = key or json_key(msg_id)
         session.pending[key] = msg_id
 
         def finish(result: Outcome) -> None:

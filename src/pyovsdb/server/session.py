@@ -31,6 +31,19 @@ log = logging.getLogger("ovsdb_jsonrpc_server")
 _UPDATE_METHOD = {V1: "update", V2: "update2", 3: "update3"}
 
 
+_METHODS: Any = None
+
+
+def _methods() -> Any:
+    """The method table (imported on first use: methods imports this module)."""
+    global _METHODS
+    if _METHODS is None:
+        from . import methods
+
+        _METHODS = methods
+    return _METHODS
+
+
 def json_key(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
@@ -51,8 +64,7 @@ class Session(Connection):
         self.server.sessions.add(self)
 
     def on_message(self, kind: str, msg: dict[str, Any]) -> None:
-        from . import methods
-
+        methods = _methods()
         if kind == NOTIFY:
             if msg["method"] == "cancel":
                 methods.cancel(self, msg["params"])
