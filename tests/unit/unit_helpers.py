@@ -34,7 +34,7 @@ OVN_NB_PATH = REPO / "src" / "pyovsdb" / "schemas" / "ovn-nb.ovsschema"
 
 def U(n: int) -> str:
     """A deterministic uuid string: U(1) == "00000000-0000-0000-0000-000000000001"."""
-    return "00000000-0000-0000-0000-%012x" % n
+    return f"00000000-0000-0000-0000-{n:012x}"
 
 
 def UU(n: int) -> list[str]:
@@ -64,6 +64,16 @@ def schema_no_root() -> DatabaseSchema:
         if t.get("isRoot") is True:
             del t["isRoot"]
     return DatabaseSchema.from_json(js)
+
+
+@functools.cache
+def ovn_nb_schema() -> DatabaseSchema:
+    """The real OVN Northbound schema shipped with the package."""
+    return load_schema_file(str(OVN_NB_PATH))
+
+
+def schema_named(name: str) -> DatabaseSchema:
+    return {"T": schema, "T0": schema_no_root, "NB": ovn_nb_schema}[name]()
 
 
 def new_db(s: DatabaseSchema | None = None) -> Database:
@@ -121,6 +131,44 @@ class Re:
 
 
 UUID_RX = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+class OneOf:
+    """Equals any of the given values."""
+
+    def __init__(self, *options: object) -> None:
+        self.options = options
+
+    def __eq__(self, other: object) -> bool:
+        return any(other == o for o in self.options)
+
+    def __repr__(self) -> str:
+        return f"OneOf{self.options!r}"
+
+
+INDEX_INSERTED = "was inserted by this transaction."
+INDEX_UNMODIFIED = ("existed in the database before this transaction and was not modified by "
+                    "the transaction.")
+INDEX_MODIFIED_OTHER = ("existed in the database before this transaction, which modified some "
+                        "of the row's columns but not any columns in this index.")
+
+
+def index_before(values: str) -> str:
+    return f"had the following index values before the transaction: {values}."
+
+
+def index_details(table: str, values: str, columns: str, r1: tuple[str, str],
+                  r2: tuple[str, str]) -> OneOf:
+    """The index uniqueness message, in either order: which row is "First" depends on a
+    comparison of all columns, including _version, so it is effectively arbitrary."""
+    out = []
+    for (u1, d1), (u2, d2) in ((r1, r2), (r2, r1)):
+        out.append(
+            f'Transaction causes multiple rows in "{table}" table to have identical values '
+            f"({values}) for index on {columns}.  First row, with UUID {u1}, {d1}  Second "
+            f"row, with UUID {u2}, {d2}"
+        )
+    return OneOf(*out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -238,7 +286,8 @@ class Case:
     expect: list[Any]
     setup: list[list[Any]] = field(default_factory=list)
     xfail: str | None = None  # reason, for known core bugs
-    schema: str = "T"  # "T" (every_type, with a root set) or "T0" (no root set)
+    # "T" (every_type, with a root set), "T0" (every_type, no root set), "NB" (OVN NB)
+    schema: str = "T"
 
 
 def case_params(cases: list[Case]) -> list[Any]:
@@ -250,7 +299,7 @@ def case_params(cases: list[Case]) -> list[Any]:
 
 
 def run_case(case: Case) -> None:
-    db = new_db(schema() if case.schema == "T" else schema_no_root())
+    db = new_db(schema_named(case.schema))
     for txn in case.setup:
         commit(db, txn)
     results = run(db, case.ops)
@@ -302,6 +351,9 @@ __all__ = [
     "ANY",
     "ANY_UUID",
     "C_ROW",
+    "INDEX_INSERTED",
+    "INDEX_MODIFIED_OTHER",
+    "INDEX_UNMODIFIED",
     "OVN_NB_PATH",
     "SCHEMA_PATH",
     "UU",
@@ -311,6 +363,7 @@ __all__ = [
     "Case",
     "Committed",
     "Failed",
+    "OneOf",
     "Re",
     "U",
     "by_uuid",
@@ -320,9 +373,12 @@ __all__ = [
     "derived_state",
     "execute_ops",
     "fail",
+    "index_before",
+    "index_details",
     "ins",
     "mut",
     "new_db",
+    "ovn_nb_schema",
     "recomputed_derived_state",
     "row_json",
     "rows_by_uuid",
@@ -330,6 +386,7 @@ __all__ = [
     "run_case",
     "schema",
     "schema_json",
+    "schema_named",
     "schema_no_root",
     "sel",
     "select",

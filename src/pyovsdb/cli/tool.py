@@ -246,7 +246,7 @@ def _run_txn(db_path: str, txn: Any, write: bool) -> int:
             print(orjson.dumps(results).decode())
             return 0
         if not write and isinstance(outcome, Committed) and outcome.changeset:
-            print(orjson.dumps(outcome.results + [{
+            print(orjson.dumps([*outcome.results, {
                 "error": "not allowed",
                 "details": "read-only transaction attempted to modify the database"}]).decode())
             return 0

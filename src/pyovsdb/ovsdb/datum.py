@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from .types import ColumnType
 
 UUID_ZERO = "00000000-0000-0000-0000-000000000000"
-_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+_UUID_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z"
+)
 
 ATOM_DEFAULTS: dict[str, Any] = {INTEGER: 0, REAL: 0.0, BOOLEAN: False, STRING: "", UUID: UUID_ZERO}
 
@@ -161,7 +163,7 @@ def datum_to_string(codec: Codec, value: Any) -> str:
 
 def format_real(value: float) -> str:
     """Reals as OVS prints them in messages: `%.15g`."""
-    return "%.15g" % value
+    return f"{value:.15g}"
 
 
 def enum_from_json(atype: str, json: Any) -> tuple[Any, ...]:
@@ -290,7 +292,17 @@ class Codec:
         self.is_scalar = ctype.is_scalar
         self._check_key = ctype.key.has_constraints
         self._check_value = ctype.value is not None and ctype.value.has_constraints
-        self.default: Any = ATOM_DEFAULTS[self.key_type] if self.is_scalar else ()
+        # The real server's default: min elements of the atoms' defaults, so a set or map
+        # with min 1 defaults to one default element (`ovsdb_datum_init_default`).
+        kd = ATOM_DEFAULTS[self.key_type]
+        if self.is_scalar:
+            self.default: Any = kd
+        elif self.min == 0:
+            self.default = ()
+        elif self.is_map:
+            self.default = ((kd, ATOM_DEFAULTS[self.value_type]),)  # type: ignore[index]
+        else:
+            self.default = (kd,)
         self._fast_type: type | None = None
         if self.is_scalar and not self._check_key:
             self._fast_type = {STRING: str, INTEGER: int, BOOLEAN: bool}.get(self.key_type)
@@ -317,10 +329,15 @@ class Codec:
         elems = _set_elements(json)
         _check_count("set", len(elems), lo, hi, json)
         kt = self.key_type
-        atoms = [atom_from_json(kt, j, symtab) for j in elems]
         if self._check_key:
-            for a in atoms:
-                check_atom(self.key, a)
+            key = self.key
+            atoms = []
+            for j in elems:  # each atom: its type, then its constraints
+                a = atom_from_json(kt, j, symtab)
+                check_atom(key, a)
+                atoms.append(a)
+        else:
+            atoms = [atom_from_json(kt, j, symtab) for j in elems]
         if self.is_scalar:
             return atoms[0]
         if len(atoms) <= 1:
@@ -346,9 +363,9 @@ class Codec:
             if type(item) is not list or len(item) != 2:
                 raise syntax_error(item, "expected 2-element array")
             k = atom_from_json(kt, item[0], symtab)
-            v = atom_from_json(vt, item[1], symtab)
             if self._check_key:
                 check_atom(self.key, k)
+            v = atom_from_json(vt, item[1], symtab)
             if self._check_value:
                 check_atom(self.value, v)
             pairs[k] = v
@@ -409,10 +426,17 @@ class Codec:
 
     # -- diffs (update2 "modify", file diff records) ---------------------------------
 
-    def diff(self, old: Any, new: Any) -> Any:
-        """The datum a diff carries for a changed column: the new value for a scalar,
-        the symmetric difference for a set, changed/added/removed pairs for a map."""
+    def sort_key(self, value: Any) -> Any:
+        """Order of `ovsdb_datum_compare_3way`: fewer elements first, then the atoms."""
         if self.is_scalar:
+            return value
+        return (len(value), value)
+
+    def diff(self, old: Any, new: Any) -> Any:
+        """The datum a diff carries for a changed column: the new value when the column
+        holds at most one element, the symmetric difference for a set, and for a map the
+        added and changed keys with their new values and removed keys with their old."""
+        if self.max == 1:
             return new
         if self.is_map:
             old_d = dict(old)
@@ -431,7 +455,7 @@ class Codec:
         return tuple(sorted(set(old).symmetric_difference(new)))
 
     def apply_diff(self, old: Any, diff: Any) -> Any:
-        if self.is_scalar:
+        if self.max == 1:
             return diff
         if self.is_map:
             d = dict(old)
@@ -447,7 +471,7 @@ class Codec:
         return tuple(sorted(set(old).symmetric_difference(diff)))
 
     def diff_from_json(self, json: Any) -> Any:
-        if self.is_scalar:
+        if self.max == 1:
             return self.from_json(json)
         return self.from_json(json, None, 0, UNLIMITED)
 

@@ -15,13 +15,15 @@ from typing import Any
 
 import orjson
 
+NO_SYNTAX: Any = object()
+
 
 class OvsdbError(Exception):
     """A failure that is reported to the client as `{"error": tag, "details": ...}`."""
 
     __slots__ = ("details", "syntax", "tag")
 
-    def __init__(self, tag: str, details: str | None = None, syntax: Any = None) -> None:
+    def __init__(self, tag: str, details: str | None = None, syntax: Any = NO_SYNTAX) -> None:
         super().__init__(tag if details is None else f"{tag}: {details}")
         self.tag = tag
         self.details = details
@@ -31,16 +33,30 @@ class OvsdbError(Exception):
         out: dict[str, Any] = {"error": self.tag}
         if self.details is not None:
             out["details"] = self.details
-        if self.syntax is not None:
-            out["syntax"] = (
-                self.syntax
-                if isinstance(self.syntax, str)
-                else orjson.dumps(self.syntax, option=orjson.OPT_SORT_KEYS).decode()
-            )
+        if self.syntax is not NO_SYNTAX:
+            out["syntax"] = ovs_json_string(self.syntax)
         return out
 
     def __repr__(self) -> str:
         return f"OvsdbError({self.tag!r}, {self.details!r})"
+
+
+def ovs_json_string(value: Any) -> str:
+    """Compact JSON with sorted keys and reals printed with `%.15g`: how the real server
+    quotes offending input in the "syntax" member."""
+    if type(value) is float:
+        return _real(value)
+    if type(value) is list:
+        return "[" + ",".join(ovs_json_string(v) for v in value) + "]"
+    if type(value) is dict:
+        return "{" + ",".join(
+            f"{orjson.dumps(k).decode()}:{ovs_json_string(value[k])}" for k in sorted(value)
+        ) + "}"
+    return orjson.dumps(value).decode()
+
+
+def _real(value: float) -> str:
+    return f"{value:.15g}"
 
 
 def syntax_error(json: Any, details: str) -> OvsdbError:

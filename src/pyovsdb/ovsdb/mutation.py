@@ -64,7 +64,8 @@ def parse_mutation(ts: TableSchema, json: Any, symtab: SymbolTable | None) -> Mu
     codec = ctype.codec
     if mutator in ARITH:
         key = ctype.key
-        if ctype.is_map or key.type not in (INTEGER, REAL) or (mutator == "%=" and key.type == REAL):
+        if (ctype.is_map or key.type not in (INTEGER, REAL)
+                or (mutator == "%=" and key.type == REAL)):
             raise _type_mismatch(json, mutator, col)
         elems = _set_elements(arg_json)
         _check_count("set", len(elems), 1, 1, arg_json)
@@ -162,6 +163,22 @@ def _atom_checker(base: BaseType) -> Callable[[Any], None]:
     return lambda a: check_atom(base, a)
 
 
+def _cdiv(a: int, b: int) -> int:
+    """C integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _mul_overflows(x: int, y: int) -> bool:
+    """The real server's overflow test for `*=` (Hacker's Delight), including its
+    conservative `>=`: it also refuses a few products that just fit, such as 1 * INT64_MAX."""
+    if x > 0:
+        return x >= _cdiv(INT_MAX, y) if y > 0 else y < _cdiv(INT_MIN, x)
+    if y > 0:
+        return x < _cdiv(INT_MIN, y)
+    return x != 0 and y < _cdiv(INT_MAX, x)
+
+
 def _arith_op(mutator: str, atype: str, arg: Any) -> Callable[[Any], Any]:
     if atype == REAL:
         def real_op(v: float) -> float:
@@ -189,6 +206,8 @@ def _arith_op(mutator: str, atype: str, arg: Any) -> Callable[[Any], Any]:
         elif mutator == "-=":
             r = v - arg
         elif mutator == "*=":
+            if _mul_overflows(v, arg):
+                raise OvsdbError("range error", 'Result of "*=" operation is out of range.')
             r = v * arg
         elif arg == 0:
             raise OvsdbError("domain error", "Division by zero.")
@@ -196,6 +215,8 @@ def _arith_op(mutator: str, atype: str, arg: Any) -> Callable[[Any], Any]:
             q = abs(v) // abs(arg)
             r = q if (v >= 0) == (arg >= 0) else -q
         else:
+            if v == INT_MIN and arg == -1:
+                raise OvsdbError("range error", 'Result of "%=" operation is out of range.')
             m = abs(v) % abs(arg)
             r = m if v >= 0 else -m
         if r < INT_MIN or r > INT_MAX:

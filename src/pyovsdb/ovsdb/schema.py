@@ -15,15 +15,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import OvsdbError
+from .errors import OvsdbError, syntax_error
+from .parser import ID_RE, MemberParser
 from .types import UUID, BaseType, ColumnType
 
-_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _VERSION_RE = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
-
-
-def _err(details: str) -> OvsdbError:
-    return OvsdbError("syntax error", details)
 
 
 class ColumnSchema:
@@ -44,21 +40,16 @@ class ColumnSchema:
 
     @classmethod
     def from_json(cls, name: str, json: Any) -> ColumnSchema:
-        if not isinstance(json, dict):
-            raise _err(f"column {name} must be an object")
-        for key in json:
-            if key not in ("type", "mutable", "ephemeral"):
-                raise _err(f"Parsing column {name} failed: unknown member '{key}'")
-        if "type" not in json:
-            raise _err(f"Parsing column {name} failed: Required 'type' member is missing.")
-        ctype = ColumnType.from_json(json["type"])
-        mutable = json.get("mutable", True)
-        ephemeral = json.get("ephemeral", False)
-        if type(mutable) is not bool or type(ephemeral) is not bool:
-            raise _err(f"Parsing column {name} failed: mutable/ephemeral must be booleans")
+        p = MemberParser(json, f"schema for column {name}")
+        mutable = p.get("mutable", "boolean", optional=True)
+        ephemeral = p.get("ephemeral", "boolean", optional=True)
+        type_json = p.get("type", "string|object")
+        p.finish()
+        ctype = ColumnType.from_json(type_json)
+        mutable = True if mutable is None else mutable
         if ctype.key.is_weak_ref or (ctype.value is not None and ctype.value.is_weak_ref):
             mutable = True
-        return cls(name, ctype, mutable=mutable, ephemeral=ephemeral)
+        return cls(name, ctype, mutable=mutable, ephemeral=bool(ephemeral))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type.to_json()}
@@ -142,47 +133,44 @@ class TableSchema:
 
     @classmethod
     def from_json(cls, name: str, json: Any) -> TableSchema:
-        if not isinstance(json, dict):
-            raise _err(f"table {name} must be an object")
-        for key in json:
-            if key not in ("columns", "isRoot", "maxRows", "indexes"):
-                raise _err(f"Parsing table {name} failed: unknown member '{key}'")
-        cols_json = json.get("columns")
-        if not isinstance(cols_json, dict):
-            raise _err(f"Parsing table {name} failed: Required 'columns' member is missing.")
+        p = MemberParser(json, f"table schema for table {name}")
+        cols_json = p.get("columns", "object")
+        max_rows_json = p.get("maxRows", "integer", optional=True)
+        is_root = p.get("isRoot", "boolean", optional=True)
+        indexes_json = p.get("indexes", "array", optional=True)
+        p.finish()
+        max_rows: int | float = float("inf")
+        if max_rows_json is not None:
+            if max_rows_json <= 0:
+                raise syntax_error(json, "maxRows must be at least 1")
+            max_rows = int(max_rows_json)
         if not cols_json:
-            raise _err(f"table {name} must have at least one column")
+            raise syntax_error(json, "table must have at least one column")
         columns: dict[str, ColumnSchema] = {}
         for cname, cjson in cols_json.items():
             if cname.startswith("_"):
-                raise _err(f"{cname}: names beginning with \"_\" are reserved")
-            if not _ID_RE.match(cname):
-                raise _err(f"{cname}: invalid column name")
+                raise syntax_error(json, 'names beginning with "_" are reserved')
+            if not ID_RE.match(cname):
+                raise syntax_error(json, "name must be a valid id")
             columns[cname] = ColumnSchema.from_json(cname, cjson)
-        is_root = json.get("isRoot")
-        if is_root is not None and type(is_root) is not bool:
-            raise _err(f"table {name}: isRoot must be a boolean")
-        max_rows: int | float = float("inf")
-        if "maxRows" in json:
-            mr = json["maxRows"]
-            if type(mr) is not int or mr < 1:
-                raise _err(f"table {name}: maxRows must be at least 1")
-            max_rows = mr
         indexes: list[tuple[str, ...]] = []
-        for idx in json.get("indexes", []):
-            if not isinstance(idx, list) or not idx:
-                raise _err(f"table {name}: index must be a nonempty array of column names")
+        for idx in indexes_json or []:
             names: list[str] = []
+            if type(idx) is not list:
+                raise syntax_error(idx, "array of distinct column names expected")
             for cname in idx:
-                col = columns.get(cname) if isinstance(cname, str) else None
-                if col is None:
-                    raise _err(f"table {name} has no column {cname!r} named in index")
-                if col.ephemeral:
-                    raise _err(
-                        f"ephemeral columns (such as {cname}) may not be indexed because "
-                        "the index could become inconsistent"
+                if type(cname) is not str or cname in names:
+                    raise syntax_error(idx, "array of distinct column names expected")
+                if cname not in columns and cname not in ("_uuid", "_version"):
+                    raise syntax_error(idx, f"{cname} is not a valid column name")
+                col = columns.get(cname)
+                if col is not None and col.ephemeral:
+                    raise syntax_error(
+                        json, f"ephemeral columns (such as {cname}) may not be indexed"
                     )
                 names.append(cname)
+            if not names:
+                raise syntax_error(json, "index must have at least one column")
             indexes.append(tuple(names))
         return cls(name, columns, is_root=is_root, max_rows=max_rows, indexes=indexes)
 
@@ -215,46 +203,35 @@ class DatabaseSchema:
 
     @classmethod
     def from_json(cls, json: Any, *, allow_reserved: bool = False) -> DatabaseSchema:
-        if not isinstance(json, dict):
-            raise _err("schema must be a JSON object")
-        for key in json:
-            if key not in ("name", "version", "cksum", "tables", "doc"):
-                raise _err(f"Parsing database schema failed: unknown member '{key}'")
-        name = json.get("name")
-        if not isinstance(name, str):
-            raise _err("Parsing database schema failed: Required 'name' member is missing.")
-        if not _ID_RE.match(name) or (name.startswith("_") and not allow_reserved):
-            raise _err(f"{name}: invalid database name")
-        version = json.get("version")
-        if version is not None and (not isinstance(version, str) or not _VERSION_RE.match(version)):
-            raise _err(f'schema version "{version}" not in format x.y.z')
-        cksum = json.get("cksum")
-        if cksum is not None and not isinstance(cksum, str):
-            raise _err("cksum must be a string")
-        tables_json = json.get("tables")
-        if not isinstance(tables_json, dict):
-            raise _err("Parsing database schema failed: Required 'tables' member is missing.")
+        p = MemberParser(json, "database schema")
+        name = p.get("name", "id")
+        version = p.get("version", "string", optional=True)
+        cksum = p.get("cksum", "string", optional=True)
+        tables_json = p.get("tables", "object")
+        p.finish()
+        if version is not None and not _VERSION_RE.match(version):
+            raise syntax_error(json, f'schema version "{version}" not in format x.y.z')
         tables: dict[str, TableSchema] = {}
         for tname, tjson in tables_json.items():
-            if not isinstance(tname, str) or not _ID_RE.match(tname):
-                raise _err(f"{tname}: invalid table name")
             if tname.startswith("_") and not allow_reserved:
-                raise _err(f"{tname}: names beginning with \"_\" are reserved")
+                raise syntax_error(json, 'names beginning with "_" are reserved')
+            if not ID_RE.match(tname):
+                raise syntax_error(json, "name must be a valid id")
             tables[tname] = TableSchema.from_json(tname, tjson)
         if not any(t._root_set and t.is_root for t in tables.values()):
+            # Schemas from before garbage collection: every table is a root table.
             for t in tables.values():
                 t.is_root = True
         for t in tables.values():
             for col in t.columns.values():
-                for base in (col.type.key, col.type.value):
-                    if base is not None and base.ref_table is not None:
-                        if base.ref_table not in tables:
-                            raise _err(
-                                f"table {t.name} column {col.name} refers to undefined table "
-                                f"{base.ref_table}"
-                            )
-        schema = cls(name, tables, version, cksum)
-        return schema
+                for which, base in (("key", col.type.key), ("value", col.type.value)):
+                    if base is not None and base.ref_table is not None \
+                            and base.ref_table not in tables:
+                        raise syntax_error(
+                            json, f"column {col.name} {which} refers to undefined table "
+                                  f"{base.ref_table}"
+                        )
+        return cls(name, tables, version, cksum)
 
     @property
     def all_root(self) -> bool:

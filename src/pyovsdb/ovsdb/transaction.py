@@ -82,7 +82,7 @@ class TxnRow:
 
 
 _ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_WRITE_OPS = frozenset(("insert", "update", "mutate", "delete"))
+_WRITE_OPS = frozenset(("insert", "update", "mutate", "delete", "commit"))
 
 
 _MISSING = object()
@@ -111,18 +111,22 @@ class _OpParser:
     """Reads an operation's members in the real server's order, so that the first
     problem it reports is the one the real server reports."""
 
-    __slots__ = ("i", "n", "n_used", "op")
+    __slots__ = ("failed", "i", "n", "n_used", "op")
 
     def __init__(self, op: dict[str, Any], i: int, n: int) -> None:
         self.op = op
         self.i = i
         self.n = n
         self.n_used = 0
+        self.failed: OvsdbError | None = None
 
     def error(self, details: str) -> OvsdbError:
-        return syntax_error(
+        err = syntax_error(
             self.op, f"Parsing ovsdb operation {self.i + 1} of {self.n} failed: {details}"
         )
+        if self.failed is None:
+            self.failed = err
+        return err
 
     def get(self, name: str, kind: str, optional: bool = False) -> Any:
         value = self.op.get(name, _MISSING)
@@ -132,12 +136,16 @@ class _OpParser:
             raise self.error(f"Required '{name}' member is missing.")
         self.n_used += 1
         if type(value) not in _KIND_TYPES[kind] or (
-            kind in ("id", "integer") and not _kind_ok(value, kind)
+                kind in ("id", "integer") and not _kind_ok(value, kind)
         ):
             raise self.error(f"Type mismatch for member '{name}'.")
         return value
 
     def finish(self, allowed: frozenset[str]) -> None:
+        """The parser's own error, if any, wins over whatever the operation raised: the
+        first member problem, else members that should not be there."""
+        if self.failed is not None:
+            raise self.failed
         if len(self.op) == self.n_used:
             return
         extra = [m for m in self.op if m not in allowed]
@@ -221,11 +229,15 @@ class Transaction:
                 "syntax error", f"Parsing ovsdb operation {i + 1} of {n} failed: Object expected."
             )
         parser = _OpParser(op, i, n)
-        name = parser.get("op", "string")
+        name = parser.get("op", "id")
         handler = _HANDLERS.get(name)
         if handler is None:
             raise parser.error(f'No operation "{name}"')
-        result = handler(self, parser)
+        try:
+            result = handler(self, parser)
+        except OvsdbError:
+            parser.finish(_ALLOWED[name])
+            raise
         parser.finish(_ALLOWED[name])
         if name in _WRITE_OPS and self.read_only_reason is not None:
             raise OvsdbError("not allowed", f"{name} operation not allowed {self.read_only_reason}")
@@ -301,10 +313,12 @@ class Transaction:
         for cname, vjson in json.items():
             col = cols.get(cname)
             if col is None:
-                if cname in ("_uuid", "_version"):
-                    continue
-                raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
-                                 json)
+                hidden = ts.all_columns.get(cname)
+                if hidden is None:
+                    raise OvsdbError("unknown column",
+                                     f"No column {cname} in table {ts.name}.", json)
+                hidden.type.codec.from_json(vjson, symtab)  # checked, then ignored
+                continue
             out[cname] = col.type.codec.from_json(vjson, symtab)
         return out
 
@@ -328,13 +342,20 @@ class Transaction:
         table = self._table(p)
         given = p.get("uuid", "string", optional=True)
         uuid_name = p.get("uuid-name", "id", optional=True)
-        row_json = p.get("row", "object", optional=True)
+        row_json = p.get("row", "object")
         ts = table.schema
         uuid: str | None = None
         if given is not None:
             if not is_uuid_string(given):
                 raise syntax_error(given, "bad uuid")
             uuid = given.lower()
+            if uuid in table.rows or uuid in self.rows.get(table.name, ()):
+                raise OvsdbError(
+                    "duplicate uuid",
+                    "This UUID would duplicate a UUID already present within the table or "
+                    "deleted within the same transaction.",
+                    given,
+                )
         if uuid_name is not None:
             symbol = self.symtab.get(uuid_name)
             if symbol is not None and symbol.created:
@@ -352,18 +373,8 @@ class Transaction:
             symbol.created = True
         if uuid is None:
             uuid = new_uuid()
-        elif given is not None and (
-            uuid in table.rows or uuid in self.rows.get(table.name, ())
-        ):  # an explicit "uuid" must be new
-            raise OvsdbError(
-                "duplicate uuid",
-                "This UUID would duplicate a UUID already present within the table or "
-                "deleted within the same transaction.",
-                given,
-            )
-        data = default_data(ts)
-        if row_json is not None:
-            data.update(self._parse_row(ts, row_json))
+        data = ts.defaults()
+        data.update(self._parse_row(ts, row_json))
         # Single-element values, defaults included, must satisfy their constraints.
         for col in ts.single_checked:
             codec = col.type.codec
@@ -384,7 +395,8 @@ class Transaction:
         sort = self._column_set(ts, sort_json) if sort_json is not None else None
         rows: list[Row] = list(self._query(table, cond))
         if sort:
-            rows.sort(key=lambda r: tuple(r.get(c) for c in sort))
+            keys = [(c, ts.all_columns[c].type.codec.sort_key) for c in sort]
+            rows.sort(key=lambda r: tuple(k(r.get(c)) for c, k in keys))
         codecs = [(c, ts.all_columns[c].type.codec) for c in columns]
         out = []
         if columns_json is not None and "_uuid" not in columns:
@@ -413,13 +425,14 @@ class Transaction:
             if col is None:
                 raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
                                  row_json)
-            if not col.mutable:
+            values[cname] = col.type.codec.from_json(vjson, self.symtab)
+        for cname in values:
+            if not ts.all_columns[cname].mutable:
                 raise OvsdbError(
                     "constraint violation",
                     f"Cannot update immutable column {cname} in table {ts.name}.",
                     p.op,
                 )
-            values[cname] = col.type.codec.from_json(vjson, self.symtab)
         cond = parse_where(ts, where, self.symtab)
         count = 0
         for row in list(self._query(table, cond)):
@@ -482,7 +495,6 @@ class Transaction:
                 self.timeout = timeout
         if until not in ("==", "!="):
             raise syntax_error(until, '"until" must be "==" or "!="')
-        codecs = [ts.all_columns[c].type.codec for c in columns]
         defaults = default_data(ts)
         expected: set[tuple[Any, ...]] = set()
         for rj in rows_json:
@@ -499,14 +511,13 @@ class Transaction:
                 values[cname] = col.type.codec.from_json(vjson, self.symtab)
             expected.add(tuple(values[c] for c in columns))
         actual = {tuple(row.get(c) for c in columns) for row in self._query(table, cond)}
-        del codecs
         if (actual == expected) == (until == "=="):
             return {}
-        if timeout == 0:
-            raise OvsdbError("timed out", '"where" clause test failed')
-        elapsed = self.now - self.started
+        elapsed = int(self.now - self.started)
         if timeout is not None and elapsed >= timeout:
-            raise OvsdbError("timed out", f'"wait" timed out after {int(elapsed)} ms')
+            if elapsed == 0:
+                raise OvsdbError("timed out", '"where" clause test failed')
+            raise OvsdbError("timed out", f'"wait" timed out after {elapsed} ms')
         raise _Blocked(None if self.timeout is None else self.started + self.timeout)
 
     def _op_commit(self, p: _OpParser) -> Any:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .errors import OvsdbError, syntax_error
+from .errors import syntax_error
+from .parser import MemberParser
 
 if TYPE_CHECKING:
     from .datum import Codec
@@ -35,8 +36,8 @@ UINT_MAX = 2**32 - 1
 DBL_MAX = 1.7976931348623157e308
 
 
-def _schema_error(details: str, json: Any = None) -> OvsdbError:
-    return syntax_error(json, details) if json is not None else OvsdbError("syntax error", details)
+def _as_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 class BaseType:
@@ -106,87 +107,54 @@ class BaseType:
 
     @classmethod
     def from_json(cls, json: Any) -> BaseType:
+        """Parse a base type as the real server does: only the constraint members that
+        apply to the atomic type are read, so any other is "not allowed here"."""
         if isinstance(json, str):
             if json not in ATOMIC_TYPES:
-                raise _schema_error(f'unknown atomic type "{json}"', json)
+                raise syntax_error(json, f'"{json}" is not an atomic-type')
             return cls(json)
-        if not isinstance(json, dict):
-            raise _schema_error("base type expected", json)
-        allowed = {
-            "type",
-            "enum",
-            "minInteger",
-            "maxInteger",
-            "minReal",
-            "maxReal",
-            "minLength",
-            "maxLength",
-            "refTable",
-            "refType",
-        }
-        for key in json:
-            if key not in allowed:
-                raise _schema_error(f"Type mismatch for member '{key}'.", json)
-        atype = json.get("type")
-        if not isinstance(atype, str) or atype not in ATOMIC_TYPES:
-            raise _schema_error(f'unknown atomic type "{atype}"', json)
+        p = MemberParser(json, "ovsdb type")
+        atype = p.get("type", "string")
+        if atype not in ATOMIC_TYPES:
+            raise syntax_error(atype, f'"{atype}" is not an atomic-type')
         base = cls(atype)
-        if "enum" in json:
+        enum = p.get("enum", "any", optional=True)
+        if enum is not None:
             from .datum import enum_from_json
 
-            base.enum = enum_from_json(atype, json["enum"])
-        if atype == INTEGER:
-            base.min_integer = _int_member(json, "minInteger")
-            base.max_integer = _int_member(json, "maxInteger")
-            if (
-                base.min_integer is not None
-                and base.max_integer is not None
-                and base.min_integer > base.max_integer
-            ):
-                raise _schema_error('"minInteger" exceeds "maxInteger"', json)
+            base.enum = enum_from_json(atype, enum)
+        elif atype == INTEGER:
+            base.min_integer = _as_int(p.get("minInteger", "integer", optional=True))
+            base.max_integer = _as_int(p.get("maxInteger", "integer", optional=True))
+            if (base.min_integer is not None and base.max_integer is not None
+                    and base.min_integer > base.max_integer):
+                raise syntax_error(json, "minInteger exceeds maxInteger")
         elif atype == REAL:
-            base.min_real = _real_member(json, "minReal")
-            base.max_real = _real_member(json, "maxReal")
-            if (
-                base.min_real is not None
-                and base.max_real is not None
-                and base.min_real > base.max_real
-            ):
-                raise _schema_error('"minReal" exceeds "maxReal"', json)
+            lo = p.get("minReal", "number", optional=True)
+            hi = p.get("maxReal", "number", optional=True)
+            base.min_real = None if lo is None else float(lo)
+            base.max_real = None if hi is None else float(hi)
+            if (base.min_real is not None and base.max_real is not None
+                    and base.min_real > base.max_real):
+                raise syntax_error(json, "minReal exceeds maxReal")
         elif atype == STRING:
-            base.min_length = _uint_member(json, "minLength")
-            base.max_length = _uint_member(json, "maxLength")
-            if (
-                base.min_length is not None
-                and base.max_length is not None
-                and base.min_length > base.max_length
-            ):
-                raise _schema_error('"minLength" exceeds "maxLength"', json)
+            base.min_length = _as_int(p.get("minLength", "integer", optional=True))
+            base.max_length = _as_int(p.get("maxLength", "integer", optional=True))
+            if (base.min_length is not None and base.max_length is not None
+                    and base.min_length > base.max_length):
+                raise syntax_error(json, "minLength exceeds maxLength")
         elif atype == UUID:
-            ref_table = json.get("refTable")
+            ref_table = p.get("refTable", "id", optional=True)
             if ref_table is not None:
-                if not isinstance(ref_table, str):
-                    raise _schema_error("refTable must be a string", json)
                 base.ref_table = ref_table
-                ref_type = json.get("refType", "strong")
-                if ref_type not in ("strong", "weak"):
-                    raise _schema_error(
-                        f'refType must be "strong" or "weak" (not "{ref_type}")', json
-                    )
-                base.ref_type = ref_type
-            elif "refType" in json:
-                raise _schema_error("refType requires refTable", json)
-        for key, atomic in (
-            ("minInteger", INTEGER),
-            ("maxInteger", INTEGER),
-            ("minReal", REAL),
-            ("maxReal", REAL),
-            ("minLength", STRING),
-            ("maxLength", STRING),
-            ("refTable", UUID),
-        ):
-            if key in json and atype != atomic:
-                raise _schema_error(f'"{key}" is not allowed for type "{atype}"', json)
+                ref_type = p.get("refType", "string", optional=True)
+                if ref_type is not None:
+                    if ref_type not in ("strong", "weak"):
+                        raise syntax_error(
+                            json, f'refType must be "strong" or "weak" (not "{ref_type}")'
+                        )
+                    base.ref_type = ref_type
+        p.finish()
         return base
 
     def to_json(self) -> Any:
@@ -223,33 +191,6 @@ class BaseType:
         copy.ref_table = None
         copy.ref_type = "strong"
         return copy
-
-
-def _int_member(json: dict[str, Any], name: str) -> int | None:
-    value = json.get(name)
-    if value is None:
-        return None
-    if type(value) is not int:
-        raise _schema_error(f'"{name}" must be an integer', json)
-    return value
-
-
-def _real_member(json: dict[str, Any], name: str) -> float | None:
-    value = json.get(name)
-    if value is None:
-        return None
-    if type(value) not in (int, float):
-        raise _schema_error(f'"{name}" must be a number', json)
-    return float(value)
-
-
-def _uint_member(json: dict[str, Any], name: str) -> int | None:
-    value = json.get(name)
-    if value is None:
-        return None
-    if type(value) is not int or value < 0:
-        raise _schema_error(f'"{name}" must be a non-negative integer', json)
-    return value
 
 
 class ColumnType:
@@ -297,24 +238,28 @@ class ColumnType:
         if isinstance(json, str):
             return cls(BaseType.from_json(json))
         if not isinstance(json, dict):
-            raise _schema_error("type must be a string or an object", json)
-        for key in json:
-            if key not in ("key", "value", "min", "max"):
-                raise _schema_error(f"Type mismatch for member '{key}'.", json)
-        if "key" not in json:
-            raise _schema_error("Required 'key' member is missing.", json)
-        key = BaseType.from_json(json["key"])
-        value = BaseType.from_json(json["value"]) if "value" in json else None
-        min_ = json.get("min", 1)
-        max_ = json.get("max", 1)
-        if type(min_) is not int or min_ not in (0, 1):
-            raise _schema_error("ovsdb type min must be 0 or 1", json)
-        if max_ == "unlimited":
+            raise syntax_error(json, "ovsdb type expected")
+        p = MemberParser(json, "ovsdb type")
+        key_json = p.get("key", "string|object")
+        value_json = p.get("value", "string|object", optional=True)
+        min_json = p.get("min", "integer", optional=True)
+        max_json = p.get("max", "integer|string", optional=True)
+        p.finish()
+        key = BaseType.from_json(key_json)
+        value = BaseType.from_json(value_json) if value_json is not None else None
+        min_ = 1 if min_json is None else int(min_json)
+        max_: int | float
+        if max_json is None:
+            max_ = 1
+        elif isinstance(max_json, str):
+            if max_json != "unlimited":
+                raise syntax_error(max_json, "unlimited expected")
             max_ = float("inf")
-        elif type(max_) is not int or max_ < 1 or max_ > UINT_MAX:
-            raise _schema_error('max must be at least 1 or "unlimited"', json)
-        if min_ > max_:
-            raise _schema_error("ovsdb type min greater than max", json)
+        else:
+            max_ = int(max_json)
+        if min_ < 0 or min_ > 1 or max_ < 1 or min_ > max_ or (
+                max_ != float("inf") and max_ > UINT_MAX):
+            raise syntax_error(json, "ovsdb type fails constraint checks")
         return cls(key, value, min_, max_)
 
     def to_json(self) -> Any:

@@ -110,12 +110,7 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
 def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg_id: Any
                        ) -> None:
     if isinstance(outcome, Committed) and outcome.changeset:
-        try:
-            hosted.commit(outcome.changeset, outcome.durable)
-        except OSError as e:
-            session.send(reply(outcome.results + [
-                {"error": "I/O error", "details": f"commit failed ({e.strerror})"}], msg_id))
-            return
+        hosted.commit(outcome.changeset, outcome.durable)
         session.server.note_commit(hosted)
     elif isinstance(outcome, Committed) and outcome.durable and hosted.storage is not None:
         hosted.storage.sync()

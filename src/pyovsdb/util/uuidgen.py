@@ -17,7 +17,7 @@ _VERSION_BITS = (0x4 << 76) | (0x2 << 62)
 
 
 def new_uuid() -> str:
-    h = "%032x" % ((_getrandbits(128) & _VERSION_MASK) | _VERSION_BITS)
+    h = f"{(_getrandbits(128) & _VERSION_MASK) | _VERSION_BITS:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
@@ -29,7 +29,7 @@ class _Sequence:
         self.reset()
 
     def reset(self) -> None:
-        h = "%016x" % _getrandbits(64)
+        h = f"{_getrandbits(64):016x}"
         self.prefix = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8"
         self.count = _getrandbits(40)
 
