@@ -16,7 +16,9 @@ Rules kept here:
   run until killed or until the connection closes.
 - Every failure is one line `pyovsdb client: ...` on stderr and exit status 1; a
   malformed part of an update is reported the same way but the monitor goes on, as
-  the real tool's does.
+  the real tool's does. `-t SECS` ends the process by SIGALRM, as the real tool's.
+- Where the real tool would crash or hang (an assertion on a bad argument, a monitor
+  request the server rejects), we fail with one line instead.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, TableSchema
 from ..util import daemon
+from ..util.ovsjson import json_to_string, shash_order
 from . import options as opt
 from .table import (
     CELL_FORMATS,
@@ -46,9 +49,7 @@ from .table import (
     Table,
     datum_sort_key,
     datum_to_json,
-    json_to_string,
     relaxed_type,
-    shash_order,
     type_to_json,
 )
 
@@ -579,7 +580,7 @@ def dump_table(ctx: Context, ts: TableSchema, names: list[str], rows: list[Any])
     for y, row in enumerate(rows):
         if type(row) is not dict:
             fatal(f"row {y} in table {ts.name} response is not a JSON object: "
-                  f"{json_to_string(row)}")
+                  f"{json_to_string(row, sort=False)}")
         values = []
         for name, rt in zip(columns, relaxed, strict=True):
             if name not in row:
@@ -626,18 +627,20 @@ def cmd_dump(ctx: Context, client: Client, database: str | None, args: list[str]
     txn: list[Any] = [database]
     names_of: list[list[str]] = []
     for ts in tables:
-        names = custom if len(args) > 1 else list(ts.all_columns)
+        # Columns go in the real tool's order, which the server echoes in its errors.
+        names = shash_order(custom) if len(args) > 1 else schema.column_order(ts.name)
         names_of.append(names)
         txn.append({"op": "select", "table": ts.name, "where": [],
                     "columns": [n for n in names if n != "_version"]})
     result = check_txn(ctx, transact_block(client, "transact", txn))
     if type(result) is not list or len(result) != len(tables):
-        fatal(f"reply is not array of {len(tables)} elements: {json_to_string(result)}")
+        fatal(f"reply is not array of {len(tables)} elements: "
+              f"{json_to_string(result, sort=False)}")
     for ts, names, op_result in zip(tables, names_of, result, strict=True):
         rows = op_result.get("rows") if type(op_result) is dict else None
         if type(rows) is not list:
             fatal(f'{ts.name} table reply is not an object with a "rows" member array: '
-                  f"{json_to_string(op_result)}")
+                  f"{json_to_string(op_result, sort=False)}")
         dump_table(ctx, ts, names, rows)
 
 
@@ -701,7 +704,7 @@ def send_db_change_aware(ctx: Context, client: Client) -> None:
     reply = transact_block(client, "set_db_change_aware", [True])
     if reply.get("error") is not None and ctx.db_change_aware == 1:
         fatal(f"{client.remote}: set_db_change_aware failed "
-              f"({json_to_string(reply['error'])})")
+              f"({json_to_string(reply['error'], sort=False)})")
 
 
 _MISSING: Any = object()

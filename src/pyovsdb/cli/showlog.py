@@ -22,10 +22,12 @@ import sys
 import time
 from typing import Any
 
+from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..storage import log as ovslog
-from .table import datum_to_string, json_to_string, shash_order
+from ..util.ovsjson import json_to_string, shash_order
+from .table import datum_to_string
 
 _INT32_MAX = 2**31 - 1
 
@@ -147,72 +149,170 @@ class _Lister:
             self.schema = s
         self.change_record(data[1])
 
-    def raft_header(self, h: dict[str, Any]) -> None:
-        for member in ("server_id", "name", "local_address"):
-            if member not in h:
-                raise _RecordError(f"Required '{member}' member is missing.")
-        self.w(f" name: \"{h['name']}'\n")
-        self.w(f' local address: "{h["local_address"]}"\n')
-        self.w(f" server_id: {str(h['server_id'])[:4]}\n")
-        cid = h.get("cluster_id")
-        if isinstance(cid, str) and cid.strip("0-"):
+    def raft_header(self, json: Any) -> None:
+        p = _Parser(json, "raft header")
+        sid = p.uuid("server_id")
+        name = p.member("name", str)
+        local = p.member("local_address", str)
+        remotes = p.member("remote_addresses", list, optional=True)
+        joining = remotes is not None
+        addresses: list[str] = []
+        snap_index = snap_term = 0
+        servers = data = snap_eid = None
+        if joining:
+            for a in remotes:
+                if not isinstance(a, str):
+                    p.fail("address is not a JSON string")
+                elif a not in addresses:
+                    addresses.append(a)
+            if local in addresses:
+                addresses.remove(local)
+                if not addresses:
+                    p.fail("at least one remote address (other than the local address) "
+                           "is required")
+        else:
+            servers = p.member("prev_servers", dict)
+            snap_index = p.member("prev_index", int, optional=True) or 0
+            if snap_index:
+                data = p.member("prev_data", object)
+                snap_eid = p.uuid("prev_eid")
+                snap_term = p.member("prev_term", int) or 0
+                p.member("prev_election_timer", int, optional=True)
+        cid = p.uuid("cluster_id", optional=joining)
+        p.finish()
+
+        self.w(f" name: \"{name}'\n")
+        self.w(f' local address: "{local}"\n')
+        self.w(f" server_id: {sid[:4]}\n")
+        if cid and cid.strip("0-"):
             self.w(f" cluster_id: {cid[:4]}\n")
-        remotes = h.get("remote_addresses")
-        if isinstance(remotes, list) and remotes:
-            unique = list(dict.fromkeys(r for r in remotes if isinstance(r, str)))
-            self.w(" remote_addresses:" + "".join(f" {r}" for r in shash_order(unique))
+        if addresses:
+            self.w(" remote_addresses:" + "".join(f" {a}" for a in shash_order(addresses))
                    + "\n")
-        snap_index = h.get("prev_index")
         if snap_index:
             self.w(f" prev_index: {snap_index}\n")
-            self.w(f" prev_term: {h.get('prev_term', 0)}\n")
-            self.servers("prev_servers", h.get("prev_servers"))
-            eid = h.get("prev_eid")
-            if isinstance(eid, str) and eid.strip("0-"):
-                self.w(f" prev_eid: {eid[:4]}\n")
-            self.data("prev_", h.get("prev_data"))
+            self.w(f" prev_term: {snap_term}\n")
+            self.servers("prev_servers", servers)
+            if snap_eid and snap_eid.strip("0-"):
+                self.w(f" prev_eid: {snap_eid[:4]}\n")
+            self.data("prev_", data)
 
-    def raft_record(self, r: dict[str, Any]) -> None:
-        comment = r.get("comment")
-        if isinstance(comment, str):
+    def raft_record(self, json: Any) -> None:
+        p = _Parser(json, "raft log record")
+        comment = p.member("comment", str, optional=True)
+        note = p.member("note", str, optional=True)
+        kind = "note" if note is not None else None
+        commit_index = term = index = 0
+        sid = None
+        servers = data = eid = None
+        if kind is None:
+            commit_index = p.member("commit_index", int, optional=True) or 0
+            if commit_index:
+                kind = "commit_index"
+        if kind is None:
+            term = p.member("term", int) or 0
+            for member in ("leader", "vote"):
+                sid = p.uuid(member, optional=True)
+                if sid is not None:
+                    kind = member
+                    if not sid.strip("0-"):
+                        p.fail(f"record {'says leader is' if member == 'leader' else 'votes for'}"
+                               " all-zeros SID")
+                    break
+        if kind is None:
+            index = p.member("index", int, optional=True) or 0
+            if index:
+                kind = "entry"
+                servers = p.member("servers", dict, optional=True)
+                data = p.member("data", (dict, list), optional=True)
+                eid = p.uuid("eid") if data is not None else None
+                p.member("election_timer", int, optional=True)
+        p.finish()
+
+        if comment is not None:
             self.w(f' comment: "{comment}"\n')
-        note = r.get("note")
-        if isinstance(note, str):
-            self.w(f' note: "{note}"\n')
-            return
-        commit_index = r.get("commit_index")
-        if commit_index:
-            self.w(f" commit_index: {commit_index}\n")
-            return
-        if "term" not in r:
-            raise _RecordError("Required 'term' member is missing.")
-        if r["term"]:
-            self.w(f" term: {r['term']}\n")
-        for kind in ("leader", "vote"):
-            if kind in r:
-                self.w(f" {kind}: {str(r[kind])[:4]}\n")
-                return
-        if r.get("index"):
-            self.w(f" index: {r['index']}\n")
-            self.servers("servers", r.get("servers"))
-            eid = r.get("eid")
-            if isinstance(eid, str) and eid.strip("0-") and r.get("data") is not None:
+        if term:
+            self.w(f" term: {term}\n")
+        if kind == "entry":
+            self.w(f" index: {index}\n")
+            self.servers("servers", servers)
+            if eid and eid.strip("0-"):
                 self.w(f" eid: {eid[:4]}\n")
-            self.data("", r.get("data"))
+            self.data("", data)
+        elif kind in ("vote", "leader"):
+            self.w(f" {kind}: {sid[:4] if sid else ''}\n")
+        elif kind == "note":
+            self.w(f' note: "{note}"\n')
+        elif kind == "commit_index":
+            self.w(f" commit_index: {commit_index}\n")
 
     def clustered(self, records: list[Any]) -> None:
         for i, json in enumerate(records):
             self.w(f"record {i}:\n")
             try:
-                if type(json) is not dict:
-                    raise _RecordError("Object expected.")
                 if i == 0:
                     self.raft_header(json)
                 else:
                     self.raft_record(json)
             except _RecordError as e:
-                self.w(f"syntax error: {e}\n")
+                self.w(f"{e}\n")
             self.w("\n")
+
+
+class _Parser:
+    """OVS's `ovsdb_parser` over one raft record: members are looked up in the order
+    the real tool looks them up, the first problem wins, and members nobody looked up
+    are an error, so a malformed record is reported in the real tool's words."""
+
+    def __init__(self, json: Any, what: str) -> None:
+        self.json = json
+        self.what = what
+        self.used: set[str] = set()
+        self.error: str | None = None
+        if type(json) is not dict:
+            self.fail("Object expected.")
+
+    def fail(self, message: str) -> None:
+        if self.error is None:
+            self.error = message
+
+    def member(self, name: str, kinds: Any, optional: bool = False) -> Any:
+        if type(self.json) is not dict:
+            return None
+        if name not in self.json:
+            if not optional:
+                self.fail(f"Required '{name}' member is missing.")
+            return None
+        value = self.json[name]
+        ok = value is not None if kinds is object else (
+            isinstance(value, kinds) and not (kinds is int and isinstance(value, bool)))
+        if not ok:
+            self.fail(f"Type mismatch for member '{name}'.")
+            return None
+        self.used.add(name)
+        return value
+
+    def uuid(self, name: str, optional: bool = False) -> str | None:
+        s = self.member(name, str, optional)
+        if s is None:
+            return None
+        if not is_uuid_string(s):
+            self.fail(f"{name} is not a valid UUID")
+            return None
+        return s.lower()
+
+    def finish(self) -> None:
+        if self.error is None and type(self.json) is dict:
+            unused = [k for k in shash_order(self.json) if k not in self.used]
+            if len(unused) > 1:
+                s = "s" if len(unused) > 2 else ""
+                self.fail(f"Member '{unused[0]}' and {len(unused) - 1} other member{s} "
+                          "are present but not allowed here.")
+            elif unused:
+                self.fail(f"Member '{unused[0]}' is present but not allowed here.")
+        if self.error is not None:
+            raise _RecordError(f'syntax "{json_to_string(self.json)}": syntax error: '
+                               f"Parsing {self.what} failed: {self.error}")
 
 
 class _RecordError(Exception):
@@ -231,17 +331,44 @@ def show_log(path: str, more: int) -> str:
     """The listing of `path`; raises OvsdbError (after writing the listing of the good
     records to stdout) if the file cannot be read to its end."""
     res = ovslog.read_file(path)
+    records = res.records
+    error: OvsdbError | None = None
+    if res.error is not None:
+        error = OvsdbError("I/O error", _read_error(path, res))
+    # The real tool reads only JSON objects from a log: it stops at anything else.
+    for i, rec in enumerate(records):
+        if type(rec) is not dict:
+            offset, length = _body_position(path, i)
+            error = OvsdbError("syntax error", f"{path}: {length} bytes starting at offset "
+                                               f"{offset} are not a JSON object")
+            records = records[:i]
+            break
     lister = _Lister(more)
     if res.magic == ovslog.MAGIC_CLUSTERED:
-        lister.clustered(res.records)
+        lister.clustered(records)
     else:
-        lister.standalone(res.records)
+        lister.standalone(records)
     text = "".join(lister.out)
-    if res.error is not None:
+    if error is not None:
         sys.stdout.write(text)
         sys.stdout.flush()
-        raise OvsdbError("I/O error", _read_error(path, res))
+        raise error
     return text
+
+
+def _body_position(path: str, index: int) -> tuple[int, int]:
+    """Offset and length of the body of record `index`, which is known to be intact."""
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = 0
+    for i in range(index + 1):
+        m = _HEADER_RE.match(data, pos)
+        assert m is not None
+        length = int(m.group(1))
+        if i == index:
+            return m.end(), length
+        pos = m.end() + length
+    raise AssertionError("unreachable")
 
 
 _HEADER_RE = re.compile(rb"OVSDB (?:JSON|CLUSTER) (\d+) [0-9a-f]{40}\n")

@@ -26,187 +26,18 @@ Rules kept here:
 from __future__ import annotations
 
 import re
-import struct
 import sys
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..ovsdb.datum import is_uuid_string
-from ..ovsdb.types import BOOLEAN, REAL, STRING, UUID, BaseType, ColumnType
-
-# --------------------------------------------------------------------------------------
-# JSON
-
-
-class Real(float):
-    """A real atom: always `%.15g`, even when integral (OVS's JSON_REAL)."""
-
-    __slots__ = ()
-
-
-_ESCAPE_RE = re.compile(r'[\x00-\x1f"\\]')
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-            "\t": "\\t"}
-_INT64 = 1 << 63
-
-
-def _escape(m: re.Match[str]) -> str:
-    c = m.group()
-    return _ESCAPES.get(c) or f"\\u{ord(c):04x}"
-
-
-def json_string(s: str) -> str:
-    return '"' + _ESCAPE_RE.sub(_escape, s) + '"'
-
-
-def format_real(value: float) -> str:
-    return f"{value:.15g}"
-
-
-def _number(value: float) -> str:
-    if type(value) is not Real and value.is_integer() and -_INT64 <= value < _INT64:
-        return str(int(value))
-    return format_real(value)
-
-
-def json_to_string(value: Any, pretty: bool = False) -> str:
-    """OVS's `json_to_string(value, JSSF_SORT [| JSSF_PRETTY])`."""
-    out: list[str] = []
-    _serialize(value, out, 0 if pretty else -1)
-    return "".join(out)
-
-
-def _newline(out: list[str], depth: int) -> None:
-    if depth >= 0:
-        out.append("\n" + "  " * depth)
-
-
-def _serialize(value: Any, out: list[str], depth: int) -> None:
-    """`depth` < 0 means compact output."""
-    if value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, str):
-        out.append(json_string(value))
-    elif isinstance(value, int):
-        out.append(str(value))
-    elif isinstance(value, float):
-        out.append(_number(value))
-    elif isinstance(value, dict):
-        inner = depth + 1 if depth >= 0 else -1
-        out.append("{")
-        _newline(out, inner)
-        for i, key in enumerate(sorted(value)):
-            if i:
-                out.append(",")
-                _newline(out, inner)
-            out.append(json_string(key))
-            out.append(": " if depth >= 0 else ":")
-            _serialize(value[key], out, inner)
-        out.append("}")
-    elif isinstance(value, (list, tuple)):
-        inner = depth + 1 if depth >= 0 else -1
-        out.append("[")
-        if value:
-            _newline(out, inner)
-            for i, elem in enumerate(value):
-                if i:
-                    out.append(",")
-                    _newline(out, inner)
-                _serialize(elem, out, inner)
-        out.append("]")
-    else:
-        raise TypeError(f"cannot serialize {type(value).__name__} as JSON")
-
-
-# --------------------------------------------------------------------------------------
-# The iteration order of OVS hash tables (lib/hash.c, lib/hmap.c, lib/shash.c)
-
-_M32 = 0xFFFFFFFF
-
-
-def _rot(x: int, k: int) -> int:
-    return ((x << k) | (x >> (32 - k))) & _M32
-
-
-def _mhash_add(h: int, data: int) -> int:
-    data = (data * 0xCC9E2D51) & _M32
-    data = _rot(data, 15)
-    data = (data * 0x1B873593) & _M32
-    h = _rot(h ^ data, 13)
-    return (h * 5 + 0xE6546B64) & _M32
-
-
-def _mhash_finish(h: int) -> int:
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    return h ^ (h >> 16)
-
-
-def hash_string(s: str, basis: int = 0) -> int:
-    """OVS's `hash_string` (murmur3 words, little-endian; the portable build)."""
-    b = s.encode()
-    n = len(b)
-    h = basis
-    whole = n & ~3
-    for (word,) in struct.iter_unpack("<I", b[:whole]):
-        h = _mhash_add(h, word)
-    if n > whole:
-        h = _mhash_add(h, int.from_bytes(b[whole:], "little"))
-    return _mhash_finish(h ^ n)
-
-
-def _calc_mask(capacity: int) -> int:
-    mask = capacity // 2
-    for shift in (1, 2, 4, 8, 16, 32):
-        mask |= mask >> shift
-    return mask | ((mask & 1) << 1)
-
-
-def shash_order(keys: Iterable[str]) -> list[str]:
-    """The order in which OVS iterates a `shash` (or a JSON object) whose distinct `keys`
-    were inserted in the given order: buckets in index order, each newest first; the
-    table doubles as it fills, re-inserting old buckets in iteration order."""
-    mask = 0
-    buckets: list[list[tuple[int, str]]] = [[]]
-    for n, key in enumerate(keys, 1):
-        h = hash_string(key)
-        buckets[h & mask].append((h, key))  # each bucket is kept oldest first
-        if n // 2 > mask:
-            new_mask = _calc_mask(n)
-            if new_mask > mask:
-                fresh: list[list[tuple[int, str]]] = [[] for _ in range(new_mask + 1)]
-                for bucket in buckets:
-                    for node in reversed(bucket):
-                        fresh[node[0] & new_mask].append(node)
-                buckets, mask = fresh, new_mask
-    return [key for bucket in buckets for _, key in reversed(bucket)]
-
+from ..ovsdb.datum import atom_to_string
+from ..ovsdb.datum import datum_to_string as _datum_to_string
+from ..ovsdb.types import REAL, STRING, UUID, BaseType, ColumnType
+from ..util.ovsjson import Real, json_to_string
 
 # --------------------------------------------------------------------------------------
 # Datums as the real tool shows them (lib/ovsdb-data.c)
-
-_BARE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-
-
-def atom_to_string(atype: str, atom: Any) -> str:
-    if atype == STRING:
-        if not _BARE_RE.match(atom) or atom in ("true", "false") or is_uuid_string(atom):
-            return json_string(atom)
-        return str(atom)
-    if atype == BOOLEAN:
-        return "true" if atom else "false"
-    if atype == REAL:
-        return format_real(atom)
-    return str(atom)
-
 
 def atom_to_bare(atype: str, atom: Any) -> str:
     return str(atom) if atype == STRING else atom_to_string(atype, atom)
@@ -222,17 +53,7 @@ def _elements(ctype: ColumnType, value: Any) -> tuple[tuple[Any, ...], tuple[Any
 
 
 def datum_to_string(ctype: ColumnType, value: Any) -> str:
-    keys, values = _elements(ctype, value)
-    kt = ctype.key.type
-    if ctype.value is not None:
-        vt = ctype.value.type
-        text = ", ".join(f"{atom_to_string(kt, k)}={atom_to_string(vt, v)}"
-                         for k, v in zip(keys, values, strict=True))
-    else:
-        text = ", ".join(atom_to_string(kt, k) for k in keys)
-    if ctype.max > 1 or not keys:
-        return ("{%s}" if ctype.value is not None else "[%s]") % text
-    return text
+    return _datum_to_string(ctype.codec, value)
 
 
 def datum_to_bare(ctype: ColumnType, value: Any) -> str:
@@ -275,11 +96,9 @@ def _plain(json: Any) -> Any:
     return json
 
 
-def datum_sort_key(ctype: ColumnType, value: Any) -> tuple[Any, ...]:
-    """A key ordering datums as `ovsdb_datum_compare_3way`: by size, then keys, then
-    values, atom by atom."""
-    keys, values = _elements(ctype, value)
-    return (len(keys), keys, values)
+def datum_sort_key(ctype: ColumnType, value: Any) -> Any:
+    """Orders datums as `ovsdb_datum_compare_3way`."""
+    return ctype.codec.sort_key(value)
 
 
 def relaxed_type(ctype: ColumnType) -> ColumnType:

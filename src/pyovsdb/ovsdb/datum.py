@@ -139,9 +139,9 @@ def _string_needs_quotes(s: str) -> bool:
 
 
 def _quote(s: str) -> str:
-    import orjson
+    from ..util.ovsjson import json_string
 
-    return orjson.dumps(s).decode()
+    return json_string(s)
 
 
 def datum_to_string(codec: Codec, value: Any) -> str:
@@ -153,9 +153,8 @@ def datum_to_string(codec: Codec, value: Any) -> str:
     if codec.is_map:
         vt = codec.value_type
         assert vt is not None
-        return "{" + ", ".join(
-            f"{atom_to_string(kt, k)}={atom_to_string(vt, v)}" for k, v in value
-        ) + "}"
+        pairs = ", ".join(f"{atom_to_string(kt, k)}={atom_to_string(vt, v)}" for k, v in value)
+        return pairs if codec.max == 1 and len(value) == 1 else "{" + pairs + "}"
     if codec.max == 1 and len(value) == 1:
         return atom_to_string(kt, value[0])
     return "[" + ", ".join(atom_to_string(kt, a) for a in value) + "]"
@@ -427,9 +426,12 @@ class Codec:
     # -- diffs (update2 "modify", file diff records) ---------------------------------
 
     def sort_key(self, value: Any) -> Any:
-        """Order of `ovsdb_datum_compare_3way`: fewer elements first, then the atoms."""
+        """Order of `ovsdb_datum_compare_3way`: fewer elements first, then the keys (or
+        set elements) in order, then a map's values in order."""
         if self.is_scalar:
             return value
+        if self.is_map:
+            return (len(value), tuple(k for k, _ in value), tuple(v for _, v in value))
         return (len(value), value)
 
     def diff(self, old: Any, new: Any) -> Any:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 NO_SYNTAX: Any = object()
 
 
@@ -42,21 +40,11 @@ class OvsdbError(Exception):
 
 
 def ovs_json_string(value: Any) -> str:
-    """Compact JSON with sorted keys and reals printed with `%.15g`: how the real server
-    quotes offending input in the "syntax" member."""
-    if type(value) is float:
-        return _real(value)
-    if type(value) is list:
-        return "[" + ",".join(ovs_json_string(v) for v in value) + "]"
-    if type(value) is dict:
-        return "{" + ",".join(
-            f"{orjson.dumps(k).decode()}:{ovs_json_string(value[k])}" for k in sorted(value)
-        ) + "}"
-    return orjson.dumps(value).decode()
+    """How the real server quotes offending input in the "syntax" member: compact JSON,
+    keys sorted, reals with `%.15g`."""
+    from ..util.ovsjson import json_to_string
 
-
-def _real(value: float) -> str:
-    return f"{value:.15g}"
+    return json_to_string(value, sort=True)
 
 
 def syntax_error(json: Any, details: str) -> OvsdbError:

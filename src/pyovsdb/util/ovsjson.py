@@ -1,0 +1,170 @@
+"""JSON text exactly as Open vSwitch writes it (lib/json.c): the form the real tools
+print and the real server quotes in the "syntax" member of errors.
+
+Rules kept here:
+- Compact by default; `pretty` indents by two spaces with closing brackets hugging the
+  last element, as OVS does.
+- Object members sorted (JSSF_SORT), or in the real hash-table order (`shash_order`),
+  which list-tables, list-columns and monitor rows follow.
+- Reals are printed with `%.15g`; a float that holds an integral value within int64 is
+  printed as an integer (OVS parses `1.0` as an integer), unless wrapped in `Real`.
+- Strings escape `"`, `\\` and control characters; other UTF-8 is written raw.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+from ..ovsdb.datum import format_real
+
+
+class Real(float):
+    """A real atom: always `%.15g`, even when integral (OVS's JSON_REAL)."""
+
+    __slots__ = ()
+
+
+_ESCAPE_RE = re.compile(r'[\x00-\x1f"\\]')
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+            "\t": "\\t"}
+_INT64 = 1 << 63
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group()
+    return _ESCAPES.get(c) or f"\\u{ord(c):04x}"
+
+
+def json_string(s: str) -> str:
+    return '"' + _ESCAPE_RE.sub(_escape, s) + '"'
+
+
+def _number(value: float) -> str:
+    if type(value) is not Real and value.is_integer() and -_INT64 <= value < _INT64:
+        return str(int(value))
+    return format_real(value)
+
+
+def json_to_string(value: Any, pretty: bool = False, sort: bool = True) -> str:
+    """OVS's `json_to_string(value, [JSSF_SORT] [| JSSF_PRETTY])`. Without sorting,
+    object members come in the real tool's hash-table order (see `shash_order`)."""
+    out: list[str] = []
+    _serialize(value, out, 0 if pretty else -1, sort)
+    return "".join(out)
+
+
+def _newline(out: list[str], depth: int) -> None:
+    if depth >= 0:
+        out.append("\n" + "  " * depth)
+
+
+def _serialize(value: Any, out: list[str], depth: int, sort: bool = True) -> None:
+    """`depth` < 0 means compact output."""
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(json_string(value))
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(_number(value))
+    elif isinstance(value, dict):
+        inner = depth + 1 if depth >= 0 else -1
+        out.append("{")
+        _newline(out, inner)
+        for i, key in enumerate(sorted(value) if sort else shash_order(value)):
+            if i:
+                out.append(",")
+                _newline(out, inner)
+            out.append(json_string(key))
+            out.append(": " if depth >= 0 else ":")
+            _serialize(value[key], out, inner, sort)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        inner = depth + 1 if depth >= 0 else -1
+        out.append("[")
+        if value:
+            _newline(out, inner)
+            for i, elem in enumerate(value):
+                if i:
+                    out.append(",")
+                    _newline(out, inner)
+                _serialize(elem, out, inner, sort)
+        out.append("]")
+    else:
+        raise TypeError(f"cannot serialize {type(value).__name__} as JSON")
+
+
+# --------------------------------------------------------------------------------------
+# The iteration order of OVS hash tables (lib/hash.c, lib/hmap.c, lib/shash.c)
+
+_M32 = 0xFFFFFFFF
+
+
+def _rot(x: int, k: int) -> int:
+    return ((x << k) | (x >> (32 - k))) & _M32
+
+
+def _mhash_add(h: int, data: int) -> int:
+    data = (data * 0xCC9E2D51) & _M32
+    data = _rot(data, 15)
+    data = (data * 0x1B873593) & _M32
+    h = _rot(h ^ data, 13)
+    return (h * 5 + 0xE6546B64) & _M32
+
+
+def _mhash_finish(h: int) -> int:
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _M32
+    return h ^ (h >> 16)
+
+
+def hash_string(s: str, basis: int = 0) -> int:
+    """OVS's `hash_string` (murmur3 words, little-endian; the portable build)."""
+    b = s.encode()
+    n = len(b)
+    h = basis
+    whole = n & ~3
+    for (word,) in struct.iter_unpack("<I", b[:whole]):
+        h = _mhash_add(h, word)
+    if n > whole:
+        h = _mhash_add(h, int.from_bytes(b[whole:], "little"))
+    return _mhash_finish(h ^ n)
+
+
+def _calc_mask(capacity: int) -> int:
+    mask = capacity // 2
+    for shift in (1, 2, 4, 8, 16, 32):
+        mask |= mask >> shift
+    return mask | ((mask & 1) << 1)
+
+
+def shash_order(keys: Iterable[str]) -> list[str]:
+    """The order in which OVS iterates a `shash` (or a JSON object) whose distinct `keys`
+    were inserted in the given order: buckets in index order, each newest first; the
+    table doubles as it fills, re-inserting old buckets in iteration order."""
+    mask = 0
+    buckets: list[list[tuple[int, str]]] = [[]]
+    for n, key in enumerate(keys, 1):
+        h = hash_string(key)
+        buckets[h & mask].append((h, key))  # each bucket is kept oldest first
+        if n // 2 > mask:
+            new_mask = _calc_mask(n)
+            if new_mask > mask:
+                fresh: list[list[tuple[int, str]]] = [[] for _ in range(new_mask + 1)]
+                for bucket in buckets:
+                    for node in reversed(bucket):
+                        fresh[node[0] & new_mask].append(node)
+                buckets, mask = fresh, new_mask
+    return [key for bucket in buckets for _, key in reversed(bucket)]
+
+
