@@ -18,7 +18,6 @@ import orjson
 
 from .. import __version__
 from ..ovsdb.changeset import Changeset
-from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, load_schema_file
 from ..ovsdb.transaction import Blocked, Committed, execute
@@ -108,7 +107,7 @@ def main(argv: list[str]) -> int:
 
 def _message(e: Exception) -> str:
     if isinstance(e, OvsdbError):
-        return e.details or e.tag
+        return f"{e.tag}: {e.details}" if e.details else e.tag
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: {e.strerror}"
     return str(e)
@@ -120,10 +119,12 @@ def _message(e: Exception) -> str:
 def cmd_create(args: list[str], parsed: opt.Parsed) -> int:
     db = args[0] if args else default_db()
     schema_path = args[1] if len(args) > 1 else default_schema()
-    schema = load_schema_file(schema_path)
-    with open(schema_path, "rb") as f:
-        raw = orjson.loads(f.read())
-    del schema
+    try:
+        with open(schema_path, "rb") as f:
+            raw = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError) as e:
+        raise ToolError(f'failed to read schema: "{schema_path}" could not be read as JSON '
+                        f"({e})") from None
     standalone.create(db, raw)
     return 0
 
@@ -300,6 +301,3 @@ COMMANDS = {
     "show-log": (cmd_show_log, 0, 1),
 }
 
-
-def _unused(db: Database) -> None:  # keep type checkers quiet about imports
-    del db
