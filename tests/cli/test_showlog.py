@@ -221,8 +221,8 @@ def test_torn_tail(tmp_path: Path) -> None:
         rc_r, out_r, err_r = real_show_log(db, more)
         rc_o, out_o, err_o = ours_cli(*(["-m"] * more), "show-log", str(db))
         assert (rc_o, out_o) == (rc_r, out_r) == (1, out_r)
-        # The real tool says "ovsdb-tool: I/O error: DETAILS"; ours "pyovsdb tool: DETAILS".
-        assert err_r == "ovsdb-tool: I/O error: " + err_o.removeprefix("pyovsdb tool: ")
+        assert err_r == "ovsdb-tool: " + err_o.removeprefix("pyovsdb tool: ")
+        assert err_r.startswith("ovsdb-tool: I/O error: ")
 
 
 def test_not_an_object(tmp_path: Path) -> None:
@@ -232,4 +232,5 @@ def test_not_an_object(tmp_path: Path) -> None:
     rc_r, out_r, err_r = real_show_log(db, 1)
     rc_o, out_o, err_o = ours_cli("-m", "show-log", str(db))
     assert (rc_o, out_o) == (rc_r, out_r) == (1, out_r)
-    assert err_r == "ovsdb-tool: syntax error: " + err_o.removeprefix("pyovsdb tool: ")
+    assert err_r == "ovsdb-tool: " + err_o.removeprefix("pyovsdb tool: ")
+    assert err_r.startswith("ovsdb-tool: syntax error: ")
