@@ -80,10 +80,10 @@ def main(argv: list[str]) -> int:
     if parsed.has("version"):
         print(f"pyovsdb server {__version__}")
         return 0
-    cfg = vlog.VlogConfig()
+    logs = vlog.current()
     try:
         for spec in parsed.all("verbose"):
-            cfg.apply_spec(spec or "")
+            logs.set_spec(spec or "")
     except ValueError as e:
         print(f"pyovsdb server: {e}", file=sys.stderr)
         return 1
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
     pidfile = _default_path(parsed, "pidfile", daemon.rundir(), "ovsdb-server.pid")
     log_file = _default_path(parsed, "log-file", daemon.logdir(), "ovsdb-server.log")
     unixctl = parsed.get("unixctl")
-    if unixctl is not None:
+    if unixctl is not None and "/" in unixctl:
         unixctl = os.path.abspath(unixctl)
     try:
         max_backlog = int(parsed.get("max-backlog", 512 * 1024 * 1024))
@@ -114,7 +114,7 @@ def main(argv: list[str]) -> int:
     if parsed.has("detach"):
         detacher = daemon.Detacher(chdir=not parsed.has("no-chdir"))
         detacher.detach()
-    vlog.configure(cfg, log_file, console=True)
+    logs.start(log_file, console=True)
     gctune.tune()
     try:
         import uvloop  # type: ignore[import-not-found]
@@ -152,10 +152,13 @@ async def _serve(dbs: list[str], remotes: list[str], unixctl: str | None,
             server.add_db_file(path)
         gctune.freeze()
         for r in remotes:
-            await server.add_remote(r)
+            await server.listeners.add(r)
         if unixctl is None:
             unixctl = os.path.join(daemon.rundir(), f"ovsdb-server.{os.getpid()}.ctl")
-        await server.start_unixctl(unixctl)
+        elif "/" not in unixctl:
+            unixctl = os.path.join(daemon.rundir(), unixctl)
+        if unixctl != "none":
+            await server.start_unixctl(unixctl)
         if pidfile is not None:
             daemon.write_pidfile(pidfile)
     except BaseException:
@@ -167,7 +170,7 @@ async def _serve(dbs: list[str], remotes: list[str], unixctl: str | None,
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
     log.info("pyovsdb server %s: serving %s on %s", __version__,
-             ", ".join(n for n in server.db_names()), ", ".join(server.bound_addresses()))
+             ", ".join(n for n in server.db_names()), ", ".join(server.listeners.bound()))
     if detacher is not None:
         detacher.ready()
     try:

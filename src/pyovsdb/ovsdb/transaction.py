@@ -215,7 +215,7 @@ class Transaction:
                 results.extend([None] * (n - i - 1))
                 return Failed(results, e)
         try:
-            changeset = self._precommit()
+            changeset = self.precommit()
         except OvsdbError as e:
             results.append(e.to_json())
             return Failed(results, e)
@@ -541,7 +541,9 @@ class Transaction:
 
     # -- commit checks -----------------------------------------------------------------
 
-    def _precommit(self) -> Changeset:
+    def precommit(self) -> Changeset:
+        """Check the rows this transaction wrote, as a commit would, and return the
+        changeset; raises OvsdbError if a check fails."""
         self._drop_unchanged()
         new_refs: list[tuple[str, str, str, str, str]] = []
         deltas = self._strong_ref_deltas(new_refs)

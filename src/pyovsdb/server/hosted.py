@@ -172,5 +172,13 @@ class HostedDb:
             self.triggers.remove(t)
         return gone
 
+    def replace_db(self, db: Database) -> None:
+        """A new database (after conversion): history and monitors do not carry over."""
+        self.db = db
+        self.history.clear()
+        self.history_cells = 0
+        self.last_txn_id = new_uuid()
+        self.monitors.clear()
+
     def remove_monitor(self, mon: Monitor) -> None:
         self.monitors.discard(mon)

@@ -245,7 +245,10 @@ def steal(session: Session, params: list[Any], msg_id: Any) -> Any:
     victim = locks.steal(session, name)
     if victim is not None and victim is not session:
         victim.send(notification("stolen", [name]))
-    return {"locked": True}
+    # The real server also tells the thief, after the reply, that it now holds the lock.
+    session.send(reply({"locked": True}, msg_id))
+    session.send(notification("locked", [name]))
+    return PENDING
 
 
 def unlock(session: Session, params: list[Any], msg_id: Any) -> Any:
@@ -259,7 +262,18 @@ def unlock(session: Session, params: list[Any], msg_id: Any) -> Any:
     return {}
 
 
+def convert(session: Session, params: list[Any], msg_id: Any) -> Any:
+    hosted = _db(session, params, "convert")
+    if len(params) != 2:
+        raise syntax_error(params, "convert request params must be [<db-name>, <schema>]")
+    if hosted.read_only_reason is not None:
+        raise OvsdbError("not allowed", f"cannot convert {hosted.name}")
+    session.server.convert_db(hosted, params[1])
+    return {}
+
+
 HANDLERS: dict[str, Callable[[Session, list[Any], Any], Any]] = {
+    "convert": convert,
     "list_dbs": list_dbs,
     "get_schema": get_schema,
     "echo": echo,

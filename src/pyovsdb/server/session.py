@@ -62,6 +62,8 @@ class Session(Connection):
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.server.sessions.add(self)
+        if self.closed:  # closed before it was made (server shutting down)
+            self.server.sessions.discard(self)
 
     def on_message(self, kind: str, msg: dict[str, Any]) -> None:
         methods = _methods()

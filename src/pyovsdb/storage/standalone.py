@@ -137,7 +137,10 @@ class StandaloneStorage:
         write is deferred to the batch's end, before any reply or update leaves."""
         if cs.date is None:
             cs.date = int(time.time() * 1000) if date_ms is None else date_ms
-        data = frame(cs.to_record(self.db.schema))
+        record = cs.to_record(self.db.schema)
+        if not any(not k.startswith("_") for k in record):
+            return  # only ephemeral columns changed: nothing to store
+        data = frame(record)
         self.n_records += 1
         self.records_since += 1
         self.need_sync = self.need_sync or durable or self.sync_always
@@ -186,6 +189,17 @@ class StandaloneStorage:
         self.n_records = 2
         self.records_since = 0
         self.last_compaction = time.monotonic() if now is None else now
+
+    def replace_db(self, db: Database) -> None:
+        """Rewrite the file for a new database (schema conversion), atomically."""
+        self.flush()
+        schema_json = db.schema.json or db.schema.to_json()
+        self.writer.replace([schema_json, snapshot_record(db, "converted database",
+                                                          is_diff=True)])
+        self.db = db
+        self.snapshot_size = self.writer.offset
+        self.n_records = 2
+        self.records_since = 0
 
     def close(self) -> None:
         self.flush()

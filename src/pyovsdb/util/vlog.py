@@ -2,11 +2,13 @@
 
 Rules kept here:
 - Destinations are "console" (stderr), "file" and "syslog"; levels are off, emer, err,
-  warn, info, dbg. `-vSPEC` takes `[module][:destination][:level]` parts in any order,
-  separated by ':' or ',', as OVS does; a bare `-v` means debug on the console.
+  warn, info, dbg. A spec is `[module][:destination][:level]` in any order, separated by
+  ':' or ','; a bare `-v` means debug everywhere on the console.
+- Modules are the ones this program logs under plus the real daemons' common ones, so a
+  command line written for ovsdb-server is accepted; an unknown word in a spec is an
+  error with the real wording.
 - Lines look like OVS's: `2026-11-30T04:18:22.560Z|00001|module|INFO|message`.
-- Unknown modules are accepted (our module names differ from the real daemons'); a
-  malformed spec is an error.
+- `reopen` closes and reopens the log file (for log rotation); `close` closes it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,20 @@ LEVELS = {
 }
 _NAMES = {logging.CRITICAL: "EMER", logging.ERROR: "ERR", logging.WARNING: "WARN",
           logging.INFO: "INFO", logging.DEBUG: "DBG"}
-DESTINATIONS = ("console", "file", "syslog")
+_LEVEL_NAMES = {v: k.upper() for k, v in LEVELS.items()}
+DESTINATIONS = ("console", "syslog", "file")
+MODULES = frozenset((
+    # ours
+    "jsonrpc", "ovsdb_server", "ovsdb_jsonrpc_server", "unixctl", "reconnect", "raft",
+    "raft_rpc", "storage", "ovsdb_idl", "northd", "sandbox", "memory", "vlog",
+    # the real daemons' usual ones, accepted so their command lines work unchanged
+    "ovsdb_log", "ovsdb_file", "ovsdb_monitor", "ovsdb_trigger", "ovsdb_cs", "ovsdb_util",
+    "stream", "stream_unix", "stream_tcp", "stream_ssl", "stream_fd", "socket_util",
+    "poll_loop", "timeval", "fatal_signal", "daemon", "daemon_unix", "lockfile",
+    "coverage", "stopwatch", "backtrace", "ovn_northd", "inc_proc_eng", "replication",
+    "relay", "ovsdb_relay", "transaction_forward", "ovsdb_error", "json", "reconnect",
+    "pstream", "stream_replay", "netlink_socket", "timer",
+))
 
 
 class OvsFormatter(logging.Formatter):
@@ -36,8 +51,7 @@ class OvsFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         self.seq += 1
         t = time.gmtime(record.created)
-        ms = int(record.msecs)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", t) + f".{ms:03d}Z"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", t) + f".{int(record.msecs):03d}Z"
         msg = record.getMessage()
         if record.exc_info:
             msg += "\n" + self.formatException(record.exc_info)
@@ -45,22 +59,40 @@ class OvsFormatter(logging.Formatter):
         return f"{stamp}|{self.seq:05d}|{record.name}|{level}|{msg}"
 
 
-class VlogConfig:
-    """Levels per (module, destination); the root logger carries the minimum."""
+class _DestFilter(logging.Filter):
+    def __init__(self, vlog: Vlog, dest: str) -> None:
+        super().__init__()
+        self.vlog = vlog
+        self.dest = dest
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.vlog.level(record.name, self.dest)
+
+
+class Vlog:
+    """Levels per (module, destination) and the handlers that apply them."""
 
     def __init__(self) -> None:
-        self.levels: dict[str, int] = {"console": LEVELS["warn"], "file": LEVELS["info"],
-                                       "syslog": LEVELS["off"]}
-        self.module_levels: dict[tuple[str, str], int] = {}
+        self.defaults: dict[str, int] = {"console": LEVELS["warn"], "file": LEVELS["info"],
+                                         "syslog": LEVELS["off"]}
+        self.levels: dict[tuple[str, str], int] = {}
+        self.log_file: str | None = None
+        self._formatter = OvsFormatter()
+        self._file_handler: logging.FileHandler | None = None
+        self._console: logging.Handler | None = None
 
-    def apply_spec(self, spec: str) -> None:
+    def level(self, module: str, dest: str) -> int:
+        return self.levels.get((module, dest), self.defaults[dest])
+
+    def set_spec(self, spec: str) -> None:
+        """Apply one `-v`/`vlog/set` spec; ValueError with the real wording if bad."""
         if spec == "":
-            self.levels["console"] = LEVELS["dbg"]
+            self.defaults["console"] = LEVELS["dbg"]
+            self._sync_root()
             return
-        if spec.startswith("PATTERN:") or spec.startswith("FACILITY:"):
+        if spec.startswith(("PATTERN:", "FACILITY:")):
             return
-        module = None
-        dest = None
+        module = dest = None
         level = None
         for word in spec.replace(",", ":").split(":"):
             w = word.lower()
@@ -70,45 +102,70 @@ class VlogConfig:
                 level = LEVELS[w]
             elif w in DESTINATIONS or w == "any":
                 dest = w
-            elif module is None:
-                module = word
+            elif w in MODULES or w == "any":
+                module = w
             else:
-                raise ValueError(f'unknown destination or level "{word}" in -v{spec}')
+                raise ValueError(f'no destination, level, or module "{word}"')
         if level is None:
             level = LEVELS["dbg"]
-        dests = DESTINATIONS if dest in (None, "any") else (dest,)
-        for d in dests:
-            if module is None or module.lower() == "any":
-                self.levels[d] = level
+        for d in DESTINATIONS if dest in (None, "any") else (dest,):
+            if module in (None, "any"):
+                self.defaults[d] = level
+                for key in [k for k in self.levels if k[1] == d]:
+                    del self.levels[key]
             else:
-                self.module_levels[(module, d)] = level
+                self.levels[(module, d)] = level
+        self._sync_root()
+
+    def list(self) -> str:
+        lines = ["                 console    syslog    file",
+                 "                 -------    ------    ------"]
+        for m in sorted(MODULES):
+            c, s, f = (_LEVEL_NAMES[self.level(m, d)] for d in DESTINATIONS)
+            lines.append(f"{m:<16} {c:>7}    {s:>6}    {f:>6}")
+        return "\n".join(lines) + "\n"
+
+    def start(self, log_file: str | None, console: bool = True) -> None:
+        root = logging.getLogger()
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        if console:
+            self._console = logging.StreamHandler(sys.stderr)
+            self._console.setFormatter(self._formatter)
+            self._console.addFilter(_DestFilter(self, "console"))
+            root.addHandler(self._console)
+        self.log_file = log_file
+        self._open_file()
+        self._sync_root()
+        if log_file:
+            logging.getLogger("vlog").info("opened log file %s", log_file)
+
+    def _open_file(self) -> None:
+        if not self.log_file:
+            return
+        fh = logging.FileHandler(self.log_file)
+        fh.setFormatter(self._formatter)
+        fh.addFilter(_DestFilter(self, "file"))
+        logging.getLogger().addHandler(fh)
+        self._file_handler = fh
+
+    def reopen(self) -> None:
+        self.close()
+        self._open_file()
+
+    def close(self) -> None:
+        fh = self._file_handler
+        if fh is not None:
+            logging.getLogger().removeHandler(fh)
+            fh.close()
+            self._file_handler = None
+
+    def _sync_root(self) -> None:
+        logging.getLogger().setLevel(min([*self.defaults.values(), *self.levels.values()]))
 
 
-class _DestFilter(logging.Filter):
-    def __init__(self, cfg: VlogConfig, dest: str) -> None:
-        super().__init__()
-        self.cfg = cfg
-        self.dest = dest
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        lvl = self.cfg.module_levels.get((record.name, self.dest), self.cfg.levels[self.dest])
-        return record.levelno >= lvl
+_current = Vlog()
 
 
-def configure(cfg: VlogConfig, log_file: str | None, console: bool = True) -> None:
-    root = logging.getLogger()
-    for h in list(root.handlers):
-        root.removeHandler(h)
-    fmt = OvsFormatter()
-    if console:
-        ch = logging.StreamHandler(sys.stderr)
-        ch.setFormatter(fmt)
-        ch.addFilter(_DestFilter(cfg, "console"))
-        root.addHandler(ch)
-    if log_file:
-        fh = logging.FileHandler(log_file)
-        fh.setFormatter(fmt)
-        fh.addFilter(_DestFilter(cfg, "file"))
-        root.addHandler(fh)
-    all_levels = list(cfg.levels.values()) + list(cfg.module_levels.values())
-    root.setLevel(min(all_levels))
+def current() -> Vlog:
+    return _current

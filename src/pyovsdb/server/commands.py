@@ -1,0 +1,145 @@
+"""The `ovs-appctl` commands of the OVSDB server, with the real server's names, argument
+counts, output and error texts.
+
+Each command only translates between text and the server's methods; the behaviour lives
+in `server.Server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..ovsdb.errors import OvsdbError
+from ..util import vlog
+from .appctl import CommandError, UnixctlServer
+from .server_db import SERVER_DB
+
+if TYPE_CHECKING:
+    from .server import Server
+
+log = logging.getLogger("ovsdb_server")
+
+
+def register(server: Server, path: str) -> UnixctlServer:
+    uc = UnixctlServer(path, f"ovsdb-server (pyovsdb) {__version__}")
+    commands = _Commands(server)
+    uc.register("exit", "", 0, 0, commands.exit)
+    uc.register("memory/show", "", 0, 0, commands.memory)
+    uc.register("ovsdb-server/compact", "", 0, 1, commands.compact)
+    uc.register("ovsdb-server/list-dbs", "", 0, 0, commands.list_dbs)
+    uc.register("ovsdb-server/add-db", "DB", 1, 1, commands.add_db)
+    uc.register("ovsdb-server/remove-db", "DB", 1, 1, commands.remove_db)
+    uc.register("ovsdb-server/add-remote", "REMOTE", 1, 1, commands.add_remote)
+    uc.register("ovsdb-server/remove-remote", "REMOTE", 1, 1, commands.remove_remote)
+    uc.register("ovsdb-server/list-remotes", "", 0, 0, commands.list_remotes)
+    uc.register("ovsdb-server/reconnect", "", 0, 0, commands.reconnect)
+    uc.register("ovsdb-server/get-db-storage-status", "DB", 1, 1, commands.storage_status)
+    uc.register("vlog/list", "", 0, 0, lambda a: vlog.current().list())
+    uc.register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31,
+                commands.vlog_set)
+    uc.register("vlog/reopen", "", 0, 0, commands.vlog_reopen)
+    uc.register("vlog/close", "", 0, 0, commands.vlog_close)
+    return uc
+
+
+class _Commands:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def exit(self, args: list[str]) -> str:
+        self.server.request_exit(0)
+        return ""
+
+    def memory(self, args: list[str]) -> str:
+        return self.server.memory_report()
+
+    def list_dbs(self, args: list[str]) -> str:
+        return "".join(f"{n}\n" for n in sorted(self.server.db_names()))
+
+    def compact(self, args: list[str]) -> str:
+        server = self.server
+        if args:
+            if args[0].startswith("_"):
+                raise CommandError("cannot compact built-in databases")
+            hosted = server.dbs.get(args[0])
+            if hosted is None:
+                raise CommandError("no database by that name")
+            targets = [hosted]
+        else:
+            targets = [h for n, h in server.dbs.items() if not n.startswith("_")]
+        errors = []
+        for hosted in targets:
+            log.info("compacting %s database by user request", hosted.name)
+            try:
+                server.compact(hosted)
+            except (OSError, OvsdbError) as e:
+                errors.append(f"{hosted.name}: compaction failed ({e})")
+        if errors:
+            raise CommandError("\n".join(errors))
+        return ""
+
+    def add_db(self, args: list[str]) -> str:
+        try:
+            self.server.add_db_file(args[0])
+        except OvsdbError as e:
+            raise CommandError(f"{e.tag}: {e.details}") from None
+        return ""
+
+    def remove_db(self, args: list[str]) -> str:
+        name = args[0]
+        if name == SERVER_DB:
+            raise CommandError("Cannot remove reserved database.")
+        if name not in self.server.dbs:
+            raise CommandError("Failed to find the database.")
+        self.server.remove_db(name, "removing {} database by user request")
+        return ""
+
+    def storage_status(self, args: list[str]) -> str:
+        if args[0] not in self.server.dbs:
+            raise CommandError("Failed to find the database.")
+        return "status: ok\n"
+
+    def add_remote(self, args: list[str]) -> str:
+        self.server.listeners.check(args[0])
+        task = asyncio.get_running_loop().create_task(self.server.listeners.add(args[0]))
+        task.add_done_callback(_log_task_error)
+        return ""
+
+    def remove_remote(self, args: list[str]) -> str:
+        self.server.listeners.remove(args[0])
+        return ""
+
+    def list_remotes(self, args: list[str]) -> str:
+        return "".join(f"{r}\n" for r in self.server.listeners.names())
+
+    def reconnect(self, args: list[str]) -> str:
+        for s in list(self.server.sessions):
+            s.close()
+        return ""
+
+    def vlog_set(self, args: list[str]) -> str:
+        try:
+            for spec in args or [""]:
+                vlog.current().set_spec(spec)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+        return ""
+
+    def vlog_reopen(self, args: list[str]) -> str:
+        try:
+            vlog.current().reopen()
+        except OSError as e:
+            raise CommandError(f"could not reopen log file ({e.strerror})") from None
+        return ""
+
+    def vlog_close(self, args: list[str]) -> str:
+        vlog.current().close()
+        return ""
+
+
+def _log_task_error(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("%s", task.exception())

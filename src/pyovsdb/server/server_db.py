@@ -1,0 +1,84 @@
+"""The `_Server` database: one `Database` row per hosted database, itself included.
+
+Rules kept here:
+- Clients may read and monitor `_Server` but never write it; only the server changes it,
+  through ordinary transactions, so monitors see ordinary updates.
+- A database that is (re)added gets a fresh row (a new `_uuid`: clients use it as a
+  generation number); a removed one loses its row.
+- `schema` is the database's schema as compact JSON with sorted keys, as the real
+  server writes it; for standalone databases `leader` and `connected` are always true
+  and `cid`, `sid` and `index` are empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any
+
+import orjson
+
+from ..ovsdb.database import Database
+from ..ovsdb.schema import DatabaseSchema
+from ..ovsdb.transaction import Committed, execute
+from .hosted import HostedDb
+
+SERVER_DB = "_Server"
+
+
+def server_schema() -> DatabaseSchema:
+    data = files("pyovsdb.schemas").joinpath("_server.ovsschema").read_bytes()
+    return DatabaseSchema.from_json(orjson.loads(data), allow_reserved=True)
+
+
+class ServerDatabase:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.hosted = HostedDb(
+            Database(server_schema()),
+            model="standalone",
+            read_only_reason=f"on table in reserved database {SERVER_DB}",
+            max_history=0,
+            clock=clock,
+        )
+        self.rows: dict[str, str] = {}  # db name -> row uuid
+        self.set_row(self.hosted)
+
+    def set_row(self, hosted: HostedDb, *, fresh: bool = False,
+                leader: bool = True, connected: bool = True,
+                extra: dict[str, Any] | None = None) -> None:
+        """Create or update the row of `hosted`; `fresh` replaces it with a new row."""
+        schema = hosted.db.schema
+        row: dict[str, Any] = {
+            "name": hosted.name,
+            "model": hosted.model,
+            "connected": connected,
+            "leader": leader,
+            "schema": orjson.dumps(schema.json or schema.to_json(),
+                                   option=orjson.OPT_SORT_KEYS).decode(),
+        }
+        if extra:
+            row.update(extra)
+        uuid = self.rows.get(hosted.name)
+        if uuid is not None and fresh:
+            self.remove_row(hosted.name)
+            uuid = None
+        if uuid is None:
+            res = self._txn([{"op": "insert", "table": "Database", "row": row}])
+            self.rows[hosted.name] = res[0]["uuid"][1]
+        else:
+            self._txn([{"op": "update", "table": "Database",
+                        "where": [["_uuid", "==", ["uuid", uuid]]], "row": row}])
+
+    def remove_row(self, name: str) -> None:
+        uuid = self.rows.pop(name, None)
+        if uuid is not None:
+            self._txn([{"op": "delete", "table": "Database",
+                        "where": [["_uuid", "==", ["uuid", uuid]]]}])
+
+    def _txn(self, ops: list[Any]) -> list[Any]:
+        outcome = execute(self.hosted.db, ops)
+        if not isinstance(outcome, Committed):
+            raise RuntimeError(f"_Server update failed: {outcome.results}")
+        if outcome.changeset:
+            self.hosted.commit(outcome.changeset)
+        return outcome.results
