@@ -18,7 +18,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +28,7 @@ from .database import Database, Table
 from .datum import UUID_ZERO, SymbolTable, datum_to_string, is_uuid_string
 from .errors import OvsdbError, syntax_error
 from .mutation import parse_mutations
+from .parser import KINDS, kind_ok
 from .row import Row
 from .schema import TableSchema
 
@@ -81,30 +81,8 @@ class TxnRow:
         self.new = new
 
 
-_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _WRITE_OPS = frozenset(("insert", "update", "mutate", "delete", "commit"))
-
-
 _MISSING = object()
-_KIND_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "id": (str,),
-    "array": (list,),
-    "object": (dict,),
-    "boolean": (bool,),
-    "integer": (int, float),
-}
-
-
-def _kind_ok(value: Any, kind: str) -> bool:
-    t = type(value)
-    if t not in _KIND_TYPES[kind]:
-        return False
-    if kind == "id":
-        return _ID_RE.match(value) is not None
-    if kind == "integer" and t is float:
-        return bool(value.is_integer())
-    return True
 
 
 class _OpParser:
@@ -135,8 +113,8 @@ class _OpParser:
                 return None
             raise self.error(f"Required '{name}' member is missing.")
         self.n_used += 1
-        if type(value) not in _KIND_TYPES[kind] or (
-                kind in ("id", "integer") and not _kind_ok(value, kind)
+        if type(value) not in KINDS[kind] or (
+                kind in ("id", "integer") and not kind_ok(value, kind)
         ):
             raise self.error(f"Type mismatch for member '{name}'.")
         return value

@@ -68,35 +68,17 @@ class MonitorTable:
 
     def row_v2(self, row: Row) -> dict[str, Any]:
         """Non-default monitored columns of `row` (update2 "initial"/"insert")."""
-        cache = row.cache
-        key = (self.columns, 2)
-        if cache is None:
-            cache = row.cache = {}
-        else:
-            hit = cache.get(key)
-            if hit is not None:
-                return hit
-        out: dict[str, Any] = {}
-        for c, codec in self.codecs:
-            v = row.get(c)
-            if v != codec.default or c == "_uuid":
-                out[c] = codec.to_json(v)
-        cache[key] = out
-        return out
+        return _cached(row, (self.columns, 2), lambda: {
+            c: codec.to_json(v)
+            for c, codec in self.codecs
+            if (v := row.get(c)) != codec.default or c == "_uuid"
+        })
 
     def row_v1(self, row: Row) -> dict[str, Any]:
         """All monitored columns of `row` (update "new"/"old")."""
-        cache = row.cache
-        key = (self.columns, 1)
-        if cache is None:
-            cache = row.cache = {}
-        else:
-            hit = cache.get(key)
-            if hit is not None:
-                return hit
-        out = {c: codec.to_json(row.get(c)) for c, codec in self.codecs}
-        cache[key] = out
-        return out
+        return _cached(row, (self.columns, 1), lambda: {
+            c: codec.to_json(row.get(c)) for c, codec in self.codecs
+        })
 
     def changed(self, ch: RowChange, shared: dict[Any, Any]) -> list[str]:
         """Monitored columns that differ between ch.old and ch.new."""
@@ -143,6 +125,19 @@ class MonitorTable:
         out = {"old": old, "new": self.row_v1(n)}
         shared[key] = out
         return out
+
+
+def _cached(row: Row, key: Any, render: Any) -> dict[str, Any]:
+    """The rendering of `row` under `key`, made once: rows never change."""
+    cache = row.cache
+    if cache is None:
+        cache = row.cache = {}
+    else:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+    out = cache[key] = render()
+    return out  # type: ignore[no-any-return]
 
 
 def parse_monitor_requests(
