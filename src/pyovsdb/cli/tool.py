@@ -24,6 +24,7 @@ from ..ovsdb.transaction import Blocked, Committed, execute
 from ..storage import log as ovslog
 from ..storage import standalone
 from ..util import daemon
+from ..util.ovsjson import json_to_string
 from . import options as opt
 
 USAGE = """\
@@ -244,12 +245,12 @@ def _run_txn(db_path: str, txn: Any, write: bool) -> int:
         outcome = execute(database, txn[1:], now=now, started=now)
         if isinstance(outcome, Blocked):
             results = [{"error": "timed out", "details": "\"wait\" would block"}]
-            print(orjson.dumps(results).decode())
+            print(json_to_string(results))
             return 0
         if not write and isinstance(outcome, Committed) and outcome.changeset:
-            print(orjson.dumps([*outcome.results, {
+            print(json_to_string([*outcome.results, {
                 "error": "not allowed",
-                "details": "read-only transaction attempted to modify the database"}]).decode())
+                "details": "read-only transaction attempted to modify the database"}]))
             return 0
         if write and isinstance(outcome, Committed) and outcome.changeset:
             writer = ovslog.LogWriter(db_path, res.end, lock=False)
@@ -260,7 +261,7 @@ def _run_txn(db_path: str, txn: Any, write: bool) -> int:
                 writer.sync()
             finally:
                 writer.close()
-        print(orjson.dumps(outcome.results).decode())
+        print(json_to_string(outcome.results))
         return 0
     finally:
         if lock is not None:
