@@ -83,6 +83,7 @@ class TxnRow:
 
 _WRITE_OPS = frozenset(("insert", "update", "mutate", "delete", "commit"))
 _MISSING = object()
+_VALID_IDS: set[Any] = set()  # strings already checked to be <id>s
 
 
 class _OpParser:
@@ -114,9 +115,11 @@ class _OpParser:
             raise self.error(f"Required '{name}' member is missing.")
         self.n_used += 1
         if type(value) not in KINDS[kind] or (
-                kind in ("id", "integer") and not kind_ok(value, kind)
-        ):
+                kind in ("id", "integer") and value not in _VALID_IDS
+                and not kind_ok(value, kind)):
             raise self.error(f"Type mismatch for member '{name}'.")
+        if kind == "id" and len(_VALID_IDS) < 65536:
+            _VALID_IDS.add(value)
         return value
 
     def finish(self, allowed: frozenset[str]) -> None:
@@ -521,21 +524,44 @@ class Transaction:
 
     def precommit(self) -> Changeset:
         """Check the rows this transaction wrote, as a commit would, and return the
-        changeset; raises OvsdbError if a check fails."""
-        self._drop_unchanged()
-        new_refs: list[tuple[str, str, str, str, str]] = []
-        deltas = self._strong_ref_deltas(new_refs)
-        self._check_strong_refs(deltas, new_refs)
-        self._collect_garbage(deltas)
-        self._check_max_rows()
-        self._assess_weak_refs()
-        self._check_indexes()
+        changeset; raises OvsdbError if a check fails. Checks that cannot apply to the
+        tables touched (no references, no indexes, no row limit) are skipped."""
+        deleted = self._drop_unchanged()
+        tables = self.db.schema.tables
+        touched = [tables[t] for t, trs in self.rows.items() if trs]
+        if not touched:
+            return Changeset({})
+        if deleted or any(ts.strong_ref_columns or not ts.is_root for ts in touched):
+            new_refs: list[tuple[str, str, str, str, str]] = []
+            deltas = self._strong_ref_deltas(new_refs)
+            self._check_strong_refs(deltas, new_refs)
+            self._collect_garbage(deltas)
+        if any(ts.max_rows != float("inf") for ts in touched):
+            self._check_max_rows()
+        if deleted or any(ts.weak_ref_columns for ts in touched):
+            self._assess_weak_refs()
+        if any(ts.indexes for ts in touched):
+            self._check_indexes()
         return self._changeset()
 
-    def _drop_unchanged(self) -> None:
+    def _drop_unchanged(self) -> bool:
+        """Forget rows written back unchanged; returns whether any row is deleted."""
+        deleted = False
         for trs in self.rows.values():
-            for uuid in [u for u, tr in trs.items() if _unchanged(tr)]:
-                del trs[uuid]
+            drop = None
+            for u, tr in trs.items():
+                new = tr.new
+                if new is None:
+                    if tr.old is None:
+                        drop = [*(drop or ()), u]
+                    else:
+                        deleted = True
+                elif tr.old is not None and new.data == tr.old.data:
+                    drop = [*(drop or ()), u]
+            if drop:
+                for u in drop:
+                    del trs[u]
+        return deleted
 
     def _strong_ref_deltas(
         self, new_refs: list[tuple[str, str, str, str, str]] | None = None
@@ -823,12 +849,6 @@ _HANDLERS: dict[str, Callable[[Transaction, _OpParser], Any]] = {
     "comment": Transaction._op_comment,
     "assert": Transaction._op_assert,
 }
-
-
-def _unchanged(tr: TxnRow) -> bool:
-    if tr.old is None:
-        return tr.new is None
-    return tr.new is not None and tr.new.data == tr.old.data
 
 
 def _english_join(items: list[str]) -> str:

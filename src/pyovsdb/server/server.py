@@ -165,6 +165,9 @@ class Server:
     def after_request(self) -> None:
         if not self._dirty or self._running_triggers:
             return
+        if not any(h.triggers for h in self.dbs.values()):
+            self._dirty = False
+            return
         self._running_triggers = True
         try:
             while self._dirty:
