@@ -108,18 +108,23 @@ class _OpParser:
         return err
 
     def get(self, name: str, kind: str, optional: bool = False) -> Any:
-        value = self.op.get(name, _MISSING)
-        if value is _MISSING:
+        try:
+            value = self.op[name]
+        except KeyError:
             if optional:
                 return None
-            raise self.error(f"Required '{name}' member is missing.")
+            raise self.error(f"Required '{name}' member is missing.") from None
         self.n_used += 1
-        if type(value) not in KINDS[kind] or (
-                kind in ("id", "integer") and value not in _VALID_IDS
-                and not kind_ok(value, kind)):
+        t = type(value)
+        if kind == "id":
+            if t is str and value in _VALID_IDS:
+                return value
+            if t is not str or not kind_ok(value, kind):
+                raise self.error(f"Type mismatch for member '{name}'.")
+            if len(_VALID_IDS) < 65536:
+                _VALID_IDS.add(value)
+        elif t not in KINDS[kind] or (kind == "integer" and not kind_ok(value, kind)):
             raise self.error(f"Type mismatch for member '{name}'.")
-        if kind == "id" and len(_VALID_IDS) < 65536:
-            _VALID_IDS.add(value)
         return value
 
     def finish(self, allowed: frozenset[str]) -> None:
