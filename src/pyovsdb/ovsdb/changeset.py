@@ -14,7 +14,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import OvsdbError
@@ -160,3 +160,22 @@ class Changeset:
 
 def default_data(ts: TableSchema) -> dict[str, Any]:
     return ts.defaults()
+
+
+def merge(changesets: Iterable[Changeset]) -> Changeset:
+    """Compose consecutive changesets into one: per row, the first `old` and the last
+    `new`; a row inserted and then deleted disappears."""
+    merged: dict[str, dict[str, RowChange]] = {}
+    for cs in changesets:
+        for tname, changes in cs.tables.items():
+            t = merged.setdefault(tname, {})
+            for uuid, ch in changes.items():
+                prev = t.get(uuid)
+                t[uuid] = ch if prev is None else RowChange(uuid, prev.old, ch.new)
+    for tname in list(merged):
+        t = merged[tname]
+        for uuid in [u for u, ch in t.items() if ch.old is None and ch.new is None]:
+            del t[uuid]
+        if not t:
+            del merged[tname]
+    return Changeset(merged)

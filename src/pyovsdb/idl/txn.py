@@ -1,0 +1,311 @@
+"""IDL transactions: changes written against the replica, turned into one `transact`.
+
+Rules kept here:
+- Writes are recorded, not applied: the replica changes only when the server's update
+  for the committed transaction arrives (before its reply), so after a successful
+  commit the replica already shows the transaction's effects.
+- A write of a column's current value produces no operation when the column is
+  write-only (monitored without alerts) or write-changed-only; other columns are
+  written anyway, keeping the transaction's atomicity (`ovsdb-idl`'s rule). A
+  transaction with nothing to send is not sent and reports UNCHANGED.
+- `verify(row, column)` adds a `wait` that fails, making the result TRY_AGAIN, if the
+  column changed on the server since it was read.
+- Partial set/map mutations (`add`, `remove`, `set_key`, `del_key`) become `mutate`
+  operations, so concurrent writers of other elements do not conflict.
+- Rows of non-root tables are not deleted explicitly: the server collects them once
+  nothing references them, as the real IDL relies on.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from ..ovsdb.datum import is_uuid_string
+from .row import IdlRow
+
+if TYPE_CHECKING:
+    from .idl import Idl
+
+_names = itertools.count(1)
+
+
+class Status(enum.Enum):
+    UNCHANGED = "unchanged"
+    SUCCESS = "success"
+    TRY_AGAIN = "try again"
+    NOT_LOCKED = "not locked"
+    ERROR = "error"
+
+
+class TxnError(Exception):
+    def __init__(self, result: Result) -> None:
+        super().__init__(f"transaction failed: {result.status.value}: {result.error}")
+        self.result = result
+
+
+class Result:
+    def __init__(self, status: Status, *, error: Any = None, results: list[Any] | None = None,
+                 uuids: dict[str, str] | None = None,
+                 increments: dict[int, int] | None = None) -> None:
+        self.status = status
+        self.error = error
+        self.results = results or []
+        self.uuids = uuids or {}
+        self.increments = increments or {}
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (Status.SUCCESS, Status.UNCHANGED)
+
+    def uuid_of(self, ref: NewRow) -> UUID | None:
+        u = self.uuids.get(ref.name)
+        return UUID(u) if u is not None else None
+
+    def __repr__(self) -> str:
+        return f"Result({self.status.value}, error={self.error!r})"
+
+
+class NewRow:
+    """A row inserted by a transaction; usable as a reference in the same transaction."""
+
+    __slots__ = ("fixed_uuid", "name", "table", "values")
+
+    def __init__(self, table: str, values: dict[str, Any], fixed_uuid: str | None) -> None:
+        self.table = table
+        self.name = f"row{next(_names)}"
+        self.values = values
+        self.fixed_uuid = fixed_uuid
+
+    def __repr__(self) -> str:
+        return f"<new {self.table} {self.name}>"
+
+
+RowRef = IdlRow | NewRow | UUID | str
+
+
+class Transaction:
+    def __init__(self, idl: Idl) -> None:
+        self.idl = idl
+        self.inserts: list[NewRow] = []
+        self.updates: dict[tuple[str, str], dict[str, Any]] = {}
+        self.mutations: dict[tuple[str, str], list[list[Any]]] = {}
+        self.deletes: dict[tuple[str, str], IdlRow] = {}
+        self.verifies: dict[tuple[str, str], tuple[IdlRow, set[str]]] = {}
+        self.increments: list[tuple[str, str, str]] = []
+        self.comments: list[str] = []
+        self.extra_ops: list[dict[str, Any]] = []
+        self.committed = False
+
+    # -- building --------------------------------------------------------------------
+
+    def insert(self, table: str, *, uuid: UUID | str | None = None, **values: Any) -> NewRow:
+        self._table(table)
+        fixed = str(uuid) if uuid is not None else None
+        if fixed is not None and not is_uuid_string(fixed):
+            raise ValueError(f"{uuid!r} is not a UUID")
+        row = NewRow(table, values, fixed)
+        self.inserts.append(row)
+        return row
+
+    def update(self, row: IdlRow | NewRow, **values: Any) -> None:
+        if isinstance(row, NewRow):
+            row.values.update(values)
+            return
+        self.updates.setdefault((row.table.name, row.uuid), {}).update(values)
+
+    def delete(self, row: IdlRow) -> None:
+        self.deletes[(row.table.name, row.uuid)] = row
+
+    def verify(self, row: IdlRow, *columns: str) -> None:
+        entry = self.verifies.setdefault((row.table.name, row.uuid), (row, set()))
+        entry[1].update(columns)
+
+    def add(self, row: IdlRow, column: str, *elements: Any) -> None:
+        """Insert elements into a set column without rewriting it."""
+        self._mutate(row, column, "insert", elements)
+
+    def remove(self, row: IdlRow, column: str, *elements: Any) -> None:
+        self._mutate(row, column, "delete", elements)
+
+    def set_key(self, row: IdlRow, column: str, key: Any, value: Any) -> None:
+        """Set one map key: delete the old pair, insert the new one, in one operation."""
+        codec = row.table.codecs[column]
+        self.mutations.setdefault((row.table.name, row.uuid), []).extend([
+            [column, "delete", ["set", [self._atom(codec.key_type, key)]]],
+            [column, "insert", ["map", [[self._atom(codec.key_type, key),
+                                         self._atom(codec.value_type, value)]]]],
+        ])
+
+    def del_key(self, row: IdlRow, column: str, *keys: Any) -> None:
+        codec = row.table.codecs[column]
+        self.mutations.setdefault((row.table.name, row.uuid), []).append(
+            [column, "delete", ["set", [self._atom(codec.key_type, k) for k in keys]]])
+
+    def increment(self, row: IdlRow, column: str) -> int:
+        """Add 1 on the server; the new value is in the result's `increments`."""
+        self.increments.append((row.table.name, row.uuid, column))
+        return len(self.increments) - 1
+
+    def comment(self, text: str) -> None:
+        self.comments.append(text)
+
+    def add_op(self, op: dict[str, Any]) -> None:
+        """A raw operation, sent as is after the generated ones."""
+        self.extra_ops.append(op)
+
+    # -- encoding ----------------------------------------------------------------------
+
+    def _table(self, name: str) -> Any:
+        table = self.idl.replica.tables.get(name)
+        if table is None:
+            raise KeyError(f"table {name} is not replicated")
+        return table
+
+    def _mutate(self, row: IdlRow, column: str, mutator: str, elements: Any) -> None:
+        codec = row.table.codecs[column]
+        if codec.is_map:
+            arg: Any = ["map", [[self._atom(codec.key_type, k), self._atom(codec.value_type, v)]
+                                for e in elements for k, v in dict(e).items()]]
+        else:
+            arg = ["set", [self._atom(codec.key_type, e) for e in elements]]
+        self.mutations.setdefault((row.table.name, row.uuid), []).append([column, mutator, arg])
+
+    def _atom(self, atype: str | None, value: Any) -> Any:
+        if atype == "uuid":
+            if isinstance(value, NewRow):
+                return ["named-uuid", value.name]
+            if isinstance(value, IdlRow):
+                return ["uuid", value.uuid]
+            return ["uuid", str(value)]
+        if atype == "real" and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
+
+    def encode(self, table: Any, column: str, value: Any) -> Any:
+        """A Python value (as `IdlRow` returns them, or canonical) to its JSON datum."""
+        codec = table.codecs[column]
+        kt, vt = codec.key_type, codec.value_type
+        if codec.is_map:
+            pairs = value.items() if isinstance(value, dict) else value
+            return ["map", [[self._atom(kt, k), self._atom(vt, v)] for k, v in pairs]]
+        if codec.is_scalar:
+            return self._atom(kt, value)
+        if value is None:
+            return ["set", []]
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return ["set", [self._atom(kt, v) for v in value]]
+        return self._atom(kt, value)
+
+    def canonical(self, table: Any, column: str, value: Any) -> Any:
+        """The stored form a write would produce, to compare with the current value."""
+        codec = table.codecs[column]
+        json = self.encode(table, column, value)
+        if _has_named(json):
+            return _NEVER_EQUAL
+        try:
+            return codec.from_json(json)
+        except Exception:
+            return _NEVER_EQUAL
+
+    def ops(self) -> tuple[list[dict[str, Any]], list[int]]:
+        """The operations to send (empty if nothing would change) and the positions of
+        the increment selects."""
+        idl = self.idl
+        ops: list[dict[str, Any]] = []
+        for (tname, uuid), (row, cols) in self.verifies.items():
+            ops.append({"op": "wait", "table": tname, "timeout": 0,
+                        "where": [["_uuid", "==", ["uuid", uuid]]],
+                        "columns": sorted(cols), "until": "==",
+                        "rows": [{c: row.table.codecs[c].to_json(row.data[c])
+                                  for c in sorted(cols)}]})
+        changing = False
+        for new in self.inserts:
+            table = self._table(new.table)
+            op: dict[str, Any] = {"op": "insert", "table": new.table, "uuid-name": new.name,
+                                  "row": {c: self.encode(table, c, v)
+                                          for c, v in new.values.items()}}
+            if new.fixed_uuid is not None:
+                op["uuid"] = new.fixed_uuid
+            ops.append(op)
+            changing = True
+        for (tname, uuid), values in self.updates.items():
+            if (tname, uuid) in self.deletes:
+                continue
+            table = self._table(tname)
+            current = table.rows.get(uuid)
+            row: dict[str, Any] = {}
+            any_change = False
+            for c, v in values.items():
+                new_value = self.canonical(table, c, v)
+                unchanged = current is not None and current.data.get(c) == new_value
+                if unchanged and idl.skips_unchanged(tname, c):
+                    continue
+                row[c] = self.encode(table, c, v)
+                any_change = any_change or not unchanged
+            if row:
+                ops.append({"op": "update", "table": tname,
+                            "where": [["_uuid", "==", ["uuid", uuid]]], "row": row})
+                changing = changing or any_change
+        for (tname, uuid), muts in self.mutations.items():
+            if (tname, uuid) in self.deletes:
+                continue
+            ops.append({"op": "mutate", "table": tname,
+                        "where": [["_uuid", "==", ["uuid", uuid]]], "mutations": muts})
+            changing = True
+        for (tname, uuid), row_obj in self.deletes.items():
+            if not row_obj.table.schema.is_root:
+                continue  # left to garbage collection, as the real IDL does
+            ops.append({"op": "delete", "table": tname,
+                        "where": [["_uuid", "==", ["uuid", uuid]]]})
+            changing = True
+        selects = []
+        for tname, uuid, column in self.increments:
+            where = [["_uuid", "==", ["uuid", uuid]]]
+            ops.append({"op": "mutate", "table": tname, "where": where,
+                        "mutations": [[column, "+=", 1]]})
+            selects.append(len(ops))
+            ops.append({"op": "select", "table": tname, "where": where, "columns": [column]})
+            changing = True
+        if self.extra_ops:
+            ops.extend(self.extra_ops)
+            changing = True
+        if not changing:
+            return [], []
+        for text in self.comments:
+            ops.append({"op": "comment", "comment": text})
+        if idl.lock_name is not None:
+            ops.insert(0, {"op": "assert", "lock": idl.lock_name})
+        return ops, selects
+
+    async def commit(self) -> Result:
+        if self.committed:
+            raise RuntimeError("transaction already committed")
+        self.committed = True
+        return await self.idl.commit_txn(self)
+
+    async def commit_or_raise(self) -> Result:
+        result = await self.commit()
+        if not result.ok:
+            raise TxnError(result)
+        return result
+
+
+class _NeverEqual:
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_NEVER_EQUAL = _NeverEqual()
+
+
+def _has_named(json: Any) -> bool:
+    if type(json) is list:
+        if len(json) == 2 and json[0] == "named-uuid":
+            return True
+        return any(_has_named(j) for j in json)
+    return False
