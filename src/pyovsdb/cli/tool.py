@@ -18,13 +18,15 @@ import orjson
 
 from .. import __version__
 from ..ovsdb.changeset import Changeset
+from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, load_schema_file
 from ..ovsdb.transaction import Blocked, Committed, execute
+from ..storage import clustered, standalone
 from ..storage import log as ovslog
-from ..storage import standalone
 from ..util import daemon
 from ..util.ovsjson import json_to_string
+from ..util.uuidgen import new_uuid
 from . import options as opt
 
 USAGE = """\
@@ -43,6 +45,16 @@ usage: pyovsdb tool [OPTIONS] COMMAND [ARG...]
   transact [DB] TRNS      execute read/write transaction on DB
   show-log [DB]           prints information about DB's log entries
   db-is-standalone [DB]   exit 0 if DB is a standalone database
+  db-is-clustered [DB]    exit 0 if DB is a clustered database
+  create-cluster DB CONTENTS LOCAL
+                          create clustered DB with given CONTENTS and LOCAL address
+  join-cluster DB NAME LOCAL REMOTE...
+                          prepare DB to join a cluster of NAME at REMOTE (--cid=CID)
+  db-cid DB               report cluster ID of clustered DB
+  db-sid DB               report server ID of clustered DB
+  db-local-address DB     report local address of clustered DB
+  cluster-to-standalone DB CLUSTERED_DB
+                          convert clustered DB to standalone DB
 The default DB is {dbdir}/conf.db.
 The default SCHEMA is the packaged vswitch.ovsschema.
 Options:
@@ -52,7 +64,8 @@ Options:
 """
 
 LONG = {"more": opt.NONE, "help": opt.NONE, "version": opt.NONE, "verbose": opt.OPTIONAL,
-        "rbac-role": opt.REQUIRED, "timeout": opt.REQUIRED}
+        "rbac-role": opt.REQUIRED, "timeout": opt.REQUIRED, "election-timer": opt.REQUIRED,
+        "cid": opt.REQUIRED}
 SHORT = {"m": ("more", opt.NONE), "h": ("help", opt.NONE), "V": ("version", opt.NONE),
          "v": ("verbose", opt.OPTIONAL), "t": ("timeout", opt.REQUIRED)}
 
@@ -150,27 +163,13 @@ def cmd_compact(args: list[str], parsed: opt.Parsed) -> int:
 
 def _schema_of_db(args: list[str]) -> DatabaseSchema:
     db = args[0] if args else default_db()
+    if clustered.is_clustered(db):
+        state, _ = clustered.read_state(db)
+        return clustered.build_database(state).schema  # type: ignore[no-any-return]
     res = ovslog.read_file(db)
     if not res.records:
         raise ToolError(f"{db}: {res.error or 'file is empty'}")
-    if res.magic == ovslog.MAGIC_CLUSTERED:
-        return _clustered_schema(db, res.records)
     return DatabaseSchema.from_json(res.records[0])
-
-
-def _clustered_schema(db: str, records: list[Any]) -> DatabaseSchema:
-    header = records[0]
-    snap = header.get("prev_data") if isinstance(header, dict) else None
-    schema_json = None
-    if isinstance(snap, list) and snap and snap[0]:
-        schema_json = snap[0]
-    for rec in records[1:]:
-        data = rec.get("data") if isinstance(rec, dict) else None
-        if isinstance(data, list) and data and data[0]:
-            schema_json = data[0]
-    if schema_json is None:
-        raise ToolError(f"{db}: database has no schema yet (not joined?)")
-    return DatabaseSchema.from_json(schema_json)
 
 
 def _schema_file(args: list[str]) -> DatabaseSchema:
@@ -218,6 +217,120 @@ def cmd_needs_conversion(args: list[str], parsed: opt.Parsed) -> int:
 def cmd_db_is_standalone(args: list[str], parsed: opt.Parsed) -> int:
     res = ovslog.read_file(args[0] if args else default_db())
     return 0 if res.magic == ovslog.MAGIC_STANDALONE else 2
+def cmd_db_is_clustered(args: list[str], parsed: opt.Parsed) -> int:
+    res = ovslog.read_file(args[0] if args else default_db())
+    return 0 if res.magic == ovslog.MAGIC_CLUSTERED else 2
+
+
+def _header(path: str) -> clustered.Header:
+    if not clustered.is_clustered(path):
+        ovslog.read_file(path)  # raises the real I/O error for a missing file
+        raise ToolError(f"{path}: not a clustered database")
+    state, _ = clustered.read_state(path)
+    return state.header
+
+
+def cmd_db_cid(args: list[str], parsed: opt.Parsed) -> int:
+    h = _header(args[0])
+    if h.cluster_id is None:
+        print(f"{args[0]}: cluster ID not yet known", file=sys.stderr)
+        return 2
+    print(h.cluster_id)
+    return 0
+
+
+def cmd_db_sid(args: list[str], parsed: opt.Parsed) -> int:
+    print(_header(args[0]).server_id)
+    return 0
+
+
+def cmd_db_local_address(args: list[str], parsed: opt.Parsed) -> int:
+    print(_header(args[0]).local_address)
+    return 0
+
+
+def _looks_like_db(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(6) == b"OVSDB "
+    except OSError:
+        return False
+
+
+def check_raft_address(address: str) -> None:
+    kind, _, rest = address.partition(":")
+    if kind not in ("tcp", "ssl", "unix") or not rest:
+        raise ToolError(f'{address}: expected "tcp", "ssl", or "unix" address')
+    if kind in ("tcp", "ssl") and ":" not in rest:
+        raise ToolError(f"{address}: port number must be specified")
+
+
+def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
+    db, contents, local = args
+    check_raft_address(local)
+    if clustered.is_clustered(contents):
+        raise ToolError(f"{contents}: cannot create a cluster from a clustered database")
+    data: dict[str, Any] = {}
+    if _looks_like_db(contents):
+        database, _ = standalone.load(contents)
+        schema_json = database.schema.json or database.schema.to_json()
+        snap = standalone.snapshot_record(database, "", date_ms=0)
+        data = {k: v for k, v in snap.items() if not k.startswith("_")}
+    else:
+        try:
+            with open(contents, "rb") as f:
+                schema_json = orjson.loads(f.read())
+        except (OSError, orjson.JSONDecodeError) as e:
+            raise ToolError(f'failed to read schema: "{contents}" could not be read as JSON '
+                            f"({e})") from None
+        DatabaseSchema.from_json(schema_json)
+    schema_json, changed = clustered.schema_for_cluster(schema_json)
+    if changed:
+        print(f"pyovsdb tool: {contents}: changed {len(changed)} columns in "
+              f"'{schema_json.get('name')}' database from ephemeral to persistent, because "
+              "clusters do not support ephemeral columns", file=sys.stderr)
+    timer = parsed.get("election-timer")
+    records = []
+    if timer is not None:
+        try:
+            ms = int(timer)
+        except ValueError:
+            raise ToolError(f"{timer}: election timer must be an integer") from None
+        if not 100 <= ms <= 600000:
+            raise ToolError(f"election timer must be between 100 and 600000 ms, not {ms}")
+        records.append({"term": 1, "index": 2, "election_timer": ms})
+    sid = new_uuid()
+    header = clustered.Header(sid, schema_json["name"], local, cluster_id=new_uuid(),
+                              prev_index=1, prev_term=1, prev_eid=new_uuid(),
+                              prev_servers={sid: local}, prev_data=[schema_json, data])
+    clustered.create(db, header, records)
+    return 0
+
+
+def cmd_join_cluster(args: list[str], parsed: opt.Parsed) -> int:
+    db, name, local, *remotes = args
+    check_raft_address(local)
+    for r in remotes:
+        check_raft_address(r)
+    if local in remotes:
+        raise ToolError("remote addresses cannot be the same as the local address")
+    cid = parsed.get("cid")
+    if cid is not None and not is_uuid_string(cid):
+        raise ToolError(f"{cid}: not a valid UUID")
+    header = clustered.Header(new_uuid(), name, local, cluster_id=cid,
+                              remote_addresses=remotes)
+    clustered.create(db, header)
+    return 0
+
+
+def cmd_cluster_to_standalone(args: list[str], parsed: opt.Parsed) -> int:
+    dst, src = args
+    state, _ = clustered.read_state(src)
+    database = clustered.build_database(state)
+    schema_json = database.schema.json or database.schema.to_json()
+    ovslog.write_new_file(dst, [schema_json, standalone.snapshot_record(
+        database, f"converted from clustered database by pyovsdb tool {__version__}")])
+    return 0
 
 
 def _txn_args(args: list[str]) -> tuple[str, Any]:
@@ -297,6 +410,13 @@ COMMANDS = {
     "schema-cksum": (cmd_schema_cksum, 0, 1),
     "needs-conversion": (cmd_needs_conversion, 0, 2),
     "db-is-standalone": (cmd_db_is_standalone, 0, 1),
+    "db-is-clustered": (cmd_db_is_clustered, 0, 1),
+    "db-cid": (cmd_db_cid, 1, 1),
+    "db-sid": (cmd_db_sid, 1, 1),
+    "db-local-address": (cmd_db_local_address, 1, 1),
+    "create-cluster": (cmd_create_cluster, 3, 3),
+    "join-cluster": (cmd_join_cluster, 4, 2**31),
+    "cluster-to-standalone": (cmd_cluster_to_standalone, 2, 2),
     "query": (cmd_query, 1, 2),
     "transact": (cmd_transact, 1, 2),
     "show-log": (cmd_show_log, 0, 1),
