@@ -1,0 +1,195 @@
+"""The network between cluster members: Raft RPCs as JSON-RPC notifications over TCP or
+unix sockets, as the real ovsdb-server exchanges them.
+
+Rules kept here:
+- Each member listens on its raft address and keeps one outgoing connection to every
+  other member it knows an address for, reconnecting with backoff. Messages go out on
+  whichever live connection leads to the destination server (outgoing, or incoming from
+  it), as the real server does; a pair of members normally holds two connections.
+- A new outgoing connection starts with `hello_request` (or the joiner's
+  `add_server_request`) so the peer learns who we are.
+- Incoming messages that do not parse, or come from the wrong cluster, are logged and
+  dropped; echo probes are answered by the connection layer.
+- Nothing here knows Raft's rules: messages in, messages out. Messages that find no
+  connection are dropped (Raft retransmits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections.abc import Callable
+from typing import Any
+
+from ..jsonrpc.connection import Connection
+from ..jsonrpc.message import NOTIFY
+from ..raft import rpc
+
+log = logging.getLogger("raft")
+
+RECONNECT_MIN = 0.1
+RECONNECT_MAX = 4.0
+
+
+class _RaftConn(Connection):
+    def __init__(self, net: RaftNet, name: str, outgoing_to: str | None = None) -> None:
+        super().__init__(name, probe_interval=0.0)
+        self.net = net
+        self.peer_sid: str | None = None
+        self.outgoing_to = outgoing_to  # the address we dialed, for outgoing connections
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.net.conns.add(self)
+
+    def on_message(self, kind: str, msg: dict[str, Any]) -> None:
+        if kind != NOTIFY:
+            return
+        net = self.net
+        try:
+            m = rpc.from_jsonrpc(msg, cluster=net.cluster_id, sid=net.sid)
+        except rpc.RpcError as e:
+            log.info("%s: dropping message: %s", self.name, e)
+            return
+        if self.peer_sid is None:
+            self.peer_sid = m.src
+        net.deliver(m)
+
+    def on_close(self) -> None:
+        self.net.conns.discard(self)
+
+
+class RaftNet:
+    def __init__(self, sid: str, local_address: str, cluster_id: str | None,
+                 deliver: Callable[[rpc.RaftRpc], None]) -> None:
+        self.sid = sid
+        self.local_address = local_address
+        self.cluster_id = cluster_id
+        self.deliver = deliver
+        self.conns: set[_RaftConn] = set()
+        self.peers: dict[str, str] = {}  # sid -> address (from the configuration)
+        self.joining_addresses: list[str] = []
+        self._dialers: dict[str, asyncio.Task[None]] = {}
+        self._server: asyncio.AbstractServer | None = None
+        self._greeting: Callable[[str | None], rpc.RaftRpc] | None = None
+        self.closed = False
+
+    # -- listening ---------------------------------------------------------------------
+
+    async def listen(self) -> None:
+        loop = asyncio.get_running_loop()
+        kind, _, rest = self.local_address.partition(":")
+
+        def factory() -> _RaftConn:
+            return _RaftConn(self, f"raft:{kind}")
+
+        if kind == "unix":
+            if os.path.exists(rest):
+                os.unlink(rest)
+            self._server = await loop.create_unix_server(factory, rest)
+        elif kind == "tcp":
+            host, _, port = rest.rpartition(":")
+            self._server = await loop.create_server(factory, host.strip("[]"), int(port),
+                                                    reuse_address=True)
+        else:
+            raise ValueError(f"{self.local_address}: unsupported raft address")
+
+    # -- peers -------------------------------------------------------------------------
+
+    def set_greeting(self, greeting: Callable[[str | None], rpc.RaftRpc]) -> None:
+        """What to send first on each new outgoing connection (given the peer's sid)."""
+        self._greeting = greeting
+
+    def set_peers(self, servers: dict[str, str]) -> None:
+        """Keep outgoing connections to exactly these other members."""
+        wanted = {sid: addr for sid, addr in servers.items() if sid != self.sid}
+        for addr in list(self._dialers):
+            if addr not in wanted.values() and addr not in self.joining_addresses:
+                self._dialers.pop(addr).cancel()
+        self.peers = wanted
+        for sid, addr in wanted.items():
+            if addr not in self._dialers:
+                self._dial(addr, sid)
+
+    def set_joining(self, addresses: list[str]) -> None:
+        self.joining_addresses = list(addresses)
+        for addr in addresses:
+            if addr not in self._dialers and addr != self.local_address:
+                self._dial(addr, None)
+
+    def _dial(self, address: str, sid: str | None) -> None:
+        self._dialers[address] = asyncio.get_running_loop().create_task(
+            self._keep_connected(address, sid))
+
+    async def _keep_connected(self, address: str, sid: str | None) -> None:
+        from ..jsonrpc.session import connect
+
+        backoff = RECONNECT_MIN
+        while not self.closed:
+            try:
+                conn = await connect(address, lambda: _RaftConn(self, address, address),
+                                     timeout=5)
+            except (OSError, TimeoutError, ValueError):
+                await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
+                backoff = min(RECONNECT_MAX, backoff * 2)
+                continue
+            backoff = RECONNECT_MIN
+            conn.peer_sid = sid
+            if self._greeting is not None:
+                conn.send(self._greeting(sid).to_jsonrpc())
+            lost = asyncio.get_running_loop().create_future()
+            conn.on_closed.append(lambda f=lost: f.done() or f.set_result(None))
+            await lost
+
+    # -- sending -----------------------------------------------------------------------
+
+    def send(self, msg: rpc.RaftRpc) -> bool:
+        """Send on a live connection to the destination; False if there is none."""
+        dst = msg.dst
+        target = msg.address_hint
+        conn = None
+        for c in self.conns:
+            if c.closed:
+                continue
+            if dst is not None and c.peer_sid == dst:
+                conn = c
+                if c.outgoing_to is not None:
+                    break  # prefer our own outgoing connection
+            elif dst is None and target is not None and c.outgoing_to == target:
+                conn = c
+        if conn is None:
+            return False
+        conn.send(msg.to_jsonrpc())
+        return True
+
+    def connected_peers(self) -> set[str]:
+        return {c.peer_sid for c in self.conns if not c.closed and c.peer_sid is not None}
+
+    def describe(self) -> str:
+        """`Connections:` line of cluster/status: <- incoming, -> outgoing."""
+        parts = []
+        for c in sorted(self.conns, key=lambda c: (c.peer_sid or "", c.outgoing_to is None)):
+            if c.closed:
+                continue
+            arrow = "->" if c.outgoing_to is not None else "<-"
+            parts.append(f"{arrow}{(c.peer_sid or '0000')[:4]}")
+        return " ".join(parts)
+
+    def close(self) -> None:
+        self.closed = True
+        for task in self._dialers.values():
+            task.cancel()
+        self._dialers.clear()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for c in list(self.conns):
+            c.close()
+        kind, _, rest = self.local_address.partition(":")
+        if kind == "unix":
+            try:
+                os.unlink(rest)
+            except FileNotFoundError:
+                pass
