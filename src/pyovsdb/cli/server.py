@@ -3,6 +3,11 @@
 Takes ovsdb-server's options (--remote, --unixctl, --pidfile[=FILE], --log-file[=FILE],
 --detach, --no-chdir, -v...) and database files, serves until `exit` on the control
 socket or SIGTERM/SIGINT, and cleans up its pidfile and sockets.
+
+Two limits of our own bound what one client can cost: --max-backlog (unsent output) and
+--max-message-size (one received message; the real server has no such limit, so the
+default is large). The soft limit on open files is raised to the hard limit at startup,
+so that thousands of clients can connect where the default soft limit is 1024.
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import signal
 import sys
 
 from .. import __version__
+from ..jsonrpc.stream import DEFAULT_MAX_SIZE
 from ..ovsdb.errors import OvsdbError
 from ..util import daemon, gctune, vlog
 from . import options as opt
@@ -45,6 +52,8 @@ Logging options:
 
 Other options:
   --max-backlog=BYTES     close clients whose unsent output exceeds BYTES
+  --max-message-size=BYTES  close clients that send a message larger than BYTES
+                          (default: {max_message})
   -h, --help              display this help message
   -V, --version           display version information
 """
@@ -54,6 +63,7 @@ LONG = {
     "remote": opt.REQUIRED,
     "run": opt.REQUIRED,
     "max-backlog": opt.REQUIRED,
+    "max-message-size": opt.REQUIRED,
     "disable-file-column-diff": opt.NONE,
     "private-key": opt.REQUIRED,
     "certificate": opt.REQUIRED,
@@ -75,7 +85,7 @@ def main(argv: list[str]) -> int:
         return 1
     if parsed.has("help"):
         print(USAGE.format(dbdir=daemon.dbdir(), rundir=daemon.rundir(),
-                           logdir=daemon.logdir()), end="")
+                           logdir=daemon.logdir(), max_message=DEFAULT_MAX_SIZE), end="")
         return 0
     if parsed.has("version"):
         print(f"pyovsdb server {__version__}")
@@ -95,11 +105,17 @@ def main(argv: list[str]) -> int:
     unixctl = parsed.get("unixctl")
     if unixctl is not None and "/" in unixctl:
         unixctl = os.path.abspath(unixctl)
-    try:
-        max_backlog = int(parsed.get("max-backlog", 512 * 1024 * 1024))
-    except ValueError:
-        print("pyovsdb server: --max-backlog requires an integer", file=sys.stderr)
-        return 1
+    limits = {}
+    for name, default in (("max-backlog", 512 * 1024 * 1024),
+                          ("max-message-size", DEFAULT_MAX_SIZE)):
+        try:
+            limits[name] = int(parsed.get(name, default))
+        except ValueError:
+            limits[name] = 0
+        if limits[name] <= 0:
+            print(f"pyovsdb server: --{name} requires a positive integer", file=sys.stderr)
+            return 1
+    max_backlog = limits["max-backlog"]
     for r in remotes:
         if r.startswith(("pssl:", "ssl:")):
             print(f"pyovsdb server: {r}: SSL remotes are not supported", file=sys.stderr)
@@ -116,6 +132,7 @@ def main(argv: list[str]) -> int:
         detacher.detach()
     logs.start(log_file, console=True)
     gctune.tune()
+    _raise_open_files_limit()
     try:
         import uvloop  # type: ignore[import-not-found]
 
@@ -123,7 +140,8 @@ def main(argv: list[str]) -> int:
     except ImportError:
         runner = asyncio.run
     try:
-        return runner(_serve(dbs, remotes, unixctl, pidfile, max_backlog, detacher))
+        return runner(_serve(dbs, remotes, unixctl, pidfile, max_backlog,
+                             limits["max-message-size"], detacher))
     except (OvsdbError, OSError) as e:
         text = e.details if isinstance(e, OvsdbError) and e.details else str(e)
         msg = f"pyovsdb server: {text}\n"
@@ -134,6 +152,18 @@ def main(argv: list[str]) -> int:
         return 1
 
 
+def _raise_open_files_limit() -> None:
+    """Each client is a file descriptor; the usual soft limit (1024) is far below what
+    the kernel allows a process (the hard limit)."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (OSError, ValueError) as e:
+        log.warning("cannot raise the limit on open files: %s", e)
+
+
 def _default_path(parsed: opt.Parsed, name: str, directory: str, base: str) -> str | None:
     if not parsed.has(name):
         return None
@@ -142,11 +172,11 @@ def _default_path(parsed: opt.Parsed, name: str, directory: str, base: str) -> s
 
 
 async def _serve(dbs: list[str], remotes: list[str], unixctl: str | None,
-                 pidfile: str | None, max_backlog: int,
+                 pidfile: str | None, max_backlog: int, max_message: int,
                  detacher: daemon.Detacher | None) -> int:
     from ..server.server import Server
 
-    server = Server(max_backlog=max_backlog)
+    server = Server(max_backlog=max_backlog, max_message=max_message)
     try:
         for path in dbs:
             server.add_db_file(path)

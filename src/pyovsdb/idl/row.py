@@ -4,67 +4,161 @@ Rules kept here:
 - An `IdlRow` is an immutable `ovsdb.row.Row` (a change makes a new one), so holding on
   to a row gives a consistent snapshot of it, and change tracking shares rows instead
   of copying them.
-- `row.col` (or `row["col"]`, for names that clash with Row's own attributes) gives the
-  typed value: str, int, float or bool; uuid.UUID, or the referenced row when its table
-  is replicated; None for an empty optional value; a list for a set; a dict for a map.
-  `row.data[col]` gives the canonical stored form (atoms, sorted tuples) without copying.
+- `row.col` (or `row["col"]`, for names that clash with Row's own attributes: uuid, data,
+  version, cache, table, get) gives the typed value: str, int, float or bool; a
+  reference is the referenced row when its table is replicated and holds it, else a
+  uuid.UUID; None for an empty optional value; a list for a set; a dict for a map.
+  `row.data[col]` (or `row.value(col)`) gives the canonical stored form (atoms, sorted
+  tuples) without copying.
+- Layout: a row holds its values in one tuple, in the order of its table's replicated
+  columns; `data` is a read-only mapping view over it. A replica holds hundreds of
+  thousands of rows, and a tuple costs less than half of a dict of the same values.
 - Reading a column that is not replicated is an AttributeError/KeyError, not a guess.
+  An on-demand column reads as the value last fetched (`Idl.fetch`), and raises
+  `NotFetchedError` before the first fetch.
 """
 
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..ovsdb.row import Row
 from ..ovsdb.types import UUID
 
 if TYPE_CHECKING:
+    from ..ovsdb.datum import Codec
     from .replica import ReplicaTable
 
 
-class IdlRow(Row):
-    __slots__ = ("_table",)
+class NotFetchedError(KeyError):
+    """An on-demand column read before it was fetched."""
 
-    def __init__(self, uuid: str, data: dict[str, Any], version: str,
+
+class RowData(Mapping[str, Any]):
+    """A row's values by column name: a read-only view, nothing copied."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: tuple[Any, ...]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, column: str) -> Any:
+        return self._values[self._index[column]]
+
+    def get(self, column: str, default: Any = None) -> Any:
+        i = self._index.get(column)
+        return default if i is None else self._values[i]
+
+    def __contains__(self, column: object) -> bool:
+        return column in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RowData) and other._index is self._index:
+            return other._values == self._values
+        if isinstance(other, Mapping):
+            return len(other) == len(self._index) and all(
+                c in other and other[c] == v for c, v in zip(self._index, self._values,
+                                                                strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def copy(self) -> dict[str, Any]:
+        return dict(zip(self._index, self._values, strict=True))
+
+    def __repr__(self) -> str:
+        return repr(self.copy())
+
+
+class IdlRow(Row):
+    __slots__ = ("_table", "_values")
+
+    def __init__(self, uuid: str, values: tuple[Any, ...], version: str,
                  table: ReplicaTable) -> None:
-        Row.__init__(self, uuid, data, version)
+        # Row.__init__ is not called: `data` is a view here, not a stored dict.
+        self.uuid = uuid
+        self._values = values
+        self.version = version
+        self.cache = None
         self._table = table
+
+    @property  # type: ignore[override]
+    def data(self) -> RowData:
+        return RowData(self._table.col_index, self._values)
 
     @property
     def table(self) -> ReplicaTable:
         return self._table
 
+    def value(self, column: str) -> Any:
+        """The canonical value of a replicated column."""
+        return self._values[self._table.col_index[column]]
+
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
         try:
             return self[name]
+        except NotFetchedError:
+            raise
         except KeyError:
             raise AttributeError(
                 f"{self._table.name} row has no replicated column {name!r}") from None
 
     def __getitem__(self, name: str) -> Any:
+        table = self._table
+        i = table.col_index.get(name)
+        if i is not None:
+            return typed(table, name, self._values[i])
         if name == "_uuid":
             return uuidlib.UUID(self.uuid)
-        value = self.data[name]
-        return _typed(self._table, name, value)
+        if name not in table.on_demand:
+            raise KeyError(name)
+        fetched = table.fetched.get(self.uuid)
+        if fetched is None or name not in fetched:
+            raise NotFetchedError(f"{table.name} column {name} is read on demand: fetch it "
+                                  "first")
+        return typed(table, name, fetched[name])
+
+    def get(self, column: str) -> Any:
+        """The canonical value (`Row.get`), `_uuid` and `_version` included."""
+        return Row.get(self, column)
 
     def __repr__(self) -> str:
         return f"<{self._table.name} {self.uuid}>"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, IdlRow) and other.uuid == self.uuid and other.data == self.data
+        return isinstance(other, IdlRow) and other.uuid == self.uuid and \
+            other._values == self._values and other._table.col_index == self._table.col_index
 
     def __hash__(self) -> int:
         return hash(self.uuid)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every replicated column, typed."""
+        table = self._table
+        return {c: typed(table, c, v) for c, v in zip(table.columns, self._values, strict=True)}
 
-def _typed(table: ReplicaTable, name: str, value: Any) -> Any:
-    codec = table.codecs[name]
+
+def typed(table: ReplicaTable, name: str, value: Any) -> Any:
+    """A canonical datum of `table.name` as the application sees it (module rules)."""
+    codec: Codec = table.codecs[name]
     key = _atom_converter(table, codec.key)
     if codec.is_scalar:
         return key(value) if key is not None else value
     if codec.is_map:
         val = _atom_converter(table, codec.value)  # type: ignore[arg-type]
+        if key is None and val is None:
+            return dict(value)
         return {(key(k) if key else k): (val(v) if val else v) for k, v in value}
     if codec.max == 1:
         if not value:

@@ -14,6 +14,12 @@ Rules kept here:
   operations, so concurrent writers of other elements do not conflict.
 - Rows of non-root tables are not deleted explicitly: the server collects them once
   nothing references them, as the real IDL relies on.
+- An IDL that wants a lock asserts it first in every transaction it sends.
+- Increments are a `mutate` then a `select` of the new value; their results are read
+  by position, so every operation's position is fixed before they are counted.
+- Values written are converted to the canonical form only to compare them with the
+  current ones and to encode them; checking their types is left to the server.
+- A write to a row that the server deleted meanwhile makes the result TRY_AGAIN.
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ class TxnError(Exception):
 
 
 class Result:
+    """How a commit ended: SUCCESS, UNCHANGED (nothing to send), TRY_AGAIN (a verified
+    column changed, a written row was deleted meanwhile, or the connection was lost:
+    the outcome is unknown), NOT_LOCKED, or ERROR with the
+    server's error (`error`) and every operation's result (`results`)."""
+
     def __init__(self, status: Status, *, error: Any = None, results: list[Any] | None = None,
                  uuids: dict[str, str] | None = None,
                  increments: dict[int, int] | None = None) -> None:
@@ -87,6 +98,11 @@ RowRef = IdlRow | NewRow | UUID | str
 
 
 class Transaction:
+    """Changes to commit together: `insert` (returns a `NewRow` usable as a reference
+    in the same transaction), `update`, `delete`, partial mutations, `verify`,
+    `increment`, `comment`; then `await commit()`. Build one per attempt: after
+    TRY_AGAIN, build it again from the replica (`Idl.run` does)."""
+
     def __init__(self, idl: Idl) -> None:
         self.idl = idl
         self.inserts: list[NewRow] = []
@@ -98,6 +114,8 @@ class Transaction:
         self.comments: list[str] = []
         self.extra_ops: list[dict[str, Any]] = []
         self.committed = False
+        self.result: Result | None = None
+        self.request_bytes = 0  # size of the transact request sent, 0 if none was
 
     # -- building --------------------------------------------------------------------
 
@@ -111,10 +129,20 @@ class Transaction:
         return row
 
     def update(self, row: IdlRow | NewRow, **values: Any) -> None:
+        """Write columns (Python values, as rows give them, or canonical ones)."""
         if isinstance(row, NewRow):
             row.values.update(values)
             return
-        self.updates.setdefault((row.table.name, row.uuid), {}).update(values)
+        codecs = row.table.codecs
+        for c in values:
+            if c not in codecs:
+                raise KeyError(f"table {row.table.name} has no replicated column {c}")
+        key = (row.table.name, row.uuid)
+        current = self.updates.get(key)
+        if current is None:
+            self.updates[key] = values
+        else:
+            current.update(values)
 
     def delete(self, row: IdlRow) -> None:
         self.deletes[(row.table.name, row.uuid)] = row
@@ -176,6 +204,10 @@ class Transaction:
     def _atom(self, atype: str | None, value: Any) -> Any:
         if atype == "uuid":
             if isinstance(value, NewRow):
+                # A fixed uuid is referred to as such: servers do not bind the row's
+                # uuid-name to it.
+                if value.fixed_uuid is not None:
+                    return ["uuid", value.fixed_uuid]
                 return ["named-uuid", value.name]
             if isinstance(value, IdlRow):
                 return ["uuid", value.uuid]
@@ -200,14 +232,11 @@ class Transaction:
         return self._atom(kt, value)
 
     def canonical(self, table: Any, column: str, value: Any) -> Any:
-        """The stored form a write would produce, to compare with the current value."""
-        codec = table.codecs[column]
-        json = self.encode(table, column, value)
-        if _has_named(json):
-            return _NEVER_EQUAL
+        """The stored form a write would produce, to compare with the current value
+        (never equal if it names a row inserted by this transaction)."""
         try:
-            return codec.from_json(json)
-        except Exception:
+            return table.converters[column](value)
+        except (TypeError, ValueError, AttributeError):
             return _NEVER_EQUAL
 
     def ops(self) -> tuple[list[dict[str, Any]], list[int]]:
@@ -219,9 +248,9 @@ class Transaction:
             ops.append({"op": "wait", "table": tname, "timeout": 0,
                         "where": [["_uuid", "==", ["uuid", uuid]]],
                         "columns": sorted(cols), "until": "==",
-                        "rows": [{c: row.table.codecs[c].to_json(row.data[c])
+                        "rows": [{c: row.table.codecs[c].to_json(row.value(c))
                                   for c in sorted(cols)}]})
-        changing = False
+        changing = bool(self.extra_ops)
         for new in self.inserts:
             table = self._table(new.table)
             op: dict[str, Any] = {"op": "insert", "table": new.table, "uuid-name": new.name,
@@ -231,20 +260,33 @@ class Transaction:
                 op["uuid"] = new.fixed_uuid
             ops.append(op)
             changing = True
+        skips: dict[tuple[str, str], bool] = {}
         for (tname, uuid), values in self.updates.items():
             if (tname, uuid) in self.deletes:
                 continue
             table = self._table(tname)
+            converters, codecs, positions = table.converters, table.codecs, table.col_index
             current = table.rows.get(uuid)
+            values_now = current._values if current is not None else None
             row: dict[str, Any] = {}
             any_change = False
             for c, v in values.items():
-                new_value = self.canonical(table, c, v)
-                unchanged = current is not None and current.data.get(c) == new_value
-                if unchanged and idl.skips_unchanged(tname, c):
+                try:
+                    new_value = converters[c](v)
+                except (TypeError, ValueError, AttributeError):
+                    row[c] = self.encode(table, c, v)  # a named row, or bad: the server says
+                    any_change = True
                     continue
-                row[c] = self.encode(table, c, v)
-                any_change = any_change or not unchanged
+                i = positions.get(c)
+                if values_now is not None and i is not None and values_now[i] == new_value:
+                    skip = skips.get((tname, c))
+                    if skip is None:
+                        skip = skips[(tname, c)] = idl.skips_unchanged(tname, c)
+                    if skip:
+                        continue
+                else:
+                    any_change = True
+                row[c] = codecs[c].to_json(new_value)
             if row:
                 ops.append({"op": "update", "table": tname,
                             "where": [["_uuid", "==", ["uuid", uuid]]], "row": row})
@@ -261,6 +303,10 @@ class Transaction:
             ops.append({"op": "delete", "table": tname,
                         "where": [["_uuid", "==", ["uuid", uuid]]]})
             changing = True
+        if not changing and not self.increments:
+            return [], []
+        if idl.lock_name is not None:
+            ops.insert(0, {"op": "assert", "lock": idl.lock_name})
         selects = []
         for tname, uuid, column in self.increments:
             where = [["_uuid", "==", ["uuid", uuid]]]
@@ -268,23 +314,28 @@ class Transaction:
                         "mutations": [[column, "+=", 1]]})
             selects.append(len(ops))
             ops.append({"op": "select", "table": tname, "where": where, "columns": [column]})
-            changing = True
-        if self.extra_ops:
-            ops.extend(self.extra_ops)
-            changing = True
-        if not changing:
-            return [], []
+        ops.extend(self.extra_ops)
         for text in self.comments:
             ops.append({"op": "comment", "comment": text})
-        if idl.lock_name is not None:
-            ops.insert(0, {"op": "assert", "lock": idl.lock_name})
         return ops, selects
 
     async def commit(self) -> Result:
+        """Send the transaction and wait until it committed (or failed): on success the
+        replica already shows its effects."""
         if self.committed:
             raise RuntimeError("transaction already committed")
         self.committed = True
-        return await self.idl.commit_txn(self)
+        self.result = await self.idl.commit_txn(self)
+        return self.result
+
+    def inserted(self, new: NewRow) -> IdlRow | None:
+        """After a successful commit: the replica's row for `new` (None if the replica
+        does not hold it, e.g. filtered out by a condition)."""
+        if self.result is None:
+            raise RuntimeError("transaction not committed")
+        u = self.result.uuids.get(new.name) or new.fixed_uuid
+        table = self.idl.replica.tables.get(new.table)
+        return table.rows.get(u) if table is not None and u else None
 
     async def commit_or_raise(self) -> Result:
         result = await self.commit()
@@ -301,11 +352,3 @@ class _NeverEqual:
 
 
 _NEVER_EQUAL = _NeverEqual()
-
-
-def _has_named(json: Any) -> bool:
-    if type(json) is list:
-        if len(json) == 2 and json[0] == "named-uuid":
-            return True
-        return any(_has_named(j) for j in json)
-    return False

@@ -3,10 +3,15 @@ liveness probes, and a bound on unsent output.
 
 Rules kept here:
 - Incoming bytes go through one `JsonStream`; each complete message is handed to
-  `on_message` in order. A framing or protocol error closes this connection only.
+  `on_message` in order. A framing or protocol error closes this connection only; the
+  messages that were complete before bad input are still handled first, as the real
+  server does.
 - Output is written at the end of the burst of input being handled (`util.batch`), in
   one write; if the bytes queued in the transport exceed `max_backlog`, the peer is not
   reading, and the connection is closed rather than letting memory grow without limit.
+- Closing is graceful (what was sent still goes out) but bounded: a peer that has not
+  read it all within `CLOSE_GRACE` seconds is cut off, so a client that misbehaves and
+  then never reads cannot keep its socket and its unsent output alive forever.
 - Inactivity probe (as the real `jsonrpc_session`): after `probe_interval` seconds
   without receiving anything, send an `echo` request; if another interval passes in
   silence, close. Zero disables probes (the real server does not probe unix sockets).
@@ -20,15 +25,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from ..util import batch
 from .message import ERROR, REPLY, REQUEST, ProtocolError, classify, reply
-from .stream import FramingError, JsonStream
+from .stream import FramingError, JsonStream, dumps
 
 log = logging.getLogger("jsonrpc")
 
 DEFAULT_MAX_BACKLOG = 512 * 1024 * 1024
+CLOSE_GRACE = 2.0
 
 
 class Connection(asyncio.Protocol):
@@ -69,17 +73,20 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._received = True
         self.bytes_in += len(data)
+        error: FramingError | None = None
         try:
             msgs = self.stream.feed(data)
         except FramingError as e:
-            log.warning("%s: input error: %s, closing connection", self.name, e)
+            error, msgs = e, e.messages
+        if msgs:
+            batch.begin()
+            try:
+                self._handle(msgs)
+            finally:
+                batch.end()
+        if error is not None and not self.closed:
+            log.warning("%s: input error: %s, closing connection", self.name, error)
             self.close()
-            return
-        batch.begin()
-        try:
-            self._handle(msgs)
-        finally:
-            batch.end()
 
     def _handle(self, msgs: list[Any]) -> None:
         for msg in msgs:
@@ -108,7 +115,7 @@ class Connection(asyncio.Protocol):
         raise NotImplementedError
 
     def send(self, msg: Any) -> None:
-        self.send_bytes(orjson.dumps(msg))
+        self.send_bytes(dumps(msg))
 
     def send_bytes(self, data: bytes) -> None:
         t = self.transport
@@ -146,6 +153,9 @@ class Connection(asyncio.Protocol):
         return t.get_write_buffer_size() if t is not None and not self.closed else 0
 
     def close(self, abort: bool = False) -> None:
+        """Close; unless aborting, what was sent before (an error reply, say) still goes
+        out first. Output queued in the current batch is flushed with the rest of the
+        batch, so the records it depends on are still written before it."""
         if self.closed:
             return
         t = self.transport
@@ -153,7 +163,11 @@ class Connection(asyncio.Protocol):
             if abort:
                 t.abort()
             else:
+                if self._out and batch.active():
+                    batch.flush()
                 t.close()
+                if t.get_write_buffer_size():
+                    asyncio.get_running_loop().call_later(CLOSE_GRACE, t.abort)
         self._closed()
 
     def _closed(self) -> None:

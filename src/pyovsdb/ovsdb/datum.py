@@ -83,8 +83,9 @@ def atom_from_json(atype: str, json: Any, symtab: SymbolTable | None = None) -> 
         if t is int:
             if INT_MIN <= json <= INT_MAX:
                 return json
-        elif t is float and json.is_integer() and INT_MIN <= json <= INT_MAX:
-            # OVS's JSON parser reads 1.0 and 1e2 as integers.
+        elif t is float and json.is_integer() and INT_MIN < json <= INT_MAX:
+            # OVS's JSON parser reads 1.0 and 1e2 as integers. (A float equal to INT64_MIN
+            # comes from text such as -9223372036854775809 that it reads as a real.)
             return int(json)
     elif atype == REAL:
         if t is float:
@@ -108,6 +109,11 @@ def atom_from_json(atype: str, json: Any, symtab: SymbolTable | None = None) -> 
         raise syntax_error(json, 'expected ["uuid", <string>]')
     else:
         raise OvsdbError("internal error", f"unknown atomic type {atype}")
+    if (t is int and not INT_MIN <= json <= INT_MAX) or (t is float and json == INT_MIN):
+        # OVS's JSON parser read this number as a real: quote it as one.
+        from ..util.ovsjson import Real
+
+        json = Real(json)
     raise syntax_error(json, f"expected {atype}")
 
 
@@ -319,7 +325,8 @@ class Codec:
         where an operation relaxes it), atom types, constraints, then duplicates. The
         result has the column's canonical form whatever the bounds."""
         fast = self._fast_type
-        if fast is not None and type(json) is fast and lo is None and hi is None:
+        if fast is not None and type(json) is fast and lo is None and hi is None and (
+                fast is not int or INT_MIN <= json <= INT_MAX):
             return json  # a plain scalar string/integer/boolean without constraints
         lo = self.min if lo is None else lo
         hi = self.max if hi is None else hi

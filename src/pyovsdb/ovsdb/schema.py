@@ -7,7 +7,11 @@ Rules kept here:
 - If no table sets "isRoot", every table is a root table (schemas older than garbage
   collection), as the real server does.
 - A weak reference column is always mutable; a refTable must name a table of the schema.
-- `to_json` gives the normalized form the real server reports (`get_schema`, `_Server`).
+- `to_json` (and `json`) give the normalized form the real server reports (`get_schema`,
+  `_Server`, the schema record it writes when compacting): defaults such as `"max": 1`
+  left out, enums sorted, `isRoot` only where it matters. The schema as it was read from
+  a file is kept in `raw_json`; it is never reported, since the real server does not
+  report its file's text either.
 """
 
 from __future__ import annotations
@@ -186,7 +190,7 @@ class TableSchema:
 
 
 class DatabaseSchema:
-    __slots__ = ("cksum", "json", "name", "tables", "version")
+    __slots__ = ("_normalized", "cksum", "name", "raw_json", "tables", "version")
 
     def __init__(
         self,
@@ -199,7 +203,18 @@ class DatabaseSchema:
         self.tables = tables
         self.version = version
         self.cksum = cksum
-        self.json: dict[str, Any] | None = None
+        self.raw_json: dict[str, Any] | None = None
+        self._normalized: dict[str, Any] | None = None
+
+    @property
+    def json(self) -> dict[str, Any]:
+        """The normalized schema (see `to_json`)."""
+        return self.to_json()
+
+    @json.setter
+    def json(self, value: dict[str, Any] | None) -> None:
+        """The schema as read (a file's first record): kept as `raw_json` only."""
+        self.raw_json = value
 
     @classmethod
     def from_json(cls, json: Any, *, allow_reserved: bool = False) -> DatabaseSchema:
@@ -238,7 +253,7 @@ class DatabaseSchema:
         return all(t.is_root for t in self.tables.values())
 
     def to_json(self) -> dict[str, Any]:
-        if self.json is None:
+        if self._normalized is None:
             all_root = self.all_root
             out: dict[str, Any] = {"name": self.name}
             if self.version is not None:
@@ -246,8 +261,8 @@ class DatabaseSchema:
             if self.cksum is not None:
                 out["cksum"] = self.cksum
             out["tables"] = {n: t.to_json(all_root) for n, t in self.tables.items()}
-            self.json = out
-        return self.json
+            self._normalized = out
+        return self._normalized
 
     def version_tuple(self) -> tuple[int, int, int]:
         if self.version is None:

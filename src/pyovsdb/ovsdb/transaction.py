@@ -27,6 +27,7 @@ from .condition import Condition, parse_where
 from .database import Database, Table
 from .datum import UUID_ZERO, SymbolTable, datum_to_string, is_uuid_string
 from .errors import OvsdbError, syntax_error
+from .hashorder import first_in_shash_order, shash_order
 from .mutation import parse_mutations
 from .parser import KINDS, kind_ok
 from .row import Row
@@ -135,6 +136,10 @@ class _OpParser:
         if len(self.op) == self.n_used:
             return
         extra = [m for m in self.op if m not in allowed]
+        if len(extra) > 1:  # name the one the real server meets first
+            first = first_in_shash_order(self.op, extra)
+            extra.remove(first)
+            extra.insert(0, first)
         if len(extra) == 1:
             raise self.error(f"Member '{extra[0]}' is present but not allowed here.")
         if extra:
@@ -292,21 +297,43 @@ class Transaction:
         return tr.new
 
     def _parse_row(self, ts: TableSchema, json: dict[str, Any]) -> dict[str, Any]:
-        """Column values of an insert/update/wait row; `_uuid`/`_version` are ignored."""
+        """Column values of an insert row; `_uuid`/`_version` are checked, then ignored.
+        Of several bad members, the one reported is the first in the real server's
+        order (see `_row_error`)."""
         out: dict[str, Any] = {}
         symtab = self.symtab
         cols = ts.columns
-        for cname, vjson in json.items():
-            col = cols.get(cname)
-            if col is None:
-                hidden = ts.all_columns.get(cname)
-                if hidden is None:
-                    raise OvsdbError("unknown column",
-                                     f"No column {cname} in table {ts.name}.", json)
-                hidden.type.codec.from_json(vjson, symtab)  # checked, then ignored
-                continue
-            out[cname] = col.type.codec.from_json(vjson, symtab)
+        try:
+            for cname, vjson in json.items():
+                col = cols.get(cname)
+                if col is None:
+                    hidden = ts.all_columns.get(cname)
+                    if hidden is None:
+                        raise OvsdbError("unknown column",
+                                         f"No column {cname} in table {ts.name}.", json)
+                    hidden.type.codec.from_json(vjson, symtab)  # checked, then ignored
+                    continue
+                out[cname] = col.type.codec.from_json(vjson, symtab)
+        except OvsdbError as e:
+            raise self._row_error(ts, json, e) from None
         return out
+
+    def _row_error(self, ts: TableSchema, json: dict[str, Any], error: OvsdbError
+                   ) -> OvsdbError:
+        """The error of the first bad member of row object `json` in the real server's
+        iteration order (a hash order), given `error`, the first one in text order."""
+        if len(json) < 2:
+            return error
+        for cname in shash_order(json):
+            col = ts.all_columns.get(cname)
+            if col is None:
+                return OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
+                                  json)
+            try:
+                col.type.codec.from_json(json[cname], self.symtab)
+            except OvsdbError as e:
+                return e
+        return error
 
     @staticmethod
     def _column_set(ts: TableSchema, json: Any) -> list[str]:
@@ -406,19 +433,23 @@ class Transaction:
         row_json = p.get("row", "object")
         ts = table.schema
         values = {}
-        for cname, vjson in row_json.items():
-            col = ts.all_columns.get(cname)
-            if col is None:
-                raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
-                                 row_json)
-            values[cname] = col.type.codec.from_json(vjson, self.symtab)
-        for cname in values:
-            if not ts.all_columns[cname].mutable:
-                raise OvsdbError(
-                    "constraint violation",
-                    f"Cannot update immutable column {cname} in table {ts.name}.",
-                    p.op,
-                )
+        try:
+            for cname, vjson in row_json.items():
+                col = ts.all_columns.get(cname)
+                if col is None:
+                    raise OvsdbError("unknown column",
+                                     f"No column {cname} in table {ts.name}.", row_json)
+                values[cname] = col.type.codec.from_json(vjson, self.symtab)
+        except OvsdbError as e:
+            raise self._row_error(ts, row_json, e) from None
+        immutable = [c for c in values if not ts.all_columns[c].mutable]
+        if immutable:
+            cname = first_in_shash_order(row_json, immutable)
+            raise OvsdbError(
+                "constraint violation",
+                f"Cannot update immutable column {cname} in table {ts.name}.",
+                p.op,
+            )
         cond = parse_where(ts, where, self.symtab)
         count = 0
         for row in list(self._query(table, cond)):
@@ -489,12 +520,15 @@ class Transaction:
             values = dict(defaults)
             values["_uuid"] = UUID_ZERO
             values["_version"] = UUID_ZERO
-            for cname, vjson in rj.items():
-                col = ts.all_columns.get(cname)
-                if col is None:
-                    raise OvsdbError("unknown column", f"No column {cname} in table {ts.name}.",
-                                     rj)
-                values[cname] = col.type.codec.from_json(vjson, self.symtab)
+            try:
+                for cname, vjson in rj.items():
+                    col = ts.all_columns.get(cname)
+                    if col is None:
+                        raise OvsdbError("unknown column",
+                                         f"No column {cname} in table {ts.name}.", rj)
+                    values[cname] = col.type.codec.from_json(vjson, self.symtab)
+            except OvsdbError as e:
+                raise self._row_error(ts, rj, e) from None
             expected.add(tuple(values[c] for c in columns))
         actual = {tuple(row.get(c) for c in columns) for row in self._query(table, cond)}
         if (actual == expected) == (until == "=="):

@@ -10,6 +10,9 @@ Rules kept here:
   server writes the listener's state into those rows every few seconds, as the real
   server does (those columns are ephemeral: nothing reaches the file).
 - A listener's unix socket file is removed when it closes.
+- The listen queue is long (`LISTEN_BACKLOG`), so that a burst of clients connecting at
+  once (all of a deployment reconnecting after a restart) queues instead of being
+  refused with EAGAIN.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ovsdb_jsonrpc_server")
 
 STATUS_INTERVAL = 2.5
+LISTEN_BACKLOG = 1024
 
 
 class Listener:
@@ -118,10 +122,12 @@ class Listeners:
         if remote.kind == "punix":
             if os.path.exists(remote.path):
                 os.unlink(remote.path)
-            listener.server = await loop.create_unix_server(factory, remote.path)
+            listener.server = await loop.create_unix_server(factory, remote.path,
+                                                            backlog=LISTEN_BACKLOG)
         else:
             listener.server = await loop.create_server(factory, remote.host, remote.port,
-                                                       reuse_address=True)
+                                                       reuse_address=True,
+                                                       backlog=LISTEN_BACKLOG)
         return listener
 
     def remove(self, name: str) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..jsonrpc.message import error_reply, notification, reply
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError, RpcStringError, syntax_error
+from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Blocked, Committed, Outcome
 from .hosted import HostedDb, Trigger
 from .monitor import V1, V2, V3, Monitor, parse_monitor_requests
@@ -58,7 +59,8 @@ def list_dbs(session: Session, params: list[Any], msg_id: Any) -> Any:
 
 def get_schema(session: Session, params: list[Any], msg_id: Any) -> Any:
     hosted = _db(session, params, "get_schema")
-    return hosted.db.schema.json or hosted.db.schema.to_json()
+    # Normalized, as the real server reports it, whatever the file's text was.
+    return hosted.db.schema.to_json()
 
 
 def echo(session: Session, params: list[Any], msg_id: Any) -> Any:
@@ -71,7 +73,7 @@ def get_server_id(session: Session, params: list[Any], msg_id: Any) -> Any:
 
 def set_db_change_aware(session: Session, params: list[Any], msg_id: Any) -> Any:
     if len(params) != 1 or type(params[0]) is not bool:
-        raise syntax_error(params, "set_db_change_aware parameter must be boolean")
+        raise syntax_error(params, "set_db_change_aware: true or false parameter expected")
     session.db_change_aware = params[0]
     return {}
 
@@ -133,18 +135,28 @@ def cancel(session: Session, params: list[Any]) -> None:
 
 
 def _add_monitor(session: Session, params: list[Any], version: int) -> tuple[Monitor, HostedDb]:
+    """Validate a monitor request in the real server's order: database name, database,
+    number of params, requests object, monitor id, then the requests (and, for
+    monitor_cond_since, the last transaction id)."""
     method = {V1: "monitor", V2: "monitor_cond", V3: "monitor_cond_since"}[version]
-    if params and type(params[0]) is not str:
-        raise syntax_error(params, f"{method} request params must begin with <db-name>")
-    if len(params) != (4 if version == V3 else 3):
-        if not params:
-            raise syntax_error(params, f"{method} request params must begin with <db-name>")
-        raise syntax_error(params, "invalid parameters")
     hosted = _db(session, params, method)
-    mon_id = params[1]
+    n = len(params)
+    # `monitor` ignores extra params; with fewer than 3 the real server crashes (see
+    # docs/compat.md), we reply as the other methods do.
+    if n != (4 if version == V3 else 3) and not (version == V1 and n > 3):
+        raise syntax_error(params, "invalid parameters")
+    mon_id, requests = params[1], params[2]
+    if type(requests) is not dict:
+        raise syntax_error(requests, "monitor-requests must be object")
     if json_key(mon_id) in session.monitors:
         raise syntax_error(mon_id, "duplicate monitor ID")
-    tables = parse_monitor_requests(hosted.db.schema, params[2], version)
+    tables = parse_monitor_requests(hosted.db.schema, requests, version)
+    if version == V3:
+        last_id = params[3]
+        if type(last_id) is not str:
+            raise syntax_error(last_id, "last-txn-id must be string")
+        if not is_uuid_string(last_id):
+            raise syntax_error(last_id, "last-txn-id must be UUID format.")
     mon = Monitor(mon_id, hosted.name, version, tables, session.send_update)
     return mon, hosted
 
@@ -166,12 +178,6 @@ def _monitor(session: Session, params: list[Any], version: int) -> Any:
 
 
 def monitor_cond_since(session: Session, params: list[Any], msg_id: Any) -> Any:
-    if len(params) == 4:
-        last_id = params[3]
-        if type(last_id) is not str:
-            raise syntax_error(last_id, "last-txn-id must be string")
-        if not is_uuid_string(last_id):
-            raise syntax_error(last_id, "last-txn-id must be UUID format.")
     mon, hosted = _add_monitor(session, params, V3)
     last_id = params[3].lower()
     found = False
@@ -263,9 +269,15 @@ def unlock(session: Session, params: list[Any], msg_id: Any) -> Any:
 
 
 def convert(session: Session, params: list[Any], msg_id: Any) -> Any:
+    """Checks in the real server's order: database, params, the new schema, its name.
+    Unlike the real server we refuse to convert `_Server` (see docs/compat.md)."""
     hosted = _db(session, params, "convert")
     if len(params) != 2:
-        raise syntax_error(params, "convert request params must be [<db-name>, <schema>]")
+        raise syntax_error(params, "array expected")
+    schema = DatabaseSchema.from_json(params[1], allow_reserved=hosted.name.startswith("_"))
+    if schema.name != hosted.name:
+        raise OvsdbError("invalid parameters", f"new schema name ({schema.name}) does not "
+                                               f"match database name ({hosted.name})")
     if hosted.read_only_reason is not None:
         raise OvsdbError("not allowed", f"cannot convert {hosted.name}")
     session.server.convert_db(hosted, params[1])

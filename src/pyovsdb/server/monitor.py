@@ -24,6 +24,7 @@ from ..ovsdb.changeset import Changeset, RowChange
 from ..ovsdb.condition import Condition, parse_where
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError, syntax_error
+from ..ovsdb.hashorder import shash_find_index, shash_order
 from ..ovsdb.row import Row
 from ..ovsdb.schema import DatabaseSchema, TableSchema
 
@@ -31,11 +32,21 @@ V1, V2, V3 = 1, 2, 3
 _SELECT_KEYS = ("initial", "insert", "delete", "modify")
 
 
+_INITIAL, _INSERT, _DELETE, _MODIFY = range(4)
+
+
 class MonitorTable:
-    """What one monitor watches in one table."""
+    """What one monitor watches in one table.
+
+    Each column has its own `select` flags (those of the request that named it); the
+    table's are the union of its requests' flags (even of a request with no columns). A change kind is reported for the table if any column
+    selects it, and the row then carries only the columns that select it, as the real
+    server does (so a modify may carry no column at all). A modify is reported when any
+    tracked column changed: the monitored ones, and those the condition reads.
+    """
 
     __slots__ = (
-        "codecs",
+        "by_kind",
         "columns",
         "condition",
         "delete",
@@ -44,21 +55,41 @@ class MonitorTable:
         "modify",
         "name",
         "schema",
+        "tracked",
     )
 
     def __init__(
         self,
         ts: TableSchema,
         columns: tuple[str, ...],
-        select: tuple[bool, bool, bool, bool],
+        selects: tuple[tuple[bool, bool, bool, bool], ...],
         condition: Condition | None,
+        table_select: tuple[bool, bool, bool, bool] | None = None,
     ) -> None:
         self.schema = ts
         self.name = ts.name
         self.columns = columns
-        self.codecs = tuple((c, ts.all_columns[c].type.codec) for c in columns)
-        self.initial, self.insert, self.delete, self.modify = select
+        all_cols = ts.all_columns
+        # Per change kind: the (column, codec) pairs that select it.
+        self.by_kind = tuple(
+            tuple((c, all_cols[c].type.codec) for c, sel in zip(columns, selects, strict=True)
+                  if sel[k])
+            for k in range(4)
+        )
+        if table_select is None:  # the union of the columns' flags
+            table_select = tuple(any(sel[k] for sel in selects) for k in range(4))  # type: ignore[assignment]
+        assert table_select is not None
+        self.initial, self.insert, self.delete, self.modify = table_select
         self.condition = condition
+        self.tracked = columns
+        self.set_condition(condition)
+
+    def set_condition(self, condition: Condition | None) -> None:
+        self.condition = condition
+        extra = [] if condition is None else [
+            c.column for c in condition.clauses
+            if c.column is not None and c.column not in self.columns]
+        self.tracked = self.columns + tuple(dict.fromkeys(extra))
 
     def matches(self, row: Row) -> bool:
         cond = self.condition
@@ -66,63 +97,65 @@ class MonitorTable:
 
     # -- row rendering (cached on the row) ---------------------------------------------
 
-    def row_v2(self, row: Row) -> dict[str, Any]:
-        """Non-default monitored columns of `row` (update2 "initial"/"insert")."""
-        return _cached(row, (self.columns, 2), lambda: {
+    def row_v2(self, row: Row, kind: int = _INITIAL) -> dict[str, Any]:
+        """Non-default columns of `row` that select `kind` (update2 "initial"/"insert")."""
+        codecs = self.by_kind[kind]
+        return _cached(row, (codecs, 2), lambda: {
             c: codec.to_json(v)
-            for c, codec in self.codecs
+            for c, codec in codecs
             if (v := row.get(c)) != codec.default or c == "_uuid"
         })
 
-    def row_v1(self, row: Row) -> dict[str, Any]:
-        """All monitored columns of `row` (update "new"/"old")."""
-        return _cached(row, (self.columns, 1), lambda: {
-            c: codec.to_json(row.get(c)) for c, codec in self.codecs
+    def row_v1(self, row: Row, kind: int = _INITIAL) -> dict[str, Any]:
+        """Columns of `row` that select `kind` (update "new"/"old")."""
+        codecs = self.by_kind[kind]
+        return _cached(row, (codecs, 1), lambda: {
+            c: codec.to_json(row.get(c)) for c, codec in codecs
         })
 
     def changed(self, ch: RowChange, shared: dict[Any, Any]) -> list[str]:
-        """Monitored columns that differ between ch.old and ch.new."""
-        key = (id(ch), self.columns, "changed")
+        """Tracked columns that differ between ch.old and ch.new."""
+        key = (id(ch), self.tracked, "changed")
         hit = shared.get(key)
         if hit is None:
             o, n = ch.old.data, ch.new.data  # type: ignore[union-attr]
-            hit = [c for c in self.columns if c in o and o[c] != n[c]]
+            hit = [c for c in self.tracked if c in o and o[c] != n[c]]
             if "_version" in self.columns:
                 hit.append("_version")
             shared[key] = hit
         return hit
 
     def modify_v2(self, ch: RowChange, shared: dict[Any, Any]) -> dict[str, Any] | None:
-        key = (id(ch), self.columns, 2)
+        codecs = self.by_kind[_MODIFY]
+        key = (id(ch), self.tracked, codecs, 2)
         if key in shared:
-            return shared[key]
+            return shared[key]  # type: ignore[no-any-return]
         changed = self.changed(ch, shared)
         if not changed:
             shared[key] = None
             return None
         o, n = ch.old, ch.new
         assert o is not None and n is not None
-        all_cols = self.schema.all_columns
         out: dict[str, Any] = {}
-        for c in changed:
-            codec = all_cols[c].type.codec
-            out[c] = codec.to_json(codec.diff(o.get(c), n.get(c)))
+        for c, codec in codecs:
+            if c in changed:
+                out[c] = codec.to_json(codec.diff(o.get(c), n.get(c)))
         shared[key] = out
         return out
 
     def modify_v1(self, ch: RowChange, shared: dict[Any, Any]) -> dict[str, Any] | None:
-        key = (id(ch), self.columns, 1)
+        codecs = self.by_kind[_MODIFY]
+        key = (id(ch), self.tracked, codecs, 1)
         if key in shared:
-            return shared[key]
+            return shared[key]  # type: ignore[no-any-return]
         changed = self.changed(ch, shared)
         if not changed:
             shared[key] = None
             return None
         o, n = ch.old, ch.new
         assert o is not None and n is not None
-        all_cols = self.schema.all_columns
-        old = {c: all_cols[c].type.codec.to_json(o.get(c)) for c in changed}
-        out = {"old": old, "new": self.row_v1(n)}
+        old = {c: codec.to_json(o.get(c)) for c, codec in codecs if c in changed}
+        out = {"old": old, "new": self.row_v1(n, _MODIFY)}
         shared[key] = out
         return out
 
@@ -143,30 +176,37 @@ def _cached(row: Row, key: Any, render: Any) -> dict[str, Any]:
 def parse_monitor_requests(
     schema: DatabaseSchema, json: Any, version: int
 ) -> dict[str, MonitorTable]:
-    """Parse `<monitor-requests>` / `<monitor-cond-requests>` with the real server's
-    error wording."""
-    if type(json) is not dict:
-        raise syntax_error(json, "monitor-requests must be object")
+    """Parse `<monitor-requests>` / `<monitor-cond-requests>` (an object, checked by the
+    caller) with the real server's error wording and choices."""
     tables: dict[str, MonitorTable] = {}
-    for tname, reqs in json.items():
+    # The real server parses the tables in its hash order: the first error is that one's.
+    for tname in shash_order(json):
+        reqs = json[tname]
         ts = schema.tables.get(tname)
         if ts is None:
             raise OvsdbError("syntax error", f"no table named {tname}")
         if type(reqs) is not list:
             reqs = [reqs]
         columns: list[str] = []
-        select = [False, False, False, False]
-        condition: Condition | None = None
+        selects: list[tuple[bool, bool, bool, bool]] = []
+        conditions: list[Condition | None] = []
+        table_select = [False, False, False, False]
         for req in reqs:
             cols, cols_json, sel, cond = _parse_request(ts, req, version)
+            table_select = [a or b for a, b in zip(table_select, sel, strict=True)]
             for c in cols:
                 if c in columns:
                     raise syntax_error(cols_json, f"column {c} mentioned more than once")
                 columns.append(c)
-            select = [a or b for a, b in zip(select, sel, strict=True)]
-            if cond is not None:
-                condition = cond
-        tables[tname] = MonitorTable(ts, tuple(columns), tuple(select), condition)  # type: ignore[arg-type]
+                selects.append(sel)
+            conditions.append(cond)
+        # Each request adds its condition (absent: true) to an shash under the table's
+        # name; the one the real server then finds is the head of that bucket chain.
+        condition = conditions[shash_find_index(len(conditions))] if conditions else None
+        if version == V1:
+            condition = None
+        tables[tname] = MonitorTable(ts, tuple(columns), tuple(selects), condition,
+                                     tuple(table_select))  # type: ignore[arg-type]
     return tables
 
 
@@ -175,7 +215,7 @@ def _parse_request(
 ) -> tuple[list[str], Any, tuple[bool, bool, bool, bool], Condition | None]:
     where = f"Parsing table {ts.name} failed: "
     if type(req) is not dict:
-        raise syntax_error(req, f"{where}Object expected.")
+        raise OvsdbError("syntax error", f"{where}Object expected.")
     allowed = ("columns", "select", "where") if version >= V2 else ("columns", "select")
     cols_json = req.get("columns")
     if cols_json is not None and type(cols_json) is not list:
@@ -186,9 +226,18 @@ def _parse_request(
     where_json = req.get("where") if version >= V2 else None
     if where_json is not None and type(where_json) is not list:
         raise syntax_error(req, f"{where}Type mismatch for member 'where'.")
-    for key in req:
-        if key not in allowed:
-            raise syntax_error(req, f"{where}Member '{key}' is present but not allowed here.")
+    _check_members(req, allowed, where)
+    select = (True, True, True, True)
+    if sel_json is not None:
+        swhere = f"Parsing table {ts.name} select failed: "
+        vals = []
+        for key in _SELECT_KEYS:
+            v = sel_json.get(key, True)
+            if type(v) is not bool:
+                raise syntax_error(sel_json, f"{swhere}Type mismatch for member '{key}'.")
+            vals.append(v)
+        _check_members(sel_json, _SELECT_KEYS, swhere)
+        select = tuple(vals)  # type: ignore[assignment]
     if cols_json is None:
         cols = default_columns(ts)
     else:
@@ -201,26 +250,26 @@ def _parse_request(
             if c in cols:
                 raise syntax_error(cols_json, f"column {c} mentioned more than once")
             cols.append(c)
-    select = (True, True, True, True)
-    if sel_json is not None:
-        swhere = f"Parsing table {ts.name} select failed: "
-        vals = []
-        for key in _SELECT_KEYS:
-            v = sel_json.get(key, True)
-            if type(v) is not bool:
-                raise syntax_error(sel_json, f"{swhere}Type mismatch for member '{key}'.")
-            vals.append(v)
-        for key in sel_json:
-            if key not in _SELECT_KEYS:
-                raise syntax_error(sel_json,
-                                   f"{swhere}Member '{key}' is present but not allowed here.")
-        select = tuple(vals)  # type: ignore[assignment]
     cond = None
     if where_json is not None:
         cond = parse_where(ts, where_json)
         if cond.is_true:
             cond = None
     return cols, cols_json, select, cond
+
+
+def _check_members(obj: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    """Members of `obj` not in `allowed`: an error naming the first in the real server's
+    order, with the count of the others (lib/ovsdb-parser.c wording)."""
+    extra = [k for k in shash_order(obj) if k not in allowed]
+    if not extra:
+        return
+    if len(extra) == 1:
+        raise syntax_error(obj, f"{where}Member '{extra[0]}' is present but not allowed here.")
+    n = len(extra) - 1
+    others = "other member" if n == 1 else "other members"
+    raise syntax_error(
+        obj, f"{where}Member '{extra[0]}' and {n} {others} are present but not allowed here.")
 
 
 def default_columns(ts: TableSchema) -> list[str]:
@@ -260,11 +309,11 @@ class Monitor:
         if self.version == V1:
             for row in rows:
                 if cond is None or cond.matches(row):
-                    out[row.uuid] = {"new": mt.row_v1(row)}
+                    out[row.uuid] = {"new": mt.row_v1(row, _INITIAL)}
         else:
             for row in rows:
                 if cond is None or cond.matches(row):
-                    out[row.uuid] = {"initial": mt.row_v2(row)}
+                    out[row.uuid] = {"initial": mt.row_v2(row, _INITIAL)}
         return out
 
     # -- changes ---------------------------------------------------------------------
@@ -291,11 +340,12 @@ class Monitor:
                 if old is None:
                     if new is None or not mt.insert:
                         continue
-                    rows[uuid] = {"new": mt.row_v1(new)} if v1 else {"insert": mt.row_v2(new)}
+                    rows[uuid] = ({"new": mt.row_v1(new, _INSERT)} if v1
+                                  else {"insert": mt.row_v2(new, _INSERT)})
                 elif new is None:
                     if not mt.delete:
                         continue
-                    rows[uuid] = {"old": mt.row_v1(old)} if v1 else {"delete": None}
+                    rows[uuid] = {"old": mt.row_v1(old, _DELETE)} if v1 else {"delete": None}
                 else:
                     if not mt.modify:
                         continue
@@ -317,33 +367,32 @@ class Monitor:
         self, db: Database, json: Any
     ) -> dict[str, Any] | None:
         """Apply `monitor_cond_change` conditions; return the updates that bring the
-        client from the old condition's rows to the new one's."""
+        client from the old condition's rows to the new one's. Within a table's array
+        the last request wins. A `monitor` (v1) monitor accepts the request and keeps
+        reporting every row, as the real server does."""
         if type(json) is not dict:
-            raise syntax_error(json, "monitor-cond-change-requests must be object")
+            raise OvsdbError("syntax error", "monitor-cond-change-requests must be object")
         new_conds: dict[str, Condition | None] = {}
-        for tname, reqs in json.items():
+        for tname in shash_order(json):
+            reqs = json[tname]
+            if tname not in db.schema.tables:
+                raise OvsdbError("syntax error", f"no table named {tname}")
             mt = self.tables.get(tname)
             if mt is None:
-                raise OvsdbError("syntax error", f"no table named {tname}")
+                raise OvsdbError("syntax error", f"no table named {tname} in monitor session")
             if type(reqs) is not list:
-                reqs = [reqs]
-            cond: Condition | None = None
+                raise OvsdbError("syntax error", f"table {tname} no monitor-cond-change JSON array")
+            cond = mt.condition
             for req in reqs:
-                if type(req) is not dict:
-                    raise syntax_error(req, f"Parsing table {tname} failed: Object expected.")
-                if "columns" in req:
-                    raise syntax_error(req, "changing columns is unsupported")
-                if "where" in req:
-                    cond = parse_where(mt.schema, req["where"])
-                    if cond.is_true:
-                        cond = None
+                cond = _parse_change_request(mt.schema, req)
             new_conds[tname] = cond
+        if self.version == V1:
+            return None
         out: dict[str, Any] = {}
-        v1 = self.version == V1
         for tname, cond in new_conds.items():
             mt = self.tables[tname]
             old_cond = mt.condition
-            mt.condition = cond
+            mt.set_condition(cond)
             rows: dict[str, Any] = {}
             for row in db.tables[tname].rows.values():
                 was = old_cond is None or old_cond.matches(row)
@@ -351,12 +400,34 @@ class Monitor:
                 if was == now:
                     continue
                 if now:
-                    rows[row.uuid] = {"new": mt.row_v1(row)} if v1 else {"insert": mt.row_v2(row)}
-                else:
-                    rows[row.uuid] = {"old": mt.row_v1(row)} if v1 else {"delete": None}
+                    if mt.insert:
+                        rows[row.uuid] = {"insert": mt.row_v2(row, _INSERT)}
+                elif mt.delete:
+                    rows[row.uuid] = {"delete": None}
             if rows:
                 out[tname] = rows
         return out or None
+
+
+def _parse_change_request(ts: TableSchema, req: Any) -> Condition | None:
+    """One `<monitor-cond-update-request>`: its condition (a request without "where"
+    selects every row; the real server crashes on it, see docs/compat.md)."""
+    where = f"Parsing table {ts.name} failed: "
+    if type(req) is not dict:
+        raise OvsdbError("syntax error", f"{where}Object expected.")
+    cols = req.get("columns")
+    if cols is not None and type(cols) is not list:
+        raise syntax_error(req, f"{where}Type mismatch for member 'columns'.")
+    where_json = req.get("where")
+    if where_json is not None and type(where_json) is not list:
+        raise syntax_error(req, f"{where}Type mismatch for member 'where'.")
+    _check_members(req, ("columns", "where"), where)
+    if cols is not None:
+        raise syntax_error(req, "changing columns is unsupported")
+    if where_json is None:
+        return None
+    cond = parse_where(ts, where_json)
+    return None if cond.is_true else cond
 
 
 def merge_changesets(changesets: Iterable[Changeset]) -> Changeset:

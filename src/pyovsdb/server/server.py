@@ -10,6 +10,8 @@ Rules kept here:
 - When a database goes away or changes schema (remove-db, convert), sessions that asked
   for `set_db_change_aware` get `monitor_canceled` for its monitors; the others are
   disconnected, as the real server does.
+- Once closing, no connection is served: one accepted in the same loop pass as the
+  shutdown is dropped before it can reach a database whose file is closed.
 The `_Server` database, listeners and control commands live in their own modules.
 """
 
@@ -43,16 +45,19 @@ def monotonic_ms() -> float:
 
 class Server:
     def __init__(self, *, max_backlog: int = 512 * 1024 * 1024,
+                 max_message: int | None = None,
                  compaction: dict[str, Any] | None = None) -> None:
         self.dbs: dict[str, HostedDb] = {}
         self.sessions: set[Session] = set()
         self.locks = LockManager()
         self.server_id = new_uuid()
         self.max_backlog = max_backlog
+        self.max_message = max_message  # bytes in one received message; None: the default
         self.compaction = compaction or {}
         self.unixctl: Any = None
         self.exiting: asyncio.Future[None] | None = None
         self.exit_status = 0
+        self.closing = False  # set by close(): connections made later are refused
         self._trigger_timer: asyncio.TimerHandle | None = None
         self._running_triggers = False
         self._dirty = False
@@ -119,9 +124,15 @@ class Server:
 
     def _storage_failed(self, path: str, error: OSError) -> None:
         """The file no longer matches memory: stop, so that a restart reloads the file
-        (the real server aborts the transaction; we have already applied it)."""
+        (the real server aborts the transaction; we have already applied it). Every
+        connection is dropped at once, before this batch's replies and updates go out:
+        none of them may acknowledge what is not in the file. The storage refuses any
+        later write, and no new connection is served."""
         log.critical("%s: write failed (%s); exiting so that the database is reloaded",
                      path, error.strerror)
+        self.closing = True
+        for s in list(self.sessions):
+            s.close(abort=True)
         self.request_exit(1)
 
     def convert_db(self, hosted: HostedDb, schema_json: Any) -> None:
@@ -158,7 +169,12 @@ class Server:
         self._dirty = True
         storage = hosted.storage
         if storage is not None and storage.should_compact(time.monotonic()):
-            self.compact(hosted)
+            try:
+                self.compact(hosted)
+            except (OSError, OvsdbError) as e:
+                # The transaction is committed whatever happens to the snapshot; the
+                # old file is intact and the storage retries later.
+                log.error("%s: compaction failed (%s)", hosted.name, e)
         if self.listeners.from_db:
             self.listeners.refresh(hosted.name)
 
@@ -240,6 +256,7 @@ class Server:
                 or self.exiting.set_result(None))
 
     def close(self) -> None:
+        self.closing = True
         self.listeners.close()
         for s in list(self.sessions):
             s.close()

@@ -8,6 +8,10 @@ Rules kept here:
 - Monitor ids are arbitrary JSON, compared by value.
 - Closing the session cancels its monitors and pending transactions and releases its
   locks (handing them to the next waiter).
+- A request whose handling raises anything but an OVSDB error (a bug) is answered with
+  an "internal error" reply, logged with its traceback, and its connection is closed,
+  since that session's state is no longer known; the server and every other session go
+  on.
 Method semantics live in `methods`; this module keeps the per-connection bookkeeping.
 """
 
@@ -16,10 +20,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import ERROR, NOTIFY, REPLY, error_reply, notification, reply
+from ..jsonrpc.stream import dumps
 from ..ovsdb.errors import OvsdbError, RpcStringError
 from .monitor import V1, V2, Monitor
 
@@ -45,13 +48,14 @@ def _methods() -> Any:
 
 
 def json_key(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return dumps(value, sort_keys=True)
 
 
 class Session(Connection):
     def __init__(self, server: Server, name: str = "", probe_interval: float = 0.0,
                  read_only: bool = False) -> None:
-        super().__init__(name, probe_interval=probe_interval, max_backlog=server.max_backlog)
+        super().__init__(name, probe_interval=probe_interval, max_backlog=server.max_backlog,
+                         max_message=server.max_message)
         self.server = server
         self.read_only = read_only
         self.monitors: dict[bytes, Monitor] = {}
@@ -61,11 +65,28 @@ class Session(Connection):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        if self.server.closing:
+            # Accepted in the same loop pass as the shutdown: it must not run requests
+            # against databases whose files are already closed.
+            self.close(abort=True)
+            return
         self.server.sessions.add(self)
         if self.closed:  # closed before it was made (server shutting down)
             self.server.sessions.discard(self)
 
     def on_message(self, kind: str, msg: dict[str, Any]) -> None:
+        try:
+            self._dispatch(kind, msg)
+        except Exception:
+            method = msg.get("method")
+            log.exception("%s: internal error handling %s %s, closing connection",
+                          self.name, kind, method if type(method) is str else "")
+            if kind not in (NOTIFY, REPLY, ERROR):
+                self.send(error_reply({"error": "internal error",
+                                       "details": f"{method} request failed"}, msg["id"]))
+            self.close()
+
+    def _dispatch(self, kind: str, msg: dict[str, Any]) -> None:
         methods = _methods()
         if kind == NOTIFY:
             if msg["method"] == "cancel":

@@ -195,13 +195,20 @@ class LogWriter:
             os.close(fd)
             os.unlink(tmp)
             raise
-        os.rename(tmp, self.path)
-        _fsync_dir(self.path)
+        try:
+            os.rename(tmp, self.path)
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        # From here the path names the new file: append to it even if the directory
+        # fsync below fails.
         os.close(self.fd)
         self.fd = fd
         self.offset = len(data)
         self.bad_tail = False
         self.n_writes = 0
+        _fsync_dir(self.path)
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -6,6 +6,11 @@ Rules kept here:
   a single record with every row in full (no `_is_diff`), as the real tools write it.
 - A transaction is acknowledged only after its record is written; with `durable` (or
   when the storage was opened with `sync_always`) only after it is fsynced.
+- After a failed write or fsync the storage refuses every later commit: the file may
+  end in a torn record, and memory holds a transaction the file lacks, so appending
+  anything more would store diffs against a state the file cannot rebuild.
+- A failed compaction leaves the old file as it was and is retried after a tenth of
+  the minimum interval, as the real server does.
 - Compaction rewrites the file atomically (see `storage.log`). The policy is the real
   server's: no sooner than `min_interval` (randomized 10-20 minutes) after the previous
   one; then due if at least 100 records were written and the file is over `min_growth`
@@ -120,6 +125,7 @@ class StandaloneStorage:
         self.records_since = 0
         self.pending: list[bytes] = []
         self.need_sync = False
+        self.failed: OSError | None = None
         self.on_write_error: Callable[[str, OSError], None] | None = None
 
     @classmethod
@@ -135,6 +141,10 @@ class StandaloneStorage:
     def commit(self, cs: Changeset, durable: bool = False, date_ms: int | None = None) -> None:
         """Write one transaction record (fsynced if durable). Inside an output batch the
         write is deferred to the batch's end, before any reply or update leaves."""
+        if self.writer.fd < 0 or self.failed is not None:
+            # Refused before anything is applied: the caller's transaction fails whole.
+            why = "is closed" if self.failed is None else f"failed ({self.failed.strerror})"
+            raise OvsdbError("I/O error", f"{self.path}: writing the database file {why}")
         if cs.date is None:
             cs.date = int(time.time() * 1000) if date_ms is None else date_ms
         record = cs.to_record(self.db.schema)
@@ -162,6 +172,7 @@ class StandaloneStorage:
                 self.need_sync = False
                 self.writer.sync()
         except OSError as e:
+            self.failed = e
             if self.on_write_error is None:
                 raise
             self.on_write_error(self.path, e)
@@ -183,12 +194,21 @@ class StandaloneStorage:
     def compact(self, now: float | None = None, comment: str = "compacting database online"
                 ) -> None:
         self.flush()
+        if self.failed is not None:
+            raise OvsdbError("I/O error", f"{self.path}: writing the database file failed "
+                                          f"({self.failed.strerror})")
+        now = time.monotonic() if now is None else now
         schema_json = self.db.schema.json or self.db.schema.to_json()
-        self.writer.replace([schema_json, snapshot_record(self.db, comment, is_diff=True)])
+        try:
+            self.writer.replace([schema_json, snapshot_record(self.db, comment,
+                                                              is_diff=True)])
+        except OSError:
+            self.last_compaction = now - self.min_interval * 0.9  # retry in a tenth
+            raise
         self.snapshot_size = self.writer.offset
         self.n_records = 2
         self.records_since = 0
-        self.last_compaction = time.monotonic() if now is None else now
+        self.last_compaction = now
 
     def replace_db(self, db: Database) -> None:
         """Rewrite the file for a new database (schema conversion), atomically."""

@@ -56,50 +56,47 @@ def json_to_string(value: Any, pretty: bool = False, sort: bool = True) -> str:
     return "".join(out)
 
 
-def _newline(out: list[str], depth: int) -> None:
-    if depth >= 0:
-        out.append("\n" + "  " * depth)
-
-
 def _serialize(value: Any, out: list[str], depth: int, sort: bool = True) -> None:
-    """`depth` < 0 means compact output."""
-    if value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, str):
-        out.append(json_string(value))
-    elif isinstance(value, int):
-        out.append(str(value))
-    elif isinstance(value, float):
-        out.append(_number(value))
-    elif isinstance(value, dict):
-        inner = depth + 1 if depth >= 0 else -1
-        out.append("{")
-        _newline(out, inner)
-        for i, key in enumerate(sorted(value) if sort else shash_order(value)):
-            if i:
-                out.append(",")
-                _newline(out, inner)
-            out.append(json_string(key))
-            out.append(": " if depth >= 0 else ":")
-            _serialize(value[key], out, inner, sort)
-        out.append("}")
-    elif isinstance(value, (list, tuple)):
-        inner = depth + 1 if depth >= 0 else -1
-        out.append("[")
-        if value:
-            _newline(out, inner)
-            for i, elem in enumerate(value):
-                if i:
-                    out.append(",")
-                    _newline(out, inner)
-                _serialize(elem, out, inner, sort)
-        out.append("]")
-    else:
-        raise TypeError(f"cannot serialize {type(value).__name__} as JSON")
+    """`depth` < 0 means compact output. An explicit stack instead of recursion: error
+    messages quote whatever a client sent, nested up to the parser's limit of 1000."""
+    stack: list[tuple[bool, Any, int]] = [(False, value, depth)]
+    while stack:
+        literal, value, depth = stack.pop()
+        if literal:
+            out.append(value)
+        elif value is None:
+            out.append("null")
+        elif value is True:
+            out.append("true")
+        elif value is False:
+            out.append("false")
+        elif isinstance(value, str):
+            out.append(json_string(value))
+        elif isinstance(value, int):
+            out.append(str(value))
+        elif isinstance(value, float):
+            out.append(_number(value))
+        elif isinstance(value, (dict, list, tuple)):
+            inner = depth + 1 if depth >= 0 else -1
+            newline = "\n" + "  " * inner if inner >= 0 else ""
+            comma = "," + newline
+            if isinstance(value, dict):
+                colon = ": " if depth >= 0 else ":"
+                keys = sorted(value) if sort else shash_order(value)
+                stack.append((True, "}", 0))
+                for i in range(len(keys) - 1, -1, -1):
+                    stack.append((False, value[keys[i]], inner))
+                    stack.append((True, (comma if i else "") + json_string(keys[i]) + colon, 0))
+                stack.append((True, "{" + newline, 0))
+            else:
+                stack.append((True, "]", 0))
+                for i in range(len(value) - 1, -1, -1):
+                    stack.append((False, value[i], inner))
+                    if i:
+                        stack.append((True, comma, 0))
+                stack.append((True, "[" + newline if value else "[", 0))
+        else:
+            raise TypeError(f"cannot serialize {type(value).__name__} as JSON")
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,49 @@
+"""Fixtures of the conformance suite: our server and the real one side by side, one pair
+per schema, started once per module; and the end-of-run counts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conformance_harness import STATS, ServerPair
+
+from procs import require
+
+
+@pytest.fixture(scope="module")
+def server_pair(tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[Callable[[str], ServerPair]]:
+    """`server_pair(schema)`: the started pair for that schema ("T", "T0", "NB")."""
+    require("ovsdb-server", "ovsdb-tool")
+    pairs: dict[str, ServerPair] = {}
+    base: Path = tmp_path_factory.mktemp("conformance")
+
+    def get(schema: str) -> ServerPair:
+        if schema not in pairs:
+            pairs[schema] = ServerPair(schema, base / schema)
+        return pairs[schema]
+
+    try:
+        yield get
+    finally:
+        for p in pairs.values():
+            p.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not STATS:
+        return
+    tr = terminalreporter
+    tr.section("conformance against ovsdb-server 3.1")
+    tr.write_line(f"corpus cases compared:           {STATS['corpus cases']}"
+                  f" ({STATS['corpus steps']} steps)")
+    tr.write_line(f"generated transactions compared: {STATS['generated transactions']}")
+    tr.write_line(f"differences:                     {STATS['differences']}")
+    if STATS["known bugs"]:
+        tr.write_line(f"known bugs (xfail, to be fixed): {STATS['known bugs']}")
+    intended = sorted((k[len("intended:"):], v) for k, v in STATS.items()
+                      if k.startswith("intended:"))
+    tr.write_line(f"intended differences seen:       {sum(v for _, v in intended)}"
+                  + "".join(f"\n  {k}: {v}" for k, v in intended))

@@ -1,0 +1,154 @@
+"""The client framer (`jsonrpc.session.Framer`): messages and streamed rows come out
+exactly as a whole-message parse would give them, however the bytes are cut, and the
+bytes of streamed rows are not kept."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from pyovsdb.jsonrpc.session import Framer
+from pyovsdb.jsonrpc.stream import FramingError
+
+
+class Sink:
+    def __init__(self, index: int | None, accept: bool = True) -> None:
+        self.index = index
+        self.accept = accept
+        self.header: list[Any] | None = None
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def start(self, header: list[Any]) -> bool:
+        self.header = header
+        return self.accept
+
+    def row(self, table: str, uuid: str, update: Any) -> None:
+        assert uuid not in self.rows.get(table, {})
+        self.rows.setdefault(table, {})[uuid] = update
+
+
+def uuid(i: int) -> str:
+    return f"{i:08x}-0000-4000-8000-{i:012x}"
+
+
+def table_updates(n: int, rng: random.Random, tables: tuple[str, ...] = ("A", "B")) -> Any:
+    out: dict[str, Any] = {}
+    for t in tables:
+        rows = {}
+        for i in range(n):
+            kind = rng.choice(["initial", "insert", "modify", "delete"])
+            body: Any = None if kind == "delete" else {
+                "name": rng.choice(["x", 'q"uote', "back\\slash", '}},"' + uuid(i) + '":{',
+                                    "ünïcode", ""]),
+                "n": rng.randrange(-5, 10**12),
+                "r": rng.random(),
+                "m": ["map", [[f"k{j}", f"v{j}"] for j in range(rng.randrange(4))]],
+                "s": ["set", [["uuid", uuid(j)] for j in range(rng.randrange(3))]],
+                "deep": [[[[[[[[["x"]]]]]]]]],
+            }
+            rows[uuid(i + (1000 if t == "B" else 0))] = {kind: body}
+        out[t] = rows
+    return out
+
+
+def feed_in_pieces(framer: Framer, data: bytes, rng: random.Random) -> None:
+    pos = 0
+    while pos < len(data):
+        n = rng.choice([1, 2, 3, 17, 100, 999, 4096, 1 << 16])
+        framer.feed(data[pos:pos + n])
+        pos += n
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_streamed_rows_equal_whole_parse(seed: int) -> None:
+    rng = random.Random(seed)
+    updates = table_updates(40, rng)
+    reply = {"id": 7, "result": [False, uuid(1), updates], "error": None}
+    note = {"id": None, "method": "update3", "params": [["monid", "db"], uuid(2), updates]}
+    note2 = {"method": "update2", "params": [["monid", "_Server"], {"T": {}}], "id": None}
+    others = [{"id": 8, "result": {"a": [1, 2, {"b": None}]}, "error": None},
+              {"id": "echo", "method": "echo", "params": []}]
+    data = b"".join(orjson.dumps(m) for m in [reply, note, note2, *others])
+    if seed % 2:  # whitespace and newlines between tokens, as other encoders write
+        data = b"\n".join(orjson.dumps(m, option=orjson.OPT_INDENT_2)
+                          for m in [reply, note, note2, *others])
+    out: list[Any] = []
+    reply_sink = Sink(2)
+    note_sinks: list[Sink] = []
+
+    def notify_sink(method: str) -> Sink:
+        s = Sink(2 if method == "update3" else 1, accept=method == "update3")
+        note_sinks.append(s)
+        return s
+
+    framer = Framer(out.append, lambda i: reply_sink if i == 7 else None, notify_sink)
+    feed_in_pieces(framer, data, rng)
+    assert len(out) == 5
+    assert out[0]["id"] == 7 and out[0]["result"][:2] == [False, uuid(1)]
+    assert out[0]["result"][2] is reply_sink
+    assert reply_sink.header == [False, uuid(1)]
+    assert reply_sink.rows == updates
+    assert out[1]["params"][2] is note_sinks[0] and note_sinks[0].rows == updates
+    assert out[2] == note2  # the sink declined: parsed normally
+    assert out[3:] == others
+    assert framer.buf == bytearray()
+
+
+def test_consumed_bytes_are_dropped_while_streaming() -> None:
+    updates = {"T": {uuid(i): {"initial": {"name": "x" * 100}} for i in range(50_000)}}
+    data = orjson.dumps({"id": 1, "result": updates, "error": None})
+    sink = Sink(None)
+    framer = Framer(lambda m: None, lambda i: sink, lambda m: None)
+    peak = 0
+    for pos in range(0, len(data), 1 << 16):
+        framer.feed(data[pos:pos + (1 << 16)])
+        peak = max(peak, len(framer.buf))
+    assert len(sink.rows["T"]) == 50_000
+    assert len(data) > 6_000_000 and peak < 1_500_000
+
+
+def test_result_before_id_is_parsed_whole() -> None:
+    """No server writes it, but the order of members is free in JSON."""
+    sink = Sink(None)
+    out: list[Any] = []
+    framer = Framer(out.append, lambda i: sink, lambda m: None)
+    framer.feed(b'{"result": {"T": {"%s": {"initial": {}}}}, "id": 3, "error": null}'
+                % uuid(1).encode())
+    assert out == [{"result": {"T": {uuid(1): {"initial": {}}}}, "id": 3, "error": None}]
+    assert sink.rows == {}
+
+
+def test_row_boundary_lookalike_inside_a_string() -> None:
+    tricky = '"},"' + uuid(9) + '":{"insert":{}}'
+    updates = {"T": {uuid(1): {"insert": {"s": tricky}}, uuid(2): {"insert": {"s": "y"}}}}
+    data = orjson.dumps({"id": 1, "result": updates, "error": None})
+    for cut in range(1, len(data)):
+        sink = Sink(None)
+        framer = Framer(lambda m: None, lambda i, s=sink: s, lambda m: None)
+        framer.feed(data[:cut])
+        framer.feed(data[cut:])
+        assert sink.rows == updates, cut
+
+
+@pytest.mark.parametrize("data", [
+    b'"just a string"',
+    b'{"id": 1, "result": [1, 2}',
+    b'{"id": 1 "result": 2}',
+    b'{"id": 1, "result": {"T": {"x": {"insert": {]}}}}',
+])
+def test_bad_input_raises(data: bytes) -> None:
+    framer = Framer(lambda m: None, lambda i: Sink(None), lambda m: None)
+    with pytest.raises(FramingError):
+        framer.feed(data)
+
+
+def test_size_and_depth_limits() -> None:
+    framer = Framer(lambda m: None, lambda i: None, lambda m: None, max_size=1000)
+    with pytest.raises(FramingError):
+        framer.feed(b'{"id": 1, "result": "' + b"x" * 2000)
+    framer = Framer(lambda m: None, lambda i: None, lambda m: None, max_depth=50)
+    with pytest.raises(FramingError):
+        framer.feed(b'{"id": 1, "result": ' + b"[" * 100)
