@@ -22,6 +22,8 @@ from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, load_schema_file
 from ..ovsdb.transaction import Blocked, Committed, execute
+from ..raft.core import initial_snapshot
+from ..raft.records import Header
 from ..storage import clustered, standalone
 from ..storage import log as ovslog
 from ..util import daemon
@@ -164,8 +166,8 @@ def cmd_compact(args: list[str], parsed: opt.Parsed) -> int:
 def _schema_of_db(args: list[str]) -> DatabaseSchema:
     db = args[0] if args else default_db()
     if clustered.is_clustered(db):
-        state, _ = clustered.read_state(db)
-        return clustered.build_database(state).schema  # type: ignore[no-any-return]
+        header, records, _, _ = clustered.read(db)
+        return clustered.build_database(header, records).schema
     res = ovslog.read_file(db)
     if not res.records:
         raise ToolError(f"{db}: {res.error or 'file is empty'}")
@@ -222,25 +224,24 @@ def cmd_db_is_clustered(args: list[str], parsed: opt.Parsed) -> int:
     return 0 if res.magic == ovslog.MAGIC_CLUSTERED else 2
 
 
-def _header(path: str) -> clustered.Header:
+def _header(path: str) -> Header:
     if not clustered.is_clustered(path):
         ovslog.read_file(path)  # raises the real I/O error for a missing file
         raise ToolError(f"{path}: not a clustered database")
-    state, _ = clustered.read_state(path)
-    return state.header
+    return clustered.read(path)[0]
 
 
 def cmd_db_cid(args: list[str], parsed: opt.Parsed) -> int:
     h = _header(args[0])
-    if h.cluster_id is None:
+    if h.cid is None:
         print(f"{args[0]}: cluster ID not yet known", file=sys.stderr)
         return 2
-    print(h.cluster_id)
+    print(h.cid)
     return 0
 
 
 def cmd_db_sid(args: list[str], parsed: opt.Parsed) -> int:
-    print(_header(args[0]).server_id)
+    print(_header(args[0]).sid)
     return 0
 
 
@@ -300,9 +301,8 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
             raise ToolError(f"election timer must be between 100 and 600000 ms, not {ms}")
         records.append({"term": 1, "index": 2, "election_timer": ms})
     sid = new_uuid()
-    header = clustered.Header(sid, schema_json["name"], local, cluster_id=new_uuid(),
-                              prev_index=1, prev_term=1, prev_eid=new_uuid(),
-                              prev_servers={sid: local}, prev_data=[schema_json, data])
+    header = Header(sid=sid, name=schema_json["name"], local_address=local, cid=new_uuid(),
+                    snapshot=initial_snapshot(sid, local, [schema_json, data], new_uuid()))
     clustered.create(db, header, records)
     return 0
 
@@ -317,16 +317,16 @@ def cmd_join_cluster(args: list[str], parsed: opt.Parsed) -> int:
     cid = parsed.get("cid")
     if cid is not None and not is_uuid_string(cid):
         raise ToolError(f"{cid}: not a valid UUID")
-    header = clustered.Header(new_uuid(), name, local, cluster_id=cid,
-                              remote_addresses=remotes)
+    header = Header(sid=new_uuid(), name=name, local_address=local, cid=cid,
+                    remote_addresses=remotes)
     clustered.create(db, header)
     return 0
 
 
 def cmd_cluster_to_standalone(args: list[str], parsed: opt.Parsed) -> int:
     dst, src = args
-    state, _ = clustered.read_state(src)
-    database = clustered.build_database(state)
+    header, records, _, _ = clustered.read(src)
+    database = clustered.build_database(header, records)
     schema_json = database.schema.json or database.schema.to_json()
     ovslog.write_new_file(dst, [schema_json, standalone.snapshot_record(
         database, f"converted from clustered database by pyovsdb tool {__version__}")])
