@@ -6,8 +6,9 @@ Rules kept here:
   other member it knows an address for, reconnecting with backoff. Messages go out on
   whichever live connection leads to the destination server (outgoing, or incoming from
   it), as the real server does; a pair of members normally holds two connections.
-- A new outgoing connection starts with `hello_request` (or the joiner's
-  `add_server_request`) so the peer learns who we are.
+- When an outgoing connection comes up, `on_up(sid, address)` lets the Raft core
+  introduce us (`hello_request`, or a joiner's `add_server_request`); when a
+  connection to a known server goes down, `on_down(sid)`.
 - Incoming messages that do not parse, or come from the wrong cluster, are logged and
   dropped; echo probes are answered by the connection layer.
 - Nothing here knows Raft's rules: messages in, messages out. Messages that find no
@@ -59,6 +60,8 @@ class _RaftConn(Connection):
 
     def on_close(self) -> None:
         self.net.conns.discard(self)
+        if self.peer_sid is not None and self.net.on_down is not None:
+            self.net.on_down(self.peer_sid)
 
 
 class RaftNet:
@@ -73,7 +76,8 @@ class RaftNet:
         self.joining_addresses: list[str] = []
         self._dialers: dict[str, asyncio.Task[None]] = {}
         self._server: asyncio.AbstractServer | None = None
-        self._greeting: Callable[[str | None], rpc.RaftRpc] | None = None
+        self.on_up: Callable[[str | None, str], None] | None = None
+        self.on_down: Callable[[str], None] | None = None
         self.closed = False
 
     # -- listening ---------------------------------------------------------------------
@@ -97,10 +101,6 @@ class RaftNet:
             raise ValueError(f"{self.local_address}: unsupported raft address")
 
     # -- peers -------------------------------------------------------------------------
-
-    def set_greeting(self, greeting: Callable[[str | None], rpc.RaftRpc]) -> None:
-        """What to send first on each new outgoing connection (given the peer's sid)."""
-        self._greeting = greeting
 
     def set_peers(self, servers: dict[str, str]) -> None:
         """Keep outgoing connections to exactly these other members."""
@@ -137,10 +137,10 @@ class RaftNet:
                 continue
             backoff = RECONNECT_MIN
             conn.peer_sid = sid
-            if self._greeting is not None:
-                conn.send(self._greeting(sid).to_jsonrpc())
             lost = asyncio.get_running_loop().create_future()
             conn.on_closed.append(lambda f=lost: f.done() or f.set_result(None))
+            if self.on_up is not None:
+                self.on_up(sid, address)
             await lost
 
     # -- sending -----------------------------------------------------------------------

@@ -1,0 +1,429 @@
+"""A clustered database on one member: the Raft core driven by real time, a real file
+and real sockets, and the OVSDB side (executing, applying, answering clients).
+
+Rules kept here:
+- The core decides; this adapter only carries out what `ready()` asks, in order:
+  write and fsync the records (then tell the core they are durable), send the
+  messages, apply the committed entries, finish the completed commands.
+- Any member accepts transactions: it executes them on its own copy, proposes the
+  resulting transaction record with the eid of the last entry it applied as
+  prerequisite, and answers the client only once the entry is committed and applied
+  here, so the client's own updates reach it first. A stale prerequisite or a
+  missing leader makes the member execute the transaction again, as the real server
+  does; the client just waits.
+- Monitors and reads are served from the local copy. The `_Server` row tells clients
+  whether this member is connected, whether it is the leader, and its applied index.
+- Transaction ids (`monitor_cond_since`, `update3`) are entry ids, so a client can
+  resync against any member that has the entry in its history.
+- Compaction follows the real server's policy; a leader of several servers hands
+  leadership over before writing a snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..ovsdb.changeset import Changeset
+from ..ovsdb.database import Database
+from ..ovsdb.transaction import Blocked, Committed, Outcome
+from ..raft import core as rc
+from ..raft.records import Header, SnapshotRecord
+from ..storage import clustered
+from ..storage.standalone import snapshot_record
+from .hosted import HostedDb
+from .raft_net import RaftNet
+
+if TYPE_CHECKING:
+    from .server import Server
+
+log = logging.getLogger("raft")
+
+RETRY_MS = 100
+MIN_SNAPSHOT_RECORDS = 100
+MIN_SNAPSHOT_BYTES = 10 * 1024 * 1024
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class _Pending:
+    """A client transaction waiting for its entry to commit (or to be retried)."""
+
+    __slots__ = ("attempts", "finish", "index", "ops", "owns_lock", "results", "started")
+
+    def __init__(self, ops: list[Any], started: float, owns_lock: Any,
+                 finish: Callable[[Outcome], None]) -> None:
+        self.ops = ops
+        self.started = started
+        self.owns_lock = owns_lock
+        self.finish = finish
+        self.results: Outcome | None = None
+        self.index = 0
+        self.attempts = 0
+
+
+class ClusteredDb:
+    def __init__(self, server: Server, path: str, *, sync_commit: bool = True) -> None:
+        self.server = server
+        self.path = path
+        header, records, end, problem = clustered.read(path)
+        if problem:
+            log.warning("%s: %s; the rest of the file will be truncated on the next write",
+                        path, problem)
+        self.header = header
+        self.name = header.name
+        self.log = clustered.ClusteredLog(path, end)
+        now = now_ms()
+        config = rc.RaftConfig(sync_commit=sync_commit)
+        rng = random.Random(os.urandom(16))
+        if header.remote_addresses is not None:
+            self.core = rc.RaftCore.join(header.sid, header.local_address,
+                                         header.remote_addresses, cid=header.cid,
+                                         config=config, rng=rng, now=now)
+        else:
+            assert header.snapshot is not None
+            others = [a for s, a in header.snapshot.servers.items() if s != header.sid]
+            self.core = rc.RaftCore.restore(
+                header.sid, header.local_address, header.cid, header.snapshot, records,
+                remote_addresses=others or None, config=config, rng=rng, now=now)
+        self.hosted: HostedDb | None = None
+        self.prereq: str | None = None
+        self.applied_index = 0
+        self.pending: dict[str, _Pending] = {}
+        self.waiting_apply: list[_Pending] = []
+        self.retry: list[_Pending] = []
+        self.net = RaftNet(header.sid, header.local_address, header.cid, self._on_rpc)
+        self.net.on_up = self._on_up
+        self.net.on_down = self._on_down
+        self._timer: asyncio.TimerHandle | None = None
+        self._retry_timer: asyncio.TimerHandle | None = None
+        self._server_row: tuple[Any, ...] | None = None
+        self.snapshot_size = self.log.size
+        self.next_snapshot = now + random.randint(600_000, 1_200_000)
+        self.closed = False
+        self.left = False
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.net.listen()
+        self._sync_peers()
+        self.process()
+
+    def close(self, graceful: bool = True) -> None:
+        if self.closed:
+            return
+        if graceful and self.core.is_leader:
+            self.core.transfer_leadership("server shutdown")
+            self.process()
+        self.closed = True
+        for t in (self._timer, self._retry_timer):
+            if t is not None:
+                t.cancel()
+        self.net.close()
+        self.log.close()
+
+    # -- driving the core --------------------------------------------------------------
+
+    def process(self) -> None:
+        core = self.core
+        while core.has_ready() and not self.closed:
+            r = core.ready()
+            if r.records:
+                self._write(r.records)
+                core.persisted(r.records[-1].ticket, now_ms())
+            for m in r.messages:
+                self.net.send(m)
+            for c in r.committed:
+                self._apply(c)
+            for cmd in r.completed:
+                self._completed(cmd)
+            if r.snapshot_request and core.may_snapshot():
+                self._store_snapshot()
+        if self.closed:
+            return
+        self._finish_applied()
+        self._sync_peers()
+        self._update_server_row()
+        if core.left and not self.left:
+            self.left = True
+            log.info("%s: left the cluster", self.name)
+            asyncio.get_running_loop().call_soon(self.server.cluster_left, self)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        d = self.core.next_deadline()
+        if d is not None:
+            delay = max(0.0, (d - now_ms()) / 1000.0)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self.closed:
+            return
+        self.core.tick(now_ms())
+        self.process()
+        self._maybe_snapshot()
+
+    def _on_rpc(self, msg: Any) -> None:
+        if self.closed:
+            return
+        if self.net.cluster_id is None and self.core.cid is not None:
+            self.net.cluster_id = self.core.cid
+        self.core.step(msg, now_ms())
+        if self.net.cluster_id is None and self.core.cid is not None:
+            self.net.cluster_id = self.core.cid
+        self.process()
+
+    def _on_up(self, sid: str | None, address: str) -> None:
+        if not self.closed:
+            self.core.on_connected(sid, address)
+            self.process()
+
+    def _on_down(self, sid: str) -> None:
+        if not self.closed:
+            self.core.on_disconnected(sid)
+
+    def _sync_peers(self) -> None:
+        core = self.core
+        if core.joining:
+            self.net.set_joining(core.remote_addresses)
+        self.net.set_peers({sid: s.address for sid, s in core.servers.items()})
+
+    # -- records -----------------------------------------------------------------------
+
+    def _write(self, records: list[Any]) -> None:
+        batch: list[Any] = []
+        for rec in records:
+            if isinstance(rec, SnapshotRecord):
+                if batch:
+                    self.log.append(batch, sync=False)
+                    batch = []
+                header = Header(sid=self.core.sid, name=self.name,
+                                local_address=self.core.local_address, cid=self.core.cid,
+                                snapshot=rec.snapshot)
+                self.log.replace(header, rec.file_records())
+                self.snapshot_size = self.log.size
+            else:
+                batch.append(rec)
+        self.log.append(batch, sync=True)
+
+    # -- applying ----------------------------------------------------------------------
+
+    def _apply(self, c: rc.Committed) -> None:
+        self.applied_index = c.index
+        if c.data is None:
+            return
+        if c.is_snapshot:
+            self._load(clustered.apply_entry(None, c.data), c.eid)
+            return
+        new_schema, txn = c.data
+        if new_schema is not None:
+            self._load(clustered.apply_entry(None, [new_schema, None]), c.eid)
+        hosted = self.hosted
+        if txn and hosted is not None:
+            db = hosted.db
+            cs = Changeset.from_record(db.schema, txn, lambda t: db.tables[t].rows)
+            cs.txn_id = c.eid
+            if cs:
+                hosted.commit(cs)
+                self.server.note_commit(hosted)
+        if c.eid is not None:
+            self.prereq = c.eid
+
+    def _load(self, db: Database, eid: str | None) -> None:
+        """A new database: the first snapshot, an installed one, or a conversion."""
+        self.prereq = eid
+        if self.hosted is None:
+            self.hosted = HostedDb(db, model="clustered", clock=lambda: now_ms() * 1.0)
+            self.hosted.cluster = self
+            self.hosted.on_trigger_deadline = \
+                lambda _h: self.server._schedule_trigger_timer()
+            self.server.attach_cluster_db(self)
+        else:
+            self.server.replace_db_contents(self.hosted, db, "database replaced from the "
+                                            "cluster")
+
+    # -- client transactions -----------------------------------------------------------
+
+    def submit(self, ops: list[Any], started: float, owns_lock: Any, outcome: Outcome,
+               finish: Callable[[Outcome], None]) -> None:
+        """Commit an executed transaction through the cluster; `finish` gets the
+        outcome to reply with once it is applied here (or failed for good)."""
+        p = _Pending(ops, started, owns_lock, finish)
+        self._propose(p, outcome)
+
+    def _propose(self, p: _Pending, outcome: Outcome) -> None:
+        if not isinstance(outcome, Committed) or not outcome.changeset:
+            p.finish(outcome)
+            return
+        hosted = self.hosted
+        assert hosted is not None
+        cs = outcome.changeset
+        cs.date = int(time.time() * 1000)
+        record = cs.to_record(hosted.db.schema)
+        p.results = outcome
+        p.attempts += 1
+        cmd = self.core.propose_command([None, record], self.prereq, now_ms())
+        if cmd.done:
+            self._failed(p, cmd.status)
+        else:
+            assert cmd.eid is not None
+            self.pending[cmd.eid] = p
+        self.process()
+
+    def _completed(self, cmd: rc.Command) -> None:
+        p = self.pending.pop(cmd.eid, None) if cmd.eid is not None else None
+        if p is None:
+            return
+        if cmd.status == rc.SUCCESS:
+            p.index = cmd.index
+            self.waiting_apply.append(p)
+        else:
+            self._failed(p, cmd.status)
+
+    def _failed(self, p: _Pending, status: str) -> None:
+        if status in (rc.BAD_PREREQ, rc.NOT_LEADER, rc.TIMEOUT, rc.LOST_LEADERSHIP) \
+                and p.attempts < 1000 and not self.closed:
+            self.retry.append(p)
+            if status == rc.BAD_PREREQ:
+                asyncio.get_running_loop().call_soon(self._retry_now)
+            elif self._retry_timer is None:
+                self._retry_timer = asyncio.get_running_loop().call_later(
+                    RETRY_MS / 1000, self._retry_now)
+            return
+        assert p.results is not None
+        results = list(getattr(p.results, "results", []))
+        results.append({"error": "cluster error" if status != rc.SHUTDOWN else "not allowed",
+                        "details": f"transaction failed: {status}"})
+        from ..ovsdb.errors import OvsdbError
+        from ..ovsdb.transaction import Failed
+
+        p.finish(Failed(results, OvsdbError("cluster error", status)))
+
+    def _retry_now(self) -> None:
+        self._retry_timer = None
+        retry, self.retry = self.retry, []
+        hosted = self.hosted
+        for p in retry:
+            if hosted is None or self.closed:
+                continue
+            outcome = hosted.execute(p.ops, started=p.started, owns_lock=p.owns_lock)
+            if isinstance(outcome, Blocked):
+                # A wait that held before no longer does: wait again, like a trigger,
+                # until it holds or its timeout (counted from the start) expires.
+                self.retry.append(p)
+                if self._retry_timer is None:
+                    self._retry_timer = asyncio.get_running_loop().call_later(
+                        RETRY_MS / 1000, self._retry_now)
+                continue
+            self._propose(p, outcome)
+
+    def _finish_applied(self) -> None:
+        if not self.waiting_apply:
+            return
+        still = []
+        for p in self.waiting_apply:
+            if p.index <= self.applied_index:
+                assert p.results is not None
+                p.finish(p.results)
+            else:
+                still.append(p)
+        self.waiting_apply = still
+
+    # -- _Server and status ------------------------------------------------------------
+
+    def _update_server_row(self) -> None:
+        core = self.core
+        row = (core.is_connected and self.hosted is not None, core.is_leader, core.cid,
+               self.applied_index if self.hosted is not None else None)
+        if row == self._server_row:
+            return
+        self._server_row = row
+        self.server.server_db.set_cluster_row(self, connected=row[0], leader=row[1])
+
+    def status_text(self) -> str:
+        """`cluster/status`, in the real server's layout."""
+        st = self.core.status()
+        core = self.core
+
+        def nick(sid: str | None) -> str:
+            return "unknown" if sid is None else sid[:4]
+
+        lines = [
+            nick(core.sid),
+            f"Name: {self.name}",
+            f"Cluster ID: {nick(core.cid)} ({core.cid})" if core.cid else
+            "Cluster ID: not yet known",
+            f"Server ID: {nick(core.sid)} ({core.sid})",
+            f"Address: {core.local_address}",
+            f"Status: {st['status']}",
+            f"Role: {st['role']}",
+            f"Term: {st['term']}",
+            f"Leader: {'self' if st['leader'] == core.sid else nick(st['leader'])}",
+            f"Vote: {'self' if st['vote'] == core.sid else nick(st['vote'])}",
+            "",
+            f"Election timer: {st['election_timer']}",
+            f"Log: [{st['log'][0]}, {st['log'][1]}]",
+            f"Entries not yet committed: {st['log'][1] - 1 - st['commit_index']}",
+            f"Entries not yet applied: {st['commit_index'] - st['last_applied']}",
+            f"Connections: {self.net.describe()}",
+            "Servers:",
+        ]
+        for sid, (addr, phase, next_index, match_index) in sorted(st["servers"].items()):
+            line = f"    {nick(sid)} ({nick(sid)} at {addr})"
+            if sid == core.sid:
+                line += " (self)"
+            if phase != rc.STABLE:
+                line += f" ({phase})"
+            if core.is_leader:
+                line += f" next_index={next_index} match_index={match_index}"
+            lines.append(line)
+        return "\n".join(lines) + "\n"
+
+    # -- compaction --------------------------------------------------------------------
+
+    def _maybe_snapshot(self, force: bool = False) -> str | None:
+        core = self.core
+        if self.hosted is None:
+            return "database not joined yet"
+        now = now_ms()
+        if not force:
+            if now < self.next_snapshot or core.log_length < MIN_SNAPSHOT_RECORDS:
+                return None
+            size = self.log.size
+            if size < MIN_SNAPSHOT_BYTES or size < 2 * self.snapshot_size:
+                self.next_snapshot = now + random.randint(60_000, 120_000)
+                return None
+        if not core.may_snapshot():
+            if core.is_leader:
+                core.notify_snapshot_recommended()
+                self.process()
+            return "cannot snapshot now (leader of a cluster, or joining/leaving)"
+        self._store_snapshot()
+        self.next_snapshot = now + random.randint(600_000, 1_200_000)
+        return None
+
+    def _store_snapshot(self) -> None:
+        hosted = self.hosted
+        if hosted is None:
+            return
+        db = hosted.db
+        schema_json = db.schema.json or db.schema.to_json()
+        data = snapshot_record(db, "", date_ms=0)
+        data = {k: v for k, v in data.items() if not k.startswith("_")}
+        self.core.store_snapshot([schema_json, data], now_ms())
+        self.process()
+
+    def compact(self) -> str | None:
+        return self._maybe_snapshot(force=True)
