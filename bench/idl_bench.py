@@ -11,7 +11,8 @@ Measured, each client in its own subprocess (so peak memory is its own):
   "on" is a column with `alert = False`, which skips unchanged writes): time, and bytes
   of the transact request sent.
 
-Usage: python bench/idl_bench.py [--sizes 20000,100000] [--rewrite 50000] [--txns 500]
+Usage: python bench/idl_bench.py [--sizes 20000,100000] [--rewrite 50000] [--txns 2000]
+       [--reps 3]   (about 7 minutes; the ovs IDL takes most of it)
 """
 
 from __future__ import annotations

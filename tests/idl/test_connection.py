@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from idl_helpers import DB, Direct, arun, make_server, until
+from idl_helpers import DB, SCHEMA, SCHEMA_FILE, Direct, arun, make_server, until
 from proxy import Proxy
 
 from procs import ServerProcess, free_port
@@ -105,6 +105,15 @@ def test_registration_errors_fail_at_once(server: ServerProcess) -> None:
         assert loop.time() - t0 < 5
         with pytest.raises(IdlConfigError, match="nope"):
             await Idl(server.unix, DB, tables={"Simple": ["nope"]}).start(timeout=10)
+        # with the schema given: at construction, and indexes can come before start
+        with pytest.raises(IdlConfigError, match="Nope"):
+            Idl(server.unix, DB, schema=SCHEMA, tables=["Nope"])
+        idl = Idl(server.unix, DB, schema=SCHEMA_FILE, tables=["Other"])
+        by_name = idl.add_index("Other", "name", "name")
+        with Direct(server.unix) as d:
+            d.insert("Other", name="x", n=1)
+        async with idl:
+            assert by_name.find_one("x").n == 1
 
     arun(body())
 

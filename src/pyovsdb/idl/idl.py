@@ -237,6 +237,8 @@ class Idl:
         self._index_defs: dict[str, dict[str, tuple[str, ...]]] = {}
         # Held while the replica changes; a threaded facade sets a real lock here.
         self.apply_guard: Any = contextlib.nullcontext()
+        if schema is not None:
+            self._load_schema(None)  # registration errors show up here, at once
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -250,8 +252,6 @@ class Idl:
     async def start(self, timeout: float | None = 30.0) -> None:
         """Connect and wait for the initial replica; on failure nothing keeps running."""
         gctune.tune()
-        if self.schema is None and self._schema_arg is not None:
-            self._load_schema(None)  # registration errors show up here, at once
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
         try:
@@ -801,6 +801,9 @@ class Idl:
     def add_index(self, table: str, name: str, *columns: str) -> Index:
         """A secondary index on `columns` of `table`, kept up to date (and rebuilt if
         the replica is rebuilt)."""
+        if self.replica is None:
+            raise RuntimeError("the replica exists once the schema is known: give schema= "
+                               "or add indexes after start()")
         self._index_defs.setdefault(table, {})[name] = tuple(columns)
         return self.replica.tables[table].add_index(name, *columns)
 
