@@ -210,7 +210,7 @@ def test_kill_at_random_points_loses_nothing_acknowledged(tmp_path: Path) -> Non
                 t.start()
             time.sleep(rng.uniform(0.02, 0.25))
             if rng.random() < 0.3:  # kill during (or just after) a compaction
-                threading.Thread(target=_compact_quietly, args=(srv,)).start()
+                threading.Thread(target=_compact_quietly, args=(srv,), daemon=True).start()
                 time.sleep(rng.uniform(0, 0.01))
             watch.alive()
             assert srv.proc is not None

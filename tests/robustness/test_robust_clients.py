@@ -69,27 +69,37 @@ def _wait_for(cond: object, timeout: float = READ_TIMEOUT) -> None:
         time.sleep(0.02)
 
 
-def test_disconnect_while_receiving_a_large_monitor_reply(ours: ServerProcess,
-                                                          watch: Watch) -> None:
-    assert watch.client is not None
-    _fill_blobs(watch.client, 300)  # about 5 MB of initial rows
-    for i, method in enumerate(["monitor", "monitor_cond", "monitor_cond_since"] * 3):
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(ours.sock)
-        s.sendall(_monitor_request(method, f"m{i}"))
-        got = 0
-        while got < 100_000 * (i % 3 + 1):
-            got += len(s.recv(65536))
-        if i % 2:
-            _rst(s)
-        else:
-            s.close()
-        COUNTS.bad_inputs += 1
+def test_disconnect_while_receiving_a_large_monitor_reply(tmp_path: Path) -> None:
+    """On a server with the default backlog limit (a 5 MB reply stays queued for the
+    client), clients leave part way through reading it, some with a reset."""
+    with running("ours", tmp_path / "default") as srv:
+        watch = Watch(srv)
         watch.canary()
-    # nothing of those sessions is left behind
-    _wait_for(lambda: memory(ours).get("monitors", 0) == 0)
-    _wait_for(lambda: memory(ours).get("sessions", 0) <= 1)
-    assert memory(ours).get("backlog", 0) == 0
+        try:
+            assert watch.client is not None
+            _fill_blobs(watch.client, 300)  # about 5 MB of initial rows
+            for i, method in enumerate(["monitor", "monitor_cond", "monitor_cond_since"] * 3):
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(READ_TIMEOUT)
+                s.connect(srv.sock)
+                s.sendall(_monitor_request(method, f"m{i}"))
+                got = 0
+                while got < 100_000 * (i % 3 + 1):
+                    chunk = s.recv(65536)
+                    assert chunk, "the server closed the connection of a client that reads"
+                    got += len(chunk)
+                if i % 2:
+                    _rst(s)
+                else:
+                    s.close()
+                COUNTS.bad_inputs += 1
+                watch.canary()
+            # nothing of those sessions is left behind
+            _wait_for(lambda: memory(srv).get("monitors", 0) == 0)
+            _wait_for(lambda: memory(srv).get("sessions", 0) <= 1)
+            assert memory(srv).get("backlog", 0) == 0
+        finally:
+            watch.finish()
 
 
 def test_client_that_never_reads_is_dropped(ours: ServerProcess, watch: Watch) -> None:
@@ -245,3 +255,15 @@ def test_many_clients_connect_and_leave_while_others_commit(ours: ServerProcess,
     rows = transact(watch.client, {"op": "select", "table": "Txn", "where": [],
                                    "columns": ["tag"]})[0]["rows"]
     assert all(r["tag"] for r in rows)
+
+
+@pytest.mark.interop
+def test_half_close_matches_real_server(tmp_path: Path) -> None:
+    """The reference for the test above: the real server answers, then closes."""
+    with running("real", tmp_path / "real") as real, Raw(real.sock) as r:
+        r.send(orjson.dumps({"method": "transact", "params": [DB, {
+            "op": "insert", "table": "Txn", "row": {"tag": "half-closed"}}], "id": 1}))
+        r.sock.shutdown(socket.SHUT_WR)
+        r.read_until(lambda ms: False)
+        COUNTS.bad_inputs_real += 1
+        assert r.closed and [m["id"] for m in r.msgs] == [1]
