@@ -37,6 +37,13 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.register("ovsdb-server/list-remotes", "", 0, 0, commands.list_remotes)
     uc.register("ovsdb-server/reconnect", "", 0, 0, commands.reconnect)
     uc.register("ovsdb-server/get-db-storage-status", "DB", 1, 1, commands.storage_status)
+    uc.register("cluster/cid", "DB", 1, 1, commands.cluster_cid)
+    uc.register("cluster/sid", "DB", 1, 1, commands.cluster_sid)
+    uc.register("cluster/status", "DB", 1, 1, commands.cluster_status)
+    uc.register("cluster/leave", "DB", 1, 1, commands.cluster_leave)
+    uc.register("cluster/kick", "DB SERVER", 2, 2, commands.cluster_kick)
+    uc.register("cluster/change-election-timer", "DB TIME", 2, 2,
+                commands.cluster_change_election_timer)
     uc.register("vlog/list", "", 0, 0, lambda a: vlog.current().list())
     uc.register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31,
                 commands.vlog_set)
@@ -119,6 +126,59 @@ class _Commands:
         for s in list(self.server.sessions):
             s.close()
         return ""
+
+    def _cluster(self, name: str) -> Any:
+        c = self.server.clusters.get(name)
+        if c is None:
+            raise CommandError(f"{name}: database does not exist or is not clustered"
+                               if name not in self.server.dbs else
+                               f"{name}: not a clustered database")
+        return c
+
+    def cluster_cid(self, args: list[str]) -> str:
+        c = self._cluster(args[0])
+        if c.core.cid is None:
+            raise CommandError(f"{args[0]}: cluster ID not yet known")
+        return c.core.cid + "\n"
+
+    def cluster_sid(self, args: list[str]) -> str:
+        return self._cluster(args[0]).core.sid + "\n"
+
+    def cluster_status(self, args: list[str]) -> str:
+        return self._cluster(args[0]).status_text()
+
+    def cluster_leave(self, args: list[str]) -> str:
+        c = self._cluster(args[0])
+        c.core.leave()
+        c.process()
+        return ""
+
+    def cluster_kick(self, args: list[str]) -> str:
+        c = self._cluster(args[0])
+        target = args[1]
+        matches = [sid for sid, s in c.core.servers.items()
+                   if sid == target or sid.startswith(target) or s.address == target]
+        if len(matches) != 1:
+            raise CommandError("unknown server" if not matches else "ambiguous server")
+        c.core.kick(matches[0])
+        c.process()
+        return "kick requested\n"
+
+    def cluster_change_election_timer(self, args: list[str]) -> str:
+        from ..raft.core import RaftError
+
+        c = self._cluster(args[0])
+        try:
+            ms = int(args[1])
+        except ValueError:
+            raise CommandError("election timer must be between 100 and 600000, in msec."
+                               ) from None
+        try:
+            text = c.core.change_election_timer(ms)
+        except RaftError as e:
+            raise CommandError(str(e)) from None
+        c.process()
+        return text
 
     def vlog_set(self, args: list[str]) -> str:
         try:

@@ -5,6 +5,8 @@ Rules kept here:
 - `lock` joins the end of the queue; `steal` jumps to its head. The session robbed by a
   steal is told "stolen" and stays queued, so it gets the lock back, with a "locked"
   notification, when the thief releases it.
+- Whenever a session leaves a queue that still has others, the head is told "locked",
+  even if it already owned the lock (the real server does exactly this).
 - A session may hold or wait for a given lock only once until it unlocks it.
 - Closing a session releases everything it held or waited for.
 The manager only decides; callers send the notifications it returns.
@@ -42,16 +44,15 @@ class LockManager:
         return victim
 
     def unlock(self, session: Any, name: str) -> Any:
-        """Leave the queue; returns the new owner (to be told "locked") or None."""
+        """Leave the queue; returns the owner to tell "locked", or None."""
         q = self.queues.get(name)
         if not q or session not in q:
             return None
-        was_owner = q[0] is session
         q.remove(session)
         if not q:
             del self.queues[name]
             return None
-        return q[0] if was_owner else None
+        return q[0]
 
     def release_all(self, session: Any) -> list[tuple[str, Any]]:
         """Drop every lock of `session`; returns (name, new owner) pairs to notify."""

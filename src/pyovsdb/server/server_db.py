@@ -69,6 +69,34 @@ class ServerDatabase:
             self._txn([{"op": "update", "table": "Database",
                         "where": [["_uuid", "==", ["uuid", uuid]]], "row": row}])
 
+    def set_cluster_row(self, cluster: Any, *, connected: bool, leader: bool) -> None:
+        """The row of a clustered database: `schema` stays empty until the member has
+        joined and loaded a snapshot; `index` is the last entry applied here."""
+        hosted = cluster.hosted
+        core = cluster.core
+        row: dict[str, Any] = {
+            "name": cluster.name,
+            "model": "clustered",
+            "connected": connected,
+            "leader": leader,
+            "cid": ["set", [["uuid", core.cid]]] if core.cid else ["set", []],
+            "sid": ["uuid", core.sid],
+            "index": cluster.applied_index if hosted is not None else ["set", []],
+        }
+        if hosted is not None:
+            schema = hosted.db.schema
+            row["schema"] = orjson.dumps(schema.json or schema.to_json(),
+                                         option=orjson.OPT_SORT_KEYS).decode()
+        else:
+            row["schema"] = ["set", []]
+        uuid = self.rows.get(cluster.name)
+        if uuid is None:
+            res = self._txn([{"op": "insert", "table": "Database", "row": row}])
+            self.rows[cluster.name] = res[0]["uuid"][1]
+        else:
+            self._txn([{"op": "update", "table": "Database",
+                        "where": [["_uuid", "==", ["uuid", uuid]]], "row": row}])
+
     def remove_row(self, name: str) -> None:
         uuid = self.rows.pop(name, None)
         if uuid is not None:
