@@ -179,7 +179,7 @@ async def _serve(dbs: list[str], remotes: list[str], unixctl: str | None,
     server = Server(max_backlog=max_backlog, max_message=max_message)
     try:
         for path in dbs:
-            server.add_db_file(path)
+            await server.add_db(path)
         gctune.freeze()
         for r in remotes:
             await server.listeners.add(r)

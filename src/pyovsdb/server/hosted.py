@@ -78,6 +78,8 @@ class HostedDb:
         self.last_txn_id = new_uuid()
         self.triggers: list[Trigger] = []
         self.on_trigger_deadline: Callable[[HostedDb], None] | None = None
+        # The Raft member this database is replicated by, None for standalone.
+        self.cluster: Any = None
         self.n_commits = 0
 
     # -- transactions ------------------------------------------------------------------

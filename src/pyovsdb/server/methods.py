@@ -9,6 +9,8 @@ Rules kept here:
   reply; a blocked `wait` becomes a trigger that replies when it completes.
 - `monitor_cond_since` answers from the transaction history when it can (found=true
   with only the missed changes), else with the full initial contents.
+- Intended differences (docs/compat.md): `monitor` with fewer than 3 params gets an
+  error (the real server crashes), and `_Server` is never converted.
 """
 
 from __future__ import annotations
@@ -101,16 +103,24 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
 
         def finish(result: Outcome) -> None:
             session.pending.pop(key, None)
-            _complete_transact(session, hosted, result, msg_id)
+            _complete_transact(session, hosted, result, msg_id, ops, started, owns_lock)
 
         hosted.add_trigger(Trigger(ops, started, finish, session, msg_id, owns_lock), outcome)
         return PENDING
-    _complete_transact(session, hosted, outcome, msg_id)
+    _complete_transact(session, hosted, outcome, msg_id, ops, started, owns_lock)
     return PENDING
 
 
-def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg_id: Any
-                       ) -> None:
+def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg_id: Any,
+                       ops: list[Any], started: float, owns_lock: Any) -> None:
+    cluster = hosted.cluster
+    if cluster is not None and isinstance(outcome, Committed) and outcome.changeset:
+        # Committed through Raft; the reply goes out once the entry is applied here.
+        def done(result: Outcome) -> None:
+            session.send(reply(result.results, msg_id))  # type: ignore[attr-defined]
+
+        cluster.submit(ops, started, owns_lock, outcome, done)
+        return
     if isinstance(outcome, Committed) and outcome.changeset:
         hosted.commit(outcome.changeset, outcome.durable)
         session.server.note_commit(hosted)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any
 
@@ -27,9 +28,11 @@ from ..ovsdb.convert import convert
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
+from ..storage import clustered
 from ..storage.standalone import StandaloneStorage
 from ..util import batch
 from ..util.uuidgen import new_uuid
+from .cluster import ClusteredDb
 from .hosted import HostedDb
 from .listeners import Listener, Listeners
 from .locks import LockManager
@@ -46,8 +49,11 @@ def monotonic_ms() -> float:
 class Server:
     def __init__(self, *, max_backlog: int = 512 * 1024 * 1024,
                  max_message: int | None = None,
-                 compaction: dict[str, Any] | None = None) -> None:
+                 compaction: dict[str, Any] | None = None,
+                 raft_sync_commit: bool = True) -> None:
         self.dbs: dict[str, HostedDb] = {}
+        self.clusters: dict[str, ClusteredDb] = {}
+        self.raft_sync_commit = raft_sync_commit
         self.sessions: set[Session] = set()
         self.locks = LockManager()
         self.server_id = new_uuid()
@@ -76,9 +82,42 @@ class Server:
     def db_names(self) -> list[str]:
         return [n for n in self.dbs if n != SERVER_DB] + [SERVER_DB]
 
-    def add_db_file(self, path: str) -> HostedDb:
-        import os
+    async def add_db(self, path: str) -> None:
+        """Open a database file, standalone or clustered."""
+        path = os.path.abspath(path)
+        if not clustered.is_clustered(path):
+            self.add_db_file(path)
+            return
+        for c in self.clusters.values():
+            if c.path == path:
+                raise OvsdbError("ovsdb error", f"{path}: already open")
+        c = ClusteredDb(self, path, sync_commit=self.raft_sync_commit)
+        if c.name in self.dbs or c.name in self.clusters:
+            c.close(graceful=False)
+            raise OvsdbError("ovsdb error", f"{path}: database {c.name} is already open")
+        self.clusters[c.name] = c
+        await c.start()
 
+    def attach_cluster_db(self, c: ClusteredDb) -> None:
+        """A clustered database has its first contents: clients may use it now."""
+        assert c.hosted is not None
+        self.dbs[c.name] = c.hosted
+
+    def replace_db_contents(self, hosted: HostedDb, db: Any, why: str) -> None:
+        """New contents for a database (a snapshot installed from the leader, or a
+        schema change): monitors do not carry over."""
+        self._drop_monitors(hosted.name, why)
+        hosted.replace_db(db)
+
+    def cluster_left(self, c: ClusteredDb) -> None:
+        if c.name in self.dbs:
+            self.remove_db(c.name, "{} database left its cluster")
+        else:
+            self.server_db.remove_row(c.name)
+        self.clusters.pop(c.name, None)
+        c.close(graceful=False)
+
+    def add_db_file(self, path: str) -> HostedDb:
         path = os.path.abspath(path)
         for hosted in self.dbs.values():
             if hosted.storage is not None and hosted.storage.path == path:
@@ -99,10 +138,13 @@ class Server:
         return hosted
 
     def remove_db(self, name: str, why: str) -> None:
-        hosted = self.dbs.pop(name)
         self._drop_monitors(name, why.format(name))
+        hosted = self.dbs.pop(name)
         if hosted.storage is not None:
             hosted.storage.close()
+        c = self.clusters.pop(name, None)
+        if c is not None:
+            c.close()
         self.server_db.remove_row(name)
 
     def _drop_monitors(self, name: str, why: str) -> None:
@@ -216,6 +258,12 @@ class Server:
             batch.end()
 
     def compact(self, hosted: HostedDb) -> None:
+        cluster = getattr(hosted, "cluster", None)
+        if cluster is not None:
+            problem = cluster.compact()
+            if problem:
+                raise OvsdbError("not supported", f"{hosted.name}: {problem}")
+            return
         if hosted.storage is None:
             raise OvsdbError("not supported", f"{hosted.name}: cannot compact a database "
                                               "without storage")
@@ -237,6 +285,11 @@ class Server:
             "backlog": sum(s.backlog() for s in self.sessions),
             "sessions": len(self.sessions),
         }
+        if self.clusters:
+            counts["raft-log"] = sum(c.core.log_end - c.core.log_start
+                                     for c in self.clusters.values())
+            counts["raft-connections"] = sum(len([x for x in c.net.conns if not x.closed])
+                                             for c in self.clusters.values())
         always = ("atoms", "cells", "monitors", "n-weak-refs")
         return " ".join(f"{k}:{v}" for k, v in sorted(counts.items()) if v or k in always) + "\n"
 
@@ -257,6 +310,8 @@ class Server:
 
     def close(self) -> None:
         self.closing = True
+        for c in list(self.clusters.values()):
+            c.close()
         self.listeners.close()
         for s in list(self.sessions):
             s.close()
