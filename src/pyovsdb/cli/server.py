@@ -51,6 +51,8 @@ Logging options:
                            (default: {logdir}/ovsdb-server.log)
 
 Other options:
+  --no-raft-commit-sync   clustered: followers learn commits only at the next
+                          heartbeat (the behaviour before OVS 2.12, for comparison)
   --max-backlog=BYTES     close clients whose unsent output exceeds BYTES
   --max-message-size=BYTES  close clients that send a message larger than BYTES
                           (default: {max_message})
@@ -64,6 +66,7 @@ LONG = {
     "run": opt.REQUIRED,
     "max-backlog": opt.REQUIRED,
     "max-message-size": opt.REQUIRED,
+    "no-raft-commit-sync": opt.NONE,
     "disable-file-column-diff": opt.NONE,
     "private-key": opt.REQUIRED,
     "certificate": opt.REQUIRED,
@@ -141,7 +144,8 @@ def main(argv: list[str]) -> int:
         runner = asyncio.run
     try:
         return runner(_serve(dbs, remotes, unixctl, pidfile, max_backlog,
-                             limits["max-message-size"], detacher))
+                             limits["max-message-size"], detacher,
+                             not parsed.has("no-raft-commit-sync")))
     except (OvsdbError, OSError) as e:
         text = e.details if isinstance(e, OvsdbError) and e.details else str(e)
         msg = f"pyovsdb server: {text}\n"
@@ -173,10 +177,11 @@ def _default_path(parsed: opt.Parsed, name: str, directory: str, base: str) -> s
 
 async def _serve(dbs: list[str], remotes: list[str], unixctl: str | None,
                  pidfile: str | None, max_backlog: int, max_message: int,
-                 detacher: daemon.Detacher | None) -> int:
+                 detacher: daemon.Detacher | None, raft_sync_commit: bool = True) -> int:
     from ..server.server import Server
 
-    server = Server(max_backlog=max_backlog, max_message=max_message)
+    server = Server(max_backlog=max_backlog, max_message=max_message,
+                    raft_sync_commit=raft_sync_commit)
     try:
         for path in dbs:
             await server.add_db(path)
