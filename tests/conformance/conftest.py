@@ -33,16 +33,17 @@ def server_pair(tmp_path_factory: pytest.TempPathFactory
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not STATS:
+    if not (STATS["corpus cases"] or STATS["generated transactions"]):
         return
     tr = terminalreporter
     tr.section("conformance against ovsdb-server 3.1")
-    tr.write_line(f"corpus cases compared:           {STATS['corpus cases']}"
-                  f" ({STATS['corpus steps']} steps)")
+    tr.write_line(f"corpus cases compared:           {STATS['corpus cases']} of "
+                  f"{STATS['corpus size']} ({STATS['corpus steps']} steps)")
     tr.write_line(f"generated transactions compared: {STATS['generated transactions']}")
     tr.write_line(f"differences:                     {STATS['differences']}")
-    if STATS["known bugs"]:
-        tr.write_line(f"known bugs (xfail, to be fixed): {STATS['known bugs']}")
+    if STATS["known bug cases"]:
+        tr.write_line(f"known bugs (xfail cases):        {STATS['known bug cases']} "
+                      f"({STATS['known bug differences']} differences)")
     intended = sorted((k[len("intended:"):], v) for k, v in STATS.items()
                       if k.startswith("intended:"))
     tr.write_line(f"intended differences seen:       {sum(v for _, v in intended)}"

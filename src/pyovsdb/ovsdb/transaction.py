@@ -12,6 +12,9 @@ Rules kept here:
   garbage collection of unreferenced rows of non-root tables, maxRows, removal of weak
   references to rows that do not exist (then the columns' minimum sizes), uniqueness of
   indexes.
+- Of several problems in one JSON object of the request (extra members of an operation,
+  bad members of a row), the one reported is the first in the real server's hash order
+  of that object (`hashorder`), since that is the order it meets them in.
 - Pure: no clock, no I/O. The caller passes `now` (for `wait` timeouts) and the time the
   transaction first started waiting, and decides what to do with a Blocked outcome.
 """

@@ -261,10 +261,9 @@ def steal(session: Session, params: list[Any], msg_id: Any) -> Any:
     victim = locks.steal(session, name)
     if victim is not None and victim is not session:
         victim.send(notification("stolen", [name]))
-    # The real server also tells the thief, after the reply, that it now holds the lock.
-    session.send(reply({"locked": True}, msg_id))
-    session.send(notification("locked", [name]))
-    return PENDING
+    # The thief learns it holds the lock from the reply alone: the real server sends it
+    # no "locked" notification.
+    return {"locked": True}
 
 
 def unlock(session: Session, params: list[Any], msg_id: Any) -> Any:

@@ -6,9 +6,19 @@ Rules kept here:
   `monitor_cond_since` (update3: update2 plus the id of the transaction).
 - A row change is seen through the monitor's condition: a row that starts matching is an
   insert, one that stops matching a delete, one that matches before and after a modify,
-  and the rest is invisible. A modify is sent only if a monitored column changed.
+  and the rest is invisible. A modify is sent only if a tracked column changed (a
+  monitored one, or one the condition reads: then the modify may be empty, as the real
+  server sends it).
+- `select` flags belong to columns (those of the request that named them); a row
+  carries the columns that select the change's kind (see `MonitorTable`).
 - update2 "initial"/"insert" rows leave out default values; "modify" carries per-column
   diffs (`datum.Codec.diff`); "delete" is null.
+- Requests are validated as the real server does, in its order, and where it iterates a
+  JSON object (tables, members) the first error is the one it meets first in its hash
+  order (`ovsdb.hashorder`). Of several requests on one table with a `where`, the
+  condition kept is the one the real server's table lookup finds.
+- `monitor_cond_change` replaces the condition (the last request of a table's array
+  wins); on a `monitor` (v1) it is accepted and has no effect, as on the real server.
 - Rendering is shared: per-row JSON for a column set is cached on the immutable Row, and
   the rendering of a change is cached per changeset, so N monitors with the same columns
   cost one rendering, not N.
@@ -39,10 +49,11 @@ class MonitorTable:
     """What one monitor watches in one table.
 
     Each column has its own `select` flags (those of the request that named it); the
-    table's are the union of its requests' flags (even of a request with no columns). A change kind is reported for the table if any column
-    selects it, and the row then carries only the columns that select it, as the real
-    server does (so a modify may carry no column at all). A modify is reported when any
-    tracked column changed: the monitored ones, and those the condition reads.
+    table's are the union of its requests' flags, even of a request with no columns. A
+    change kind is reported for the table if the table selects it, and the row then
+    carries only the columns that select it, as the real server does (so a row may carry
+    no column at all). A modify is reported when any tracked column changed: the
+    monitored ones, and those the condition reads.
     """
 
     __slots__ = (
