@@ -186,9 +186,16 @@ class Server:
         new_db = convert(hosted.db, schema)
         if hosted.storage is not None:
             hosted.storage.replace_db(new_db)
-        self._drop_monitors(hosted.name, f"converting {hosted.name} database")
+        why = f"converting {hosted.name} database"
+        self._drop_monitors(hosted.name, why)
+        # As the real server does on a conversion, every session that is not
+        # db-change-aware is dropped, monitors or not (the requester after its reply).
+        for s in list(self.sessions):
+            if not s.db_change_aware and not s.closed:
+                log.info("%s: disconnecting (%s)", s.name, why)
+                asyncio.get_running_loop().call_soon(s.close)
         hosted.replace_db(new_db)
-        self.server_db.set_row(hosted, fresh=True)
+        self.server_db.set_row(hosted)
         log.info("%s: converted to schema version %s", hosted.name, schema.version)
 
     def _write_status(self, db_name: str, ops: list[Any]) -> None:
