@@ -33,7 +33,7 @@ from ..ovsdb.changeset import Changeset
 from ..ovsdb.database import Database
 from ..ovsdb.transaction import Blocked, Committed, Outcome
 from ..raft import core as rc
-from ..raft.records import Header, SnapshotRecord
+from ..raft.records import EntryRecord, Header, SnapshotRecord, TermRecord, VoteRecord
 from ..storage import clustered
 from ..storage.standalone import snapshot_record
 from .hosted import HostedDb
@@ -45,12 +45,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("raft")
 
 RETRY_MS = 100
+DURABLE = (TermRecord, VoteRecord, EntryRecord)
+MAX_ATTEMPTS = 1000
+RETRYABLE = (rc.BAD_PREREQ, rc.NOT_LEADER, rc.TIMEOUT, rc.LOST_LEADERSHIP)
 MIN_SNAPSHOT_RECORDS = 100
 MIN_SNAPSHOT_BYTES = 10 * 1024 * 1024
 
 
 def now_ms() -> int:
     return int(time.monotonic() * 1000)
+
+
+def address_nickname(address: str | None, sid: str) -> str:
+    """`raft_address_to_nickname`: "s1" for unix:/run/s1.raft, else the sid's first 4
+    hex digits."""
+    if address is not None and address.startswith("unix:"):
+        base = address[5:].rsplit("/", 1)[-1].split(".", 1)[0]
+        if base:
+            return base
+    return sid[:4]
 
 
 class _Pending:
@@ -104,11 +117,17 @@ class ClusteredDb:
         self.net.on_down = self._on_down
         self._timer: asyncio.TimerHandle | None = None
         self._retry_timer: asyncio.TimerHandle | None = None
+        self._retry_after_apply = False
         self._server_row: tuple[Any, ...] | None = None
         self.snapshot_size = self.log.size
         self.next_snapshot = now + random.randint(600_000, 1_200_000)
         self.closed = False
         self.left = False
+        self.last_msg: dict[str, int] = {}   # sid -> when we last heard from it
+        # Durability of the records written (tickets, see `_write`).
+        self._synced = 0
+        self._sync_target = 0
+        self._sync_scheduled = False
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -128,19 +147,23 @@ class ClusteredDb:
             if t is not None:
                 t.cancel()
         self.net.close()
+        if graceful:
+            self._flush_sync()
         self.log.close()
 
     # -- driving the core --------------------------------------------------------------
 
     def process(self) -> None:
         core = self.core
+        applied_before = self.applied_index
         while core.has_ready() and not self.closed:
             r = core.ready()
-            if r.records:
-                self._write(r.records)
-                core.persisted(r.records[-1].ticket, now_ms())
+            # Messages first: they are cleared for sending whatever this batch writes
+            # (append requests go out while the leader writes the same entries).
             for m in r.messages:
                 self.net.send(m)
+            if r.records:
+                self._write(r.records)
             for c in r.committed:
                 self._apply(c)
             for cmd in r.completed:
@@ -149,6 +172,9 @@ class ClusteredDb:
                 self._store_snapshot()
         if self.closed:
             return
+        if self._retry_after_apply and self.retry and self.applied_index != applied_before:
+            self._retry_after_apply = False
+            asyncio.get_running_loop().call_soon(self._retry_now)
         self._finish_applied()
         self._sync_peers()
         self._update_server_row()
@@ -178,6 +204,8 @@ class ClusteredDb:
     def _on_rpc(self, msg: Any) -> None:
         if self.closed:
             return
+        if msg.src in self.core.servers:
+            self.last_msg[msg.src] = now_ms()
         if self.net.cluster_id is None and self.core.cid is not None:
             self.net.cluster_id = self.core.cid
         self.core.step(msg, now_ms())
@@ -203,20 +231,79 @@ class ClusteredDb:
     # -- records -----------------------------------------------------------------------
 
     def _write(self, records: list[Any]) -> None:
+        """Write the records in order; make them durable at the end of this loop pass.
+
+        Only terms, votes and entries need an fsync before we speak of them; commit
+        index, leader and note records are hints a replay or the leader rebuilds (the
+        real server does not sync them either: "we don't need to sync it"). The fsync
+        is deferred to one callback after everything the loop received in this pass
+        has been handled, so a burst of transactions (or of append requests) shares
+        one fsync, as the real server's `afsync` thread shares one between the writes
+        queued while it runs. (A worker thread here costs more in GIL hand-offs than
+        the fsync itself on this kind of machine.) The core hears `persisted(ticket)`
+        only for a prefix that an fsync has covered."""
         batch: list[Any] = []
-        for rec in records:
-            if isinstance(rec, SnapshotRecord):
-                if batch:
-                    self.log.append(batch, sync=False)
-                    batch = []
-                header = Header(sid=self.core.sid, name=self.name,
-                                local_address=self.core.local_address, cid=self.core.cid,
-                                snapshot=rec.snapshot)
-                self.log.replace(header, rec.file_records())
-                self.snapshot_size = self.log.size
-            else:
-                batch.append(rec)
-        self.log.append(batch, sync=True)
+        durable = False
+        try:
+            for rec in records:
+                if isinstance(rec, SnapshotRecord):
+                    if batch:
+                        self.log.append(batch, sync=False)
+                        batch = []
+                    header = Header(sid=self.core.sid, name=self.name,
+                                    local_address=self.core.local_address,
+                                    cid=self.core.cid, snapshot=rec.snapshot)
+                    # A whole new file, fsynced and renamed into place: everything up
+                    # to here is durable in it.
+                    self.log.replace(header, rec.file_records())
+                    self.snapshot_size = self.log.size
+                    self._synced = max(self._synced, rec.ticket)
+                    durable = False
+                else:
+                    batch.append(rec)
+                    durable = durable or isinstance(rec, DURABLE)
+            self.log.append(batch, sync=False)
+        except OSError as e:
+            self._io_failed(e)
+            return
+        last = records[-1].ticket
+        if durable or self._sync_target > self._synced:
+            self._sync_target = last
+            if not self._sync_scheduled:
+                self._sync_scheduled = True
+                asyncio.get_running_loop().call_soon(self._sync_now)
+        else:
+            self._synced = last
+            self.core.persisted(last, now_ms())
+
+    def _sync_now(self) -> None:
+        self._sync_scheduled = False
+        if self.closed or self._sync_target <= self._synced:
+            return
+        target = self._sync_target
+        try:
+            self.log.writer.sync()
+        except OSError as e:
+            self._io_failed(e)
+            return
+        self._synced = target
+        self.core.persisted(target, now_ms())
+        self.process()
+
+    def _io_failed(self, e: BaseException) -> None:
+        """The file may no longer hold what the core thinks: stop taking part (the
+        core answers "I/O error") until restarted, as the real server does."""
+        log.error("%s: write to %s failed (%s); no longer taking part in the cluster",
+                  self.name, self.path, e)
+        self.core.fail()
+
+    def _flush_sync(self) -> None:
+        """At a graceful close: whatever is written becomes durable now."""
+        if self._sync_target > self._synced:
+            try:
+                self.log.writer.sync()
+            except OSError:
+                pass
 
     # -- applying ----------------------------------------------------------------------
 
@@ -293,14 +380,15 @@ class ClusteredDb:
             self._failed(p, cmd.status)
 
     def _failed(self, p: _Pending, status: str) -> None:
-        if status in (rc.BAD_PREREQ, rc.NOT_LEADER, rc.TIMEOUT, rc.LOST_LEADERSHIP) \
-                and p.attempts < 1000 and not self.closed:
+        if status in RETRYABLE and p.attempts < MAX_ATTEMPTS and not self.closed:
             self.retry.append(p)
             if status == rc.BAD_PREREQ:
-                asyncio.get_running_loop().call_soon(self._retry_now)
-            elif self._retry_timer is None:
-                self._retry_timer = asyncio.get_running_loop().call_later(
-                    RETRY_MS / 1000, self._retry_now)
+                # Our copy is behind the log: executing again before something new is
+                # applied here would fail the same way (on the leader, synchronously,
+                # in a tight loop). Retry after the next apply, or after a while if
+                # nothing comes (the real server waits for its prereq the same way).
+                self._retry_after_apply = True
+            self._arm_retry()
             return
         assert p.results is not None
         results = list(getattr(p.results, "results", []))
@@ -311,23 +399,34 @@ class ClusteredDb:
 
         p.finish(Failed(results, OvsdbError("cluster error", status)))
 
+    def _arm_retry(self) -> None:
+        if self._retry_timer is None and self.retry and not self.closed:
+            self._retry_timer = asyncio.get_running_loop().call_later(
+                RETRY_MS / 1000, self._retry_now)
+
     def _retry_now(self) -> None:
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
         self._retry_timer = None
+        self._retry_after_apply = False
         retry, self.retry = self.retry, []
         hosted = self.hosted
         for p in retry:
             if hosted is None or self.closed:
+                continue
+            if self.core.is_leader and self.prereq != self.core.current_eid:
+                # Entries of ours are not applied yet: they would fail the prereq.
+                self.retry.append(p)
+                self._retry_after_apply = True
                 continue
             outcome = hosted.execute(p.ops, started=p.started, owns_lock=p.owns_lock)
             if isinstance(outcome, Blocked):
                 # A wait that held before no longer does: wait again, like a trigger,
                 # until it holds or its timeout (counted from the start) expires.
                 self.retry.append(p)
-                if self._retry_timer is None:
-                    self._retry_timer = asyncio.get_running_loop().call_later(
-                        RETRY_MS / 1000, self._retry_now)
                 continue
             self._propose(p, outcome)
+        self._arm_retry()
 
     def _finish_applied(self) -> None:
         if not self.waiting_apply:
@@ -352,42 +451,86 @@ class ClusteredDb:
         self._server_row = row
         self.server.server_db.set_cluster_row(self, connected=row[0], leader=row[1])
 
-    def status_text(self) -> str:
-        """`cluster/status`, in the real server's layout."""
-        st = self.core.status()
+    def nickname(self, sid: str | None) -> str:
+        """What the real server calls a server in logs and status: the file name of a
+        unix address up to its first dot, otherwise the first 4 digits of its id
+        (`raft_address_to_nickname`)."""
+        if sid is None:
+            return "unknown"
         core = self.core
+        s = core.servers.get(sid) or core.add_servers.get(sid)
+        address = core.local_address if sid == core.sid else s.address if s else None
+        return address_nickname(address, sid)
 
-        def nick(sid: str | None) -> str:
-            return "unknown" if sid is None else sid[:4]
+    def status_text(self) -> str:
+        """`cluster/status`, line for line as the real server prints it
+        (`raft_unixctl_status`)."""
+        core = self.core
+        st = core.status()
+        now = now_ms()
+
+        def who(sid: str | None) -> str:
+            return "self" if sid == core.sid else self.nickname(sid)
 
         lines = [
-            nick(core.sid),
+            self.nickname(core.sid),
             f"Name: {self.name}",
-            f"Cluster ID: {nick(core.cid)} ({core.cid})" if core.cid else
+            f"Cluster ID: {core.cid[:4]} ({core.cid})" if core.cid else
             "Cluster ID: not yet known",
-            f"Server ID: {nick(core.sid)} ({core.sid})",
+            f"Server ID: {core.sid[:4]} ({core.sid})",
             f"Address: {core.local_address}",
             f"Status: {st['status']}",
+        ]
+        if core.joining:
+            lines.append("Remotes for joining:"
+                         + "".join(f" {a}" for a in core.remote_addresses))
+        if core.is_leader:
+            for s in core.add_servers.values():
+                lines.append(f"Adding server {self.nickname(s.sid)} ({s.sid[:4]} at "
+                             f"{s.address}) ({s.phase})")
+            rs = core.remove_server
+            if rs is not None:
+                lines.append(f"Removing server {address_nickname(rs.address, rs.sid)} "
+                             f"({rs.sid[:4]} at {rs.address}) ({rs.phase})")
+        lines += [
             f"Role: {st['role']}",
             f"Term: {st['term']}",
-            f"Leader: {'self' if st['leader'] == core.sid else nick(st['leader'])}",
-            f"Vote: {'self' if st['vote'] == core.sid else nick(st['vote'])}",
+            f"Leader: {who(st['leader'])}",
+            f"Vote: {who(st['vote'])}",
             "",
-            f"Election timer: {st['election_timer']}",
+        ]
+        if core.election_start is not None:
+            reason = "leadership_transfer" if core.leadership_transfer else "timeout"
+            lines.append(f"Last Election started {now - core.election_start} ms ago, "
+                         f"reason: {reason}")
+        if core.election_won is not None:
+            lines.append(f"Last Election won: {now - core.election_won} ms ago")
+        timer = f"Election timer: {st['election_timer']}"
+        if core.is_leader and core.election_timer_new:
+            timer += f" (changing to {core.election_timer_new})"
+        lines += [
+            timer,
             f"Log: [{st['log'][0]}, {st['log'][1]}]",
             f"Entries not yet committed: {st['log'][1] - 1 - st['commit_index']}",
-            f"Entries not yet applied: {st['commit_index'] - st['last_applied']}",
-            f"Connections: {self.net.describe()}",
+            f"Entries not yet applied: {st['log'][1] - 1 - st['last_applied']}",
+            "Connections:" + "".join(f" {c}" for c in self.net.describe(self.nickname)),
+            f"Disconnections: {self.net.disconnections}",
             "Servers:",
         ]
-        for sid, (addr, phase, next_index, match_index) in sorted(st["servers"].items()):
-            line = f"    {nick(sid)} ({nick(sid)} at {addr})"
-            if sid == core.sid:
+        for s in core.servers.values():
+            line = f"    {self.nickname(s.sid)} ({s.sid[:4]} at {s.address})"
+            if s.sid == core.sid:
                 line += " (self)"
-            if phase != rc.STABLE:
-                line += f" ({phase})"
-            if core.is_leader:
-                line += f" next_index={next_index} match_index={match_index}"
+            if s.phase != rc.STABLE:
+                line += f" ({s.phase})"
+            if core.role == rc.CANDIDATE:
+                if s.vote is not None:
+                    line += f" (voted for {self.nickname(s.vote)})"
+            elif core.is_leader:
+                line += f" next_index={s.next_index} match_index={s.match_index}"
+            last = self.last_msg.get(s.sid)
+            if last is not None and s.sid != core.sid:
+                line += f" last msg {now - last} ms ago"
             lines.append(line)
         return "\n".join(lines) + "\n"
 

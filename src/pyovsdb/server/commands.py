@@ -129,16 +129,14 @@ class _Commands:
 
     def _cluster(self, name: str) -> Any:
         c = self.server.clusters.get(name)
-        if c is None:
-            raise CommandError(f"{name}: database does not exist or is not clustered"
-                               if name not in self.server.dbs else
-                               f"{name}: not a clustered database")
+        if c is None or c.closed:
+            raise CommandError("unknown cluster")
         return c
 
     def cluster_cid(self, args: list[str]) -> str:
         c = self._cluster(args[0])
         if c.core.cid is None:
-            raise CommandError(f"{args[0]}: cluster ID not yet known")
+            raise CommandError("cluster id not yet known")
         return c.core.cid + "\n"
 
     def cluster_sid(self, args: list[str]) -> str:
@@ -148,21 +146,56 @@ class _Commands:
         return self._cluster(args[0]).status_text()
 
     def cluster_leave(self, args: list[str]) -> str:
-        c = self._cluster(args[0])
-        c.core.leave()
+        return self._leave(self._cluster(args[0]))
+
+    @staticmethod
+    def _leave(c: Any) -> str:
+        core = c.core
+        if core.leaving:
+            raise CommandError("already in progress leaving cluster")
+        if core.joining:
+            raise CommandError("can't leave while join in progress")
+        if core.failed:
+            raise CommandError("can't leave after failure")
+        core.leave()
         c.process()
         return ""
 
     def cluster_kick(self, args: list[str]) -> str:
+        """The server named by address (best) or by a prefix of its id, as the real
+        `raft_lookup_server_best_match` picks it; unlike it, a name that matches
+        nobody never picks the only server."""
+        from ..raft.core import RaftError
+
         c = self._cluster(args[0])
+        core = c.core
         target = args[1]
-        matches = [sid for sid, s in c.core.servers.items()
-                   if sid == target or sid.startswith(target) or s.address == target]
-        if len(matches) != 1:
-            raise CommandError("unknown server" if not matches else "ambiguous server")
-        c.core.kick(matches[0])
+        best: list[str] = []
+        best_score = 0
+        for sid, s in core.servers.items():
+            score = (1 << 31 if s.address == target
+                     else len(target) if target and sid.startswith(target.lower()) else 0)
+            if score > best_score:
+                best, best_score = [sid], score
+            elif score == best_score and score:
+                best.append(sid)
+        if len(best) != 1:
+            raise CommandError("unknown server")
+        sid = best[0]
+        if sid == core.sid:
+            return self._leave(c)
+        if core.is_leader:
+            core.kick(sid)
+            c.process()
+            return "started removal\n"
+        if core.leader_sid is None or core.leader_sid not in c.net.connected_peers():
+            raise CommandError("failed to send removal request")
+        try:
+            core.kick(sid)
+        except RaftError:
+            raise CommandError("failed to send removal request") from None
         c.process()
-        return "kick requested\n"
+        return "sent removal request to leader\n"
 
     def cluster_change_election_timer(self, args: list[str]) -> str:
         from ..raft.core import RaftError

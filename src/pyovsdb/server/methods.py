@@ -289,7 +289,7 @@ def convert(session: Session, params: list[Any], msg_id: Any) -> Any:
                                                f"match database name ({hosted.name})")
     if hosted.read_only_reason is not None:
         raise OvsdbError("not allowed", f"cannot convert {hosted.name}")
-    session.server.convert_db(hosted, params[1])
+    session.server.convert_db(hosted, params[1], requester=session)
     return {}
 
 

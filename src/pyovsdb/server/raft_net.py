@@ -43,7 +43,7 @@ class _RaftConn(Connection):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
-        self.net.conns.add(self)
+        self.net.conns[self] = None
 
     def on_message(self, kind: str, msg: dict[str, Any]) -> None:
         if kind != NOTIFY:
@@ -59,7 +59,8 @@ class _RaftConn(Connection):
         net.deliver(m)
 
     def on_close(self) -> None:
-        self.net.conns.discard(self)
+        self.net.conns.pop(self, None)
+        self.net.disconnections += 1
         if self.peer_sid is not None and self.net.on_down is not None:
             self.net.on_down(self.peer_sid)
 
@@ -71,7 +72,7 @@ class RaftNet:
         self.local_address = local_address
         self.cluster_id = cluster_id
         self.deliver = deliver
-        self.conns: set[_RaftConn] = set()
+        self.conns: dict[_RaftConn, None] = {}  # an ordered set: oldest first
         self.peers: dict[str, str] = {}  # sid -> address (from the configuration)
         self.joining_addresses: list[str] = []
         self._dialers: dict[str, asyncio.Task[None]] = {}
@@ -79,6 +80,7 @@ class RaftNet:
         self.on_up: Callable[[str | None, str], None] | None = None
         self.on_down: Callable[[str], None] | None = None
         self.closed = False
+        self.disconnections = 0
 
     # -- listening ---------------------------------------------------------------------
 
@@ -109,6 +111,12 @@ class RaftNet:
             if addr not in wanted.values() and addr not in self.joining_addresses:
                 self._dialers.pop(addr).cancel()
         self.peers = wanted
+        for c in self.conns:
+            if c.outgoing_to is not None:
+                # Who is at an address we dialed is what the configuration says (it
+                # changes when a server is replaced by a new one at the same address,
+                # and a joiner dials before it knows anybody).
+                c.peer_sid = self._sid_for(c.outgoing_to) or c.peer_sid
         for sid, addr in wanted.items():
             if addr not in self._dialers:
                 self._dial(addr, sid)
@@ -136,11 +144,11 @@ class RaftNet:
                 backoff = min(RECONNECT_MAX, backoff * 2)
                 continue
             backoff = RECONNECT_MIN
-            conn.peer_sid = sid
+            conn.peer_sid = self._sid_for(address) or sid
             lost = asyncio.get_running_loop().create_future()
             conn.on_closed.append(lambda f=lost: f.done() or f.set_result(None))
             if self.on_up is not None:
-                self.on_up(sid, address)
+                self.on_up(conn.peer_sid, address)
             await lost
 
     # -- sending -----------------------------------------------------------------------
@@ -167,15 +175,28 @@ class RaftNet:
     def connected_peers(self) -> set[str]:
         return {c.peer_sid for c in self.conns if not c.closed and c.peer_sid is not None}
 
-    def describe(self) -> str:
-        """`Connections:` line of cluster/status: <- incoming, -> outgoing."""
+    def describe(self, nickname: Callable[[str], str]) -> list[str]:
+        """`Connections:` items of cluster/status: <- incoming, -> outgoing, in
+        parentheses while not connected (an outgoing one being re-dialed)."""
         parts = []
-        for c in sorted(self.conns, key=lambda c: (c.peer_sid or "", c.outgoing_to is None)):
+        for c in self.conns:
             if c.closed:
                 continue
             arrow = "->" if c.outgoing_to is not None else "<-"
-            parts.append(f"{arrow}{(c.peer_sid or '0000')[:4]}")
-        return " ".join(parts)
+            name = nickname(c.peer_sid) if c.peer_sid is not None else "0000"
+            parts.append(f"{arrow}{name}")
+        connected = {c.outgoing_to for c in self.conns if not c.closed}
+        for addr in self._dialers:
+            if addr not in connected:
+                sid = self._sid_for(addr)
+                parts.append(f"(->{nickname(sid) if sid else '0000'})")
+        return parts
+
+    def _sid_for(self, address: str) -> str | None:
+        for sid, addr in self.peers.items():
+            if addr == address:
+                return sid
+        return None
 
     def close(self) -> None:
         self.closed = True

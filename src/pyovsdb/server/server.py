@@ -177,7 +177,7 @@ class Server:
             s.close(abort=True)
         self.request_exit(1)
 
-    def convert_db(self, hosted: HostedDb, schema_json: Any) -> None:
+    def convert_db(self, hosted: HostedDb, schema_json: Any, requester: Any = None) -> None:
         """Online schema conversion (the `convert` method)."""
         schema = DatabaseSchema.from_json(schema_json)
         if schema.name != hosted.name:
@@ -193,7 +193,10 @@ class Server:
         for s in list(self.sessions):
             if not s.db_change_aware and not s.closed:
                 log.info("%s: disconnecting (%s)", s.name, why)
-                asyncio.get_running_loop().call_soon(s.close)
+                if s is requester:
+                    s.close_after_reply = True
+                else:
+                    s.close()
         hosted.replace_db(new_db)
         self.server_db.set_row(hosted)
         log.info("%s: converted to schema version %s", hosted.name, schema.version)

@@ -18,7 +18,9 @@ from typing import Any
 
 import orjson
 
+from ..ovsdb.changeset import Changeset, RowChange
 from ..ovsdb.database import Database
+from ..ovsdb.row import Row
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
 from .hosted import HostedDb
@@ -41,6 +43,8 @@ class ServerDatabase:
             clock=clock,
         )
         self.rows: dict[str, str] = {}  # db name -> row uuid
+        # db name -> (cid, sid, schema) last written for a clustered row
+        self._cluster_fixed: dict[str, tuple[Any, ...]] = {}
         self.set_row(self.hosted)
 
     def set_row(self, hosted: HostedDb, *, fresh: bool = False,
@@ -71,9 +75,27 @@ class ServerDatabase:
 
     def set_cluster_row(self, cluster: Any, *, connected: bool, leader: bool) -> None:
         """The row of a clustered database: `schema` stays empty until the member has
-        joined and loaded a snapshot; `index` is the last entry applied here."""
+        joined and loaded a snapshot; `index` is the last entry applied here.
+
+        `index` changes with every entry applied, so the common case (only `index`,
+        `connected` or `leader` changed) builds the new row directly instead of
+        running a transaction; monitors still see an ordinary modification."""
         hosted = cluster.hosted
         core = cluster.core
+        uuid = self.rows.get(cluster.name)
+        fixed = (core.cid, core.sid, hosted.db.schema if hosted is not None else None)
+        index = (cluster.applied_index,) if hosted is not None else ()
+        if uuid is not None and self._cluster_fixed.get(cluster.name) == fixed:
+            table = self.hosted.db.tables["Database"]
+            old = table.rows.get(uuid)
+            if old is not None:
+                data = dict(old.data)
+                data["connected"], data["leader"], data["index"] = connected, leader, index
+                if data != old.data:
+                    cs = Changeset({"Database": {uuid: RowChange(uuid, old, Row(uuid, data))}})
+                    self.hosted.commit(cs)
+                return
+        self._cluster_fixed[cluster.name] = fixed
         row: dict[str, Any] = {
             "name": cluster.name,
             "model": "clustered",
@@ -89,7 +111,6 @@ class ServerDatabase:
                                          option=orjson.OPT_SORT_KEYS).decode()
         else:
             row["schema"] = ["set", []]
-        uuid = self.rows.get(cluster.name)
         if uuid is None:
             res = self._txn([{"op": "insert", "table": "Database", "row": row}])
             self.rows[cluster.name] = res[0]["uuid"][1]
@@ -98,6 +119,7 @@ class ServerDatabase:
                         "where": [["_uuid", "==", ["uuid", uuid]]], "row": row}])
 
     def remove_row(self, name: str) -> None:
+        self._cluster_fixed.pop(name, None)
         uuid = self.rows.pop(name, None)
         if uuid is not None:
             self._txn([{"op": "delete", "table": "Database",

@@ -61,6 +61,7 @@ class Session(Connection):
         self.monitors: dict[bytes, Monitor] = {}
         self.pending: dict[bytes, Any] = {}  # transact request ids awaiting a reply
         self.db_change_aware = False
+        self.close_after_reply = False  # set when a request ends this session (convert)
         self.n_requests = 0
 
     def connection_made(self, transport: Any) -> None:
@@ -113,6 +114,8 @@ class Session(Connection):
             return
         if result is not methods.PENDING:
             self.send(reply(result, msg_id))
+        if self.close_after_reply:
+            self.close()
         self.server.after_request()
 
     # -- monitors ----------------------------------------------------------------------
