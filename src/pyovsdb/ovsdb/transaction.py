@@ -87,6 +87,7 @@ class TxnRow:
 
 _WRITE_OPS = frozenset(("insert", "update", "mutate", "delete", "commit"))
 _MISSING = object()
+_INF = float("inf")
 _VALID_IDS: set[Any] = set()  # strings already checked to be <id>s
 
 
@@ -570,19 +571,27 @@ class Transaction:
         tables touched (no references, no indexes, no row limit) are skipped."""
         deleted = self._drop_unchanged()
         tables = self.db.schema.tables
-        touched = [tables[t] for t, trs in self.rows.items() if trs]
+        touched = refs = max_rows = weak = indexes = False
+        for t, trs in self.rows.items():
+            if trs:
+                ts = tables[t]
+                touched = True
+                refs = refs or bool(ts.strong_ref_columns) or not ts.is_root
+                max_rows = max_rows or ts.max_rows != _INF
+                weak = weak or bool(ts.weak_ref_columns)
+                indexes = indexes or bool(ts.indexes)
         if not touched:
             return Changeset({})
-        if deleted or any(ts.strong_ref_columns or not ts.is_root for ts in touched):
+        if deleted or refs:
             new_refs: list[tuple[str, str, str, str, str]] = []
             deltas = self._strong_ref_deltas(new_refs)
             self._check_strong_refs(deltas, new_refs)
             self._collect_garbage(deltas)
-        if any(ts.max_rows != float("inf") for ts in touched):
+        if max_rows:
             self._check_max_rows()
-        if deleted or any(ts.weak_ref_columns for ts in touched):
+        if deleted or weak:
             self._assess_weak_refs()
-        if any(ts.indexes for ts in touched):
+        if indexes:
             self._check_indexes()
         return self._changeset()
 
