@@ -19,11 +19,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..ovsdb.changeset import Changeset
+from ..ovsdb.changeset import Changeset, merge
 from ..ovsdb.database import Database
 from ..ovsdb.transaction import Blocked, Outcome, execute
 from ..util.uuidgen import new_uuid, sequential_uuid
-from .monitor import Monitor, merge_changesets
+from .monitor import Monitor
 
 if TYPE_CHECKING:
     from ..storage.standalone import StandaloneStorage
@@ -76,6 +76,7 @@ class HostedDb:
         self.history: deque[tuple[str, Changeset, int]] = deque()
         self.history_cells = 0
         self.last_txn_id = new_uuid()
+        self.history_base = self.last_txn_id
         self.triggers: list[Trigger] = []
         self.on_trigger_deadline: Callable[[HostedDb], None] | None = None
         # The Raft member this database is replicated by, None for standalone.
@@ -125,15 +126,21 @@ class HostedDb:
         while self.history and (
             len(self.history) > self.max_history or self.history_cells > limit
         ):
-            self.history_cells -= self.history.popleft()[2]
+            tid, _, cells = self.history.popleft()
+            self.history_base = tid
+            self.history_cells -= cells
 
     def changes_since(self, txn_id: str) -> Changeset | None:
-        """Everything committed after `txn_id`, or None if it is not in the history."""
+        """Everything committed after `txn_id`, or None if it is not in the history.
+        The id before the oldest remembered transaction counts too (that is the id a
+        client got if it connected before those transactions)."""
         if txn_id == self.last_txn_id:
             return Changeset()
+        if txn_id == self.history_base:
+            return merge(cs for _, cs, _ in self.history)
         for i, (tid, _, _) in enumerate(self.history):
             if tid == txn_id:
-                return merge_changesets(cs for _, cs, _ in list(self.history)[i + 1:])
+                return merge(cs for _, cs, _ in list(self.history)[i + 1:])
         return None
 
     # -- blocked transactions ----------------------------------------------------------
@@ -180,6 +187,7 @@ class HostedDb:
         self.history.clear()
         self.history_cells = 0
         self.last_txn_id = new_uuid()
+        self.history_base = self.last_txn_id
         self.monitors.clear()
 
     def remove_monitor(self, mon: Monitor) -> None:

@@ -439,24 +439,3 @@ def _parse_change_request(ts: TableSchema, req: Any) -> Condition | None:
         return None
     cond = parse_where(ts, where_json)
     return None if cond.is_true else cond
-
-
-def merge_changesets(changesets: Iterable[Changeset]) -> Changeset:
-    """Compose consecutive changesets into one (first old, last new per row)."""
-    merged: dict[str, dict[str, RowChange]] = {}
-    for cs in changesets:
-        for tname, changes in cs.tables.items():
-            t = merged.setdefault(tname, {})
-            for uuid, ch in changes.items():
-                prev = t.get(uuid)
-                if prev is None:
-                    t[uuid] = ch
-                else:
-                    t[uuid] = RowChange(uuid, prev.old, ch.new)
-    for tname in list(merged):
-        t = merged[tname]
-        for uuid in [u for u, ch in t.items() if ch.old is None and ch.new is None]:
-            del t[uuid]
-        if not t:
-            del merged[tname]
-    return Changeset(merged)
