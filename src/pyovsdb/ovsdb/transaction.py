@@ -301,22 +301,26 @@ class Transaction:
         return tr.new
 
     def _parse_row(self, ts: TableSchema, json: dict[str, Any]) -> dict[str, Any]:
-        """Column values of an insert row; `_uuid`/`_version` are checked, then ignored.
-        Of several bad members, the one reported is the first in the real server's
-        order (see `_row_error`)."""
-        out: dict[str, Any] = {}
+        """Column values of an insert row; `_uuid`/`_version` are checked, then ignored."""
+        out = self._row_values(ts, json)
+        out.pop("_uuid", None)
+        out.pop("_version", None)
+        return out
+
+    def _row_values(self, ts: TableSchema, json: dict[str, Any],
+                    into: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every member of a row object parsed with its column's type, `_uuid` and
+        `_version` included. Of several bad members, the one reported is the first in
+        the real server's order (see `_row_error`)."""
+        out: dict[str, Any] = {} if into is None else into
         symtab = self.symtab
-        cols = ts.columns
+        cols = ts.all_columns
         try:
             for cname, vjson in json.items():
                 col = cols.get(cname)
                 if col is None:
-                    hidden = ts.all_columns.get(cname)
-                    if hidden is None:
-                        raise OvsdbError("unknown column",
-                                         f"No column {cname} in table {ts.name}.", json)
-                    hidden.type.codec.from_json(vjson, symtab)  # checked, then ignored
-                    continue
+                    raise OvsdbError("unknown column",
+                                     f"No column {cname} in table {ts.name}.", json)
                 out[cname] = col.type.codec.from_json(vjson, symtab)
         except OvsdbError as e:
             raise self._row_error(ts, json, e) from None
@@ -436,16 +440,7 @@ class Transaction:
         where = p.get("where", "array")
         row_json = p.get("row", "object")
         ts = table.schema
-        values = {}
-        try:
-            for cname, vjson in row_json.items():
-                col = ts.all_columns.get(cname)
-                if col is None:
-                    raise OvsdbError("unknown column",
-                                     f"No column {cname} in table {ts.name}.", row_json)
-                values[cname] = col.type.codec.from_json(vjson, self.symtab)
-        except OvsdbError as e:
-            raise self._row_error(ts, row_json, e) from None
+        values = self._row_values(ts, row_json)
         immutable = [c for c in values if not ts.all_columns[c].mutable]
         if immutable:
             cname = first_in_shash_order(row_json, immutable)
@@ -524,15 +519,7 @@ class Transaction:
             values = dict(defaults)
             values["_uuid"] = UUID_ZERO
             values["_version"] = UUID_ZERO
-            try:
-                for cname, vjson in rj.items():
-                    col = ts.all_columns.get(cname)
-                    if col is None:
-                        raise OvsdbError("unknown column",
-                                         f"No column {cname} in table {ts.name}.", rj)
-                    values[cname] = col.type.codec.from_json(vjson, self.symtab)
-            except OvsdbError as e:
-                raise self._row_error(ts, rj, e) from None
+            self._row_values(ts, rj, values)
             expected.add(tuple(values[c] for c in columns))
         actual = {tuple(row.get(c) for c in columns) for row in self._query(table, cond)}
         if (actual == expected) == (until == "=="):
