@@ -17,6 +17,7 @@ from raft_harness import CID, DATA0, EID0, SIDS, Net, addr
 from pyovsdb.raft import rpc
 from pyovsdb.raft.core import (
     BAD_PREREQ,
+    INCOMPLETE,
     LEADER,
     NOT_LEADER,
     SHUTDOWN,
@@ -351,6 +352,52 @@ def test_duplicate_forwarded_request_is_executed_once() -> None:
     net.run()
     assert cmd.status == SUCCESS
     assert net.data_applied(SIDS[0]) == [cmd.eid]
+
+
+def test_held_forwarded_commands_lose_the_race_to_the_leaders_own() -> None:
+    """While the leader's host holds forwarded commands (its own transactions wait
+    for their turn), they are neither appended nor answered; its own command goes
+    first and the held ones then fail their prerequisite, to be retried."""
+    net = committed_cluster(3)
+    lead, f = net.core(0), net.core(1)
+    lead.set_hold_forwarded(True, net.now)
+    held = f.propose_command(cmd_data(1), EID0, net.now)
+    net.flush(f)
+    net.run()
+    assert held.status == INCOMPLETE and lead.current_eid == EID0
+    assert not [m for m in net.sent if isinstance(m, rpc.ExecuteCommandReply)]
+    own = lead.propose_command(cmd_data(2), EID0, net.now)
+    lead.set_hold_forwarded(False, net.now)
+    net.flush(lead)
+    net.run()
+    assert own.status == SUCCESS and held.status == BAD_PREREQ
+    assert net.data_applied(SIDS[0]) == [own.eid]
+    # Released with nothing of its own in between, a held command is appended.
+    lead.set_hold_forwarded(True, net.now)
+    again = f.propose_command(cmd_data(3), own.eid, net.now)
+    net.flush(f)
+    net.run()
+    lead.set_hold_forwarded(False, net.now)
+    net.flush(lead)
+    net.run()
+    assert again.status == SUCCESS
+    assert net.data_applied(SIDS[0]) == [own.eid, again.eid]
+
+
+def test_held_forwarded_commands_are_refused_when_leadership_is_lost() -> None:
+    net = committed_cluster(3)
+    lead, f = net.core(0), net.core(1)
+    lead.set_hold_forwarded(True, net.now)
+    held = f.propose_command(cmd_data(1), EID0, net.now)
+    net.flush(f)
+    net.run()
+    lead.transfer_leadership("requested", net.now)
+    net.flush(lead)
+    net.run()
+    assert lead.role != "leader" and not lead.hold_forwarded
+    reply = [m for m in net.sent if isinstance(m, rpc.ExecuteCommandReply)]
+    assert reply and reply[0].status == "not leader"
+    assert held.status != INCOMPLETE
 
 
 def test_forwarded_command_completes_when_its_reply_is_lost() -> None:

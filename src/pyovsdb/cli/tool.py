@@ -259,16 +259,19 @@ def _looks_like_db(path: str) -> bool:
 
 
 def check_raft_address(address: str) -> None:
+    """`raft_address_validate`, with its texts."""
     kind, _, rest = address.partition(":")
-    if kind not in ("tcp", "ssl", "unix") or not rest:
-        raise ToolError(f'{address}: expected "tcp", "ssl", or "unix" address')
-    if kind in ("tcp", "ssl") and ":" not in rest:
-        raise ToolError(f"{address}: port number must be specified")
+    if kind == "unix":
+        return
+    if kind not in ("tcp", "ssl"):
+        raise ToolError(f'ovsdb error: {address}: expected "tcp" or "ssl" address')
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise ToolError(f"ovsdb error: {address}: syntax error in address")
 
 
 def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
     db, contents, local = args
-    check_raft_address(local)
     if clustered.is_clustered(contents):
         raise ToolError(f"{contents}: cannot create a cluster from a clustered database")
     data: dict[str, Any] = {}
@@ -287,9 +290,14 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
         DatabaseSchema.from_json(schema_json)
     schema_json, changed = clustered.schema_for_cluster(schema_json)
     if changed:
-        print(f"pyovsdb tool: {contents}: changed {len(changed)} columns in "
-              f"'{schema_json.get('name')}' database from ephemeral to persistent, because "
-              "clusters do not support ephemeral columns", file=sys.stderr)
+        # A warning in the real tool's console log format (`VLOG_WARN`).
+        table, _, column = changed[-1].partition(".")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        print(f"{stamp}|00001|ovsdb|WARN|{contents}: changed {len(changed)} columns in "
+              f"'{schema_json.get('name')}' database from ephemeral to persistent, "
+              f"including '{column}' column in '{table}' table, because clusters do not "
+              "support ephemeral columns", file=sys.stderr)
+    check_raft_address(local)
     timer = parsed.get("election-timer")
     records = []
     if timer is not None:
@@ -313,7 +321,7 @@ def cmd_join_cluster(args: list[str], parsed: opt.Parsed) -> int:
     for r in remotes:
         check_raft_address(r)
     if local in remotes:
-        raise ToolError("remote addresses cannot be the same as the local address")
+        raise ToolError("ovsdb error: remote addresses cannot be the same as the local address")
     cid = parsed.get("cid")
     if cid is not None and not is_uuid_string(cid):
         raise ToolError(f"{cid}: not a valid UUID")

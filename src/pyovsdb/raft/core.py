@@ -30,7 +30,12 @@ Rules kept here:
   to a follower that already got the new `leader_commit` in that batch) and do not
   repeat the "operation still in progress" pings, which would cost one message per
   pending command per commit. `sync_commit=False` restores the old behaviour
-  (commits reach followers with the next periodic heartbeat).
+  (commits reach followers with the next periodic heartbeat). With
+  `commit_sync_delay` (ms, 0 by default) only the followers waiting on the commit (the
+  requesters of forwarded commands committed in the batch: the seed's case) get their
+  heartbeat at once; the others get theirs that much later unless an append request
+  (which carries the commit index) reaches them first, so a steady stream of
+  transactions pays for no commit heartbeats at all.
 - Every timer that fires is re-armed: after `tick(now)`, `next_deadline()` is in the
   future or None, so a host loop can never spin on a deadline in the past.
 - The core knows nothing of OVSDB: entry data is opaque JSON (`[schema, txn]` for
@@ -150,6 +155,9 @@ class RaftConfig:
     election_timer: int = ELECTION_BASE_MSEC
     election_range: int = ELECTION_RANGE_MSEC
     sync_commit: bool = True
+    # ms a commit heartbeat may wait for a follower that is not waiting on the commit
+    # (see the module docstring); 0 sends it at once, as seed 003 does.
+    commit_sync_delay: int = 0
     suppress_disruptive: bool = True
     max_append_entries: int | None = None
     snapshot_threshold: int | None = None
@@ -283,6 +291,11 @@ class RaftCore:
         self.candidate_retrying = False
         self.had_leader = False
         self.ever_had_leader = False
+        # For cluster/status only: when this server last started an election (and
+        # why) and last won one, in `now` ms; None if never.
+        self.election_start: int | None = None
+        self.election_won: int | None = None
+        self.leadership_transfer = False
         self.connected: dict[str, bool] = {}
 
         # Outputs and durability bookkeeping.
@@ -298,6 +311,14 @@ class RaftCore:
         self._stale: set[int] = set()       # tickets of entry records since truncated
         self._deferred: deque[tuple[int, RaftRpc]] = deque()
         self._commit_sync_pending = False
+        self._pending_appends: dict[str, int] = {}   # sid -> first entry not yet sent
+        self._commit_waiters: set[str] = set()  # requesters of commands just committed
+        self._told_commit: dict[str, int] = {}  # sid -> leader_commit last sent to it
+        self._commit_sync_at: int | None = None  # when deferred commit heartbeats go
+        # Forwarded commands held back while the host's own transactions wait for
+        # their turn (`hold_forwarded`).
+        self.hold_forwarded = False
+        self._held: list[ExecuteCommandRequest] = []
         self._sent_commit: dict[str, int] = {}
         self.stats = {"dropped": 0, "deferred": 0, "heartbeats": 0, "commit_heartbeats": 0}
 
@@ -489,18 +510,27 @@ class RaftCore:
         was already sent the newest commit index in this batch gets none, so a host
         that handles a burst of input before calling `ready()` pays one heartbeat
         per follower for the whole burst."""
+        if self._pending_appends:
+            self._send_pending_appends()
         if self._commit_sync_pending:
             self._commit_sync_pending = False
             if self.role == LEADER:
-                sent = False
+                sent = deferred = False
+                delay = self.config.commit_sync_delay
                 for s in self.servers.values():
                     if (s.sid != self.sid
                             and self._sent_commit.get(s.sid, -1) < self.commit_index):
+                        if delay and s.sid not in self._commit_waiters:
+                            deferred = True
+                            continue
                         self._send_append_request(s, 0, "heartbeat")
                         sent = True
                 if sent:
                     self.stats["commit_heartbeats"] += 1
                     self._reset_ping_timer()
+                if deferred and self._commit_sync_at is None:
+                    self._commit_sync_at = self.now + delay
+        self._commit_waiters.clear()
         self._sent_commit.clear()
         rd = Ready(self._messages, self._records, self._committed, self._completed,
                    self._snapshot_request)
@@ -508,8 +538,29 @@ class RaftCore:
         self._snapshot_request = False
         return rd
 
+    def _send_pending_appends(self) -> None:
+        """The entries `_initiate` appended since the last `ready()`, one request per
+        follower from the first of them. A reply that moved `next_index` meanwhile
+        (an inconsistency, or an earlier request answered) is taken as it is: whatever
+        it leaves unsent is sent by the usual reply handling."""
+        pending, self._pending_appends = self._pending_appends, {}
+        if self.role != LEADER:
+            return
+        for sid, start in pending.items():
+            s = self.servers.get(sid)
+            if s is None or s.next_index <= start or start < self.log_start:
+                continue
+            end = s.next_index
+            s.next_index = start
+            n = end - start
+            if self.config.max_append_entries is not None:
+                n = min(n, self.config.max_append_entries)
+            self._send_append_request(s, n, "execute command")
+            s.next_index = start + n
+
     def has_ready(self) -> bool:
-        return bool(self._commit_sync_pending or self._messages or self._records
+        return bool(self._pending_appends or self._commit_sync_pending or self._messages
+                    or self._records
                     or self._committed or self._completed or self._snapshot_request)
 
     def next_deadline(self) -> int | None:
@@ -521,6 +572,8 @@ class RaftCore:
             d = min(d, self.leave_timeout)
         if self.role == LEADER or self.commands:
             d = min(d, self.ping_timeout)
+        if self._commit_sync_at is not None:
+            d = min(d, self._commit_sync_at)
         return d
 
     def _log(self, msg: str) -> None:
@@ -559,6 +612,7 @@ class RaftCore:
         if isinstance(msg, AppendRequest):
             assert msg.dst is not None
             self._sent_commit[msg.dst] = msg.leader_commit
+            self._told_commit[msg.dst] = msg.leader_commit
         if self._is_synced(msg):
             self._messages.append(msg)
         else:
@@ -647,6 +701,10 @@ class RaftCore:
         if self.joining and now >= self.join_timeout:
             self.join_timeout = now + JOIN_RETRY_MSEC
             self._send_add_server_requests()
+        if self._commit_sync_at is not None and now >= self._commit_sync_at:
+            self._commit_sync_at = None
+            if self.role == LEADER:
+                self._send_deferred_commit_heartbeats()
         if now >= self.ping_timeout:
             if self.role == LEADER:
                 self._send_heartbeats(pings=True)
@@ -683,6 +741,13 @@ class RaftCore:
 
     def _become_follower(self) -> None:
         self.leader_sid = None
+        self._pending_appends.clear()
+        self._commit_sync_at = None
+        self.hold_forwarded = False
+        held, self._held = self._held, []
+        for rq in held:
+            self._send(ExecuteCommandReply(src=self.sid, dst=rq.src, result=rq.result,
+                                           status=NOT_LEADER))
         if self.role == FOLLOWER:
             return
         was_leader = self.role == LEADER
@@ -710,6 +775,8 @@ class RaftCore:
         if self.sid not in self.servers or self.joining:
             return      # a joiner is no member until its addition has committed
         self._set_term(self.term + 1, self.sid)
+        self.election_start = self.now
+        self.leadership_transfer = leadership_transfer
         self.role = CANDIDATE
         self.leader_sid = None
         self.candidate_retrying = not self.had_leader
@@ -746,6 +813,8 @@ class RaftCore:
         self._log(f"term {self.term}: elected leader by {self.n_votes}+ of "
                   f"{len(self.servers)} servers")
         self.role = LEADER
+        self.election_won = self.now
+        self._told_commit.clear()
         self._set_leader(self.sid)
         self._reset_election_timer()
         self._reset_ping_timer()
@@ -775,7 +844,9 @@ class RaftCore:
         self._persist(EntryRecord(index=index, entry=entry))
         for s in self.servers.values():
             if s.sid != self.sid and s.next_index == index:
-                self._send_append_request(s, 1, "execute command")
+                # Sent from `ready()`: the entries appended in one batch of input go
+                # to each follower in one append request.
+                self._pending_appends.setdefault(s.sid, index)
                 s.next_index += 1
         if self.config.sync_commit:
             self._reset_ping_timer()
@@ -815,6 +886,19 @@ class RaftCore:
                     self._send(ExecuteCommandReply(src=self.sid, dst=cmd.requester,
                                                    result=cmd.eid, status=INCOMPLETE))
         self._reset_ping_timer()
+
+    def _send_deferred_commit_heartbeats(self) -> None:
+        """The commit heartbeats `ready()` held back, to the followers that no append
+        request has told the newest commit index since."""
+        sent = False
+        for s in self.servers.values():
+            if (s.sid != self.sid
+                    and self._told_commit.get(s.sid, -1) < self.commit_index):
+                self._send_append_request(s, 0, "heartbeat")
+                sent = True
+        if sent:
+            self.stats["commit_heartbeats"] += 1
+            self._reset_ping_timer()
 
     def _snapshot_in_flight(self, s: Server) -> bool:
         return (s.snapshot_sent_at is not None
@@ -1414,6 +1498,8 @@ class RaftCore:
             self._send(ExecuteCommandReply(
                 src=self.sid, dst=cmd.requester, result=cmd.eid, status=status,
                 commit_index=cmd.index if status == SUCCESS else 0))
+            if status == SUCCESS:
+                self._commit_waiters.add(cmd.requester)
         cmd.status = status
         if status != SUCCESS:
             cmd.index = 0
@@ -1431,6 +1517,10 @@ class RaftCore:
             if self._has_eid(rq.result):
                 return      # a duplicate of one already appended (and maybe answered)
             status = BAD_PREREQ
+        elif self.hold_forwarded:
+            if all(h.result != rq.result for h in self._held):
+                self._held.append(rq)
+            return
         else:
             index = self._initiate(Entry(self.term, rq.data, rq.result))
             self.commands[rq.result] = Command(rq.result, index=index, timestamp=self.now,
@@ -1439,6 +1529,25 @@ class RaftCore:
             return
         self._send(ExecuteCommandReply(src=self.sid, dst=rq.src, result=rq.result,
                                        status=status))
+
+    def set_hold_forwarded(self, hold: bool, now: int | None = None) -> None:
+        """Fairness between the leader's own clients and the followers' (leader only).
+        The leader's transactions need the newest entry applied before they can run
+        (their prerequisite); under a steady stream of forwarded commands there is
+        always a newer one, and they would starve. While `hold` is set, forwarded
+        commands that would be appended are held back instead; releasing answers
+        them as they stand then, which after the leader's own entry is "prerequisite
+        check failed": their servers execute them again once they have applied it,
+        as for any lost race."""
+        self._advance(now)
+        try:
+            self.hold_forwarded = hold and self.role == LEADER
+            if not self.hold_forwarded and self._held:
+                held, self._held = self._held, []
+                for rq in held:
+                    self._handle_execute_command_request(rq)
+        finally:
+            self._finish()
 
     def _handle_execute_command_reply(self, rpy: ExecuteCommandReply) -> None:
         cmd = self.commands.get(rpy.result)

@@ -68,6 +68,7 @@ class SimParams:
 
     n: int = 3
     sync_commit: bool = True
+    commit_sync_delay: int = 0
     chaos_ms: int = 5000
     heal_bound_ms: int = 30000
     form_bound_ms: int = 30000
@@ -93,6 +94,9 @@ class SimParams:
         return cls(
             n=3 if r.random() < 0.6 else 5,
             sync_commit=r.random() < 0.8,
+            # Drawn from its own generator, so that adding it left every other draw
+            # (and so every older seed's scenario) as it was.
+            commit_sync_delay=random.Random(seed * 7919 + 2).choice((0, 0, 10, 50)),
             chaos_ms=r.randrange(3000, 7000),
             drop=r.choice((0.0, 0.01, 0.05, 0.1)),
             dup=r.choice((0.0, 0.0, 0.02, 0.05)),
@@ -262,6 +266,10 @@ class Simulation:
         self.seed = seed
         self.p = params or SimParams.from_seed(seed)
         self.rng = random.Random(seed)
+        # The leader's hold on forwarded commands (`RaftCore.set_hold_forwarded`) is
+        # toggled from its own generator, so that the schedules drawn from `rng` are
+        # those of the seed as before.
+        self.hold_rng = random.Random(seed * 7919 + 3)
         self.trace = trace
         self.now = 0
         self.queue: list[tuple[int, int, str, tuple[Any, ...]]] = []
@@ -305,6 +313,7 @@ class Simulation:
         return RaftConfig(election_timer=election_timer or self.p.election_timer,
                           election_range=self.p.election_range,
                           sync_commit=self.p.sync_commit,
+                          commit_sync_delay=self.p.commit_sync_delay,
                           snapshot_threshold=self.p.snapshot_threshold)
 
     def _new_node(self) -> SimNode:
@@ -638,6 +647,9 @@ class Simulation:
         if prereq is None:
             return
         data = [None, {"_sim": {"cmd": self.next_cmd, "prereq": prereq}}]
+        if core.role == LEADER and self.hold_rng.random() < 0.3:
+            # As a host does while its own transactions wait for their turn.
+            core.set_hold_forwarded(not core.hold_forwarded, self.now)
         cmd = core.propose_command(data, prereq, self.now)
         self.log(f"client -> {node.name}: command {self.next_cmd} "
                  f"({cmd.eid and cmd.eid[:8]}) {cmd.status}")

@@ -22,6 +22,7 @@ from typing import Any
 from ..ovsdb.changeset import Changeset
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError
+from ..ovsdb.hashorder import shash_order
 from ..ovsdb.schema import DatabaseSchema
 from ..raft.core import RaftCore, RaftError
 from ..raft.records import Header, Record, RpcError, record_from_json
@@ -82,11 +83,17 @@ def is_clustered(path: str) -> bool:
 
 def schema_for_cluster(schema_json: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The schema as a cluster stores it: clusters have no ephemeral columns, so they are
-    made persistent (the real tool warns about it). Returns (schema, changed columns)."""
+    made persistent (the real tool warns about it). Returns (schema, changed columns as
+    "table.column"), the changed columns in the order the real tool meets them (its
+    warning names the last one): tables and columns in `shash` order, each table's
+    columns inserted after `_uuid` and `_version`."""
     out = copy.deepcopy(schema_json)
     changed = []
-    for tname, t in out.get("tables", {}).items():
-        for cname, c in t.get("columns", {}).items():
+    tables = out.get("tables", {})
+    for tname in shash_order(tables):
+        columns = tables[tname].get("columns", {})
+        for cname in shash_order(["_uuid", "_version", *shash_order(columns)]):
+            c = columns.get(cname)
             if isinstance(c, dict) and c.pop("ephemeral", False):
                 changed.append(f"{tname}.{cname}")
     return out, changed
