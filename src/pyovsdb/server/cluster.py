@@ -29,13 +29,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..ovsdb.changeset import Changeset
+from ..ovsdb.changeset import Changeset, RowChange, merge
 from ..ovsdb.database import Database
 from ..ovsdb.transaction import Blocked, Committed, Outcome
 from ..raft import core as rc
 from ..raft.records import EntryRecord, Header, SnapshotRecord, TermRecord, VoteRecord
 from ..storage import clustered
 from ..storage.standalone import snapshot_record
+from ..util import batch
 from .hosted import HostedDb
 from .raft_net import RaftNet
 
@@ -45,6 +46,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("raft")
 
 RETRY_MS = 100
+MAX_GROUP = 256     # client transactions in one raft entry
+# A follower that forwarded a committed command hears of the commit at once (seed 003);
+# the others within this many ms, or sooner with the next append request: under load
+# that saves every commit heartbeat and its reply, two of the four raft messages per
+# follower per transaction (see raft/core.py).
+COMMIT_SYNC_DELAY_MS = int(os.environ.get("PYOVSDB_COMMIT_SYNC_DELAY_MS", "20"))
 DURABLE = (TermRecord, VoteRecord, EntryRecord)
 MAX_ATTEMPTS = 1000
 RETRYABLE = (rc.BAD_PREREQ, rc.NOT_LEADER, rc.TIMEOUT, rc.LOST_LEADERSHIP)
@@ -54,6 +61,12 @@ MIN_SNAPSHOT_BYTES = 10 * 1024 * 1024
 
 def now_ms() -> int:
     return int(time.monotonic() * 1000)
+
+
+def _inverse(cs: Changeset) -> Changeset:
+    """The changeset that undoes `cs` (applied right after it)."""
+    return Changeset({t: {u: RowChange(u, ch.new, ch.old) for u, ch in changes.items()}
+                      for t, changes in cs.tables.items()})
 
 
 def address_nickname(address: str | None, sid: str) -> str:
@@ -69,17 +82,31 @@ def address_nickname(address: str | None, sid: str) -> str:
 class _Pending:
     """A client transaction waiting for its entry to commit (or to be retried)."""
 
-    __slots__ = ("attempts", "finish", "index", "ops", "owns_lock", "results", "started")
+    def finish(self, outcome: Outcome) -> None:
+        """Answer the client, once."""
+        if not self.done:
+            self.done = True
+            self._finish(outcome)
+
+    __slots__ = ("_finish", "attempts", "done", "eid", "index", "ops", "owns_lock",
+                 "results", "seq", "started")
+    _next_seq = 0
 
     def __init__(self, ops: list[Any], started: float, owns_lock: Any,
                  finish: Callable[[Outcome], None]) -> None:
         self.ops = ops
         self.started = started
         self.owns_lock = owns_lock
-        self.finish = finish
+        self._finish = finish
         self.results: Outcome | None = None
         self.index = 0
         self.attempts = 0
+        self.eid: str | None = None     # of the entry it was last proposed in
+        self.done = False
+        # Arrival order: transactions run (and are answered) in it, whatever retries
+        # they went through.
+        _Pending._next_seq += 1
+        self.seq = _Pending._next_seq
 
 
 class ClusteredDb:
@@ -94,7 +121,8 @@ class ClusteredDb:
         self.name = header.name
         self.log = clustered.ClusteredLog(path, end)
         now = now_ms()
-        config = rc.RaftConfig(sync_commit=sync_commit)
+        config = rc.RaftConfig(sync_commit=sync_commit,
+                               commit_sync_delay=COMMIT_SYNC_DELAY_MS)
         rng = random.Random(os.urandom(16))
         if header.remote_addresses is not None:
             self.core = rc.RaftCore.join(header.sid, header.local_address,
@@ -109,8 +137,12 @@ class ClusteredDb:
         self.hosted: HostedDb | None = None
         self.prereq: str | None = None
         self.applied_index = 0
-        self.pending: dict[str, _Pending] = {}
+        self.pending: dict[str, list[_Pending]] = {}   # eid -> transactions in it
         self.waiting_apply: list[_Pending] = []
+        # eid -> (prereq it was executed against, changeset) of our own proposals
+        self._own: dict[str, tuple[str | None, Changeset]] = {}
+        # eid -> transactions whose command timed out while in that entry
+        self._maybe: dict[str, list[tuple[_Pending, Outcome]]] = {}
         self.retry: list[_Pending] = []
         self.net = RaftNet(header.sid, header.local_address, header.cid, self._on_rpc)
         self.net.on_up = self._on_up
@@ -118,6 +150,9 @@ class ClusteredDb:
         self._timer: asyncio.TimerHandle | None = None
         self._retry_timer: asyncio.TimerHandle | None = None
         self._retry_after_apply = False
+        self._retry_scheduled = False
+        self._timer_deadline: int | None = None
+        self._peers_key: tuple[Any, ...] | None = None
         self._server_row: tuple[Any, ...] | None = None
         self.snapshot_size = self.log.size
         self.next_snapshot = now + random.randint(600_000, 1_200_000)
@@ -174,7 +209,7 @@ class ClusteredDb:
             return
         if self._retry_after_apply and self.retry and self.applied_index != applied_before:
             self._retry_after_apply = False
-            asyncio.get_running_loop().call_soon(self._retry_now)
+            self._retry_soon()
         self._finish_applied()
         self._sync_peers()
         self._update_server_row()
@@ -184,17 +219,33 @@ class ClusteredDb:
             asyncio.get_running_loop().call_soon(self.server.cluster_left, self)
         self._schedule()
 
+    def _process_soon(self) -> None:
+        """`process()` once the current burst of input is handled (the end of the
+        outermost output batch, before its sends are flushed), so that the
+        transactions and messages that arrived together leave as one append request
+        per follower and one write; at once when no batch is open."""
+        if batch.active():
+            batch.defer_storage(self, self.process)
+        else:
+            self.process()
+
     def _schedule(self) -> None:
+        """One timer for the core's next deadline; left alone when the deadline did
+        not move (most inputs do not move it, and re-arming costs per message)."""
+        d = self.core.next_deadline()
+        if d == self._timer_deadline and (self._timer is not None or d is None):
+            return
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        d = self.core.next_deadline()
+        self._timer_deadline = d
         if d is not None:
             delay = max(0.0, (d - now_ms()) / 1000.0)
             self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
+        self._timer_deadline = None
         if self.closed:
             return
         self.core.tick(now_ms())
@@ -211,7 +262,7 @@ class ClusteredDb:
         self.core.step(msg, now_ms())
         if self.net.cluster_id is None and self.core.cid is not None:
             self.net.cluster_id = self.core.cid
-        self.process()
+        self._process_soon()
 
     def _on_up(self, sid: str | None, address: str) -> None:
         if not self.closed:
@@ -223,7 +274,14 @@ class ClusteredDb:
             self.core.on_disconnected(sid)
 
     def _sync_peers(self) -> None:
+        """Keep the network's peers in line with the configuration (checked after
+        every input, so compared cheaply first)."""
         core = self.core
+        key = (core.joining, tuple(core.remote_addresses) if core.joining else (),
+               tuple((sid, s.address) for sid, s in core.servers.items()))
+        if key == self._peers_key:
+            return
+        self._peers_key = key
         if core.joining:
             self.net.set_joining(core.remote_addresses)
         self.net.set_peers({sid: s.address for sid, s in core.servers.items()})
@@ -318,19 +376,32 @@ class ClusteredDb:
         if new_schema is not None:
             self._load(clustered.apply_entry(None, [new_schema, None]), c.eid)
         hosted = self.hosted
+        own = self._own.pop(c.eid, None) if c.eid is not None else None
         if txn and hosted is not None:
             db = hosted.db
-            cs = Changeset.from_record(db.schema, txn, lambda t: db.tables[t].rows)
+            if own is not None and own[0] == self.prereq and new_schema is None:
+                # Our own transaction, committed right after the entry it was executed
+                # against: its changeset is exactly what the record says.
+                cs = own[1]
+            else:
+                cs = Changeset.from_record(db.schema, txn, lambda t: db.tables[t].rows)
             cs.txn_id = c.eid
             if cs:
                 hosted.commit(cs)
                 self.server.note_commit(hosted)
         if c.eid is not None:
             self.prereq = c.eid
+            late = self._maybe.pop(c.eid, None)
+            if late:
+                for p, results in late:
+                    if not p.done:
+                        p.results, p.index = results, c.index
+                        self.waiting_apply.append(p)
 
     def _load(self, db: Database, eid: str | None) -> None:
         """A new database: the first snapshot, an installed one, or a conversion."""
         self.prereq = eid
+        self._own.clear()       # their changesets refer to rows of the old database
         if self.hosted is None:
             self.hosted = HostedDb(db, model="clustered", clock=lambda: now_ms() * 1.0)
             self.hosted.cluster = self
@@ -350,36 +421,111 @@ class ClusteredDb:
         p = _Pending(ops, started, owns_lock, finish)
         self._propose(p, outcome)
 
+    def _must_wait(self) -> bool:
+        """Would a proposal now fail its prerequisite? Yes while an entry of ours is
+        on its way: on the leader it is already in the log (the real server does not
+        start a second transaction either); on a follower the leader would refuse the
+        second one. Waiting lets the transactions that queue up meanwhile go into one
+        entry (`_retry_now`)."""
+        return (bool(self.pending) or bool(self.waiting_apply)
+                or (self.core.is_leader and self.prereq != self.core.current_eid))
+
+    def busy(self) -> bool:
+        """Are transactions of clients still on their way (proposed, committed but
+        not applied here, or queued)? A transaction that arrives now must not run
+        before them: it would not see their effects (`submit_ops`)."""
+        return self._must_wait() or bool(self.retry)
+
+    def submit_ops(self, ops: list[Any], started: float, owns_lock: Any,
+                   finish: Callable[[Outcome], None]) -> None:
+        """Queue a transaction that has not been executed yet behind those on their
+        way; it executes (and replies, whatever its outcome) in arrival order."""
+        p = _Pending(ops, started, owns_lock, finish)
+        self.retry.append(p)
+        if self._must_wait():
+            self._wait_turn()
+        else:
+            self._retry_soon()
+
+    def _wait_turn(self) -> None:
+        """Run the queued transactions again once what is on its way is applied. On a
+        leader held up only by the followers' entries, hold their next ones back
+        until ours are proposed (`RaftCore.set_hold_forwarded`): otherwise a steady
+        stream from the followers starves the leader's own clients."""
+        self._retry_after_apply = True
+        self._arm_retry()
+        core = self.core
+        if (core.is_leader and not core.hold_forwarded and not self.pending
+                and not self.waiting_apply):
+            core.set_hold_forwarded(True, now_ms())
+
     def _propose(self, p: _Pending, outcome: Outcome) -> None:
         if not isinstance(outcome, Committed) or not outcome.changeset:
             p.finish(outcome)
             return
+        assert self.hosted is not None
+        p.results = outcome
+        if self._must_wait():
+            # Behind transactions still on their way: it runs again once they are
+            # applied.
+            self.retry.append(p)
+            self._wait_turn()
+            return
+        if self.retry:
+            # Behind queued ones: arrival order is kept.
+            self.retry.append(p)
+            self._retry_soon()
+            return
+        self._propose_group([p], outcome.changeset)
+
+    def _propose_group(self, group: list[_Pending], cs: Changeset) -> None:
+        """One entry for the transactions of `group`, executed one after the other;
+        `cs` is their combined changeset."""
         hosted = self.hosted
         assert hosted is not None
-        cs = outcome.changeset
         cs.date = int(time.time() * 1000)
         record = cs.to_record(hosted.db.schema)
-        p.results = outcome
-        p.attempts += 1
+        for p in group:
+            p.attempts += 1
         cmd = self.core.propose_command([None, record], self.prereq, now_ms())
         if cmd.done:
-            self._failed(p, cmd.status)
+            for p in group:
+                self._failed(p, cmd.status)
         else:
             assert cmd.eid is not None
-            self.pending[cmd.eid] = p
-        self.process()
+            self.pending[cmd.eid] = group
+            self._own[cmd.eid] = (self.prereq, cs)
+            for p in group:
+                p.eid = cmd.eid
+        self._process_soon()
 
     def _completed(self, cmd: rc.Command) -> None:
-        p = self.pending.pop(cmd.eid, None) if cmd.eid is not None else None
-        if p is None:
+        if cmd.status != rc.SUCCESS and cmd.eid is not None:
+            self._own.pop(cmd.eid, None)
+        group = self.pending.pop(cmd.eid, None) if cmd.eid is not None else None
+        if group is None:
             return
-        if cmd.status == rc.SUCCESS:
-            p.index = cmd.index
-            self.waiting_apply.append(p)
-        else:
-            self._failed(p, cmd.status)
+        for p in group:
+            if p.done:
+                continue
+            if cmd.status == rc.SUCCESS:
+                p.index = cmd.index
+                self.waiting_apply.append(p)
+            else:
+                self._failed(p, cmd.status)
 
     def _failed(self, p: _Pending, status: str) -> None:
+        if p.done:
+            return
+        if status == rc.TIMEOUT and p.eid is not None and p.results is not None:
+            # The entry may still commit (a timeout proves nothing): if it does
+            # before the transaction has run again, that is its answer, not a second
+            # execution with a second effect.
+            if len(self._maybe) >= 1000:
+                self._maybe = {e: [x for x in ps if not x[0].done]
+                               for e, ps in self._maybe.items()
+                               if any(not x[0].done for x in ps)}
+            self._maybe.setdefault(p.eid, []).append((p, p.results))
         if status in RETRYABLE and p.attempts < MAX_ATTEMPTS and not self.closed:
             self.retry.append(p)
             if status == rc.BAD_PREREQ:
@@ -399,33 +545,81 @@ class ClusteredDb:
 
         p.finish(Failed(results, OvsdbError("cluster error", status)))
 
+    def _retry_soon(self) -> None:
+        if not self._retry_scheduled:
+            self._retry_scheduled = True
+            asyncio.get_running_loop().call_soon(self._retry_now)
+
     def _arm_retry(self) -> None:
         if self._retry_timer is None and self.retry and not self.closed:
             self._retry_timer = asyncio.get_running_loop().call_later(
                 RETRY_MS / 1000, self._retry_now)
 
     def _retry_now(self) -> None:
+        """Execute the waiting transactions again, in arrival order, and propose as
+        many as commit as one entry (group commit): each executes against the state
+        its predecessors in the group leave, which is applied to the database for
+        the time of the next execution only and then undone (rows are immutable, so
+        undoing restores exactly the same objects). A transaction that does not
+        commit (it fails, reads only, or waits) ends the group: its answer must not
+        depend on changes that are not committed yet, so it runs again once they
+        are."""
         if self._retry_timer is not None:
             self._retry_timer.cancel()
         self._retry_timer = None
         self._retry_after_apply = False
+        self._retry_scheduled = False
         retry, self.retry = self.retry, []
+        retry = sorted((p for p in retry if not p.done), key=lambda p: p.seq)
         hosted = self.hosted
-        for p in retry:
-            if hosted is None or self.closed:
-                continue
-            if self.core.is_leader and self.prereq != self.core.current_eid:
-                # Entries of ours are not applied yet: they would fail the prereq.
-                self.retry.append(p)
-                self._retry_after_apply = True
-                continue
-            outcome = hosted.execute(p.ops, started=p.started, owns_lock=p.owns_lock)
-            if isinstance(outcome, Blocked):
-                # A wait that held before no longer does: wait again, like a trigger,
-                # until it holds or its timeout (counted from the start) expires.
-                self.retry.append(p)
-                continue
-            self._propose(p, outcome)
+        if hosted is None or self.closed:
+            return
+        if self._must_wait():
+            self.retry = retry
+            self._wait_turn()
+            return
+        group: list[_Pending] = []
+        done: list[Changeset] = []
+        db = hosted.db
+        try:
+            for i, p in enumerate(retry):
+                if len(group) >= MAX_GROUP:
+                    self.retry.extend(retry[i:])
+                    break
+                outcome = hosted.execute(p.ops, started=p.started, owns_lock=p.owns_lock)
+                if isinstance(outcome, Committed) and outcome.changeset:
+                    p.results = outcome
+                    group.append(p)
+                    if i + 1 < len(retry):
+                        db.apply(outcome.changeset)
+                        done.append(outcome.changeset)
+                    continue
+                if group:
+                    self.retry.extend(retry[i:])
+                    break
+                if isinstance(outcome, Blocked):
+                    # A wait that held before no longer does: wait again, like a
+                    # trigger, until it holds or its timeout (from the start) expires.
+                    self.retry.append(p)
+                    continue
+                p.finish(outcome)
+        finally:
+            for cs in reversed(done):
+                db.apply(_inverse(cs))
+        if len(group) == 1:
+            assert group[0].results is not None
+            self._propose_group(group, group[0].results.changeset)  # type: ignore[attr-defined]
+        elif group:
+            changesets = [p.results.changeset for p in group]  # type: ignore[union-attr]
+            cs = merge(changesets)
+            comments = [c.comment for c in changesets if c.comment]
+            cs.comment = "\n".join(comments) if comments else None
+            self._propose_group(group, cs)
+        if self.core.hold_forwarded:
+            # Ours are in the log (or there were none to propose): the followers'
+            # turn.
+            self.core.set_hold_forwarded(False, now_ms())
+            self._process_soon()
         self._arm_retry()
 
     def _finish_applied(self) -> None:
@@ -433,6 +627,8 @@ class ClusteredDb:
             return
         still = []
         for p in self.waiting_apply:
+            if p.done:
+                continue
             if p.index <= self.applied_index:
                 assert p.results is not None
                 p.finish(p.results)

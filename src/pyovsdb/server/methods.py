@@ -96,6 +96,16 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
         return locks.holds(session, name)
 
     started = hosted.clock()
+    cluster = hosted.cluster
+    if cluster is not None and cluster.busy():
+        # Transactions of clients are on their way through the cluster: this one runs
+        # after them, so that it sees their effects (a client's pipelined
+        # transactions see each other's, as on a standalone server).
+        def answer(result: Outcome) -> None:
+            session.send(reply(result.results, msg_id))  # type: ignore[attr-defined]
+
+        cluster.submit_ops(ops, started, owns_lock, answer)
+        return PENDING
     outcome = hosted.execute(ops, started=started, owns_lock=owns_lock)
     if isinstance(outcome, Blocked):
         key = key or json_key(msg_id)
