@@ -1,0 +1,149 @@
+"""The seed-003 experiment, side by side: a 3-server OVN Northbound cluster of the real
+ovsdb-server and one of ours (all three servers share this machine's cores, as in
+shared/anchors/cluster_lsadd.sh), in one run.
+
+Measured on each cluster:
+- N sequential `ovn-nbctl --no-leader-only ls-add` processes through a follower (the
+  write is forwarded to the leader: seed 003's case), and N through the leader;
+- single-insert transactions per second on the leader over raw JSON-RPC, one in flight
+  and 64 in flight.
+Ours runs twice: with commit sync (the default) and with `--no-raft-commit-sync`.
+
+Every figure is turned into a time (ms per operation), so ratio ours/real < 1 means we
+are faster and the on/off ratio < 1 means commit sync helps. Usage:
+
+    python bench/cluster_bench.py [--n 100] [--reps 3] [--txns 2000] [--raft unix|tcp]
+
+Servers run as our children in a temporary directory, on loopback TCP client ports,
+and are stopped by pid at the end, whatever happens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "cluster"))
+
+from cluster_helpers import OURS, REAL, Cluster
+
+from pyovsdb.jsonrpc.client import Client
+from pyovsdb.testing import NB_SCHEMA
+
+CONFIGS = [("real", REAL, []), ("ours", OURS, []),
+           ("ours-nosync", OURS, ["--no-raft-commit-sync"])]
+
+
+def lsadd(remote: str, names: list[str], leader_only: bool) -> float:
+    """ms per `ovn-nbctl ls-add` process."""
+    opts = [f"--db={remote}", "--timeout=60"]
+    if not leader_only:
+        opts.append("--no-leader-only")
+    t0 = time.perf_counter()
+    for name in names:
+        subprocess.run(["ovn-nbctl", *opts, "ls-add", name], check=True)
+    return (time.perf_counter() - t0) * 1000 / len(names)
+
+
+def txns(remote: str, n: int, window: int, tag: str) -> float:
+    """ms per single-insert transaction with `window` in flight."""
+    with Client(remote, timeout=60) as c:
+        pending: list[int] = []
+        t0 = time.perf_counter()
+        for i in range(n):
+            pending.append(c.send("transact", [
+                "OVN_Northbound", {"op": "insert", "table": "Logical_Switch",
+                                   "row": {"name": f"{tag}-{i}"}}]))
+            if len(pending) >= window:
+                _check(c.wait(pending.pop(0)))
+        for mid in pending:
+            _check(c.wait(mid))
+        return (time.perf_counter() - t0) * 1000 / n
+
+
+def _check(reply: dict) -> None:
+    if reply.get("error") is not None or any(
+            r is not None and "error" in r for r in reply["result"]):
+        raise SystemExit(f"transaction failed: {reply}")
+
+
+def run_config(root: Path, label: str, kind: str, extra: list[str], args: argparse.Namespace
+               ) -> dict[str, float]:
+    d = root / label
+    d.mkdir()
+    c = Cluster(d, NB_SCHEMA, "OVN_Northbound", [kind] * 3, extra=extra,
+                raft_tcp=args.raft == "tcp")
+    try:
+        c.create()
+        t0 = time.perf_counter()
+        c.start()
+        leader = c.wait_formed()
+        form = time.perf_counter() - t0
+        follower = c.followers(leader)[0]
+        lm, fm = c.members[leader - 1], c.members[follower - 1]
+        res: dict[str, list[float]] = {"follower": [], "leader": []}
+        for r in range(args.reps):
+            res["follower"].append(lsadd(fm.tcp, [f"f{r}-{i}" for i in range(args.n)],
+                                         False))
+            res["leader"].append(lsadd(lm.tcp, [f"l{r}-{i}" for i in range(args.n)],
+                                       True))
+        seq = [txns(lm.tcp, args.txns, 1, f"s{r}") for r in range(args.reps)]
+        pipe = [txns(lm.tcp, args.txns, 64, f"p{r}") for r in range(args.reps)]
+        out = {"follower": statistics.median(res["follower"]),
+               "leader": statistics.median(res["leader"]),
+               "seq": statistics.median(seq), "pipe": statistics.median(pipe),
+               "form_s": form}
+        print(f"{label}: " + " ".join(f"{k}={v:.3f}" for k, v in out.items())
+              + f"  (follower reps {[round(x, 2) for x in res['follower']]})",
+              file=sys.stderr)
+        return out
+    finally:
+        c.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=100, help="ls-add processes per mode and rep")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--txns", type=int, default=2000, help="transactions per txn/s rep")
+    ap.add_argument("--raft", choices=("unix", "tcp"), default="tcp")
+    ap.add_argument("--only", default="", help="comma-separated config labels")
+    args = ap.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="cbench") as tmp:
+        for label, kind, extra in CONFIGS:
+            if args.only and label not in args.only.split(","):
+                continue
+            results[label] = run_config(Path(tmp), label, kind, extra, args)
+    rows = [("ls-add via follower, `--no-leader-only` (ms/op)", "follower"),
+            ("ls-add via leader (ms/op)", "leader"),
+            ("single-insert txn on leader, 1 in flight (ms/txn)", "seq"),
+            ("single-insert txn on leader, 64 in flight (ms/txn)", "pipe")]
+    real, ours, off = (results.get(k) for k in ("real", "ours", "ours-nosync"))
+
+    def f(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    def ratio(a: dict | None, b: dict | None, key: str) -> str:
+        return "-" if a is None or b is None else f"{a[key] / b[key]:.2f}"
+
+    print(f"\n{args.n} ls-add per mode, {args.txns} txns per rate, median of {args.reps}, "
+          f"raft over {args.raft}\n")
+    print("| figure | real | ours (sync on) | ours/real | ours (sync off) | on/off |")
+    print("|---|---|---|---|---|---|")
+    for title, key in rows:
+        print(f"| {title} | {f(real and real[key])} | {f(ours and ours[key])} | "
+              f"{ratio(ours, real, key)} | {f(off and off[key])} | {ratio(ours, off, key)} |")
+    for title, key in rows[2:]:
+        vals = [f"{1000 / r[key]:,.0f}" if r else "-" for r in (real, ours, off)]
+        print(f"| {title.replace('(ms/txn)', '(txn/s)')} | {vals[0]} | {vals[1]} | "
+              f"{ratio(real, ours, key)} | {vals[2]} | - |")
+
+
+if __name__ == "__main__":
+    main()
