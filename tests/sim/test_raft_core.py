@@ -22,6 +22,7 @@ from pyovsdb.raft.core import (
     NOT_LEADER,
     SHUTDOWN,
     SUCCESS,
+    TIMEOUT,
     RaftConfig,
     RaftCore,
     RaftError,
@@ -398,6 +399,30 @@ def test_held_forwarded_commands_are_refused_when_leadership_is_lost() -> None:
     reply = [m for m in net.sent if isinstance(m, rpc.ExecuteCommandReply)]
     assert reply and reply[0].status == "not leader"
     assert held.status != INCOMPLETE
+
+
+def test_a_busy_leader_times_out_what_it_forwarded_as_a_follower() -> None:
+    """A command forwarded to a leader that never got it, by a server that is then
+    elected: it times out even while a steady stream of entries keeps re-arming the
+    new leader's heartbeat timer (so its pings never fire)."""
+    net = committed_cluster(3)
+    f = net.core(1)
+    net.drop = lambda m: isinstance(m, rpc.ExecuteCommandRequest)
+    lost = f.propose_command(cmd_data("lost"), EID0, net.now)
+    net.flush(f)
+    net.run()
+    net.drop = lambda m: False
+    net.elect(1)
+    pings = net.core(1).stats["heartbeats"]
+    for i in range(3 * f.election_timer // 50):
+        f.propose(cmd_data(i), net.now)
+        net.flush(f)
+        net.advance(50)
+        if lost.status != INCOMPLETE:
+            break
+    assert lost.status == TIMEOUT
+    assert net.now - lost.timestamp <= 3 * f.election_timer
+    assert net.core(1).stats["heartbeats"] == pings     # the ping timer never fired
 
 
 def test_forwarded_command_completes_when_its_reply_is_lost() -> None:

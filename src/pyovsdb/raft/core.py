@@ -275,6 +275,7 @@ class RaftCore:
         self.election_base = now
         self.election_timeout = now
         self.ping_timeout = now
+        self.command_check = now    # when pending commands are next checked for timeout
 
         self.joining = False
         self.remote_addresses: list[str] = []
@@ -570,8 +571,10 @@ class RaftCore:
         d = self.join_timeout if self.joining else self.election_timeout
         if self.leaving:
             d = min(d, self.leave_timeout)
-        if self.role == LEADER or self.commands:
+        if self.role == LEADER:
             d = min(d, self.ping_timeout)
+        if self.commands:
+            d = min(d, self.command_check)
         if self._commit_sync_at is not None:
             d = min(d, self._commit_sync_at)
         return d
@@ -708,12 +711,17 @@ class RaftCore:
         if now >= self.ping_timeout:
             if self.role == LEADER:
                 self._send_heartbeats(pings=True)
+            self._reset_ping_timer()
+        if self.commands and now >= self.command_check:
+            # Not tied to the ping timer: a leader under load never lets that fire
+            # (every broadcast of entries re-arms it), and a command forwarded to a
+            # leader that died before we were elected would wait forever.
+            self.command_check = now + self.election_timer // 3
             limit = 2 * self.election_timer
             for cmd in list(self.commands.values()):
                 if now - cmd.timestamp > limit:
                     lost = cmd.initiated_as_leader and self.role != LEADER
                     self._complete(cmd, LOST_LEADERSHIP if lost else TIMEOUT)
-            self._reset_ping_timer()
         self._finish()
 
     # ------------------------------------------------------------------ terms and roles
@@ -1720,10 +1728,10 @@ class RaftCore:
     def _finish(self) -> None:
         """Work that follows any input: coalesced commit heartbeats, entries to
         apply, the snapshot request."""
-        if self.role != LEADER and self.ping_timeout <= self.now:
-            # A follower's ping timer only matters once it has commands to watch;
-            # never let one start out already expired.
-            self._reset_ping_timer()
+        if not self.commands and self.command_check <= self.now:
+            # The check only matters once there are commands to watch; never let it
+            # start out already expired.
+            self.command_check = self.now + self.election_timer // 3
         if not self.joining and not self.failed:
             if self.last_applied == self.log_start - 2:
                 snap = self.snap
