@@ -102,6 +102,15 @@ INTENDED: dict[str, Intended] = {
         "active remotes (`tcp:`/`unix:` as `--remote`)", "not observable", "startup"),
     "storage_failure": Intended(
         "a storage write failure (disk full)", "not observable", "storage"),
+    # Clustered databases: the corpus runs standalone servers; tests/cluster covers these.
+    "cluster_group_commit": Intended(
+        "clustered: transactions that arrive while earlier ones are being committed",
+        "not observable", "cluster"),
+    "cluster_leader_fairness": Intended(
+        "clustered: a leader whose own clients wait while followers' forwarded "
+        "transactions keep arriving", "not observable", "cluster"),
+    "cluster_kick_unknown": Intended(
+        "`cluster/kick` with a name that matches no server", "not observable", "cluster"),
 }
 
 
