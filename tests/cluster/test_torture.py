@@ -87,11 +87,12 @@ class Clients:
             time.sleep(0.01)
         return False
 
-    def join(self, timeout: float) -> None:
+    def join(self, timeout: float) -> bool:
+        """Have all clients finished (within `timeout` seconds)?"""
         deadline = time.monotonic() + timeout
         for t in self.threads:
             t.join(max(0.0, deadline - time.monotonic()))
-        assert not any(t.is_alive() for t in self.threads), "clients still running"
+        return not any(t.is_alive() for t in self.threads)
 
 
 class Counters:
@@ -204,9 +205,10 @@ def test_torture(make_cluster: Callable[..., Cluster], n: int, victim: str,
             time.sleep(0.2)
             c.start(v)
         print(f"fault from {phase_done_at} to {clients.done} of {total} transactions")
-        clients.join(180)
+        assert clients.join(180), (f"clients still running ({clients.done} of {total} "
+                                   f"done): {c.statuses()}\n{c.logs()}")
     finally:
-        clients.join(180)
+        clients.join(30)
         counters.finish()
     if phase_done_at >= total:
         pytest.skip("clients finished before the fault")
