@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..ovsdb.changeset import Changeset, RowChange, merge
 from ..ovsdb.database import Database
-from ..ovsdb.transaction import Blocked, Committed, Outcome
+from ..ovsdb.errors import OvsdbError
+from ..ovsdb.transaction import Blocked, Committed, Failed, Outcome
 from ..raft import core as rc
 from ..raft.records import EntryRecord, Header, SnapshotRecord, TermRecord, VoteRecord
 from ..storage import clustered
@@ -540,9 +541,6 @@ class ClusteredDb:
         results = list(getattr(p.results, "results", []))
         results.append({"error": "cluster error" if status != rc.SHUTDOWN else "not allowed",
                         "details": f"transaction failed: {status}"})
-        from ..ovsdb.errors import OvsdbError
-        from ..ovsdb.transaction import Failed
-
         p.finish(Failed(results, OvsdbError("cluster error", status)))
 
     def _retry_soon(self) -> None:
