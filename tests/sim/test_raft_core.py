@@ -23,6 +23,7 @@ from pyovsdb.raft.core import (
     SHUTDOWN,
     SUCCESS,
     TIMEOUT,
+    TURN_MSEC,
     RaftConfig,
     RaftCore,
     RaftError,
@@ -423,6 +424,48 @@ def test_a_busy_leader_times_out_what_it_forwarded_as_a_follower() -> None:
     assert lost.status == TIMEOUT
     assert net.now - lost.timestamp <= 3 * f.election_timer
     assert net.core(1).stats["heartbeats"] == pings     # the ping timer never fired
+
+
+def test_a_server_that_lost_a_race_gets_the_next_turn() -> None:
+    """Under a steady load the server that learns commits last would lose every race
+    for the prerequisite; the leader keeps the next turn for it."""
+    net = committed_cluster(3)
+    lead, f1, f2 = net.core(0), net.core(1), net.core(2)
+    won = f2.propose_command(cmd_data("a"), EID0, net.now)
+    net.flush(f2)
+    net.run()
+    lost = f1.propose_command(cmd_data("b"), EID0, net.now)      # stale prerequisite
+    net.flush(f1)
+    net.run()
+    assert won.status == SUCCESS and lost.status == BAD_PREREQ and lead.turn_owed()
+    # f2 is quicker again, but f1 is owed the turn: f2's command waits ...
+    later = f2.propose_command(cmd_data("c"), won.eid, net.now)
+    net.flush(f2)
+    net.run()
+    assert later.status == INCOMPLETE
+    # ... until f1's, executed again against what it lost to, is appended; f2's then
+    # lost its race in turn.
+    again = f1.propose_command(cmd_data("b2"), won.eid, net.now)
+    net.flush(f1)
+    net.run()
+    assert again.status == SUCCESS and later.status == BAD_PREREQ
+    assert net.data_applied(SIDS[0]) == [won.eid, again.eid]
+
+
+def test_a_turn_not_taken_expires() -> None:
+    net = committed_cluster(3)
+    lead, f1, f2 = net.core(0), net.core(1), net.core(2)
+    lost = f1.propose_command(cmd_data("x"), SIDS[4], net.now)   # wrong prerequisite
+    net.flush(f1)
+    net.run()
+    assert lost.status == BAD_PREREQ and lead.turn_owed()
+    held = f2.propose_command(cmd_data("y"), EID0, net.now)
+    net.flush(f2)
+    net.run()
+    assert held.status == INCOMPLETE
+    net.advance(TURN_MSEC + 1)           # f1 never comes back
+    net.run()
+    assert not lead.turn_owed() and held.status == SUCCESS
 
 
 def test_forwarded_command_completes_when_its_reply_is_lost() -> None:

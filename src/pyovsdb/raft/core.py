@@ -110,6 +110,9 @@ ELECTION_RANGE_MSEC = 1000
 ELECTION_MIN_MSEC = 100
 ELECTION_MAX_MSEC = 600000
 JOIN_RETRY_MSEC = 1000
+# How long the leader keeps a turn for a server whose forwarded command lost a race
+# (see `_owed`): enough to learn the commit, apply it and execute again.
+TURN_MSEC = 50
 
 FOLLOWER = "follower"
 CANDIDATE = "candidate"
@@ -320,6 +323,11 @@ class RaftCore:
         # their turn (`hold_forwarded`).
         self.hold_forwarded = False
         self._held: list[ExecuteCommandRequest] = []
+        # Servers whose forwarded command failed its prerequisite, with the deadline of
+        # the turn they are owed: until they come back (or the turn expires), other
+        # servers' commands are held. Without it, under a steady load the servers
+        # that learn commits last lose every race and their transactions starve.
+        self._owed: dict[str, int] = {}
         self._sent_commit: dict[str, int] = {}
         self.stats = {"dropped": 0, "deferred": 0, "heartbeats": 0, "commit_heartbeats": 0}
 
@@ -521,7 +529,8 @@ class RaftCore:
                 for s in self.servers.values():
                     if (s.sid != self.sid
                             and self._sent_commit.get(s.sid, -1) < self.commit_index):
-                        if delay and s.sid not in self._commit_waiters:
+                        if (delay and s.sid not in self._commit_waiters
+                                and s.sid not in self._owed):
                             deferred = True
                             continue
                         self._send_append_request(s, 0, "heartbeat")
@@ -577,6 +586,8 @@ class RaftCore:
             d = min(d, self.command_check)
         if self._commit_sync_at is not None:
             d = min(d, self._commit_sync_at)
+        if self._owed:
+            d = min(d, min(self._owed.values()))
         return d
 
     def _log(self, msg: str) -> None:
@@ -712,16 +723,6 @@ class RaftCore:
             if self.role == LEADER:
                 self._send_heartbeats(pings=True)
             self._reset_ping_timer()
-        if self.commands and now >= self.command_check:
-            # Not tied to the ping timer: a leader under load never lets that fire
-            # (every broadcast of entries re-arms it), and a command forwarded to a
-            # leader that died before we were elected would wait forever.
-            self.command_check = now + self.election_timer // 3
-            limit = 2 * self.election_timer
-            for cmd in list(self.commands.values()):
-                if now - cmd.timestamp > limit:
-                    lost = cmd.initiated_as_leader and self.role != LEADER
-                    self._complete(cmd, LOST_LEADERSHIP if lost else TIMEOUT)
         self._finish()
 
     # ------------------------------------------------------------------ terms and roles
@@ -752,6 +753,7 @@ class RaftCore:
         self._pending_appends.clear()
         self._commit_sync_at = None
         self.hold_forwarded = False
+        self._owed.clear()
         held, self._held = self._held, []
         for rq in held:
             self._send(ExecuteCommandReply(src=self.sid, dst=rq.src, result=rq.result,
@@ -1525,11 +1527,13 @@ class RaftCore:
             if self._has_eid(rq.result):
                 return      # a duplicate of one already appended (and maybe answered)
             status = BAD_PREREQ
-        elif self.hold_forwarded:
+            self._owe_turn(rq.src)
+        elif rq.src not in self._owed and (self._owed or self.hold_forwarded):
             if all(h.result != rq.result for h in self._held):
                 self._held.append(rq)
             return
         else:
+            self._owed.pop(rq.src, None)
             index = self._initiate(Entry(self.term, rq.data, rq.result))
             self.commands[rq.result] = Command(rq.result, index=index, timestamp=self.now,
                                                requester=rq.src, local=False,
@@ -1550,12 +1554,30 @@ class RaftCore:
         self._advance(now)
         try:
             self.hold_forwarded = hold and self.role == LEADER
-            if not self.hold_forwarded and self._held:
-                held, self._held = self._held, []
-                for rq in held:
-                    self._handle_execute_command_request(rq)
         finally:
             self._finish()
+
+    def _owe_turn(self, sid: str) -> None:
+        """`sid` lost a race: keep the next turn for it, and let it hear of every
+        commit at once meanwhile, so that it executes again as early as it can."""
+        if sid not in self._owed and sid in self.servers and sid != self.sid:
+            self._owed[sid] = self.now + TURN_MSEC
+            s = self.servers[sid]
+            if self._told_commit.get(sid, -1) < self.commit_index:
+                self._send_append_request(s, 0, "heartbeat")
+
+    def turn_owed(self) -> bool:
+        """Is a turn kept for a server that lost a race? The leader's own
+        transactions wait for it too."""
+        return bool(self._owed)
+
+    def _release_held(self) -> None:
+        """Answer the held commands as things stand now that no turn or hold keeps
+        them: appended if their prerequisite still holds, refused (and owed a turn)
+        if not."""
+        held, self._held = self._held, []
+        for rq in held:
+            self._handle_execute_command_request(rq)
 
     def _handle_execute_command_reply(self, rpy: ExecuteCommandReply) -> None:
         cmd = self.commands.get(rpy.result)
@@ -1726,12 +1748,24 @@ class RaftCore:
     # ------------------------------------------------------------------ end of input
 
     def _finish(self) -> None:
-        """Work that follows any input: coalesced commit heartbeats, entries to
-        apply, the snapshot request."""
-        if not self.commands and self.command_check <= self.now:
-            # The check only matters once there are commands to watch; never let it
-            # start out already expired.
+        """Work that follows any input: held commands no longer held, coalesced
+        commit heartbeats, entries to apply, the snapshot request."""
+        if self._owed:
+            self._owed = {sid: t for sid, t in self._owed.items() if t > self.now}
+        if self._held and not self._owed and not self.hold_forwarded:
+            self._release_held()
+        if self.command_check <= self.now:
+            # Pending commands time out on their own timer, checked after any input
+            # once due. Not tied to the ping timer: a leader under load never lets
+            # that fire (every broadcast of entries re-arms it), and a command
+            # forwarded to a leader that died before we were elected would wait
+            # forever.
             self.command_check = self.now + self.election_timer // 3
+            limit = 2 * self.election_timer
+            for cmd in list(self.commands.values()):
+                if self.now - cmd.timestamp > limit:
+                    lost = cmd.initiated_as_leader and self.role != LEADER
+                    self._complete(cmd, LOST_LEADERSHIP if lost else TIMEOUT)
         if not self.joining and not self.failed:
             if self.last_applied == self.log_start - 2:
                 snap = self.snap

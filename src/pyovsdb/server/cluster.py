@@ -208,7 +208,8 @@ class ClusteredDb:
                 self._store_snapshot()
         if self.closed:
             return
-        if self._retry_after_apply and self.retry and self.applied_index != applied_before:
+        if (self._retry_after_apply and self.retry
+                and (self.applied_index != applied_before or not self._must_wait())):
             self._retry_after_apply = False
             self._retry_soon()
         self._finish_applied()
@@ -426,10 +427,13 @@ class ClusteredDb:
         """Would a proposal now fail its prerequisite? Yes while an entry of ours is
         on its way: on the leader it is already in the log (the real server does not
         start a second transaction either); on a follower the leader would refuse the
-        second one. Waiting lets the transactions that queue up meanwhile go into one
-        entry (`_retry_now`)."""
+        second one. On the leader, also while a follower that lost a race is owed
+        the next turn (`RaftCore.turn_owed`). Waiting lets the transactions that
+        queue up meanwhile go into one entry (`_retry_now`)."""
+        core = self.core
         return (bool(self.pending) or bool(self.waiting_apply)
-                or (self.core.is_leader and self.prereq != self.core.current_eid))
+                or (core.is_leader and (self.prereq != core.current_eid
+                                        or core.turn_owed())))
 
     def busy(self) -> bool:
         """Are transactions of clients still on their way (proposed, committed but
