@@ -24,6 +24,7 @@ from pyovsdb.raft.core import (
     SUCCESS,
     TIMEOUT,
     TURN_MSEC,
+    Command,
     RaftConfig,
     RaftCore,
     RaftError,
@@ -356,6 +357,14 @@ def test_duplicate_forwarded_request_is_executed_once() -> None:
     assert net.data_applied(SIDS[0]) == [cmd.eid]
 
 
+def forward(net: Net, f: RaftCore, data: Any, prereq: str | None) -> Command:
+    """A command proposed on follower `f`, with everything it causes delivered."""
+    cmd = f.propose_command(data, prereq, net.now)
+    net.flush(f)
+    net.run()
+    return cmd
+
+
 def test_held_forwarded_commands_lose_the_race_to_the_leaders_own() -> None:
     """While the leader's host holds forwarded commands (its own transactions wait
     for their turn), they are neither appended nor answered; its own command goes
@@ -363,9 +372,7 @@ def test_held_forwarded_commands_lose_the_race_to_the_leaders_own() -> None:
     net = committed_cluster(3)
     lead, f = net.core(0), net.core(1)
     lead.set_hold_forwarded(True, net.now)
-    held = f.propose_command(cmd_data(1), EID0, net.now)
-    net.flush(f)
-    net.run()
+    held = forward(net, f, cmd_data(1), EID0)
     assert held.status == INCOMPLETE and lead.current_eid == EID0
     assert not [m for m in net.sent if isinstance(m, rpc.ExecuteCommandReply)]
     own = lead.propose_command(cmd_data(2), EID0, net.now)
@@ -374,14 +381,9 @@ def test_held_forwarded_commands_lose_the_race_to_the_leaders_own() -> None:
     net.run()
     assert own.status == SUCCESS and held.status == BAD_PREREQ
     assert net.data_applied(SIDS[0]) == [own.eid]
-    # Released with nothing of its own in between, a held command is appended.
+    # Having lost that race, f is owed the next turn: even a new hold lets it by.
     lead.set_hold_forwarded(True, net.now)
-    again = f.propose_command(cmd_data(3), own.eid, net.now)
-    net.flush(f)
-    net.run()
-    lead.set_hold_forwarded(False, net.now)
-    net.flush(lead)
-    net.run()
+    again = forward(net, f, cmd_data(3), own.eid)
     assert again.status == SUCCESS
     assert net.data_applied(SIDS[0]) == [own.eid, again.eid]
 
@@ -390,9 +392,7 @@ def test_held_forwarded_commands_are_refused_when_leadership_is_lost() -> None:
     net = committed_cluster(3)
     lead, f = net.core(0), net.core(1)
     lead.set_hold_forwarded(True, net.now)
-    held = f.propose_command(cmd_data(1), EID0, net.now)
-    net.flush(f)
-    net.run()
+    held = forward(net, f, cmd_data(1), EID0)
     lead.transfer_leadership("requested", net.now)
     net.flush(lead)
     net.run()
@@ -409,9 +409,7 @@ def test_a_busy_leader_times_out_what_it_forwarded_as_a_follower() -> None:
     net = committed_cluster(3)
     f = net.core(1)
     net.drop = lambda m: isinstance(m, rpc.ExecuteCommandRequest)
-    lost = f.propose_command(cmd_data("lost"), EID0, net.now)
-    net.flush(f)
-    net.run()
+    lost = forward(net, f, cmd_data("lost"), EID0)
     net.drop = lambda m: False
     net.elect(1)
     pings = net.core(1).stats["heartbeats"]
@@ -431,23 +429,15 @@ def test_a_server_that_lost_a_race_gets_the_next_turn() -> None:
     for the prerequisite; the leader keeps the next turn for it."""
     net = committed_cluster(3)
     lead, f1, f2 = net.core(0), net.core(1), net.core(2)
-    won = f2.propose_command(cmd_data("a"), EID0, net.now)
-    net.flush(f2)
-    net.run()
-    lost = f1.propose_command(cmd_data("b"), EID0, net.now)      # stale prerequisite
-    net.flush(f1)
-    net.run()
+    won = forward(net, f2, cmd_data("a"), EID0)
+    lost = forward(net, f1, cmd_data("b"), EID0)        # stale prerequisite
     assert won.status == SUCCESS and lost.status == BAD_PREREQ and lead.turn_owed()
     # f2 is quicker again, but f1 is owed the turn: f2's command waits ...
-    later = f2.propose_command(cmd_data("c"), won.eid, net.now)
-    net.flush(f2)
-    net.run()
+    later = forward(net, f2, cmd_data("c"), won.eid)
     assert later.status == INCOMPLETE
     # ... until f1's, executed again against what it lost to, is appended; f2's then
     # lost its race in turn.
-    again = f1.propose_command(cmd_data("b2"), won.eid, net.now)
-    net.flush(f1)
-    net.run()
+    again = forward(net, f1, cmd_data("b2"), won.eid)
     assert again.status == SUCCESS and later.status == BAD_PREREQ
     assert net.data_applied(SIDS[0]) == [won.eid, again.eid]
 
@@ -455,13 +445,9 @@ def test_a_server_that_lost_a_race_gets_the_next_turn() -> None:
 def test_a_turn_not_taken_expires() -> None:
     net = committed_cluster(3)
     lead, f1, f2 = net.core(0), net.core(1), net.core(2)
-    lost = f1.propose_command(cmd_data("x"), SIDS[4], net.now)   # wrong prerequisite
-    net.flush(f1)
-    net.run()
+    lost = forward(net, f1, cmd_data("x"), SIDS[4])      # wrong prerequisite
     assert lost.status == BAD_PREREQ and lead.turn_owed()
-    held = f2.propose_command(cmd_data("y"), EID0, net.now)
-    net.flush(f2)
-    net.run()
+    held = forward(net, f2, cmd_data("y"), EID0)
     assert held.status == INCOMPLETE
     net.advance(TURN_MSEC + 1)           # f1 never comes back
     net.run()
