@@ -113,6 +113,10 @@ JOIN_RETRY_MSEC = 1000
 # How long the leader keeps a turn for a server whose forwarded command lost a race
 # (see `_owed`): enough to learn the commit, apply it and execute again.
 TURN_MSEC = 50
+# Races a server loses in a row before it is owed a turn: one lost race is normal
+# under contention and costs a retry; only a server that keeps losing needs the
+# others held for it (holding has a price when it does not come back).
+LOSSES_BEFORE_TURN = 3
 
 FOLLOWER = "follower"
 CANDIDATE = "candidate"
@@ -323,11 +327,13 @@ class RaftCore:
         # their turn (`hold_forwarded`).
         self.hold_forwarded = False
         self._held: list[ExecuteCommandRequest] = []
-        # Servers whose forwarded command failed its prerequisite, with the deadline of
-        # the turn they are owed: until they come back (or the turn expires), other
+        # Servers whose forwarded commands failed their prerequisite
+        # LOSSES_BEFORE_TURN times in a row, with the deadline of the turn they are
+        # owed: until they come back (or the turn expires), other
         # servers' commands are held. Without it, under a steady load the servers
         # that learn commits last lose every race and their transactions starve.
         self._owed: dict[str, int] = {}
+        self._losses: dict[str, int] = {}   # sid -> races lost in a row
         self._sent_commit: dict[str, int] = {}
         self.stats = {"dropped": 0, "deferred": 0, "heartbeats": 0, "commit_heartbeats": 0}
 
@@ -754,6 +760,7 @@ class RaftCore:
         self._commit_sync_at = None
         self.hold_forwarded = False
         self._owed.clear()
+        self._losses.clear()
         held, self._held = self._held, []
         for rq in held:
             self._send(ExecuteCommandReply(src=self.sid, dst=rq.src, result=rq.result,
@@ -1527,13 +1534,16 @@ class RaftCore:
             if self._has_eid(rq.result):
                 return      # a duplicate of one already appended (and maybe answered)
             status = BAD_PREREQ
-            self._owe_turn(rq.src)
+            losses = self._losses[rq.src] = self._losses.get(rq.src, 0) + 1
+            if losses >= LOSSES_BEFORE_TURN:
+                self._owe_turn(rq.src)
         elif rq.src not in self._owed and (self._owed or self.hold_forwarded):
             if all(h.result != rq.result for h in self._held):
                 self._held.append(rq)
             return
         else:
             self._owed.pop(rq.src, None)
+            self._losses.pop(rq.src, None)
             index = self._initiate(Entry(self.term, rq.data, rq.result))
             self.commands[rq.result] = Command(rq.result, index=index, timestamp=self.now,
                                                requester=rq.src, local=False,
@@ -1558,8 +1568,9 @@ class RaftCore:
             self._finish()
 
     def _owe_turn(self, sid: str) -> None:
-        """`sid` lost a race: keep the next turn for it, and let it hear of every
-        commit at once meanwhile, so that it executes again as early as it can."""
+        """`sid` keeps losing races: keep the next turn for it, and let it hear of
+        every commit at once meanwhile, so that it executes again as early as it
+        can."""
         if sid not in self._owed and sid in self.servers and sid != self.sid:
             self._owed[sid] = self.now + TURN_MSEC
             s = self.servers[sid]
