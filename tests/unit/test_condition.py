@@ -18,7 +18,7 @@ from unit_helpers import (
     sel,
 )
 
-from pyovsdb.ovsdb.condition import parse_where
+from pyovsdb.ovsdb.condition import parse_monitor_where, parse_where
 from pyovsdb.ovsdb.errors import OvsdbError
 from pyovsdb.ovsdb.row import Row
 
@@ -345,7 +345,7 @@ def test_condition_on_constrained_columns_with_valid_args() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# The Condition object used by monitors
+# The Condition objects: operations (every clause) and monitors (any clause)
 
 
 def _row(**data: object) -> Row:
@@ -381,3 +381,31 @@ def test_parse_where_not_array() -> None:
     with pytest.raises(OvsdbError) as ei:
         parse_where(schema().tables["B"], {})
     assert ei.value.tag == "syntax error"
+
+
+def test_monitor_where_is_a_disjunction() -> None:
+    """ovn-controller's conditions ("type == patch" or "logical_port == vif1") select a
+    row matching any clause; an operation's where needs all of them."""
+    ts = schema().tables["B"]
+    where = [["n", "==", 1], ["name", "==", "x"]]
+    mon, op = parse_monitor_where(ts, where), parse_where(ts, where)
+    for row, any_, all_ in ((_row(n=1, name="y"), True, False), (_row(n=2, name="x"), True, False),
+                            (_row(n=1, name="x"), True, True), (_row(n=2, name="y"), False, False)):
+        assert mon.matches(row) is any_
+        assert op.matches(row) is all_
+    assert parse_monitor_where(ts, []).is_true
+    assert parse_monitor_where(ts, [False, ["n", ">", 0]]).matches(_row(n=1))
+    assert not parse_monitor_where(ts, [False, False]).matches(_row())
+    assert parse_monitor_where(ts, [["n", ">", 5], True]).matches(_row(n=1))
+
+
+def test_monitor_where_fast_path_true_clause() -> None:
+    """The real server hashes ==/true/false conditions and sees a true clause only in
+    the first two places of its sorted array: [false, false, true] selects nothing,
+    while with an includes clause every clause is evaluated and true selects all."""
+    ts = schema().tables["B"]
+    assert parse_monitor_where(ts, [False, True]).is_true
+    assert not parse_monitor_where(ts, [False, False, True]).matches(_row())
+    eq = parse_monitor_where(ts, [False, False, True, ["n", "==", 3]])
+    assert eq.matches(_row(n=3)) and not eq.matches(_row(n=4))
+    assert parse_monitor_where(ts, [False, False, True, ["n", ">", 9]]).is_true

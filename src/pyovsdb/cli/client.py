@@ -33,7 +33,7 @@ import orjson
 
 from .. import __version__
 from ..jsonrpc.client import Client, RpcError
-from ..ovsdb.condition import parse_where
+from ..ovsdb.condition import parse_monitor_where
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, TableSchema
@@ -894,7 +894,7 @@ def monitor_cond(ctx: Context, client: Client, database: str, version: int, args
         fatal(f'{database} does not have a table named "{args[1]}"')
     condition = parse_json_arg(args[0])
     try:
-        parse_where(ts, condition)
+        parse_monitor_where(ts, condition)
     except OvsdbError as e:
         fatal(error_to_string(e))
     monitor(ctx, client, database, version, args[1:], condition, last_id)

@@ -1,8 +1,15 @@
 """Conditions: the `where` of operations and the `where` of conditional monitors.
 
 Rules kept here:
-- A condition is a conjunction of clauses `[column, function, value]`; an empty condition
-  is true. A bare JSON `true`/`false` is a clause (OVS extension).
+- A `where` is a list of clauses `[column, function, value]`; a bare JSON `true`/`false`
+  is a clause (OVS extension). In an operation it is a conjunction (every clause must
+  hold); in a conditional monitor it is a disjunction (a row is sent if it matches any
+  clause), as the real server evaluates them (`ovsdb_condition_match_every_clause` and
+  `ovsdb_condition_empty_or_match_any`). An empty `where` is true in both.
+- A monitor condition made only of `==`, `true` and `false` clauses takes the real
+  server's fast path: after its sort (false, true, then the others) a `true` clause
+  counts only in the first two places, so `[false, false, true]` matches no row there,
+  and here.
 - `==`/`!=` compare whole datums; `includes`/`excludes` test that every / no element (set)
   or key-value pair (map) of the argument is in the column; on a scalar they equal
   `==`/`!=`.
@@ -41,7 +48,7 @@ class Clause:
 
 
 class Condition:
-    """A parsed `where`; `matches(row)` is true if every clause holds."""
+    """A parsed operation `where`; `matches(row)` is true if every clause holds."""
 
     __slots__ = ("always_false", "clauses", "matches", "uuids")
 
@@ -73,6 +80,38 @@ class Condition:
         return not self.always_false and all(c.function == "true" for c in self.clauses)
 
 
+_FAST_PATH = frozenset(("true", "false", "=="))
+
+
+class MonitorCondition:
+    """A parsed monitor `where`; `matches(row)` is true if any clause holds (or there
+    is none). `is_true` says it selects every row, so a monitor can drop it."""
+
+    __slots__ = ("clauses", "is_true", "matches")
+
+    def __init__(self, clauses: list[Clause]) -> None:
+        self.clauses = clauses
+        n_false = sum(c.function == "false" for c in clauses)
+        has_true = any(c.function == "true" for c in clauses)
+        if all(c.function in _FAST_PATH for c in clauses):
+            # The real server's hashed path sees a true clause only in the first two
+            # places of its sorted array, behind at most one false clause.
+            has_true = has_true and n_false <= 1
+        self.is_true = not clauses or has_true
+        preds = [c.predicate for c in clauses if c.function not in ("true", "false")]
+        if self.is_true:
+            self.matches: Predicate = _always
+        elif not preds:
+            self.matches = _never
+        elif len(preds) == 1:
+            self.matches = preds[0]
+        elif len(preds) == 2:
+            p0, p1 = preds
+            self.matches = lambda row: p0(row) or p1(row)
+        else:
+            self.matches = lambda row: any(p(row) for p in preds)
+
+
 def _always(row: Row) -> bool:
     return True
 
@@ -87,6 +126,12 @@ def parse_where(
     if type(json) is not list:
         raise syntax_error(json, "Parsing where clauses failed: array expected")
     return Condition([parse_clause(ts, c, symtab) for c in json])
+
+
+def parse_monitor_where(ts: TableSchema, json: Any) -> MonitorCondition:
+    if type(json) is not list:
+        raise syntax_error(json, "Parsing where clauses failed: array expected")
+    return MonitorCondition([parse_clause(ts, c) for c in json])
 
 
 def parse_clause(ts: TableSchema, json: Any, symtab: SymbolTable | None = None) -> Clause:

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..ovsdb.changeset import Changeset, RowChange
-from ..ovsdb.condition import Condition, parse_where
+from ..ovsdb.condition import MonitorCondition, parse_monitor_where
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError, syntax_error
 from ..ovsdb.hashorder import shash_find_index, shash_order
@@ -74,7 +74,7 @@ class MonitorTable:
         ts: TableSchema,
         columns: tuple[str, ...],
         selects: tuple[tuple[bool, bool, bool, bool], ...],
-        condition: Condition | None,
+        condition: MonitorCondition | None,
         table_select: tuple[bool, bool, bool, bool] | None = None,
     ) -> None:
         self.schema = ts
@@ -95,7 +95,7 @@ class MonitorTable:
         self.tracked = columns
         self.set_condition(condition)
 
-    def set_condition(self, condition: Condition | None) -> None:
+    def set_condition(self, condition: MonitorCondition | None) -> None:
         self.condition = condition
         extra = [] if condition is None else [
             c.column for c in condition.clauses
@@ -200,7 +200,7 @@ def parse_monitor_requests(
             reqs = [reqs]
         columns: list[str] = []
         selects: list[tuple[bool, bool, bool, bool]] = []
-        conditions: list[Condition | None] = []
+        conditions: list[MonitorCondition | None] = []
         table_select = [False, False, False, False]
         for req in reqs:
             cols, cols_json, sel, cond = _parse_request(ts, req, version)
@@ -223,7 +223,7 @@ def parse_monitor_requests(
 
 def _parse_request(
     ts: TableSchema, req: Any, version: int
-) -> tuple[list[str], Any, tuple[bool, bool, bool, bool], Condition | None]:
+) -> tuple[list[str], Any, tuple[bool, bool, bool, bool], MonitorCondition | None]:
     where = f"Parsing table {ts.name} failed: "
     if type(req) is not dict:
         raise OvsdbError("syntax error", f"{where}Object expected.")
@@ -263,7 +263,7 @@ def _parse_request(
             cols.append(c)
     cond = None
     if where_json is not None:
-        cond = parse_where(ts, where_json)
+        cond = parse_monitor_where(ts, where_json)
         if cond.is_true:
             cond = None
     return cols, cols_json, select, cond
@@ -383,7 +383,7 @@ class Monitor:
         reporting every row, as the real server does."""
         if type(json) is not dict:
             raise OvsdbError("syntax error", "monitor-cond-change-requests must be object")
-        new_conds: dict[str, Condition | None] = {}
+        new_conds: dict[str, MonitorCondition | None] = {}
         for tname in shash_order(json):
             reqs = json[tname]
             if tname not in db.schema.tables:
@@ -420,7 +420,7 @@ class Monitor:
         return out or None
 
 
-def _parse_change_request(ts: TableSchema, req: Any) -> Condition | None:
+def _parse_change_request(ts: TableSchema, req: Any) -> MonitorCondition | None:
     """One `<monitor-cond-update-request>`: its condition (a request without "where"
     selects every row; the real server crashes on it, see docs/compat.md)."""
     where = f"Parsing table {ts.name} failed: "
@@ -437,5 +437,5 @@ def _parse_change_request(ts: TableSchema, req: Any) -> Condition | None:
         raise syntax_error(req, "changing columns is unsupported")
     if where_json is None:
         return None
-    cond = parse_where(ts, where_json)
+    cond = parse_monitor_where(ts, where_json)
     return None if cond.is_true else cond
