@@ -20,6 +20,7 @@ Rules kept here:
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -160,6 +161,32 @@ def normalize_flow(line: str) -> str:
     if sep:
         actions = ",".join(_sorted_flood(split_actions(actions)))
     return ",".join(f.strip() for f in fields) + sep + actions
+
+
+ZONES_OF_DATAPATH = re.compile(r"set_field:(0x[0-9a-f]+)->reg11,set_field:(0x[0-9a-f]+)->reg12,"
+                               r"set_field:(0x[0-9a-f]+)->metadata")
+ZONE_SET = re.compile(r"set_field:(0x[0-9a-f]+)->(reg11|reg12)\b")
+
+
+def normalize_flows(lines: list[str]) -> list[str]:
+    """A whole flow table normalized, sorted: each flow as `normalize_flow` makes it,
+    and the conntrack zones of logical datapaths (reg11 DNAT, reg12 SNAT) named after
+    their datapath's tunnel key. ovn-controller numbers those zones in the hash order
+    of "<datapath UUID>_dnat"-like names, so the numbers differ between two runs of one
+    scenario even on the real server; which datapath a zone belongs to does not."""
+    flows = [normalize_flow(line) for line in lines]
+    names: dict[tuple[str, str], str] = {}
+    for f in flows:
+        for dnat, snat, dp in ZONES_OF_DATAPATH.findall(f):
+            names[(dnat, "reg11")] = f"dp{int(dp, 16)}-dnat"
+            names[(snat, "reg12")] = f"dp{int(dp, 16)}-snat"
+
+    def zone(m: re.Match[str]) -> str:
+        value, reg = m.group(1), m.group(2)
+        if value == "0x0":
+            return m.group(0)
+        return f"set_field:<{names.get((value, reg), 'zone?')}>->{reg}"
+    return sorted(ZONE_SET.sub(zone, f) for f in flows)
 
 
 class Hypervisor:
@@ -337,8 +364,8 @@ class Hypervisor:
                 if line.strip() and "_FLOW reply" not in line and "OFPST_FLOW" not in line]
 
     def flows(self) -> list[str]:
-        """The flows normalized (counters and timers dropped), sorted."""
-        return sorted(normalize_flow(f) for f in self.dump_flows())
+        """The flows normalized (see `normalize_flows`), sorted."""
+        return normalize_flows(self.dump_flows())
 
     def flow_count(self) -> int:
         return len(self.dump_flows())
