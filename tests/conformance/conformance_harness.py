@@ -47,8 +47,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from real_traffic import Births
 
-from procs import NB_SCHEMA, ServerProcess, create_db
+from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -85,6 +86,8 @@ SCHEMA_FILES: dict[str, Callable[[Path], Path]] = {
     "T": lambda d: EVERY_TYPE,
     "T0": lambda d: _no_root_schema(d / "every_type_no_root.ovsschema"),
     "NB": lambda d: Path(NB_SCHEMA),
+    "SB": lambda d: Path(SB_SCHEMA),
+    "VS": lambda d: Path(VSWITCH_SCHEMA),
 }
 
 
@@ -408,16 +411,19 @@ class Case:
     # A difference that is a bug of ours in code outside the engine and the server
     # methods, not fixed yet: the case is expected to fail (strictly) until it is.
     known_bug: str = ""
+    # Made from a recording (real_traffic.py): connections open at their first step,
+    # and placeholders in requests are resolved on each server.
+    recorded: bool = False
 
     @staticmethod
     def from_json(js: dict[str, Any], file: str) -> Case:
         unknown = set(js) - {"name", "schema", "setup", "steps", "intended", "note",
-                             "known_bug"}
+                             "known_bug", "recorded", "recording"}
         if unknown:
             raise ValueError(f"{file}: case {js.get('name')}: unknown members {unknown}")
         return Case(js["name"], js.get("schema", "T"), js["steps"], js.get("setup", []),
                     js.get("intended", []), js.get("note", ""), file,
-                    js.get("known_bug", ""))
+                    js.get("known_bug", ""), bool(js.get("recorded", False)))
 
 
 def load_cases(directory: Path = CASES_DIR) -> list[Case]:
@@ -467,7 +473,8 @@ def step_request(step: dict[str, Any], db: str, auto_id: int) -> dict[str, Any] 
     return None
 
 
-STEP_KEYS = {"conn", "transact", "request", "raw", "partial", "close", "await", "sleep_ms"}
+STEP_KEYS = {"conn", "transact", "request", "raw", "partial", "close", "await", "sleep_ms",
+             "recorded_reply"}
 
 
 def case_connections(case: Case) -> list[str]:
@@ -515,14 +522,43 @@ class LiveRun:
             self.records[k].steps.append(StepRecord({"setup": setup_msgs[k]},
                                                     s.wait_admin(dumps[k]).get("result")))
         names = conn_names if conn_names is not None else case_connections(case)
+        if case.recorded:
+            names = []
         self.conns = {k: {n: s.connect() for n in names} for k, s in pair.sides.items()}
+        # Recorded cases: each server's names for the UUIDs it chose, and the method of
+        # each request sent, by (connection, id).
+        self.births = {k: Births(request_uuids(case)) for k in pair.sides}
+        self.sent: dict[tuple[str, bytes], str] = {}
 
     def step(self, st: dict[str, Any]) -> None:
         """Run `st`, the next step of the case (appended to it if it is not there)."""
         n = len(self.records["ours"].steps)
         if len(self.case.steps) < n:
             self.case.steps.append(st)
-        _run_step(self.pair, self.conns, self.records, st, n)
+        if not self.case.recorded:
+            _run_step(self.pair, self.conns, self.records, st, n)
+            return
+        cname = st.get("conn", "a")
+        for k, side in self.pair.sides.items():
+            if cname not in self.conns[k]:
+                self.conns[k][cname] = side.connect()
+        msg = step_request(st, self.pair.schema.db, n)
+        if msg is not None and msg.get("id") is not None:
+            self.sent[(cname, _key(msg["id"]))] = str(msg.get("method"))
+        _run_step(self.pair, self.conns, self.records, st, n, self.births)
+        names = case_connections(self.case)
+        for k in self.pair.sides:
+            got = self.records[k].steps[-1].messages
+            pairs = []
+            others = []
+            for c in sorted(got, key=lambda c: names.index(c) if c in names else len(names)):
+                for m in got[c]:
+                    if isinstance(m, dict) and "method" not in m and m.get("id") is not None \
+                            and self.sent.get((c, _key(m["id"]))) == "transact":
+                        pairs.append(({"method": "transact"}, m))
+                    if isinstance(m, dict) and m.get("method") != "echo":
+                        others.append(m)
+            self.births[k].step(pairs, others)
 
     def last_dump(self, kind: str = "real") -> Any:
         return self.records[kind].steps[-1].dump
@@ -545,12 +581,19 @@ def run_case(pair: ServerPair, case: Case) -> dict[str, Record]:
 
 
 def _run_step(pair: ServerPair, conns: dict[str, dict[str, Conn]],
-              records: dict[str, Record], st: dict[str, Any], auto_id: int) -> None:
+              records: dict[str, Record], st: dict[str, Any], auto_id: int,
+              births: dict[str, Births] | None = None) -> None:
     cname = st.get("conn", "a")
     db = pair.schema.db
-    msg = step_request(st, db, auto_id)
+    msg0 = step_request(st, db, auto_id)
     for k in pair.sides:
         c = conns[k][cname]
+        msg = msg0
+        if msg is not None and births is not None:
+            missing: list[str] = []
+            msg = births[k].resolve(msg, missing)
+            if missing:
+                c.inbox.append({"__unresolved__": sorted(set(missing))})
         if msg is not None:
             if msg.get("id") is None and msg.get("method") == "cancel" and \
                     isinstance(msg.get("params"), list) and msg["params"]:
@@ -802,6 +845,8 @@ class Normalizer:
             return {"closed": True}
         if "__no_barrier_reply__" in msg:
             return {"no reply to the barrier request": True}
+        if "__unresolved__" in msg:
+            return {"placeholders no reply of this server named": msg["__unresolved__"]}
         if "method" in msg:
             return self.notification(msg)
         if "result" in msg and msg.get("result") is not None:
@@ -903,11 +948,11 @@ def normalize(record: Record, case: Case, schema: SchemaInfo,
               known: set[str] | None = None) -> list[NormStep]:
     norm = Normalizer(request_uuids(case) if known is None else known, schema)
     db = schema.db
-    by_id: dict[bytes, Any] = {}
+    by_id: dict[tuple[str, bytes], Any] = {}  # (connection, id) -> request
     for j, st in enumerate(case.steps):
         msg = step_request(st, db, j + 1)
         if msg is not None and msg.get("id") is not None:
-            by_id.setdefault(_key(msg["id"]), msg)
+            by_id.setdefault((st.get("conn", "a"), _key(msg["id"])), msg)
     out = []
     prev_raw: Any = None
     prev_dump: Any = None
@@ -921,10 +966,10 @@ def normalize(record: Record, case: Case, schema: SchemaInfo,
                 if i == 0:
                     req: Any = ({"method": "transact", "params": [db, *case.setup[j]]}
                                 if j < len(case.setup) else None)
-                elif "method" in m or "__closed__" in m:
+                elif "method" in m or "__closed__" in m or "__unresolved__" in m:
                     req = None
                 else:
-                    req = by_id.get(_key(m.get("id")))
+                    req = by_id.get((conn, _key(m.get("id"))))
                 pairs.append((m, req))
             tagged[conn] = pairs
         norm.volatile = []

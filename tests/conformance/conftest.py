@@ -39,6 +39,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     tr.section("conformance against ovsdb-server 3.1")
     tr.write_line(f"corpus cases compared:           {STATS['corpus cases']} of "
                   f"{STATS['corpus size']} ({STATS['corpus steps']} steps)")
+    if STATS["recorded cases"]:
+        tr.write_line(f"recorded real-client cases:      {STATS['recorded cases']} "
+                      f"({STATS['replayed client messages']} client messages replayed)")
     tr.write_line(f"generated transactions compared: {STATS['generated transactions']}")
     tr.write_line(f"differences:                     {STATS['differences']}")
     if STATS["known bug cases"]:

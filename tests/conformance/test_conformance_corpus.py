@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 from conformance_harness import REPO, STATS, Case, ServerPair, compare, load_cases, run_case
 from conformance_intended import INTENDED, compat_areas
+from real_traffic import replay_mismatches
 
 from procs import require
 
@@ -31,6 +32,13 @@ def test_case(case: Case, server_pair: Callable[[str], ServerPair]) -> None:
     records = run_case(pair, case)
     diffs, intended = compare(case, pair.schema, records["ours"], records["real"])
     STATS["corpus cases"] += 1
+    if case.recorded:
+        STATS["recorded cases"] += 1
+        STATS["replayed client messages"] += sum("request" in st for st in case.steps)
+        # The replay is faithful: on the real server it does what the recording says.
+        bad = replay_mismatches(case.steps, records["real"].steps)
+        assert not bad, f"{case.name}: the real server's replay differs from the " \
+            "recording:\n" + "\n".join(bad[:10])
     if case.known_bug:
         STATS["known bug cases"] += 1
         STATS["known bug differences"] += len(diffs)
