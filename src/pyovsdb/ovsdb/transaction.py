@@ -15,6 +15,9 @@ Rules kept here:
 - Of several problems in one JSON object of the request (extra members of an operation,
   bad members of a row), the one reported is the first in the real server's hash order
   of that object (`hashorder`), since that is the order it meets them in.
+- A client's permissions (`rbac.Access`, passed as the lock test): a read-only client's
+  writes fail with "not allowed" after the operation parsed; RBAC denials are the
+  operation's own error, raised before it changes anything.
 - Pure: no clock, no I/O. The caller passes `now` (for `wait` timeouts) and the time the
   transaction first started waiting, and decides what to do with a Blocked outcome.
 """
@@ -33,6 +36,7 @@ from .errors import OvsdbError, syntax_error
 from .hashorder import first_in_shash_order, shash_order
 from .mutation import parse_mutations
 from .parser import KINDS, kind_ok
+from .rbac import READ_ONLY_REASON, Access, Rbac
 from .row import Row
 from .schema import TableSchema
 
@@ -188,6 +192,10 @@ class Transaction:
         self.owns_lock = owns_lock
         # Why writes are refused, e.g. "on table in reserved database _Server".
         self.read_only_reason = read_only_reason
+        access = owns_lock if isinstance(owns_lock, Access) else None
+        if access is not None and access.read_only:
+            self.read_only_reason = READ_ONLY_REASON  # the real server says this first
+        self.rbac = Rbac.for_access(db, access, self._current)
         self.rows: dict[str, dict[str, TxnRow]] = {}
         self.symtab = SymbolTable(new_uuid)
         self.durable = False
@@ -402,6 +410,8 @@ class Transaction:
             v = data[col.name]
             if codec.is_scalar or len(v) == 1:
                 codec.check_constraints(v)
+        if self.rbac is not None and not self.rbac.may_insert(table, data):
+            raise self.rbac.denied("insert", table.name)
         self._txn_rows(table.name)[uuid] = TxnRow(None, Row(uuid, data))
         return {"uuid": ["uuid", uuid]}
 
@@ -450,6 +460,9 @@ class Transaction:
                 p.op,
             )
         cond = parse_where(ts, where, self.symtab)
+        if self.rbac is not None and not self.rbac.may_modify(table, values,
+                                                              self._query(table, cond)):
+            raise self.rbac.denied("update", table.name)
         count = 0
         for row in list(self._query(table, cond)):
             self._writable(table, row).data.update(values)
@@ -463,6 +476,9 @@ class Transaction:
         ts = table.schema
         mutations = parse_mutations(ts, mutations_json, self.symtab)
         cond = parse_where(ts, where, self.symtab)
+        if self.rbac is not None and not self.rbac.may_modify(
+                table, [m.column.name for m in mutations], self._query(table, cond)):
+            raise self.rbac.denied("mutate", table.name)
         count = 0
         for row in list(self._query(table, cond)):
             new_values: dict[str, Any] = {}
@@ -478,6 +494,8 @@ class Transaction:
         where = p.get("where", "array")
         table = self._table(p)
         cond = parse_where(table.schema, where, self.symtab)
+        if self.rbac is not None and not self.rbac.may_delete(table, self._query(table, cond)):
+            raise self.rbac.denied("delete", table.name)
         count = 0
         for row in list(self._query(table, cond)):
             self._delete_row(table, row)

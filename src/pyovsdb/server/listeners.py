@@ -1,14 +1,28 @@
 """The server's listening sockets: configured remotes, remotes read from the database
-(`db:DB,TABLE,COLUMN`), and the status the real server reports for the latter.
+(`db:DB,TABLE,COLUMN`), their options, and the status the real server reports for the
+latter.
 
 Rules kept here:
-- Each configured remote name maps to at most one listener; adding it twice is a no-op.
+- Every remote, configured or read from a row, is one listener per target: a target
+  named twice (on the command line and in a Connection row, or in two databases) is
+  served once, with the row's options.
 - `db:` remotes are re-read after every commit to the database they name: listeners
-  appear and disappear with the rows.
-- For a `db:` remote whose values are references to rows with `target`, `status` and
-  `is_connected` columns (OVN's and Open vSwitch's Connection/Manager tables), the
-  server writes the listener's state into those rows every few seconds, as the real
-  server does (those columns are ephemeral: nothing reaches the file).
+  appear and disappear with the rows ("TARGET: remote deconfigured"), and a removed
+  listener's sessions are closed, as in the real server.
+- A row's options (see `remotes.row_options`) apply to the listener and at once to the
+  sessions it already has: read-only, role and probe interval. (The real 3.1 server
+  keeps a listener's first read_only and role until the listener goes away; a row
+  turned read-only must not leave writable sessions, so we apply it.) A new dscp
+  reopens the listener, as in the real server; the TOS byte is set on TCP listeners.
+- A TCP listener on port 0 logs `PORT:IP: listening on port N` (module socket_util,
+  INFO): scripts read the kernel-chosen port from it. A listener that cannot be opened
+  is logged and retried every few seconds; only a configured one fails at startup.
+- For a `db:` remote whose values are references to rows with a `target` column
+  (OVN's Connection, Open vSwitch's Manager), the server writes `is_connected` and
+  `status` (`bound_port`, `n_connections` when more than one, `sec_since_connect` and
+  `sec_since_disconnect` as 0, as the real server does for a listener) into those rows
+  every few seconds, except in clustered databases (the real server skips them too).
+  Those columns are ephemeral: nothing reaches the file.
 - A listener's unix socket file is removed when it closes.
 - The listen queue is long (`LISTEN_BACKLOG`), so that a burst of clients connecting at
   once (all of a deployment reconnecting after a restart) queues instead of being
@@ -20,47 +34,150 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ovsdb.errors import OvsdbError
 from .appctl import CommandError
-from .remotes import Remote, parse_remote
+from .remotes import (
+    Remote,
+    RemoteOptions,
+    default_options,
+    parse_remote,
+    row_options,
+    row_target,
+)
 
 if TYPE_CHECKING:
     from .hosted import HostedDb
 
 log = logging.getLogger("ovsdb_jsonrpc_server")
+socket_log = logging.getLogger("socket_util")
 
 STATUS_INTERVAL = 2.5
 LISTEN_BACKLOG = 1024
 
 
 class Listener:
-    def __init__(self, remote: Remote, server: asyncio.AbstractServer | None) -> None:
+    def __init__(self, remote: Remote, options: RemoteOptions) -> None:
         self.remote = remote
-        self.server = server
+        self.options = options
+        self.sock: socket.socket | None = None
+        self.server: asyncio.AbstractServer | None = None
         self.sessions: set[Any] = set()
+        self.closed = False
+
+    # -- opening -----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Bind and listen now (so the port is known and connections queue at once);
+        `serve` starts accepting. Raises OSError, after logging it as the real server."""
+        r = self.remote
+        try:
+            if r.kind == "punix":
+                self.sock = self._open_unix(r.path)
+            else:
+                self.sock = self._open_tcp(r)
+        except OSError as e:
+            log.error("%s: listen failed: %s", r.name, e.strerror or e)
+            raise
+
+    @staticmethod
+    def _open_unix(path: str) -> socket.socket:
+        if os.path.exists(path):
+            os.unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            sock.listen(LISTEN_BACKLOG)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def _open_tcp(self, r: Remote) -> socket.socket:
+        target = r.name[len("ptcp:"):]
+        family, _, _, _, addr = socket.getaddrinfo(r.host, r.port, type=socket.SOCK_STREAM,
+                                                   flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, self.options.dscp << 2)
+            else:
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self.options.dscp << 2)
+            try:
+                sock.bind(addr)
+            except OSError as e:
+                socket_log.error("%s: bind: %s", target, e.strerror or e)
+                raise
+            sock.listen(LISTEN_BACKLOG)
+        except OSError:
+            sock.close()
+            raise
+        if r.port == 0:
+            socket_log.info("%s: listening on port %d", target, sock.getsockname()[1])
+        return sock
+
+    async def serve(self, factory: Callable[[], Any]) -> None:
+        sock = self.sock
+        if sock is None or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        if self.remote.kind == "punix":
+            server = await loop.create_unix_server(factory, sock=sock, backlog=LISTEN_BACKLOG)
+        else:
+            server = await loop.create_server(factory, sock=sock, backlog=LISTEN_BACKLOG)
+        if self.closed:
+            server.close()
+        else:
+            self.server = server
+
+    # -- state -------------------------------------------------------------------------
+
+    def apply(self, options: RemoteOptions) -> None:
+        self.options = options
+        for s in list(self.sessions):
+            s.set_options(options)
 
     @property
     def port(self) -> int | None:
-        if self.remote.kind == "ptcp" and self.server is not None and self.server.sockets:
-            return int(self.server.sockets[0].getsockname()[1])
+        if self.remote.kind == "ptcp" and self.sock is not None and not self.closed:
+            return int(self.sock.getsockname()[1])
         return None
 
     @property
     def bound(self) -> str:
         """The address actually bound (resolves port 0)."""
         r = self.remote
-        if r.kind == "ptcp" and self.server is not None and self.server.sockets:
-            host, port = self.server.sockets[0].getsockname()[:2]
+        if r.kind == "ptcp" and self.sock is not None and not self.closed:
+            host, port = self.sock.getsockname()[:2]
             return f"ptcp:{port}:{host}"
         return r.name
 
+    def status(self) -> tuple[bool, dict[str, str]]:
+        """(is_connected, status map) as the real server reports a listener."""
+        status = {"sec_since_connect": "0", "sec_since_disconnect": "0"}
+        if len(self.sessions) > 1:
+            status["n_connections"] = str(len(self.sessions))
+        port = self.port
+        if port:
+            status["bound_port"] = str(port)
+        return bool(self.sessions), status
+
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         if self.server is not None:
             self.server.close()
             self.server = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        for s in list(self.sessions):
+            s.close()
         if self.remote.kind == "punix":
             try:
                 os.unlink(self.remote.path)
@@ -75,24 +192,34 @@ class Listeners:
         self.session_factory = session_factory
         self.dbs = dbs
         self.status_writer = status_writer
-        self.configured: dict[str, Listener] = {}
-        self.from_db: dict[str, dict[str, Listener]] = {}  # "db:..." -> target -> listener
+        self.remotes: set[str] = set()  # as configured: targets and db:DB,TABLE,COLUMN
+        self.active: dict[str, Listener] = {}  # target -> its listener
+        self._failed: set[str] = set()  # targets to open again later
+        self._warned: set[str] = set()  # targets we cannot serve, already logged
+        self._starting: set[asyncio.Task[None]] = set()
         self._status_task: asyncio.Task[None] | None = None
-        self._last_status: dict[str, Any] = {}
+
+    @property
+    def from_db(self) -> list[str]:
+        return [n for n in self.remotes if n.startswith("db:")]
 
     # -- configuration -----------------------------------------------------------------
 
     async def add(self, name: str) -> None:
         remote = parse_remote(name)
-        if name in self.configured or name in self.from_db:
+        if name in self.remotes:
             return
-        if remote.kind == "db":
-            self.from_db[name] = {}
-            self.refresh(None)
-            if self._status_task is None:
-                self._status_task = asyncio.get_running_loop().create_task(self._status_loop())
-            return
-        self.configured[name] = await self.listen(remote)
+        if remote.kind != "db" and name not in self.active:
+            lst = Listener(remote, default_options(remote))
+            lst.open()  # a configured remote that cannot listen is an error at once
+            self.active[name] = lst
+            self._start(lst)
+        self.remotes.add(name)
+        self.reconfigure()
+        if remote.kind == "db" and self._status_task is None:
+            self._status_task = asyncio.get_running_loop().create_task(self._status_loop())
+        while self._starting:
+            await asyncio.gather(*list(self._starting), return_exceptions=True)
 
     def check(self, name: str) -> Remote:
         """Validate a remote for `ovsdb-server/add-remote`, with the real wording."""
@@ -112,143 +239,200 @@ class Listeners:
                 raise CommandError(f'"{name}": table "{table}" has no column "{column}"')
         return remote
 
-    async def listen(self, remote: Remote) -> Listener:
-        loop = asyncio.get_running_loop()
-        listener = Listener(remote, None)
-
-        def factory() -> Any:
-            return self.session_factory(listener)
-
-        if remote.kind == "punix":
-            if os.path.exists(remote.path):
-                os.unlink(remote.path)
-            listener.server = await loop.create_unix_server(factory, remote.path,
-                                                            backlog=LISTEN_BACKLOG)
-        else:
-            listener.server = await loop.create_server(factory, remote.host, remote.port,
-                                                       reuse_address=True,
-                                                       backlog=LISTEN_BACKLOG)
-        return listener
-
     def remove(self, name: str) -> None:
-        if name in self.from_db:
-            for lst in self.from_db.pop(name).values():
-                lst.close()
-            return
-        lst = self.configured.pop(name, None)
-        if lst is None:
+        if name not in self.remotes:
             raise CommandError("no such remote")
-        log.info("%s: remote deconfigured", name)
-        lst.close()
+        self.remotes.discard(name)
+        self.reconfigure()
 
     def names(self) -> list[str]:
-        return sorted([*self.configured, *self.from_db])
+        return sorted(self.remotes)
 
     def bound(self) -> list[str]:
-        return [lst.bound for lst in self.configured.values()]
+        return [self.active[n].bound for n in sorted(self.remotes) if n in self.active]
 
     def close(self) -> None:
         if self._status_task is not None:
             self._status_task.cancel()
             self._status_task = None
-        for lst in self.configured.values():
+        for lst in self.active.values():
             lst.close()
-        self.configured.clear()
-        for current in self.from_db.values():
-            for lst in current.values():
-                lst.close()
-        self.from_db.clear()
+        self.active.clear()
+        self.remotes.clear()
 
-    # -- remotes read from the database --------------------------------------------------
+    # -- reconciling the listeners with the configuration ----------------------------
 
     def refresh(self, changed_db: str | None) -> None:
-        for name, current in self.from_db.items():
+        """A commit to `changed_db` may have changed the remotes read from it."""
+        if any(changed_db is None or n[3:].split(",")[0] == changed_db
+               for n in self.from_db):
+            self.reconfigure()
+
+    def wanted(self) -> dict[str, RemoteOptions]:
+        """Every target to serve with its options: configured targets with their kind's
+        defaults, then the rows' targets with the rows' options."""
+        out: dict[str, RemoteOptions] = {}
+        for name in sorted(self.remotes):
+            if not name.startswith("db:"):
+                out[name] = default_options(parse_remote(name))
+        for name in sorted(self.from_db):
             db_name, table, column = name[3:].split(",")
-            if changed_db is not None and changed_db != db_name:
+            for target, ts, data in self._target_rows(db_name, table, column):
+                base = out.get(target)
+                if base is None:
+                    try:
+                        base = default_options(parse_remote(target))
+                    except OvsdbError:
+                        base = RemoteOptions(probe_interval_ms=0)
+                out[target] = base if ts is None else row_options(ts, data, base)
+        return out
+
+    def reconfigure(self) -> None:
+        wanted = self.wanted()
+        for target, lst in list(self.active.items()):
+            options = wanted.get(target)
+            if options is None:
+                log.info("%s: remote deconfigured", target)
+            elif options.dscp == lst.options.dscp:
                 continue
-            wanted = {t for t, _ in self._targets(db_name, table, column)}
-            for r in list(current):
-                if r not in wanted:
-                    current.pop(r).close()
-            for r in wanted - set(current):
-                try:
-                    remote = parse_remote(r)
-                except OvsdbError as e:
-                    log.warning("%s: %s", name, e.details)
-                    continue
-                if remote.kind not in ("punix", "ptcp"):
-                    continue
-                current[r] = Listener(remote, None)
-                asyncio.get_running_loop().create_task(self._open(current, r, remote))
-
-    async def _open(self, current: dict[str, Listener], r: str, remote: Remote) -> None:
-        try:
-            lst = await self.listen(remote)
-        except OSError as e:
-            log.warning("%s: listen failed: %s", r, e.strerror)
-            current.pop(r, None)
-            return
-        if r in current:
-            current[r] = lst
-        else:
+            del self.active[target]
             lst.close()
+        self._failed.clear()
+        for target, options in wanted.items():
+            lst = self.active.get(target)
+            if lst is not None:
+                lst.apply(options)
+                continue
+            remote = self._servable(target)
+            if remote is None:
+                continue
+            lst = Listener(remote, options)
+            try:
+                lst.open()
+            except OSError:
+                self._failed.add(target)
+                continue
+            self.active[target] = lst
+            self._start(lst)
 
-    def _targets(self, db_name: str, table: str, column: str) -> list[tuple[str, Any]]:
-        """(remote, row holding its status or None) for each value of the column."""
+    def _servable(self, target: str) -> Remote | None:
+        try:
+            remote = parse_remote(target)
+        except OvsdbError as e:
+            problem = e.details or e.tag
+        else:
+            if remote.kind in ("punix", "ptcp"):
+                return remote
+            problem = f"{target}: only punix: and ptcp: remotes are served"
+        if target not in self._warned:
+            self._warned.add(target)
+            log.warning("%s", problem)
+        return None
+
+    def _start(self, lst: Listener) -> None:
+        def factory() -> Any:
+            session = self.session_factory(lst)
+            session.set_options(lst.options)
+            return session
+
+        task = asyncio.get_running_loop().create_task(lst.serve(factory))
+        self._starting.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self._starting.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("%s: listen failed: %s", lst.remote.name, t.exception())
+
+        task.add_done_callback(done)
+
+    def _target_rows(self, db_name: str, table: str, column: str
+                     ) -> list[tuple[str, Any, Any]]:
+        """(target, schema, row values) for each value of the column; schema and values
+        are None for a plain string (a target without options)."""
         hosted = self.dbs.get(db_name)
         if hosted is None:
             return []
         t = hosted.db.tables.get(table)
         if t is None or column not in t.schema.columns:
             return []
-        base = t.schema.columns[column].type.key
-        out: list[tuple[str, Any]] = []
+        ctype = t.schema.columns[column].type
+        base = ctype.key
+        if ctype.value is not None:
+            return []
+        out: list[tuple[str, Any, Any]] = []
         for row in t.rows.values():
             v = row.data[column]
             for x in v if type(v) is tuple else (v,):
                 if base.type == "string":
-                    out.append((x, None))
-                elif base.ref_table is not None:
-                    target = hosted.db.tables[base.ref_table].rows.get(x)
-                    if target is not None and "target" in target.data:
-                        out.append((target.data["target"], (base.ref_table, target.uuid)))
+                    out.append((x, None, None))
+                elif base.type == "uuid" and base.ref_table is not None:
+                    ref = hosted.db.tables.get(base.ref_table)
+                    target_row = ref.rows.get(x) if ref is not None else None
+                    if target_row is None:
+                        continue
+                    target = row_target(ref.schema, target_row.data)
+                    if target is not None:
+                        out.append((target, ref.schema, target_row.data))
         return out
+
+    # -- status written back into the rows --------------------------------------------
 
     async def _status_loop(self) -> None:
         while True:
             await asyncio.sleep(STATUS_INTERVAL)
             try:
+                if self._failed:
+                    self.reconfigure()
                 self.write_status()
             except Exception:  # status is best effort; never take the server down
                 log.exception("updating remote status failed")
 
     def write_status(self) -> None:
-        for name, current in self.from_db.items():
-            db_name, table, column = name[3:].split(",")
+        for db_name, hosted in list(self.dbs.items()):
+            if hosted.cluster is not None:
+                continue
             ops: list[Any] = []
-            for target, where in self._targets(db_name, table, column):
-                lst = current.get(target)
-                if where is None or lst is None:
-                    continue
-                ref_table, uuid = where
-                cols = self.dbs[db_name].db.tables[ref_table].schema.columns
-                row: dict[str, Any] = {}
-                if "is_connected" in cols:
-                    row["is_connected"] = bool(lst.sessions)
-                if "status" in cols:
-                    status = {"sec_since_connect": "0", "sec_since_disconnect": "0"}
-                    if lst.port is not None:
-                        status["bound_port"] = str(lst.port)
-                    if len(lst.sessions) > 1:
-                        status["n_connections"] = str(len(lst.sessions))
-                    row["status"] = ["map", sorted([k, v] for k, v in status.items())]
-                if not row:
-                    continue
-                key = f"{db_name}/{uuid}"
-                if self._last_status.get(key) == row:
-                    continue
-                self._last_status[key] = row
-                ops.append({"op": "update", "table": ref_table,
-                            "where": [["_uuid", "==", ["uuid", uuid]]], "row": row})
+            for name in sorted(self.from_db):
+                row_db, table, column = name[3:].split(",")
+                if row_db == db_name:
+                    ops.extend(self._status_ops(hosted, table, column))
             if ops:
                 self.status_writer(db_name, ops)
+
+    def _status_ops(self, hosted: HostedDb, table: str, column: str) -> list[Any]:
+        t = hosted.db.tables.get(table)
+        if t is None or column not in t.schema.columns:
+            return []
+        ctype = t.schema.columns[column].type
+        ref_name = ctype.key.ref_table
+        if ctype.key.type != "uuid" or ref_name is None or ctype.value is not None:
+            return []
+        ref = hosted.db.tables[ref_name]
+        cols = ref.schema.columns
+        ops: list[Any] = []
+        seen: set[str] = set()
+        for row in t.rows.values():
+            v = row.data[column]
+            for uuid in v if type(v) is tuple else (v,):
+                target_row = ref.rows.get(uuid)
+                if target_row is None or uuid in seen:
+                    continue
+                seen.add(uuid)
+                target = row_target(ref.schema, target_row.data)
+                if target is None:
+                    continue
+                lst = self.active.get(target)
+                connected, status = (lst.status() if lst is not None else
+                                     (False, {"sec_since_connect": "0",
+                                              "sec_since_disconnect": "0"}))
+                new: dict[str, Any] = {}
+                if "is_connected" in cols and target_row.data["is_connected"] != connected:
+                    new["is_connected"] = connected
+                if "status" in cols:
+                    datum = tuple(sorted(status.items()))
+                    if target_row.data["status"] != datum:
+                        new["status"] = ["map", [list(kv) for kv in datum]]
+                if new:
+                    ops.append({"op": "update", "table": ref_name,
+                                "where": [["_uuid", "==", ["uuid", uuid]]], "row": new})
+        return ops

@@ -9,6 +9,11 @@ Rules kept here:
   reply; a blocked `wait` becomes a trigger that replies when it completes.
 - `monitor_cond_since` answers from the transaction history when it can (found=true
   with only the missed changes), else with the full initial contents.
+- A transaction runs with the session's permissions of when it arrived (`rbac.Access`):
+  read-only and RBAC checks happen in the transaction engine, per operation. Locks are
+  refused to read-only sessions; `convert` to sessions with a role ("permission
+  error") and then to read-only ones ("not allowed", as OVS 3.1.7; 3.1.0 let them
+  convert), before its params are looked at.
 - Intended differences (docs/compat.md): `monitor` with fewer than 3 params gets an
   error (the real server crashes), and `_Server` is never converted.
 """
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..jsonrpc.message import error_reply, notification, reply
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError, RpcStringError, syntax_error
+from ..ovsdb.rbac import convert_denied
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Blocked, Committed, Outcome
 from .hosted import HostedDb, Trigger
@@ -89,12 +95,7 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
     if key and key in session.pending:
         raise syntax_error(params, "transact: duplicate request ID")
     ops = params[1:]
-    server = session.server
-    locks = server.locks
-
-    def owns_lock(name: str) -> bool:
-        return locks.holds(session, name)
-
+    owns_lock = session.access()
     started = hosted.clock()
     cluster = hosted.cluster
     if cluster is not None and cluster.busy():
@@ -291,6 +292,9 @@ def convert(session: Session, params: list[Any], msg_id: Any) -> Any:
     """Checks in the real server's order: database, params, the new schema, its name.
     Unlike the real server we refuse to convert `_Server` (see docs/compat.md)."""
     hosted = _db(session, params, "convert")
+    denied = convert_denied(session.access(), hosted.name)
+    if denied is not None:
+        raise denied
     if len(params) != 2:
         raise syntax_error(params, "array expected")
     schema = DatabaseSchema.from_json(params[1], allow_reserved=hosted.name.startswith("_"))

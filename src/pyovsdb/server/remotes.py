@@ -7,16 +7,29 @@ Rules kept here:
   server, not here).
 - Probing: the real server sends inactivity probes on TCP connections only (5 s by
   default), never on unix sockets.
+- Options of a remote (`RemoteOptions`) are the defaults of its kind, or for a remote
+  read from a Connection/Manager row, what the real server reads from that row:
+  `max_backoff`, `inactivity_probe` (ms, 0 disables, anything else at least 1000),
+  `read_only`, `role`, and `other_config:dscp` (C `atoi`; outside 0..63 keeps the
+  default 48). A column of another type than the real server expects is ignored.
+  `max_backoff` only matters for active remotes, which we do not make.
 - Anything else is a clear error naming the remote.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ..ovsdb.errors import OvsdbError
+from ..ovsdb.rbac import read_bool, read_map_value, read_string
+from ..ovsdb.schema import TableSchema
 
 DEFAULT_PROBE_INTERVAL = 5.0
+DEFAULT_MAX_BACKOFF_MS = 8000
+DSCP_DEFAULT = 48  # the IP precedence "internetwork control", as the real server
+MIN_PROBE_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -59,3 +72,66 @@ def parse_remote(name: str) -> Remote:
     if kind in ("pssl", "ssl", "tcp", "unix"):
         raise OvsdbError("not supported", f"{name}: {kind}: remotes are not supported yet")
     raise OvsdbError("syntax error", f"{name}: unknown remote type \"{kind}\"")
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    probe_interval_ms: int
+    max_backoff_ms: int = DEFAULT_MAX_BACKOFF_MS
+    read_only: bool = False
+    role: str | None = None
+    dscp: int = DSCP_DEFAULT
+
+    @property
+    def probe_interval(self) -> float:
+        """Seconds; the real reconnect FSM raises any nonzero interval to a second."""
+        ms = self.probe_interval_ms
+        return 0.0 if ms == 0 else max(MIN_PROBE_MS, ms) / 1000.0
+
+
+def default_options(remote: Remote) -> RemoteOptions:
+    return RemoteOptions(probe_interval_ms=int(remote.probe_interval * 1000))
+
+
+def _read_integer(ts: TableSchema, data: dict[str, Any], name: str) -> int | None:
+    col = ts.columns.get(name)
+    if col is None or col.type.key.type != "integer" or col.type.value is not None \
+            or col.type.max != 1:
+        return None
+    v = data[name]
+    atoms = v if type(v) is tuple else (v,)
+    return int(atoms[0]) if atoms else None
+
+
+_ATOI = re.compile(r"\s*([+-]?\d+)")
+
+
+def _atoi(s: str) -> int:
+    m = _ATOI.match(s)
+    return int(m.group(1)) if m else 0
+
+
+def row_target(ts: TableSchema, data: dict[str, Any]) -> str | None:
+    """The remote a Connection/Manager row names, None when it names none."""
+    return read_string(ts, data, "target")
+
+
+def row_options(ts: TableSchema, data: dict[str, Any], base: RemoteOptions) -> RemoteOptions:
+    """`base` (the target's defaults) updated from a Connection/Manager row."""
+    changes: dict[str, Any] = {}
+    max_backoff = _read_integer(ts, data, "max_backoff")
+    if max_backoff is not None:
+        changes["max_backoff_ms"] = max_backoff
+    probe = _read_integer(ts, data, "inactivity_probe")
+    if probe is not None:
+        changes["probe_interval_ms"] = probe
+    read_only = read_bool(ts, data, "read_only")
+    if read_only is not None:
+        changes["read_only"] = read_only
+    changes["role"] = read_string(ts, data, "role")
+    dscp = DSCP_DEFAULT
+    dscp_s = read_map_value(ts, data, "other_config", "dscp")
+    if dscp_s is not None and 0 <= _atoi(dscp_s) <= 63:
+        dscp = _atoi(dscp_s)
+    changes["dscp"] = dscp
+    return replace(base, **changes)

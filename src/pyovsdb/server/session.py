@@ -8,6 +8,10 @@ Rules kept here:
 - Monitor ids are arbitrary JSON, compared by value.
 - Closing the session cancels its monitors and pending transactions and releases its
   locks (handing them to the next waiter).
+- What the session may write comes from the remote it came in through (read-only flag,
+  role) and its peer's identity (`client_id`: the TLS certificate's CN, None without
+  TLS); a remote's new options apply to its sessions at once, probe interval included.
+  A transaction keeps the permissions it started with, also while it waits.
 - A request whose handling raises anything but an OVSDB error (a bug) is answered with
   an "internal error" reply, logged with its traceback, and its connection is closed,
   since that session's state is no longer known; the server and every other session go
@@ -24,9 +28,11 @@ from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import ERROR, NOTIFY, REPLY, error_reply, notification, reply
 from ..jsonrpc.stream import dumps
 from ..ovsdb.errors import OvsdbError, RpcStringError
+from ..ovsdb.rbac import Access
 from .monitor import V1, V2, Monitor
 
 if TYPE_CHECKING:
+    from .remotes import RemoteOptions
     from .server import Server
 
 log = logging.getLogger("ovsdb_jsonrpc_server")
@@ -53,11 +59,14 @@ def json_key(value: Any) -> bytes:
 
 class Session(Connection):
     def __init__(self, server: Server, name: str = "", probe_interval: float = 0.0,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, role: str | None = None,
+                 client_id: str | None = None) -> None:
         super().__init__(name, probe_interval=probe_interval, max_backlog=server.max_backlog,
                          max_message=server.max_message)
         self.server = server
         self.read_only = read_only
+        self.role = role
+        self.client_id = client_id
         self.monitors: dict[bytes, Monitor] = {}
         self.pending: dict[bytes, Any] = {}  # transact request ids awaiting a reply
         self.db_change_aware = False
@@ -117,6 +126,27 @@ class Session(Connection):
         if self.close_after_reply:
             self.close()
         self.server.after_request()
+
+    # -- permissions and options of the remote -----------------------------------------
+
+    def access(self) -> Access:
+        """This session's permissions now, for one transaction."""
+        locks = self.server.locks
+        return Access(lambda name: locks.holds(self, name), read_only=self.read_only,
+                      role=self.role, client_id=self.client_id)
+
+    def set_options(self, options: RemoteOptions) -> None:
+        self.read_only = options.read_only
+        self.role = options.role
+        interval = options.probe_interval
+        if interval == self.probe_interval:
+            return
+        self.probe_interval = interval
+        if self._probe_handle is not None:
+            self._probe_handle.cancel()
+            self._probe_handle = None
+        if interval > 0 and self.transport is not None and not self.closed:
+            self._schedule_probe()
 
     # -- monitors ----------------------------------------------------------------------
 
