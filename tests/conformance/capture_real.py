@@ -405,7 +405,89 @@ def scenario_vswitchd(run: Run) -> str:
     return "ovs-vswitchd (dummy datapath) and an ovs-vsctl script, with and without --wait"
 
 
+class _RecordedServer(ServerProcess):
+    """A real server whose clients reach it through a recorder: `unix` (what
+    tests/hypervisor.py hands to daemons and tools) names the recorder's socket."""
+
+    registry: list[_RecordedServer] = []
+
+    def start(self, timeout: float = 30) -> ServerProcess:
+        super().start(timeout)
+        self.recorder = Recorder(f"{self.sock}.rec", self.sock, self.name).start()
+        self.registry.append(self)
+        return self
+
+    @property
+    def unix(self) -> str:
+        return self.recorder.remote
+
+    def stop(self) -> None:
+        rec = getattr(self, "recorder", None)
+        if rec is not None:
+            rec.stop()
+        super().stop()
+
+
+def scenario_hypervisors(run: Run) -> str:
+    """ovn-controller on two hypervisors (tests/hypervisor.py) through claims, a move
+    between them and releases, with ovn-northd and ovn-nbctl --wait=hv."""
+    import hypervisor
+
+    hypervisor.ServerProcess = _RecordedServer  # type: ignore[misc]
+    _RecordedServer.registry = []
+    cp = hypervisor.ControlPlane("real", run.workdir / "cp")
+    hvs: dict[str, Any] = {}
+    try:
+        cp.start()
+        for i, name in enumerate(("hv1", "hv2")):
+            hvs[name] = hypervisor.Hypervisor(name, run.workdir / name, cp.sb_remote,
+                                              f"127.0.0.{11 + i}", "real").start()
+
+        def mac(n: int) -> str:
+            return f"0a:00:00:00:00:{n:02x}"
+
+        cp.nbctl("ls-add", "sw0")
+        cp.nbctl("ls-add", "sw1")
+        ports = {"vm1": ("sw0", "hv1"), "vm2": ("sw0", "hv1"), "vm3": ("sw0", "hv2"),
+                 "vm4": ("sw1", "hv2")}
+        for n, (lport, (sw, _)) in enumerate(ports.items(), 1):
+            cp.nbctl("lsp-add", sw, lport, "--", "lsp-set-addresses", lport,
+                     f"{mac(n)} 10.0.{0 if sw == 'sw0' else 1}.{n}")
+        for n, (lport, (_, hv)) in enumerate(ports.items(), 1):
+            hvs[hv].add_vif(f"if-{lport}", lport, mac(n))
+        for lport, (_, hv) in ports.items():
+            cp.wait_claimed(lport, hv, up=True)
+            hvs[hv].wait_installed(lport)
+        cp.nbctl("--wait=hv", "sync", timeout=60)
+        # A move: released by hv1, claimed by hv2.
+        hvs["hv1"].del_vif("if-vm2")
+        cp.wait_claimed("vm2", None)
+        hvs["hv2"].add_vif("if-vm2", "vm2", mac(2))
+        cp.wait_claimed("vm2", "hv2", up=True)
+        cp.nbctl("--wait=hv", "sync", timeout=60)
+        # Releases: a VIF unplugged, a logical port deleted.
+        hvs["hv2"].del_vif("if-vm4")
+        cp.wait_claimed("vm4", None)
+        cp.nbctl("--wait=hv", "lsp-del", "vm3", timeout=60)
+        for hv in hvs.values():
+            run.pids += [hv.vswitchd.pid, hv.controller.pid]
+        if cp.northd is not None and cp.northd.proc is not None:
+            run.pids.append(cp.northd.proc.pid)
+        run.quiet(1.0)
+    finally:
+        for hv in hvs.values():
+            hv.stop()
+        cp.stop()
+    keys = {"nb": "NB", "sb": "SB", "conf": "VS"}
+    for srv in _RecordedServer.registry:
+        label = srv.name if srv.name != "conf" else f"conf-{srv.workdir.name}"
+        run.recorders[label] = srv.recorder
+        run.schemas[label] = keys[srv.name]
+    return "ovn-controller on two hypervisors, ovn-northd, ovs-vswitchd, ovn-nbctl"
+
+
 SCENARIOS: dict[str, Callable[[Run], str]] = {
+    "hypervisors": scenario_hypervisors,
     "northd": scenario_northd,
     "idl": scenario_idl,
     "vswitchd": scenario_vswitchd,
