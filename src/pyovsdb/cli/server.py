@@ -1,13 +1,34 @@
 """`pyovsdb server`: a drop-in for `ovsdb-server` command lines.
 
-Takes ovsdb-server's options (--remote, --unixctl, --pidfile[=FILE], --log-file[=FILE],
---detach, --no-chdir, -v...) and database files, serves until `exit` on the control
-socket or SIGTERM/SIGINT, and cleans up its pidfile and sockets.
-
-Two limits of our own bound what one client can cost: --max-backlog (unsent output) and
---max-message-size (one received message; the real server has no such limit, so the
-default is large). The soft limit on open files is raised to the hard limit at startup,
-so that thousands of clients can connect where the default soft limit is 1024.
+Rules kept here:
+- It is `ovsdb-server` to the tools around it: process name (/proc/PID/comm), the
+  `ovsdb-server: ` prefix of its fatal errors, default file names
+  ($OVS_RUNDIR/ovsdb-server.pid, $OVS_RUNDIR/ovsdb-server.PID.ctl,
+  $OVS_LOGDIR/ovsdb-server.log, $OVS_DBDIR/conf.db) and its log lines: "opened log
+  file PATH" first, "ovsdb-server (pyovsdb) VERSION" once serving (not with --run),
+  memory use after 10 s and whenever the peak grew by half, "terminating with signal N
+  (NAME)" on SIGTERM, SIGINT or SIGHUP, after which it dies of that signal as the real
+  server does (pidfile and sockets removed first).
+- Startup follows ovsdb-server.c: options in order (`-v` applies from where it
+  stands; a `--log-file` that cannot be opened gets the real warning, "failed to open
+  PATH for logging: REASON", and the server runs without a log file), then detach / monitor and the
+  locked pidfile, then databases, remotes, control socket, `--run` command, and only
+  then is the daemon ready (the `--detach` parent returns). Each failure is one line
+  `ovsdb-server: ...` with the real wording and exit status 1.
+- `--run=COMMAND`: `/bin/sh -c COMMAND` once serving; the server exits when it ends,
+  with status 0 if it succeeded, else 1 after "COMMAND: child exited, exit status N"
+  (or "killed (SIGNAL)").
+- `--monitor`: restarts after a crash (util/monitor.py) with the remotes and
+  databases as last changed at run time (util/restart_config.py).
+- Every accepted option does something: SSL options are accepted (ovn-ctl always
+  passes them) but SSL remotes are refused, and a key or certificate given as a file
+  gets a warning saying it is unused; `--disable-file-column-diff` is refused (records
+  are always written as column diffs); `--no-self-confinement` is, as on Linux in the
+  real daemons, a no-op.
+- Two limits of our own bound what one client can cost: --max-backlog (unsent output)
+  and --max-message-size (one received message; the real server has no such limit, so
+  the default is large). The soft limit on open files is raised to the hard limit at
+  startup, so that thousands of clients can connect where the default is 1024.
 """
 
 from __future__ import annotations
@@ -18,39 +39,55 @@ import os
 import resource
 import signal
 import sys
+import time
+from typing import Any
 
 from .. import __version__
 from ..jsonrpc.stream import DEFAULT_MAX_SIZE
 from ..ovsdb.errors import OvsdbError
-from ..util import daemon, gctune, vlog
+from ..util import daemon, gctune, procname, vlog
+from ..util.restart_config import RestartConfig
 from . import options as opt
 
+PROGRAM = "ovsdb-server"
+
 USAGE = """\
-pyovsdb server: Open vSwitch compatible database server
-usage: pyovsdb server [OPTIONS] [DATABASE...]
+{prog}: Open vSwitch compatible database server (pyovsdb)
+usage: {prog} [OPTIONS] [DATABASE...]
 where each DATABASE is a database file in ovsdb format.
 The default DATABASE, if none is given, is
-  {dbdir}/conf.db
+{dbdir}/conf.db.
 
 JSON-RPC options (may be specified any number of times):
   --remote=REMOTE         connect or listen to REMOTE
                           (punix:PATH, ptcp:PORT[:IP], db:DB,TABLE,COLUMN)
 
+PKI configuration (accepted; SSL remotes are not supported):
+  -p, --private-key=FILE  -c, --certificate=FILE  -C, --ca-cert=FILE
+  --bootstrap-ca-cert=FILE  --peer-ca-cert=FILE
+  --ssl-protocols=PROTOS  --ssl-ciphers=CIPHERS
+
 Daemon options:
   --detach                run in background as daemon
-  --monitor               accepted for compatibility
+  --monitor               creates a process to monitor this daemon
+  --user=username[:group] changes the effective daemon user:group
   --no-chdir              do not chdir to '/'
-  --pidfile[=FILE]        create pidfile (default: {rundir}/ovsdb-server.pid)
+  --pidfile[=FILE]        create pidfile (default: {rundir}/{prog}.pid)
   --overwrite-pidfile     with --pidfile, start even if already running
-  --unixctl=SOCKET        override default control socket name
 
 Logging options:
   -vSPEC, --verbose=SPEC   set logging levels
   -v, --verbose            set maximum verbosity level
   --log-file[=FILE]        enable logging to specified FILE
-                           (default: {logdir}/ovsdb-server.log)
+                           (default: {logdir}/{prog}.log)
+  --syslog-method=(libc|unix:file|udp:ip:port)
+                           specify how to send messages to syslog daemon
+  --syslog-target=HOST:PORT  also send syslog msgs to HOST:PORT via UDP
 
 Other options:
+  --run COMMAND           run COMMAND as subprocess then exit
+  --unixctl=SOCKET        override default control socket name
+  --no-dbs                do not open the default database when none is given
   --no-raft-commit-sync   clustered: followers learn commits only at the next
                           heartbeat (the behaviour before OVS 2.12, for comparison)
   --max-backlog=BYTES     close clients whose unsent output exceeds BYTES
@@ -60,54 +97,63 @@ Other options:
   -V, --version           display version information
 """
 
+SSL_OPTIONS = ("private-key", "certificate", "ca-cert", "bootstrap-ca-cert", "peer-ca-cert",
+               "ssl-protocols", "ssl-ciphers")
 LONG = {
     **opt.DAEMON_LONG,
     "remote": opt.REQUIRED,
     "run": opt.REQUIRED,
+    "no-dbs": opt.NONE,
     "max-backlog": opt.REQUIRED,
     "max-message-size": opt.REQUIRED,
     "no-raft-commit-sync": opt.NONE,
     "disable-file-column-diff": opt.NONE,
-    "private-key": opt.REQUIRED,
-    "certificate": opt.REQUIRED,
-    "ca-cert": opt.REQUIRED,
-    "bootstrap-ca-cert": opt.REQUIRED,
-    "peer-ca-cert": opt.REQUIRED,
-    "ssl-protocols": opt.REQUIRED,
-    "ssl-ciphers": opt.REQUIRED,
+    **{name: opt.REQUIRED for name in SSL_OPTIONS},
 }
+SHORT = {**opt.DAEMON_SHORT, "p": ("private-key", opt.REQUIRED),
+         "c": ("certificate", opt.REQUIRED), "C": ("ca-cert", opt.REQUIRED)}
 
 log = logging.getLogger("ovsdb_server")
+FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _fatal(message: str, module: str = "ovsdb_server") -> int:
+    """What VLOG_FATAL does: the message at emer in the log file (not the console),
+    then `ovsdb-server: message` on stderr; exit status 1."""
+    vlog.current().log_quietly(module, logging.CRITICAL, message)
+    sys.stderr.write(f"{PROGRAM}: {message}\n")
+    sys.stderr.flush()
+    return 1
 
 
 def main(argv: list[str]) -> int:
     try:
-        parsed = opt.parse(argv, LONG, opt.DAEMON_SHORT)
+        parsed = opt.parse(argv, LONG, SHORT)
     except opt.UsageError as e:
-        print(f"pyovsdb server: {e}", file=sys.stderr)
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
     if parsed.has("help"):
-        print(USAGE.format(dbdir=daemon.dbdir(), rundir=daemon.rundir(),
+        print(USAGE.format(prog=PROGRAM, dbdir=daemon.dbdir(), rundir=daemon.rundir(),
                            logdir=daemon.logdir(), max_message=DEFAULT_MAX_SIZE), end="")
         return 0
     if parsed.has("version"):
-        print(f"pyovsdb server {__version__}")
+        print(f"{PROGRAM} (pyovsdb) {__version__}")
         return 0
+    procname.set_name(PROGRAM)
     logs = vlog.current()
-    try:
-        for spec in parsed.all("verbose"):
-            logs.set_spec(spec or "")
-    except ValueError as e:
-        print(f"pyovsdb server: {e}", file=sys.stderr)
+    logs.program = PROGRAM
+    rc = _logging_options(parsed, logs)
+    if rc:
+        return rc
+    if parsed.has("disable-file-column-diff"):
+        print(f"{PROGRAM}: --disable-file-column-diff is not supported (database records "
+              "are always written as column diffs)", file=sys.stderr)
         return 1
-    dbs = [os.path.abspath(p) for p in parsed.args] or [os.path.join(daemon.dbdir(),
-                                                                     "conf.db")]
     remotes = parsed.all("remote")
-    pidfile = _default_path(parsed, "pidfile", daemon.rundir(), "ovsdb-server.pid")
-    log_file = _default_path(parsed, "log-file", daemon.logdir(), "ovsdb-server.log")
-    unixctl = parsed.get("unixctl")
-    if unixctl is not None and "/" in unixctl:
-        unixctl = os.path.abspath(unixctl)
+    for r in remotes:
+        if r.startswith(("pssl:", "ssl:")):
+            print(f"{PROGRAM}: {r}: SSL remotes are not supported", file=sys.stderr)
+            return 1
     limits = {}
     for name, default in (("max-backlog", 512 * 1024 * 1024),
                           ("max-message-size", DEFAULT_MAX_SIZE)):
@@ -116,24 +162,27 @@ def main(argv: list[str]) -> int:
         except ValueError:
             limits[name] = 0
         if limits[name] <= 0:
-            print(f"pyovsdb server: --{name} requires a positive integer", file=sys.stderr)
+            print(f"{PROGRAM}: --{name} requires a positive integer", file=sys.stderr)
             return 1
-    max_backlog = limits["max-backlog"]
-    for r in remotes:
-        if r.startswith(("pssl:", "ssl:")):
-            print(f"pyovsdb server: {r}: SSL remotes are not supported", file=sys.stderr)
-            return 1
-    if pidfile is not None and not parsed.has("overwrite-pidfile"):
-        try:
-            daemon.check_pidfile(pidfile)
-        except SystemExit as e:
-            print(f"pyovsdb server: {e}", file=sys.stderr)
-            return 1
-    detacher = None
-    if parsed.has("detach"):
-        detacher = daemon.Detacher(chdir=not parsed.has("no-chdir"))
-        detacher.detach()
-    logs.start(log_file, console=True)
+    dbs = list(parsed.args)
+    if not dbs and not parsed.has("no-dbs"):
+        dbs = [os.path.join(daemon.dbdir(), "conf.db")]
+    pidfile = _default_path(parsed, "pidfile", daemon.rundir(), f"{PROGRAM}.pid")
+    unixctl = parsed.get("unixctl")
+    if unixctl is not None and "/" in unixctl:
+        unixctl = os.path.abspath(unixctl)
+    try:
+        if parsed.has("user"):
+            daemon.become_user(parsed.get("user"), pidfile, logs.log_file)
+        config = RestartConfig.create(remotes, dbs)
+        d = daemon.Daemon(detach=parsed.has("detach"), monitor=parsed.has("monitor"),
+                          pidfile=pidfile, overwrite_pidfile=parsed.has("overwrite-pidfile"),
+                          chdir=not parsed.has("no-chdir"))
+        d.start()
+    except daemon.Fatal as e:
+        return _fatal(str(e), "daemon_unix")
+    config.load()
+    _warn_unused_ssl(parsed)
     gctune.tune()
     _raise_open_files_limit()
     try:
@@ -142,18 +191,48 @@ def main(argv: list[str]) -> int:
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run
+    run = _Run(d, config, unixctl, parsed.get("run"), limits["max-backlog"],
+               limits["max-message-size"], not parsed.has("no-raft-commit-sync"))
     try:
-        return runner(_serve(dbs, remotes, unixctl, pidfile, max_backlog,
-                             limits["max-message-size"], detacher,
-                             not parsed.has("no-raft-commit-sync")))
-    except (OvsdbError, OSError) as e:
-        text = e.details if isinstance(e, OvsdbError) and e.details else str(e)
-        msg = f"pyovsdb server: {text}\n"
-        if detacher is not None:
-            detacher.failed(msg)
-        else:
-            sys.stderr.write(msg)
-        return 1
+        status = runner(run.serve())
+    except daemon.Fatal as e:
+        status = _fatal(str(e))
+    finally:
+        d.cleanup()
+    if run.signal is not None:
+        signal.signal(run.signal, signal.SIG_DFL)
+        os.kill(os.getpid(), run.signal)
+    return status
+
+
+def _logging_options(parsed: opt.Parsed, logs: vlog.Vlog) -> int:
+    """-v, --log-file and the syslog options, in command-line order (an option applies
+    to what is logged after it, as in the real daemons)."""
+    for name, value in parsed.options:
+        try:
+            if name == "verbose":
+                logs.set_verbosity(value)
+            elif name == "syslog-method":
+                logs.set_syslog_method(value)
+            elif name == "syslog-target":
+                logs.set_syslog_target(value)
+            elif name == "log-file":
+                path = os.path.abspath(value) if value else os.path.join(
+                    daemon.logdir(), f"{PROGRAM}.log")
+                logs.open_log_file(path)  # on failure, a warning and no log file
+        except (ValueError, OSError) as e:
+            print(f"{PROGRAM}: {e}", file=sys.stderr)
+            return 1
+    logs.init_syslog()
+    return 0
+
+
+def _warn_unused_ssl(parsed: opt.Parsed) -> None:
+    for name in SSL_OPTIONS:
+        value = parsed.get(name)
+        if value is not None and not str(value).startswith("db:"):
+            logging.getLogger("stream_ssl").warning(
+                "--%s=%s: not used (SSL remotes are not supported)", name, value)
 
 
 def _raise_open_files_limit() -> None:
@@ -175,42 +254,182 @@ def _default_path(parsed: opt.Parsed, name: str, directory: str, base: str) -> s
     return os.path.abspath(value) if value else os.path.join(directory, base)
 
 
-async def _serve(dbs: list[str], remotes: list[str], unixctl: str | None,
-                 pidfile: str | None, max_backlog: int, max_message: int,
-                 detacher: daemon.Detacher | None, raft_sync_commit: bool = True) -> int:
-    from ..server.server import Server
+class _Run:
+    """One daemon's life inside the event loop."""
 
-    server = Server(max_backlog=max_backlog, max_message=max_message,
-                    raft_sync_commit=raft_sync_commit)
-    try:
-        for path in dbs:
-            await server.add_db(path)
-        gctune.freeze()
-        for r in remotes:
-            await server.listeners.add(r)
-        if unixctl is None:
-            unixctl = os.path.join(daemon.rundir(), f"ovsdb-server.{os.getpid()}.ctl")
-        elif "/" not in unixctl:
-            unixctl = os.path.join(daemon.rundir(), unixctl)
-        if unixctl != "none":
-            await server.start_unixctl(unixctl)
-        if pidfile is not None:
-            daemon.write_pidfile(pidfile)
-    except BaseException:
-        server.close()
-        raise
-    loop = asyncio.get_running_loop()
-    stop = loop.create_future()
-    server.exiting = stop
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
-    log.info("pyovsdb server %s: serving %s on %s", __version__,
-             ", ".join(n for n in server.db_names()), ", ".join(server.listeners.bound()))
-    if detacher is not None:
-        detacher.ready()
-    try:
-        await stop
-    finally:
-        server.close()
-        daemon.remove_pidfile(pidfile)
-    return server.exit_status
+    def __init__(self, d: daemon.Daemon, config: RestartConfig, unixctl: str | None,
+                 command: str | None, max_backlog: int, max_message: int,
+                 raft_sync_commit: bool) -> None:
+        self.daemon = d
+        self.config = config
+        self.unixctl = unixctl
+        self.command = command
+        self.max_backlog = max_backlog
+        self.max_message = max_message
+        self.raft_sync_commit = raft_sync_commit
+        self.signal: int | None = None
+        self.server: Any = None
+        self._waiter: asyncio.Task[None] | None = None
+
+    async def serve(self) -> int:
+        from ..server.server import Server
+
+        server = self.server = Server(max_backlog=self.max_backlog,
+                                      max_message=self.max_message,
+                                      raft_sync_commit=self.raft_sync_commit)
+        proc = None
+        try:
+            for name in self.config.db_filenames:
+                try:
+                    await server.add_db(name)
+                except OvsdbError as e:
+                    text = f"{e.tag}: {e.details}" if e.details else e.tag
+                    raise daemon.Fatal(text.replace(os.path.abspath(name), name)) from None
+            gctune.freeze()
+            for r in self.config.remotes:
+                await server.listeners.add(r)
+            await self._start_unixctl(server)
+            if self.command is not None:
+                try:
+                    proc = await asyncio.create_subprocess_exec("/bin/sh", "-c",
+                                                                self.command)
+                except OSError as e:
+                    raise daemon.Fatal(f"{self.command}: process failed to start "
+                                       f"({e.strerror})") from None
+        except BaseException:
+            server.close()
+            raise
+        loop = asyncio.get_running_loop()
+        stop = loop.create_future()
+        server.exiting = stop
+        for sig in FATAL_SIGNALS:
+            loop.add_signal_handler(sig, self._on_signal, sig, stop)
+        self.daemon.complete()
+        if proc is None:
+            log.info("%s (pyovsdb) %s", PROGRAM, __version__)
+        else:
+            self._waiter = loop.create_task(self._wait_command(proc, stop))
+        memory = _MemoryReporter(server)
+        try:
+            await stop
+        finally:
+            memory.stop()
+            server.close()
+            if proc is not None and proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        if self.signal is None and proc is not None and proc.returncode:
+            rc = proc.returncode
+            status = -rc if rc < 0 else rc << 8
+            sys.stderr.write(f"{PROGRAM}: {self.command}: child exited, "
+                             f"{daemon.status_message(status)}\n")
+            return 1
+        return int(server.exit_status)
+
+    def _on_signal(self, sig: int, stop: asyncio.Future[None]) -> None:
+        if self.signal is None:
+            self.signal = sig
+            logging.getLogger("fatal_signal").warning(
+                "terminating with signal %d (%s)", sig, signal.strsignal(sig))
+        if not stop.done():
+            stop.set_result(None)
+
+    async def _wait_command(self, proc: Any, stop: asyncio.Future[None]) -> None:
+        await proc.wait()
+        if not stop.done():
+            stop.set_result(None)
+
+    async def _start_unixctl(self, server: Any) -> None:
+        path = self.unixctl
+        if path is None:
+            path = os.path.join(daemon.rundir(), f"{PROGRAM}.{os.getpid()}.ctl")
+        elif "/" not in path:
+            path = os.path.join(daemon.rundir(), path)
+        if path == "none":
+            return
+        try:
+            await server.start_unixctl(path)
+        except OSError as e:
+            raise daemon.Fatal(f"{path}: could not initialize control socket "
+                               f"({e.strerror})") from None
+        self._keep_config(server)
+        uc = server.unixctl
+        if "vlog/list-pattern" not in uc.commands:
+            uc.register("vlog/list-pattern", "", 0, 0,
+                        lambda args: vlog.current().list_patterns())
+
+    def _keep_config(self, server: Any) -> None:
+        """After each successful run-time change of remotes or databases, rewrite the
+        configuration a `--monitor` restart starts from."""
+        cfg = self.config
+
+        def dbs(_args: list[str]) -> None:
+            paths = []
+            for name, hosted in server.dbs.items():
+                storage = getattr(hosted, "storage", None)
+                if not name.startswith("_") and storage is not None:
+                    paths.append(storage.path)
+            paths += [c.path for c in server.clusters.values()]
+            known = [p for p in cfg.db_filenames if os.path.abspath(p) in paths]
+            known_abs = {os.path.abspath(p) for p in known}
+            cfg.set_dbs(known + [p for p in dict.fromkeys(paths) if p not in known_abs])
+
+        hooks = {
+            "ovsdb-server/add-remote": lambda args: cfg.add_remote(args[0]),
+            "ovsdb-server/remove-remote": lambda args: cfg.remove_remote(args[0]),
+            "ovsdb-server/add-db": dbs,
+            "ovsdb-server/remove-db": dbs,
+        }
+        for name, after in hooks.items():
+            cmd = server.unixctl.commands.get(name)
+            if cmd is not None:
+                cmd.handler = _then(cmd.handler, after)
+
+
+def _then(handler: Any, after: Any) -> Any:
+    def run(args: list[str]) -> str:
+        out = handler(args)  # a CommandError leaves the configuration as it was
+        after(args)
+        return str(out)
+
+    return run
+
+
+class _MemoryReporter:
+    """lib/memory.c's reports: the peak resident set size 10 s after start, then
+    whenever it has grown by half since the last report, each followed by the
+    server's memory counters."""
+
+    INTERVAL = 10.0
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.last_kb = 0
+        self.last_time = 0.0
+        self.start = vlog.current().boot
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, self.start + self.INTERVAL - time.time())
+        self.timer: asyncio.TimerHandle | None = loop.call_later(delay, self._check)
+
+    def _check(self) -> None:
+        log_m = logging.getLogger("memory")
+        now = time.time()
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        if not self.last_kb:
+            log_m.info("%d kB peak resident set size after %.1f seconds", kb,
+                       now - self.start)
+        elif kb >= self.last_kb * 1.5:
+            log_m.info("peak resident set size grew %.0f%% in last %.1f seconds, from "
+                       "%d kB to %d kB", (kb - self.last_kb) * 100.0 / self.last_kb,
+                       now - self.last_time, self.last_kb, kb)
+        else:
+            kb = 0
+        if kb:
+            self.last_kb, self.last_time = kb, now
+            log_m.info("%s", self.server.memory_report().strip())
+        self.timer = asyncio.get_running_loop().call_later(self.INTERVAL, self._check)
+
+    def stop(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
