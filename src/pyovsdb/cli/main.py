@@ -1,11 +1,16 @@
 """`pyovsdb <command>`: one entry point for the server, tools, client and sandbox.
 
-Every command reports failures as one line on stderr and a non-zero exit status; a
-Python traceback reaching the user is a bug.
+Rules kept here:
+- Every command reports failures as one line on stderr and a non-zero exit status; a
+  Python traceback reaching the user is a bug.
+- Installed (or linked) under the name of a real tool (`ovsdb-server`, `ovsdb-tool`,
+  `ovsdb-client`), the entry point runs the matching command with all its arguments,
+  so it drops into scripts that call the real one by name.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -32,8 +37,14 @@ def _commands() -> dict[str, Callable[[list[str]], int]]:
     }
 
 
+DROP_INS = {"ovsdb-server": "server", "ovsdb-tool": "tool", "ovsdb-client": "client"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    as_real = DROP_INS.get(os.path.basename(sys.argv[0])) if argv is None else None
+    if as_real is not None:
+        args = [as_real, *args]
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
         return 0 if args else 1

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import struct
 import sys
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 
 from . import vlog
 
+log = logging.getLogger("daemon_unix")
 
 def rundir() -> str:
     return os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
@@ -106,6 +108,7 @@ def read_pidfile(path: str, delete_if_stale: bool = False) -> int:
                 os.unlink(path)
             except OSError as e:
                 return -(e.errno or errno.EIO)
+            log.debug("%s: deleted stale pidfile", path)
             return 0
         line = os.pread(fd, 128, 0).split(b"\n")[0]
         try:
@@ -242,9 +245,7 @@ def fork_and_wait_for_startup() -> tuple[int, int]:
     _, status = os.waitpid(pid, 0)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status):
         os._exit(os.WEXITSTATUS(status))
-    import logging
-
-    logging.getLogger("daemon_unix").error("fork child died before signaling startup (%s)",
+    log.error("fork child died before signaling startup (%s)",
                                            status_message(status))
     return -1, -pid
 
