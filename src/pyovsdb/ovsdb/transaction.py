@@ -11,7 +11,8 @@ Rules kept here:
 - Commit checks, in the real server's order: referential integrity of strong references,
   garbage collection of unreferenced rows of non-root tables, maxRows, removal of weak
   references to rows that do not exist (then the columns' minimum sizes), uniqueness of
-  indexes.
+  indexes. An index violation names the two rows in the real server's order (the
+  greater first, comparing all columns in its hash order of the table's columns).
 - Of several problems in one JSON object of the request (extra members of an operation,
   bad members of a row), the one reported is the first in the real server's hash order
   of that object (`hashorder`), since that is the order it meets them in.
@@ -839,6 +840,8 @@ class Transaction:
         self, table: Table, cols: tuple[str, ...], key: tuple[Any, ...], a: TxnRow, b: TxnRow
     ) -> None:
         ts = table.schema
+        if self._row_order_key(ts, a) < self._row_order_key(ts, b):
+            a, b = b, a
         codecs = [ts.columns[c].type.codec for c in cols]
         values = _english_join(
             [datum_to_string(codec, v) for codec, v in zip(codecs, key, strict=True)]
@@ -873,6 +876,23 @@ class Transaction:
             f"{describe(b)}",
         )
 
+    @staticmethod
+    def _row_order_key(ts: TableSchema, tr: TxnRow) -> tuple[Any, ...]:
+        """The real server names the greater row first, comparing every column (`_uuid`
+        and `_version` too) in its hash order of the table's columns. At that point a
+        modified row still has its old `_version`; an inserted one has a fresh one."""
+        new = tr.new
+        assert new is not None
+        key = []
+        for cname in _all_columns_order(ts):
+            if cname == "_uuid":
+                key.append(new.uuid)
+            elif cname == "_version":
+                key.append(new.version)
+            else:
+                key.append(ts.columns[cname].type.codec.sort_key(new.data[cname]))
+        return tuple(key)
+
     def _changeset(self) -> Changeset:
         tables: dict[str, dict[str, RowChange]] = {}
         for tname, trs in self.rows.items():
@@ -891,6 +911,12 @@ class Transaction:
             if out:
                 tables[tname] = out
         return Changeset(tables)
+
+
+def _all_columns_order(ts: TableSchema) -> tuple[str, ...]:
+    """The real server's table-column hash: `_uuid` and `_version` are inserted first,
+    then the schema's columns in its hash order of the schema's JSON object."""
+    return shash_order(["_uuid", "_version", *shash_order(ts.columns)])
 
 
 _HANDLERS: dict[str, Callable[[Transaction, _OpParser], Any]] = {
