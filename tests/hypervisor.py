@@ -165,27 +165,31 @@ def normalize_flow(line: str) -> str:
 
 ZONES_OF_DATAPATH = re.compile(r"set_field:(0x[0-9a-f]+)->reg11,set_field:(0x[0-9a-f]+)->reg12,"
                                r"set_field:(0x[0-9a-f]+)->metadata")
-ZONE_SET = re.compile(r"set_field:(0x[0-9a-f]+)->(reg11|reg12)\b")
+ZONE_OF_PORT = re.compile(r"set_field:(0x[0-9a-f]+)->reg13,(?:set_field:[^,]+->reg1[12],)*"
+                          r"set_field:(0x[0-9a-f]+)->metadata,set_field:(0x[0-9a-f]+)->reg14")
+ZONE_SET = re.compile(r"set_field:(0x[0-9a-f]+)->(reg11|reg12|reg13)\b")
 
 
 def normalize_flows(lines: list[str]) -> list[str]:
     """A whole flow table normalized, sorted: each flow as `normalize_flow` makes it,
-    and the conntrack zones of logical datapaths (reg11 DNAT, reg12 SNAT) named after
-    their datapath's tunnel key. ovn-controller numbers those zones in the hash order
-    of "<datapath UUID>_dnat"-like names, so the numbers differ between two runs of one
-    scenario even on the real server; which datapath a zone belongs to does not."""
+    and the conntrack zones (reg11 DNAT and reg12 SNAT of a logical datapath, reg13 of
+    a logical port) named after their datapath's and port's tunnel keys, as the flow
+    that enters the pipeline from a port shows them. ovn-controller hands zones out in
+    the hash order of names that hold row UUIDs, so the numbers differ between two
+    runs of one scenario even on the real server; whose zone it is does not. A zone no
+    flow explains keeps its number."""
     flows = [normalize_flow(line) for line in lines]
     names: dict[tuple[str, str], str] = {}
     for f in flows:
         for dnat, snat, dp in ZONES_OF_DATAPATH.findall(f):
             names[(dnat, "reg11")] = f"dp{int(dp, 16)}-dnat"
             names[(snat, "reg12")] = f"dp{int(dp, 16)}-snat"
+        for zone, dp, port in ZONE_OF_PORT.findall(f):
+            names[(zone, "reg13")] = f"dp{int(dp, 16)}-port{int(port, 16)}"
 
     def zone(m: re.Match[str]) -> str:
-        value, reg = m.group(1), m.group(2)
-        if value == "0x0":
-            return m.group(0)
-        return f"set_field:<{names.get((value, reg), 'zone?')}>->{reg}"
+        name = names.get((m.group(1), m.group(2)))
+        return m.group(0) if name is None else f"set_field:<{name}>->{m.group(2)}"
     return sorted(ZONE_SET.sub(zone, f) for f in flows)
 
 
