@@ -341,12 +341,12 @@ class _Run:
 
     async def _start_unixctl(self, server: Any) -> None:
         path = self.unixctl
+        if path == "none":
+            return
         if path is None:
             path = os.path.join(daemon.rundir(), f"{PROGRAM}.{os.getpid()}.ctl")
         elif "/" not in path:
             path = os.path.join(daemon.rundir(), path)
-        if path == "none":
-            return
         try:
             await server.start_unixctl(path)
         except OSError as e:

@@ -187,6 +187,9 @@ def _padded(piece: Piece, width: int, left: bool, pad: str) -> Piece:
     return lambda r, s, v: piece(r, s, v).rjust(width, pad)
 
 
+_RFC5424 = compile_pattern("<%B>1 %D{%Y-%m-%dT%H:%M:%S.###Z} %E %A %P %c - \ufeff%m")
+
+
 class _Handler(logging.Handler):
     """One handler for the three destinations, so that a message gets one sequence
     number whatever reaches it."""
@@ -224,8 +227,13 @@ class Vlog:
         self._syslog_target: socket.socket | None = None
         self._console = True
         self._handler = _Handler(self)
+
+    def install(self) -> None:
+        """Make this the destination of every logger (one instance per process)."""
         root = logging.getLogger()
-        root.addHandler(self._handler)
+        if self._handler not in root.handlers:
+            root.addHandler(self._handler)
+        self._sync_root()
 
     # -- levels ------------------------------------------------------------------------
 
@@ -317,7 +325,7 @@ class Vlog:
         out = ["         prefix                            format\n",
                "         ------                            ------\n"]
         for d in DESTINATIONS:
-            prefix = "<%B>1 %D{%Y-%m-%dT%H:%M:%S.###Z} %E %A %P %c - \xef\xbb\xbf" \
+            prefix = "<%B>1 %D{%Y-%m-%dT%H:%M:%S.###Z} %E %A %P %c - \ufeff" \
                 if d == "syslog" and self._syslog_target is not None else "none"
             out.append(f"{d:<7}  {prefix:<32}  {self.patterns[d]}\n")
         return "".join(out)
@@ -371,8 +379,7 @@ class Vlog:
                 if line:
                     self._syslog_send(f"<{pri}>{stamp} {self.program}: {line}".encode())
         if self._syslog_target is not None:
-            line = "".join(p(record, self.seq, self) for p in compile_pattern(
-                "<%B>1 %D{%Y-%m-%dT%H:%M:%S.###Z} %E %A %P %c - \xef\xbb\xbf%m"))
+            line = "".join(p(record, self.seq, self) for p in _RFC5424)
             try:
                 self._syslog_target.send(line.encode())
             except OSError:
@@ -423,10 +430,14 @@ class Vlog:
         except OSError:
             s.close()
             raise
-        if self._syslog_target is not None:
+        first = self._syslog_target is None
+        if not first:
             self._syslog_target.close()
         self._syslog_target = s
         self._sync_root()
+        if first:
+            logging.getLogger("vlog").warning("--syslog-target flag is deprecated, use "
+                                              "--syslog-method instead")
 
     def init_syslog(self) -> None:
         """The default syslog method (OVS_SYSLOG_METHOD, else libc), set at startup."""
@@ -512,4 +523,5 @@ def current() -> Vlog:
     global _current
     if _current is None:
         _current = Vlog()
+        _current.install()
     return _current

@@ -1,0 +1,366 @@
+"""`pyovsdb server` as a daemon, side by side with the real ovsdb-server: the same
+command lines and environment (OVS_RUNDIR, OVS_LOGDIR, OVS_DBDIR in tmp_path) must
+give the same files, locks, process names, texts and log lines, so that `ovs-appctl -t
+ovsdb-server`, ovs-ctl/ovn-ctl and operators' scripts work on either."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from interop_helpers import client, wait_until
+
+from procs import NB_SCHEMA, VSWITCH_SCHEMA, create_db, require, run
+
+pytestmark = pytest.mark.interop
+
+KINDS = ["ours", "real"]
+FILE_LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\|\d{5}\|[a-z_]+(\([a-z-]+\))?"
+                       r"\|(EMER|ERR|WARN|INFO|DBG)\|.*")
+CONSOLE_LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\|\d{5}\|[a-z_]+\|[A-Z]+\|.*")
+
+
+@pytest.fixture(autouse=True)
+def _tools(kind: str) -> None:
+    require("ovs-appctl", "ovsdb-client", "ovsdb-tool")
+    if kind == "real":
+        require("ovsdb-server")
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def server_cmd(kind: str) -> list[str]:
+    return [sys.executable, "-m", "pyovsdb", "server"] if kind == "ours" else ["ovsdb-server"]
+
+
+class Dirs:
+    """OVS_RUNDIR, OVS_LOGDIR and OVS_DBDIR of one test, and the daemons it started."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.run, self.log, self.db = base / "run", base / "log", base / "etc"
+        for d in (self.run, self.log, self.db):
+            d.mkdir()
+        self.env = {**os.environ, "OVS_RUNDIR": str(self.run), "OVS_LOGDIR": str(self.log),
+                    "OVS_DBDIR": str(self.db)}
+        self.pids: list[int] = []
+
+    @property
+    def pidfile(self) -> Path:
+        return self.run / "ovsdb-server.pid"
+
+    @property
+    def logfile(self) -> Path:
+        return self.log / "ovsdb-server.log"
+
+    def appctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """`ovs-appctl -t ovsdb-server`: by name, through the pidfile in OVS_RUNDIR."""
+        return run(["ovs-appctl", "--timeout=20", "-t", "ovsdb-server", *args], env=self.env,
+                   check=check)
+
+    def track(self, pid: int) -> int:
+        self.pids.append(pid)
+        return pid
+
+    def kill_all(self) -> None:
+        for pid in self.pids:
+            if alive(pid) and str(self.base) in _cmdline(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> Iterator[Dirs]:
+    d = Dirs(tmp_path)
+    try:
+        yield d
+    finally:
+        d.kill_all()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie left for an init that does not reap counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def comm(pid: int) -> str:
+    return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
+def lock_holder(path: Path) -> int:
+    """The pid holding an fcntl write lock on the whole file (0: none), and proof that
+    we cannot take it ourselves."""
+    with open(path, "r+b") as f:
+        fmt = "hhqqi"
+        req = struct.pack(fmt, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0).ljust(32, b"\0")
+        res = fcntl.fcntl(f.fileno(), fcntl.F_GETLK, req)
+        kind, _, _, _, pid = struct.unpack(fmt, res[:struct.calcsize(fmt)])
+        if kind == fcntl.F_UNLCK:
+            return 0
+        with pytest.raises(OSError) as e:
+            fcntl.lockf(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert e.value.errno in (errno.EAGAIN, errno.EACCES)
+        return int(pid)
+
+
+def read_pid(path: Path) -> int:
+    text = path.read_text()
+    assert re.fullmatch(r"\d+\n", text), repr(text)
+    return int(text)
+
+
+def log_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_detached_daemon_by_name(kind: str, dirs: Dirs) -> None:
+    """What ovs-ctl does: no database and no control socket named, `--detach
+    --pidfile --log-file`. Defaults land in OVS_DBDIR/RUNDIR/LOGDIR, the daemon holds
+    its pidfile locked, is called ovsdb-server, answers `ovs-appctl -t ovsdb-server`
+    and leaves the caller's terminal alone once detached."""
+    create_db(kind, dirs.db / "conf.db", VSWITCH_SCHEMA)
+    sock = dirs.base / "db.sock"
+    p = run([*server_cmd(kind), "--detach", "--pidfile", "--log-file", f"--remote=punix:{sock}"],
+            env=dirs.env, timeout=30)
+    pid = dirs.track(read_pid(dirs.pidfile))
+    # The parent returned (and closed our pipes): only lines from before it detached
+    # reached the console, in the console format.
+    assert p.stderr.splitlines() == [f"{p.stderr[:20]}|00001|vlog|INFO|opened log file "
+                                     f"{dirs.logfile}"]
+    assert CONSOLE_LINE.fullmatch(p.stderr.splitlines()[0])
+    assert lock_holder(dirs.pidfile) == pid
+    assert comm(pid) == "ovsdb-server"
+    assert os.readlink(f"/proc/{pid}/cwd") == "/"
+    assert (dirs.run / f"ovsdb-server.{pid}.ctl").exists()
+    assert client("list-dbs", f"unix:{sock}").stdout == "Open_vSwitch\n_Server\n"
+
+    out = dirs.appctl("version").stdout
+    assert re.fullmatch(r"ovsdb-server \(.+\) \d+\.\d+\.\d+\n", out), out
+    assert {"exit", "vlog/set", "vlog/list", "ovsdb-server/add-remote"} <= {
+        line.split()[0] for line in dirs.appctl("list-commands").stdout.splitlines()[1:]}
+    # Detached: the console is off everywhere; -v changes show in vlog/list's layout.
+    dirs.appctl("vlog/set", "ovsdb_server:file:dbg")
+    listing = dirs.appctl("vlog/list").stdout.splitlines()
+    assert listing[:2] == ["                 console    syslog    file",
+                           "                 -------    ------    ------"]
+    assert "ovsdb_server       OFF       INFO        DBG" in listing
+    assert all(line.split()[1] == "OFF" for line in listing[2:])
+
+    lines = log_lines(dirs.logfile)
+    assert lines[0].endswith(f"|00001|vlog|INFO|opened log file {dirs.logfile}")
+    assert re.search(r"\|00002\|ovsdb_server\|INFO\|ovsdb-server \(.+\) \d", lines[1]), lines
+    assert all(FILE_LINE.fullmatch(line) for line in lines), lines
+
+    dirs.appctl("exit")
+    assert wait_until(lambda: not alive(pid), 10)
+    assert not dirs.pidfile.exists()
+    assert not (dirs.run / f"ovsdb-server.{pid}.ctl").exists()
+
+
+def test_pidfile_of_a_running_server(kind: str, dirs: Dirs) -> None:
+    """A second server on a locked pidfile is refused with the real text; SIGTERM
+    removes the pidfile, logs why, and the server dies of the signal."""
+    db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    sock = dirs.base / "nb.sock"
+    first = subprocess.Popen([*server_cmd(kind), "--pidfile", f"--log-file={dirs.logfile}",
+                              f"--remote=punix:{sock}", "-vconsole:off", db],
+                             env=dirs.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dirs.track(first.pid)
+    try:
+        assert wait_until(lambda: client("list-dbs", f"unix:{sock}", check=False).returncode
+                          == 0, 20)
+        assert read_pid(dirs.pidfile) == first.pid == lock_holder(dirs.pidfile)
+        second = run([*server_cmd(kind), "--pidfile", "--remote=punix:" + str(sock) + "2",
+                      "-vconsole:off", db], env=dirs.env, check=False)
+        assert (second.returncode, second.stderr) == (
+            1, f"ovsdb-server: {dirs.pidfile}: already running as pid {first.pid}, aborting\n")
+        assert lock_holder(dirs.pidfile) == first.pid
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=20) == -signal.SIGTERM
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert not dirs.pidfile.exists()
+    assert log_lines(dirs.logfile)[-1].endswith(
+        "|fatal_signal|WARN|terminating with signal 15 (Terminated)")
+
+
+def test_stale_pidfile_and_verbose_options(kind: str, dirs: Dirs) -> None:
+    """An unlocked pidfile is stale and replaced; `-vPATTERN:file:...` sets the file
+    format and `-vdaemon_unix:file:dbg` brings that module's debug lines, and only
+    its, to the file and not to the console."""
+    db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    sock = dirs.base / "nb.sock"
+    dirs.pidfile.write_text("999999\n")
+    p = run([*server_cmd(kind), "-vPATTERN:file:%c|%p|%m", "-vdaemon_unix:file:dbg",
+             f"--log-file={dirs.logfile}", "--pidfile", "--unixctl=none",
+             f"--remote=punix:{sock}",
+             f"--run=cat {dirs.pidfile}; ovsdb-client list-dbs unix:{sock}", db],
+            env=dirs.env)
+    pid_line, _, dbs = p.stdout.partition("\n")
+    assert pid_line != "999999" and dbs.endswith("OVN_Northbound\n_Server\n")
+    lines = log_lines(dirs.logfile)
+    assert lines[:2] == [f"vlog|INFO|opened log file {dirs.logfile}",
+                         f"daemon_unix|DBG|{dirs.pidfile}: deleted stale pidfile"]
+    assert [line for line in lines if "|DBG|" in line and not line.startswith("daemon_unix|")
+            ] == []
+    # --run makes the server a command-line tool: no version line.
+    assert not [line for line in lines if "ovsdb-server (" in line]
+    assert "DBG" not in p.stderr
+    assert not dirs.pidfile.exists()
+
+
+@pytest.mark.parametrize("command,status,text", [
+    ("exit 3", 1, "ovsdb-server: exit 3: child exited, exit status 3\n"),
+    ("kill -TERM $$", 1, "ovsdb-server: kill -TERM $$: child exited, killed (Terminated)\n"),
+    ("ovsdb-client list-dbs unix:{sock}", 0, ""),
+])
+def test_run_command(kind: str, dirs: Dirs, command: str, status: int, text: str) -> None:
+    """`--run`: the server serves while COMMAND runs, then exits with its verdict."""
+    db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    sock = dirs.base / "nb.sock"
+    p = run([*server_cmd(kind), f"--remote=punix:{sock}", "-vconsole:off",
+             f"--run={command.format(sock=sock)}", db], env=dirs.env, check=False)
+    assert (p.returncode, p.stderr) == (status, text)
+    if status == 0:
+        assert p.stdout == "OVN_Northbound\n_Server\n"
+    assert list(dirs.run.iterdir()) == []  # control socket removed
+
+
+def test_startup_errors_name_the_path(kind: str, dirs: Dirs) -> None:
+    """Missing default directories and files: one `ovsdb-server: ...` line each, with
+    the real wording; a log file that cannot be opened is a warning only."""
+    gone = dirs.base / "gone"
+    env = {**dirs.env, "OVS_RUNDIR": str(gone / "run"), "OVS_LOGDIR": str(gone / "log")}
+    db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    sock = dirs.base / "nb.sock"
+    cmd = server_cmd(kind)
+
+    def last_line(*args: str) -> str:
+        p = run([*cmd, *args], env=env, check=False)
+        assert p.returncode == 1, p
+        return p.stderr.splitlines()[-1]
+
+    assert re.fullmatch(rf"ovsdb-server: {gone}/run/ovsdb-server\.\d+\.ctl: could not "
+                        r"initialize control socket \(No such file or directory\)",
+                        last_line("-vconsole:off", db))
+    assert last_line("--pidfile", "-vconsole:off", db) == (
+        f"ovsdb-server: {gone}/run/ovsdb-server.pid.tmp: create failed (No such file or "
+        "directory)")
+    assert last_line("--unixctl=none", "-vconsole:off", "missing.db") == (
+        "ovsdb-server: I/O error: missing.db: open failed (No such file or directory)")
+    assert last_line("-vbogus", db) == (
+        'ovsdb-server: processing "bogus": no destination, level, or module "bogus"')
+    p = run([*cmd, "--log-file", "--unixctl=none", f"--remote=punix:{sock}",
+             f"--run=ovsdb-client list-dbs unix:{sock}", db], env=env, check=False)
+    assert (p.returncode, p.stdout) == (0, "OVN_Northbound\n_Server\n")
+    assert p.stderr.splitlines()[0].endswith(
+        f"|00001|vlog|WARN|failed to open {gone}/log/ovsdb-server.log for logging: No such "
+        "file or directory")
+
+
+def test_syslog_target(kind: str, dirs: Dirs) -> None:
+    """`--syslog-target`: RFC 5424 lines over UDP, as the real daemons send them."""
+    db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.settimeout(10)
+        port = s.getsockname()[1]
+        proc = subprocess.Popen([*server_cmd(kind), f"--syslog-target=127.0.0.1:{port}",
+                                 "-vconsole:off", f"--log-file={dirs.logfile}",
+                                 "--unixctl=none", "--run=true", db], env=dirs.env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dirs.track(proc.pid)
+        try:
+            got = [s.recv(65536), s.recv(65536)]
+            assert proc.wait(timeout=20) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    host = re.escape(socket.gethostname())
+    head = rf"1 \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z {host} ovsdb-server {proc.pid} vlog - "
+    assert re.fullmatch(("<132>" + head + "\ufeff--syslog-target flag is deprecated, use "
+                         "--syslog-method instead").encode(), got[0]), got
+    assert re.fullmatch(("<133>" + head + f"\ufeffopened log file {dirs.logfile}").encode(),
+                        got[1]), got
+
+
+def test_monitor_restarts_crashed_daemon(kind: str, dirs: Dirs) -> None:
+    """`--monitor`: a daemon killed by SIGSEGV is restarted with the remotes and
+    databases added and removed at run time; one killed by SIGKILL is not, and the
+    supervisor ends. The pidfile is the serving daemon's, locked by it."""
+    db = create_db(kind, dirs.base / "conf.db", VSWITCH_SCHEMA)
+    nb = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    first, extra = dirs.base / "first.sock", dirs.base / "extra.sock"
+
+    def no_cores() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    subprocess.run([*server_cmd(kind), "--detach", "--monitor", "--pidfile", "--log-file",
+                    "--no-chdir", f"--remote=punix:{first}", "-vconsole:off", db],
+                   env=dirs.env, check=True, timeout=30, preexec_fn=no_cores,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid1 = dirs.track(read_pid(dirs.pidfile))
+    monitor = dirs.track(ppid(pid1))
+    assert comm(monitor) == "monitor" and comm(pid1) == "ovsdb-server"
+    assert lock_holder(dirs.pidfile) == pid1
+    dirs.appctl("ovsdb-server/add-remote", f"punix:{extra}")
+    dirs.appctl("ovsdb-server/add-db", nb)
+    dirs.appctl("ovsdb-server/remove-remote", f"punix:{first}")
+    assert wait_until(lambda: client("list-dbs", f"unix:{extra}", check=False).returncode == 0)
+
+    os.kill(pid1, signal.SIGSEGV)
+
+    def restarted() -> bool:
+        try:
+            pid = read_pid(dirs.pidfile)
+        except (OSError, AssertionError):
+            return False
+        return pid != pid1 and (dirs.run / f"ovsdb-server.{pid}.ctl").exists()
+
+    assert wait_until(restarted, 20)
+    pid2 = dirs.track(read_pid(dirs.pidfile))
+    assert lock_holder(dirs.pidfile) == pid2 and ppid(pid2) == monitor
+    assert dirs.appctl("ovsdb-server/list-remotes").stdout == f"punix:{extra}\n"
+    assert dirs.appctl("ovsdb-server/list-dbs").stdout == (
+        "OVN_Northbound\nOpen_vSwitch\n_Server\n")
+    assert client("list-dbs", f"unix:{extra}").stdout == "OVN_Northbound\nOpen_vSwitch\n_Server\n"
+    assert not first.exists() or client("list-dbs", f"unix:{first}", check=False).returncode
+    assert any(line.endswith(f"|daemon_unix(monitor)|ERR|1 crashes: pid {pid1} died, killed "
+                             "(Segmentation fault), restarting")
+               for line in log_lines(dirs.logfile))
+
+    os.kill(pid2, signal.SIGKILL)
+    assert wait_until(lambda: not alive(monitor), 20)
+    assert any(line.endswith(f"|daemon_unix(monitor)|INFO|pid {pid2} died, killed (Killed), "
+                             "exiting") for line in log_lines(dirs.logfile))
