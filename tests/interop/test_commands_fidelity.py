@@ -5,14 +5,15 @@ compared."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_helpers import client, label_uuids
+from interop_helpers import client, label_uuids, wait_until
 
-from procs import ServerProcess, create_db, require
+from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run
 
 pytestmark = pytest.mark.interop
 
@@ -77,3 +78,49 @@ def test_index_violation_names_rows_in_the_real_order(idx_pair: dict[str, Server
         assert real[-1]["error"] == "constraint violation", real
         # Same text, and the UUIDs named first/second are the same rows.
         assert label_uuids(ours) == label_uuids(real)
+
+
+def _appctl(srv: ServerProcess, *args: str) -> tuple[int, str, str]:
+    p = srv.appctl(*args, check=False)
+    return p.returncode, p.stdout, p.stderr.split("\n")[0]
+
+
+def test_add_db_and_remove_db_texts(tmp_path: Path) -> None:
+    """Every add-db/remove-db answer as the real server's: errors name the file as given
+    (`ovsdb error: db1.db: already open`), the database by name for a duplicate."""
+    require("ovsdb-server", "ovsdb-tool", "ovs-appctl")
+    schema = tmp_path / "idx.ovsschema"
+    schema.write_text(json.dumps(IDX_SCHEMA))
+    seen = {}
+    for kind in ("ours", "real"):
+        d = tmp_path / kind
+        d.mkdir()
+        create_db(kind, d / "db1.db", str(schema))
+        (d / "db2.db").write_bytes((d / "db1.db").read_bytes())
+        create_db(kind, d / "nb.db", NB_SCHEMA)
+        (d / "garbage.db").write_text("garbage\n")
+        run([*(["ovsdb-tool"] if kind == "real" else
+               [sys.executable, "-m", "pyovsdb", "tool"]),
+             "create-cluster", str(d / "sb.db"), SB_SCHEMA, f"unix:{d / 'raft.sock'}"])
+        srv = ServerProcess(kind, d, ["db1.db"], name="s").start()
+        try:
+            out = []
+            for args in (["add-db", "db1.db"], ["add-db", "./db1.db"],
+                         ["add-db", str(d / "db1.db")], ["add-db", "db2.db"],
+                         ["add-db", "missing.db"], ["add-db", "garbage.db"],
+                         ["add-db", "nb.db"], ["add-db", "nb.db"],
+                         ["remove-db", "OVN_Northbound"], ["remove-db", "OVN_Northbound"],
+                         ["remove-db", "_Server"], ["remove-db", "nope"],
+                         ["add-db", "sb.db"], ["add-db", "sb.db"]):
+                rc, stdout, stderr = _appctl(srv, f"ovsdb-server/{args[0]}", *args[1:])
+                out.append((args[0], rc, stdout, stderr.replace(str(d), "DIR")))
+            # The clustered database was added: it becomes available once its single
+            # member has elected itself.
+            assert wait_until(lambda srv=srv: "OVN_Southbound" in _appctl(
+                srv, "ovsdb-server/list-dbs")[1])
+            out.append(_appctl(srv, "ovsdb-server/remove-db", "OVN_Southbound"))
+            out.append(_appctl(srv, "ovsdb-server/list-dbs"))
+            seen[kind] = out
+        finally:
+            srv.stop()
+    assert seen["ours"] == seen["real"]

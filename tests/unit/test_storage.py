@@ -32,8 +32,8 @@ def test_frame_matches_ovs_format() -> None:
 def _db_with_txns(tmp_path: Path, n: int) -> Path:
     path = tmp_path / "nb.db"
     standalone.create(str(path), nb_schema())
-    st, problem = standalone.StandaloneStorage.open(str(path))
-    assert problem is None
+    st, problems = standalone.StandaloneStorage.open(str(path))
+    assert problems == []
     for i in range(n):
         out = execute(st.db, [{"op": "insert", "table": "Logical_Switch",
                                "row": {"name": f"sw{i}"}}])
@@ -45,7 +45,7 @@ def _db_with_txns(tmp_path: Path, n: int) -> Path:
 
 
 def names(path: Path) -> set[str]:
-    db, _ = standalone.load(str(path))
+    db, _, _ = standalone.load(str(path))
     return {r.data["name"] for r in db.tables["Logical_Switch"].rows.values()}
 
 
@@ -63,8 +63,8 @@ def test_torn_tail_keeps_good_prefix_and_next_write_truncates(tmp_path: Path, cu
     assert cut < len(record)
     torn = record[:cut]
     path.write_bytes(good + torn)
-    st, problem = standalone.StandaloneStorage.open(str(path))
-    assert problem is not None
+    st, problems = standalone.StandaloneStorage.open(str(path))
+    assert problems
     assert {r.data["name"] for r in st.db.tables["Logical_Switch"].rows.values()} == {
         "sw0", "sw1", "sw2"}
     out = execute(st.db, [{"op": "insert", "table": "Logical_Switch", "row": {"name": "new"}}])
@@ -85,7 +85,7 @@ def test_checksum_mismatch_is_detected(tmp_path: Path) -> None:
     data[-5] ^= 0x01  # flip a bit in the last record's body
     path.write_bytes(bytes(data))
     res = ovslog.read_file(str(path))
-    assert res.error is not None and "checksum" in res.error
+    assert res.error is not None and "have SHA-1 hash" in res.error
     assert len(res.records) == 2  # schema + first transaction
 
 

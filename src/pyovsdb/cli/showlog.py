@@ -17,13 +17,11 @@ Rules kept here:
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from typing import Any
 
 from ..ovsdb.datum import is_uuid_string
-from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..storage import log as ovslog
 from ..util.ovsjson import json_to_string, shash_order
@@ -332,17 +330,7 @@ def show_log(path: str, more: int) -> str:
     records to stdout) if the file cannot be read to its end."""
     res = ovslog.read_file(path)
     records = res.records
-    error: OvsdbError | None = None
-    if res.error is not None:
-        error = OvsdbError("I/O error", _read_error(path, res))
-    # The real tool reads only JSON objects from a log: it stops at anything else.
-    for i, rec in enumerate(records):
-        if type(rec) is not dict:
-            offset, length = _body_position(path, i)
-            error = OvsdbError("syntax error", f"{path}: {length} bytes starting at offset "
-                                               f"{offset} are not a JSON object")
-            records = records[:i]
-            break
+    error = res.problem
     lister = _Lister(more)
     if res.magic == ovslog.MAGIC_CLUSTERED:
         lister.clustered(records)
@@ -354,39 +342,3 @@ def show_log(path: str, more: int) -> str:
         sys.stdout.flush()
         raise error
     return text
-
-
-def _body_position(path: str, index: int) -> tuple[int, int]:
-    """Offset and length of the body of record `index`, which is known to be intact."""
-    with open(path, "rb") as f:
-        data = f.read()
-    pos = 0
-    for i in range(index + 1):
-        m = _HEADER_RE.match(data, pos)
-        assert m is not None
-        length = int(m.group(1))
-        if i == index:
-            return m.end(), length
-        pos = m.end() + length
-    raise AssertionError("unreachable")
-
-
-_HEADER_RE = re.compile(rb"OVSDB (?:JSON|CLUSTER) (\d+) [0-9a-f]{40}\n")
-
-
-def _read_error(path: str, res: ovslog.ReadResult) -> str:
-    """The real tool's words for the two common failures: a file that is not a
-    database, and a last record cut short by a crash."""
-    if not res.records:
-        return f"{path}: unexpected file format"
-    try:
-        with open(path, "rb") as f:
-            f.seek(res.end)
-            head = f.read(100)
-    except OSError:
-        head = b""
-    m = _HEADER_RE.match(head)
-    if m is not None and res.end + m.end() + int(m.group(1)) > res.size:
-        return (f"{path}: error reading {m.group(1).decode()} bytes starting at offset "
-                f"{res.end + m.end()} (End of file)")
-    return f"{path}: {res.error}"

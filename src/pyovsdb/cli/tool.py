@@ -24,7 +24,7 @@ from ..ovsdb.schema import DatabaseSchema, load_schema_file
 from ..ovsdb.transaction import Blocked, Committed, execute
 from ..raft.core import initial_snapshot
 from ..raft.records import Header
-from ..storage import clustered, standalone
+from ..storage import clustered, jsonorder, standalone
 from ..storage import log as ovslog
 from ..util import daemon
 from ..util.ovsjson import json_to_string
@@ -123,7 +123,7 @@ def main(argv: list[str]) -> int:
 
 def _message(e: Exception) -> str:
     if isinstance(e, OvsdbError):
-        return f"{e.tag}: {e.details}" if e.details else e.tag
+        return str(e)
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: {e.strerror}"
     return str(e)
@@ -148,9 +148,9 @@ def cmd_create(args: list[str], parsed: opt.Parsed) -> int:
 def cmd_compact(args: list[str], parsed: opt.Parsed) -> int:
     db = args[0] if args else default_db()
     dst = args[1] if len(args) > 1 else None
-    database, res = standalone.load(db)
+    database, res = _load_whole(db)
     comment = f"compacted by pyovsdb tool {__version__}"
-    records = [database.schema.json or database.schema.to_json(),
+    records = [jsonorder.schema_record(database.schema),
                standalone.snapshot_record(database, comment)]
     if dst is None:
         writer = ovslog.LogWriter(db, res.end)
@@ -163,6 +163,15 @@ def cmd_compact(args: list[str], parsed: opt.Parsed) -> int:
     return 0
 
 
+def _load_whole(path: str) -> tuple[Any, ovslog.ReadResult]:
+    """A database the command needs all of: as in the real tool, a record it cannot
+    read or apply is fatal (the server, in contrast, goes on without it)."""
+    database, res, _ = standalone.load(path)
+    if res.problem is not None:
+        raise res.problem
+    return database, res
+
+
 def _schema_of_db(args: list[str]) -> DatabaseSchema:
     db = args[0] if args else default_db()
     if clustered.is_clustered(db):
@@ -170,7 +179,7 @@ def _schema_of_db(args: list[str]) -> DatabaseSchema:
         return clustered.build_database(header, records).schema
     res = ovslog.read_file(db)
     if not res.records:
-        raise ToolError(f"{db}: {res.error or 'file is empty'}")
+        raise res.problem or ToolError(f"{db}: file is empty")
     return DatabaseSchema.from_json(res.records[0])
 
 
@@ -276,7 +285,7 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
         raise ToolError(f"{contents}: cannot create a cluster from a clustered database")
     data: dict[str, Any] = {}
     if _looks_like_db(contents):
-        database, _ = standalone.load(contents)
+        database, _ = _load_whole(contents)
         schema_json = database.schema.json or database.schema.to_json()
         snap = standalone.snapshot_record(database, "", date_ms=0)
         data = {k: v for k, v in snap.items() if not k.startswith("_")}
@@ -289,6 +298,8 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
                             f"({e})") from None
         DatabaseSchema.from_json(schema_json)
     schema_json, changed = clustered.schema_for_cluster(schema_json)
+    # The file holds the normalized schema, as the real tool writes it.
+    schema_json = DatabaseSchema.from_json(schema_json).to_json()
     if changed:
         # A warning in the real tool's console log format (`VLOG_WARN`).
         table, _, column = changed[-1].partition(".")
@@ -335,7 +346,7 @@ def cmd_cluster_to_standalone(args: list[str], parsed: opt.Parsed) -> int:
     dst, src = args
     header, records, _, _ = clustered.read(src)
     database = clustered.build_database(header, records)
-    schema_json = database.schema.json or database.schema.to_json()
+    schema_json = jsonorder.schema_record(database.schema)
     ovslog.write_new_file(dst, [schema_json, standalone.snapshot_record(
         database, f"converted from clustered database by pyovsdb tool {__version__}")])
     return 0
@@ -356,7 +367,7 @@ def _run_txn(db_path: str, txn: Any, write: bool) -> int:
     if type(txn) is not list or not txn or type(txn[0]) is not str:
         raise ToolError('transaction must be an array whose first element is the database '
                         'name')
-    database, res = standalone.load(db_path)
+    database, res = _load_whole(db_path)
     if txn[0] != database.name:
         raise ToolError(f"{db_path}: database name {database.name} does not match transaction "
                         f"database {txn[0]}")
@@ -378,7 +389,8 @@ def _run_txn(db_path: str, txn: Any, write: bool) -> int:
             try:
                 cs: Changeset = outcome.changeset
                 cs.date = int(time.time() * 1000)
-                writer.append(cs.to_record(database.schema))
+                writer.append(jsonorder.txn_record(cs.to_record(database.schema),
+                                                   database.schema))
                 writer.sync()
             finally:
                 writer.close()

@@ -111,13 +111,14 @@ class _Pending:
 
 
 class ClusteredDb:
-    def __init__(self, server: Server, path: str, *, sync_commit: bool = True) -> None:
+    def __init__(self, server: Server, path: str, *, sync_commit: bool = True,
+                 name: str | None = None) -> None:
         self.server = server
         self.path = path
-        header, records, end, problem = clustered.read(path)
+        header, records, end, problem = clustered.read(path, name)
         if problem:
-            log.warning("%s: %s; the rest of the file will be truncated on the next write",
-                        path, problem)
+            # The real server's words; the rest of the file goes at the next write.
+            logging.getLogger("ovsdb_server").error("%s", problem)
         self.header = header
         self.name = header.name
         self.log = clustered.ClusteredLog(path, end)
@@ -761,8 +762,8 @@ class ClusteredDb:
             return
         db = hosted.db
         schema_json = db.schema.json or db.schema.to_json()
-        data = snapshot_record(db, "", date_ms=0)
-        data = {k: v for k, v in data.items() if not k.startswith("_")}
+        # The real server's snapshot data is its online-compaction record.
+        data = snapshot_record(db, "compacting database online", is_diff=True)
         self.core.store_snapshot([schema_json, data], now_ms())
         self.process()
 

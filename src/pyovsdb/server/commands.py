@@ -89,10 +89,15 @@ class _Commands:
         return ""
 
     def add_db(self, args: list[str]) -> str:
+        """Standalone or clustered, errors naming the file as given (`ovsdb error:
+        db2: already open`, `ovsdb error: NAME: duplicate database name`)."""
         try:
-            self.server.add_db_file(args[0])
+            c = self.server.open_db(args[0])
         except OvsdbError as e:
-            raise CommandError(f"{e.tag}: {e.details}") from None
+            raise CommandError(str(e)) from None
+        if c is not None:
+            task = asyncio.get_running_loop().create_task(c.start())
+            task.add_done_callback(_log_task_error)
         return ""
 
     def remove_db(self, args: list[str]) -> str:

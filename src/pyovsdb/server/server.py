@@ -82,21 +82,29 @@ class Server:
     def db_names(self) -> list[str]:
         return [n for n in self.dbs if n != SERVER_DB] + [SERVER_DB]
 
-    async def add_db(self, path: str) -> None:
+    async def add_db(self, path: str, name: str | None = None) -> None:
         """Open a database file, standalone or clustered."""
+        c = self.open_db(path, name)
+        if c is not None:
+            await c.start()
+
+    def open_db(self, path: str, name: str | None = None) -> ClusteredDb | None:
+        """Open a database file; a clustered one is returned, to be started. Errors name
+        the file as given (`name`, default `path`), as the real server's do."""
+        name = path if name is None else name
         path = os.path.abspath(path)
         if not clustered.is_clustered(path):
-            self.add_db_file(path)
-            return
+            self.add_db_file(path, name)
+            return None
         for c in self.clusters.values():
             if c.path == path:
-                raise OvsdbError("ovsdb error", f"{path}: already open")
-        c = ClusteredDb(self, path, sync_commit=self.raft_sync_commit)
+                raise OvsdbError("ovsdb error", f"{name}: already open")
+        c = ClusteredDb(self, path, sync_commit=self.raft_sync_commit, name=name)
         if c.name in self.dbs or c.name in self.clusters:
             c.close(graceful=False)
-            raise OvsdbError("ovsdb error", f"{path}: database {c.name} is already open")
+            raise OvsdbError("ovsdb error", f"{c.name}: duplicate database name")
         self.clusters[c.name] = c
-        await c.start()
+        return c
 
     def attach_cluster_db(self, c: ClusteredDb) -> None:
         """A clustered database has its first contents: clients may use it now."""
@@ -117,20 +125,20 @@ class Server:
         self.clusters.pop(c.name, None)
         c.close(graceful=False)
 
-    def add_db_file(self, path: str) -> HostedDb:
+    def add_db_file(self, path: str, name: str | None = None) -> HostedDb:
+        name = path if name is None else name
         path = os.path.abspath(path)
         for hosted in self.dbs.values():
             if hosted.storage is not None and hosted.storage.path == path:
-                raise OvsdbError("ovsdb error", f"{path}: already open")
-        storage, problem = StandaloneStorage.open(path, **self.compaction)
+                raise OvsdbError("ovsdb error", f"{name}: already open")
+        storage, problems = StandaloneStorage.open(path, name, **self.compaction)
         storage.on_write_error = self._storage_failed
-        if problem:
-            log.error("%s: %s; the rest of the file will be truncated on the next write",
-                      path, problem)
-        name = storage.db.name
-        if name in self.dbs:
+        for problem in problems:
+            log.error("%s", problem)
+        if storage.db.name in self.dbs or storage.db.name in self.clusters:
             storage.close()
-            raise OvsdbError("ovsdb error", f"{path}: database {name} is already open")
+            raise OvsdbError("ovsdb error", f"{storage.db.name}: duplicate database name")
+        name = storage.db.name
         hosted = HostedDb(storage.db, storage=storage, clock=monotonic_ms)
         hosted.on_trigger_deadline = lambda _h: self._schedule_trigger_timer()
         self.dbs[name] = hosted

@@ -5,6 +5,7 @@ Rules kept here:
   leader, note), in the JSON forms of `raft.records`; this module frames, reads,
   appends, fsyncs and replaces, and knows nothing of Raft's rules (the core checks
   them when it restores from the records).
+- Records are written in the real server's member order (`jsonorder`).
 - A snapshot rewrites the whole file atomically: new header, then the records still
   needed (`storage.log`).
 - A torn or corrupt tail is reported and dropped by the first write, as for standalone
@@ -26,22 +27,24 @@ from ..ovsdb.hashorder import shash_order
 from ..ovsdb.schema import DatabaseSchema
 from ..raft.core import RaftCore, RaftError
 from ..raft.records import Header, Record, RpcError, record_from_json
+from .jsonorder import clustered_record
 from .log import MAGIC_CLUSTERED, LogWriter, frame, read_file, write_new_file
 
 
-def read(path: str) -> tuple[Header, list[Record], int, str | None]:
-    """(header, records, offset where the good part ends, problem that ended the read)."""
-    res = read_file(path, MAGIC_CLUSTERED)
-    if res.magic is not None and res.magic != MAGIC_CLUSTERED:
-        raise OvsdbError("syntax error", f"{path}: not a clustered database")
+def read(path: str, name: str | None = None
+         ) -> tuple[Header, list[Record], int, str | None]:
+    """(header, records, offset where the good part ends, problem that ended the read,
+    in the real server's words). `name` is how messages name the file."""
+    name = path if name is None else name
+    res = read_file(path, MAGIC_CLUSTERED, name)
     if not res.records:
-        raise OvsdbError("syntax error", f"{path}: {res.error or 'empty file'}")
+        raise res.problem or OvsdbError("syntax error", f"{name}: empty file")
     try:
         header = Header.from_json(res.records[0])
         records = [record_from_json(r) for r in res.records[1:]]
     except RpcError as e:
-        raise OvsdbError("syntax error", f"{path}: {e}") from None
-    return header, records, res.end, res.error
+        raise OvsdbError("syntax error", f"{name}: {e}") from None
+    return header, records, res.end, None if res.problem is None else str(res.problem)
 
 
 class ClusteredLog:
@@ -52,14 +55,16 @@ class ClusteredLog:
         self.writer = LogWriter(path, end_offset, MAGIC_CLUSTERED)
 
     def append(self, records: list[Record], sync: bool = True) -> None:
-        data = b"".join(frame(r.to_json(), MAGIC_CLUSTERED) for r in records)
+        data = b"".join(frame(clustered_record(r.to_json()), MAGIC_CLUSTERED)
+                        for r in records)
         if data:
             self.writer.append_framed(data)
         if sync:
             self.writer.sync()
 
     def replace(self, header: Header, records: list[Record]) -> None:
-        self.writer.replace([header.to_json(), *(r.to_json() for r in records)])
+        self.writer.replace([clustered_record(header.to_json()),
+                             *(clustered_record(r.to_json()) for r in records)])
 
     @property
     def size(self) -> int:
@@ -70,7 +75,8 @@ class ClusteredLog:
 
 
 def create(path: str, header: Header, records: list[dict[str, Any]] | None = None) -> None:
-    write_new_file(path, [header.to_json(), *(records or [])], MAGIC_CLUSTERED)
+    write_new_file(path, [clustered_record(header.to_json()),
+                          *(clustered_record(r) for r in records or [])], MAGIC_CLUSTERED)
 
 
 def is_clustered(path: str) -> bool:

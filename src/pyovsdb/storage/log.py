@@ -5,9 +5,11 @@ Rules kept here:
   newline, `length` its size in bytes and `sha1` the lowercase hex SHA-1 of the body.
   The magic is "OVSDB JSON" for standalone files and "OVSDB CLUSTER" for clustered ones.
 - Reading stops at the first record that is torn or corrupt (bad header, short body,
-  checksum mismatch, invalid JSON). Everything before it is kept and the problem is
-  reported; the first write after such a read truncates the file at the last good
-  record, so a crash in the middle of a write never poisons later records.
+  checksum mismatch, invalid JSON, JSON that is not an object). Everything before it is
+  kept and the problem is reported in the real tools' words (`syntax error: NAME: parse
+  error at offset N in header line "..."`, ...); the first write after such a read
+  truncates the file at the last good record, so a crash in the middle of a write
+  never poisons later records.
 - Replacing the whole file (compaction, conversion) writes a temporary file, fsyncs it
   and renames it over the original, then fsyncs the directory: at every instant the
   path names either the complete old file or the complete new one.
@@ -42,52 +44,85 @@ def frame(obj: Any, magic: str = MAGIC_STANDALONE) -> bytes:
 
 
 class ReadResult:
-    """Records of a file, the offset where the good part ends, and the first problem."""
+    """Records of a file, the offset where the good part ends, and the first problem:
+    `problem` in the real tools' words (tag and text), `error` its text alone."""
 
-    __slots__ = ("end", "error", "magic", "records", "size")
+    __slots__ = ("end", "magic", "problem", "records", "size")
 
     def __init__(self) -> None:
         self.records: list[Any] = []
         self.end = 0
         self.size = 0
-        self.error: str | None = None
+        self.problem: OvsdbError | None = None
         self.magic: str | None = None
 
+    @property
+    def error(self) -> str | None:
+        return None if self.problem is None else self.problem.details
 
-def parse_records(data: bytes, expected_magic: str | None = None) -> ReadResult:
+
+def _header_line(data: bytes, pos: int) -> str:
+    """The header line as the real reader quotes it: read with fgets() into a 128-byte
+    buffer, quoted up to the newline; but its parser has already cut the line after the
+    magic (`OVSDB JSON`) if the line got that far."""
+    line = data[pos:pos + 127].split(b"\n", 1)[0]
+    if line.startswith(b"OVSDB "):
+        magic, sep, _ = line[6:].partition(b" ")
+        if sep:
+            line = b"OVSDB " + magic
+    return line.decode("utf-8", "replace")
+
+
+def parse_records(data: bytes, expected_magic: str | None = None, name: str = "") -> ReadResult:
+    """The records of a log file's contents; `name` (the file as the user named it)
+    prefixes the problem, as in the real tools' messages."""
     res = ReadResult()
     res.size = len(data)
     pos = 0
     n = len(data)
     while pos < n:
         m = _HEADER_RE.match(data, pos, min(n, pos + _MAX_HEADER))
-        if m is None:
-            res.error = f"{pos}: parse error reading header"
-            break
-        magic = m.group(1).decode()
-        if res.magic is None:
+        magic = m.group(1).decode() if m is not None else None
+        if pos == 0:
+            # What the real tools check when they open the file.
+            if magic is None:
+                res.problem = OvsdbError("ovsdb error", f"{name}: unexpected file format")
+                break
             res.magic = magic
             if expected_magic is not None and magic != expected_magic:
-                res.error = f'{pos}: bad magic "{magic}" (expected "{expected_magic}")'
+                res.problem = OvsdbError("ovsdb error", f"{name}: cannot identify file type")
                 break
-        elif magic != res.magic:
-            res.error = f'{pos}: bad magic "{magic}" (expected "{res.magic}")'
+        if m is None or magic != res.magic:
+            res.problem = OvsdbError(
+                "syntax error", f"{name}: parse error at offset {pos} in header line "
+                f'"{_header_line(data, pos)}"')
             break
         length = int(m.group(2))
         body_start = m.end()
         body_end = body_start + length
         if body_end > n:
-            res.error = (f"{pos}: record ends after the end of the file "
-                         f"(expected {length} bytes, {n - body_start} available)")
+            res.problem = OvsdbError(
+                "I/O error", f"{name}: error reading {length} bytes starting at offset "
+                f"{body_start} (End of file)")
             break
         body = data[body_start:body_end]
-        if hashlib.sha1(body).hexdigest() != m.group(3).decode():
-            res.error = f"{pos}: checksum mismatch"
+        digest = hashlib.sha1(body).hexdigest()
+        if digest != m.group(3).decode():
+            res.problem = OvsdbError(
+                "syntax error", f"{name}: {length} bytes starting at offset {body_start} "
+                f"have SHA-1 hash {digest} but should have hash {m.group(3).decode()}")
             break
         try:
             rec = orjson.loads(body)
         except orjson.JSONDecodeError as e:
-            res.error = f"{pos}: parse error in record: {e.msg}"
+            res.problem = OvsdbError(
+                "syntax error", f"{name}: {length} bytes starting at offset {body_start} "
+                f"are not valid JSON ({e.msg})")
+            break
+        if type(rec) is not dict:
+            res.problem = OvsdbError(
+                "syntax error", f"{name}: {length} bytes starting at offset {body_start} "
+                "are not a JSON object")
             break
         res.records.append(rec)
         pos = body_end
@@ -95,15 +130,18 @@ def parse_records(data: bytes, expected_magic: str | None = None) -> ReadResult:
     return res
 
 
-def read_file(path: str, expected_magic: str | None = None) -> ReadResult:
+def read_file(path: str, expected_magic: str | None = None, name: str | None = None
+              ) -> ReadResult:
+    """Read a whole log file; `name` is how messages name it (default: `path`)."""
+    name = path if name is None else name
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise OvsdbError("I/O error", f"{path}: open failed ({e.strerror})") from None
+        raise OvsdbError("I/O error", f"{name}: open failed ({e.strerror})") from None
     if not data:
-        raise OvsdbError("I/O error", f"{path}: cannot identify file type")
-    return parse_records(data, expected_magic)
+        raise OvsdbError("I/O error", f"{name}: cannot identify file type")
+    return parse_records(data, expected_magic, name)
 
 
 def lock_path(path: str) -> str:

@@ -4,6 +4,13 @@ Rules kept here:
 - Record 0 is the schema; every later record is one committed transaction in OVS's
   transaction-record form (see `ovsdb.changeset`). A compacted file holds the schema and
   a single record with every row in full (no `_is_diff`), as the real tools write it.
+- Reading keeps what can be read, as the real server does: a record the schema cannot
+  take (an unknown table or column) is reported and dropped and the later ones are
+  read; a torn or corrupt record ends the read (`storage.log`). Problems are worded as
+  the real server's (`syntax error: NAME: parse error at offset N in header line
+  "..."`, `syntax "{...}": unknown table: No table named X.`). Unlike the real server,
+  the next write goes after the last good record, not over the record after a dropped
+  one.
 - A transaction is acknowledged only after its record is written; with `durable` (or
   when the storage was opened with `sync_always`) only after it is fsynced.
 - After a failed write or fsync the storage refuses every later commit: the file may
@@ -11,6 +18,8 @@ Rules kept here:
   anything more would store diffs against a state the file cannot rebuild.
 - A failed compaction leaves the old file as it was and is retried after a tenth of
   the minimum interval, as the real server does.
+- Records are written with the real server's member order, byte for byte
+  (`jsonorder`): a schema record is the normalized schema.
 - Compaction rewrites the file atomically (see `storage.log`). The policy is the real
   server's: no sooner than `min_interval` (randomized 10-20 minutes) after the previous
   one; then due if at least 100 records were written and the file is over `min_growth`
@@ -29,18 +38,21 @@ from typing import Any
 
 from ..ovsdb.changeset import Changeset
 from ..ovsdb.database import Database
-from ..ovsdb.errors import OvsdbError
+from ..ovsdb.errors import OvsdbError, ovs_json_string
 from ..ovsdb.schema import DatabaseSchema
 from ..util import batch
-from .log import MAGIC_STANDALONE, LogWriter, frame, read_file, write_new_file
+from . import jsonorder
+from .log import MAGIC_STANDALONE, LogWriter, ReadResult, frame, read_file, write_new_file
 
 
 def snapshot_record(db: Database, comment: str, date_ms: int | None = None,
                     is_diff: bool = False) -> dict[str, Any]:
-    """All rows of `db` as one transaction record of inserts. The real server marks its
-    online snapshots `_is_diff` (harmless: every row is new), ovsdb-tool does not."""
+    """All rows of `db` as one transaction record of inserts, members in the real
+    server's order (`jsonorder`). The real server marks its online snapshots `_is_diff`
+    (harmless: every row is new), ovsdb-tool does not."""
     rec: dict[str, Any] = {}
-    for tname, table in db.tables.items():
+    for tname in jsonorder.snapshot_tables(db.schema):
+        table = db.tables[tname]
         if not table.rows:
             continue
         cols = [
@@ -58,36 +70,69 @@ def snapshot_record(db: Database, comment: str, date_ms: int | None = None,
                     out[cname] = codec.to_json(v)
             rows[uuid] = out
         rec[tname] = rows
-    rec["_date"] = int(time.time() * 1000) if date_ms is None else date_ms
     rec["_comment"] = comment
     if is_diff:
         rec["_is_diff"] = True
-    return rec
+    rec["_date"] = int(time.time() * 1000) if date_ms is None else date_ms
+    return jsonorder.txn_record(rec, db.schema)
 
 
 def create(path: str, schema_json: dict[str, Any]) -> None:
-    DatabaseSchema.from_json(schema_json)  # validate before writing anything
-    write_new_file(path, [schema_json])
+    schema = DatabaseSchema.from_json(schema_json)  # validate before writing anything
+    write_new_file(path, [jsonorder.schema_record(schema)])
 
 
-def load(path: str) -> tuple[Database, Any]:
-    """Read a standalone file: the database, and the raw read result (for its problems)."""
-    res = read_file(path)
+def load(path: str, name: str | None = None, *, skip_bad: bool = False
+         ) -> tuple[Database, ReadResult, list[str]]:
+    """Read a standalone file: the database, the raw read result, and the problems met,
+    each in the real server's words. `name` is how messages name the file (as the user
+    gave it; default `path`).
+
+    A record that is not a valid transaction for the schema (say, it names a table the
+    schema lacks) is dropped and reported with `skip_bad`, as the real server does, and
+    the later records are still read; otherwise it is fatal, as in the real tool."""
+    name = path if name is None else name
+    res = read_file(path, name=name)
     if res.magic is not None and res.magic != MAGIC_STANDALONE:
-        raise OvsdbError("syntax error", f"{path}: not a standalone database (magic "
+        raise OvsdbError("syntax error", f"{name}: not a standalone database (magic "
                                          f'"{res.magic}")')
     if not res.records:
-        raise OvsdbError("syntax error", f"{path}: {res.error or 'database file is empty'}")
+        raise res.problem or OvsdbError("syntax error", f"{name}: database file is empty")
     schema = DatabaseSchema.from_json(res.records[0])
-    schema.json = res.records[0] if isinstance(res.records[0], dict) else None
+    schema.json = res.records[0]
     db = Database(schema)
-    for i, rec in enumerate(res.records[1:], start=1):
+    problems: list[str] = []
+    for rec in res.records[1:]:
         try:
             cs = Changeset.from_record(schema, rec, lambda t: db.tables[t].rows)
         except OvsdbError as e:
-            raise OvsdbError(e.tag, f"{path}: record {i}: {e.details}") from None
+            error = record_error(rec, e)
+            if not skip_bad:
+                raise error from None
+            problems.append(str(error))
+            continue
         db.apply(cs)
-    return db, res
+    if res.problem is not None:
+        problems.append(str(res.problem))
+    return db, res, problems
+
+
+class _RecordError(OvsdbError):
+    """A record the schema cannot take, worded as the real server's syntax errors that
+    quote the JSON they are about."""
+
+    def __str__(self) -> str:
+        return f'syntax "{ovs_json_string(self.syntax)}": {self.tag}: {self.details}'
+
+
+def record_error(rec: Any, e: OvsdbError) -> OvsdbError:
+    details = e.details or ""
+    tag = e.tag
+    if details.startswith("No table named "):
+        tag = "unknown table"
+    elif details.startswith("No column "):
+        tag = "unknown column"
+    return _RecordError(tag, details, syntax=rec)
 
 
 class StandaloneStorage:
@@ -129,10 +174,13 @@ class StandaloneStorage:
         self.on_write_error: Callable[[str, OSError], None] | None = None
 
     @classmethod
-    def open(cls, path: str, **kwargs: Any) -> tuple[StandaloneStorage, str | None]:
-        db, res = load(path)
+    def open(cls, path: str, name: str | None = None, **kwargs: Any
+             ) -> tuple[StandaloneStorage, list[str]]:
+        """The open storage and the problems met reading it, in the real server's words
+        (it logs each as an error and goes on with what it could read)."""
+        db, res, problems = load(path, name, skip_bad=True)
         st = cls(path, db, res.end, n_records=len(res.records), **kwargs)
-        return st, res.error
+        return st, problems
 
     @property
     def size(self) -> int:
@@ -150,7 +198,7 @@ class StandaloneStorage:
         record = cs.to_record(self.db.schema)
         if not any(not k.startswith("_") for k in record):
             return  # only ephemeral columns changed: nothing to store
-        data = frame(record)
+        data = frame(jsonorder.txn_record(record, self.db.schema))
         self.n_records += 1
         self.records_since += 1
         self.need_sync = self.need_sync or durable or self.sync_always
@@ -198,7 +246,7 @@ class StandaloneStorage:
             raise OvsdbError("I/O error", f"{self.path}: writing the database file failed "
                                           f"({self.failed.strerror})")
         now = time.monotonic() if now is None else now
-        schema_json = self.db.schema.json or self.db.schema.to_json()
+        schema_json = jsonorder.schema_record(self.db.schema)
         try:
             self.writer.replace([schema_json, snapshot_record(self.db, comment,
                                                               is_diff=True)])
@@ -213,7 +261,7 @@ class StandaloneStorage:
     def replace_db(self, db: Database) -> None:
         """Rewrite the file for a new database (schema conversion), atomically."""
         self.flush()
-        schema_json = db.schema.json or db.schema.to_json()
+        schema_json = jsonorder.schema_record(db.schema)
         self.writer.replace([schema_json, snapshot_record(db, "converted database",
                                                           is_diff=True)])
         self.db = db
