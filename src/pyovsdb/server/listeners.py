@@ -22,6 +22,9 @@ Rules kept here:
   `status` (`bound_port`, `n_connections` when more than one, `sec_since_connect` and
   `sec_since_disconnect` as 0, as the real server does for a listener) into those rows
   every few seconds, except in clustered databases (the real server skips them too).
+  A target we do not serve (an active remote, or a name that is no remote, which the
+  real server takes for an active one) shows `state=BACKOFF`, as a real active remote
+  that cannot connect.
   Those columns are ephemeral: nothing reaches the file.
 - A listener's unix socket file is removed when it closes.
 - The listen queue is long (`LISTEN_BACKLOG`), so that a burst of clients connecting at
@@ -399,6 +402,14 @@ class Listeners:
             if ops:
                 self.status_writer(db_name, ops)
 
+    def _unserved_status(self, target: str) -> dict[str, str]:
+        """The real server's status for a target it has no listener for: an active
+        remote (or a name it cannot parse, which it takes for one) that never connects
+        is backing off; a passive one that failed to open has an all-zero status."""
+        if target in self._warned and not target.startswith("p"):
+            return {"state": "BACKOFF"}
+        return {"sec_since_connect": "0", "sec_since_disconnect": "0"}
+
     def _status_ops(self, hosted: HostedDb, table: str, column: str) -> list[Any]:
         t = hosted.db.tables.get(table)
         if t is None or column not in t.schema.columns:
@@ -422,9 +433,8 @@ class Listeners:
                 if target is None:
                     continue
                 lst = self.active.get(target)
-                connected, status = (lst.status() if lst is not None else
-                                     (False, {"sec_since_connect": "0",
-                                              "sec_since_disconnect": "0"}))
+                connected, status = (lst.status() if lst is not None
+                                     else (False, self._unserved_status(target)))
                 new: dict[str, Any] = {}
                 if "is_connected" in cols and target_row.data["is_connected"] != connected:
                     new["is_connected"] = connected
