@@ -300,3 +300,30 @@ def test_server_appends_after_a_dropped_record(tmp_path: Path) -> None:
             srv.stop()
     assert names == ["n0", "n1", "q", "x"]
     run(["ovsdb-tool", "show-log", str(path)])
+
+
+@pytest.mark.parametrize("kind", ["ours", "real"])
+def test_compaction_keeps_a_symlink(tmp_path: Path, kind: str) -> None:
+    """Online compaction and `tool compact` replace the file a symlinked database path
+    points to, and lock it next to that file: the link stays a link."""
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "nb.db"
+    create_db(kind, target, NB_SCHEMA)
+    link = tmp_path / "nb.db"
+    link.symlink_to("data/nb.db")
+    srv = ServerProcess(kind, tmp_path, ["nb.db"], name="s")
+    try:
+        srv.start()
+        assert (tmp_path / "data" / ".nb.db.~lock~").exists()
+        run_transactions(srv)
+        srv.appctl("ovsdb-server/compact")
+        assert link.is_symlink() and len(bodies(target)) == 2
+        out = client("transact", srv.unix, json.dumps([DB, {
+            "op": "insert", "table": "Logical_Switch", "row": {"name": "after"}}])).stdout
+        assert "error" not in out
+    finally:
+        srv.stop()
+    assert link.is_symlink() and len(bodies(target)) == 3
+    tool(kind, "compact", "nb.db", cwd=tmp_path)
+    assert link.is_symlink() and len(bodies(target)) == 2
+    assert not list(tmp_path.glob("*.tmp")) and not list((tmp_path / "data").glob("*.tmp"))

@@ -12,9 +12,11 @@ Rules kept here:
   never poisons later records.
 - Replacing the whole file (compaction, conversion) writes a temporary file, fsyncs it
   and renames it over the original, then fsyncs the directory: at every instant the
-  path names either the complete old file or the complete new one.
-- A file that is open for writing is locked (`.NAME.~lock~`, fcntl), with the same lock
-  file as the real tools use, so two writers never interleave.
+  path names either the complete old file or the complete new one. A symlinked path
+  keeps its link: the target is replaced, as the real server and tool do.
+- A file that is open for writing is locked (`.NAME.~lock~`, fcntl, next to the file a
+  symlink points to), with the same lock file as the real tools use, so two writers
+  never interleave.
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ def read_file(path: str, expected_magic: str | None = None, name: str | None = N
 
 
 def lock_path(path: str) -> str:
-    d, base = os.path.split(os.path.abspath(path))
+    """The lock of the file a (possibly symlinked) path names: next to the target."""
+    d, base = os.path.split(os.path.realpath(path))
     return os.path.join(d, f".{base}.~lock~")
 
 
@@ -219,8 +222,10 @@ class LogWriter:
         os.fsync(self.fd)
 
     def replace(self, records: list[Any]) -> None:
-        """Atomically replace the whole file with `records`."""
-        tmp = self.path + ".tmp"
+        """Atomically replace the whole file with `records`. If the path is a symlink
+        its target is replaced (the temporary file goes next to it): the link stays."""
+        target = os.path.realpath(self.path)
+        tmp = target + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             data = b"".join(frame(r, self.magic) for r in records)
@@ -234,7 +239,7 @@ class LogWriter:
             os.unlink(tmp)
             raise
         try:
-            os.rename(tmp, self.path)
+            os.rename(tmp, target)
         except BaseException:
             os.close(fd)
             os.unlink(tmp)
@@ -246,7 +251,7 @@ class LogWriter:
         self.offset = len(data)
         self.bad_tail = False
         self.n_writes = 0
-        _fsync_dir(self.path)
+        _fsync_dir(target)
 
     def close(self) -> None:
         if self.fd >= 0:
