@@ -14,16 +14,19 @@ from procs import require
 
 @pytest.fixture(scope="module")
 def server_pair(tmp_path_factory: pytest.TempPathFactory
-                ) -> Iterator[Callable[[str], ServerPair]]:
-    """`server_pair(schema)`: the started pair for that schema ("T", "T0", "NB")."""
+                ) -> Iterator[Callable[..., ServerPair]]:
+    """`server_pair(schema, clustered=False)`: the started pair for that schema ("T",
+    "T0", "NB", "SB", "VS"), standalone or each a one-member cluster."""
     require("ovsdb-server", "ovsdb-tool")
-    pairs: dict[str, ServerPair] = {}
+    pairs: dict[tuple[str, bool], ServerPair] = {}
     base: Path = tmp_path_factory.mktemp("conformance")
 
-    def get(schema: str) -> ServerPair:
-        if schema not in pairs:
-            pairs[schema] = ServerPair(schema, base / schema)
-        return pairs[schema]
+    def get(schema: str, clustered: bool = False) -> ServerPair:
+        key = (schema, clustered)
+        if key not in pairs:
+            pairs[key] = ServerPair(schema, base / (schema + ("-cluster" if clustered
+                                                              else "")), clustered)
+        return pairs[key]
 
     try:
         yield get
@@ -33,7 +36,8 @@ def server_pair(tmp_path_factory: pytest.TempPathFactory
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not (STATS["corpus cases"] or STATS["generated transactions"]):
+    if not (STATS["corpus cases"] or STATS["generated transactions"]
+            or STATS["generated condition steps"]):
         return
     tr = terminalreporter
     tr.section("conformance against ovsdb-server 3.1")
@@ -43,6 +47,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         tr.write_line(f"recorded real-client cases:      {STATS['recorded cases']} "
                       f"({STATS['replayed client messages']} client messages replayed)")
     tr.write_line(f"generated transactions compared: {STATS['generated transactions']}")
+    tr.write_line(f"generated condition steps:       {STATS['generated condition steps']}")
     tr.write_line(f"differences:                     {STATS['differences']}")
     if STATS["known bug cases"]:
         tr.write_line(f"known bugs (xfail cases):        {STATS['known bug cases']} "

@@ -14,7 +14,8 @@ Rules kept here:
   are steered around rather than excused: a transaction deletes `B` rows (by uuid)
   before it writes anything else, so the real server's order-dependent weak-reference
   cleanup does not leave dangling references; and weak references written into existing
-  rows point at `B` rows that stay, so no row's only change is undone by that cleanup.
+  rows point at `B` rows that stay (not deleted before or after in the transaction), so
+  no row's only change is undone by that cleanup.
   `*=` uses positive factors (the real overflow test is wrong for two negatives).
 - When a transaction breaks a rule in several rows at once, which violation is reported
   follows the real server's hash order: only the kind of error is compared then
@@ -74,6 +75,8 @@ class Draw:
         self.state = state  # table -> uuids of rows that exist now
         self.live_b: list[str] = sorted(state.get("B", ()))
         self.reserved: set[str] = set()  # uuids inserted by the transaction being drawn
+        # B rows that weak references written into existing rows point at: they stay.
+        self.weak_kept: set[str] = set()
 
     def d(self, strategy: st.SearchStrategy[Any]) -> Any:
         return self.data.draw(strategy)
@@ -105,7 +108,11 @@ class Draw:
             return ["uuid", self.one(POOL["B"] + ([MISSING_B] if self.chance(0.1) else []))]
         if kind == "weakB":
             if not weak_ok_missing:
-                return ["uuid", self.one(self.live_b)] if self.live_b else None
+                if not self.live_b:
+                    return None
+                u = self.one(self.live_b)
+                self.weak_kept.add(u)
+                return ["uuid", u]
             return ["uuid", self.one(POOL["B"] + [MISSING_B])]
         if kind == "strongN":
             return ["uuid", self.one(POOL["N"])]
@@ -303,7 +310,7 @@ def operation(dr: Draw, deleted_b: set[str]) -> dict[str, Any] | None:
         return {"op": "mutate", "table": table, "where": where(dr, table), "mutations": muts}
     if kind == "delete":
         if table == "B":
-            existing = sorted(dr.state.get("B", ()))
+            existing = sorted(dr.state.get("B", set()) - dr.weak_kept)
             if not existing:
                 return None
             u = dr.one(existing)
