@@ -16,7 +16,8 @@ Rules kept here:
   `_Server` rows) that a client sends back is `<vN>`, named by first appearance in the
   messages of the steps in order (connections in case order, each message traversed
   with object members sorted); it is the less stable rule, kept for what inserts do not
-  cover.
+  cover. Transaction ids (of `update3` and `monitor_cond_since` replies) are `<tN>`, by
+  first appearance: hand-written cases resume monitors with them.
 - A placeholder a server has not named by the time a request needs it stays unresolved:
   the request is sent with a fixed UUID of its own for that placeholder (the same on
   both servers) and the step records the miss, so a server that did not send a row
@@ -35,7 +36,7 @@ from typing import Any
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
                      r"[0-9a-fA-F]{12}")
 UUID_FULL = re.compile(UUID_RE.pattern + r"\Z")
-PLACEHOLDER_RE = re.compile(r"<([uv])(\d+)>")
+PLACEHOLDER_RE = re.compile(r"<([uvt])(\d+)>")
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
@@ -44,7 +45,7 @@ def unresolved_uuid(name: str) -> str:
     one a server chooses (version nibble 0)."""
     m = PLACEHOLDER_RE.fullmatch(name)
     assert m is not None, name
-    kind = 1 if m.group(1) == "u" else 2
+    kind = "uvt".index(m.group(1)) + 1
     return f"00000000-0000-0000-000{kind}-{int(m.group(2)):012d}"
 
 
@@ -65,6 +66,21 @@ def insert_uuids(request: Any, reply: Any) -> list[str]:
         if isinstance(u, list) and len(u) == 2 and u[0] == "uuid" and isinstance(u[1], str):
             out.append(u[1].lower())
     return out
+
+
+def txn_id(m: Any) -> str | None:
+    """The transaction id an update3 notification or a monitor_cond_since reply
+    carries (lowercased), or None."""
+    if not isinstance(m, dict):
+        return None
+    if m.get("method") == "update3":
+        p = m.get("params")
+        t = p[1] if isinstance(p, list) and len(p) == 3 else None
+    else:
+        r = m.get("result")
+        t = (r[1] if isinstance(r, list) and len(r) == 3 and isinstance(r[0], bool)
+             else None)
+    return t.lower() if isinstance(t, str) and UUID_FULL.match(t) else None
 
 
 def uuids_in(v: Any) -> Iterable[str]:
@@ -90,7 +106,7 @@ class Births:
         self.client = set(client_uuids) | {ZERO_UUID}
         self.by_uuid: dict[str, str] = {}
         self.by_name: dict[str, str] = {}
-        self.n = {"u": 0, "v": 0}
+        self.n = {"u": 0, "v": 0, "t": 0}
 
     def _add(self, kind: str, u: str) -> None:
         if u in self.by_uuid or u in self.client:
@@ -106,6 +122,10 @@ class Births:
         for req, rep in replies:
             for u in insert_uuids(req, rep):
                 self._add("u", u)
+        for m in others:
+            t = txn_id(m)
+            if t is not None:
+                self._add("t", t)
         for m in others:
             for u in uuids_in(m):
                 self._add("v", u)

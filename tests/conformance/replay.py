@@ -29,14 +29,17 @@ def main(argv: list[str]) -> int:
                  if c.file == Path(f).name]
     else:
         cases = [c for c in load_cases() if any(fnmatch.fnmatch(c.name, p) for p in patterns)]
-    pairs: dict[str, ServerPair] = {}
+    pairs: dict[tuple[str, bool], ServerPair] = {}
     status = 0
     with tempfile.TemporaryDirectory() as tmp:
         try:
             for case in cases:
-                pair = pairs.get(case.schema)
+                key = (case.schema, case.clustered)
+                pair = pairs.get(key)
                 if pair is None:
-                    pair = pairs[case.schema] = ServerPair(case.schema, Path(tmp) / case.schema)
+                    pair = pairs[key] = ServerPair(
+                        case.schema, Path(tmp) / f"{case.schema}{'-c' if case.clustered else ''}",
+                        case.clustered)
                 records = run_case(pair, case)
                 print(f"=== {case.name}")
                 for kind, rec in records.items():

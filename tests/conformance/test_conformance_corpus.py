@@ -24,11 +24,11 @@ def _param(c: Case) -> object:
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
-def test_case(case: Case, server_pair: Callable[[str], ServerPair]) -> None:
+def test_case(case: Case, server_pair: Callable[..., ServerPair]) -> None:
     require("ovsdb-server", "ovsdb-tool")
     for key in case.intended:
         assert key in INTENDED and INTENDED[key].case_only, f"undeclared intended {key}"
-    pair = server_pair(case.schema)
+    pair = server_pair(case.schema, case.clustered)
     records = run_case(pair, case)
     diffs, intended = compare(case, pair.schema, records["ours"], records["real"])
     STATS["corpus cases"] += 1
