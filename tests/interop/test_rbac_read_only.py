@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 from interop_helpers import label_uuids, nbctl, parse_records, sbctl, transact, wait_until
 
-from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run
+from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db, require, run
 
 pytestmark = pytest.mark.interop
 
@@ -54,12 +55,12 @@ def listen_ports(srv: ServerProcess) -> list[int]:
     return [int(p) for p in LISTENING.findall(Path(srv.logfile).read_text())]
 
 
-def set_connection(srv: ServerProcess, ctl: str, *args: str, options: tuple[str, ...] = ()
-                   ) -> int:
+def set_connection(srv: ServerProcess, ctl: str, *args: str, options: tuple[str, ...] = (),
+                   command: str = "set-connection") -> int:
     """`ovn-{sb,nb}ctl [OPTIONS] set-connection ARGS...` and the port the server then
     logs."""
     before = len(listen_ports(srv))
-    run([ctl, f"--db={srv.unix}", "--timeout=20", *options, "set-connection", *args])
+    run([ctl, f"--db={srv.unix}", "--timeout=20", *options, command, *args])
     assert wait_until(lambda: len(listen_ports(srv)) > before), Path(srv.logfile).read_text()
     return listen_ports(srv)[-1]
 
@@ -245,9 +246,12 @@ def test_read_only_is_no_option_of_nb_connections(pair: dict[str, ServerProcess]
         "{state=BACKOFF}"]
 
 
-def connections(srv: ServerProcess, ctl: str = "ovn-nbctl") -> list[dict[str, str]]:
-    """`list Connection`, with the kernel-chosen port and UUIDs masked."""
-    text = run([ctl, f"--db={srv.unix}", "--timeout=20", "list", "Connection"]).stdout
+def connections(srv: ServerProcess, ctl: str = "ovn-nbctl", table: str = "Connection"
+                ) -> list[dict[str, str]]:
+    """`list Connection`, with the kernel-chosen port, UUIDs and the server's directory
+    masked."""
+    text = run([ctl, f"--db={srv.unix}", "--timeout=20", "list", table]).stdout
+    text = text.replace(str(srv.workdir), "<dir>")
     text = re.sub(r'bound_port="\d+"', "bound_port=<port>", text)
     return parse_records(re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "<uuid>", text))
 
@@ -275,6 +279,50 @@ def test_status_written_back(pair: dict[str, ServerProcess]) -> None:
     assert seen["ours"][0][0]["status"] == (
         '{bound_port=<port>, n_connections="2", sec_since_connect="0", '
         'sec_since_disconnect="0"}')
+
+
+def tool(kind: str) -> list[str]:
+    return [sys.executable, "-m", "pyovsdb", "tool"] if kind == "ours" else ["ovsdb-tool"]
+
+
+def test_manager_rows_and_clustered_databases(tmp_path: Path) -> None:
+    """Open vSwitch's Manager rows work as OVN's Connection rows; and the real server
+    writes no status into a clustered database (neither do we)."""
+    require("ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovn-sbctl", "ovsdb-client")
+    servers: dict[str, ServerProcess] = {}
+    try:
+        for kind in KINDS:
+            d = tmp_path / kind
+            d.mkdir()
+            conf = create_db(kind, d / "conf.db", VSWITCH_SCHEMA)
+            sb = str(d / "sb.db")
+            run([*tool(kind), "create-cluster", sb, SB_SCHEMA, f"unix:{d / 'sb.raft'}"])
+            servers[kind] = srv = ServerProcess(kind, d, [conf, sb], extra=[
+                "--remote=db:Open_vSwitch,Open_vSwitch,manager_options",
+                "--remote=db:OVN_Southbound,SB_Global,connections"]).start()
+            sbctl(srv, "init")
+            sbctl(srv, "set-connection", f"punix:{d / 'sb2.sock'}")
+            run(["ovs-vsctl", f"--db={srv.unix}", "--no-wait", "init"])
+            port = set_connection(srv, "ovs-vsctl", TARGET, options=("--no-wait",),
+                                  command="set-manager")
+            rpc = Rpc(port)
+            rpc.call("list_dbs", [])
+            servers[kind].rpc = rpc  # type: ignore[attr-defined]
+        out = {}
+        for kind, srv in servers.items():
+            assert wait_until(lambda s=srv: "bound_port" in str(  # type: ignore[misc]
+                connections(s, "ovs-vsctl", "Manager")), timeout=8)
+            out[kind] = [connections(srv, "ovs-vsctl", "Manager"),
+                         connections(srv, "ovn-sbctl")]
+        assert out["ours"] == out["real"]
+        manager, sb_connection = out["ours"]
+        assert manager[0]["is_connected"] == "true"
+        assert sb_connection[0]["status"] == "{}"
+    finally:
+        for srv in servers.values():
+            if hasattr(srv, "rpc"):
+                srv.rpc.close()
+            srv.stop()
 
 
 def test_inactivity_probe_of_the_row(pair: dict[str, ServerProcess]) -> None:
