@@ -190,7 +190,8 @@ def normalize_flows(lines: list[str]) -> list[str]:
     def zone(m: re.Match[str]) -> str:
         name = names.get((m.group(1), m.group(2)))
         return m.group(0) if name is None else f"set_field:<{name}>->{m.group(2)}"
-    return sorted(ZONE_SET.sub(zone, f) for f in flows)
+    # (again through normalize_flow: a flood's order follows the zones' new names)
+    return sorted(normalize_flow(ZONE_SET.sub(zone, f)) for f in flows)
 
 
 class Hypervisor:
