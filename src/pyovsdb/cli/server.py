@@ -5,16 +5,18 @@ Rules kept here:
   `ovsdb-server: ` prefix of its fatal errors, default file names
   ($OVS_RUNDIR/ovsdb-server.pid, $OVS_RUNDIR/ovsdb-server.PID.ctl,
   $OVS_LOGDIR/ovsdb-server.log, $OVS_DBDIR/conf.db) and its log lines: "opened log
-  file PATH" first, "ovsdb-server (pyovsdb) VERSION" once serving (not with --run),
-  memory use after 10 s and whenever the peak grew by half, "terminating with signal N
-  (NAME)" on SIGTERM, SIGINT or SIGHUP, after which it dies of that signal as the real
-  server does (pidfile and sockets removed first).
+  file PATH" first, "ovsdb-server (pyovsdb VERSION) 3.1.7" once serving (not with
+  --run), memory use after 10 s and whenever the peak grew by half, "terminating with
+  signal N (NAME)" on SIGTERM, SIGINT or SIGHUP, after which it dies of that signal as
+  the real server does (pidfile and sockets removed first).
+- Its version text (`--version`, `ovs-appctl version`, the log) ends with the OVS
+  release it reproduces, as the real one's does: scripts compare that last word.
 - Startup follows ovsdb-server.c: options in order (`-v` applies from where it
   stands; a `--log-file` that cannot be opened gets the real warning, "failed to open
-  PATH for logging: REASON", and the server runs without a log file), then detach / monitor and the
-  locked pidfile, then databases, remotes, control socket, `--run` command, and only
-  then is the daemon ready (the `--detach` parent returns). Each failure is one line
-  `ovsdb-server: ...` with the real wording and exit status 1.
+  PATH for logging: REASON", and the server runs without a log file), then detach,
+  monitor and the locked pidfile, then databases, remotes, control socket, `--run`
+  command, and only then is the daemon ready (the `--detach` parent returns). Each
+  failure is one line `ovsdb-server: ...` with the real wording and exit status 1.
 - `--run=COMMAND`: `/bin/sh -c COMMAND` once serving; the server exits when it ends,
   with status 0 if it succeeded, else 1 after "COMMAND: child exited, exit status N"
   (or "killed (SIGNAL)").
@@ -25,6 +27,9 @@ Rules kept here:
   gets a warning saying it is unused; `--disable-file-column-diff` is refused (records
   are always written as column diffs); `--no-self-confinement` is, as on Linux in the
   real daemons, a no-op.
+- Control commands the real server has and `ovn-ctl` uses are added when the command
+  table lacks them: `ovsdb-server/sync-status` ("state: active": there is no
+  replication, `--sync-from` is not accepted) and `vlog/list-pattern`.
 - Two limits of our own bound what one client can cost: --max-backlog (unsent output)
   and --max-message-size (one received message; the real server has no such limit, so
   the default is large). The soft limit on open files is raised to the hard limit at
@@ -50,6 +55,11 @@ from ..util.restart_config import RestartConfig
 from . import options as opt
 
 PROGRAM = "ovsdb-server"
+# The release whose behaviour we reproduce. It ends our version text as the OVS version
+# ends the real one's, because scripts read it there: ovs-lib's stop_daemon stops a
+# daemon gracefully (`ovs-appctl exit`) only if the last word of `version` is >= 2.5.90.
+OVS_COMPAT_VERSION = "3.1.7"
+VERSION_TEXT = f"{PROGRAM} (pyovsdb {__version__}) {OVS_COMPAT_VERSION}"
 
 USAGE = """\
 {prog}: Open vSwitch compatible database server (pyovsdb)
@@ -137,7 +147,7 @@ def main(argv: list[str]) -> int:
                            logdir=daemon.logdir(), max_message=DEFAULT_MAX_SIZE), end="")
         return 0
     if parsed.has("version"):
-        print(f"{PROGRAM} (pyovsdb) {__version__}")
+        print(VERSION_TEXT)
         return 0
     procname.set_name(PROGRAM)
     logs = vlog.current()
@@ -306,7 +316,7 @@ class _Run:
             loop.add_signal_handler(sig, self._on_signal, sig, stop)
         self.daemon.complete()
         if proc is None:
-            log.info("%s (pyovsdb) %s", PROGRAM, __version__)
+            log.info("%s", VERSION_TEXT)
         else:
             self._waiter = loop.create_task(self._wait_command(proc, stop))
         memory = _MemoryReporter(server)
@@ -354,9 +364,14 @@ class _Run:
                                f"({e.strerror})") from None
         self._keep_config(server)
         uc = server.unixctl
+        uc.commands["version"].handler = lambda args: VERSION_TEXT
         if "vlog/list-pattern" not in uc.commands:
             uc.register("vlog/list-pattern", "", 0, 0,
                         lambda args: vlog.current().list_patterns())
+        if "ovsdb-server/sync-status" not in uc.commands:
+            # No --sync-from (the option is refused): always the active server, which is
+            # what `ovn-ctl status_ovnnb` asks.
+            uc.register("ovsdb-server/sync-status", "", 0, 0, lambda args: "state: active\n")
 
     def _keep_config(self, server: Any) -> None:
         """After each successful run-time change of remotes or databases, rewrite the
