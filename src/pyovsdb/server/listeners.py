@@ -21,7 +21,8 @@ Rules kept here:
   (OVN's Connection, Open vSwitch's Manager), the server writes `is_connected` and
   `status` (`bound_port`, `n_connections` when more than one, `sec_since_connect` and
   `sec_since_disconnect` as 0, as the real server does for a listener) into those rows
-  every few seconds, except in clustered databases (the real server skips them too).
+  when the first `db:` remote is added and every few seconds after, except in
+  clustered databases (the real server skips them too).
   A target we do not serve (an active remote, or a name that is no remote, which the
   real server takes for an active one) shows `state=BACKOFF`, as a real active remote
   that cannot connect.
@@ -381,14 +382,17 @@ class Listeners:
     # -- status written back into the rows --------------------------------------------
 
     async def _status_loop(self) -> None:
+        """Status at once (the real server writes it in its first loop iteration), then
+        every few seconds."""
         while True:
-            await asyncio.sleep(STATUS_INTERVAL)
+            await asyncio.sleep(0)
             try:
                 if self._failed:
                     self.reconfigure()
                 self.write_status()
             except Exception:  # status is best effort; never take the server down
                 log.exception("updating remote status failed")
+            await asyncio.sleep(STATUS_INTERVAL)
 
     def write_status(self) -> None:
         for db_name, hosted in list(self.dbs.items()):
