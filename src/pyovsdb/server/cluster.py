@@ -15,8 +15,9 @@ Rules kept here:
   whether this member is connected, whether it is the leader, and its applied index.
 - Transaction ids (`monitor_cond_since`, `update3`) are entry ids, so a client can
   resync against any member that has the entry in its history.
-- Compaction follows the real server's policy; a leader of several servers hands
-  leadership over before writing a snapshot.
+- Automatic compaction follows the real server's policy; a leader of several servers
+  hands leadership over before writing a snapshot. `ovsdb-server/compact` snapshots at
+  once, on a leader too, as the real server does.
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ class ClusteredDb:
                 self._apply(c)
             for cmd in r.completed:
                 self._completed(cmd)
-            if r.snapshot_request and core.may_snapshot():
+            if r.snapshot_request and core.may_snapshot() and self.hosted is not None:
                 self._store_snapshot()
         if self.closed:
             return
@@ -735,18 +736,17 @@ class ClusteredDb:
 
     # -- compaction --------------------------------------------------------------------
 
-    def _maybe_snapshot(self, force: bool = False) -> str | None:
+    def _maybe_snapshot(self) -> str | None:
         core = self.core
         if self.hosted is None:
             return "database not joined yet"
         now = now_ms()
-        if not force:
-            if now < self.next_snapshot or core.log_length < MIN_SNAPSHOT_RECORDS:
-                return None
-            size = self.log.size
-            if size < MIN_SNAPSHOT_BYTES or size < 2 * self.snapshot_size:
-                self.next_snapshot = now + random.randint(60_000, 120_000)
-                return None
+        if now < self.next_snapshot or core.log_length < MIN_SNAPSHOT_RECORDS:
+            return None
+        size = self.log.size
+        if size < MIN_SNAPSHOT_BYTES or size < 2 * self.snapshot_size:
+            self.next_snapshot = now + random.randint(60_000, 120_000)
+            return None
         if not core.may_snapshot():
             if core.is_leader:
                 core.notify_snapshot_recommended()
@@ -759,7 +759,7 @@ class ClusteredDb:
     def _store_snapshot(self) -> None:
         hosted = self.hosted
         if hosted is None:
-            return
+            raise rc.RaftError("cannot store a snapshot while joining cluster")
         db = hosted.db
         schema_json = db.schema.json or db.schema.to_json()
         # The real server's snapshot data is its online-compaction record.
@@ -768,4 +768,12 @@ class ClusteredDb:
         self.process()
 
     def compact(self) -> str | None:
-        return self._maybe_snapshot(force=True)
+        """`ovsdb-server/compact`: a snapshot now, on a leader too (only the automatic
+        compaction hands leadership over first), as the real server does. Returns the
+        problem, in the real server's words, if there is one."""
+        try:
+            self._store_snapshot()
+        except rc.RaftError as e:
+            return f"ovsdb error: {e}"
+        self.next_snapshot = now_ms() + random.randint(600_000, 1_200_000)
+        return None

@@ -80,10 +80,21 @@ class _Commands:
         errors = []
         for hosted in targets:
             log.info("compacting %s database by user request", hosted.name)
+            if hosted.cluster is not None:
+                # A Raft snapshot, leader or follower; the reply names the problem in
+                # the real server's words ("ovsdb error: not storing a duplicate
+                # snapshot").
+                problem = hosted.cluster.compact()
+                if problem:
+                    errors.append(problem)
+                continue
             try:
                 server.compact(hosted)
-            except (OSError, OvsdbError) as e:
-                errors.append(f"{hosted.name}: compaction failed ({e})")
+            except OvsdbError as e:
+                errors.append(str(e))
+            except OSError as e:
+                errors.append(f"I/O error: {e.filename or hosted.name}: compaction failed "
+                              f"({e.strerror})")
         if errors:
             raise CommandError("\n".join(errors))
         return ""
