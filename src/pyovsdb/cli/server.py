@@ -4,11 +4,12 @@ Rules kept here:
 - It is `ovsdb-server` to the tools around it: process name (/proc/PID/comm), the
   `ovsdb-server: ` prefix of its fatal errors, default file names
   ($OVS_RUNDIR/ovsdb-server.pid, $OVS_RUNDIR/ovsdb-server.PID.ctl,
-  $OVS_LOGDIR/ovsdb-server.log, $OVS_DBDIR/conf.db) and its log lines: "opened log
-  file PATH" first, "ovsdb-server (pyovsdb VERSION) 3.1.7" once serving (not with
-  --run), memory use after 10 s and whenever the peak grew by half, "terminating with
-  signal N (NAME)" on SIGTERM, SIGINT or SIGHUP, after which it dies of that signal as
-  the real server does (pidfile and sockets removed first).
+  $OVS_LOGDIR/ovsdb-server.log, $OVS_DBDIR/conf.db; a relative --pidfile or --unixctl
+  is in $OVS_RUNDIR, a relative --log-file or database in the working directory) and
+  its log lines: "opened log file PATH" first, "ovsdb-server (pyovsdb VERSION) 3.1.7"
+  once serving (not with --run), memory use after 10 s and whenever the peak grew by
+  half, "terminating with signal N (NAME)" on SIGTERM, SIGINT or SIGHUP, after which
+  it dies of that signal as the real server does (pidfile and sockets removed first).
 - Its version text (`--version`, `ovs-appctl version`, the log) ends with the OVS
   release it reproduces, as the real one's does: scripts compare that last word.
 - Startup follows ovsdb-server.c: options in order (`-v` applies from where it
@@ -179,8 +180,8 @@ def main(argv: list[str]) -> int:
         dbs = [os.path.join(daemon.dbdir(), "conf.db")]
     pidfile = _default_path(parsed, "pidfile", daemon.rundir(), f"{PROGRAM}.pid")
     unixctl = parsed.get("unixctl")
-    if unixctl is not None and "/" in unixctl:
-        unixctl = os.path.abspath(unixctl)
+    if unixctl is not None and unixctl != "none":
+        unixctl = os.path.join(daemon.rundir(), unixctl)  # an absolute path stays as is
     try:
         if parsed.has("user"):
             daemon.become_user(parsed.get("user"), pidfile, logs.log_file)
@@ -258,10 +259,11 @@ def _raise_open_files_limit() -> None:
 
 
 def _default_path(parsed: opt.Parsed, name: str, directory: str, base: str) -> str | None:
+    """A relative name is in `directory` (the run directory), as the real daemons
+    resolve --pidfile and --unixctl, not in the working directory."""
     if not parsed.has(name):
         return None
-    value = parsed.get(name)
-    return os.path.abspath(value) if value else os.path.join(directory, base)
+    return os.path.join(directory, parsed.get(name) or base)
 
 
 class _Run:
@@ -355,8 +357,6 @@ class _Run:
             return
         if path is None:
             path = os.path.join(daemon.rundir(), f"{PROGRAM}.{os.getpid()}.ctl")
-        elif "/" not in path:
-            path = os.path.join(daemon.rundir(), path)
         try:
             await server.start_unixctl(path)
         except OSError as e:
