@@ -204,6 +204,12 @@ def test_pidfile_of_a_running_server(kind: str, dirs: Dirs) -> None:
         assert (second.returncode, second.stderr) == (
             1, f"ovsdb-server: {dirs.pidfile}: already running as pid {first.pid}, aborting\n")
         assert lock_holder(dirs.pidfile) == first.pid
+        # --overwrite-pidfile: no check, the pidfile is replaced (and removed on exit).
+        third = run([*server_cmd(kind), "--pidfile", "--overwrite-pidfile", "--unixctl=none",
+                     f"--remote=punix:{sock}3", "-vconsole:off", f"--run=cat {dirs.pidfile}",
+                     create_db(kind, dirs.base / "other.db", NB_SCHEMA)], env=dirs.env)
+        assert third.stdout not in ("", f"{first.pid}\n") and third.stdout.endswith("\n")
+        assert not dirs.pidfile.exists()
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=20) == -signal.SIGTERM
     finally:

@@ -499,13 +499,6 @@ class Vlog:
             self.set_log_file(None)
         return name
 
-    def start(self, log_file: str | None, console: bool = True) -> None:
-        """Compatibility entry for callers that only want a file and the console."""
-        self._console = console
-        if log_file:
-            self.set_log_file(log_file)
-        self._sync_root()
-
     def _sync_root(self) -> None:
         active = [d for d in DESTINATIONS
                   if (d == "console" and self._console) or (d == "file" and self._fd >= 0)
