@@ -402,3 +402,18 @@ def test_removed_connection_closes_its_sessions(pair: dict[str, ServerProcess]) 
         finally:
             rpc.close()
 
+
+
+def test_removed_database_takes_its_remotes(pair: dict[str, ServerProcess]) -> None:
+    def refused(port: int) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        except OSError:
+            return True
+        return False
+
+    for kind, srv in pair.items():
+        port = set_connection(srv, "ovn-nbctl", TARGET)
+        assert not refused(port), kind
+        srv.appctl("ovsdb-server/remove-db", NB)
+        assert wait_until(lambda p=port: refused(p), timeout=6), kind  # type: ignore[misc]

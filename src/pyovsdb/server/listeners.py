@@ -198,7 +198,6 @@ class Listeners:
         self.status_writer = status_writer
         self.remotes: set[str] = set()  # as configured: targets and db:DB,TABLE,COLUMN
         self.active: dict[str, Listener] = {}  # target -> its listener
-        self._failed: set[str] = set()  # targets to open again later
         self._warned: set[str] = set()  # targets we cannot serve, already logged
         self._starting: set[asyncio.Task[None]] = set()
         self._status_task: asyncio.Task[None] | None = None
@@ -301,7 +300,6 @@ class Listeners:
                 continue
             del self.active[target]
             lst.close()
-        self._failed.clear()
         for target, options in wanted.items():
             lst = self.active.get(target)
             if lst is not None:
@@ -314,8 +312,7 @@ class Listeners:
             try:
                 lst.open()
             except OSError:
-                self._failed.add(target)
-                continue
+                continue  # logged; tried again at the next reconfiguration
             self.active[target] = lst
             self._start(lst)
 
@@ -383,12 +380,12 @@ class Listeners:
 
     async def _status_loop(self) -> None:
         """Status at once (the real server writes it in its first loop iteration), then
-        every few seconds."""
+        every few seconds. Each time, the remotes are also re-read: a database removed
+        or replaced takes its rows' listeners with it, and failed ones are retried."""
         while True:
             await asyncio.sleep(0)
             try:
-                if self._failed:
-                    self.reconfigure()
+                self.reconfigure()
                 self.write_status()
             except Exception:  # status is best effort; never take the server down
                 log.exception("updating remote status failed")
