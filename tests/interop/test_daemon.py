@@ -431,3 +431,20 @@ def test_relative_pidfile_and_control_socket_are_in_rundir(kind: str, dirs: Dirs
     assert p.returncode == 0, p.stderr
     pid, listing = p.stdout.split("\n", 1)
     assert int(pid) > 0 and listing == f"{cwd}:\nsub\n\n{cwd}/sub:\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="--user needs root")
+def test_user_option(kind: str, dirs: Dirs) -> None:
+    """`--user=USER[:GROUP]` (root only): the daemon and its --run command run as that
+    user; a bad user or group is refused with the real text."""
+    base = [*server_cmd(kind), "--no-dbs", "--unixctl=none", "-vconsole:off"]
+    p = run([*base, "--user=nobody", "--run=id -un; id -u"], env=dirs.env)
+    assert p.stdout.split("\n")[0] == "nobody"
+    for spec, text in [
+        ("nosuchuser", "user nosuchuser not found, aborting."),
+        ("nobody:nosuchgroup", "group nosuchgroup not found, aborting."),
+        ("nobody:root", "Invalid --user option nobody:root (user nobody is not in group "
+                        "root), aborting."),
+    ]:
+        p = run([*base, f"--user={spec}", "--run=true"], env=dirs.env, check=False)
+        assert (p.returncode, p.stderr) == (1, f"ovsdb-server: (null): {text}\n")

@@ -207,8 +207,8 @@ def become_user(spec: str, pidfile: str | None, log_file: str | None) -> None:
         except KeyError:
             raise Fatal(f"{where}: group {group} not found, aborting.") from None
         if gr.gr_gid != gid and pw.pw_name not in gr.gr_mem:
-            raise Fatal(f"{where}: user {pw.pw_name} is not a member of group {group}, "
-                        "aborting.")
+            raise Fatal(f"{where}: Invalid --user option {spec} (user {pw.pw_name} is not "
+                        f"in group {group}), aborting.")
         gid = gr.gr_gid
     try:
         if log_file:
