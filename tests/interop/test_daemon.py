@@ -180,10 +180,18 @@ def test_detached_daemon_by_name(kind: str, dirs: Dirs) -> None:
     assert re.search(r"\|00002\|ovsdb_server\|INFO\|ovsdb-server \(.+\) \d", lines[1]), lines
     assert all(FILE_LINE.fullmatch(line) for line in lines), lines
 
+    # -t takes a name (found through its pidfile) or a socket, not a pidfile's path.
+    p = run(["ovs-appctl", "-t", str(dirs.pidfile), "version"], env=dirs.env, check=False)
+    assert p.returncode != 0 and "cannot connect" in p.stderr
+
     dirs.appctl("exit")
     assert wait_until(lambda: not alive(pid), 10)
     assert not dirs.pidfile.exists()
     assert not (dirs.run / f"ovsdb-server.{pid}.ctl").exists()
+    p = dirs.appctl("version", check=False)
+    assert p.returncode != 0
+    assert p.stderr.endswith(f'cannot read pidfile "{dirs.pidfile}" (No such file or '
+                             'directory)\n')
 
 
 def test_pidfile_of_a_running_server(kind: str, dirs: Dirs) -> None:
@@ -284,6 +292,9 @@ def test_startup_errors_name_the_path(kind: str, dirs: Dirs) -> None:
         f"ovsdb-server: {gone}/run/ovsdb-server.pid.tmp: create failed (No such file or "
         "directory)")
     assert last_line("--unixctl=none", "-vconsole:off", "missing.db") == (
+        "ovsdb-server: I/O error: missing.db: open failed (No such file or directory)")
+    # Detached, the daemon's failure still reaches the caller, with its status.
+    assert last_line("--detach", "--unixctl=none", "-vconsole:off", "missing.db") == (
         "ovsdb-server: I/O error: missing.db: open failed (No such file or directory)")
     assert last_line("-vbogus", db) == (
         'ovsdb-server: processing "bogus": no destination, level, or module "bogus"')
