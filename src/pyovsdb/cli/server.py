@@ -208,6 +208,9 @@ def main(argv: list[str]) -> int:
         status = runner(run.serve())
     except daemon.Fatal as e:
         status = _fatal(str(e))
+    except OSError as e:  # whatever else the system refused at startup, in one line
+        where = f"{e.filename}: " if e.filename else ""
+        status = _fatal(f"{where}{e.strerror or e}")
     finally:
         d.cleanup()
     if run.signal is not None:
@@ -299,7 +302,10 @@ class _Run:
                     raise daemon.Fatal(text.replace(os.path.abspath(name), name)) from None
             gctune.freeze()
             for r in self.config.remotes:
-                await server.listeners.add(r)
+                try:
+                    await server.listeners.add(r)
+                except OSError as e:
+                    raise daemon.Fatal(f"{r}: listen failed: {e.strerror}") from None
             await self._start_unixctl(server)
             if self.command is not None:
                 try:
