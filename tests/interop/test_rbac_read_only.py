@@ -417,3 +417,19 @@ def test_removed_database_takes_its_remotes(pair: dict[str, ServerProcess]) -> N
         assert not refused(port), kind
         srv.appctl("ovsdb-server/remove-db", NB)
         assert wait_until(lambda p=port: refused(p), timeout=6), kind  # type: ignore[misc]
+
+
+def test_sessions_are_named_as_the_real_server_names_them(
+        pair: dict[str, ServerProcess]) -> None:
+    """Log lines name a TCP session `tcp:IP:PORT`, as the real server's streams."""
+    for kind, srv in pair.items():
+        rpc = Rpc(set_connection(srv, "ovn-sbctl", TARGET))
+        try:
+            local = rpc.sock.getsockname()[1]
+            rpc.send({"id": 99, "result": [], "error": None})
+            assert rpc.receive(timeout=5) is None and rpc.eof, kind
+        finally:
+            rpc.close()
+        line = (f"|ovsdb_jsonrpc_server|WARN|tcp:127.0.0.1:{local}: received unexpected "
+                "reply message")
+        assert wait_until(lambda s=srv, t=line: t in Path(s.logfile).read_text()), kind  # type: ignore[misc]

@@ -12,6 +12,8 @@ Rules kept here:
   role) and its peer's identity (`client_id`: the TLS certificate's CN, None without
   TLS); a remote's new options apply to its sessions at once, probe interval included.
   A transaction keeps the permissions it started with, also while it waits.
+- A session is named in logs as the real server names its streams: `tcp:IP:PORT` of
+  the peer, `unix#N` (a counter) for an unnamed unix peer.
 - A request whose handling raises anything but an OVSDB error (a bug) is answered with
   an "internal error" reply, logged with its traceback, and its connection is closed,
   since that session's state is no longer known; the server and every other session go
@@ -21,6 +23,7 @@ Method semantics live in `methods`; this module keeps the per-connection bookkee
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +56,19 @@ def _methods() -> Any:
     return _METHODS
 
 
+_UNIX_PEERS = itertools.count()
+
+
+def peer_name(transport: Any) -> str:
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = f"[{peer[0]}]" if ":" in str(peer[0]) else peer[0]
+        return f"tcp:{host}:{peer[1]}"
+    if peer:
+        return f"unix:{peer}"
+    return f"unix#{next(_UNIX_PEERS)}"
+
+
 def json_key(value: Any) -> bytes:
     return dumps(value, sort_keys=True)
 
@@ -74,6 +90,8 @@ class Session(Connection):
         self.n_requests = 0
 
     def connection_made(self, transport: Any) -> None:
+        if not self.name:
+            self.name = peer_name(transport)
         super().connection_made(transport)
         if self.server.closing:
             # Accepted in the same loop pass as the shutdown: it must not run requests
