@@ -94,7 +94,7 @@ def test_refused_options(tmp_path: Path) -> None:
                                            "supported\n")
     # The real server retries a remote it cannot listen on; ours refuses it at once,
     # in one line that names it.
-    p = run(server(f"--remote=punix:{tmp_path}/gone/x.sock", "--unixctl=none", db),
+    p = run(server(f"--remote=punix:{tmp_path}/gone/x.sock", "--unixctl=none", "-vconsole:off", db),
             check=False)
     assert (p.returncode, p.stderr) == (1, f"ovsdb-server: punix:{tmp_path}/gone/x.sock: "
                                            "listen failed: No such file or directory\n")
