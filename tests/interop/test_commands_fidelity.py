@@ -5,7 +5,10 @@ compared."""
 from __future__ import annotations
 
 import json
+import re
+import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,27 @@ def idx_pair(tmp_path: Path) -> Iterator[dict[str, ServerProcess]]:
             d = tmp_path / kind
             d.mkdir()
             db = create_db(kind, d / "idx.db", str(schema))
+            pair[kind] = ServerProcess(kind, d, [db], name="s").start()
+        yield pair
+    finally:
+        for srv in pair.values():
+            srv.stop()
+
+
+DB_NB = "OVN_Northbound"
+
+
+@pytest.fixture
+def nb_servers(tmp_path: Path) -> Iterator[dict[str, ServerProcess]]:
+    """The Northbound database on ours and on the real server, each in its own
+    directory."""
+    require("ovsdb-server", "ovsdb-tool", "ovsdb-client")
+    pair: dict[str, ServerProcess] = {}
+    try:
+        for kind in ("ours", "real"):
+            d = tmp_path / f"nb-{kind}"
+            d.mkdir()
+            db = create_db(kind, d / "nb.db", NB_SCHEMA)
             pair[kind] = ServerProcess(kind, d, [db], name="s").start()
         yield pair
     finally:
@@ -196,3 +220,94 @@ def test_compact_on_every_cluster_member(cluster_of: Any, kind: str) -> None:
                            "columns": ["name"]}])).stdout
     assert sorted(r["name"] for r in json.loads(out)[0]["rows"]) == [
         "after", "sw0", "sw1", "sw2", "sw3", "sw4"]
+
+
+# ---------------------------------------------------------------------------------------
+# Online conversion.
+
+
+class _RawSession:
+    """A JSON-RPC connection read message by message, to see exactly what arrives."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(path)
+        self.buf = ""
+        self.decoder = json.JSONDecoder()
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(msg).encode())
+
+    def read(self, seconds: float, until: int | None = None) -> list[Any]:
+        """Messages (and "EOF") arriving within `seconds`, or until `until` arrived."""
+        out: list[Any] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and (until is None or len(out) < until):
+            self.sock.settimeout(max(0.01, min(0.1, deadline - time.monotonic())))
+            try:
+                data = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            if not data:
+                out.append("EOF")
+                break
+            self.buf += data.decode()
+            while self.buf.strip():
+                self.buf = self.buf.lstrip()
+                try:
+                    obj, end = self.decoder.raw_decode(self.buf)
+                except ValueError:
+                    break
+                out.append(obj)
+                self.buf = self.buf[end:]
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+WAIT_NEVER = {"op": "wait", "table": "Logical_Switch", "where": [], "columns": ["name"],
+              "until": "==", "rows": [{"name": "never"}], "timeout": 100000}
+
+
+def _converted_nb_schema() -> dict[str, Any]:
+    schema = json.loads(Path(NB_SCHEMA).read_text())
+    schema["version"] = "7.0.1"
+    schema["tables"]["Logical_Switch"]["columns"]["extra"] = {
+        "type": {"key": "string", "min": 0, "max": 1}}
+    return schema
+
+
+def test_online_conversion_cancels_waits_and_logs_as_the_real_server(
+        nb_servers: dict[str, ServerProcess]) -> None:
+    """A db-change-aware client gets `monitor_canceled`, then the JSON-RPC error
+    "canceled" for its pending wait; the others are disconnected, logged as the real
+    server logs it; the file ends in the real server's conversion record."""
+    seen = {}
+    for kind, srv in nb_servers.items():
+        aware, other = _RawSession(srv.sock), _RawSession(srv.sock)
+        try:
+            aware.send({"id": 1, "method": "set_db_change_aware", "params": [True]})
+            aware.send({"id": 2, "method": "transact", "params": [DB_NB, WAIT_NEVER]})
+            other.send({"id": 3, "method": "transact", "params": [DB_NB, WAIT_NEVER]})
+            aware.send({"id": 4, "method": "monitor_cond", "params": [
+                DB_NB, "m1", {"NB_Global": [{"columns": ["nb_cfg"]}]}]})
+            before = aware.read(5, until=2)
+            new_schema = srv.workdir / "new.ovsschema"
+            new_schema.write_text(json.dumps(_converted_nb_schema()))
+            p = client("convert", srv.unix, str(new_schema), check=False)
+            after = aware.read(5, until=2)
+            other_after = other.read(5, until=1)
+        finally:
+            aware.close()
+            other.close()
+        log = Path(srv.logfile).read_text()
+        lines = [re.sub(r"unix#\d+", "unix", line.split("|", 2)[2])
+                 for line in log.splitlines()
+                 if "|ovsdb_jsonrpc_server|" in line or "schema version" in line]
+        last = Path(srv.dbs[0]).read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[1]
+        seen[kind] = (before, p.returncode, after, other_after, lines,
+                      re.sub(rb'"_date":\d+', b"", last))
+    assert seen["real"][2] == [{"id": None, "method": "monitor_canceled", "params": ["m1"]},
+                               {"id": 2, "error": "canceled"}]
+    assert seen["ours"] == seen["real"]

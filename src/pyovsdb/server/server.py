@@ -8,8 +8,10 @@ Rules kept here:
   the earliest wait deadline passes.
 - Standalone files are compacted when due (checked after commits) or on request.
 - When a database goes away or changes schema (remove-db, convert), sessions that asked
-  for `set_db_change_aware` get `monitor_canceled` for its monitors; the others are
-  disconnected, as the real server does.
+  for `set_db_change_aware` get `monitor_canceled` for its monitors and the error
+  "canceled" for their pending transactions on it; the others are disconnected, as the
+  real server does (logged as it does: `disconnecting (committed DB database schema
+  conversion)`).
 - Once closing, no connection is served: one accepted in the same loop pass as the
   shutdown is dropped before it can reach a database whose file is closed.
 The `_Server` database, listeners and control commands live in their own modules.
@@ -23,7 +25,7 @@ import os
 import time
 from typing import Any
 
-from ..jsonrpc.message import notification
+from ..jsonrpc.message import error_reply, notification
 from ..ovsdb.convert import convert
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
@@ -40,6 +42,7 @@ from .server_db import SERVER_DB, ServerDatabase
 from .session import Session
 
 log = logging.getLogger("ovsdb_server")
+jsonrpc_log = logging.getLogger("ovsdb_jsonrpc_server")
 
 
 def monotonic_ms() -> float:
@@ -160,17 +163,20 @@ class Server:
         for s in list(self.sessions):
             keys = [k for k, m in s.monitors.items() if m.db_name == name]
             hosted = self.dbs.get(name)
-            if hosted is not None:
-                hosted.cancel_triggers(s)
+            gone = hosted.cancel_triggers(s) if hosted is not None else []
             if not s.db_change_aware:
                 if keys:
-                    log.info("%s: disconnecting (%s)", s.name, why)
+                    jsonrpc_log.info("%s: disconnecting (%s)", s.name, why)
                     s.close()
                 continue
             for k in keys:
                 mon = s.remove_monitor(k)
                 if mon is not None:
                     s.send(notification("monitor_canceled", [mon.id]))
+            # A db-change-aware client's pending transactions fail (the real server's
+            # JSON-RPC error "canceled"), after its monitors are canceled.
+            for t in gone:
+                s.send(error_reply("canceled", t.request_id))
 
     def _storage_failed(self, path: str, error: OSError) -> None:
         """The file no longer matches memory: stop, so that a restart reloads the file
@@ -194,20 +200,19 @@ class Server:
         new_db = convert(hosted.db, schema)
         if hosted.storage is not None:
             hosted.storage.replace_db(new_db)
-        why = f"converting {hosted.name} database"
+        why = f"committed {hosted.name} database schema conversion"
         self._drop_monitors(hosted.name, why)
         # As the real server does on a conversion, every session that is not
         # db-change-aware is dropped, monitors or not (the requester after its reply).
         for s in list(self.sessions):
             if not s.db_change_aware and not s.closed:
-                log.info("%s: disconnecting (%s)", s.name, why)
+                jsonrpc_log.info("%s: disconnecting (%s)", s.name, why)
                 if s is requester:
                     s.close_after_reply = True
                 else:
                     s.close()
         hosted.replace_db(new_db)
         self.server_db.set_row(hosted)
-        log.info("%s: converted to schema version %s", hosted.name, schema.version)
 
     def _write_status(self, db_name: str, ops: list[Any]) -> None:
         hosted = self.dbs.get(db_name)

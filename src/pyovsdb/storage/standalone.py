@@ -262,7 +262,7 @@ class StandaloneStorage:
         """Rewrite the file for a new database (schema conversion), atomically."""
         self.flush()
         schema_json = jsonorder.schema_record(db.schema)
-        self.writer.replace([schema_json, snapshot_record(db, "converted database",
+        self.writer.replace([schema_json, snapshot_record(db, "converted by ovsdb-server",
                                                           is_diff=True)])
         self.db = db
         self.snapshot_size = self.writer.offset
