@@ -317,3 +317,8 @@ def test_connection_row_options() -> None:
     for text, dscp in (("12abc", 12), ("abc", 0), (" 7", 7), ("64", 48), ("-1", 48)):
         ts, data = connection(other_config=(("dscp", text),))
         assert row_options(ts, data, base).dscp == dscp
+
+
+def test_bare_ptcp_is_the_ovsdb_port() -> None:
+    assert (parse_remote("ptcp:").port, parse_remote("ptcp:").host) == (6640, "0.0.0.0")
+    assert parse_remote("ptcp:0:127.0.0.1").port == 0

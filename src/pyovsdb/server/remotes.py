@@ -2,7 +2,8 @@
 
 Rules kept here:
 - `punix:PATH` listens on a unix socket; `ptcp:PORT[:IP]` on TCP (IP defaults to
-  0.0.0.0, IPv6 literals in brackets); port 0 picks a free port, reported afterwards.
+  0.0.0.0, IPv6 literals in brackets); port 0 picks a free port, reported afterwards;
+  a bare `ptcp:` is the OVSDB port 6640, as for the real server.
 - `db:DB,TABLE,COLUMN` names a column whose values are more remotes (resolved by the
   server, not here).
 - Probing: the real server sends inactivity probes on TCP connections only (5 s by
@@ -27,6 +28,7 @@ from ..ovsdb.rbac import read_bool, read_map_value, read_string
 from ..ovsdb.schema import TableSchema
 
 DEFAULT_PROBE_INTERVAL = 5.0
+OVSDB_PORT = 6640
 DEFAULT_MAX_BACKOFF_MS = 8000
 DSCP_DEFAULT = 48  # the IP precedence "internetwork control", as the real server
 MIN_PROBE_MS = 1000
@@ -55,6 +57,8 @@ def parse_remote(name: str) -> Remote:
             raise OvsdbError("syntax error", f"{name}: punix: requires a socket path")
         return Remote("punix", path=rest, name=name)
     if kind == "ptcp":
+        if not rest:
+            return Remote("ptcp", host="0.0.0.0", port=OVSDB_PORT, name=name)
         port_s, _, host = rest.partition(":")
         try:
             port = int(port_s) if port_s else 0
