@@ -141,6 +141,11 @@ class Listener:
     # -- state -------------------------------------------------------------------------
 
     def apply(self, options: RemoteOptions) -> None:
+        """New options for this listener and its sessions (re-read after every commit
+        to the database, so the common case, nothing changed, costs nothing per
+        session)."""
+        if options == self.options:
+            return
         self.options = options
         for s in list(self.sessions):
             s.set_options(options)
