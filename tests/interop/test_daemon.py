@@ -459,3 +459,19 @@ def test_user_option(kind: str, dirs: Dirs) -> None:
     ]:
         p = run([*base, f"--user={spec}", "--run=true"], env=dirs.env, check=False)
         assert (p.returncode, p.stderr) == (1, f"ovsdb-server: (null): {text}\n")
+
+
+def test_syslog_method(kind: str, dirs: Dirs) -> None:
+    """`--syslog-method=unix:PATH`: the priority and the syslog pattern's line, per
+    message that the syslog levels let through (`-vprocess:syslog:dbg`)."""
+    db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    path = dirs.base / "syslog.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind(str(path))
+        s.settimeout(10)
+        run([*server_cmd(kind), f"--syslog-method=unix:{path}", "-vconsole:off",
+             "-vprocess:syslog:dbg", f"--log-file={dirs.logfile}", "--unixctl=none",
+             "--run=true", db], env=dirs.env)
+        got = [s.recv(65536), s.recv(65536)]
+    assert got == [f"<29>ovs|00001|vlog|INFO|opened log file {dirs.logfile}".encode(),
+                   b"<31>ovs|00002|process|DBG|starting subprocess: /bin/sh -c true"]

@@ -308,6 +308,8 @@ class _Run:
                     raise daemon.Fatal(f"{r}: listen failed: {e.strerror}") from None
             await self._start_unixctl(server)
             if self.command is not None:
+                logging.getLogger("process").debug("starting subprocess: /bin/sh -c %s",
+                                                   self.command)
                 try:
                     proc = await asyncio.create_subprocess_exec("/bin/sh", "-c",
                                                                 self.command)

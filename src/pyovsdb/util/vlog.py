@@ -70,7 +70,7 @@ MODULES = frozenset((
     "poll_loop", "timeval", "fatal_signal", "daemon", "daemon_unix", "lockfile",
     "coverage", "stopwatch", "backtrace", "ovn_northd", "inc_proc_eng", "replication",
     "relay", "ovsdb_relay", "transaction_forward", "ovsdb_error", "json",
-    "pstream", "stream_replay", "netlink_socket", "timer",
+    "pstream", "stream_replay", "netlink_socket", "timer", "process",
 ))
 _SEPARATORS = " ,:\t"
 
@@ -374,10 +374,15 @@ class Vlog:
         pri = facility * 8 + _SYSLOG_LEVEL.get(record.levelno, 7)
         if self._syslog_addr is not None:
             text = self.format("syslog", record, self.seq)
-            stamp = time.strftime("%b %e %H:%M:%S", time.localtime(record.created))
+            # libc's syslog() adds a time stamp and the program; the direct methods
+            # send the priority and the line only, as lib/syslog-direct.c does.
+            head = f"<{pri}>"
+            if self._syslog_method == "libc":
+                stamp = time.strftime("%b %e %H:%M:%S", time.localtime(record.created))
+                head += f"{stamp} {self.program}: "
             for line in text.split("\n"):
                 if line:
-                    self._syslog_send(f"<{pri}>{stamp} {self.program}: {line}".encode())
+                    self._syslog_send(f"{head}{line}".encode())
         if self._syslog_target is not None:
             line = "".join(p(record, self.seq, self) for p in _RFC5424)
             try:
