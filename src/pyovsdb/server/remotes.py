@@ -6,8 +6,9 @@ Rules kept here:
   a bare `ptcp:` is the OVSDB port 6640, as for the real server.
 - `db:DB,TABLE,COLUMN` names a column whose values are more remotes (resolved by the
   server, not here).
-- Probing: the real server sends inactivity probes on TCP connections only (5 s by
-  default), never on unix sockets.
+- Probing: by default the real server sends inactivity probes on TCP connections only
+  (every 5 s), never on unix sockets; a Connection row's `inactivity_probe` overrides
+  that for its remote, unix or TCP.
 - Options of a remote (`RemoteOptions`) are the defaults of its kind, or for a remote
   read from a Connection/Manager row, what the real server reads from that row:
   `max_backoff`, `inactivity_probe` (ms, 0 disables, anything else at least 1000),
