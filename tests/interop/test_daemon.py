@@ -175,6 +175,8 @@ def test_detached_daemon_by_name(kind: str, dirs: Dirs) -> None:
     assert "ovsdb_server       OFF       INFO        DBG" in listing
     assert all(line.split()[1] == "OFF" for line in listing[2:])
 
+    # The version line comes once the daemon is ready, maybe after the parent returned.
+    assert wait_until(lambda: len(log_lines(dirs.logfile)) >= 2)
     lines = log_lines(dirs.logfile)
     assert lines[0].endswith(f"|00001|vlog|INFO|opened log file {dirs.logfile}")
     assert re.search(r"\|00002\|ovsdb_server\|INFO\|ovsdb-server \(.+\) \d", lines[1]), lines
@@ -350,7 +352,7 @@ def test_monitor_restarts_crashed_daemon(kind: str, dirs: Dirs) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pid1 = dirs.track(read_pid(dirs.pidfile))
     monitor = dirs.track(ppid(pid1))
-    assert comm(monitor) == "monitor" and comm(pid1) == "ovsdb-server"
+    assert wait_until(lambda: comm(monitor) == "monitor") and comm(pid1) == "ovsdb-server"
     assert lock_holder(dirs.pidfile) == pid1
     dirs.appctl("ovsdb-server/add-remote", f"punix:{extra}")
     dirs.appctl("ovsdb-server/add-db", nb)
@@ -415,7 +417,7 @@ def test_ovn_ctl_start_status_stop(kind: str, dirs: Dirs) -> None:
     pidfile = dirs.run / "ovnnb_db.pid"
     pid = dirs.track(read_pid(pidfile))
     monitor = dirs.track(ppid(pid))
-    assert (comm(pid), comm(monitor)) == ("ovsdb-server", "monitor")
+    assert wait_until(lambda: comm(monitor) == "monitor") and comm(pid) == "ovsdb-server"
     assert lock_holder(pidfile) == pid
     sock = f"unix:{dirs.run / 'ovnnb_db.sock'}"
     run(["ovn-nbctl", f"--db={sock}", "ls-add", "sw0"])

@@ -54,13 +54,13 @@ def supervise(parent_fd: int, detach: bool) -> int:
         return fd
     if pid < 0:
         raise Fatal("could not initiate process monitoring")
+    logs = vlog.current()
+    logs.subprogram = "monitor"
+    procname.set_name("monitor")
     # The daemon is ready: so is the whole, for whoever waits on us.
     notify_startup(parent_fd)
     if detach:
         close_standard_fds()
-    logs = vlog.current()
-    logs.subprogram = "monitor"
-    procname.set_name("monitor")
     fd = _loop(pid, logs)
     # In a restarted daemon.
     logs.subprogram = logs.program
