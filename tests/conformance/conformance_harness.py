@@ -12,7 +12,9 @@ Rules kept here:
   barrier request: the real server writes pending monitor updates before any reply on a
   session, so everything the step caused is in the record when the barrier returns. On
   the step's own connection the barrier is the dump of the database (a select of every
-  table), which therefore sees the step's effects. A request still unanswered at the
+  table), which therefore sees the step's effects. On a clustered database, where a
+  write is answered only once committed (a read at once), the step's reply is awaited
+  first. A request still unanswered at the
   barrier is blocked (a `wait`); a later `await` step waits for its reply. A server that
   crashes or drops every connection is noticed, and restarted before the next case.
 - Messages are read with the standard JSON parser, not ours: what the real server
@@ -68,6 +70,7 @@ UUID_FULL = re.compile(UUID_RE.pattern + r"\Z")
 BARRIER = "__barrier__"
 READ_TIMEOUT = 5.0
 AWAIT_TIMEOUT = 5.0
+CLUSTER_REPLY_WAIT = 2.0  # a request not answered by then is blocked (a `wait`)
 
 # Counts for the end-of-run summary (conftest.pytest_terminal_summary).
 STATS: Counter[str] = Counter()
@@ -634,6 +637,15 @@ def _run_step(pair: ServerPair, conns: dict[str, dict[str, Conn]],
             c = conns[k][cname]
             with contextlib.suppress(TimeoutError):
                 c.read_until(lambda c=c: not c.unanswered() or c.closed, AWAIT_TIMEOUT)
+    if pair.clustered and msg0 is not None and msg0.get("id") is not None:
+        # A clustered server answers a read-only request at once but a write only once
+        # its log entry is committed: the barrier could overtake the step's reply.
+        for k in pair.sides:
+            c = conns[k][cname]
+            want = _key(msg0["id"])
+            with contextlib.suppress(TimeoutError):
+                c.read_until(lambda c=c, want=want: want not in c.unanswered() or c.closed,
+                             CLUSTER_REPLY_WAIT)
     # The step's connection first: a dump request on it (a barrier that also reads the
     # database) comes back after the step's own reply; then barriers on the others.
     order = [cname] + [n for n in conns["ours"] if n != cname]

@@ -6,7 +6,8 @@ Rules kept here:
   (`c1`, `c2`, ... in order of acceptance) and one step per message the client sent,
   in the recorded order. Left out: the clients' replies to the server's `echo` (the
   harness answers those itself) and their own `echo` probes (timer-driven, they carry
-  nothing). A close by the client is a close step.
+  nothing). A close by the client (or by the recording proxy, standing for a network
+  failure) is a close step.
 - A server-chosen UUID that a client sends back is a placeholder `<uN>`. Row UUIDs are
   born in the reply to the `transact` that inserted the row; placeholders are numbered
   by that birth: the steps' transactions in order, the inserts of one in operation
@@ -270,7 +271,7 @@ def recording_to_steps(events: list[dict[str, Any]], scrub: Scrubber
                     replies.setdefault(k, []).append((c, m))
                     continue
             others.setdefault(max(last, 0), []).append((c, m))
-        elif d == "close" and m == "client" and c in conns:
+        elif d == "close" and m in ("client", "proxy") and c in conns:
             raw_steps.append((c, None))
     order = {c: i for i, c in enumerate(conns)}
     births = Births()

@@ -13,7 +13,8 @@ Rules kept here:
   library's parser); bytes that are not JSON stop the recording of that direction of
   that connection (it is still relayed) and are noted as such.
 - Connections are numbered in the order the proxy accepted them; a close by either side
-  is recorded as an event of that connection.
+  (or by the proxy itself, `drop()`, to make a client reconnect) is recorded as an event
+  of that connection.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class Recorder:
         self._pipes: list[_Pipe] = []
         self._t0 = time.monotonic()
         self._listener: socket.socket | None = None
+        self._pending_drops: list[_Pipe] = []  # closed by the loop thread, in order
 
     def start(self) -> Recorder:
         with contextlib.suppress(FileNotFoundError):
@@ -102,6 +104,17 @@ class Recorder:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.listen_path)
 
+    def drop(self, conn: int) -> None:
+        """Close connection `conn` on both sides, as a network failure would (recorded
+        as closed by the proxy); the client may reconnect."""
+        with self._lock:
+            pipes = [p for p in self._pipes if p.conn == conn]
+        self._pending_drops.extend(pipes)
+
+    def open_connections(self) -> list[int]:
+        with self._lock:
+            return [p.conn for p in self._pipes if p.open]
+
     def snapshot(self) -> list[Event]:
         with self._lock:
             return list(self.events)
@@ -115,6 +128,8 @@ class Recorder:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            while self._pending_drops:
+                self._close(self._pending_drops.pop(0), "proxy")
             for key, _ in self._sel.select(timeout=0.05):
                 if key.data is None:
                     self._accept()
@@ -137,7 +152,8 @@ class Recorder:
             return
         self.n_conns += 1
         pipe = _Pipe(self.n_conns, client, server)
-        self._pipes.append(pipe)
+        with self._lock:
+            self._pipes.append(pipe)
         for s in (client, server):
             s.setblocking(True)
         self._sel.register(client, selectors.EVENT_READ, (pipe, "c2s"))
