@@ -78,7 +78,15 @@ class Dirs:
         return pid
 
     def kill_all(self) -> None:
-        for pid in self.pids:
+        """SIGKILL what this test started and left running: the pids it saw, and any
+        process whose command line names this test's directory (a daemon forked by a
+        supervisor after the test last looked)."""
+        pids = set(self.pids)
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and str(self.base) in _cmdline(int(entry.name)):
+                pids.add(int(entry.name))
+        pids -= {os.getpid()}
+        for pid in pids:
             if alive(pid) and str(self.base) in _cmdline(pid):
                 os.kill(pid, signal.SIGKILL)
 
