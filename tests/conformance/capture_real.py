@@ -156,7 +156,8 @@ class Run:
             steps, counts = recording_to_steps(events, scrub)
             if not steps:
                 continue
-            case = {"name": f"real-{scenario}-{name}", "schema": self.schemas[name],
+            case = {"name": f"real-{scenario.replace('_', '-')}-{name}",
+                    "schema": self.schemas[name],
                     "recorded": True, "note": note, "recording": counts, "steps": steps}
             if name in self.clustered:
                 case["clustered"] = True
@@ -500,7 +501,7 @@ def scenario_reconnect(run: Run) -> str:
     return "ovn-northd and ovn-controller reconnecting to a clustered SB"
 
 
-def scenario_hypervisors(run: Run) -> str:
+def scenario_hypervisors(run: Run, monitor_all: bool = False) -> str:
     """ovn-controller on two hypervisors (tests/hypervisor.py) through claims, a move
     between them and releases, with ovn-northd and ovn-nbctl --wait=hv."""
     hypervisor = _recorded_hypervisors()
@@ -510,7 +511,8 @@ def scenario_hypervisors(run: Run) -> str:
         cp.start()
         for i, name in enumerate(("hv1", "hv2")):
             hvs[name] = hypervisor.Hypervisor(name, run.workdir / name, cp.sb_remote,
-                                              f"127.0.0.{11 + i}", "real").start()
+                                              f"127.0.0.{11 + i}", "real",
+                                              monitor_all=monitor_all).start()
 
         def mac(n: int) -> str:
             return f"0a:00:00:00:00:{n:02x}"
@@ -547,12 +549,21 @@ def scenario_hypervisors(run: Run) -> str:
         for hv in hvs.values():
             hv.stop()
         cp.stop()
-    _collect(run)
-    return "ovn-controller on two hypervisors, ovn-northd, ovs-vswitchd, ovn-nbctl"
+    # With ovn-monitor-all only the SB conversation differs.
+    _collect(run, {"sb"} if monitor_all else None)
+    return ("ovn-controller on two hypervisors" + (" with ovn-monitor-all=true" if monitor_all
+                                                   else "") + ", ovn-northd, ovs-vswitchd, "
+            "ovn-nbctl")
+
+
+def scenario_hypervisors_monitor_all(run: Run) -> str:
+    """The same with ovn-monitor-all=true (monitors without conditions); SB only."""
+    return scenario_hypervisors(run, monitor_all=True)
 
 
 SCENARIOS: dict[str, Callable[[Run], str]] = {
     "hypervisors": scenario_hypervisors,
+    "hypervisors_monitor_all": scenario_hypervisors_monitor_all,
     "reconnect": scenario_reconnect,
     "northd": scenario_northd,
     "idl": scenario_idl,
