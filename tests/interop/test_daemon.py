@@ -440,18 +440,21 @@ def test_ovn_ctl_start_status_stop(kind: str, dirs: Dirs) -> None:
 
 def test_relative_pidfile_and_control_socket_are_in_rundir(kind: str, dirs: Dirs) -> None:
     """`--pidfile=NAME` and `--unixctl=DIR/NAME` are relative to OVS_RUNDIR (not to the
-    working directory), as the real daemons resolve them."""
+    working directory), as the real daemons resolve them; `--log-file=NAME` is in the
+    working directory, and logged under that name."""
     db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
     (dirs.run / "sub").mkdir()
     cwd = dirs.base / "cwd"
     (cwd / "sub").mkdir(parents=True)
     p = subprocess.run([*server_cmd(kind), "--pidfile=p.pid", "--unixctl=sub/x.ctl",
-                        "-vconsole:off", f"--run=test -S {dirs.run}/sub/x.ctl && cat "
+                        "-vconsole:off", "--log-file=rel.log",
+                        f"--run=test -S {dirs.run}/sub/x.ctl && cat "
                         f"{dirs.run}/p.pid && ls {cwd} {cwd}/sub", db],
                        env=dirs.env, cwd=cwd, capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     pid, listing = p.stdout.split("\n", 1)
-    assert int(pid) > 0 and listing == f"{cwd}:\nsub\n\n{cwd}/sub:\n"
+    assert int(pid) > 0 and listing == f"{cwd}:\nrel.log\nsub\n\n{cwd}/sub:\n"
+    assert log_lines(cwd / "rel.log")[0].endswith("|00001|vlog|INFO|opened log file rel.log")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="--user needs root")

@@ -231,9 +231,9 @@ def _logging_options(parsed: opt.Parsed, logs: vlog.Vlog) -> int:
             elif name == "syslog-target":
                 logs.set_syslog_target(value)
             elif name == "log-file":
-                path = os.path.abspath(value) if value else os.path.join(
-                    daemon.logdir(), f"{PROGRAM}.log")
-                logs.open_log_file(path)  # on failure, a warning and no log file
+                given = value or os.path.join(daemon.logdir(), f"{PROGRAM}.log")
+                # On failure, a warning and no log file.
+                logs.open_log_file(os.path.abspath(given), given)
         except (ValueError, OSError) as e:
             print(f"{PROGRAM}: {e}", file=sys.stderr)
             return 1

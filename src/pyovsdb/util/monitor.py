@@ -75,15 +75,15 @@ def _loop(pid: int, logs: vlog.Vlog) -> int:
     status = 0
     while True:
         if ready:
-            name = logs.suspend_file()
+            saved = logs.suspend_file()
             while True:
                 try:
                     _, status = os.waitpid(pid, 0)
                     break
                 except InterruptedError:
                     continue
-            if name is not None:
-                logs.open_log_file(name)
+            if saved is not None:
+                logs.open_log_file(*saved)
         if not should_restart(status):
             log.info("pid %d died, %s, exiting", pid, status_message(status))
             os._exit(0)

@@ -17,8 +17,8 @@ Rules kept here:
   `2026-11-30T04:18:22Z|00001|...` on the console. A message's sequence number counts
   the messages that reached at least one destination; a subprogram name (the
   `--monitor` supervisor, a restarted daemon) shows as `module(name)`.
-- The log file is opened in append mode; opening logs "opened log file PATH" (module
-  vlog, info), switching away from a file logs "closing log file" to it first, and
+- The log file is opened in append mode; opening logs "opened log file NAME" (module
+  vlog, info; NAME as the user gave it, while the file is kept by absolute path), switching away from a file logs "closing log file" to it first, and
   `reopen` does both only when the path now names another file (log rotation).
 - Syslog: `--syslog-method` libc (the local /dev/log, silently nothing if absent),
   null, unix:PATH or udp:HOST:PORT; `--syslog-target=HOST:PORT` also sends every
@@ -220,6 +220,7 @@ class Vlog:
         self.boot = time.time()
         self.seq = 0
         self.log_file: str | None = None
+        self.log_name: str | None = None
         self._fd = -1
         self._syslog: socket.socket | None = None
         self._syslog_addr: str | tuple[str, int] | None = None
@@ -451,9 +452,10 @@ class Vlog:
 
     # -- the log file ------------------------------------------------------------------
 
-    def set_log_file(self, path: str | None) -> None:
-        """Switch to `path` (None: close). OSError if it cannot be opened; the old file
-        stays in use then."""
+    def set_log_file(self, path: str | None, name: str | None = None) -> None:
+        """Switch to `path` (None: close), called `name` in the log (the name as the
+        user gave it; `path` is absolute so that a reopen after a chdir finds it).
+        OSError if it cannot be opened; the old file stays in use then."""
         new_fd = -1
         if path is not None:
             new_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
@@ -463,6 +465,7 @@ class Vlog:
             if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
                 os.close(new_fd)
                 self.log_file = path
+                self.log_name = name or path
                 return
         if self._fd < 0 and new_fd < 0:
             return
@@ -471,24 +474,25 @@ class Vlog:
             os.close(self._fd)
         self._fd = new_fd
         self.log_file = path
+        self.log_name = name or path
         self._sync_root()
         if path is not None:
-            logging.getLogger("vlog").info("opened log file %s", path)
+            logging.getLogger("vlog").info("opened log file %s", self.log_name)
 
-    def open_log_file(self, path: str) -> bool:
+    def open_log_file(self, path: str, name: str | None = None) -> bool:
         """`--log-file`: False (after the real warning) if it cannot be opened."""
         try:
-            self.set_log_file(path)
+            self.set_log_file(path, name)
         except OSError as e:
-            logging.getLogger("vlog").warning("failed to open %s for logging: %s", path,
-                                              e.strerror)
+            logging.getLogger("vlog").warning("failed to open %s for logging: %s",
+                                              name or path, e.strerror)
             return False
         return True
 
     def reopen(self) -> None:
         """`vlog/reopen`: OSError if the file cannot be opened again."""
         if self.log_file is not None:
-            self.set_log_file(self.log_file)
+            self.set_log_file(self.log_file, self.log_name)
 
     def close(self) -> None:
         """`vlog/close`: stop writing to the file but remember its name for `reopen`."""
@@ -497,12 +501,14 @@ class Vlog:
             self._fd = -1
         self._sync_root()
 
-    def suspend_file(self) -> str | None:
-        """Close the log file (logging "closing log file"), returning its name."""
-        name = self.log_file
-        if name is not None:
-            self.set_log_file(None)
-        return name
+    def suspend_file(self) -> tuple[str, str] | None:
+        """Close the log file (logging "closing log file"), returning (path, name) for
+        `open_log_file`."""
+        if self.log_file is None:
+            return None
+        saved = (self.log_file, self.log_name or self.log_file)
+        self.set_log_file(None)
+        return saved
 
     def _sync_root(self) -> None:
         active = [d for d in DESTINATIONS
