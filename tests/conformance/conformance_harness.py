@@ -1087,10 +1087,11 @@ def compare(case: Case, schema: SchemaInfo, rec_ours: Record, rec_real: Record,
                 intended[verdict] += 1
                 continue
             if ambiguous:
-                from conformance_intended import same_modulo_choice
+                from conformance_intended import choice_reason
 
-                if same_modulo_choice(ov, rv):
-                    intended["(choice among several violations)"] += 1
+                reason = choice_reason(ov, rv)
+                if reason is not None:
+                    intended[reason] += 1
                     continue
             diffs.append(Difference(i, where, ov, rv))
     return diffs, intended

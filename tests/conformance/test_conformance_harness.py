@@ -15,7 +15,7 @@ from conformance_harness import (
     compare,
     norm_number,
 )
-from conformance_intended import same_modulo_choice
+from conformance_intended import CHOICE_COLUMNS, CHOICE_ROWS, choice_reason, same_modulo_choice
 
 SCHEMA = SchemaInfo("T", {"name": "T", "tables": {"A": {"columns": {"i": {"type": "integer"}}},
                                                   "B": {"columns": {"n": {"type": "string"}}}}})
@@ -99,3 +99,26 @@ def test_choice_among_violations_only_same_kind() -> None:
     assert same_modulo_choice(err(a), err(b))
     assert not same_modulo_choice(err(a), err(c))
     assert json.dumps(err(a)) != json.dumps(err(b))
+
+
+def test_choice_keeps_what_the_named_violation_says() -> None:
+    def err(details: str) -> object:
+        return [{"result": [{"error": "referential integrity violation", "details": details}]}]
+
+    def ref(col: str, row: str, target: str) -> object:
+        return err(f"Table A column {col} row {row} references nonexistent row {target} "
+                   "in table B.")
+
+    # Another row: the real server's hash order chose.
+    assert choice_reason(ref("x", R1, R3), ref("x", R2, R3)) == CHOICE_ROWS
+    # Another column of the same row: deterministic on the real server (ours differs).
+    assert choice_reason(ref("x", R1, R3), ref("y", R1, R3)) == CHOICE_COLUMNS
+    # The same row and column: the missing row named must be the same.
+    assert choice_reason(ref("x", R1, R3), ref("x", R1, R2)) is None
+    # The same row: the count of remaining references must be the same.
+    assert choice_reason(err(f"cannot delete B row {R1} because of 1 remaining reference(s)"),
+                         err(f"cannot delete B row {R1} because of 2 remaining reference(s)")
+                         ) is None
+    assert choice_reason(err(f"cannot delete B row {R1} because of 1 remaining reference(s)"),
+                         err(f"cannot delete B row {R2} because of 2 remaining reference(s)")
+                         ) == CHOICE_ROWS
