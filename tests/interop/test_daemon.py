@@ -33,9 +33,9 @@ CONSOLE_LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\|\d{5}\|[a-z_]+\|[A-
 
 
 @pytest.fixture(autouse=True)
-def _tools(kind: str) -> None:
+def _tools(request: pytest.FixtureRequest) -> None:
     require("ovs-appctl", "ovsdb-client", "ovsdb-tool")
-    if kind == "real":
+    if "kind" in request.fixturenames and request.getfixturevalue("kind") == "real":
         require("ovsdb-server")
 
 
@@ -488,3 +488,34 @@ def test_syslog_method(kind: str, dirs: Dirs) -> None:
         got = [s.recv(65536), s.recv(65536)]
     assert got == [f"<29>ovs|00001|vlog|INFO|opened log file {dirs.logfile}".encode(),
                    b"<31>ovs|00002|process|DBG|starting subprocess: /bin/sh -c true"]
+
+
+def test_memory_report_after_ten_seconds(tmp_path: Path) -> None:
+    """lib/memory.c's first report, 10 s after start: the peak RSS, then the server's
+    counters; both servers run at once so the test waits 10 s only once."""
+    require("ovsdb-server")
+    procs, logs = [], []
+    try:
+        for kind in KINDS:
+            d = tmp_path / kind
+            d.mkdir()
+            db = create_db(kind, d / "nb.db", NB_SCHEMA)
+            logs.append(d / "db.log")
+            procs.append(subprocess.Popen(
+                [*server_cmd(kind), f"--log-file={logs[-1]}", "-vconsole:off",
+                 f"--remote=punix:{d / 'db.sock'}", f"--unixctl={d / 'db.ctl'}", db],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+        def reported(log: Path) -> list[str]:
+            return [line for line in log_lines(log) if "|memory|" in line]
+
+        assert wait_until(lambda: all(len(reported(log)) >= 2 for log in logs), 30)
+        for log in logs:
+            first, counters = reported(log)[:2]
+            assert re.search(r"\|memory\|INFO\|\d+ kB peak resident set size after "
+                             r"1\d\.\d seconds$", first), first
+            assert re.search(r"\|memory\|INFO\|([a-z-]+:\d+ )*[a-z-]+:\d+$", counters), counters
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
