@@ -70,16 +70,24 @@ class Daemon:
         self.env = env
         self.pidfile = str(workdir / f"{name}.pid")
         self.logfile = str(workdir / f"{name}.log")
+        # What a daemon says before it opens its log file (a bad option, say).
+        self.stderr = str(workdir / f"{name}.stderr")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         if os.path.exists(self.pidfile):
             os.unlink(self.pidfile)
-        self.proc = subprocess.Popen(
-            [*self.cmd, f"--pidfile={self.pidfile}", f"--log-file={self.logfile}",
-             "-vconsole:off", "--no-chdir"],
-            cwd=self.workdir, env=self.env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(self.stderr, "wb") as err:
+            self.proc = subprocess.Popen(
+                [*self.cmd, f"--pidfile={self.pidfile}", f"--log-file={self.logfile}",
+                 "-vconsole:off", "--no-chdir"],
+                cwd=self.workdir, env=self.env, stdout=subprocess.DEVNULL, stderr=err)
+
+    def logs(self, lines: int = 40) -> str:
+        out = tail(self.logfile, lines)
+        if os.path.exists(self.stderr) and os.path.getsize(self.stderr):
+            out += "\n" + tail(self.stderr, 10)
+        return out
 
     @property
     def pid(self) -> int:
@@ -200,7 +208,8 @@ class Hypervisor:
 
     def __init__(self, name: str, workdir: Path, sb_remote: str, encap_ip: str,
                  conf_db_server_kind: str = "ours", *, monitor_all: bool = False,
-                 external_ids: dict[str, str] | None = None) -> None:
+                 external_ids: dict[str, str] | None = None,
+                 server_extra: list[str] | None = None) -> None:
         self.name = name
         self.workdir = Path(workdir)
         self.sb_remote = sb_remote
@@ -208,6 +217,7 @@ class Hypervisor:
         self.kind = conf_db_server_kind
         self.monitor_all = monitor_all
         self.extra_ids = dict(external_ids or {})
+        self.server_extra = list(server_extra or [])  # more options for the conf.db server
         self.env = daemon_env(self.workdir)
         self.conf: ServerProcess | None = None
         self.vswitchd = Daemon("ovs-vswitchd", [
@@ -250,7 +260,8 @@ class Hypervisor:
 
     def _start(self) -> None:
         db = create_db(self.kind, self.workdir / "conf.db", VSWITCH_SCHEMA)
-        self.conf = ServerProcess(self.kind, self.workdir, [db], name="conf").start()
+        self.conf = ServerProcess(self.kind, self.workdir, [db], name="conf",
+                                  extra=self.server_extra).start()
         self.vswitchd.cmd = [*self.vswitchd.cmd[:3], self.conf.unix]
         self.controller.cmd = ["ovn-controller", self.conf.unix]
         ids = {
@@ -299,7 +310,7 @@ class Hypervisor:
         self.stop()
 
     def logs(self) -> str:
-        parts = [tail(self.controller.logfile), tail(self.vswitchd.logfile)]
+        parts = [self.controller.logs(), self.vswitchd.logs()]
         if self.conf is not None:
             parts.append(tail(self.conf.logfile, 20))
         return f"=== hypervisor {self.name} ({self.kind} conf.db)\n" + "\n".join(parts)
@@ -429,9 +440,12 @@ class ControlPlane:
     """NB and SB databases on a `kind` server ("ours" or "real") and the real
     ovn-northd between them."""
 
-    def __init__(self, kind: str, workdir: Path) -> None:
+    def __init__(self, kind: str, workdir: Path, *, tcp: bool = False,
+                 server_extra: list[str] | None = None) -> None:
         self.kind = kind
         self.workdir = Path(workdir)
+        self.tcp = tcp  # NB and SB also on loopback TCP ports (ServerProcess.tcp)
+        self.server_extra = list(server_extra or [])  # more options for NB and SB servers
         self.env = daemon_env(self.workdir)
         self.nb: ServerProcess | None = None
         self.sb: ServerProcess | None = None
@@ -459,8 +473,10 @@ class ControlPlane:
         try:
             nb_db = create_db(self.kind, self.workdir / "nb.db", NB_SCHEMA)
             sb_db = create_db(self.kind, self.workdir / "sb.db", SB_SCHEMA)
-            self.nb = ServerProcess(self.kind, self.workdir, [nb_db], name="nb").start()
-            self.sb = ServerProcess(self.kind, self.workdir, [sb_db], name="sb").start()
+            self.nb = ServerProcess(self.kind, self.workdir, [nb_db], name="nb", tcp=self.tcp,
+                                    extra=self.server_extra).start()
+            self.sb = ServerProcess(self.kind, self.workdir, [sb_db], name="sb", tcp=self.tcp,
+                                    extra=self.server_extra).start()
             # northd picks these MACs at random when unset; fixed, two runs of one
             # scenario install the same flows.
             self.nbctl("init", "--", "set", "NB_Global", ".",
@@ -502,7 +518,7 @@ class ControlPlane:
     def logs(self) -> str:
         parts = [f"=== control plane ({self.kind})"]
         if self.northd is not None:
-            parts.append(tail(self.northd.logfile))
+            parts.append(self.northd.logs())
         for srv in (self.nb, self.sb):
             if srv is not None:
                 parts.append(tail(srv.logfile, 20))

@@ -95,9 +95,15 @@ class Deployment:
             hv.start()
 
     def stop(self) -> None:
-        for hv in self.hvs.values():
-            hv.stop()
-        self.cp.stop()
+        """Stop everything, each part even if stopping another one failed."""
+        errors: list[BaseException] = []
+        for part in [*self.hvs.values(), self.cp]:
+            try:
+                part.stop()
+            except BaseException as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
     def logs(self) -> str:
         return "\n".join([self.cp.logs(), *(hv.logs() for hv in self.hvs.values())])
