@@ -26,8 +26,8 @@ Rules kept here:
 - Every accepted option does something: SSL options are accepted (ovn-ctl always
   passes them) but SSL remotes are refused, and a key or certificate given as a file
   gets a warning saying it is unused; `--disable-file-column-diff` is refused (records
-  are always written as column diffs); `--no-self-confinement` is, as on Linux in the
-  real daemons, a no-op.
+  are always written as column diffs); `--no-self-confinement` is a no-op, as in the
+  real ovsdb-server, whose own code never reads it.
 - Control commands the real server has and `ovn-ctl` uses are added when the command
   table lacks them: `ovsdb-server/sync-status` ("state: active": there is no
   replication, `--sync-from` is not accepted) and `vlog/list-pattern`.
