@@ -401,6 +401,53 @@ def _ovn_ctl() -> str:
     return path
 
 
+def _as_ovsdb_server_on_path(kind: str, dirs: Dirs, env: dict[str, str]) -> None:
+    """Ours under the real name, first on PATH (the entry point linked as
+    `ovsdb-server`, else a wrapper script)."""
+    if kind != "ours":
+        return
+    bindir = dirs.base / "bin"
+    bindir.mkdir()
+    entry = Path(sys.executable).parent / "pyovsdb"
+    if entry.exists():
+        (bindir / "ovsdb-server").symlink_to(entry)
+    else:
+        (bindir / "ovsdb-server").write_text(
+            f'#!/bin/sh\nexec {sys.executable} -m pyovsdb server "$@"\n')
+        (bindir / "ovsdb-server").chmod(0o755)
+    env["PATH"] = f"{bindir}:{env['PATH']}"
+
+
+def test_ovs_ctl_start_status_stop(kind: str, dirs: Dirs) -> None:
+    """The real `ovs-ctl --no-ovs-vswitchd` (what starts conf.db's server on every
+    hypervisor): it creates conf.db, starts `ovsdb-server` by name with --monitor,
+    initializes it with ovs-vsctl, adds the manager remote with `ovs-appctl -t
+    ovsdb-server`, reports it running and stops it gracefully."""
+    require("ovs-vsctl")
+    ovs_ctl = shutil.which("ovs-ctl") or "/usr/share/openvswitch/scripts/ovs-ctl"
+    if not os.path.exists(ovs_ctl):
+        require("ovs-ctl")
+    (dirs.db / "openvswitch").mkdir()
+    env = {**dirs.env, "OVS_SYSCONFDIR": str(dirs.db)}
+    _as_ovsdb_server_on_path(kind, dirs, env)
+    base = [ovs_ctl, "--no-ovs-vswitchd"]
+    run([*base, "--system-id=random", "start"], env=env, timeout=60)
+    pid = dirs.track(read_pid(dirs.pidfile))
+    dirs.track(ppid(pid))
+    assert lock_holder(dirs.pidfile) == pid
+    assert "db:Open_vSwitch,Open_vSwitch,manager_options" in dirs.appctl(
+        "ovsdb-server/list-remotes").stdout
+    sock = f"unix:{dirs.run / 'db.sock'}"
+    assert run(["ovs-vsctl", f"--db={sock}", "get", "Open_vSwitch", ".",
+                "external_ids:system-id"]).stdout.strip()
+    status = run([*base, "status"], env=env, check=False).stdout
+    assert f"ovsdb-server is running with pid {pid}" in status
+    stop = run([*base, "stop"], env=env, timeout=60)
+    assert f"Exiting ovsdb-server ({pid})" in stop.stdout, stop.stdout
+    assert wait_until(lambda: not alive(pid), 20)
+    assert not dirs.pidfile.exists()
+
+
 def test_ovn_ctl_start_status_stop(kind: str, dirs: Dirs) -> None:
     """The real `ovn-ctl` runs `ovsdb-server` by name from PATH (ours: the entry
     point linked under that name): start (--detach --monitor, SSL options from the
@@ -410,17 +457,7 @@ def test_ovn_ctl_start_status_stop(kind: str, dirs: Dirs) -> None:
     ovn_ctl = _ovn_ctl()
     env = {**dirs.env, "OVN_RUNDIR": str(dirs.run), "OVN_LOGDIR": str(dirs.log),
            "OVN_DBDIR": str(dirs.db), "OVN_ETCDIR": str(dirs.db)}
-    if kind == "ours":
-        bindir = dirs.base / "bin"
-        bindir.mkdir()
-        entry = Path(sys.executable).parent / "pyovsdb"
-        if entry.exists():
-            (bindir / "ovsdb-server").symlink_to(entry)
-        else:
-            (bindir / "ovsdb-server").write_text(
-                f'#!/bin/sh\nexec {sys.executable} -m pyovsdb server "$@"\n')
-            (bindir / "ovsdb-server").chmod(0o755)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
+    _as_ovsdb_server_on_path(kind, dirs, env)
     run([ovn_ctl, "start_nb_ovsdb"], env=env, timeout=60)
     pidfile = dirs.run / "ovnnb_db.pid"
     pid = dirs.track(read_pid(pidfile))
