@@ -10,6 +10,16 @@ claimed by the chassis it sits on, `up` in NB, `ovn-installed` on the OVS Interf
 `--wait=hv` returning, the same OpenFlow flows on each hypervisor, the move releasing
 and re-claiming the port, and `ofproto/trace` taking a packet to the same port; with
 ovn-controller's conditional monitoring (the default) and with `ovn-monitor-all`.
+
+Rules kept here:
+- Both runs of a mode happen in the same session, real first, each on fresh databases
+  in its own directories; every daemon is stopped by its pid before the next run
+  starts, also when a run breaks off (then every test of that run fails with the
+  daemons' log tails and the flow counts reached).
+- What may legitimately differ between two runs of one scenario, even on the real
+  server, is normalized away (see `hypervisor.normalize_flows`, `name_odp_ports`);
+  nothing else is.
+- Steps whose order decides a number (tunnel keys, ofports) are taken one at a time.
 """
 
 from __future__ import annotations
@@ -30,8 +40,8 @@ KINDS = ("real", "ours")
 MODES = {"conditional": False, "monitor-all": True}
 WAIT = 30.0
 
-# lport -> (logical switch, hypervisor, index): vm1..vm6 as in the issue's reference
-# deployment, vm3 and vm4 on the same switch but on different hypervisors.
+# lport -> (logical switch, hypervisor): six VIFs, both switches on both hypervisors,
+# so each hypervisor has local and remote ports on each switch.
 VIFS = {
     "vm1": ("sw0", "hv1"),
     "vm2": ("sw0", "hv1"),
@@ -224,7 +234,8 @@ def scenario(d: Deployment, run: Run) -> None:
 
     lport, old, new = MOVED
     d.hvs[old].del_vif(f"if-{lport}")
-    cp.wait_claimed(lport, None, logs=d.logs)
+    # Released: no chassis, and ovn-northd shows the port down.
+    cp.wait_claimed(lport, None, up=False, logs=d.logs)
     run.released[lport] = True
     d.add_vif(lport, new)
     d.wait_bound(lport)
