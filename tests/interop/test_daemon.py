@@ -33,15 +33,8 @@ CONSOLE_LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\|\d{5}\|[a-z_]+\|[A-
 
 
 @pytest.fixture(autouse=True)
-def _tools(request: pytest.FixtureRequest) -> None:
-    require("ovs-appctl", "ovsdb-client", "ovsdb-tool")
-    if "kind" in request.fixturenames and request.getfixturevalue("kind") == "real":
-        require("ovsdb-server")
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def _tools() -> None:
+    require("ovs-appctl", "ovsdb-client", "ovsdb-tool")  # `kind` requires ovsdb-server
 
 
 def server_cmd(kind: str) -> list[str]:
