@@ -18,8 +18,9 @@ Rules kept here:
   the messages that reached at least one destination; a subprogram name (the
   `--monitor` supervisor, a restarted daemon) shows as `module(name)`.
 - The log file is opened in append mode; opening logs "opened log file NAME" (module
-  vlog, info; NAME as the user gave it, while the file is kept by absolute path), switching away from a file logs "closing log file" to it first, and
-  `reopen` does both only when the path now names another file (log rotation).
+  vlog, info; NAME as the user gave it, while the file is kept by absolute path);
+  switching away from a file logs "closing log file" to it first, and `reopen` does
+  both only when the path now names another file (log rotation).
 - Syslog: `--syslog-method` libc (the local /dev/log, silently nothing if absent),
   null, unix:PATH or udp:HOST:PORT; `--syslog-target=HOST:PORT` also sends every
   syslog line as RFC 5424 over UDP.
