@@ -297,8 +297,9 @@ def test_startup_errors_name_the_path(kind: str, dirs: Dirs) -> None:
     assert last_line("--unixctl=none", "-vconsole:off", "missing.db") == (
         "ovsdb-server: I/O error: missing.db: open failed (No such file or directory)")
     # Detached, the daemon's failure still reaches the caller, with its status.
-    assert last_line("--detach", "--unixctl=none", "-vconsole:off", "missing.db") == (
-        "ovsdb-server: I/O error: missing.db: open failed (No such file or directory)")
+    for how in (["--detach"], ["--detach", "--monitor"]):
+        assert last_line(*how, "--unixctl=none", "-vconsole:off", "missing.db") == (
+            "ovsdb-server: I/O error: missing.db: open failed (No such file or directory)")
     assert last_line("-vbogus", db) == (
         'ovsdb-server: processing "bogus": no destination, level, or module "bogus"')
     p = run([*cmd, "--log-file", "--unixctl=none", f"--remote=punix:{sock}",
