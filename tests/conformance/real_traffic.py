@@ -13,12 +13,17 @@ Rules kept here:
   by that birth: the steps' transactions in order, the inserts of one in operation
   order. At replay each server's own UUID born at the same place takes the name (the
   birth order is the same on both servers while their replies agree), and requests get
-  it substituted before they are sent. A UUID born elsewhere (a transaction id, the
-  `_Server` rows) that a client sends back is `<vN>`, named by first appearance in the
+  it substituted before they are sent. Transaction ids (of `update3` and
+  `monitor_cond_since` replies) are `<tN>`, by first appearance: a client resumes its
+  monitors with them after a reconnection. A UUID born elsewhere (the `_Server` rows, a
+  `_version`) that a client sends back is `<vN>`, named by first appearance in the
   messages of the steps in order (connections in case order, each message traversed
-  with object members sorted); it is the less stable rule, kept for what inserts do not
-  cover. Transaction ids (of `update3` and `monitor_cond_since` replies) are `<tN>`, by
-  first appearance: hand-written cases resume monitors with them.
+  with object members sorted); it is the less stable rule, kept for what the others do
+  not cover.
+- Each recorded transaction keeps the shape of the real server's reply
+  (`recorded_reply`), and `replay_mismatches` says where a replay on the real server
+  did otherwise: a placeholder resolved to the wrong row shows there, where comparing
+  the two servers would see two equally wrong replies.
 - A placeholder a server has not named by the time a request needs it stays unresolved:
   the request is sent with a fixed UUID of its own for that placeholder (the same on
   both servers) and the step records the miss, so a server that did not send a row
@@ -103,8 +108,9 @@ class Births:
     Used on a recording (to write placeholders) and on each server at replay (to
     resolve them): the same code names both."""
 
-    def __init__(self, client_uuids: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-        self.client = set(client_uuids) | {ZERO_UUID}
+    def __init__(self, client_uuids: Iterable[str] = ()) -> None:
+        # UUIDs the case (the client) wrote itself: never a placeholder.
+        self.client = {u.lower() for u in client_uuids} | {ZERO_UUID}
         self.by_uuid: dict[str, str] = {}
         self.by_name: dict[str, str] = {}
         self.n = {"u": 0, "v": 0, "t": 0}
