@@ -2,6 +2,7 @@
 cases (cases/real_*.json) for the differential harness to replay.
 
     python tests/conformance/capture_real.py [SCENARIO...]   # default: all of them
+    python tests/conformance/capture_real.py --out DIR ...   # elsewhere than cases/
     python tests/conformance/capture_real.py --list
 
 A developer's tool, not run in CI: it starts real daemons (ovn-northd, ovs-vswitchd,
@@ -576,12 +577,17 @@ def main(argv: list[str]) -> int:
         for name, fn in SCENARIOS.items():
             print(f"{name}: {(fn.__doc__ or '').strip()}")
         return 0
+    out_dir = CASES
+    if "--out" in argv:
+        i = argv.index("--out")
+        out_dir = Path(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
     names = [a for a in argv if not a.startswith("-")] or list(SCENARIOS)
     for name in names:
         with scenario_run() as run:
             note = SCENARIOS[name](run)
             cases = run.cases(name, f"recorded from the real ovsdb-server 3.1: {note}")
-        path = CASES / f"real_{name}.json"
+        path = out_dir / f"real_{name}.json"
         # A known bug or intended difference noted by hand on a case stays noted.
         kept = ({c["name"]: c for c in json.loads(path.read_text())["cases"]}
                 if path.exists() else {})
