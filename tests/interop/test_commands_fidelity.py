@@ -311,3 +311,44 @@ def test_online_conversion_cancels_waits_and_logs_as_the_real_server(
     assert seen["real"][2] == [{"id": None, "method": "monitor_canceled", "params": ["m1"]},
                                {"id": 2, "error": "canceled"}]
     assert seen["ours"] == seen["real"]
+
+
+def _jsonrpc_log(srv: ServerProcess) -> list[str]:
+    return [re.sub(r"unix#\d+", "unix", line.split("|", 2)[2])
+            for line in Path(srv.logfile).read_text().splitlines()
+            if "|ovsdb_jsonrpc_server|" in line]
+
+
+def test_reconnect_and_disable_monitor_cond(nb_servers: dict[str, ServerProcess]) -> None:
+    """`ovsdb-server/reconnect` drops every client, db-change-aware or not;
+    `ovsdb-server/disable-monitor-cond` does too, and from then on `monitor_cond` and
+    `monitor_cond_since` are unknown methods while `monitor` still works."""
+    seen = {}
+    for kind, srv in nb_servers.items():
+        out: list[Any] = []
+        for command in ("ovsdb-server/reconnect", "ovsdb-server/disable-monitor-cond"):
+            aware, other = _RawSession(srv.sock), _RawSession(srv.sock)
+            try:
+                aware.send({"id": 1, "method": "set_db_change_aware", "params": [True]})
+                out.append(aware.read(5, until=1))
+                other.send({"id": 2, "method": "echo", "params": []})
+                out.append(other.read(5, until=1))
+                p = srv.appctl(command, check=False)
+                out.append((p.returncode, p.stdout, p.stderr))
+                out.append((aware.read(5, until=1), other.read(5, until=1)))
+            finally:
+                aware.close()
+                other.close()
+        late = _RawSession(srv.sock)
+        try:
+            for i, method in enumerate(("monitor_cond", "monitor_cond_since", "monitor")):
+                late.send({"id": i, "method": method, "params": [
+                    DB_NB, None, {"NB_Global": [{"columns": ["nb_cfg"]}]}]})
+                out.append(late.read(5, until=1))
+        finally:
+            late.close()
+        out.append(_jsonrpc_log(srv))
+        seen[kind] = out
+    assert seen["real"][-2] == [{"id": 2, "result": {}, "error": None}]
+    assert seen["real"][-3] == [{"id": 1, "error": "unknown method"}]
+    assert seen["ours"] == seen["real"]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .server import Server
 
 log = logging.getLogger("ovsdb_server")
+jsonrpc_log = logging.getLogger("ovsdb_jsonrpc_server")
 
 
 def register(server: Server, path: str) -> UnixctlServer:
@@ -36,6 +37,8 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.register("ovsdb-server/remove-remote", "REMOTE", 1, 1, commands.remove_remote)
     uc.register("ovsdb-server/list-remotes", "", 0, 0, commands.list_remotes)
     uc.register("ovsdb-server/reconnect", "", 0, 0, commands.reconnect)
+    uc.register("ovsdb-server/disable-monitor-cond", "", 0, 0,
+                commands.disable_monitor_cond)
     uc.register("ovsdb-server/get-db-storage-status", "DB", 1, 1, commands.storage_status)
     uc.register("cluster/cid", "DB", 1, 1, commands.cluster_cid)
     uc.register("cluster/sid", "DB", 1, 1, commands.cluster_sid)
@@ -139,8 +142,26 @@ class _Commands:
         return "".join(f"{r}\n" for r in self.server.listeners.names())
 
     def reconnect(self, args: list[str]) -> str:
+        self._reconnect_all("user ran ovsdb-server/reconnect")
+        return ""
+
+    def _reconnect_all(self, why: str) -> None:
+        """Every client connection is dropped (db-change-aware or not), each logged as
+        the real server logs it."""
         for s in list(self.server.sessions):
+            if not s.closed:
+                jsonrpc_log.info("%s: disconnecting (%s)", s.name, why)
             s.close()
+
+    def disable_monitor_cond(self, args: list[str]) -> str:
+        """From now on `monitor_cond` and `monitor_cond_since` are unknown methods, so
+        clients fall back to `monitor`; every client is reconnected to notice. As in
+        the real server this holds for the rest of the process's life."""
+        from . import methods
+
+        for name in ("monitor_cond", "monitor_cond_since"):
+            methods.HANDLERS.pop(name, None)
+        self._reconnect_all("user ran ovsdb-server/disable-monitor-cond")
         return ""
 
     def _cluster(self, name: str) -> Any:
