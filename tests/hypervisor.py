@@ -19,13 +19,16 @@ Rules kept here:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db, require, run
 
@@ -284,6 +287,22 @@ class Hypervisor:
                        "datapath-type=dummy", "fail-mode=secure",
                        "other-config:disable-in-band=true", wait=True)
         poll(lambda: os.path.exists(self.mgmt[len("unix:"):]), "br-int.mgmt", self.logs)
+        self.start_controller()
+
+    def stop_controller(self, *, graceful: bool = True, timeout: float = WAIT) -> None:
+        """Stop ovn-controller alone: by its `exit` command (it then removes its
+        Chassis from the SB, as on a host's shutdown) or by SIGTERM (it leaves it)."""
+        if graceful and self.controller.alive():
+            self.controller_appctl("exit")
+            assert self.controller.proc is not None
+            try:
+                self.controller.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass  # stop() below kills it
+        self.controller.stop()
+
+    def start_controller(self) -> None:
+        """Start ovn-controller again after `stop_controller`."""
         self.controller.start()
         self.controller.wait_started(self.logs)
         poll(lambda: os.path.exists(self.controller_ctl), "ovn-controller's control socket",
@@ -508,6 +527,25 @@ class ControlPlane:
                 errors.append(e)
         if errors:
             raise errors[0]
+
+    def restart_sb(self, offline: list[dict[str, Any]] | None = None) -> None:
+        """The SB server stopped and started again on the same database file: every
+        client has to reconnect and resynchronize. `offline` operations are applied to
+        the file meanwhile (with the kind's own tool), so clients can only learn of
+        them from what the restarted server sends."""
+        assert self.sb is not None
+        self.sb.stop()
+        if offline:
+            tool = ([sys.executable, "-m", "pyovsdb", "tool"] if self.kind == "ours"
+                    else ["ovsdb-tool"])
+            out = run([*tool, "transact", self.sb.dbs[0],
+                       json.dumps(["OVN_Southbound", *offline])]).stdout
+            assert '"error"' not in out, out
+        self.sb.start()
+
+    def chassis(self) -> list[str]:
+        """The names of the SB's Chassis rows, sorted."""
+        return sorted(self.sbctl("--bare", "--columns=name", "list", "Chassis").stdout.split())
 
     def __enter__(self) -> ControlPlane:
         return self.start()

@@ -50,6 +50,7 @@ VIFS = {
     "vm5": ("sw1", "hv2"),
     "vm6": ("sw1", "hv2"),
 }
+PHASES = ("bound", "added", "moved", "restarted")
 ADDED = ("vm7", "sw0", "hv1")  # added with --wait=hv after the others are up
 MOVED = ("vm2", "hv1", "hv2")  # moved after that
 
@@ -69,6 +70,7 @@ class Run:
     kind: str
     monitor_all: bool
     error: str = ""
+    step: str = ""  # the step the scenario was at
     bindings: dict[str, dict[str, str | None]] = field(default_factory=dict)
     up: dict[str, dict[str, bool]] = field(default_factory=dict)
     installed: dict[str, dict[str, bool]] = field(default_factory=dict)
@@ -77,6 +79,7 @@ class Run:
     released: dict[str, bool] = field(default_factory=dict)
     traces: dict[str, dict[str, str]] = field(default_factory=dict)
     sb_cells: dict[str, dict[str, int]] = field(default_factory=dict)
+    chassis_after_exit: list[str] = field(default_factory=list)
 
     def ok(self) -> None:
         """Fail the calling test with the diagnostics if the scenario broke off."""
@@ -191,7 +194,9 @@ def name_odp_ports(hv: Hypervisor, actions: str) -> str:
 
 def scenario(d: Deployment, run: Run) -> None:
     cp = d.cp
+    run.step = "starting the control plane and the hypervisors"
     d.start()
+    run.step = "binding the six VIFs"
     # --wait=sb: ovn-northd gives each new datapath and port the next free tunnel key
     # only when it sees them one at a time; in one batch it goes by UUID hash order,
     # and the two runs' flows would differ in their keys.
@@ -223,6 +228,7 @@ def scenario(d: Deployment, run: Run) -> None:
         "vm1->vm3 (through lr0, same hv)": d.trace("vm1", "vm3", "sw1"),
     }
 
+    run.step = "adding a port with --wait=hv"
     lport, sw, hv = ADDED
     t0 = time.monotonic()
     cp.nbctl("--wait=hv", "lsp-add", sw, lport, "--", "lsp-set-addresses", lport,
@@ -232,6 +238,7 @@ def scenario(d: Deployment, run: Run) -> None:
     d.wait_bound(lport)
     d.snapshot(run, "added")
 
+    run.step = "moving a VIF"
     lport, old, new = MOVED
     d.hvs[old].del_vif(f"if-{lport}")
     # Released: no chassis, and ovn-northd shows the port down.
@@ -246,10 +253,29 @@ def scenario(d: Deployment, run: Run) -> None:
         "vm4->vm2 (same switch, now same hv)": d.trace("vm4", "vm2", "sw0"),
     }
 
+    run.step = "adding a port on the far switch"
     # A port on the far switch reaches the hypervisors' replicas only under
     # ovn-monitor-all.
     cp.nbctl("--wait=hv", "lsp-add", "far", "far2", timeout=WAIT)
     run.sb_cells["far port added"] = {name: sb_cells(hv) for name, hv in d.hvs.items()}
+
+    run.step = "restarting the SB server and an ovn-controller"
+    # Restarts: the SB server, with vm1 released in its file while it is down (only a
+    # client that resynchronizes hears of it: hv1 must claim vm1 again), then hv1's
+    # ovn-controller leaving by `exit` (its Chassis goes) and coming back.
+    cp.restart_sb(offline=[{"op": "update", "table": "Port_Binding",
+                            "where": [["logical_port", "==", "vm1"]],
+                            "row": {"chassis": ["set", []]}}])
+    d.wait_bound("vm1")
+    cp.nbctl("--wait=hv", "sync", timeout=WAIT)
+    d.hvs["hv1"].stop_controller(graceful=True)
+    run.chassis_after_exit = cp.chassis()
+    d.hvs["hv1"].start_controller()
+    for lport, hv in d.where.items():
+        if hv == "hv1":
+            d.wait_bound(lport)
+    cp.nbctl("--wait=hv", "sync", timeout=WAIT)
+    d.snapshot(run, "restarted")
 
 
 @pytest.fixture(scope="module", params=list(MODES))
@@ -265,7 +291,8 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         try:
             scenario(d, run)
         except Exception as e:  # reported by every test of this run (Run.ok)
-            run.error = f"{type(e).__name__}: {e}\n{d.flow_counts()}"
+            run.error = (f"while {run.step}: {type(e).__name__}: {e}\n"
+                         f"{d.flow_counts()}")
         finally:
             d.stop()
         out[kind] = run
@@ -276,7 +303,7 @@ def expected_bindings(phase: str) -> dict[str, str]:
     where = {p: hv for p, (_, hv) in VIFS.items()}
     if phase != "bound":
         where[ADDED[0]] = ADDED[2]
-    if phase == "moved":
+    if phase in ("moved", "restarted"):
         where[MOVED[0]] = MOVED[2]
     return dict(sorted(where.items()))
 
@@ -285,7 +312,7 @@ def expected_bindings(phase: str) -> dict[str, str]:
 def test_every_vif_claimed_up_and_installed(runs: dict[str, Run], kind: str) -> None:
     run = runs[kind]
     run.ok()
-    for phase in ("bound", "added", "moved"):
+    for phase in PHASES:
         want = expected_bindings(phase)
         assert run.bindings[phase] == want, phase
         assert run.up[phase] == dict.fromkeys(want, True), phase
@@ -311,7 +338,7 @@ def test_same_flows_as_real(runs: dict[str, Run]) -> None:
     real, ours = runs["real"], runs["ours"]
     real.ok()
     ours.ok()
-    for phase in ("bound", "added", "moved"):
+    for phase in PHASES:
         for hv in ("hv1", "hv2"):
             r, o = real.flows[phase][hv], ours.flows[phase][hv]
             # A deployment that works has a full pipeline, not the few default flows.
@@ -366,3 +393,13 @@ def test_conditions_select_local_datapaths(runs: dict[str, Run], kind: str) -> N
             assert after[hv] > before[hv], (hv, before, after)
         else:
             assert after[hv] == before[hv], (hv, before, after)
+
+
+def test_restarts(runs: dict[str, Run]) -> None:
+    """After the SB server's restart and ovn-controller's `exit` and start on hv1, the
+    deployment is whole again (test_every_vif_claimed_up_and_installed and
+    test_same_flows_as_real check the "restarted" phase); `exit` removed hv1's
+    Chassis, as on real."""
+    for run in runs.values():
+        run.ok()
+        assert run.chassis_after_exit == ["hv2"]
