@@ -142,7 +142,9 @@ class Deployment:
         self.hvs[hv].wait_installed(lport)
 
     def snapshot(self, run: Run, phase: str) -> None:
-        """Bindings, NB up, ovn-installed and the settled flows of every hypervisor."""
+        """Bindings, NB up, ovn-installed and the settled flows of every hypervisor,
+        once every hypervisor has caught up with the NB (--wait=hv)."""
+        self.cp.nbctl("--wait=hv", "sync", timeout=WAIT)
         lports = sorted(self.where)
         run.bindings[phase] = {p: self.cp.port_chassis(p) for p in lports}
         run.up[phase] = {p: self.cp.port_up(p) for p in lports}
