@@ -154,12 +154,13 @@ class Run:
         out = []
         for name, rec in self.recorders.items():
             events = [e.to_json() for e in rec.snapshot()]
-            steps, counts = recording_to_steps(events, scrub)
+            steps, counts, seen = recording_to_steps(events, scrub)
             if not steps:
                 continue
             case = {"name": f"real-{scenario.replace('_', '-')}-{name}",
                     "schema": self.schemas[name],
-                    "recorded": True, "note": note, "recording": counts, "steps": steps}
+                    "recorded": True, "note": note, "recording": counts,
+                    "recorded_seen": seen, "steps": steps}
             if name in self.clustered:
                 case["clustered"] = True
             out.append(case)

@@ -437,17 +437,20 @@ class Case:
     recorded: bool = False
     # Served from a one-member cluster (the real server keeps a transaction history).
     clustered: bool = False
+    # Recorded cases: per connection, the rows (placeholder names) it heard of.
+    recorded_seen: dict[str, list[str]] = field(default_factory=dict)
 
     @staticmethod
     def from_json(js: dict[str, Any], file: str) -> Case:
         unknown = set(js) - {"name", "schema", "setup", "steps", "intended", "note",
-                             "known_bug", "recorded", "recording", "clustered"}
+                             "known_bug", "recorded", "recording", "clustered",
+                             "recorded_seen"}
         if unknown:
             raise ValueError(f"{file}: case {js.get('name')}: unknown members {unknown}")
         return Case(js["name"], js.get("schema", "T"), js["steps"], js.get("setup", []),
                     js.get("intended", []), js.get("note", ""), file,
                     js.get("known_bug", ""), bool(js.get("recorded", False)),
-                    bool(js.get("clustered", False)))
+                    bool(js.get("clustered", False)), js.get("recorded_seen", {}))
 
 
 def load_cases(directory: Path = CASES_DIR) -> list[Case]:
@@ -483,6 +486,8 @@ class Record:
     steps: list[StepRecord] = field(default_factory=list)
     # Per connection: request ids named by `cancel` notifications.
     canceled: dict[str, set[bytes]] = field(default_factory=dict)
+    # Cases with placeholders: the server's UUIDs by placeholder name (real_traffic).
+    names: dict[str, str] = field(default_factory=dict)
 
 
 def step_request(step: dict[str, Any], db: str, auto_id: int) -> dict[str, Any] | None:
@@ -552,6 +557,8 @@ class LiveRun:
         # Recorded cases: each server's names for the UUIDs it chose, and the method of
         # each request sent, by (connection, id).
         self.births = {k: Births(request_uuids(case)) for k in pair.sides}
+        for k, b in self.births.items():
+            self.records[k].names = b.by_uuid  # filled as the case runs
         self.sent: dict[tuple[str, bytes], str] = {}
         # Placeholders (<u1>, <t1>, ...) stand for UUIDs and transaction ids a server
         # chose: recorded cases, and hand-written ones that resume monitors.
@@ -574,6 +581,10 @@ class LiveRun:
             self.sent[(cname, _key(msg["id"]))] = str(msg.get("method"))
         _run_step(self.pair, self.conns, self.records, st, n, self.births)
         names = case_connections(self.case)
+        # A reply the recorded client never got (its connection was cut first) names
+        # nothing: the recording could not name what it inserted.
+        unheard = ((cname, _key(msg["id"])) if msg is not None and msg.get("id") is not None
+                   and st.get("recorded_reply") == "none" else None)
         for k in self.pair.sides:
             got = self.records[k].steps[-1].messages
             pairs = []
@@ -582,6 +593,8 @@ class LiveRun:
                 for m in got[c]:
                     if isinstance(m, dict) and "method" not in m and m.get("id") is not None \
                             and self.sent.get((c, _key(m["id"]))) == "transact":
+                        if (c, _key(m["id"])) == unheard:
+                            continue
                         pairs.append(({"method": "transact"}, m))
                     if isinstance(m, dict) and m.get("method") != "echo":
                         others.append(m)

@@ -170,17 +170,29 @@ def placeholders(v: Any, births: Births) -> Any:
     return v
 
 
-def reply_shape(reply: Any) -> list[str] | str:
-    """What a transaction's reply says happened, without values: per operation `ok`,
-    `count=N`, `rows=N`, `uuid` or `error=...`. A replay whose placeholders resolved
-    right gives the real server's recorded shapes back (an update by a wrong UUID
-    counts 0 rows)."""
+MONITORS = ("monitor", "monitor_cond", "monitor_cond_since")
+
+
+def reply_shape(reply: Any, method: str = "transact") -> list[str] | str:
+    """What a reply says happened, without values: for a transaction per operation
+    `ok`, `count=N`, `rows=N`, `uuid` or `error=...`; for a monitor the number of rows
+    per table (and `found` of monitor_cond_since). A replay whose placeholders resolved
+    right gives the real server's recorded shapes back (an update by a wrong UUID counts
+    0 rows, a condition on a wrong chassis selects none)."""
     if not isinstance(reply, dict):
         return "none"
     if reply.get("error") is not None:
         err = reply["error"]
         return f"error={err.get('error') if isinstance(err, dict) else err}"
     res = reply.get("result")
+    if method in MONITORS:
+        found = []
+        if method == "monitor_cond_since" and isinstance(res, list) and len(res) == 3:
+            found, res = [f"found={str(res[0]).lower()}"], res[2]
+        if not isinstance(res, dict):
+            return "result"
+        return found + [f"{t}={len(rows) if isinstance(rows, dict) else '?'}"
+                        for t, rows in sorted(res.items())]
     if not isinstance(res, list):
         return "result"
     out = []
@@ -242,12 +254,15 @@ def _is_reply(m: Any) -> bool:
 
 
 def recording_to_steps(events: list[dict[str, Any]], scrub: Scrubber
-                       ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The steps of a case replaying `events` (Recorder events as JSON), and counts.
+                       ) -> tuple[list[dict[str, Any]], dict[str, int], dict[str, list[str]]]:
+    """The steps of a case replaying `events` (Recorder events as JSON), counts, and
+    per connection the rows it heard of (`rows_seen`).
 
     Server messages are grouped into steps as the harness will see them: a reply with
     the step of its request; anything else with the step of the last request sent
-    before it (the replay runs each step until every connection is quiet)."""
+    before it (the replay runs each step until every connection is quiet). A cut by
+    the proxy closes the connection right after the last step that involved it: what
+    the server sent it later was lost in the cut, and the replay must not deliver it."""
     conns: dict[int, str] = {}
     steps: list[dict[str, Any]] = []
     step_of: dict[tuple[int, str], int] = {}  # (conn, request id) -> step index
@@ -255,6 +270,9 @@ def recording_to_steps(events: list[dict[str, Any]], scrub: Scrubber
     others: dict[int, list[tuple[int, Any]]] = {}
     counts = {"client messages": 0, "server messages": 0, "left out": 0}
     raw_steps: list[tuple[int, Any]] = []
+    s2c: dict[int, list[Any]] = {}
+    last_at: dict[int, int] = {}  # conn -> the last step that involved it
+    cuts: list[tuple[int, int]] = []  # (conn, after step)
     for ev in events:
         c, d, m = ev["conn"], ev["dir"], ev["msg"]
         if d == "c2s":
@@ -265,9 +283,11 @@ def recording_to_steps(events: list[dict[str, Any]], scrub: Scrubber
             conns.setdefault(c, f"c{len(conns) + 1}")
             if isinstance(m, dict) and m.get("id") is not None:
                 step_of[(c, _key(m["id"]))] = len(raw_steps)
+            last_at[c] = len(raw_steps)
             raw_steps.append((c, m))
         elif d == "s2c":
             counts["server messages"] += 1
+            s2c.setdefault(c, []).append(m)
             if isinstance(m, dict) and m.get("method") == "echo":
                 continue
             last = len(raw_steps) - 1
@@ -275,10 +295,25 @@ def recording_to_steps(events: list[dict[str, Any]], scrub: Scrubber
                 k = step_of.get((c, _key(m.get("id"))))
                 if k is not None:
                     replies.setdefault(k, []).append((c, m))
+                    last_at[c] = max(last_at.get(c, 0), k)
                     continue
             others.setdefault(max(last, 0), []).append((c, m))
-        elif d == "close" and m in ("client", "proxy") and c in conns:
+            last_at[c] = max(last_at.get(c, 0), last)
+        elif d == "close" and m == "proxy" and c in conns:
+            cuts.append((c, last_at.get(c, len(raw_steps) - 1)))
+        elif d == "close" and m == "client" and c in conns:
+            last_at[c] = len(raw_steps)
             raw_steps.append((c, None))
+    if cuts:  # each cut right after the last step that involved its connection
+        placed: list[tuple[int, Any]] = []
+        where: dict[int, int] = {}
+        for i, item in enumerate(raw_steps):
+            placed.append(item)
+            where[i] = len(placed) - 1
+            placed += [(c, None) for c, after in cuts if after == i]
+        raw_steps = placed
+        replies = {where[k]: v for k, v in replies.items()}
+        others = {where[k]: v for k, v in others.items()}
     order = {c: i for i, c in enumerate(conns)}
     births = Births()
     # A UUID a client sent before any server message carried it is the client's own.
@@ -293,29 +328,53 @@ def recording_to_steps(events: list[dict[str, Any]], scrub: Scrubber
             # (the harness gives an id when there is none; "id": null stays a notification)
             steps.append({"conn": conns[c], "request": scrub(placeholders(m, births))})
         pairs = [(m, rep) for c2, rep in replies.get(i, []) if c2 == c]
-        if isinstance(m, dict) and m.get("method") == "transact":
-            steps[-1]["recorded_reply"] = reply_shape(pairs[0][1] if pairs else None)
+        if isinstance(m, dict) and m.get("method") in ("transact", *MONITORS):
+            steps[-1]["recorded_reply"] = reply_shape(pairs[0][1] if pairs else None,
+                                                      m["method"])
         msgs = sorted(replies.get(i, []) + others.get(i, []), key=lambda x: order.get(x[0], 0))
         births.step(pairs, [x for _, x in msgs])
         for _, x in msgs:
             seen_server.update(uuids_in(x))
+    seen = {conns[c]: rows_seen(ms, births.by_uuid) for c, ms in s2c.items() if c in conns}
     counts["steps"] = len(steps)
     counts["connections"] = len(conns)
     counts["placeholders"] = sum(
         1 for st in steps for _ in PLACEHOLDER_RE.finditer(repr(st.get("request"))))
-    return steps, counts
+    return steps, counts, seen
+
+
+def rows_seen(msgs: Iterable[Any], names: dict[str, str]) -> list[str]:
+    """The rows (placeholder names of inserted rows) that `msgs` mention: what a
+    connection heard of, however a server grouped its updates."""
+    out = {names[u] for m in msgs for u in uuids_in(m) if names.get(u, "").startswith("<u")}
+    return sorted(out, key=lambda n: int(n[2:-1]))
 
 
 # ---------------------------------------------------------------------------------------
 # Replay fidelity
 
 
-def replay_mismatches(steps: list[dict[str, Any]], recorded_steps: list[Any]
-                      ) -> list[str]:
+def replay_mismatches(steps: list[dict[str, Any]], recorded_steps: list[Any],
+                      seen: dict[str, list[str]] | None = None,
+                      names: dict[str, str] | None = None) -> list[str]:
     """Where the real server's replay of a recorded case did not do what the recording
-    says it did: a placeholder it did not resolve, or a transaction whose reply has
-    another shape. `recorded_steps` are the real server's StepRecords (setup first)."""
+    says it did: a placeholder it did not resolve, a reply of another shape, or a
+    connection that heard of other rows (`seen`, with the replay's `names`: a monitor
+    condition naming a wrong row selects others). `recorded_steps` are the real server's
+    StepRecords (setup first)."""
     out = []
+    if seen and names is not None:
+        by_conn: dict[str, list[Any]] = {}
+        for st in recorded_steps[1:]:
+            for c, ms in st.messages.items():
+                by_conn.setdefault(c, []).extend(ms)
+        for c, want in seen.items():
+            got = rows_seen(by_conn.get(c, []), names)
+            if got != want:
+                only_rec = sorted(set(want) - set(got))[:5]
+                only_rep = sorted(set(got) - set(want))[:5]
+                out.append(f"{c} heard of other rows: only recorded {only_rec}, "
+                           f"only replayed {only_rep}")
     for i, st in enumerate(steps):
         if i + 1 >= len(recorded_steps):
             break
@@ -324,12 +383,12 @@ def replay_mismatches(steps: list[dict[str, Any]], recorded_steps: list[Any]
             if isinstance(m, dict) and "__unresolved__" in m:
                 out.append(f"step {i + 1}: unresolved {m['__unresolved__']}")
         want = st.get("recorded_reply")
-        if want is None:
+        if want is None or want == "none":  # (the client's connection was cut first)
             continue
         rid = _key(st["request"].get("id"))
         got = [m for m in msgs if isinstance(m, dict) and "method" not in m
                and _key(m.get("id")) == rid]
-        shape = reply_shape(got[0] if got else None)
+        shape = reply_shape(got[0] if got else None, str(st["request"].get("method")))
         if shape != want:
             out.append(f"step {i + 1}: recorded {want}, replayed {shape}")
     return out

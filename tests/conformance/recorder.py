@@ -20,6 +20,7 @@ Rules kept here:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import socket
@@ -53,6 +54,7 @@ class _Pipe:
                                                                 "s2c": Framer()})
     broken: set[str] = field(default_factory=set)
     open: bool = True
+    unanswered: set[str] = field(default_factory=set)  # ids of the client's requests
 
 
 class Recorder:
@@ -72,7 +74,8 @@ class Recorder:
         self._pipes: list[_Pipe] = []
         self._t0 = time.monotonic()
         self._listener: socket.socket | None = None
-        self._pending_drops: list[_Pipe] = []  # closed by the loop thread, in order
+        # (pipe, deadline): closed by the loop thread once idle or at the deadline
+        self._pending_drops: list[tuple[_Pipe, float]] = []
 
     def start(self) -> Recorder:
         with contextlib.suppress(FileNotFoundError):
@@ -104,12 +107,15 @@ class Recorder:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.listen_path)
 
-    def drop(self, conn: int) -> None:
+    def drop(self, conn: int, grace: float = 2.0) -> None:
         """Close connection `conn` on both sides, as a network failure would (recorded
-        as closed by the proxy); the client may reconnect."""
+        as closed by the proxy); the client may reconnect. The cut waits (up to `grace`
+        seconds) until the client's requests are answered: a request cut in flight may
+        or may not have been executed, which a replay could not know."""
         with self._lock:
             pipes = [p for p in self._pipes if p.conn == conn]
-        self._pending_drops.extend(pipes)
+        deadline = time.monotonic() + grace
+        self._pending_drops.extend((p, deadline) for p in pipes)
 
     def open_connections(self) -> list[int]:
         with self._lock:
@@ -128,8 +134,12 @@ class Recorder:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            while self._pending_drops:
-                self._close(self._pending_drops.pop(0), "proxy")
+            now = time.monotonic()
+            for item in list(self._pending_drops):
+                pipe, deadline = item
+                if not pipe.unanswered or now > deadline:
+                    self._pending_drops.remove(item)
+                    self._close(pipe, "proxy")
             for key, _ in self._sel.select(timeout=0.05):
                 if key.data is None:
                     self._accept()
@@ -183,6 +193,12 @@ class Recorder:
             self._record(pipe.conn, direction, {"__not_json__": True})
             return
         for m in msgs:
+            if isinstance(m, dict) and m.get("id") is not None:
+                key = json.dumps(m["id"], sort_keys=True)
+                if direction == "c2s" and "method" in m:
+                    pipe.unanswered.add(key)
+                elif direction == "s2c" and "method" not in m:
+                    pipe.unanswered.discard(key)
             self._record(pipe.conn, direction, m)
 
     def _close(self, pipe: _Pipe, who: str | None) -> None:

@@ -36,7 +36,8 @@ def test_case(case: Case, server_pair: Callable[..., ServerPair]) -> None:
         STATS["recorded cases"] += 1
         STATS["replayed client messages"] += sum("request" in st for st in case.steps)
         # The replay is faithful: on the real server it does what the recording says.
-        bad = replay_mismatches(case.steps, records["real"].steps)
+        bad = replay_mismatches(case.steps, records["real"].steps, case.recorded_seen,
+                                records["real"].names)
         assert not bad, f"{case.name}: the real server's replay differs from the " \
             "recording:\n" + "\n".join(bad[:10])
     if case.known_bug:

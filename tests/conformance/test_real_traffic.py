@@ -93,7 +93,7 @@ def test_server_uuids_become_placeholders_by_birth() -> None:
             {"op": "insert", "uuid": OWN, "row": {"r": ["uuid", X]}}]}),
         _ev(2, "close", "client"),
     ]
-    steps, counts = recording_to_steps(events, Scrubber({}, "", []))
+    steps, counts, seen = recording_to_steps(events, Scrubber({}, "", []))
     assert [s["conn"] for s in steps] == ["c1", "c2", "c2"]
     req = steps[1]["request"]
     # Named by birth (insert order in the reply), not by first sight in the update.
@@ -102,6 +102,7 @@ def test_server_uuids_become_placeholders_by_birth() -> None:
     assert steps[2] == {"conn": "c2", "close": True}
     assert steps[0]["recorded_reply"] == ["uuid", "uuid"]
     assert counts["left out"] == 2 and counts["placeholders"] == 2
+    assert seen == {"c1": ["<u1>", "<u2>"], "c2": ["<u1>", "<u2>"]}
 
     # At replay another server's UUIDs born at the same place take the names.
     b = Births({OWN})
@@ -121,3 +122,20 @@ def test_scrubbed_paths_host_and_pids() -> None:
          "n": 4242, "k": "box70 42420"}
     assert scrub(v) == {"comment": "ovs-vsctl --db=unix:@DEEP@/db.sock on @HOST@ "
                                    "(pid @PID1@)", "n": 4242, "k": "box70 42420"}
+
+
+def test_a_cut_closes_right_after_what_the_connection_last_heard() -> None:
+    mon = {"method": "monitor_cond", "id": 1, "params": ["D", "m", {"T": {}}]}
+    ins = {"method": "transact", "id": 1, "params": ["D", {"op": "insert"}]}
+    events = [
+        _ev(1, "c2s", mon), _ev(1, "s2c", {"id": 1, "result": {}, "error": None}),
+        _ev(2, "c2s", ins),
+        _ev(2, "s2c", _insert_reply(1, X)),
+        # The proxy cut connection 1 after the insert: its update was lost in the cut.
+        _ev(1, "close", "proxy"),
+    ]
+    steps, _, seen = recording_to_steps(events, Scrubber({}, "", []))
+    assert steps == [{"conn": "c1", "request": mon, "recorded_reply": []},
+                     {"conn": "c1", "close": True},
+                     {"conn": "c2", "request": ins, "recorded_reply": ["uuid"]}]
+    assert seen == {"c1": [], "c2": ["<u1>"]}
