@@ -352,3 +352,86 @@ def test_reconnect_and_disable_monitor_cond(nb_servers: dict[str, ServerProcess]
     assert seen["real"][-2] == [{"id": 2, "result": {}, "error": None}]
     assert seen["real"][-3] == [{"id": 1, "error": "unknown method"}]
     assert seen["ours"] == seen["real"]
+
+
+def _raft_lines(path: str) -> list[str]:
+    """The raft module's lines of a log, "LEVEL|text": INFO and above, and the
+    debug line about being connected (the others at debug level trace every RPC)."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        if "|raft|" in line:
+            text = "|".join(line.split("|")[3:])
+            if not text.startswith("DBG|") or "raft_is_connected" in text:
+                out.append(text)
+    return out
+
+
+def test_lone_member_logs_its_elections_as_the_real_server(tmp_path: Path) -> None:
+    """A one-server cluster, started twice: the same raft lines, in the same order."""
+    require("ovsdb-server", "ovsdb-tool")
+    seen = {}
+    for kind in ("ours", "real"):
+        d = tmp_path / kind
+        d.mkdir()
+        tool = ["ovsdb-tool"] if kind == "real" else [sys.executable, "-m", "pyovsdb", "tool"]
+        run([*tool, "create-cluster", str(d / "nb.db"), NB_SCHEMA, f"unix:{d / 'r.sock'}"])
+        for _ in range(2):
+            srv = ServerProcess(kind, d, [str(d / "nb.db")], name="s")
+            try:
+                srv.start()
+                assert wait_until(lambda srv=srv: "elected leader" in Path(
+                    srv.logfile).read_text())
+            finally:
+                srv.stop()
+        sid = run([*tool, "db-sid", str(d / "nb.db")]).stdout.strip()[:4]
+        seen[kind] = [re.sub(r"\d+ ms timeout", "N ms timeout", line.replace(sid, "SID"))
+                      for line in _raft_lines(srv.logfile)]
+    assert seen["real"] == [
+        "INFO|term 1: N ms timeout expired, starting election",
+        "INFO|term 1: elected leader by 1+ of 1 servers", "INFO|local server ID is SID",
+        "INFO|term 2: N ms timeout expired, starting election",
+        "INFO|term 2: elected leader by 1+ of 1 servers", "INFO|local server ID is SID"]
+    assert seen["ours"] == seen["real"]
+
+
+@pytest.mark.parametrize("kind", ["ours", "real"])
+def test_role_changes_logged_as_the_real_server(tmp_path: Path, kind: str) -> None:
+    """Three members: the lines operators grep for elections and leaders, and the debug
+    line `raft_is_connected: true` once a member has found its leader."""
+    require("ovsdb-server", "ovsdb-tool", "ovs-appctl")
+    c = Cluster(tmp_path, NB_SCHEMA, "OVN_Northbound", [kind] * 3, extra=["-vraft:file:dbg"])
+    try:
+        c.create()
+        c.start()
+        leader = c.wait_formed()
+        term = int(c.members[leader - 1].status("OVN_Northbound")["Term"])
+        old = c.members[leader - 1].name
+        c.exit(leader)     # `ovs-appctl exit` hands leadership over
+        new: int | None = None
+        deadline = time.monotonic() + 30
+        logs: dict[int, list[str]] = {}
+        while time.monotonic() < deadline:
+            logs = {m.index: _raft_lines(m.proc.logfile) for m in c.members}
+            winners = [i for i, lines in logs.items()
+                       if f"INFO|term {term + 1}: elected leader by 2+ of 3 servers"
+                       in lines]
+            if winners:
+                new = winners[0]
+                break
+            time.sleep(0.1)
+        assert new is not None, logs
+    finally:
+        c.close()
+    lines = logs[new]
+    assert f"INFO|received leadership transfer from {old} in term {term}" in lines, lines
+    i = lines.index(f"INFO|received leadership transfer from {old} in term {term}")
+    assert lines[i + 1] == f"INFO|term {term + 1}: starting election"
+    assert lines[i + 2] == f"INFO|term {term + 1}: elected leader by 2+ of 3 servers"
+    other = next(m.index for m in c.members if m.index not in (leader, new))
+    nick = c.members[new - 1].name
+    assert wait_until(lambda: f"INFO|server {nick} is leader for term {term + 1}"
+                      in _raft_lines(c.members[other - 1].proc.logfile), timeout=10)
+    for m in c.members:
+        lines = _raft_lines(m.proc.logfile)
+        assert "DBG|raft_is_connected: true" in lines, (m.name, lines)
+        assert lines[0].startswith("INFO|local server ID is ") or m.index == 1

@@ -13,6 +13,7 @@ Rules kept here:
   does; the client just waits.
 - Monitors and reads are served from the local copy. The `_Server` row tells clients
   whether this member is connected, whether it is the leader, and its applied index.
+- Role changes are logged as the real server logs them (`raft_log`).
 - Transaction ids (`monitor_cond_since`, `update3`) are entry ids, so a client can
   resync against any member that has the entry in its history.
 - Automatic compaction follows the real server's policy; a leader of several servers
@@ -40,6 +41,7 @@ from ..storage import clustered
 from ..storage.standalone import snapshot_record
 from ..util import batch
 from .hosted import HostedDb
+from .raft_log import RoleLog
 from .raft_net import RaftNet
 
 if TYPE_CHECKING:
@@ -166,10 +168,12 @@ class ClusteredDb:
         self._synced = 0
         self._sync_target = 0
         self._sync_scheduled = False
+        self.role_log = RoleLog(self.core, self.nickname)
 
     # -- lifetime ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.role_log.started()
         await self.net.listen()
         self._sync_peers()
         self.process()
@@ -210,6 +214,7 @@ class ClusteredDb:
                 self._store_snapshot()
         if self.closed:
             return
+        self.role_log.update()
         if (self._retry_after_apply and self.retry
                 and (self.applied_index != applied_before or not self._must_wait())):
             self._retry_after_apply = False
@@ -749,6 +754,7 @@ class ClusteredDb:
             return None
         if not core.may_snapshot():
             if core.is_leader:
+                self.role_log.transferring_for_snapshot()
                 core.notify_snapshot_recommended()
                 self.process()
             return "cannot snapshot now (leader of a cluster, or joining/leaving)"
