@@ -30,7 +30,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db, require, run
+from procs import (
+    NB_SCHEMA,
+    SB_SCHEMA,
+    VSWITCH_SCHEMA,
+    ServerProcess,
+    create_db,
+    free_port,
+    require,
+    run,
+)
 
 WAIT = 30.0
 CTL_TIMEOUT = "--timeout=20"
@@ -457,17 +466,21 @@ def _ovs_atom(s: str, i: int) -> tuple[str, int]:
 
 class ControlPlane:
     """NB and SB databases on a `kind` server ("ours" or "real") and the real
-    ovn-northd between them."""
+    ovn-northd between them; with `sb_cluster=N` the SB is an N-member Raft cluster
+    (made with the kind's own tool, Raft on loopback ports) and every client is given
+    all members' remotes, as central nodes are deployed."""
 
     def __init__(self, kind: str, workdir: Path, *, tcp: bool = False,
-                 server_extra: list[str] | None = None) -> None:
+                 server_extra: list[str] | None = None, sb_cluster: int = 0) -> None:
         self.kind = kind
         self.workdir = Path(workdir)
         self.tcp = tcp  # NB and SB also on loopback TCP ports (ServerProcess.tcp)
         self.server_extra = list(server_extra or [])  # more options for NB and SB servers
+        self.sb_cluster = sb_cluster
         self.env = daemon_env(self.workdir)
         self.nb: ServerProcess | None = None
-        self.sb: ServerProcess | None = None
+        self.sb: ServerProcess | None = None  # the (first) SB server
+        self.sb_members: list[ServerProcess] = []  # all SB servers (one if standalone)
         self.northd: Daemon | None = None
 
     @property
@@ -478,7 +491,47 @@ class ControlPlane:
     @property
     def sb_remote(self) -> str:
         assert self.sb is not None
-        return self.sb.unix
+        return ",".join(m.unix for m in self.sb_members)
+
+    def _tool(self) -> list[str]:
+        return [sys.executable, "-m", "pyovsdb", "tool"] if self.kind == "ours" \
+            else ["ovsdb-tool"]
+
+    def _start_sb(self) -> None:
+        if not self.sb_cluster:
+            sb_db = create_db(self.kind, self.workdir / "sb.db", SB_SCHEMA)
+            self.sb = ServerProcess(self.kind, self.workdir, [sb_db], name="sb", tcp=self.tcp,
+                                    extra=self.server_extra)
+            self.sb_members = [self.sb]
+            self.sb.start()
+            return
+        raft = [f"tcp:127.0.0.1:{free_port()}" for _ in range(self.sb_cluster)]
+        dbs = [str(self.workdir / f"sb{i + 1}.db") for i in range(self.sb_cluster)]
+        run([*self._tool(), "create-cluster", dbs[0], SB_SCHEMA, raft[0]])
+        for db, addr in zip(dbs[1:], raft[1:], strict=True):
+            run([*self._tool(), "join-cluster", db, "OVN_Southbound", addr, raft[0]])
+        self.sb_members = [ServerProcess(self.kind, self.workdir, [db], name=f"sb{i + 1}",
+                                         tcp=self.tcp, extra=self.server_extra)
+                           for i, db in enumerate(dbs)]
+        self.sb = self.sb_members[0]
+        for m in self.sb_members:
+            m.start()
+
+    def sb_leader(self) -> ServerProcess:
+        """The running SB member that says it is the Raft leader (cluster/status)."""
+        found: list[ServerProcess] = []
+
+        def leader() -> bool:
+            for m in self.sb_members:
+                if m.proc is None:
+                    continue
+                st = m.appctl("cluster/status", "OVN_Southbound", check=False).stdout
+                if re.search(r"^Role: leader$", st, re.M):
+                    found.append(m)
+                    return True
+            return False
+        poll(leader, "an SB leader", self.logs)
+        return found[0]
 
     @property
     def northd_ctl(self) -> str:
@@ -491,11 +544,9 @@ class ControlPlane:
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
             nb_db = create_db(self.kind, self.workdir / "nb.db", NB_SCHEMA)
-            sb_db = create_db(self.kind, self.workdir / "sb.db", SB_SCHEMA)
             self.nb = ServerProcess(self.kind, self.workdir, [nb_db], name="nb", tcp=self.tcp,
                                     extra=self.server_extra).start()
-            self.sb = ServerProcess(self.kind, self.workdir, [sb_db], name="sb", tcp=self.tcp,
-                                    extra=self.server_extra).start()
+            self._start_sb()
             # northd picks these MACs at random when unset; fixed, two runs of one
             # scenario install the same flows.
             self.nbctl("init", "--", "set", "NB_Global", ".",
@@ -518,7 +569,7 @@ class ControlPlane:
 
     def stop(self) -> None:
         errors: list[BaseException] = []
-        for part in (self.northd, self.sb, self.nb):
+        for part in (self.northd, *self.sb_members, self.nb):
             if part is None:
                 continue
             try:
@@ -533,12 +584,10 @@ class ControlPlane:
         client has to reconnect and resynchronize. `offline` operations are applied to
         the file meanwhile (with the kind's own tool), so clients can only learn of
         them from what the restarted server sends."""
-        assert self.sb is not None
+        assert self.sb is not None and not self.sb_cluster
         self.sb.stop()
         if offline:
-            tool = ([sys.executable, "-m", "pyovsdb", "tool"] if self.kind == "ours"
-                    else ["ovsdb-tool"])
-            out = run([*tool, "transact", self.sb.dbs[0],
+            out = run([*self._tool(), "transact", self.sb.dbs[0],
                        json.dumps(["OVN_Southbound", *offline])]).stdout
             assert '"error"' not in out, out
         self.sb.start()
@@ -557,7 +606,7 @@ class ControlPlane:
         parts = [f"=== control plane ({self.kind})"]
         if self.northd is not None:
             parts.append(self.northd.logs())
-        for srv in (self.nb, self.sb):
+        for srv in (self.nb, *self.sb_members):
             if srv is not None:
                 parts.append(tail(srv.logfile, 20))
         return "\n".join(parts)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,8 +91,9 @@ class Run:
 class Deployment:
     """The control plane and both hypervisors of one run."""
 
-    def __init__(self, kind: str, monitor_all: bool, workdir: Path) -> None:
-        self.cp = ControlPlane(kind, workdir / "cp")
+    def __init__(self, kind: str, monitor_all: bool, workdir: Path, *,
+                 sb_cluster: int = 0) -> None:
+        self.cp = ControlPlane(kind, workdir / "cp", sb_cluster=sb_cluster)
         self.kind = kind
         self.monitor_all = monitor_all
         self.workdir = workdir
@@ -194,7 +195,8 @@ def name_odp_ports(hv: Hypervisor, actions: str) -> str:
     return f"{head}: " + ",".join(names.get(a, a) for a in split_actions(acts))
 
 
-def scenario(d: Deployment, run: Run) -> None:
+def build(d: Deployment, run: Run) -> None:
+    """Start the deployment, make the logical topology and bind the six VIFs."""
     cp = d.cp
     run.step = "starting the control plane and the hypervisors"
     d.start()
@@ -229,6 +231,11 @@ def scenario(d: Deployment, run: Run) -> None:
         "vm1->vm4 (same switch, other hv)": d.trace("vm1", "vm4", "sw0"),
         "vm1->vm3 (through lr0, same hv)": d.trace("vm1", "vm3", "sw1"),
     }
+
+
+def scenario(d: Deployment, run: Run) -> None:
+    cp = d.cp
+    build(d, run)
 
     run.step = "adding a port with --wait=hv"
     lport, sw, hv = ADDED
@@ -280,25 +287,31 @@ def scenario(d: Deployment, run: Run) -> None:
     d.snapshot(run, "restarted")
 
 
-@pytest.fixture(scope="module", params=list(MODES))
-def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[dict[str, Run]]:
-    """The scenario on the real ovsdb-server and on ours, one after the other, every
-    daemon stopped (by pid) before the next run starts."""
-    monitor_all = MODES[request.param]
+def run_both(tmp_path_factory: pytest.TempPathFactory, label: str, monitor_all: bool,
+             steps: Callable[[Deployment, Run], None], sb_cluster: int = 0) -> dict[str, Run]:
+    """`steps` on the real ovsdb-server and on ours, one after the other, every daemon
+    stopped (by pid) before the next run starts."""
     out = {}
     for kind in KINDS:
         run = Run(kind, monitor_all)
-        d = Deployment(kind, monitor_all, tmp_path_factory.mktemp(f"{kind}-{request.param}"))
+        d = Deployment(kind, monitor_all, tmp_path_factory.mktemp(f"{kind}-{label}"),
+                       sb_cluster=sb_cluster)
         try:
-            scenario(d, run)
+            steps(d, run)
         except Exception as e:  # reported by every test of this run (Run.ok)
             run.error = (f"while {run.step}: {type(e).__name__}: {e}\n"
                          f"{d.flow_counts()}")
         finally:
             d.stop()
         out[kind] = run
-    yield out
+    return out
+
+
+@pytest.fixture(scope="module", params=list(MODES))
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+         ) -> dict[str, Run]:
+    """The whole scenario on real and on ours, in one monitoring mode."""
+    return run_both(tmp_path_factory, request.param, MODES[request.param], scenario)
 
 
 def expected_bindings(phase: str) -> dict[str, str]:
@@ -405,3 +418,47 @@ def test_restarts(runs: dict[str, Run]) -> None:
     for run in runs.values():
         run.ok()
         assert run.chassis_after_exit == ["hv2"]
+
+
+# ---------------------------------------------------------------------------------------
+# A clustered SB, as central nodes run it.
+
+
+def cluster_scenario(d: Deployment, run: Run) -> None:
+    """The six VIFs bound with a 3-member SB cluster; then its leader stopped, a port
+    added and bound meanwhile."""
+    build(d, run)
+    run.step = "losing the SB leader"
+    leader = d.cp.sb_leader()
+    leader.stop()
+    d.cp.sb_leader()  # a new one is elected
+    lport, sw, hv = ADDED
+    d.cp.nbctl("--wait=hv", "lsp-add", sw, lport, "--", "lsp-set-addresses", lport,
+               f"{mac(lport)} {ip(lport, sw)}", timeout=WAIT)
+    d.add_vif(lport, hv)
+    d.wait_bound(lport)
+    d.snapshot(run, "leader lost")
+
+
+@pytest.fixture(scope="module")
+def cluster_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    return run_both(tmp_path_factory, "cluster", False, cluster_scenario, sb_cluster=3)
+
+
+def test_clustered_sb(cluster_runs: dict[str, Run]) -> None:
+    """With the SB a 3-member cluster, before and after its leader goes: every VIF
+    claimed, up and installed, and the same flows as with a real cluster."""
+    real, ours = cluster_runs["real"], cluster_runs["ours"]
+    for run in (real, ours):
+        run.ok()
+        for phase, want in (("bound", expected_bindings("bound")),
+                            ("leader lost", expected_bindings("added"))):
+            assert run.bindings[phase] == want, (run.kind, phase)
+            assert run.up[phase] == dict.fromkeys(want, True), (run.kind, phase)
+            assert run.installed[phase] == dict.fromkeys(want, True), (run.kind, phase)
+    for phase in ("bound", "leader lost"):
+        for hv in ("hv1", "hv2"):
+            o, r = ours.flows[phase][hv], real.flows[phase][hv]
+            assert len(r) > 100, (phase, hv, len(r))
+            assert o == r, flow_diff(phase, hv, o, r)
+    assert ours.sb_cells == real.sb_cells
