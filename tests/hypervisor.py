@@ -15,6 +15,13 @@ Rules kept here:
   VIFs are `type=dummy` interfaces.
 - Every wait polls against a deadline; a timeout raises with the tails of the logs of
   the daemons involved, so a failure in CI says which daemon was stuck and why.
+- What ovn-northd would choose at random (svc_monitor_mac, mac_prefix) is fixed, and
+  flow tables are compared only after `normalize_flows` has named what ovn-controller
+  numbers in hash order (conntrack zones, a flood's member order): two runs of one
+  scenario on the real server then give equal tables, so any difference left is a
+  difference of the servers.
+- The API (Hypervisor, ControlPlane and their methods) is only ever extended: other
+  tests build on it.
 """
 
 from __future__ import annotations
