@@ -266,7 +266,8 @@ class Hypervisor:
         return str(self.workdir / f"ovn-controller.{self.controller.pid}.ctl")
 
     def start(self) -> Hypervisor:
-        require("ovs-vswitchd", "ovn-controller", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+        require("ovs-vswitchd", "ovn-controller", "ovs-vsctl", "ovs-ofctl", "ovs-appctl",
+                "ovn-appctl")
         if self.kind == "real":
             require("ovsdb-server", "ovsdb-tool")
         self.workdir.mkdir(parents=True, exist_ok=True)
