@@ -100,6 +100,12 @@ INTENDED: dict[str, Intended] = {
     "ssl": Intended("SSL remotes (`pssl:`, `ssl:`)", "not observable", "startup"),
     "active_remotes": Intended(
         "active remotes (`tcp:`/`unix:` as `--remote`)", "not observable", "startup"),
+    "db_remote_runtime_change": Intended(
+        "a `db:` remote's `read_only` or `role` changed at run time", "not observable",
+        "db: remotes (tests/interop/test_rbac_read_only.py)"),
+    "convert_read_only": Intended(
+        "`convert` from a read-only session", "not observable",
+        "db: remotes (tests/interop/test_rbac_read_only.py)"),
     "storage_failure": Intended(
         "a storage write failure (disk full)", "not observable", "storage"),
     # Clustered databases: the corpus runs standalone servers; tests/cluster covers these.
