@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -435,3 +436,157 @@ def test_role_changes_logged_as_the_real_server(tmp_path: Path, kind: str) -> No
         lines = _raft_lines(m.proc.logfile)
         assert "DBG|raft_is_connected: true" in lines, (m.name, lines)
         assert lines[0].startswith("INFO|local server ID is ") or m.index == 1
+
+
+# ---------------------------------------------------------------------------------------
+# cluster/failure-test.
+
+
+def test_failure_test_command_texts(tmp_path: Path) -> None:
+    """Argument count, unknown scenario, engage and clear, as the real server."""
+    require("ovsdb-server", "ovsdb-tool", "ovs-appctl")
+    seen = {}
+    for kind in ("ours", "real"):
+        d = tmp_path / kind
+        d.mkdir()
+        tool = ["ovsdb-tool"] if kind == "real" else [sys.executable, "-m", "pyovsdb", "tool"]
+        run([*tool, "create-cluster", str(d / "nb.db"), NB_SCHEMA, f"unix:{d / 'r.sock'}"])
+        srv = ServerProcess(kind, d, [str(d / "nb.db")], name="s")
+        try:
+            srv.start()
+            seen[kind] = [_appctl(srv, "cluster/failure-test", *args) for args in (
+                [], ["nope"], ["delay-election"], ["clear"], ["a", "b"])]
+            listed = _appctl(srv, "list-commands")[1]
+            seen[kind].append([ln for ln in listed.splitlines() if "failure-test" in ln])
+        finally:
+            srv.stop()
+    assert seen["real"][2][1] == "test engaged\n"
+    assert seen["ours"] == seen["real"]
+
+
+CRASHES = [
+    # scenario, member it is engaged on, member the client talks to, stderr's last line
+    ("crash-before-sending-append-request", "leader", "leader",
+     "Raft test: crash before sending append_request."),
+    ("crash-after-sending-append-request", "leader", "leader",
+     "Raft test: crash after sending append_request."),
+    ("crash-before-sending-execute-command-request", "follower", "follower",
+     "Raft test: crash before sending execute_command_request"),
+    ("crash-after-sending-execute-command-request", "follower", "follower",
+     "Raft test: crash after sending execute_command_request"),
+    ("crash-before-sending-execute-command-reply", "leader", "follower",
+     "Raft test: crash before sending execute_command_reply"),
+    ("crash-after-sending-execute-command-reply", "leader", "follower",
+     "Raft test: crash after sending execute_command_reply."),
+    ("crash-after-receiving-append-request-update", "follower", "leader",
+     "Raft test: crash after receiving append_request with update."),
+]
+
+
+@pytest.mark.parametrize("kind", ["ours", "real"])
+def test_failure_test_crashes(cluster_of: Any, kind: str) -> None:
+    """Each crash scenario ends the member where the real one does (exit status 1, the
+    real message on stderr); restarted, it rejoins, and the members' files pass the
+    real `ovsdb-tool check-cluster`."""
+    c = cluster_of(kind)
+    for n, (scenario, target_role, via_role, text) in enumerate(CRASHES):
+        leader = c.leader()
+        follower = c.followers(leader)[0]
+        target = leader if target_role == "leader" else follower
+        via = leader if via_role == "leader" else follower
+        m = c.members[target - 1]
+        assert m.appctl("cluster/failure-test", scenario).stdout == "test engaged\n"
+        try:
+            cluster_transact(c.members[via - 1].unix, "OVN_Northbound", [
+                {"op": "insert", "table": "Logical_Switch", "row": {"name": f"sw{n}"}}],
+                timeout=10)
+        except Exception:
+            pass  # the member the client talked to may be the one that died
+        proc = m.proc.proc
+        assert proc is not None
+        try:
+            status = proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{scenario}: {m.name} did not crash") from None
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode().strip().splitlines()
+        assert (status, err[-1]) == (1, f"ovsdb-server: {text}"), scenario
+        m.proc.stop()
+        c.start(target)
+        c.wait_formed()
+        c.wait_applied()
+    c.close()
+    c.check_cluster()
+
+
+def _leader_among(c: Any, members: list[int], timeout: float = 20) -> int:
+    """The member of `members` that they all follow (or that leads them)."""
+    deadline = time.monotonic() + timeout
+    st: dict[int, Any] = {}
+    while time.monotonic() < deadline:
+        st = {i: c.members[i - 1].status("OVN_Northbound") for i in members}
+        leaders = [i for i, s in st.items() if s and s.get("Role") == "leader"]
+        if len(leaders) == 1:
+            nick = c.members[leaders[0] - 1].name
+            if all(s and s.get("Leader") in ("self", nick) for s in st.values()):
+                return leaders[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no common leader among {members}: {st}")
+
+
+@pytest.mark.parametrize("kind", ["ours", "real"])
+def test_failure_test_elections(cluster_of: Any, kind: str) -> None:
+    """transfer-leadership hands leadership over (and ends itself); stop-raft-rpc cuts
+    a leader off, the others elect another, and after `clear` it follows; members
+    with delay-election wait one more election timer before they stand; members with
+    dont-send-vote-request elect nobody."""
+    c = cluster_of(kind)
+    old = c.leader()
+    m = c.members[old - 1]
+    assert m.appctl("cluster/failure-test", "transfer-leadership").stdout == "test engaged\n"
+    new = _leader_among(c, [1, 2, 3])
+    assert new != old
+    assert "Transferring leadership to write a snapshot." in Path(m.proc.logfile).read_text()
+
+    # Cut the leader off: the other two elect one of them.
+    cut = new
+    rest = [i for i in (1, 2, 3) if i != cut]
+    c.members[cut - 1].appctl("cluster/failure-test", "stop-raft-rpc")
+    second = _leader_among(c, rest)
+    c.members[cut - 1].appctl("cluster/failure-test", "clear")
+    assert c.wait_formed() == second
+
+    # The leader cut off once more, and neither of the others asks for votes: nobody
+    # wins until they do again.
+    others = [i for i in (1, 2, 3) if i != second]
+    for i in others:
+        c.members[i - 1].appctl("cluster/failure-test", "dont-send-vote-request")
+    c.members[second - 1].appctl("cluster/failure-test", "stop-raft-rpc")
+    time.sleep(4)       # four election timers
+    roles = {c.members[i - 1].status("OVN_Northbound")["Role"] for i in others}
+    assert roles == {"candidate"}, roles
+    for i in others:
+        c.members[i - 1].appctl("cluster/failure-test", "clear")
+    _leader_among(c, others)
+    c.members[second - 1].appctl("cluster/failure-test", "clear")
+    second = c.wait_formed()
+
+    # With a 2 s election timer, the leader cut off again and both others slowed down
+    # by one election timer: no election before 2 x 2 s after the last heartbeat
+    # (at most 2/3 s before the cut), where without the delay one is won within
+    # 2 s + 1 s of jitter.
+    lm = c.members[second - 1]
+    lm.appctl("cluster/change-election-timer", "OVN_Northbound", "2000")
+    assert wait_until(lambda: all(
+        c.members[i - 1].status("OVN_Northbound")["Election timer"] == "2000"
+        for i in (1, 2, 3)))
+    slow = [i for i in (1, 2, 3) if i != second]
+    for i in slow:
+        c.members[i - 1].appctl("cluster/failure-test", "delay-election")
+    t0 = time.monotonic()
+    lm.appctl("cluster/failure-test", "stop-raft-rpc")
+    fast = _leader_among(c, slow)
+    assert time.monotonic() - t0 > 3.3
+    for i in (*slow, second):
+        c.members[i - 1].appctl("cluster/failure-test", "clear")
+    assert c.wait_formed() == fast

@@ -259,6 +259,7 @@ class RaftCore:
         self.rng = rng if rng is not None else random.Random(0)
         self.now = now
         self._logger = logger
+        self.election_delay = False
 
         self.servers: dict[str, Server] = {}
         self.election_timer = self.config.election_timer
@@ -685,6 +686,8 @@ class RaftCore:
     def _reset_election_timer(self) -> None:
         span = self.config.election_range
         duration = self.election_timer + (self.rng.randrange(span) if span > 0 else 0)
+        if self.election_delay:
+            duration += self.election_timer
         self.election_base = self.now
         self.election_timeout = self.now + duration
 
@@ -1255,6 +1258,14 @@ class RaftCore:
             return
         s.next_index = self.log_start
         self._send_append_request(s, self.log_end - s.next_index, "snapshot installed")
+
+    def set_election_delay(self, on: bool) -> None:
+        """Fault injection (`cluster/failure-test delay-election`): while on, every
+        election timeout is one election timer longer, so this server loses the next
+        election; a follower's timer restarts at once, as in OVS."""
+        self.election_delay = on
+        if on and self.role == FOLLOWER:
+            self._reset_election_timer()
 
     def may_snapshot(self) -> bool:
         """Whether `store_snapshot()` may run now. A leader of several servers may not

@@ -13,7 +13,9 @@ Rules kept here:
   does; the client just waits.
 - Monitors and reads are served from the local copy. The `_Server` row tells clients
   whether this member is connected, whether it is the leader, and its applied index.
-- Role changes are logged as the real server logs them (`raft_log`).
+- Role changes are logged as the real server logs them (`raft_log`); the real
+  server's fault injection (`cluster/failure-test`) acts at the same points
+  (`failure_test`).
 - Transaction ids (`monitor_cond_since`, `update3`) are entry ids, so a client can
   resync against any member that has the entry in its history.
 - Automatic compaction follows the real server's policy; a leader of several servers
@@ -40,6 +42,7 @@ from ..raft.records import EntryRecord, Header, SnapshotRecord, TermRecord, Vote
 from ..storage import clustered
 from ..storage.standalone import snapshot_record
 from ..util import batch
+from . import failure_test
 from .hosted import HostedDb
 from .raft_log import RoleLog
 from .raft_net import RaftNet
@@ -173,6 +176,7 @@ class ClusteredDb:
     # -- lifetime ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        failure_test.register(self)
         self.role_log.started()
         await self.net.listen()
         self._sync_peers()
@@ -181,6 +185,7 @@ class ClusteredDb:
     def close(self, graceful: bool = True) -> None:
         if self.closed:
             return
+        failure_test.unregister(self)
         if graceful and self.core.is_leader:
             self.core.transfer_leadership("server shutdown")
             self.process()
@@ -200,12 +205,16 @@ class ClusteredDb:
         applied_before = self.applied_index
         while core.has_ready() and not self.closed:
             r = core.ready()
+            if failure_test.current is not None:
+                failure_test.before_send(self, r.messages, r.records)
             # Messages first: they are cleared for sending whatever this batch writes
             # (append requests go out while the leader writes the same entries).
             for m in r.messages:
                 self.net.send(m)
             if r.records:
                 self._write(r.records)
+            if failure_test.current is not None:
+                failure_test.after_send(self, r.messages)
             for c in r.committed:
                 self._apply(c)
             for cmd in r.completed:
@@ -214,6 +223,11 @@ class ClusteredDb:
                 self._store_snapshot()
         if self.closed:
             return
+        if failure_test.current is not None:
+            failure_test.turn(self)
+            if core.has_ready():
+                self.process()
+                return
         self.role_log.update()
         if (self._retry_after_apply and self.retry
                 and (self.applied_index != applied_before or not self._must_wait())):
@@ -263,6 +277,8 @@ class ClusteredDb:
 
     def _on_rpc(self, msg: Any) -> None:
         if self.closed:
+            return
+        if failure_test.current is not None and not failure_test.received(self, msg):
             return
         if msg.src in self.core.servers:
             self.last_msg[msg.src] = now_ms()

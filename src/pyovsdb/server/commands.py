@@ -45,6 +45,7 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.register("cluster/status", "DB", 1, 1, commands.cluster_status)
     uc.register("cluster/leave", "DB", 1, 1, commands.cluster_leave)
     uc.register("cluster/kick", "DB SERVER", 2, 2, commands.cluster_kick)
+    uc.register("cluster/failure-test", "FAILURE SCENARIO", 1, 1, commands.failure_test)
     uc.register("cluster/change-election-timer", "DB TIME", 2, 2,
                 commands.cluster_change_election_timer)
     uc.register("vlog/list", "", 0, 0, lambda a: vlog.current().list())
@@ -233,6 +234,14 @@ class _Commands:
             raise CommandError("failed to send removal request") from None
         c.process()
         return "sent removal request to leader\n"
+
+    def failure_test(self, args: list[str]) -> str:
+        from . import failure_test
+
+        try:
+            return failure_test.engage(args[0])
+        except ValueError as e:
+            raise CommandError(str(e)) from None
 
     def cluster_change_election_timer(self, args: list[str]) -> str:
         from ..raft.core import RaftError
