@@ -1,8 +1,19 @@
 """The `ovs-appctl` commands of the OVSDB server, with the real server's names, argument
 counts, output and error texts.
 
-Each command only translates between text and the server's methods; the behaviour lives
-in `server.Server`.
+Rules kept here:
+- Each command only translates between text and the server's methods; the behaviour
+  lives in `server.Server`, `cluster.ClusteredDb` and `failure_test`.
+- Errors are the real server's: `add-db` names the file as given (`ovsdb error:
+  db2.db: already open`, `ovsdb error: NAME: duplicate database name`); `compact` of a
+  clustered database is a Raft snapshot on any member, leader included, and reports
+  the real server's Raft errors (`ovsdb error: not storing a duplicate snapshot`).
+- `reconnect` and `disable-monitor-cond` drop every client connection and log each as
+  the real server does (module ovsdb_jsonrpc_server); after `disable-monitor-cond`,
+  `monitor_cond` and `monitor_cond_since` are unknown methods for the rest of the
+  process, so clients fall back to `monitor`.
+- There is no `time/warp` or `time/stop`: the real server has them only in test builds
+  with dummy devices.
 """
 
 from __future__ import annotations
