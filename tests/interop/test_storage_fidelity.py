@@ -327,3 +327,29 @@ def test_compaction_keeps_a_symlink(tmp_path: Path, kind: str) -> None:
     tool(kind, "compact", "nb.db", cwd=tmp_path)
     assert link.is_symlink() and len(bodies(target)) == 2
     assert not list(tmp_path.glob("*.tmp")) and not list((tmp_path / "data").glob("*.tmp"))
+
+
+def test_damaged_clustered_file_logged_as_the_real_server(tmp_path: Path) -> None:
+    """A clustered file with a torn last record: the same warning (module raft), and
+    the member goes on as leader of its one-server cluster."""
+    seen = {}
+    for kind in ("ours", "real"):
+        d = tmp_path / kind
+        d.mkdir()
+        tool(kind, "create-cluster", str(d / "nb.db"), NB_SCHEMA, f"unix:{d / 'r.sock'}")
+        with open(d / "nb.db", "ab") as f:
+            f.write(b"OVSDB CLUSTER 50 0000")
+        srv = ServerProcess(kind, d, ["nb.db"], name="s")
+        try:
+            srv.start()
+            assert json.loads(client("transact", srv.unix, json.dumps(
+                [DB, {"op": "insert", "table": "NB_Global", "row": {}}])).stdout)[0]["uuid"]
+            log = Path(srv.logfile).read_text()
+        finally:
+            srv.stop()
+        seen[kind] = [re.sub(r"offset \d+", "offset N", line.split("|", 2)[2])
+                      for line in log.splitlines()
+                      if ("|WARN|" in line or "|ERR|" in line) and "fatal_signal" not in line]
+    assert seen["real"] == ['raft|WARN|syntax error: nb.db: parse error at offset N in '
+                            'header line "OVSDB CLUSTER"']
+    assert seen["ours"] == seen["real"]

@@ -123,8 +123,8 @@ class ClusteredDb:
         self.path = path
         header, records, end, problem = clustered.read(path, name)
         if problem:
-            # The real server's words; the rest of the file goes at the next write.
-            logging.getLogger("ovsdb_server").error("%s", problem)
+            # The real server's words and level; the rest goes at the next write.
+            log.warning("%s", problem)
         self.header = header
         self.name = header.name
         self.log = clustered.ClusteredLog(path, end)
