@@ -138,3 +138,87 @@ def test_second_writer_is_refused(tmp_path: Path) -> None:
             standalone.StandaloneStorage.open(str(path))
     finally:
         st.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Member order, error texts, symlinks (the interop tests compare with the real server;
+# these pin the same facts without it).
+
+IDX_SCHEMA = {"name": "IdxTest", "version": "1.0.0",
+              "tables": {"T": {"columns": {"name": {"type": "string"},
+                                           "a": {"type": "integer"}},
+                               "indexes": [["name"]], "isRoot": True}}}
+# Written by ovsdb-server 3.1 for one transaction (two inserts and a comment) on
+# IDX_SCHEMA, and by ovsdb-tool 3.1 create for the schema.
+REAL_TXN = (b'{"_date":1796117721397,"_is_diff":true,"T":{"47e9e4b7-20b2-4279-97c3-fd47b4e2f214"'
+            b':{"name":"x","a":2},"262b0491-2624-4644-88ce-b7b52ada13ac":{"name":"z","a":3}},'
+            b'"_comment":"hello"}')
+REAL_SCHEMA = (b'{"name":"IdxTest","version":"1.0.0","tables":{"T":{"indexes":[["name"]],'
+               b'"columns":{"name":{"type":"string"},"a":{"type":"integer"}}}}}')
+
+
+def test_records_in_the_real_servers_member_order() -> None:
+    from pyovsdb.ovsdb.schema import DatabaseSchema
+    from pyovsdb.storage import jsonorder
+
+    schema = DatabaseSchema.from_json(IDX_SCHEMA)
+    assert orjson.dumps(jsonorder.schema_record(schema)) == REAL_SCHEMA
+    # As our transaction engine builds it: rows in the order touched, columns in
+    # schema order, annotations last.
+    ours = {"T": {"47e9e4b7-20b2-4279-97c3-fd47b4e2f214": {"name": "x", "a": 2},
+                  "262b0491-2624-4644-88ce-b7b52ada13ac": {"name": "z", "a": 3}},
+            "_date": 1796117721397, "_comment": "hello", "_is_diff": True}
+    assert orjson.dumps(jsonorder.txn_record(ours, schema)) == REAL_TXN
+    assert orjson.loads(REAL_TXN) == ours  # only the order changed
+
+
+@pytest.mark.parametrize(("tail", "text"), [
+    (b"xxx\n", 'syntax error: NAME: parse error at offset OFF in header line "xxx"'),
+    (b"OVSDB JSON 9x " + b"0" * 40 + b"\n{}\n",
+     'syntax error: NAME: parse error at offset OFF in header line "OVSDB JSON"'),
+    (b"OVSDB JSON 3 " + b"0" * 40 + b"\n{}\n",
+     "syntax error: NAME: 3 bytes starting at offset BODY have SHA-1 hash "
+     f"{hashlib.sha1(b'{}' + bytes([10])).hexdigest()} but should have hash {'0' * 40}"),
+    (b"OVSDB JSON 30 " + b"0" * 40 + b"\n{}\n",
+     "I/O error: NAME: error reading 30 bytes starting at offset BODY (End of file)"),
+    (ovslog.frame([1, 2]),
+     "syntax error: NAME: 6 bytes starting at offset BODY are not a JSON object"),
+])
+def test_read_problems_in_the_real_tools_words(tail: bytes, text: str) -> None:
+    good = ovslog.frame(IDX_SCHEMA)
+    res = ovslog.parse_records(good + tail, name="NAME")
+    assert res.records == [IDX_SCHEMA] and res.end == len(good)
+    body = len(good) + tail.index(b"\n") + 1
+    assert str(res.problem) == text.replace("OFF", str(len(good))).replace(
+        "BODY", str(body))
+
+
+def test_unknown_table_record_dropped_the_rest_read(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    standalone.create(str(path), IDX_SCHEMA)
+    with open(path, "ab") as f:
+        f.write(ovslog.frame({"Nope": {"54f49e28-d7e6-4062-acdd-e6bf358d16c7": {}}}))
+        f.write(ovslog.frame({"T": {"54f49e28-d7e6-4062-acdd-e6bf358d16c8": {"name": "q"}}}))
+    db, _, problems = standalone.load(str(path), "db", skip_bad=True)
+    assert problems == ['syntax "{"Nope":{"54f49e28-d7e6-4062-acdd-e6bf358d16c7":{}}}": '
+                        "unknown table: No table named Nope."]
+    assert [r.data["name"] for r in db.tables["T"].rows.values()] == ["q"]
+    with pytest.raises(Exception, match=r"unknown table: No table named Nope\."):
+        standalone.load(str(path))
+
+
+def test_compaction_keeps_a_symlink(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    real = tmp_path / "d" / "nb.db"
+    path = _db_with_txns(tmp_path / "d", 3)
+    assert path == real
+    link = tmp_path / "link.db"
+    link.symlink_to("d/nb.db")
+    st, _ = standalone.StandaloneStorage.open(str(link))
+    try:
+        assert (tmp_path / "d" / ".nb.db.~lock~").exists()
+        st.compact(now=1e9)
+    finally:
+        st.close()
+    assert link.is_symlink() and len(ovslog.read_file(str(real)).records) == 2
+    assert not list(tmp_path.rglob("*.tmp"))
