@@ -134,6 +134,13 @@ def test_records_byte_for_byte(nb_pair: dict[str, ServerProcess]) -> None:
     ours, real = bodies(files["ours"]), bodies(files["real"])
     assert len(real) == 2 and b'"_comment":"compacting database online"' in real[1]
     assert ours == real
+    # What the compaction logs (the time it took only at debug level when short).
+    logged = {kind: [line.split("|", 2)[2] for line in Path(srv.logfile).read_text()
+                     .splitlines() if "compact" in line]
+              for kind, srv in nb_pair.items()}
+    assert logged["real"] == ["ovsdb_server|INFO|compacting OVN_Northbound database by "
+                              "user request"]
+    assert logged["ours"] == logged["real"]
 
     for kind, srv in nb_pair.items():
         srv.stop()

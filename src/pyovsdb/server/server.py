@@ -292,7 +292,11 @@ class Server:
                                               "without storage")
         t0 = time.monotonic()
         hosted.storage.compact(time.monotonic())
-        log.info("%s: compacted in %.0f ms", hosted.name, (time.monotonic() - t0) * 1000)
+        ms = int((time.monotonic() - t0) * 1000)
+        # The real server's line, at info level only when it took over a second.
+        log.log(logging.INFO if ms > 1000 else logging.DEBUG,
+                "%s: Database compaction took %dms (init: 0ms, write: %dms, thread: 0ms)",
+                hosted.name, ms, ms)
 
     def memory_report(self) -> str:
         user = [h for n, h in self.dbs.items() if n != SERVER_DB]
