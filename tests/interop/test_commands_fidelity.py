@@ -594,3 +594,20 @@ def test_failure_test_elections(cluster_of: Any, kind: str) -> None:
     for i in (*slow, second):
         c.members[i - 1].appctl("cluster/failure-test", "clear")
     assert c.wait_formed() == fast
+
+
+def test_memory_trim_on_compaction(nb_servers: dict[str, ServerProcess]) -> None:
+    """Replies and log lines of `ovsdb-server/memory-trim-on-compaction` as the real
+    server's (logged the first time and when it changes), compaction still working."""
+    seen = {}
+    for kind, srv in nb_servers.items():
+        out = [_appctl(srv, "ovsdb-server/memory-trim-on-compaction", *a)
+               for a in (["on"], ["on"], ["off"], ["maybe"], [], ["on", "off"])]
+        out.append(_appctl(srv, "ovsdb-server/compact"))
+        out.append([line.split("|", 2)[2] for line in Path(srv.logfile).read_text()
+                    .splitlines() if "trimming" in line])
+        seen[kind] = out
+    assert seen["real"][-1] == [
+        "ovsdb_server|INFO|memory trimming after compaction enabled.",
+        "ovsdb_server|INFO|memory trimming after compaction disabled."]
+    assert seen["ours"] == seen["real"]

@@ -12,6 +12,8 @@ Rules kept here:
   the real server does (module ovsdb_jsonrpc_server); after `disable-monitor-cond`,
   `monitor_cond` and `monitor_cond_since` are unknown methods for the rest of the
   process, so clients fall back to `monitor`.
+- `memory-trim-on-compaction` (on by default, as in the real server) returns freed
+  memory to the system after each `compact` request (glibc's malloc_trim).
 - There is no `time/warp` or `time/stop`: the real server has them only in test builds
   with dummy devices.
 """
@@ -19,6 +21,7 @@ Rules kept here:
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +44,8 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.register("exit", "", 0, 0, commands.exit)
     uc.register("memory/show", "", 0, 0, commands.memory)
     uc.register("ovsdb-server/compact", "", 0, 1, commands.compact)
+    uc.register("ovsdb-server/memory-trim-on-compaction", "on|off", 1, 1,
+                commands.memory_trim_on_compaction)
     uc.register("ovsdb-server/list-dbs", "", 0, 0, commands.list_dbs)
     uc.register("ovsdb-server/add-db", "DB", 1, 1, commands.add_db)
     uc.register("ovsdb-server/remove-db", "DB", 1, 1, commands.remove_db)
@@ -70,6 +75,18 @@ def register(server: Server, path: str) -> UnixctlServer:
 class _Commands:
     def __init__(self, server: Server) -> None:
         self.server = server
+        self.trim_memory = True     # the real server's default
+        self.trim_logged = False
+
+    def memory_trim_on_compaction(self, args: list[str]) -> str:
+        if args[0] not in ("on", "off"):
+            raise CommandError("invalid argument")
+        old, self.trim_memory = self.trim_memory, args[0] == "on"
+        if not self.trim_logged or old != self.trim_memory:
+            self.trim_logged = True
+            log.info("memory trimming after compaction %s.",
+                     "enabled" if self.trim_memory else "disabled")
+        return ""
 
     def exit(self, args: list[str]) -> str:
         self.server.request_exit(0)
@@ -110,6 +127,8 @@ class _Commands:
             except OSError as e:
                 errors.append(f"I/O error: {e.filename or hosted.name}: compaction failed "
                               f"({e.strerror})")
+        if self.trim_memory:
+            _malloc_trim()
         if errors:
             raise CommandError("\n".join(errors))
         return ""
@@ -288,6 +307,15 @@ class _Commands:
     def vlog_close(self, args: list[str]) -> str:
         vlog.current().close()
         return ""
+
+
+def _malloc_trim() -> None:
+    """Hand the memory a compaction freed back to the system, as the real server does
+    with glibc's malloc_trim(); nothing where there is no such call."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _log_task_error(task: asyncio.Task[Any]) -> None:
