@@ -360,3 +360,21 @@ def test_damaged_clustered_file_logged_as_the_real_server(tmp_path: Path) -> Non
     assert seen["real"] == ['raft|WARN|syntax error: nb.db: parse error at offset N in '
                             'header line "OVSDB CLUSTER"']
     assert seen["ours"] == seen["real"]
+
+
+@pytest.mark.parametrize("contents", [b"", b"garbage\n",
+                                      b"OVSDB CLUSTER 3 " + b"0" * 40 + b"\n{}\n"])
+def test_tool_on_files_that_are_no_database(tmp_path: Path, contents: bytes) -> None:
+    """Empty, foreign and clustered-but-broken files: every command's message and
+    status as the real tool's."""
+    (tmp_path / "w.db").write_bytes(contents)
+    seen = {}
+    for kind in ("ours", "real"):
+        out = []
+        for args in (["show-log", "w.db"], ["db-name", "w.db"], ["compact", "w.db"],
+                     ["query", "w.db", '["x"]']):
+            p = tool(kind, *args, check=False, cwd=tmp_path)
+            out.append((args[0], p.returncode, p.stdout,
+                        p.stderr.replace("pyovsdb tool: ", "ovsdb-tool: ")))
+        seen[kind] = out
+    assert seen["ours"] == seen["real"]

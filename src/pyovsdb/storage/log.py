@@ -142,7 +142,7 @@ def read_file(path: str, expected_magic: str | None = None, name: str | None = N
     except OSError as e:
         raise OvsdbError("I/O error", f"{name}: open failed ({e.strerror})") from None
     if not data:
-        raise OvsdbError("I/O error", f"{name}: cannot identify file type")
+        raise OvsdbError("ovsdb error", f"{name}: cannot identify file type")
     return parse_records(data, expected_magic, name)
 
 

@@ -94,8 +94,8 @@ def load(path: str, name: str | None = None, *, skip_bad: bool = False
     name = path if name is None else name
     res = read_file(path, name=name)
     if res.magic is not None and res.magic != MAGIC_STANDALONE:
-        raise OvsdbError("syntax error", f"{name}: not a standalone database (magic "
-                                         f'"{res.magic}")')
+        raise OvsdbError("ovsdb error", f"{name}: cannot apply this operation to "
+                                        "clustered database file")
     if not res.records:
         raise res.problem or OvsdbError("syntax error", f"{name}: database file is empty")
     schema = DatabaseSchema.from_json(res.records[0])
