@@ -611,3 +611,30 @@ def test_memory_trim_on_compaction(nb_servers: dict[str, ServerProcess]) -> None
         "ovsdb_server|INFO|memory trimming after compaction enabled.",
         "ovsdb_server|INFO|memory trimming after compaction disabled."]
     assert seen["ours"] == seen["real"]
+
+
+def test_remove_db_cancels_and_disconnects_as_the_real_server(
+        nb_servers: dict[str, ServerProcess]) -> None:
+    """`remove-db`: a db-change-aware client gets `monitor_canceled` and "canceled" for
+    its pending wait; every other client is disconnected, with or without monitors."""
+    seen = {}
+    for kind, srv in nb_servers.items():
+        a, b, c = (_RawSession(srv.sock) for _ in range(3))
+        try:
+            b.send({"id": 0, "method": "set_db_change_aware", "params": [True]})
+            for s in (a, b):
+                s.send({"id": 1, "method": "monitor_cond", "params": [
+                    DB_NB, "m", {"NB_Global": [{"columns": ["nb_cfg"]}]}]})
+            for s in (a, b, c):
+                s.send({"id": 2, "method": "transact", "params": [DB_NB, WAIT_NEVER]})
+            first = [a.read(5, until=1), b.read(5, until=2)]
+            p = srv.appctl("ovsdb-server/remove-db", DB_NB, check=False)
+            after = [s.read(5, until=n) for s, n in ((a, 1), (b, 2), (c, 1))]
+        finally:
+            for s in (a, b, c):
+                s.close()
+        seen[kind] = (first, p.returncode, after, sorted(_jsonrpc_log(srv)))
+    assert seen["real"][2] == [["EOF"], [
+        {"id": None, "method": "monitor_canceled", "params": ["m"]},
+        {"id": 2, "error": "canceled"}], ["EOF"]]
+    assert seen["ours"] == seen["real"]

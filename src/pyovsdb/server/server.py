@@ -9,9 +9,9 @@ Rules kept here:
 - Standalone files are compacted when due (checked after commits) or on request.
 - When a database goes away or changes schema (remove-db, convert), sessions that asked
   for `set_db_change_aware` get `monitor_canceled` for its monitors and the error
-  "canceled" for their pending transactions on it; the others are disconnected, as the
-  real server does (logged as it does: `disconnecting (committed DB database schema
-  conversion)`).
+  "canceled" for their pending transactions on it; all the others are disconnected
+  (monitors or not), as the real server does (logged as it does: `disconnecting
+  (committed DB database schema conversion)`).
 - Once closing, no connection is served: one accepted in the same loop pass as the
   shutdown is dropped before it can reach a database whose file is closed.
 The `_Server` database, listeners and control commands live in their own modules.
@@ -149,7 +149,15 @@ class Server:
         return hosted
 
     def remove_db(self, name: str, why: str) -> None:
-        self._drop_monitors(name, why.format(name))
+        why = why.format(name)
+        self._drop_monitors(name, why)
+        # As the real server does, every client that is not db-change-aware is
+        # disconnected, whatever it was doing (a pending transaction on the removed
+        # database would otherwise never be answered).
+        for s in list(self.sessions):
+            if not s.db_change_aware and not s.closed:
+                jsonrpc_log.info("%s: disconnecting (%s)", s.name, why)
+                s.close()
         hosted = self.dbs.pop(name)
         if hosted.storage is not None:
             hosted.storage.close()
