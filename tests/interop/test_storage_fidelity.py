@@ -378,3 +378,21 @@ def test_tool_on_files_that_are_no_database(tmp_path: Path, contents: bytes) -> 
                         p.stderr.replace("pyovsdb tool: ", "ovsdb-tool: ")))
         seen[kind] = out
     assert seen["ours"] == seen["real"]
+
+
+def test_cluster_files_made_by_the_tool(tmp_path: Path) -> None:
+    """`create-cluster` and `join-cluster` files byte for byte as the real tool's, ids
+    masked (a joiner's remote addresses in the real tool's set order)."""
+    uuid = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    seen = {}
+    for kind in ("ours", "real"):
+        d = tmp_path / kind
+        d.mkdir()
+        tool(kind, "create-cluster", str(d / "c.db"), NB_SCHEMA, "unix:/x/a.sock")
+        tool(kind, "join-cluster", str(d / "j.db"), DB, "unix:/x/a.sock",
+             "unix:/x/b.sock", "unix:/x/c.sock", "unix:/x/d.sock")
+        tool(kind, "join-cluster", "--cid=11111111-2222-4333-8444-555555555555",
+             str(d / "k.db"), DB, "unix:/x/a.sock", "unix:/x/b.sock")
+        seen[kind] = [uuid.sub(b"U", b"".join(bodies(d / f))) for f in ("c.db", "j.db",
+                                                                        "k.db")]
+    assert seen["ours"] == seen["real"]

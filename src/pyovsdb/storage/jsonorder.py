@@ -20,7 +20,8 @@ Rules kept here:
   mutable, ephemeral, type), every object in hash order.
 - Clustered records: the record's members in hash order; the database contents they
   carry (`data`, `prev_data`) with every object's members sorted by name, because the
-  real server serializes entry data sorted before it reaches the log.
+  real server serializes entry data sorted before it reaches the log; a joiner's
+  `remote_addresses` in the hash order of the set the real tool keeps them in.
 - Hash collisions inside a bucket depend on insertion order; where ours is not the real
   server's (rows a transaction touched only through references, a table that lost rows
   and got new ones), the bytes may differ in the order of colliding members only.
@@ -175,5 +176,11 @@ def clustered_record(record: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in shash_order(record):
         value = record[key]
-        out[key] = sorted_fragment(value) if key in _DATA_MEMBERS else hash_ordered(value)
+        if key in _DATA_MEMBERS:
+            out[key] = sorted_fragment(value)
+        elif key == "remote_addresses" and isinstance(value, list):
+            # A set of strings (lib/sset.c), listed in its hash order.
+            out[key] = list(shash_order(dict.fromkeys(value)))
+        else:
+            out[key] = hash_ordered(value)
     return out
