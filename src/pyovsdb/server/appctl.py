@@ -42,6 +42,8 @@ class UnixctlServer:
     def __init__(self, path: str, version: str) -> None:
         self.path = path
         self.commands: dict[str, Command] = {}
+        # What the owner needs to register more commands later.
+        self.extensions: dict[str, Any] = {}
         self.server: asyncio.AbstractServer | None = None
         self.register("list-commands", "", 0, 0, self._list_commands)
         self.register("version", "", 0, 0, lambda args: version)

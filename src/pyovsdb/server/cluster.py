@@ -176,6 +176,9 @@ class ClusteredDb:
     # -- lifetime ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        from .commands import cluster_opened
+
+        cluster_opened(self.server)
         failure_test.register(self)
         self.role_log.started()
         await self.net.listen()

@@ -14,6 +14,8 @@ Rules kept here:
   process, so clients fall back to `monitor`.
 - `memory-trim-on-compaction` (on by default, as in the real server) returns freed
   memory to the system after each `compact` request (glibc's malloc_trim).
+- The `cluster/*` commands exist once a clustered database has been opened, as in the
+  real server.
 - There is no `time/warp` or `time/stop`: the real server has them only in test builds
   with dummy devices.
 """
@@ -56,6 +58,26 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.register("ovsdb-server/disable-monitor-cond", "", 0, 0,
                 commands.disable_monitor_cond)
     uc.register("ovsdb-server/get-db-storage-status", "DB", 1, 1, commands.storage_status)
+    uc.extensions["commands"] = commands
+    if server.clusters:
+        _register_cluster(uc, commands)
+    uc.register("vlog/list", "", 0, 0, lambda a: vlog.current().list())
+    uc.register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31,
+                commands.vlog_set)
+    uc.register("vlog/reopen", "", 0, 0, commands.vlog_reopen)
+    uc.register("vlog/close", "", 0, 0, commands.vlog_close)
+    return uc
+
+
+def cluster_opened(server: Server) -> None:
+    """A clustered database is open: the `cluster/*` commands exist from now on, as in
+    the real server (its Raft module registers them when it opens its first file)."""
+    uc = server.unixctl
+    if uc is not None and "cluster/status" not in uc.commands:
+        _register_cluster(uc, uc.extensions["commands"])
+
+
+def _register_cluster(uc: UnixctlServer, commands: _Commands) -> None:
     uc.register("cluster/cid", "DB", 1, 1, commands.cluster_cid)
     uc.register("cluster/sid", "DB", 1, 1, commands.cluster_sid)
     uc.register("cluster/status", "DB", 1, 1, commands.cluster_status)
@@ -64,12 +86,6 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.register("cluster/failure-test", "FAILURE SCENARIO", 1, 1, commands.failure_test)
     uc.register("cluster/change-election-timer", "DB TIME", 2, 2,
                 commands.cluster_change_election_timer)
-    uc.register("vlog/list", "", 0, 0, lambda a: vlog.current().list())
-    uc.register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31,
-                commands.vlog_set)
-    uc.register("vlog/reopen", "", 0, 0, commands.vlog_reopen)
-    uc.register("vlog/close", "", 0, 0, commands.vlog_close)
-    return uc
 
 
 class _Commands:
