@@ -121,12 +121,13 @@ def _has_entries(m: rpc.RaftRpc) -> bool:
     return isinstance(m, rpc.AppendRequest) and bool(m.log)
 
 
-def before_send(member: Any, messages: list[rpc.RaftRpc], records: list[Any]) -> bool:
-    """Called with a batch the member is about to send and write. Returns whether the
-    records were written here (a crash scenario writes them before dying)."""
+def before_send(member: Any, messages: list[rpc.RaftRpc], records: list[Any]) -> None:
+    """Called with a batch the member is about to send (`messages`, which a scenario
+    may thin out) and write (`records`, which a crash before sending writes first, as
+    the real leader has written its entry by then)."""
     scenario = current
     if scenario is None:
-        return False
+        return
     core = member.core
     if scenario == CRASH_BEFORE_APPEND and core.is_leader and any(
             map(_has_entries, messages)):
@@ -143,7 +144,6 @@ def before_send(member: Any, messages: list[rpc.RaftRpc], records: list[Any]) ->
         messages.clear()
     elif scenario == DONT_SEND_VOTE_REQUEST:
         messages[:] = [m for m in messages if not isinstance(m, rpc.VoteRequest)]
-    return False
 
 
 def after_send(member: Any, sent: list[rpc.RaftRpc]) -> None:
