@@ -31,10 +31,10 @@ def free_port() -> int:
 
 
 def run(cmd: list[str], *, check: bool = True, timeout: float = 60,
-        input: str | None = None, env: dict[str, str] | None = None
-        ) -> subprocess.CompletedProcess[str]:
+        input: str | None = None, env: dict[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input,
-                       env=env)
+                       env=env, cwd=cwd)
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd!r} exited {p.returncode}\nstdout: {p.stdout}\n"
                              f"stderr: {p.stderr}")

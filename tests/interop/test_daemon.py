@@ -284,7 +284,8 @@ def test_startup_errors_name_the_path(kind: str, dirs: Dirs) -> None:
     cmd = server_cmd(kind)
 
     def last_line(*args: str) -> str:
-        p = run([*cmd, *args], env=env, check=False)
+        # In the temp dir: the real server makes a lock file beside a relative db name.
+        p = run([*cmd, *args], env=env, check=False, cwd=dirs.base)
         assert p.returncode == 1, p
         return p.stderr.splitlines()[-1]
 
