@@ -106,6 +106,16 @@ INTENDED: dict[str, Intended] = {
     "convert_read_only": Intended(
         "`convert` from a read-only session", "not observable",
         "db: remotes (tests/interop/test_rbac_read_only.py)"),
+    "unknown_table_record": Intended(
+        "a database file with a record naming an unknown table", "not observable",
+        "storage (tests/interop/test_storage_fidelity.py)"),
+    "cluster_sigterm_handover": Intended(
+        "a clustered member stopped by SIGTERM", "not observable", "cluster"),
+    "raft_is_connected_log": Intended(
+        "`raft_is_connected` debug line", "not observable", "log"),
+    "tool_comment": Intended(
+        "the `_comment` of a record written by the tool (`compact`, `convert`)",
+        "not observable", "storage"),
     "storage_failure": Intended(
         "a storage write failure (disk full)", "not observable", "storage"),
     # Clustered databases: the corpus runs standalone servers; tests/cluster covers these.
