@@ -551,3 +551,36 @@ def test_memory_report_after_ten_seconds(tmp_path: Path) -> None:
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_ovn_appctl_by_name_and_by_socket(kind: str, dirs: Dirs) -> None:
+    """OVN's scripts reach the NB and SB servers with `ovn-appctl`: by a name looked up
+    in OVN_RUNDIR (NAME.pid, then NAME.PID.ctl), and by the socket path ovn-ctl gives
+    with --unixctl."""
+    require("ovn-appctl")
+    env = {**dirs.env, "OVN_RUNDIR": str(dirs.run)}
+    db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
+    sock = dirs.base / "nb.sock"
+    run([*server_cmd(kind), "--detach", "--no-chdir", "-vconsole:off", "--pidfile",
+         f"--remote=punix:{sock}", db], env=env, timeout=30)
+    pid = dirs.track(read_pid(dirs.pidfile))
+
+    def appctl(target: str, *args: str) -> str:
+        return run(["ovn-appctl", "--timeout=20", "-t", target, *args], env=env).stdout
+
+    assert appctl("ovsdb-server", "ovsdb-server/list-dbs") == "OVN_Northbound\n_Server\n"
+    assert appctl(str(dirs.run / f"ovsdb-server.{pid}.ctl"),
+                  "ovsdb-server/list-remotes") == f"punix:{sock}\n"
+    appctl("ovsdb-server", "exit")
+    assert wait_until(lambda: not alive(pid), timeout=20)
+    assert not dirs.pidfile.exists()
+
+    # ovn-ctl's way: a fixed control socket name, reached by its path.
+    ctl = dirs.run / "ovnnb_db.ctl"
+    run([*server_cmd(kind), "--detach", "--no-chdir", "-vconsole:off",
+         f"--pidfile={dirs.run}/ovnnb_db.pid", f"--unixctl={ctl}", f"--remote=punix:{sock}",
+         db], env=env, timeout=30)
+    pid = dirs.track(read_pid(dirs.run / "ovnnb_db.pid"))
+    assert appctl(str(ctl), "ovsdb-server/list-dbs") == "OVN_Northbound\n_Server\n"
+    appctl(str(ctl), "exit")
+    assert wait_until(lambda: not alive(pid), timeout=20)
