@@ -13,6 +13,10 @@ Rules kept here:
   references to rows that do not exist (then the columns' minimum sizes), uniqueness of
   indexes. An index violation names the two rows in the real server's order (the
   greater first, comparing all columns in its hash order of the table's columns).
+  Within one row, references are checked (dangling strong ones, weak ones leaving a
+  column too small) column by column in that same hash order, and in a map all keys
+  before all values, so of several such problems in one row the one the real server
+  meets first is reported.
 - Of several problems in one JSON object of the request (extra members of an operation,
   bad members of a row), the one reported is the first in the real server's hash order
   of that object (`hashorder`), since that is the order it meets them in.
@@ -25,6 +29,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,7 +44,7 @@ from .mutation import parse_mutations
 from .parser import KINDS, kind_ok
 from .rbac import READ_ONLY_REASON, Access, Rbac
 from .row import Row
-from .schema import TableSchema
+from .schema import ColumnSchema, TableSchema
 
 
 class Outcome:
@@ -630,7 +635,7 @@ class Transaction:
         deltas: dict[tuple[str, str], int] = {}
         schema = self.db.schema
         for tname, trs in self.rows.items():
-            cols = schema.tables[tname].strong_ref_columns
+            cols = _strong_ref_columns(schema.tables[tname])
             if not cols:
                 continue
             for uuid, tr in trs.items():
@@ -643,11 +648,11 @@ class Transaction:
                         continue
                     codec = col.type.codec
                     if ov:
-                        for k in codec.iter_refs(ov, True):
+                        for k in _strong_refs(codec, ov):
                             if k[1] != uuid:
                                 deltas[k] = deltas.get(k, 0) - 1
                     if nv:
-                        for k in codec.iter_refs(nv, True):
+                        for k in _strong_refs(codec, nv):
                             if k[1] != uuid:
                                 deltas[k] = deltas.get(k, 0) + 1
                                 if new_refs is not None:
@@ -758,7 +763,7 @@ class Transaction:
         for (tname, uuid), row in candidates.items():
             table = tables[tname]
             changes: dict[str, Any] = {}
-            for col in table.schema.weak_ref_columns:
+            for col in _weak_ref_columns(table.schema):
                 value = row.data[col.name]
                 if not value:
                     continue
@@ -917,6 +922,37 @@ def _all_columns_order(ts: TableSchema) -> tuple[str, ...]:
     """The real server's table-column hash: `_uuid` and `_version` are inserted first,
     then the schema's columns in its hash order of the schema's JSON object."""
     return shash_order(["_uuid", "_version", *shash_order(ts.columns)])
+
+
+@functools.lru_cache(maxsize=512)
+def _strong_ref_columns(ts: TableSchema) -> tuple[ColumnSchema, ...]:
+    """The columns holding strong references, in the real server's column hash order:
+    it checks a row's columns in that order, so of several dangling references in one
+    row it names the first column that order meets."""
+    order = {c: i for i, c in enumerate(_all_columns_order(ts))}
+    return tuple(sorted(ts.strong_ref_columns, key=lambda c: order[c.name]))
+
+
+@functools.lru_cache(maxsize=512)
+def _weak_ref_columns(ts: TableSchema) -> tuple[ColumnSchema, ...]:
+    """As `_strong_ref_columns`, for the weak references the commit cleans up."""
+    order = {c: i for i, c in enumerate(_all_columns_order(ts))}
+    return tuple(sorted(ts.weak_ref_columns, key=lambda c: order[c.name]))
+
+
+def _strong_refs(codec: Any, value: Any) -> Iterator[tuple[str, str]]:
+    """(ref table, uuid) of the strong references in `value`, in the real server's order:
+    of a map, all the keys (sorted) before all the values."""
+    if not codec.is_map:
+        yield from codec.iter_refs(value, True)
+        return
+    key, val = codec.key, codec.value
+    if key.ref_table is not None and key.ref_type == "strong":
+        for k, _ in value:
+            yield key.ref_table, k
+    if val.ref_table is not None and val.ref_type == "strong":
+        for _, v in value:
+            yield val.ref_table, v
 
 
 _HANDLERS: dict[str, Callable[[Transaction, _OpParser], Any]] = {
