@@ -347,10 +347,11 @@ def _drop(v: Any, kt: str | None, vt: str | None, exists: dict[str, set[Any]]) -
 # The kinds of violation a transaction can commit in several rows (or columns) at once.
 # `row` and `col` name the violation a message reports. When both servers name the same
 # one, the rest of the message (a count, a limit, the missing row) is determined and
-# must be equal. Which one is named first may differ: among rows, the real server goes
-# by its hash tables; among the columns of one row, by its column hash order, which is
-# deterministic but ours does not follow (it checks a row's columns in schema order);
-# among the value constraints of an insert's defaults: `insert_default_constraints`.
+# must be equal. Which one is named first may differ among rows, where the real server
+# goes by its hash tables, and among the value constraints of an insert's defaults
+# (`insert_default_constraints`). Among the columns of one row the real server goes by
+# its column hash order, which is deterministic and which ours follows: a different
+# column of the same row is a difference.
 CHOICE_KINDS = [re.compile(p + r"\Z", re.S) for p in (
     r"Table \S+ column (?P<col>\S+) (?P<row>row \S+) references nonexistent row \S+ in "
     r"table \S+\.",
@@ -373,8 +374,6 @@ CHOICE_KINDS = [re.compile(p + r"\Z", re.S) for p in (
 _VALUE_KINDS = range(6, 10)  # a value outside its column's range, enum or length
 
 CHOICE_ROWS = "(choice among several violations)"
-CHOICE_COLUMNS = "(known bug: one row's violations checked in schema order, not the " \
-    "real column hash order)"
 
 
 def _kind(details: str) -> tuple[int, str | None, str | None] | None:
@@ -409,9 +408,7 @@ def _choice(o: Any, r: Any, why: set[str]) -> bool:
             if ka[0] == _VALUE_KINDS[0]:
                 why.add("insert_default_constraints")
             elif ka[1] is not None and ka[1] == kb[1]:
-                if ka[2] is None or ka[2] == kb[2]:
-                    return False  # the same violation, told differently
-                why.add(CHOICE_COLUMNS)
+                return False  # the same row: the column and the rest are determined
             else:
                 why.add(CHOICE_ROWS)
             continue
@@ -429,7 +426,7 @@ def choice_reason(ours: Any, real: Any) -> str | None:
     why: set[str] = set()
     if not _choice(ours, real, why) or not why:
         return None
-    for key in (CHOICE_COLUMNS, "insert_default_constraints", CHOICE_ROWS):
+    for key in ("insert_default_constraints", CHOICE_ROWS):
         if key in why:
             return key
     return None
