@@ -439,6 +439,10 @@ class ClusteredDb:
         else:
             self.server.replace_db_contents(self.hosted, db, "database replaced from the "
                                             "cluster")
+        if eid is not None:
+            # The loaded state is a transaction of the log: its id resumes on every
+            # member while the history keeps it, as on the real server.
+            self.hosted.restart_history(eid)
 
     # -- client transactions -----------------------------------------------------------
 

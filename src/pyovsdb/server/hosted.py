@@ -6,9 +6,15 @@ Rules kept here:
   sent by the caller after `commit` returns, so the updates caused by its own
   transaction always precede its reply on the same connection.
 - The history keeps recent changesets by transaction id so a client reconnecting with
-  `monitor_cond_since` receives only what it missed. It holds at most `max_history`
-  transactions and, like the real server, no more atoms than the database itself.
-  Unlike the real server, standalone databases keep a history too.
+  `monitor_cond_since` receives only what it missed. The real server's rule
+  (`ovsdb_txn_history_run`): the state the database was opened (or replaced) with is
+  its first entry; after each commit the oldest entries go while more than
+  `max_history` (100) are kept or they hold more atoms than the database, but one always
+  stays. An atom is counted as the real server counts it: each of a row's scalars and
+  set elements, two per map pair, two for `_uuid` and `_version`; a transaction counts
+  its changed rows before and after. Only an id still in the history resumes (found);
+  the id before the oldest kept entry does not.
+  Unlike the real server, standalone databases keep a history too, by the same rule.
 - Transactions blocked on `wait` are re-executed after every commit and when their
   timeout expires; each completes exactly once.
 """
@@ -74,9 +80,10 @@ class HostedDb:
         self.clock = clock  # monotonic milliseconds
         self.monitors: set[Monitor] = set()
         self.history: deque[tuple[str, Changeset, int]] = deque()
-        self.history_cells = 0
+        self.history_atoms = 0
+        self.n_atoms = 0
         self.last_txn_id = new_uuid()
-        self.history_base = self.last_txn_id
+        self.restart_history(self.last_txn_id)
         self.triggers: list[Trigger] = []
         self.on_trigger_deadline: Callable[[HostedDb], None] | None = None
         # The Raft member this database is replicated by, None for standalone.
@@ -115,29 +122,51 @@ class HostedDb:
                 mon.sink(mon, txn_id, updates)
         return txn_id
 
+    def restart_history(self, txn_id: str) -> None:
+        """The database as it is now is the history's only entry, named `txn_id`: a
+        client that saw this state resumes from it while the entry is kept (the real
+        server replays a loaded snapshot as a transaction of the whole database)."""
+        self.history.clear()
+        self.last_txn_id = txn_id
+        if self.max_history <= 0:
+            self.history_atoms = self.n_atoms = 0
+            return
+        n = 0
+        for t in self.db.tables.values():
+            for row in t.rows.values():
+                n += _row_atoms(row.data)
+        self.n_atoms = n
+        self.history.append((txn_id, Changeset(), n))
+        self.history_atoms = n
+
     def _remember(self, txn_id: str, cs: Changeset) -> None:
         if self.max_history <= 0:
             return
-        n = cs.n_cells(self.db.schema)
+        n = 0
+        diff = 0
+        for changes in cs.tables.values():
+            for ch in changes.values():
+                old, new = ch.old, ch.new
+                if old is not None and new is not None and old.data == new.data:
+                    continue
+                a_old = _row_atoms(old.data) if old is not None else 0
+                a_new = _row_atoms(new.data) if new is not None else 0
+                n += a_old + a_new
+                diff += a_new - a_old
+        self.n_atoms += diff
         self.history.append((txn_id, cs, n))
-        self.history_cells += n
-        # Like the real server: no more history than the database holds itself.
-        limit = max(self.db.n_rows() * 8, 1000)
-        while self.history and (
-            len(self.history) > self.max_history or self.history_cells > limit
+        self.history_atoms += n
+        history = self.history
+        while len(history) > 1 and (
+            len(history) > self.max_history or self.history_atoms > self.n_atoms
         ):
-            tid, _, cells = self.history.popleft()
-            self.history_base = tid
-            self.history_cells -= cells
+            self.history_atoms -= history.popleft()[2]
 
     def changes_since(self, txn_id: str) -> Changeset | None:
-        """Everything committed after `txn_id`, or None if it is not in the history.
-        The id before the oldest remembered transaction counts too (that is the id a
-        client got if it connected before those transactions)."""
+        """Everything committed after `txn_id`, or None if no kept entry has that id
+        (as `ovsdb_monitor_get_changes_after`, which looks only in the history)."""
         if txn_id == self.last_txn_id:
             return Changeset()
-        if txn_id == self.history_base:
-            return merge(cs for _, cs, _ in self.history)
         for i, (tid, _, _) in enumerate(self.history):
             if tid == txn_id:
                 return merge(cs for _, cs, _ in list(self.history)[i + 1:])
@@ -184,11 +213,20 @@ class HostedDb:
     def replace_db(self, db: Database) -> None:
         """A new database (after conversion): history and monitors do not carry over."""
         self.db = db
-        self.history.clear()
-        self.history_cells = 0
-        self.last_txn_id = new_uuid()
-        self.history_base = self.last_txn_id
+        self.restart_history(new_uuid())
         self.monitors.clear()
 
     def remove_monitor(self, mon: Monitor) -> None:
         self.monitors.discard(mon)
+
+
+def _row_atoms(data: dict[str, Any]) -> int:
+    """Atoms of one row as the real server counts them (`count_atoms`): a map pair is
+    two, and `_uuid` and `_version` one each."""
+    n = 2
+    for v in data.values():
+        if type(v) is tuple:
+            n += 2 * len(v) if v and type(v[0]) is tuple else len(v)
+        else:
+            n += 1
+    return n
