@@ -12,12 +12,14 @@ Rules kept here:
   missing leader makes the member execute the transaction again, as the real server
   does; the client just waits.
 - Monitors and reads are served from the local copy. The `_Server` row tells clients
-  whether this member is connected, whether it is the leader, and its applied index.
+  whether this member is connected, whether it is the leader, and its applied index;
+  a client hears of the new index before the reply of the transaction that moved it.
 - Role changes are logged as the real server logs them (`raft_log`); the real
   server's fault injection (`cluster/failure-test`) acts at the same points
   (`failure_test`).
-- Transaction ids (`monitor_cond_since`, `update3`) are entry ids, so a client can
-  resync against any member that has the entry in its history.
+- Transaction ids (`monitor_cond_since`, `update3`) are entry ids, the loaded state's
+  too (the snapshot's or conversion's entry), so a client can resync against any
+  member that has the entry in its history.
 - Automatic compaction follows the real server's policy; a leader of several servers
   hands leadership over before writing a snapshot. `ovsdb-server/compact` snapshots at
   once, on a leader too, as the real server does.
@@ -236,9 +238,13 @@ class ClusteredDb:
                 and (self.applied_index != applied_before or not self._must_wait())):
             self._retry_after_apply = False
             self._retry_soon()
+        # The _Server row's new index goes out before the replies of the transactions
+        # that moved it, as on the real server: it sends a completed transaction's
+        # reply on the next turn of its main loop, flushing every monitor first, and
+        # _Server was refreshed at the end of the turn that applied the entry.
+        self._update_server_row()
         self._finish_applied()
         self._sync_peers()
-        self._update_server_row()
         if core.left and not self.left:
             self.left = True
             log.info("%s: left the cluster", self.name)
