@@ -18,6 +18,8 @@ Rules kept here:
   monitor and the locked pidfile, then databases, remotes, control socket, `--run`
   command, and only then is the daemon ready (the `--detach` parent returns). Each
   failure is one line `ovsdb-server: ...` with the real wording and exit status 1.
+  A remote that cannot listen is not a failure: it is logged and retried
+  (server/listeners.py), as the real server does.
 - `--run=COMMAND`: `/bin/sh -c COMMAND` once serving; the server exits when it ends,
   with status 0 if it succeeded, else 1 after "COMMAND: child exited, exit status N"
   (or "killed (SIGNAL)").
@@ -302,10 +304,9 @@ class _Run:
                     raise daemon.Fatal(text.replace(os.path.abspath(name), name)) from None
             gctune.freeze()
             for r in self.config.remotes:
-                try:
-                    await server.listeners.add(r)
-                except OSError as e:
-                    raise daemon.Fatal(f"{r}: listen failed: {e.strerror}") from None
+                # One that cannot listen yet is logged and retried, as in the real
+                # server: startup goes on.
+                await server.listeners.add(r)
             await self._start_unixctl(server)
             if self.command is not None:
                 logging.getLogger("process").debug("starting subprocess: /bin/sh -c %s",

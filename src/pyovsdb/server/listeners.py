@@ -15,8 +15,15 @@ Rules kept here:
   turned read-only must not leave writable sessions, so we apply it.) A new dscp
   reopens the listener, as in the real server; the TOS byte is set on TCP listeners.
 - A TCP listener on port 0 logs `PORT:IP: listening on port N` (module socket_util,
-  INFO): scripts read the kernel-chosen port from it. A listener that cannot be opened
-  is logged and retried every few seconds; only a configured one fails at startup.
+  INFO): scripts read the kernel-chosen port from it.
+- A listener that cannot be opened (port in use, socket directory missing), configured
+  or added at run time or read from a row, never stops the server: as the real server,
+  it logs `REMOTE: listen failed: REASON` (ovsdb_jsonrpc_server, ERR; before it the
+  cause in the real server's words, socket_util `bind` or stream_unix `binding
+  failed`), stays in the configuration (`ovsdb-server/add-remote` succeeds, and
+  `list-remotes` shows it) and is retried every `RETRY_INTERVAL`, so it listens soon
+  after the port frees up. Those lines are rate-limited per module as the real
+  server's (a burst of 5, then one a second).
 - For a `db:` remote whose values are references to rows with a `target` column
   (OVN's Connection, Open vSwitch's Manager), the server writes `is_connected` and
   `status` (`bound_port`, `n_connections` when more than one, `sec_since_connect` and
@@ -39,6 +46,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -58,9 +66,36 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ovsdb_jsonrpc_server")
 socket_log = logging.getLogger("socket_util")
+unix_log = logging.getLogger("stream_unix")
 
 STATUS_INTERVAL = 2.5
+RETRY_INTERVAL = 0.5
 LISTEN_BACKLOG = 1024
+
+
+class _RateLimit:
+    """The real server's `VLOG_RATE_LIMIT_INIT(1, 5)`: a bucket of 5 messages refilled
+    at one a second, so a listener retried in a loop does not flood the log."""
+
+    def __init__(self, rate: float = 1.0, burst: int = 5) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = float(burst)
+        self.last = time.monotonic()
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+_RL_JSONRPC = _RateLimit()
+_RL_SOCKET = _RateLimit()
+_RL_UNIX = _RateLimit()
 
 
 class Listener:
@@ -84,7 +119,8 @@ class Listener:
             else:
                 self.sock = self._open_tcp(r)
         except OSError as e:
-            log.error("%s: listen failed: %s", r.name, e.strerror or e)
+            if _RL_JSONRPC.allow():
+                log.error("%s: listen failed: %s", r.name, e.strerror or e)
             raise
 
     @staticmethod
@@ -93,7 +129,12 @@ class Listener:
             os.unlink(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.bind(path)
+            try:
+                sock.bind(path)
+            except OSError as e:
+                if _RL_UNIX.allow():
+                    unix_log.error("%s: binding failed: %s", path, e.strerror or e)
+                raise
             sock.listen(LISTEN_BACKLOG)
         except OSError:
             sock.close()
@@ -114,7 +155,8 @@ class Listener:
             try:
                 sock.bind(addr)
             except OSError as e:
-                socket_log.error("%s: bind: %s", target, e.strerror or e)
+                if _RL_SOCKET.allow():
+                    socket_log.error("%s: bind: %s", target, e.strerror or e)
                 raise
             sock.listen(LISTEN_BACKLOG)
         except OSError:
@@ -206,6 +248,8 @@ class Listeners:
         self._warned: set[str] = set()  # targets we cannot serve, already logged
         self._starting: set[asyncio.Task[None]] = set()
         self._status_task: asyncio.Task[None] | None = None
+        self._retry_task: asyncio.Task[None] | None = None
+        self._failed: set[str] = set()  # targets wanted whose listener could not open
 
     @property
     def from_db(self) -> list[str]:
@@ -217,13 +261,8 @@ class Listeners:
         remote = parse_remote(name)
         if name in self.remotes:
             return
-        if remote.kind != "db" and name not in self.active:
-            lst = Listener(remote, default_options(remote))
-            lst.open()  # a configured remote that cannot listen is an error at once
-            self.active[name] = lst
-            self._start(lst)
         self.remotes.add(name)
-        self.reconfigure()
+        self.reconfigure()  # one that cannot listen yet is logged and retried
         if remote.kind == "db" and self._status_task is None:
             self._status_task = asyncio.get_running_loop().create_task(self._status_loop())
         while self._starting:
@@ -263,6 +302,10 @@ class Listeners:
         if self._status_task is not None:
             self._status_task.cancel()
             self._status_task = None
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            self._retry_task = None
+        self._failed.clear()
         for lst in self.active.values():
             lst.close()
         self.active.clear()
@@ -297,6 +340,7 @@ class Listeners:
 
     def reconfigure(self) -> None:
         wanted = self.wanted()
+        self._failed.intersection_update(wanted)
         for target, lst in list(self.active.items()):
             options = wanted.get(target)
             if options is None:
@@ -317,9 +361,26 @@ class Listeners:
             try:
                 lst.open()
             except OSError:
-                continue  # logged; tried again at the next reconfiguration
+                self._failed.add(target)  # logged; tried again soon
+                continue
+            self._failed.discard(target)
             self.active[target] = lst
             self._start(lst)
+        if self._failed and self._retry_task is None:
+            self._retry_task = asyncio.get_running_loop().create_task(self._retry_loop())
+
+    async def _retry_loop(self) -> None:
+        """Reopen the listeners that failed until none is left, as the real server
+        does in every iteration of its main loop."""
+        try:
+            while self._failed:
+                await asyncio.sleep(RETRY_INTERVAL)
+                try:
+                    self.reconfigure()
+                except Exception:  # a retry must never take the server down
+                    log.exception("retrying remotes failed")
+        finally:
+            self._retry_task = None
 
     def _servable(self, target: str) -> Remote | None:
         try:
