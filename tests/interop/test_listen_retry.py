@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 import time
 from pathlib import Path
 
-from procs import NB_SCHEMA, ServerProcess, create_db, require
+from procs import NB_SCHEMA, ServerProcess, create_db, require, run
 
 KINDS = ("ours", "real")
 LISTEN_MODULES = ("ovsdb_jsonrpc_server", "socket_util", "stream_unix")
@@ -151,3 +152,14 @@ def test_added_remote_that_cannot_listen_is_retried(tmp_path: Path) -> None:
     assert replies["ours"] == replies["real"]
     assert replies["real"][:3] == (0, "", "")
     assert seen["ours"] == seen["real"]
+
+
+def test_remote_we_cannot_serve_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Unlike a listener that fails, an active remote (which we do not serve) or a name
+    of no kind cannot start working later: startup stops with one line naming it."""
+    db = create_db("ours", tmp_path / "nb.db", NB_SCHEMA)
+    for remote, why in (("tcp:127.0.0.1:1", "tcp: remotes are not supported yet"),
+                        ("foo:bar", 'unknown remote type "foo"')):
+        p = run([sys.executable, "-m", "pyovsdb", "server", "--no-chdir", "--unixctl=none",
+                 "-vconsole:off", f"--remote={remote}", db], check=False, timeout=20)
+        assert (p.returncode, p.stderr) == (1, f"ovsdb-server: {remote}: {why}\n")

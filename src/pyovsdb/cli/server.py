@@ -305,8 +305,11 @@ class _Run:
             gctune.freeze()
             for r in self.config.remotes:
                 # One that cannot listen yet is logged and retried, as in the real
-                # server: startup goes on.
-                await server.listeners.add(r)
+                # server: startup goes on. One we cannot serve at all is refused.
+                try:
+                    await server.listeners.add(r)
+                except OvsdbError as e:
+                    raise daemon.Fatal(e.details or e.tag) from None
             await self._start_unixctl(server)
             if self.command is not None:
                 logging.getLogger("process").debug("starting subprocess: /bin/sh -c %s",
