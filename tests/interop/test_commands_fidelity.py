@@ -212,9 +212,14 @@ def test_compact_on_every_cluster_member(cluster_of: Any, kind: str) -> None:
     for m in c.running():
         p = m.appctl("ovsdb-server/compact", check=False)
         assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), (m.name, p)
-        # Nothing new since: the real server's refusal, word for word.
-        p = m.appctl("ovsdb-server/compact", "OVN_Northbound", check=False)
-        assert p.returncode == 2
+        # Nothing new since: the real server's refusal, word for word. A member may
+        # still apply an entry it learned of late (a loaded machine), which makes the
+        # second snapshot a new one: then both succeed, and the pair is tried again.
+        for _ in range(5):
+            p = m.appctl("ovsdb-server/compact", "OVN_Northbound", check=False)
+            if p.returncode != 0:
+                break
+        assert p.returncode == 2, (m.name, p)
         assert p.stderr.startswith("ovsdb error: not storing a duplicate snapshot\n"), p
     assert _header_index(c.members[leader - 1].db) > before
     assert c.leader() == leader
