@@ -18,6 +18,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from .schema import TableSchema
+
+T = TypeVar("T")
 
 _M32 = 0xFFFFFFFF
 
@@ -63,25 +69,29 @@ def _calc_mask(capacity: int) -> int:
     return mask | ((mask & 1) << 1)
 
 
-@functools.lru_cache(maxsize=4096)
-def _order(names: tuple[str, ...]) -> tuple[str, ...]:
-    # hmap: each insert pushes onto the front of its bucket's chain; when n/2 exceeds
-    # the mask the table grows, re-inserting bucket by bucket, chain by chain.
+def hmap_order(hashed: Iterable[tuple[int, T]]) -> list[T]:
+    """Items given with their hashes, in insertion order, in the order lib/hmap.c walks
+    them: each insert pushes onto the front of its bucket's chain; when n/2 exceeds the
+    mask the table grows, re-inserting bucket by bucket, chain by chain."""
     mask = 0
-    buckets: list[list[tuple[int, str]]] = [[]]
-    for n, name in enumerate(names, 1):
-        h = hash_string(name)
-        buckets[h & mask].insert(0, (h, name))
+    buckets: list[list[tuple[int, T]]] = [[]]
+    for n, (h, item) in enumerate(hashed, 1):
+        buckets[h & mask].insert(0, (h, item))
         if n // 2 > mask:
             new_mask = _calc_mask(n)
             if new_mask > mask:
-                grown: list[list[tuple[int, str]]] = [[] for _ in range(new_mask + 1)]
+                grown: list[list[tuple[int, T]]] = [[] for _ in range(new_mask + 1)]
                 for chain in buckets:
                     for node in chain:
                         grown[node[0] & new_mask].insert(0, node)
                 buckets = grown
                 mask = new_mask
-    return tuple(name for chain in buckets for _, name in chain)
+    return [item for chain in buckets for _, item in chain]
+
+
+@functools.lru_cache(maxsize=4096)
+def _order(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(hmap_order((hash_string(n), n) for n in names))
 
 
 def shash_order(names: Iterable[str]) -> tuple[str, ...]:
@@ -114,3 +124,9 @@ def shash_find_index(n: int) -> int:
                 chain.reverse()
                 mask = new_mask
     return chain[0]
+
+
+def table_columns_order(ts: TableSchema) -> tuple[str, ...]:
+    """The real server's hash of a table's columns: `_uuid` and `_version` are inserted
+    first, then the schema's columns in the hash order of the schema's JSON object."""
+    return shash_order(["_uuid", "_version", *shash_order(ts.columns)])

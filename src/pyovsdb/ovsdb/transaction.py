@@ -39,7 +39,7 @@ from .condition import Condition, parse_where
 from .database import Database, Table
 from .datum import UUID_ZERO, SymbolTable, datum_to_string, is_uuid_string
 from .errors import OvsdbError, syntax_error
-from .hashorder import first_in_shash_order, shash_order
+from .hashorder import first_in_shash_order, shash_order, table_columns_order
 from .mutation import parse_mutations
 from .parser import KINDS, kind_ok
 from .rbac import READ_ONLY_REASON, Access, Rbac
@@ -889,7 +889,7 @@ class Transaction:
         new = tr.new
         assert new is not None
         key = []
-        for cname in _all_columns_order(ts):
+        for cname in table_columns_order(ts):
             if cname == "_uuid":
                 key.append(new.uuid)
             elif cname == "_version":
@@ -918,25 +918,19 @@ class Transaction:
         return Changeset(tables)
 
 
-def _all_columns_order(ts: TableSchema) -> tuple[str, ...]:
-    """The real server's table-column hash: `_uuid` and `_version` are inserted first,
-    then the schema's columns in its hash order of the schema's JSON object."""
-    return shash_order(["_uuid", "_version", *shash_order(ts.columns)])
-
-
 @functools.lru_cache(maxsize=512)
 def _strong_ref_columns(ts: TableSchema) -> tuple[ColumnSchema, ...]:
     """The columns holding strong references, in the real server's column hash order:
     it checks a row's columns in that order, so of several dangling references in one
     row it names the first column that order meets."""
-    order = {c: i for i, c in enumerate(_all_columns_order(ts))}
+    order = {c: i for i, c in enumerate(table_columns_order(ts))}
     return tuple(sorted(ts.strong_ref_columns, key=lambda c: order[c.name]))
 
 
 @functools.lru_cache(maxsize=512)
 def _weak_ref_columns(ts: TableSchema) -> tuple[ColumnSchema, ...]:
     """As `_strong_ref_columns`, for the weak references the commit cleans up."""
-    order = {c: i for i, c in enumerate(_all_columns_order(ts))}
+    order = {c: i for i, c in enumerate(table_columns_order(ts))}
     return tuple(sorted(ts.weak_ref_columns, key=lambda c: order[c.name]))
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ..ovsdb.hashorder import shash_order
+from ..ovsdb.hashorder import hmap_order, shash_order, table_columns_order
 from ..ovsdb.schema import DatabaseSchema, TableSchema
 
 _ANNOTATIONS = ("_comment", "_is_diff", "_date")
@@ -57,22 +57,9 @@ def sorted_fragment(value: Any) -> orjson.Fragment:
 
 
 @functools.lru_cache(maxsize=1024)
-def _column_hash_order(ts: TableSchema) -> tuple[str, ...]:
-    # The table's column hash holds `_uuid` and `_version` first, then the schema's
-    # columns in the hash order of the schema's JSON object.
-    return shash_order(["_uuid", "_version", *shash_order(ts.columns)])
-
-
 @functools.lru_cache(maxsize=4096)
 def _row_member_order(ts: TableSchema, present: frozenset[str]) -> tuple[str, ...]:
-    return shash_order([c for c in _column_hash_order(ts) if c in present])
-
-
-def _calc_mask(capacity: int) -> int:
-    mask = capacity // 2
-    for shift in (1, 2, 4, 8, 16, 32):
-        mask |= mask >> shift
-    return mask | ((mask & 1) << 1)
+    return shash_order([c for c in table_columns_order(ts) if c in present])
 
 
 def uuid_hmap_order(uuids: list[str]) -> list[str]:
@@ -80,23 +67,7 @@ def uuid_hmap_order(uuids: list[str]) -> list[str]:
     `uuid_hash`, the UUID's first 32 bits), given the order the rows went in: a
     transaction's rows in the order it touched them, a table's in the order they
     were inserted."""
-    if len(uuids) <= 1:
-        return list(uuids)
-    mask = 0
-    buckets: list[list[tuple[int, str]]] = [[]]
-    for n, u in enumerate(uuids, 1):
-        h = int(u[:8], 16)
-        buckets[h & mask].insert(0, (h, u))
-        if n // 2 > mask:
-            new_mask = _calc_mask(n)
-            if new_mask > mask:
-                grown: list[list[tuple[int, str]]] = [[] for _ in range(new_mask + 1)]
-                for chain in buckets:
-                    for node in chain:
-                        grown[node[0] & new_mask].insert(0, node)
-                buckets = grown
-                mask = new_mask
-    return [u for chain in buckets for _, u in chain]
+    return hmap_order((int(u[:8], 16), u) for u in uuids)
 
 
 def _ordered_rows(ts: TableSchema | None, rows: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +129,7 @@ def schema_record(schema: DatabaseSchema) -> dict[str, Any]:
         cols = tjson["columns"]
         t["columns"] = {
             c: {k: cols[c][k] for k in ("mutable", "ephemeral", "type") if k in cols[c]}
-            for c in _column_hash_order(ts) if c in cols
+            for c in table_columns_order(ts) if c in cols
         }
         for key in ("maxRows", "indexes"):
             if key in tjson:
