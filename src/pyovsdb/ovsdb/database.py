@@ -54,14 +54,6 @@ class Database:
     def n_rows(self) -> int:
         return self.n_rows_total
 
-    def n_atoms(self) -> int:
-        n = 0
-        for t in self.tables.values():
-            for row in t.rows.values():
-                for v in row.data.values():
-                    n += len(v) if type(v) is tuple else 1
-        return n
-
     def apply(self, cs: Changeset) -> None:
         """Make a checked changeset the committed state."""
         tables = self.tables

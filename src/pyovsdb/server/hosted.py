@@ -162,6 +162,14 @@ class HostedDb:
         ):
             self.history_atoms -= history.popleft()[2]
 
+    def atoms(self) -> int:
+        """The database's atoms as the real server counts them (`memory/show`): kept
+        as a running total where there is a history, else counted."""
+        if self.max_history > 0:
+            return self.n_atoms
+        return sum(_row_atoms(row.data) for t in self.db.tables.values()
+                   for row in t.rows.values())
+
     def changes_since(self, txn_id: str) -> Changeset | None:
         """Everything committed after `txn_id`, or None if no kept entry has that id
         (as `ovsdb_monitor_get_changes_after`, which looks only in the history)."""

@@ -308,14 +308,17 @@ class Server:
 
     def memory_report(self) -> str:
         user = [h for n, h in self.dbs.items() if n != SERVER_DB]
+        # As the real server: atoms and cells of every database, _Server included, and
+        # cells of every column, _uuid and _version included.
         counts = {
-            "atoms": sum(h.db.n_atoms() for h in user),
-            "cells": sum(len(t.rows) * len(t.schema.columns)
-                         for h in user for t in h.db.tables.values()),
+            "atoms": sum(h.atoms() for h in self.dbs.values()),
+            "cells": sum(len(t.rows) * (len(t.schema.columns) + 2)
+                         for h in self.dbs.values() for t in h.db.tables.values()),
             "monitors": sum(len(h.monitors) for h in self.dbs.values()),
             "n-weak-refs": sum(len(t.weak_refs_in) for h in user
                                for t in h.db.tables.values()),
             "txn-history": sum(len(h.history) for h in user),
+            "txn-history-atoms": sum(h.history_atoms for h in user),
             "triggers": sum(len(h.triggers) for h in user),
             "backlog": sum(s.backlog() for s in self.sessions),
             "sessions": len(self.sessions),
