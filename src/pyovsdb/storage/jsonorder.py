@@ -56,7 +56,6 @@ def sorted_fragment(value: Any) -> orjson.Fragment:
     return orjson.Fragment(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
 
 
-@functools.lru_cache(maxsize=1024)
 @functools.lru_cache(maxsize=4096)
 def _row_member_order(ts: TableSchema, present: frozenset[str]) -> tuple[str, ...]:
     return shash_order([c for c in table_columns_order(ts) if c in present])

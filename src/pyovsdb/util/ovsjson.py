@@ -14,11 +14,11 @@ Rules kept here:
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Iterable
 from typing import Any
 
 from ..ovsdb.datum import format_real
+from . import ovshash
 
 
 class Real(float):
@@ -102,66 +102,10 @@ def _serialize(value: Any, out: list[str], depth: int, sort: bool = True) -> Non
 # --------------------------------------------------------------------------------------
 # The iteration order of OVS hash tables (lib/hash.c, lib/hmap.c, lib/shash.c)
 
-_M32 = 0xFFFFFFFF
-
-
-def _rot(x: int, k: int) -> int:
-    return ((x << k) | (x >> (32 - k))) & _M32
-
-
-def _mhash_add(h: int, data: int) -> int:
-    data = (data * 0xCC9E2D51) & _M32
-    data = _rot(data, 15)
-    data = (data * 0x1B873593) & _M32
-    h = _rot(h ^ data, 13)
-    return (h * 5 + 0xE6546B64) & _M32
-
-
-def _mhash_finish(h: int) -> int:
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    return h ^ (h >> 16)
-
-
-def hash_string(s: str, basis: int = 0) -> int:
-    """OVS's `hash_string` (murmur3 words, little-endian; the portable build)."""
-    b = s.encode()
-    n = len(b)
-    h = basis
-    whole = n & ~3
-    for (word,) in struct.iter_unpack("<I", b[:whole]):
-        h = _mhash_add(h, word)
-    if n > whole:
-        h = _mhash_add(h, int.from_bytes(b[whole:], "little"))
-    return _mhash_finish(h ^ n)
-
-
-def _calc_mask(capacity: int) -> int:
-    mask = capacity // 2
-    for shift in (1, 2, 4, 8, 16, 32):
-        mask |= mask >> shift
-    return mask | ((mask & 1) << 1)
-
-
 def shash_order(keys: Iterable[str]) -> list[str]:
     """The order in which OVS iterates a `shash` (or a JSON object) whose distinct `keys`
     were inserted in the given order: buckets in index order, each newest first; the
     table doubles as it fills, re-inserting old buckets in iteration order."""
-    mask = 0
-    buckets: list[list[tuple[int, str]]] = [[]]
-    for n, key in enumerate(keys, 1):
-        h = hash_string(key)
-        buckets[h & mask].append((h, key))  # each bucket is kept oldest first
-        if n // 2 > mask:
-            new_mask = _calc_mask(n)
-            if new_mask > mask:
-                fresh: list[list[tuple[int, str]]] = [[] for _ in range(new_mask + 1)]
-                for bucket in buckets:
-                    for node in reversed(bucket):
-                        fresh[node[0] & new_mask].append(node)
-                buckets, mask = fresh, new_mask
-    return [key for bucket in buckets for _, key in reversed(bucket)]
+    return list(ovshash.shash_order(keys))
 
 
