@@ -466,11 +466,11 @@ class Transaction:
                 p.op,
             )
         cond = parse_where(ts, where, self.symtab)
-        if self.rbac is not None and not self.rbac.may_modify(table, values,
-                                                              self._query(table, cond)):
+        rows = list(self._query(table, cond))
+        if self.rbac is not None and not self.rbac.may_modify(table, values, rows):
             raise self.rbac.denied("update", table.name)
         count = 0
-        for row in list(self._query(table, cond)):
+        for row in rows:
             self._writable(table, row).data.update(values)
             count += 1
         return {"count": count}
@@ -482,11 +482,12 @@ class Transaction:
         ts = table.schema
         mutations = parse_mutations(ts, mutations_json, self.symtab)
         cond = parse_where(ts, where, self.symtab)
+        rows = list(self._query(table, cond))
         if self.rbac is not None and not self.rbac.may_modify(
-                table, [m.column.name for m in mutations], self._query(table, cond)):
+                table, [m.column.name for m in mutations], rows):
             raise self.rbac.denied("mutate", table.name)
         count = 0
-        for row in list(self._query(table, cond)):
+        for row in rows:
             new_values: dict[str, Any] = {}
             data = row.data
             for m in mutations:
@@ -500,10 +501,11 @@ class Transaction:
         where = p.get("where", "array")
         table = self._table(p)
         cond = parse_where(table.schema, where, self.symtab)
-        if self.rbac is not None and not self.rbac.may_delete(table, self._query(table, cond)):
+        rows = list(self._query(table, cond))
+        if self.rbac is not None and not self.rbac.may_delete(table, rows):
             raise self.rbac.denied("delete", table.name)
         count = 0
-        for row in list(self._query(table, cond)):
+        for row in rows:
             self._delete_row(table, row)
             count += 1
         return {"count": count}
