@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -46,6 +45,7 @@ from procs import (
     free_port,
     require,
     run,
+    stop_process,
 )
 
 WAIT = 30.0
@@ -125,16 +125,8 @@ class Daemon:
         poll(ready, f"{self.name}'s pidfile", logs, timeout)
 
     def stop(self) -> None:
-        p = self.proc
-        if p is None:
-            return
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=10)
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
 
 

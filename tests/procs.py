@@ -16,6 +16,7 @@ from pyovsdb.testing import (  # noqa: F401  (re-exported for the tests)
     create_db,
     free_port,
     run,
+    stop_process,
 )
 
 REQUIRE_INTEROP = os.environ.get("PYOVSDB_REQUIRE_INTEROP") == "1"

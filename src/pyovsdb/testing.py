@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 NB_SCHEMA = str(SCHEMAS / "ovn-nb.ovsschema")
@@ -39,6 +40,17 @@ def run(cmd: list[str], *, check: bool = True, timeout: float = 60,
         raise AssertionError(f"{cmd!r} exited {p.returncode}\nstdout: {p.stdout}\n"
                              f"stderr: {p.stderr}")
     return p
+
+
+def stop_process(p: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL if it has not gone within 10 s; always reaped."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
 
 
 class ServerProcess:
@@ -112,13 +124,7 @@ class ServerProcess:
         p = self.proc
         if p is None:
             return
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=10)
+        stop_process(p)
         if p.stderr is not None:
             p.stderr.close()
         self.proc = None

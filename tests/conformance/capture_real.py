@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -51,6 +50,7 @@ from procs import (  # noqa: E402
     ServerProcess,
     create_db,
     free_port,
+    stop_process,
 )
 
 CASES = HERE / "cases"
@@ -96,13 +96,7 @@ class Run:
         return p
 
     def stop_daemon(self, p: subprocess.Popen[bytes]) -> None:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=10)
+        stop_process(p)
 
     def cmd(self, *args: str, check: bool = True, stdin: str | None = None) -> str:
         """A client command, run to completion; its pid is scrubbed too."""
