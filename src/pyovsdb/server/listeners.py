@@ -350,9 +350,9 @@ class Listeners:
             del self.active[target]
             lst.close()
         for target, options in wanted.items():
-            lst = self.active.get(target)
-            if lst is not None:
-                lst.apply(options)
+            current = self.active.get(target)
+            if current is not None:
+                current.apply(options)
                 continue
             remote = self._servable(target)
             if remote is None:
@@ -435,7 +435,7 @@ class Listeners:
                 elif base.type == "uuid" and base.ref_table is not None:
                     ref = hosted.db.tables.get(base.ref_table)
                     target_row = ref.rows.get(x) if ref is not None else None
-                    if target_row is None:
+                    if ref is None or target_row is None:
                         continue
                     target = row_target(ref.schema, target_row.data)
                     if target is not None:

@@ -63,7 +63,7 @@ class RoleLog:
                     log.info("received leadership transfer from %s in term %d",
                              self.nickname(self.leader), term - 1)
                 log.info("term %d: starting election", term)
-            else:
+            elif core.election_start is not None:
                 log.info("term %d: %d ms timeout expired, starting election", term,
                          core.election_start - self.election_base)
         if role == rc.LEADER and (self.role != rc.LEADER or term != self.term):

@@ -28,6 +28,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -120,7 +121,7 @@ def compile_pattern(pattern: str) -> list[Piece]:
         if pattern[i] != "%":
             j = pattern.find("%", i)
             lit = pattern[i:] if j < 0 else pattern[i:j]
-            pieces.append(lambda r, s, v, lit=lit: lit)
+            pieces.append(functools.partial(_literal, lit))
             i += len(lit)
             continue
         i += 1
@@ -179,7 +180,11 @@ def _escape(c: str, arg: str | None) -> Piece:
         return lambda r, s, v: v.subprogram or "main"
     if c == "T":
         return lambda r, s, v: f"({v.subprogram})" if v.subprogram else ""
-    return lambda r, s, v, c=c: c
+    return functools.partial(_literal, c)
+
+
+def _literal(text: str, record: logging.LogRecord, seq: int, vlog: Vlog) -> str:
+    return text
 
 
 def _padded(piece: Piece, width: int, left: bool, pad: str) -> Piece:
@@ -246,12 +251,12 @@ class Vlog:
         """Apply one `-v`/`vlog/set` spec; ValueError with the real wording if bad."""
         first, rest = _split_first(spec)
         if first.lower() == "pattern":
-            dest, fmt = _split_first(rest)
-            if not dest:
+            named, fmt = _split_first(rest)
+            if not named:
                 raise ValueError("missing destination")
-            dests = self._dests(dest)
+            dests = self._dests(named)
             if dests is None:
-                raise ValueError(f'unknown destination "{dest}"')
+                raise ValueError(f'unknown destination "{named}"')
             for d in dests:
                 self.patterns[d] = fmt
                 self._compiled[d] = compile_pattern(fmt)
@@ -262,7 +267,8 @@ class Vlog:
                 raise ValueError("invalid facility")
             self.facility = value
             return
-        module = dest = None
+        module: str | None = None
+        dest: str | None = None
         level = None
         for word in _tokens(spec):
             w = word.lower()
@@ -437,9 +443,10 @@ class Vlog:
         except OSError:
             s.close()
             raise
-        first = self._syslog_target is None
-        if not first:
-            self._syslog_target.close()
+        old = self._syslog_target
+        first = old is None
+        if old is not None:
+            old.close()
         self._syslog_target = s
         self._sync_root()
         if first:
