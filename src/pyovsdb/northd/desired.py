@@ -1,4 +1,5 @@
-"""Desired Southbound state: what northd wants the SB tables it owns to hold.
+"""Desired database state: what northd wants the SB tables it owns (and the few NB
+columns it writes back, such as `Logical_Switch_Port.up`) to hold.
 
 Rules kept here:
 - Builders (the `northd` node's pure functions) describe SB rows as plain data: one
@@ -12,6 +13,7 @@ Rules kept here:
   (written by ovn-controller, e.g. `Port_Binding.chassis`) are never compared or written.
 - `owned` says whether SB rows without a desired row are deleted (True for the tables
   northd owns outright) or left alone (False: northd only updates the rows it names).
+- NB write-backs use the same types with `owned=False`, rows keyed by NB row UUID.
 - Nothing here knows of IDLs, sockets or clocks.
 """
 
@@ -54,8 +56,8 @@ class DesiredTable:
 
 
 @dataclass(slots=True)
-class DesiredSb:
-    """Every desired SB table of one engine run, by table name."""
+class DesiredDb:
+    """Every desired table of one database for one engine run, by table name."""
 
     tables: dict[str, DesiredTable] = field(default_factory=dict)
 

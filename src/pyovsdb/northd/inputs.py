@@ -1,0 +1,22 @@
+"""What northd's pure builders read: the NB and SB replicas, table by table.
+
+Rules kept here:
+- Builders get tables, never an IDL or a connection: the daemon passes its IDLs'
+  replica tables, tests pass those of `northd.testing.LocalDb`.
+- Tables are read-only to builders; iteration order is theirs to fix by sorting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..idl.replica import ReplicaTable
+
+
+@dataclass(frozen=True, slots=True)
+class BuildInput:
+    """The NB and SB tables of one engine run."""
+
+    nb: Mapping[str, ReplicaTable]
+    sb: Mapping[str, ReplicaTable]
