@@ -1,0 +1,208 @@
+"""An OVSDB database in memory with an IDL replica of it: northd's builders and sync
+tested without a server.
+
+Rules kept here:
+- Pure: the caller loads the schema (a JSON object or a `DatabaseSchema`) and passes it;
+  nothing here reads files, sockets or clocks.
+- The replica mirrors the database through the same path an IDL takes: each committed
+  changeset is rendered as an update2 notification (every table, every column) and
+  applied with `Replica.apply_update2`, so builders read real `IdlRow`s and the
+  changeset `transact` returns is the replica's, as `Idl.track_take()` would give it.
+- A failing transaction raises (`TransactError`) and changes nothing.
+- `transaction()` hands out a real `idl.Transaction` over the replica (write-changed-only
+  on every column, as northd's SB IDL is configured), and `commit(txn)` executes the
+  operations it would send: `sync.apply` is tested on the same object the daemon uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from ..idl.replica import Replica, ReplicaTable
+from ..idl.txn import Transaction
+from ..ovsdb.changeset import Changeset
+from ..ovsdb.database import Database
+from ..ovsdb.schema import DatabaseSchema
+from ..ovsdb.transaction import Committed, execute
+
+
+class TransactError(Exception):
+    """A transaction the in-memory database refused."""
+
+    def __init__(self, error: Any, results: list[Any]) -> None:
+        super().__init__(f"transaction failed: {error}")
+        self.error = error
+        self.results = results
+
+
+def render_update2(cs: Changeset, schema: DatabaseSchema) -> dict[str, Any]:
+    """A changeset as the table-updates2 a monitor of every column would send."""
+    out: dict[str, Any] = {}
+    for tname, changes in cs.tables.items():
+        ts = schema.tables[tname]
+        codecs = [(c, col.type.codec) for c, col in ts.columns.items()]
+        rows: dict[str, Any] = {}
+        for uuid, ch in changes.items():
+            if ch.new is None:
+                if ch.old is not None:
+                    rows[uuid] = {"delete": None}
+                continue
+            new = ch.new.data
+            if ch.old is None:
+                rows[uuid] = {"insert": {c: codec.to_json(new[c]) for c, codec in codecs
+                                         if new[c] != codec.default}}
+                continue
+            old = ch.old.data
+            diff = {c: codec.to_json(codec.diff(old[c], new[c])) for c, codec in codecs
+                    if old[c] != new[c]}
+            if diff:
+                rows[uuid] = {"modify": diff}
+        if rows:
+            out[tname] = rows
+    return out
+
+
+class _LocalIdl:
+    """The little of an `Idl` that `idl.Transaction` reads to build its operations."""
+
+    def __init__(self, replica: Replica) -> None:
+        self.replica = replica
+        self.lock_name: str | None = None
+
+    def skips_unchanged(self, table: str, column: str) -> bool:
+        return True
+
+
+class LocalDb:
+    """A `Database` and its replica, kept equal by every `transact`."""
+
+    def __init__(self, schema: DatabaseSchema | Mapping[str, Any]) -> None:
+        if not isinstance(schema, DatabaseSchema):
+            schema = DatabaseSchema.from_json(dict(schema))
+        self.schema = schema
+        self.db = Database(schema)
+        self.replica = Replica(schema)
+        self._idl = _LocalIdl(self.replica)
+
+    @property
+    def tables(self) -> dict[str, ReplicaTable]:
+        return self.replica.tables
+
+    def transact(self, ops: list[dict[str, Any]]) -> Changeset:
+        """Execute `ops` (a `transact`'s operations); the replica's changeset."""
+        outcome = execute(self.db, ops)
+        if not isinstance(outcome, Committed):
+            raise TransactError(getattr(outcome, "error", outcome),
+                                getattr(outcome, "results", []))
+        self.last_results: list[Any] = outcome.results
+        self.db.apply(outcome.changeset)
+        return self.replica.apply_update2(render_update2(outcome.changeset, self.schema))
+
+    def transaction(self) -> Transaction:
+        """An IDL transaction over the replica (see the module rules)."""
+        return Transaction(cast(Any, self._idl))
+
+    def commit(self, txn: Transaction) -> tuple[Changeset, list[dict[str, Any]]]:
+        """Execute what `txn` would send; its changeset and the operations sent (empty,
+        and nothing executed, when nothing would change)."""
+        ops, _ = txn.ops()
+        if not ops:
+            return Changeset(), []
+        return self.transact(ops), ops
+
+    def json_row(self, table: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Python values (str/int/bool, a list for a set, a dict for a map, a UUID string
+        for a reference) as the JSON of an operation's row."""
+        ts = self.schema.tables[table]
+        return {c: _to_json(ts.columns[c].type.codec, v) for c, v in values.items()}
+
+    def insert(self, table: str, **values: Any) -> str:
+        """Insert one row; its UUID."""
+        self.transact([{"op": "insert", "table": table,
+                        "row": self.json_row(table, values)}])
+        return str(self.last_results[0]["uuid"][1])
+
+    def update(self, table: str, uuid: str, **values: Any) -> Changeset:
+        return self.transact([{"op": "update", "table": table,
+                               "where": [["_uuid", "==", ["uuid", uuid]]],
+                               "row": self.json_row(table, values)}])
+
+    def add_to(self, table: str, uuid: str, column: str, *elements: Any) -> Changeset:
+        """Insert elements into a set column (e.g. a port into a switch's ports)."""
+        codec = self.schema.tables[table].columns[column].type.codec
+        return self.transact([{"op": "mutate", "table": table,
+                               "where": [["_uuid", "==", ["uuid", uuid]]],
+                               "mutations": [[column, "insert",
+                                              ["set", [_atom(codec.key_type, e)
+                                                       for e in elements]]]]}])
+
+    def delete(self, table: str, uuid: str) -> Changeset:
+        return self.transact([{"op": "delete", "table": table,
+                               "where": [["_uuid", "==", ["uuid", uuid]]]}])
+
+
+class Nb:
+    """An NB `LocalDb` with `ovn-nbctl`-like helpers (rows by name); the helpers that
+    create a row return its UUID."""
+
+    def __init__(self, db: LocalDb) -> None:
+        self.db = db
+
+    def uuid(self, table: str, name: str) -> str:
+        for row in self.db.tables[table].rows.values():
+            if row.name == name:
+                return row.uuid
+        raise KeyError(f"{table} {name}")
+
+    def ls_add(self, name: str, **cols: Any) -> str:
+        return self.db.insert("Logical_Switch", name=name, **cols)
+
+    def lr_add(self, name: str, **cols: Any) -> str:
+        return self.db.insert("Logical_Router", name=name, **cols)
+
+    def _child(self, parent_table: str, parent: str, column: str, table: str,
+               **cols: Any) -> str:
+        ops: list[dict[str, Any]] = [{"op": "insert", "table": table, "uuid-name": "new",
+                "row": self.db.json_row(table, cols)},
+               {"op": "mutate", "table": parent_table,
+                "where": [["name", "==", parent]],
+                "mutations": [[column, "insert", ["set", [["named-uuid", "new"]]]]]}]
+        self.db.transact(ops)
+        return str(self.db.last_results[0]["uuid"][1])
+
+    def lsp_add(self, ls: str, name: str, **cols: Any) -> str:
+        return self._child("Logical_Switch", ls, "ports", "Logical_Switch_Port",
+                           name=name, **cols)
+
+    def lrp_add(self, lr: str, name: str, mac: str, *networks: str, **cols: Any) -> str:
+        return self._child("Logical_Router", lr, "ports", "Logical_Router_Port",
+                           name=name, mac=mac, networks=list(networks), **cols)
+
+    def connect(self, ls: str, lr: str, lrp: str, mac: str, *networks: str) -> str:
+        """A router port on `lr` and its peer `<ls>-<lrp>` router-type LSP on `ls`."""
+        self.lrp_add(lr, lrp, mac, *networks)
+        return self.lsp_add(ls, f"{ls}-{lrp}", type="router", addresses=["router"],
+                            options={"router-port": lrp})
+
+    def set(self, table: str, name: str, **cols: Any) -> None:
+        self.db.update(table, self.uuid(table, name), **cols)
+
+
+def _atom(atype: str | None, value: Any) -> Any:
+    if atype == "uuid":
+        return ["uuid", str(value)]
+    if atype == "real":
+        return float(value)
+    return value
+
+
+def _to_json(codec: Any, value: Any) -> Any:
+    if codec.is_map:
+        return ["map", [[_atom(codec.key_type, k), _atom(codec.value_type, v)]
+                        for k, v in dict(value).items()]]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ["set", [_atom(codec.key_type, v) for v in value]]
+    if value is None:
+        return ["set", []]
+    return _atom(codec.key_type, value)

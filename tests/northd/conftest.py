@@ -1,0 +1,38 @@
+"""Fixtures of northd's tests: in-memory NB and SB databases with their replicas (`nb`
+comes with ovn-nbctl-like helpers, `northd.testing.Nb`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pyovsdb.northd.inputs import BuildInput
+from pyovsdb.northd.testing import LocalDb, Nb
+from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
+
+
+def _schema(path: str) -> dict[str, Any]:
+    with open(path) as f:
+        return dict(json.load(f))
+
+
+_NB = _schema(NB_SCHEMA)
+_SB = _schema(SB_SCHEMA)
+
+
+@pytest.fixture
+def nb() -> Nb:
+    return Nb(LocalDb(_NB))
+
+
+@pytest.fixture
+def sb() -> LocalDb:
+    return LocalDb(_SB)
+
+
+@pytest.fixture
+def inp(nb: Nb, sb: LocalDb) -> BuildInput:
+    """The builders' input over `nb` and `sb` (live: it sees later transactions)."""
+    return BuildInput(nb=nb.db.tables, sb=sb.tables)
