@@ -139,7 +139,8 @@ def _replay(records: list[dict | None]) -> Database:
         if rec is None:
             continue
         rec = json.loads(json.dumps(rec))  # what a file reader would see
-        cs = Changeset.from_record(db.schema, rec, lambda t: db.tables[t].rows)
+        cs = Changeset.from_record(db.schema, rec, lambda t: db.tables[t].rows,
+                                   versions=db.new_version)
         db.apply(cs)
     return db
 
@@ -291,7 +292,8 @@ def _round_trip(txns: list[list]) -> None:
         assert isinstance(out, Committed), out.results
         db.apply(out.changeset)
         rec = json.loads(json.dumps(out.changeset.to_record(db.schema)))
-        cs = Changeset.from_record(replica.schema, rec, lambda t: replica.tables[t].rows)
+        cs = Changeset.from_record(replica.schema, rec, lambda t: replica.tables[t].rows,
+                                   versions=replica.new_version)
         assert {t: set(c) for t, c in cs.tables.items()} == {
             t: set(c) for t, c in out.changeset.tables.items()
         }

@@ -117,7 +117,8 @@ def test_changeset_record_replays_into_fresh_database() -> None:
         db.apply(out.changeset)
         rec = out.changeset.to_record(db.schema)
         replica.apply(Changeset.from_record(replica.schema, rec,
-                                            lambda t: replica.tables[t].rows))
+                                            lambda t: replica.tables[t].rows,
+                                            versions=replica.new_version))
     for t in db.tables:
         assert {u: r.data for u, r in db.tables[t].rows.items()} == {
             u: r.data for u, r in replica.tables[t].rows.items()}

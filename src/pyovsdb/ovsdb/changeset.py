@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import OvsdbError
+from .ids import SeededUuids, UuidSource
 from .row import Row
 
 if TYPE_CHECKING:
@@ -111,10 +112,18 @@ class Changeset:
 
     @staticmethod
     def from_record(
-        schema: DatabaseSchema, rec: dict[str, Any], rows_of: Any
+        schema: DatabaseSchema,
+        rec: dict[str, Any],
+        rows_of: Any,
+        *,
+        versions: UuidSource | None = None,
     ) -> Changeset:
         """Rebuild a changeset from a record, given `rows_of(table) -> {uuid: Row}` for the
-        state the record applies to. Handles both diff records and old full-row records."""
+        state the record applies to. Handles both diff records and old full-row records.
+        New and modified rows get their `_version` from `versions`: pass the target
+        database's `new_version` (left out, a fresh seeded stream, which is only right
+        for a single record)."""
+        new_version = versions if versions is not None else SeededUuids(1)
         if not isinstance(rec, dict):
             raise OvsdbError("syntax error", "transaction record must be an object")
         is_diff = rec.get("_is_diff") is True
@@ -152,7 +161,7 @@ class Changeset:
                         data[cname] = codec.apply_diff(data[cname], codec.diff_from_json(vjson))
                     else:
                         data[cname] = codec.from_json(vjson)
-                changes[uuid] = RowChange(uuid, old, Row(uuid, data))
+                changes[uuid] = RowChange(uuid, old, Row(uuid, data, new_version()))
             if changes:
                 cs.tables[tname] = changes
         return cs

@@ -5,7 +5,8 @@ Rules kept here (those of the real server's ovsdb_convert):
 - Tables and columns the new schema drops are dropped; new ones start with defaults.
 - A kept column's value is converted through its JSON form, so it must satisfy the new
   type (constraints, sizes) or the conversion fails with that error.
-- Every row keeps its uuid, and the result passes the same commit checks as any
+- Every row keeps its uuid (rows get new versions from the source database's
+  sources, which the new database keeps), and the result passes the same commit checks as any
   transaction (references, garbage collection, maxRows, indexes).
 - The source database is not touched.
 """
@@ -21,7 +22,8 @@ from .transaction import Transaction, TxnRow
 
 def convert(src: Database, schema: DatabaseSchema) -> Database:
     """A new database with `schema` holding `src`'s rows, or OvsdbError."""
-    dst = Database(schema)
+    dst = Database(schema, uuids=src.new_uuid, versions=src.new_version)
+    new_version = src.new_version
     txn = Transaction(dst, [])
     for tname, ts in schema.tables.items():
         old_table = src.tables.get(tname)
@@ -44,7 +46,7 @@ def convert(src: Database, schema: DatabaseSchema) -> Database:
                     raise OvsdbError(
                         e.tag, f"Table {tname} column {cname} row {uuid}: {e.details}"
                     ) from None
-            rows[uuid] = TxnRow(None, Row(uuid, data))
+            rows[uuid] = TxnRow(None, Row(uuid, data, new_version()))
         if rows:
             txn.rows[tname] = rows
     changeset = txn.precommit()

@@ -9,8 +9,11 @@ Rules kept here:
   * per row, the number of strong references to it (`n_refs`, absent means zero);
   * per row, the rows that weakly reference it (`weak_refs_in`), so deleting it can
     find the references that must vanish without scanning the database.
-- The database knows nothing of files, sockets or clocks; `changes_seqno` counts the
-  changesets applied, for whoever wants to know that something changed.
+- The database knows nothing of files, sockets, clocks or randomness; `changes_seqno`
+  counts the changesets applied, for whoever wants to know that something changed.
+  The UUIDs of new rows and their `_version`s come from the two sources its owner
+  passes (`ids`); left out, they are seeded streams, so a database built without them
+  behaves the same on every run (the server always passes its fast random ones).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from .changeset import Changeset
+from .ids import SeededUuids, UuidSource
 from .row import Row
 from .schema import DatabaseSchema, TableSchema
 
@@ -42,10 +46,20 @@ class Table:
 
 
 class Database:
-    __slots__ = ("changes_seqno", "n_rows_total", "name", "schema", "tables")
+    __slots__ = ("changes_seqno", "n_rows_total", "name", "new_uuid", "new_version", "schema",
+                 "tables")
 
-    def __init__(self, schema: DatabaseSchema) -> None:
+    def __init__(
+        self,
+        schema: DatabaseSchema,
+        *,
+        uuids: UuidSource | None = None,
+        versions: UuidSource | None = None,
+    ) -> None:
         self.schema = schema
+        # Called for every inserted row (and named-uuid symbol) / every new row version.
+        self.new_uuid: UuidSource = uuids if uuids is not None else SeededUuids(0)
+        self.new_version: UuidSource = versions if versions is not None else SeededUuids(1)
         self.name = schema.name
         self.tables: dict[str, Table] = {n: Table(ts) for n, ts in schema.tables.items()}
         self.changes_seqno = 0

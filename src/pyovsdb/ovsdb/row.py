@@ -3,6 +3,8 @@
 Rules kept here:
 - A Row never changes after it is built. A transaction that modifies a row builds a new
   Row with a new `_version`; readers holding the old one keep a consistent view.
+- The version is always given by the caller (from its database's `new_version`): a row
+  never invents one, so where versions come from is the database owner's choice.
 - `data` maps every column of the table (implicit ones excluded) to its canonical datum,
   defaults included, so lookups never need the schema.
 - Rendered JSON forms are cached on the row (`cache`), keyed by whoever renders them,
@@ -13,16 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..util.uuidgen import sequential_uuid
-
 
 class Row:
     __slots__ = ("cache", "data", "uuid", "version")
 
-    def __init__(self, uuid: str, data: dict[str, Any], version: str | None = None) -> None:
+    def __init__(self, uuid: str, data: dict[str, Any], version: str) -> None:
         self.uuid = uuid
         self.data = data
-        self.version = version if version is not None else sequential_uuid()
+        self.version = version
         self.cache: dict[Any, Any] | None = None
 
     def get(self, column: str) -> Any:

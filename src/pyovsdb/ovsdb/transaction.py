@@ -23,8 +23,9 @@ Rules kept here:
 - A client's permissions (`rbac.Access`, passed as the lock test): a read-only client's
   writes fail with "not allowed" after the operation parsed; RBAC denials are the
   operation's own error, raised before it changes anything.
-- Pure: no clock, no I/O. The caller passes `now` (for `wait` timeouts) and the time the
-  transaction first started waiting, and decides what to do with a Blocked outcome.
+- Pure: no clock, no I/O, no randomness. The caller passes `now` (for `wait` timeouts)
+  and the time the transaction first started waiting, and decides what to do with a
+  Blocked outcome; new row UUIDs and versions come from the database's sources.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..util.uuidgen import new_uuid
 from .changeset import Changeset, RowChange, default_data
 from .condition import Condition, parse_where
 from .database import Database, Table
@@ -203,7 +203,7 @@ class Transaction:
             self.read_only_reason = READ_ONLY_REASON  # the real server says this first
         self.rbac = Rbac.for_access(db, access, self._current)
         self.rows: dict[str, dict[str, TxnRow]] = {}
-        self.symtab = SymbolTable(new_uuid)
+        self.symtab = SymbolTable(db.new_uuid)
         self.durable = False
         self.comments: list[str] = []
         self.timeout: float | None = None  # smallest wait timeout, ms
@@ -407,7 +407,7 @@ class Transaction:
                 uuid = symbol.uuid
             symbol.created = True
         if uuid is None:
-            uuid = new_uuid()
+            uuid = self.db.new_uuid()
         data = ts.defaults()
         data.update(self._parse_row(ts, row_json))
         # Single-element values, defaults included, must satisfy their constraints.
@@ -418,7 +418,7 @@ class Transaction:
                 codec.check_constraints(v)
         if self.rbac is not None and not self.rbac.may_insert(table, data):
             raise self.rbac.denied("insert", table.name)
-        self._txn_rows(table.name)[uuid] = TxnRow(None, Row(uuid, data))
+        self._txn_rows(table.name)[uuid] = TxnRow(None, Row(uuid, data, self.db.new_version()))
         return {"uuid": ["uuid", uuid]}
 
     def _op_select(self, p: _OpParser) -> Any:
@@ -902,6 +902,7 @@ class Transaction:
 
     def _changeset(self) -> Changeset:
         tables: dict[str, dict[str, RowChange]] = {}
+        new_version = self.db.new_version
         for tname, trs in self.rows.items():
             out: dict[str, RowChange] = {}
             for uuid, tr in trs.items():
@@ -913,7 +914,7 @@ class Transaction:
                 if old is not None:
                     if new.data == old.data:
                         continue
-                    new = Row(uuid, new.data)  # a fresh _version
+                    new = Row(uuid, new.data, new_version())  # a fresh _version
                 out[uuid] = RowChange(uuid, old, new)
             if out:
                 tables[tname] = out

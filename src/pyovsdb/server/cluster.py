@@ -418,7 +418,8 @@ class ClusteredDb:
                 # against: its changeset is exactly what the record says.
                 cs = own[1]
             else:
-                cs = Changeset.from_record(db.schema, txn, lambda t: db.tables[t].rows)
+                cs = Changeset.from_record(db.schema, txn, lambda t: db.tables[t].rows,
+                                           versions=db.new_version)
             cs.txn_id = c.eid
             if cs:
                 hosted.commit(cs)

@@ -23,6 +23,7 @@ from ..ovsdb.database import Database
 from ..ovsdb.row import Row
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
+from ..util.uuidgen import new_uuid, sequential_uuid
 from .hosted import HostedDb
 
 SERVER_DB = "_Server"
@@ -36,7 +37,7 @@ def server_schema() -> DatabaseSchema:
 class ServerDatabase:
     def __init__(self, clock: Callable[[], float]) -> None:
         self.hosted = HostedDb(
-            Database(server_schema()),
+            Database(server_schema(), uuids=new_uuid, versions=sequential_uuid),
             model="standalone",
             read_only_reason=f"on table in reserved database {SERVER_DB}",
             max_history=0,
@@ -86,13 +87,14 @@ class ServerDatabase:
         fixed = (core.cid, core.sid, hosted.db.schema if hosted is not None else None)
         index = (cluster.applied_index,) if hosted is not None else ()
         if uuid is not None and self._cluster_fixed.get(cluster.name) == fixed:
-            table = self.hosted.db.tables["Database"]
-            old = table.rows.get(uuid)
+            sdb = self.hosted.db
+            old = sdb.tables["Database"].rows.get(uuid)
             if old is not None:
                 data = dict(old.data)
                 data["connected"], data["leader"], data["index"] = connected, leader, index
                 if data != old.data:
-                    cs = Changeset({"Database": {uuid: RowChange(uuid, old, Row(uuid, data))}})
+                    new = Row(uuid, data, sdb.new_version())
+                    cs = Changeset({"Database": {uuid: RowChange(uuid, old, new)}})
                     self.hosted.commit(cs)
                 return
         self._cluster_fixed[cluster.name] = fixed

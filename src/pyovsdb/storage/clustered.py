@@ -27,6 +27,7 @@ from ..ovsdb.hashorder import shash_order
 from ..ovsdb.schema import DatabaseSchema
 from ..raft.core import RaftCore, RaftError
 from ..raft.records import Header, Record, RpcError, record_from_json
+from ..util.uuidgen import new_uuid, sequential_uuid
 from .jsonorder import clustered_record
 from .log import MAGIC_CLUSTERED, LogWriter, frame, read_file, write_new_file
 
@@ -110,13 +111,15 @@ def apply_entry(db: Database | None, data: Any) -> Database:
     (conversion). Returns the database now current."""
     new_schema, txn = data
     if new_schema is not None:
-        db = Database(DatabaseSchema.from_json(new_schema))
+        db = Database(DatabaseSchema.from_json(new_schema), uuids=new_uuid,
+                      versions=sequential_uuid)
         db.schema.json = new_schema
     if db is None:
         raise OvsdbError("syntax error", "entry changes a database that has no schema yet")
     if txn:
         cur = db
-        db.apply(Changeset.from_record(db.schema, txn, lambda t: cur.tables[t].rows))
+        db.apply(Changeset.from_record(db.schema, txn, lambda t: cur.tables[t].rows,
+                                       versions=cur.new_version))
     return db
 
 

@@ -41,6 +41,7 @@ from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError, ovs_json_string
 from ..ovsdb.schema import DatabaseSchema
 from ..util import batch
+from ..util.uuidgen import new_uuid, sequential_uuid
 from . import jsonorder
 from .log import MAGIC_STANDALONE, LogWriter, ReadResult, frame, read_file, write_new_file
 
@@ -100,11 +101,12 @@ def load(path: str, name: str | None = None, *, skip_bad: bool = False
         raise res.problem or OvsdbError("syntax error", f"{name}: database file is empty")
     schema = DatabaseSchema.from_json(res.records[0])
     schema.json = res.records[0]
-    db = Database(schema)
+    db = Database(schema, uuids=new_uuid, versions=sequential_uuid)
     problems: list[str] = []
     for rec in res.records[1:]:
         try:
-            cs = Changeset.from_record(schema, rec, lambda t: db.tables[t].rows)
+            cs = Changeset.from_record(schema, rec, lambda t: db.tables[t].rows,
+                                       versions=db.new_version)
         except OvsdbError as e:
             error = record_error(rec, e)
             if not skip_bad:
