@@ -13,15 +13,16 @@ from unit_helpers import commit, dele, execute_ops, ins, mut, sel, snapshot, upd
 
 from pyovsdb.ovsdb.database import Database
 from pyovsdb.ovsdb.rbac import Access, _split_map_name, convert_denied
-from pyovsdb.ovsdb.schema import DatabaseSchema, load_schema_file
+from pyovsdb.ovsdb.schema import DatabaseSchema
 from pyovsdb.ovsdb.transaction import Committed, Failed
 from pyovsdb.server.remotes import RemoteOptions, default_options, parse_remote, row_options
+from pyovsdb.storage.schemafile import load_schema
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
 
 @functools.cache
 def sb_schema() -> DatabaseSchema:
-    return load_schema_file(SB_SCHEMA)
+    return load_schema(SB_SCHEMA)
 
 
 def perm(uuid: str, table: str, auth: list[str], insert_delete: bool,
@@ -227,7 +228,7 @@ def test_no_role_is_not_restricted(role: str | None) -> None:
 
 
 def test_database_without_rbac_tables_is_not_restricted() -> None:
-    db = Database(load_schema_file(NB_SCHEMA))
+    db = Database(load_schema(NB_SCHEMA))
     out = result(db, [ins("Logical_Switch", {"name": "sw0"})], hv(client_id=None))
     assert "uuid" in out[0]
 

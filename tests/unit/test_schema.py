@@ -10,14 +10,15 @@ import pytest
 from unit_helpers import HERE, OVN_NB_PATH, SCHEMA_PATH, schema, schema_json, schema_no_root
 
 from pyovsdb.ovsdb.errors import OvsdbError
-from pyovsdb.ovsdb.schema import DatabaseSchema, load_schema_file
+from pyovsdb.ovsdb.schema import DatabaseSchema
 from pyovsdb.ovsdb.types import ColumnType
+from pyovsdb.storage.schemafile import load_schema
 
 GET_SCHEMA = json.loads((HERE / "schemas" / "every_type.get_schema.json").read_text())
 
 
 def test_load_every_type_schema() -> None:
-    s = load_schema_file(str(SCHEMA_PATH))
+    s = load_schema(str(SCHEMA_PATH))
     assert s.name == "T"
     assert s.version == "1.2.3"
     assert s.version_tuple() == (1, 2, 3)
@@ -139,14 +140,14 @@ def test_column_type_normalization() -> None:
     assert ColumnType.from_json({"key": "integer", "max": 4294967295}).max == 4294967295
 
 
-def test_load_schema_file_errors(tmp_path) -> None:
+def test_load_schema_errors(tmp_path) -> None:
     with pytest.raises(OvsdbError) as ei:
-        load_schema_file(str(tmp_path / "missing.ovsschema"))
+        load_schema(str(tmp_path / "missing.ovsschema"))
     assert ei.value.tag == "I/O error"
     bad = tmp_path / "bad.ovsschema"
     bad.write_text("{not json")
     with pytest.raises(OvsdbError) as ei:
-        load_schema_file(str(bad))
+        load_schema(str(bad))
     assert ei.value.tag == "syntax error"
 
 
@@ -260,7 +261,7 @@ def test_every_type_schema_file_is_valid_json_for_real_tools() -> None:
 
 
 def test_ovn_nb_schema() -> None:
-    s = load_schema_file(str(OVN_NB_PATH))
+    s = load_schema(str(OVN_NB_PATH))
     assert s.name == "OVN_Northbound"
     assert s.version == "7.0.0"
     assert len(s.tables) == 30

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from pyovsdb.ovsdb.database import Database
-from pyovsdb.ovsdb.schema import DatabaseSchema, load_schema_file
+from pyovsdb.ovsdb.schema import DatabaseSchema
 from pyovsdb.ovsdb.transaction import Blocked, Committed, Failed, execute
+from pyovsdb.storage.schemafile import load_schema
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_PATH = HERE / "schemas" / "every_type.ovsschema"
@@ -52,7 +53,7 @@ def schema_json() -> dict[str, Any]:
 @functools.cache
 def schema() -> DatabaseSchema:
     """The every-type schema: A, B, C, W, WS, I2, I3 are root tables, N is not."""
-    return load_schema_file(str(SCHEMA_PATH))
+    return load_schema(str(SCHEMA_PATH))
 
 
 @functools.cache
@@ -69,7 +70,7 @@ def schema_no_root() -> DatabaseSchema:
 @functools.cache
 def ovn_nb_schema() -> DatabaseSchema:
     """The real OVN Northbound schema shipped with the package."""
-    return load_schema_file(str(OVN_NB_PATH))
+    return load_schema(str(OVN_NB_PATH))
 
 
 def schema_named(name: str) -> DatabaseSchema:

@@ -20,12 +20,13 @@ from .. import __version__
 from ..ovsdb.changeset import Changeset
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
-from ..ovsdb.schema import DatabaseSchema, load_schema_file
+from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Blocked, Committed, execute
 from ..raft.core import initial_snapshot
 from ..raft.records import Header
 from ..storage import clustered, jsonorder, standalone
 from ..storage import log as ovslog
+from ..storage.schemafile import load_schema
 from ..util import daemon
 from ..util.ovsjson import json_to_string
 from ..util.uuidgen import new_uuid
@@ -184,7 +185,7 @@ def _schema_of_db(args: list[str]) -> DatabaseSchema:
 
 
 def _schema_file(args: list[str]) -> DatabaseSchema:
-    return load_schema_file(args[0] if args else default_schema())
+    return load_schema(args[0] if args else default_schema())
 
 
 def cmd_db_name(args: list[str], parsed: opt.Parsed) -> int:

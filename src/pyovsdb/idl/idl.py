@@ -52,7 +52,8 @@ import orjson
 
 from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError, connect
 from ..ovsdb.changeset import Changeset, RowChange, merge
-from ..ovsdb.schema import DatabaseSchema, load_schema_file
+from ..ovsdb.schema import DatabaseSchema
+from ..storage.schemafile import load_schema
 from ..util import gctune
 from .replica import Batch, Index, Replica, ReplicaTable
 from .row import IdlRow, typed
@@ -447,7 +448,7 @@ class Idl:
         elif isinstance(arg, dict):
             schema = DatabaseSchema.from_json(arg)
         elif isinstance(arg, str):
-            schema = load_schema_file(arg)
+            schema = load_schema(arg)
         elif row is not None and isinstance(row.get("schema"), str) and row["schema"]:
             schema = DatabaseSchema.from_json(orjson.loads(row["schema"]))
         else:

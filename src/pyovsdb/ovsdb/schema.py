@@ -12,6 +12,8 @@ Rules kept here:
   left out, enums sorted, `isRoot` only where it matters. The schema as it was read from
   a file is kept in `raw_json`; it is never reported, since the real server does not
   report its file's text either.
+- No file access: schemas are parsed from JSON (or its text) handed over; reading a
+  schema file is the storage side's job (`storage.schemafile.load_schema`).
 """
 
 from __future__ import annotations
@@ -271,16 +273,13 @@ class DatabaseSchema:
         return int(a), int(b), int(c)
 
 
-def load_schema_file(path: str) -> DatabaseSchema:
+def schema_from_text(data: bytes | str, name: str) -> DatabaseSchema:
+    """Parse a schema's JSON text; errors name where it came from (`name`, as the real
+    tools name the file). Reading the text is the caller's business."""
     import orjson
 
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise OvsdbError("I/O error", f"{path}: {e.strerror}") from None
-    try:
         json = orjson.loads(data)
     except orjson.JSONDecodeError as e:
-        raise OvsdbError("syntax error", f"{path}: {e}") from None
+        raise OvsdbError("syntax error", f"{name}: {e}") from None
     return DatabaseSchema.from_json(json)
