@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..util.ovsjson import Real, format_real, json_string
 from .errors import OvsdbError, syntax_error
 from .types import BOOLEAN, INT_MAX, INT_MIN, INTEGER, REAL, STRING, UINT_MAX, UUID, BaseType
 
@@ -111,8 +112,6 @@ def atom_from_json(atype: str, json: Any, symtab: SymbolTable | None = None) -> 
         raise OvsdbError("internal error", f"unknown atomic type {atype}")
     if (t is int and not INT_MIN <= json <= INT_MAX) or (t is float and json == INT_MIN):
         # OVS's JSON parser read this number as a real: quote it as one.
-        from ..util.ovsjson import Real
-
         json = Real(json)
     raise syntax_error(json, f"expected {atype}")
 
@@ -145,8 +144,6 @@ def _string_needs_quotes(s: str) -> bool:
 
 
 def _quote(s: str) -> str:
-    from ..util.ovsjson import json_string
-
     return json_string(s)
 
 
@@ -164,11 +161,6 @@ def datum_to_string(codec: Codec, value: Any) -> str:
     if codec.max == 1 and len(value) == 1:
         return atom_to_string(kt, value[0])
     return "[" + ", ".join(atom_to_string(kt, a) for a in value) + "]"
-
-
-def format_real(value: float) -> str:
-    """Reals as OVS prints them in messages: `%.15g`."""
-    return f"{value:.15g}"
 
 
 def enum_from_json(atype: str, json: Any) -> tuple[Any, ...]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..util.ovsjson import json_to_string
+
 NO_SYNTAX: Any = object()
 
 
@@ -42,8 +44,6 @@ class OvsdbError(Exception):
 def ovs_json_string(value: Any) -> str:
     """How the real server quotes offending input in the "syntax" member: compact JSON,
     keys sorted, reals with `%.15g`."""
-    from ..util.ovsjson import json_to_string
-
     return json_to_string(value, sort=True)
 
 

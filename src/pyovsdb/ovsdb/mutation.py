@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .datum import UNLIMITED, SymbolTable, _check_count, _set_elements, atom_from_json, format_real
+from ..util.ovsjson import format_real
+from .datum import UNLIMITED, SymbolTable, _check_count, _set_elements, atom_from_json
 from .errors import OvsdbError, syntax_error
 from .schema import ColumnSchema, TableSchema
 from .types import INT_MAX, INT_MIN, INTEGER, REAL, BaseType

@@ -9,6 +9,7 @@ Rules kept here:
 - Reals are printed with `%.15g`; a float that holds an integral value within int64 is
   printed as an integer (OVS parses `1.0` as an integer), unless wrapped in `Real`.
 - Strings escape `"`, `\\` and control characters; other UTF-8 is written raw.
+- Imports nothing above `util`: the OVSDB layers build on this module, never the reverse.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ..ovsdb.datum import format_real
 from . import ovshash
 
 
@@ -40,6 +40,11 @@ def _escape(m: re.Match[str]) -> str:
 
 def json_string(s: str) -> str:
     return '"' + _ESCAPE_RE.sub(_escape, s) + '"'
+
+
+def format_real(value: float) -> str:
+    """Reals as OVS prints them (in JSON and in messages): `%.15g`."""
+    return f"{value:.15g}"
 
 
 def _number(value: float) -> str:
