@@ -1,4 +1,7 @@
-"""`pyovsdb sandbox`: the README's main job starts, serves NB and SB, and stops cleanly."""
+"""`pyovsdb sandbox`: the README's main job starts, serves NB and SB with northd between
+them, simulated chassis claim ports and echo nb_cfg so the real `ovn-nbctl --wait=sb`
+and `--wait=hv` return, standalone and clustered; it stops exactly its children.
+Also the pure claim policy of the simulated chassis."""
 
 from __future__ import annotations
 
@@ -7,48 +10,227 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from procs import free_port, require, run
+from pyovsdb.cli.sandbox import ours_available
+from pyovsdb.sim_chassis import (
+    BASE_OTHER_CONFIG,
+    ChassisSpec,
+    Claim,
+    PortView,
+    default_specs,
+    plan_claims,
+)
 
-pytestmark = pytest.mark.interop
+OURS = ours_available()
+NORTHDS = ["ovn-northd", pytest.param("ours", marks=pytest.mark.skipif(
+    not OURS, reason="pyovsdb northd is not in this build"))]
 
 
-def test_sandbox_serves_nb_and_sb_and_stops(tmp_path: Path) -> None:
-    require("ovn-nbctl", "ovn-sbctl", "ovsdb-client")
-    ready = tmp_path / "ready"
-    sandbox_dir = tmp_path / "sb"
-    nb_port, sb_port = free_port(), free_port()
-    p = subprocess.Popen(
-        [sys.executable, "-m", "pyovsdb", "sandbox", f"--dir={sandbox_dir}",
-         f"--nb-port={nb_port}", f"--sb-port={sb_port}", f"--ready-file={ready}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert p.poll() is None, p.communicate()
+# -- the claim policy (pure) ------------------------------------------------------------
+
+CH = [ChassisSpec("ch1", "127.0.0.1"), ChassisSpec("ch2", "127.0.0.2", hostname="host2")]
+
+
+def pv(name: str, chassis: str | None = None, up: bool = False, requested: str | None = None,
+       type: str = "") -> PortView:
+    return PortView(name, type, chassis, up, requested)
+
+
+def test_unbound_vifs_go_round_robin_in_name_order() -> None:
+    ports = [pv("c"), pv("a"), pv("b"), pv("r", type="patch"), pv("l", type="localnet")]
+    claims, rr = plan_claims(CH, ports, auto_claim=True)
+    assert claims == [Claim("a", "ch1", True), Claim("b", "ch2", True),
+                      Claim("c", "ch1", True)]
+    assert rr == 3
+    # the round-robin goes on where it stopped
+    claims, rr = plan_claims(CH, [pv("d")], auto_claim=True, next_rr=rr)
+    assert claims == [Claim("d", "ch2", True)] and rr == 4
+
+
+def test_requested_chassis_wins_by_name_or_hostname_and_others_are_left_alone() -> None:
+    ports = [pv("a", requested="host2"), pv("b", chassis="ch1", up=True, requested="ch2"),
+             pv("c", chassis="ch1", up=True, requested="elsewhere"),
+             pv("d", chassis="foreign", up=True), pv("e", requested="elsewhere"),
+             pv("f", chassis="ch2", up=True), pv("g", chassis="ch1", up=False)]
+    claims, rr = plan_claims(CH, ports, auto_claim=True)
+    assert claims == [Claim("a", "ch2", True), Claim("b", "ch2", True),
+                      Claim("c", None, False), Claim("g", "ch1", True)]
+    assert rr == 0  # nothing was unbound without a request
+    assert plan_claims(CH, [pv("x")], auto_claim=False) == ([], 0)
+
+
+def test_default_specs_register_like_ovn_controller() -> None:
+    specs = default_specs(3)
+    assert [s.name for s in specs] == ["sim-ch1", "sim-ch2", "sim-ch3"]
+    assert len({s.encap_ip for s in default_specs(600)}) == 600  # Encap (type, ip) unique
+    assert specs[0].full_other_config()["port-up-notif"] == "true"
+    assert BASE_OTHER_CONFIG["ovn-ct-lb-related"] == "true"
+
+
+# -- the sandbox as a program -------------------------------------------------------------
+
+
+class Sandbox:
+    def __init__(self, tmp: Path, *args: str) -> None:
+        self.dir = tmp / "box"  # one directory: a second sandbox reuses the databases
+        self.ready = tmp / f"ready-{len(list(tmp.glob('ready-*')))}"
+        self.nb_port, self.sb_port = free_port(), free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pyovsdb", "sandbox", f"--dir={self.dir}",
+             f"--nb-port={self.nb_port}", f"--sb-port={self.sb_port}",
+             f"--ready-file={self.ready}", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.out = self.err = ""
+
+    def wait_ready(self, timeout: float = 120) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while not self.ready.exists():
+            if self.proc.poll() is not None:
+                out, err = self.proc.communicate()
+                raise AssertionError(f"sandbox exited: {out}\n{err}")
             assert time.monotonic() < deadline, "sandbox did not become ready"
             time.sleep(0.05)
-        nb_unix, nb_tcp, sb_unix, sb_tcp = ready.read_text().split()
-        assert nb_tcp == f"tcp:127.0.0.1:{nb_port}" and sb_tcp == f"tcp:127.0.0.1:{sb_port}"
-        run(["ovn-nbctl", f"--db={nb_unix}", "init"])
-        run(["ovn-nbctl", f"--db={nb_tcp}", "ls-add", "sw0"])
-        assert run(["ovn-nbctl", f"--db={nb_unix}", "ls-list"]).stdout.split()[1] == "(sw0)"
-        run(["ovn-sbctl", f"--db={sb_tcp}", "init"])
-        run(["ovn-sbctl", f"--db={sb_unix}", "chassis-add", "ch0", "geneve", "127.0.0.1"])
-        assert "ch0" in run(["ovn-sbctl", f"--db={sb_unix}", "show"]).stdout
-        dbs = run(["ovsdb-client", "list-dbs", sb_unix]).stdout.split()
-        assert dbs == ["OVN_Southbound", "_Server"]
-        pids = [int((sandbox_dir / f"{n}.pid").read_text()) for n in ("nb", "sb")]
-    finally:
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=30)
-    assert p.returncode == 0, err
-    assert "Northbound" in out and "ovn-nbctl" in out
-    for pid in pids:  # both servers are gone
+        return self.ready.read_text().split()
+
+    def pids(self) -> dict[str, int]:
+        return {p.stem: int(p.read_text()) for p in self.dir.glob("*.pid")}
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.out, self.err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.out, self.err = self.proc.communicate()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[list[Sandbox]]:
+    boxes: list[Sandbox] = []
+    yield boxes
+    for b in boxes:
+        b.stop()
+
+
+def assert_gone(pids: dict[str, int]) -> None:
+    for name, pid in pids.items():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+            pytest.fail(f"{name} (pid {pid}) still runs")
+
+
+def nbctl(db: str, *args: str, timeout: float = 60) -> str:
+    return run(["ovn-nbctl", f"--db={db}", "--timeout=30", *args], timeout=timeout).stdout
+
+
+def sbctl(db: str, *args: str) -> str:
+    return run(["ovn-sbctl", f"--db={db}", "--timeout=30", *args]).stdout
+
+
+def test_sandbox_serves_nb_and_sb_and_stops(tmp_path: Path, sandbox: list[Sandbox]) -> None:
+    """The README's main job: `pyovsdb sandbox` with no option."""
+    require("ovn-nbctl", "ovn-sbctl", "ovsdb-client")
+    box = Sandbox(tmp_path)
+    sandbox.append(box)
+    nb_unix, nb_tcp, sb_unix, sb_tcp = box.wait_ready()
+    assert nb_tcp == f"tcp:127.0.0.1:{box.nb_port}" and sb_tcp == f"tcp:127.0.0.1:{box.sb_port}"
+    nbctl(nb_unix, "init")
+    nbctl(nb_tcp, "ls-add", "sw0")
+    assert nbctl(nb_unix, "ls-list").split()[1] == "(sw0)"
+    sbctl(sb_tcp, "init")
+    sbctl(sb_unix, "chassis-add", "ch0", "geneve", "127.0.0.1")
+    assert "ch0" in sbctl(sb_unix, "show")
+    assert run(["ovsdb-client", "list-dbs", sb_unix]).stdout.split() == \
+        ["OVN_Southbound", "_Server"]
+    pids = box.pids()
+    assert {"nb", "sb"} <= set(pids)
+    assert box.stop() == 0, box.err
+    assert "Northbound" in box.out and "export OVN_NB_DB=" in box.out
+    assert_gone(pids)
     # the databases persist for the next run
-    assert (sandbox_dir / "nb.db").stat().st_size > 0
+    assert (box.dir / "nb.db").stat().st_size > 0
+
+
+def wait_for(pred: object, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def check_wait_hv(nb: str, sb: str) -> None:
+    """ovn-nbctl --wait=sb/--wait=hv return; the simulated chassis claimed the ports
+    (requested chassis honoured), set them up, echoed nb_cfg."""
+    nbctl(nb, "--wait=sb", "ls-add", "sw0")
+    assert "sw0" in sbctl(sb, "--bare", "--columns=external_ids", "list", "Datapath_Binding")
+    nbctl(nb, "--wait=hv", "lsp-add", "sw0", "p1")
+    nbctl(nb, "--wait=hv", "lsp-add", "sw0", "p2", "--", "lsp-set-options", "p2",
+          "requested-chassis=sim-ch2")
+    nb_cfg = int(nbctl(nb, "get", "NB_Global", ".", "nb_cfg"))
+    assert nb_cfg >= 3
+    assert int(nbctl(nb, "get", "NB_Global", ".", "hv_cfg")) == nb_cfg
+    echoed = sbctl(sb, "--bare", "--columns=nb_cfg", "list", "Chassis_Private").split()
+    assert echoed and all(int(c) >= nb_cfg for c in echoed)
+
+    def chassis_of(lport: str) -> str:
+        uuid = sbctl(sb, "--bare", "--columns=chassis", "find", "Port_Binding",
+                     f"logical_port={lport}").strip()
+        return sbctl(sb, "--bare", "--columns=name", "list", "Chassis", uuid).strip() \
+            if uuid else ""
+    assert chassis_of("p1") == "sim-ch1"
+    assert chassis_of("p2") == "sim-ch2"
+    wait_for(lambda: nbctl(nb, "--bare", "--columns=up", "find", "Logical_Switch_Port",
+                           "name=p1").strip() == "true", "NB up of p1")
+    # a port moved by its requested chassis
+    nbctl(nb, "--wait=hv", "lsp-set-options", "p1", "requested-chassis=sim-ch2")
+    wait_for(lambda: chassis_of("p1") == "sim-ch2", "p1 moved to sim-ch2")
+
+
+@pytest.mark.parametrize("northd", NORTHDS)
+def test_sandbox_with_northd_and_chassis_wait_hv(tmp_path: Path, sandbox: list[Sandbox],
+                                                 northd: str) -> None:
+    require("ovn-nbctl", "ovn-sbctl", "ovn-appctl", "ovn-northd")
+    box = Sandbox(tmp_path, "--chassis=2", f"--northd={northd}")
+    sandbox.append(box)
+    _, nb_tcp, sb_unix, _ = box.wait_ready()
+    assert sorted(sbctl(sb_unix, "--bare", "--columns=name", "list", "Chassis").split()) == \
+        ["sim-ch1", "sim-ch2"]
+    check_wait_hv(nb_tcp, sb_unix)
+    status = run(["ovn-appctl", "-t", str(box.dir / "northd.ctl"), "status"]).stdout
+    assert status.strip() == "Status: active"
+    pids = box.pids()
+    assert {"nb", "sb", "northd", "chassis"} <= set(pids)
+    assert box.stop() == 0, box.err
+    assert_gone(pids)
+
+
+def test_sandbox_clustered(tmp_path: Path, sandbox: list[Sandbox]) -> None:
+    require("ovn-nbctl", "ovn-sbctl", "ovs-appctl", "ovn-northd")
+    args = ["--clustered", "--chassis=2"] + ([] if OURS else ["--northd=ovn-northd"])
+    box = Sandbox(tmp_path, *args)
+    sandbox.append(box)
+    nb_unix, nb_tcp, _, sb_tcp = box.wait_ready()
+    assert len(nb_unix.split(",")) == 3 and len(sb_tcp.split(",")) == 3
+    assert nb_tcp.split(",")[0] == f"tcp:127.0.0.1:{box.nb_port}"
+    for db, name in (("nb", "OVN_Northbound"), ("sb", "OVN_Southbound")):
+        st = run(["ovs-appctl", "-t", str(box.dir / f"{db}1.ctl"), "cluster/status",
+                  name]).stdout
+        assert st.count("at tcp:127.0.0.1:") == 3, st  # three servers listed
+    check_wait_hv(nb_unix, sb_tcp)
+    pids = box.pids()
+    assert len(pids) == 8, pids  # 3 + 3 servers, northd, the chassis
+    assert box.stop() == 0, box.err
+    assert_gone(pids)
+    # a second run reuses the clusters' files
+    box2 = Sandbox(tmp_path, *args)
+    sandbox.append(box2)
+    nb2 = box2.wait_ready()[0]
+    assert "sw0" in nbctl(nb2, "ls-list")
+    assert box2.stop() == 0, box2.err

@@ -21,7 +21,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import signal
@@ -230,9 +229,19 @@ def _has_sb_global(remotes: str) -> bool:
     return False
 
 
+def ours_available() -> bool:
+    """Whether `pyovsdb northd` is a command of this build."""
+    from .main import _commands
+
+    try:
+        return "northd" in _commands()
+    except Exception:  # a command module that does not import: not usable either
+        return False
+
+
 def _northd_kind(asked: str | None) -> tuple[str, str]:
     """The northd to run and a note for the user when it is not the one asked for."""
-    ours = importlib.util.find_spec("pyovsdb.cli.northd") is not None
+    ours = ours_available()
     if asked is None:
         if ours:
             return "ours", ""
