@@ -5,8 +5,8 @@ Rules kept here:
   the UUIDs of inserted rows (and of named-uuid symbols) and one that makes `_version`
   values. The server passes fast OS-seeded generators; tests and northd pass seeded
   ones, so that a run is reproducible UUID for UUID.
-- `SeededUuids` is pure arithmetic (SplitMix64 over a counter): the same seed gives
-  the same sequence on every machine and Python version, with no global state. Its
+- `SeededUuids` is pure arithmetic (`util.prng.SplitMix64`): the same seed gives the
+  same sequence on every machine and Python version, with no global state. Its
   values are well-formed version 4 UUIDs, because clients check the form.
 - A version must only be unique among the versions of one database, never
   unpredictable; a UUID must also be unique, which the 122 random bits make so.
@@ -16,23 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..util.prng import SplitMix64
+
 __all__ = ["SeededUuids", "UuidSource", "format_uuid"]
 
 UuidSource = Callable[[], str]
 """Makes one fresh UUID string (lower-case, 8-4-4-4-12 hex digits) per call."""
 
-_M64 = (1 << 64) - 1
-_GAMMA = 0x9E3779B97F4A7C15
 # Version 4, variant 1: bits 76-79 hold 4, bits 62-63 hold 0b10.
 _VERSION_MASK = ~(0xF << 76) & ~(0x3 << 62) & ((1 << 128) - 1)
 _VERSION_BITS = (0x4 << 76) | (0x2 << 62)
-
-
-def _mix64(z: int) -> int:
-    """SplitMix64's output function: a bijection of 64-bit words with good avalanche."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    return z ^ (z >> 31)
 
 
 def format_uuid(value: int) -> str:
@@ -48,18 +41,11 @@ class SeededUuids:
     Two instances with the same seed give the same stream; different seeds give
     streams that are, for every practical purpose, disjoint."""
 
-    __slots__ = ("_state",)
+    __slots__ = ("_next64",)
 
     def __init__(self, seed: int = 0) -> None:
-        self._state = _mix64((seed * _GAMMA) & _M64 ^ 0x5851F42D4C957F2D)
+        self._next64 = SplitMix64(seed).next64
 
     def __call__(self) -> str:
-        s = (self._state + _GAMMA) & _M64
-        hi = _mix64(s)
-        s = (s + _GAMMA) & _M64
-        lo = _mix64(s)
-        self._state = s
-        return format_uuid((hi << 64) | lo)
-
-    def __repr__(self) -> str:
-        return f"SeededUuids(<state {self._state:016x}>)"
+        next64 = self._next64
+        return format_uuid((next64() << 64) | next64())

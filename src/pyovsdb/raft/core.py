@@ -10,7 +10,8 @@ write, committed entries to apply, finished commands, a snapshot request.
 Rules kept here:
 - No I/O of its own: no sockets, files, clock, threads or global randomness. Time only
   moves when a caller passes `now` (ms); randomness (election jitter, entry ids) comes
-  from the injected `random.Random`. Same inputs, same outputs.
+  from the injected generator (`Rng`: a `random.Random` or `util.prng.SplitMix64`,
+  seeded 0 when none is given). Same inputs, same outputs.
 - Durability before speech. Records come out in the order they must reach the disk,
   each with a ticket; `persisted(t)` says all records up to `t` are durable. A message
   that mentions a term, a vote or log entries is held back until they are durable
@@ -55,12 +56,12 @@ get heartbeats, and a lost snapshot is resent after two election timers.
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from ..util.prng import SplitMix64
 from .records import (
     CommitIndexRecord,
     EntryRecord,
@@ -240,7 +241,15 @@ def initial_snapshot(sid: str, address: str, data: Any, eid: str,
     return Snapshot(1, 1, data, eid, {sid: address}, election_timer)
 
 
-def new_uuid(rng: random.Random) -> str:
+class Rng(Protocol):
+    """The generator a core draws from (what it uses of `random.Random`)."""
+
+    def getrandbits(self, k: int, /) -> int: ...
+
+    def randrange(self, start: int, /) -> int: ...
+
+
+def new_uuid(rng: Rng) -> str:
     h = f"{(rng.getrandbits(128) & ~(0xF << 76) & ~(0x3 << 62)) | (0x4 << 76) | (0x2 << 62):032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
@@ -250,13 +259,13 @@ class RaftCore:
     `join()` (a new server) or `create()` (first server of a new cluster)."""
 
     def __init__(self, sid: str, local_address: str, *, cid: str | None = None,
-                 config: RaftConfig | None = None, rng: random.Random | None = None,
+                 config: RaftConfig | None = None, rng: Rng | None = None,
                  now: int = 0, logger: Callable[[str], None] | None = None) -> None:
         self.sid = sid.lower()
         self.cid = cid.lower() if cid else None
         self.local_address = local_address
         self.config = config or RaftConfig()
-        self.rng = rng if rng is not None else random.Random(0)
+        self.rng: Rng = rng if rng is not None else SplitMix64(0)
         self.now = now
         self._logger = logger
         self.election_delay = False
@@ -349,7 +358,7 @@ class RaftCore:
     @classmethod
     def restore(cls, sid: str, local_address: str, cid: str | None, snapshot: Snapshot,
                 records: Iterable[Record], *, remote_addresses: list[str] | None = None,
-                config: RaftConfig | None = None, rng: random.Random | None = None,
+                config: RaftConfig | None = None, rng: Rng | None = None,
                 now: int = 0, logger: Callable[[str], None] | None = None) -> RaftCore:
         """A member restarting from its file: the header's snapshot and the records
         after it, replayed with OVS's checks (`raft_apply_record`); a bad record raises
@@ -389,7 +398,7 @@ class RaftCore:
     @classmethod
     def join(cls, sid: str, local_address: str, remote_addresses: list[str], *,
              cid: str | None = None, config: RaftConfig | None = None,
-             rng: random.Random | None = None, now: int = 0,
+             rng: Rng | None = None, now: int = 0,
              logger: Callable[[str], None] | None = None) -> RaftCore:
         """A new server that asks the cluster at `remote_addresses` to add it. It
         sends `add_server_request` to each address now and every second until a
