@@ -1,0 +1,102 @@
+"""A real `ovn-controller` with a real `ovs-vswitchd` (dummy datapath) against our NB
+and SB servers with our northd: the chassis registers, a VIF is claimed, northd turns
+NB `Logical_Switch_Port.up` true, and `ovn-nbctl --wait=hv` returns (the controller
+echoes `nb_cfg` in `Chassis_Private`, northd folds it into `hv_cfg`).
+
+The same steps run with the real `ovn-northd` between our servers, so a failure that
+shows only with ours is ours. Port claiming needs no logical flows: ovn-controller
+claims from the `Port_Binding` and the OVS interface's `iface-id` alone."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hypervisor import (
+    MAC_PREFIX,
+    SVC_MONITOR_MAC,
+    ControlPlane,
+    Daemon,
+    Hypervisor,
+    poll,
+)
+from procs import NB_SCHEMA, ServerProcess, create_db, require, run
+from pyovsdb.cli.sandbox import ours_available
+
+pytestmark = pytest.mark.interop
+
+OURS = ours_available()
+
+
+class OurNorthdControlPlane(ControlPlane):
+    """A ControlPlane whose northd is `pyovsdb northd`, with the options ControlPlane
+    gives ovn-northd (the same steps as its `start`, our command instead)."""
+
+    def start(self) -> ControlPlane:
+        require("ovn-nbctl", "ovn-sbctl")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            nb_db = create_db(self.kind, self.workdir / "nb.db", NB_SCHEMA)
+            self.nb = ServerProcess(self.kind, self.workdir, [nb_db], name="nb",
+                                    tcp=self.tcp, extra=self.server_extra).start()
+            self._start_sb()
+            self.nbctl("init", "--", "set", "NB_Global", ".",
+                       f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"',
+                       f'options:mac_prefix="{MAC_PREFIX}"')
+            self.northd = Daemon("ovn-northd", [
+                sys.executable, "-m", "pyovsdb", "northd", f"--ovnnb-db={self.nb_remote}",
+                f"--ovnsb-db={self.sb_remote}", f"--unixctl={self.northd_ctl}",
+            ], self.workdir, self.env)
+            self.northd.start()
+            self.northd.wait_started(self.logs)
+            poll(lambda: bool(self.sbctl("--bare", "--columns=_uuid", "list",
+                                         "SB_Global").stdout.strip()),
+                 "our northd to fill SB_Global", self.logs)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+
+@pytest.fixture(params=["ovn-northd", pytest.param("ours", marks=pytest.mark.skipif(
+    not OURS, reason="pyovsdb northd is not in this build"))])
+def plane(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ControlPlane]:
+    cls = OurNorthdControlPlane if request.param == "ours" else ControlPlane
+    cp = cls("ours", tmp_path / "cp")
+    with cp:
+        yield cp
+
+
+def test_real_controller_claims_and_northd_sets_up(plane: ControlPlane,
+                                                   tmp_path: Path) -> None:
+    cp = plane
+    status = run(["ovn-appctl", "-t", cp.northd_ctl, "status"], env=cp.env).stdout
+    assert status.strip() == "Status: active"
+    cp.nbctl("--wait=sb", "ls-add", "sw0")
+    cp.nbctl("--wait=sb", "lsp-add", "sw0", "lsp1", "--", "lsp-set-addresses", "lsp1",
+             "0a:00:00:00:00:01 10.0.0.1")
+    assert not cp.port_up("lsp1")
+    with Hypervisor("hv1", tmp_path / "hv1", cp.sb_remote, "127.0.0.11") as hv:
+        poll(lambda: cp.chassis() == ["hv1"], "hv1's Chassis row", cp.logs)
+        hv.add_vif("vif1", "lsp1", "0a:00:00:00:00:01")
+        cp.wait_claimed("lsp1", "hv1", up=True, logs=hv.logs)
+        hv.wait_installed("lsp1")
+        # --wait=hv: the controller has to echo the new nb_cfg and northd fold it in
+        cp.nbctl("--wait=hv", "sync", timeout=60)
+        nb_cfg = int(cp.nbctl("get", "NB_Global", ".", "nb_cfg").stdout)
+        assert nb_cfg >= 1
+        assert int(cp.nbctl("get", "NB_Global", ".", "hv_cfg").stdout) == nb_cfg
+        echoed = cp.sbctl("--bare", "--columns=nb_cfg", "list", "Chassis_Private").stdout
+        assert int(echoed) >= nb_cfg
+        # a port added with --wait=hv whose VIF is already there is claimed and up
+        hv.add_vif("vif2", "lsp2", "0a:00:00:00:00:02")
+        cp.nbctl("--wait=hv", "lsp-add", "sw0", "lsp2", "--", "lsp-set-addresses", "lsp2",
+                 "0a:00:00:00:00:02 10.0.0.2", timeout=60)
+        cp.wait_claimed("lsp2", "hv1", up=True, logs=hv.logs)
+        # the VIF gone: released, and northd turns up false again
+        hv.del_vif("vif1")
+        cp.wait_claimed("lsp1", None, up=False, logs=hv.logs)
+        assert cp.port_up("lsp2")
