@@ -1,0 +1,68 @@
+"""IP multicast: one SB IP_Multicast row per logical switch, the IGMP/MLD snooping
+settings ovn-controller applies to it.
+
+Rules kept here (OVN 23.03, `init_mcast_info_for_switch_datapath`,
+`store_mcast_info_for_switch_datapath` and `build_ip_mcast` in northd.c,
+lib/ip-mcast-index.h):
+- Keyed by the switch's datapath key; every switch has one, snooping on or off.
+- From the switch's other_config: `mcast_snoop` (false), `mcast_querier` (true),
+  `mcast_table_size` (2048), `mcast_idle_timeout` (300, clamped to 15..3600),
+  `mcast_query_interval` (half the idle timeout, clamped to 1..3600),
+  `mcast_query_max_response` (1), `mcast_eth_src`/`mcast_ip4_src`/`mcast_ip6_src`.
+- `seq_no` is ovn-controller's and never managed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..desired import DesiredDb, DesiredTable, Ref
+from .datapaths import DatapathsData, smap_bool
+
+COLUMNS = ("datapath", "enabled", "querier", "table_size", "idle_timeout", "query_interval",
+           "query_max_resp", "eth_src", "ip4_src", "ip6_src")
+DEFAULT_MAX_ENTRIES = 2048
+DEFAULT_IDLE_TIMEOUT_S = 300
+MIN_IDLE_TIMEOUT_S, MAX_IDLE_TIMEOUT_S = 15, 3600
+MIN_QUERY_INTERVAL_S, MAX_QUERY_INTERVAL_S = 1, MAX_IDLE_TIMEOUT_S
+DEFAULT_QUERY_MAX_RESPONSE_S = 1
+ULLONG_MAX = (1 << 64) - 1
+
+
+def smap_ullong(smap: Mapping[str, str], key: str, default: int) -> int:
+    """`smap_get_ullong`: a decimal unsigned number, else the default."""
+    value = smap.get(key)
+    if value is None or not value.isdigit() or int(value) > ULLONG_MAX:
+        return default
+    return int(value)
+
+
+def _u32(value: int) -> int:
+    return value & 0xFFFFFFFF  # 23.03 keeps timeouts and intervals in uint32_t
+
+
+def mcast_settings(other_config: Mapping[str, str]) -> dict[str, object]:
+    idle = _u32(smap_ullong(other_config, "mcast_idle_timeout", DEFAULT_IDLE_TIMEOUT_S))
+    idle = min(max(idle, MIN_IDLE_TIMEOUT_S), MAX_IDLE_TIMEOUT_S)
+    query = _u32(smap_ullong(other_config, "mcast_query_interval", idle // 2))
+    query = min(max(query, MIN_QUERY_INTERVAL_S), MAX_QUERY_INTERVAL_S)
+    table_size = smap_ullong(other_config, "mcast_table_size", DEFAULT_MAX_ENTRIES)
+    return {
+        "enabled": smap_bool(other_config, "mcast_snoop", False),
+        "querier": smap_bool(other_config, "mcast_querier", True),
+        "table_size": table_size if table_size < (1 << 63) else table_size - (1 << 64),
+        "idle_timeout": idle,
+        "query_interval": query,
+        "query_max_resp": _u32(smap_ullong(other_config, "mcast_query_max_response",
+                                           DEFAULT_QUERY_MAX_RESPONSE_S)),
+        "eth_src": other_config.get("mcast_eth_src", ""),
+        "ip4_src": other_config.get("mcast_ip4_src", ""),
+        "ip6_src": other_config.get("mcast_ip6_src", ""),
+    }
+
+
+def build_ip_mcast(dps: DatapathsData, sb: DesiredDb) -> None:
+    table = sb.add(DesiredTable("IP_Multicast", COLUMNS))
+    for key, dp in dps.switches.items():
+        table.put(key, datapath=Ref("Datapath_Binding", key), **mcast_settings(
+            dp.nb.other_config))

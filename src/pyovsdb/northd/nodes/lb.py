@@ -1,0 +1,299 @@
+"""Load balancers: NB Load_Balancer rows parsed once (VIPs, backends, health checks,
+where each one applies), and the SB Load_Balancer rows of those applied to switches.
+
+Rules kept here (OVN 23.03, `ovn_northd_lb_create` in lib/lb.c, `build_lbs`,
+`build_lrouter_lb_reachable_ips`, `build_lswitch_lbs_from_lrouter` and `sync_lbs` in
+northd.c):
+- A VIP or backend is "IP", "IP:port" or "[IPv6]:port", parsed as OVS's
+  `inet_parse_active` does (a host with more than one colon outside brackets has no
+  port) and formatted back without brackets; a VIP with a backend that does not parse,
+  is of the other family or disagrees on having a port is dropped from the parsed
+  model (the SB row still copies NB's `vips` as they are).
+- An LB applies to the switches that list it or one of its groups, and to the enabled
+  routers likewise; with `NB_Global.options:install_ls_lb_from_router=true` also to
+  the switches attached to those routers.
+- SB Load_Balancer: one row per LB applied to at least one switch, keyed by the NB UUID
+  (`external_ids:lb_id`), with `options` plus `hairpin_orig_tuple=true`, the
+  switches as a Logical_DP_Group and `datapaths` empty.
+- A router's reachable VIPs (for its `_rtr_lb_<key>_ip4/6` address sets): every VIP
+  with `neighbor_responder=all`, none with `none`, else those inside one of its ports'
+  networks (the IPv6 link-local network included).
+- Order: LBs by name, then NB UUID, wherever 23.03 walks a hash map.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..desired import DesiredDb, DesiredTable
+from .datapaths import DatapathsData, smap_bool
+from .dp_groups import dp_group_ref
+
+LB_COLUMNS = ("name", "vips", "protocol", "datapaths", "datapath_group", "options",
+              "external_ids")
+NEIGH_MODES = ("reachable", "all", "none")
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    ip: IpAddress
+    ip_str: str  # formatted without brackets
+    port: int  # 0: none
+
+    @property
+    def family(self) -> int:
+        return self.ip.version
+
+
+def _unbracket(s: str) -> str:
+    if s.startswith("["):
+        s = s[1:]
+        if s.endswith("]"):
+            s = s[:-1]
+    return s
+
+
+def parse_endpoint(text: str) -> Endpoint | None:
+    """`ip_address_and_port_from_lb_key`: "IP", "IP:port", "[IP6]" or "[IP6]:port"."""
+    colons, last, in_brackets = 0, -1, False
+    for i, ch in enumerate(text):
+        if ch == "[":
+            in_brackets = True
+        elif ch == "]":
+            in_brackets = False
+        elif ch == ":" and not in_brackets:
+            colons += 1
+            last = i
+    port_s: str | None = None
+    if colons > 1:
+        host = text
+    elif last >= 0:
+        host, port_s = _unbracket(text[:last]), _unbracket(text[last + 1:])
+    else:
+        host = _unbracket(text)
+    port = 0
+    if port_s:
+        if not port_s.lstrip("+-").isdigit() or not 0 <= int(port_s) <= 65535:
+            return None
+        port = int(port_s)
+    try:
+        if ":" in host:
+            ip: IpAddress = ipaddress.IPv6Address(host.split("%", 1)[0])
+        else:
+            ip = ipaddress.IPv4Address(host)
+    except ValueError:
+        return None
+    return Endpoint(ip, str(ip), port)
+
+
+def parse_address(text: str) -> IpAddress | None:
+    """`inet_parse_address`: an IP, IPv6 possibly in brackets, no port."""
+    host = _unbracket(text)
+    try:
+        if ":" in host:
+            return ipaddress.IPv6Address(host.split("%", 1)[0])
+        return ipaddress.IPv4Address(host)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Vip:
+    key: str  # as NB has it (health checks name it so)
+    backends_str: str
+    vip: Endpoint
+    backends: tuple[Endpoint, ...]
+    health_check: IdlRow | None
+
+
+def parse_vip(key: str, value: str) -> tuple[Endpoint, tuple[Endpoint, ...]] | None:
+    vip = parse_endpoint(key)
+    if vip is None:
+        return None
+    backends: list[Endpoint] = []
+    ok = True
+    for token in (t for t in value.split(",") if t):
+        be = parse_endpoint(token)
+        if be is None or be.family != vip.family or bool(vip.port) != bool(be.port):
+            ok = False
+            continue
+        backends.append(be)
+    return (vip, tuple(backends)) if ok else None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadBalancer:
+    key: str  # NB UUID
+    nb: IdlRow
+    name: str
+    protocol: str | None
+    template: bool
+    routable: bool
+    neigh_mode: str
+    vips: tuple[Vip, ...]
+    switches: frozenset[str] = frozenset()  # datapath keys
+    routers: frozenset[str] = frozenset()
+
+    @property
+    def proto(self) -> str:
+        return self.protocol if self.protocol in ("udp", "sctp") else "tcp"
+
+
+@dataclass(slots=True)
+class LbData:
+    lbs: dict[str, LoadBalancer] = field(default_factory=dict)  # in build order
+    # Per router datapath key: its reachable VIPs (strings), IPv4 and IPv6.
+    reachable: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
+
+
+def _health_check(row: IdlRow, key: str, template: bool) -> IdlRow | None:
+    if not row.health_check or row.protocol == "sctp" or template:
+        return None
+    checks = [hc for hc in row.health_check if isinstance(hc, IdlRow)]
+    for hc in sorted(checks, key=lambda r: r.uuid):
+        if hc.vip == key:
+            return hc
+    return None
+
+
+def parse_lb(row: IdlRow) -> LoadBalancer:
+    options: Mapping[str, str] = row.options
+    template = smap_bool(options, "template")
+    routable = smap_bool(options, "add_route") and not template
+    default_mode = "none" if template else "reachable"
+    mode = options.get("neighbor_responder", default_mode)
+    if mode not in NEIGH_MODES or (template and mode == "reachable"):
+        mode = default_mode
+    vips: list[Vip] = []
+    if not template:  # template VIPs are expanded by ovn-controller, not parsed here
+        for key, value in sorted(row.vips.items()):
+            parsed = parse_vip(key, value)
+            if parsed is not None:
+                vips.append(Vip(key, value, parsed[0], parsed[1],
+                                _health_check(row, key, template)))
+    return LoadBalancer(key=row.uuid, nb=row, name=row.name, protocol=row.protocol,
+                        template=template, routable=routable, neigh_mode=mode,
+                        vips=tuple(vips))
+
+
+def _rows(table: ReplicaTable | None) -> list[IdlRow]:
+    if table is None:
+        return []
+    return sorted(table.rows.values(), key=lambda r: (r.name, r.uuid))
+
+
+def _refs(value: object) -> list[str]:
+    return [r.uuid for r in value if isinstance(r, IdlRow)] \
+        if isinstance(value, list) else []
+
+
+def switch_router_peers(nb: Mapping[str, ReplicaTable], dps: DatapathsData
+                        ) -> dict[str, set[str]]:
+    """Per router datapath key, the switches attached to it by router-type ports."""
+    lrp_router: dict[str, str] = {}
+    for key, dp in dps.routers.items():
+        for lrp in dp.nb.ports:
+            if isinstance(lrp, IdlRow):
+                lrp_router[lrp.name] = key
+    peers: dict[str, set[str]] = {k: set() for k in dps.routers}
+    for key, dp in dps.switches.items():
+        for lsp in dp.nb.ports:
+            if isinstance(lsp, IdlRow) and lsp.type == "router":
+                router = lrp_router.get(lsp.options.get("router-port", ""))
+                if router is not None:
+                    peers[router].add(key)
+    return peers
+
+
+def _networks(lrp: IdlRow) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for n in lrp.networks:
+        try:
+            nets.append(ipaddress.ip_interface(n).network)
+        except ValueError:
+            continue
+    nets.append(ipaddress.IPv6Network("fe80::/64"))  # the port's link-local address
+    return nets
+
+
+def _reachable(lb: LoadBalancer, nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network],
+               v4: set[str], v6: set[str]) -> None:
+    if lb.neigh_mode == "none":
+        return
+    for vip in lb.vips:
+        if lb.neigh_mode == "all" or any(vip.vip.ip in n for n in nets
+                                         if n.version == vip.vip.family):
+            (v4 if vip.vip.family == 4 else v6).add(vip.vip.ip_str)
+
+
+def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData) -> LbData:
+    parsed = {row.uuid: parse_lb(row) for row in _rows(nb.get("Load_Balancer"))}
+    groups = {row.uuid: _refs(row.load_balancer)
+              for row in _rows(nb.get("Load_Balancer_Group"))}
+    switches: dict[str, set[str]] = {k: set() for k in parsed}
+    routers: dict[str, set[str]] = {k: set() for k in parsed}
+    for target, dpmap in ((switches, dps.switches), (routers, dps.routers)):
+        for key, dp in dpmap.items():
+            lbs = set(_refs(dp.nb.load_balancer))
+            for g in _refs(dp.nb.load_balancer_group):
+                lbs.update(groups.get(g, ()))
+            for lb_key in lbs:
+                if lb_key in target:
+                    target[lb_key].add(key)
+    nbg = nb.get("NB_Global")
+    nb_options = min(nbg.rows.values(), key=lambda r: r.uuid).options \
+        if nbg is not None and nbg.rows else {}
+    if smap_bool(nb_options, "install_ls_lb_from_router"):
+        peers = switch_router_peers(nb, dps)
+        for lb_key, rs in routers.items():
+            for r in rs:
+                switches[lb_key].update(peers.get(r, ()))
+    data = LbData()
+    for key, one in parsed.items():
+        data.lbs[key] = LoadBalancer(
+            key=one.key, nb=one.nb, name=one.name, protocol=one.protocol,
+            template=one.template, routable=one.routable, neigh_mode=one.neigh_mode,
+            vips=one.vips,
+            switches=frozenset(switches[key]), routers=frozenset(routers[key]))
+    for rkey, dp in dps.routers.items():
+        nets = [n for lrp in dp.nb.ports if isinstance(lrp, IdlRow) for n in _networks(lrp)]
+        v4: set[str] = set()
+        v6: set[str] = set()
+        for one in data.lbs.values():
+            if rkey in one.routers:
+                _reachable(one, nets, v4, v6)
+        data.reachable[rkey] = (frozenset(v4), frozenset(v6))
+    return data
+
+
+def _sb_vips(lb: LoadBalancer) -> dict[str, str]:
+    """`ovn_northd_lb_get_vips`: NB's vips, but an IPv6 template LB's keys bracketed the
+    way ovn-controller expects them."""
+    vips: dict[str, str] = dict(lb.nb.vips)
+    if not (lb.template and lb.nb.options.get("address-family") == "ipv6"):
+        return vips
+    out: dict[str, str] = {}
+    for key, value in vips.items():
+        parts = [p for p in key.split(":") if p]  # strtok: empty atoms skipped
+        if not parts or len(parts) > 2:
+            continue
+        ip = f"[{parts[0]}]" if parts[0].startswith("^") else parts[0]
+        out[f"{ip}:{parts[1]}" if len(parts) == 2 else ip] = value
+    return out
+
+
+def build_sb_load_balancers(data: LbData, sb: DesiredDb) -> None:
+    table = sb.add(DesiredTable("Load_Balancer", LB_COLUMNS))
+    for lb in data.lbs.values():
+        if not lb.switches:
+            continue
+        options = dict(lb.nb.options)
+        options["hairpin_orig_tuple"] = "true"
+        table.put(lb.key, name=lb.name, vips=_sb_vips(lb), protocol=lb.protocol,
+                  datapaths=[], datapath_group=dp_group_ref(sb, lb.switches),
+                  options=options, external_ids={"lb_id": lb.key})

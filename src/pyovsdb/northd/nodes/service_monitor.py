@@ -1,0 +1,66 @@
+"""Service monitors: the SB Service_Monitor rows through which ovn-controller probes
+load balancer backends.
+
+Rules kept here (OVN 23.03, `ovn_lb_svc_create` and `build_lb_svcs` in northd.c):
+- Every NB load balancer counts, applied to a datapath or not, except template ones
+  (and SCTP ones, which have no health checks).
+- A backend is monitored when its VIP has a health check (`vip` equal to the VIP's key
+  as NB writes it), `ip_port_mappings` maps the backend's IP (IPv6 in brackets) to
+  `<logical port>:<source IP>`, that port is a switch port of some datapath, it is
+  enabled and the source IP parses.
+- A row is keyed by (ip, port, protocol, logical_port), protocol defaulting to tcp;
+  it carries the health check's options, the service monitor MAC and the source IP.
+  Backends shared by several LBs are one row, the last LB in build order setting its
+  options. `status` belongs to ovn-controller and is never managed here.
+"""
+
+from __future__ import annotations
+
+from ...idl.row import IdlRow
+from ..desired import DesiredDb, DesiredTable
+from .datapaths import DatapathsData
+from .lb import LbData, parse_address
+
+COLUMNS = ("ip", "port", "protocol", "logical_port", "options", "src_mac", "src_ip")
+
+
+def switch_ports(dps: DatapathsData) -> dict[str, IdlRow]:
+    """Logical switch ports by name, of the switches that have datapaths."""
+    out: dict[str, IdlRow] = {}
+    for dp in dps.switches.values():
+        for lsp in dp.nb.ports:
+            if isinstance(lsp, IdlRow):
+                out.setdefault(lsp.name, lsp)
+    return out
+
+
+def lsp_enabled(lsp: IdlRow) -> bool:
+    return lsp.enabled is None or bool(lsp.enabled)
+
+
+def build_service_monitors(lbs: LbData, dps: DatapathsData, svc_monitor_mac: str,
+                           sb: DesiredDb) -> None:
+    table = sb.add(DesiredTable("Service_Monitor", COLUMNS))
+    ports = switch_ports(dps)
+    for lb in lbs.lbs.values():
+        if lb.template:
+            continue
+        mappings = lb.nb.ip_port_mappings
+        protocol = lb.protocol or "tcp"
+        for vip in lb.vips:
+            if vip.health_check is None:
+                continue
+            for be in vip.backends:
+                mkey = be.ip_str if be.family == 4 else f"[{be.ip_str}]"
+                target = mappings.get(mkey)
+                if target is None or ":" not in target:
+                    continue
+                port_name, src = target.split(":", 1)
+                lsp = ports.get(port_name)
+                src_ip = parse_address(src)
+                if lsp is None or src_ip is None or not lsp_enabled(lsp):
+                    continue
+                table.put((be.ip_str, be.port, protocol, port_name), ip=be.ip_str,
+                          port=be.port, protocol=protocol, logical_port=port_name,
+                          options=dict(vip.health_check.options), src_mac=svc_monitor_mac,
+                          src_ip=str(src_ip))
