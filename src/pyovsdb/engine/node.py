@@ -1,0 +1,222 @@
+"""Engine nodes: what a node is, what its inputs are, and what its handlers may answer.
+
+A node is a materialized view (OVN's `inc-proc-eng.h`): its data is the pure outcome of
+its inputs' data. `run()` recomputes the data from scratch; a change handler per input
+updates it from that input's change instead, or declines.
+
+Rules kept here:
+- Handlers answer with `Handled` and never set a state: the engine merges the answers
+  of all of a node's handlers into the node's state (UPDATED if any handler said
+  HANDLED_UPDATED), so one input's UNCHANGED never hides another's UPDATED (OVN's 2025
+  fix, here from the start). A handler may mutate its node's data and record a delta.
+- A handler that cannot be sure answers UNHANDLED and the node recomputes. In
+  particular, an input whose delta is None (it recomputed, or did not say what changed)
+  can only be handled by a handler that does not need to know what changed. An input
+  without a handler (None) makes any change of it recompute the node. A handler that
+  does nothing must say in a comment which correlated input covers its changes.
+- Inputs are typed: `Input[D, C]` holds a `Node[D, C]`, its handler gets a typed
+  `Change[D, C]`, and `run()` gets every input's data as a keyword argument named after
+  the input. Nobody looks data up by a string.
+- The delta of a node (`node.delta`) lives for one run: the engine clears it at the start
+  of each run and before a recompute, so successors only ever see this run's changes.
+- Leaf nodes hold data the caller owns (e.g. a replica's table) and take their change
+  from the caller on every run; they compute nothing.
+- Nothing here performs I/O or reads a clock; the engine measures time with the clock it
+  is given.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final, Generic, TypeVar
+
+__all__ = [
+    "NO_CHANGE",
+    "Change",
+    "Handled",
+    "Input",
+    "Leaf",
+    "NoChange",
+    "NoDataError",
+    "Node",
+    "State",
+]
+
+D = TypeVar("D")
+C = TypeVar("C")
+
+
+class Handled(enum.Enum):
+    """A change handler's answer."""
+
+    UNHANDLED = "unhandled"  # cannot handle this change: recompute the node
+    HANDLED_UPDATED = "handled-updated"  # handled, and the node's data changed
+    HANDLED_UNCHANGED = "handled-unchanged"  # handled, and the node's data did not change
+
+
+class State(enum.Enum):
+    """A node's state in the current (or last) run; the values are OVN's names."""
+
+    STALE = "Stale"  # not (yet) brought up to date in this run
+    UPDATED = "Updated"  # up to date, and its data changed in this run
+    UNCHANGED = "Unchanged"  # up to date, and its data did not change
+    CANCELED = "Canceled"  # needed a recompute the run did not allow; the run stopped
+
+
+class NoChange(enum.Enum):
+    """The type of `NO_CHANGE`."""
+
+    NO_CHANGE = "no-change"
+
+
+NO_CHANGE: Final = NoChange.NO_CHANGE
+"""What `Node.run()` returns to say the recomputed data equals the current data: the
+engine keeps the current data and marks the node UNCHANGED."""
+
+
+class NoDataError(LookupError):
+    """A node's data was asked for before the node ever computed any."""
+
+
+class _Missing(enum.Enum):
+    MISSING = "missing"
+
+
+_MISSING: Final = _Missing.MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Change(Generic[D, C]):
+    """An updated input, as its change handler sees it.
+
+    `delta` is what the input recorded in this run; None when it recomputed or did not
+    say (the handler then cannot know what changed). For a leaf, it is the change the
+    caller gave the engine.
+    """
+
+    input: str  # the input's name in the receiving node (its run() keyword)
+    node: str  # the input node's own name
+    data: D
+    delta: C | None
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Input(Generic[D, C]):
+    """One input of a node: the node it reads, and the handler for its changes (None:
+    any change of it recomputes the receiving node)."""
+
+    node: Node[D, C]
+    handler: Callable[[Change[D, C]], Handled] | None = None
+
+    @property
+    def data(self) -> D:
+        """The input node's current data (for handlers that read their other inputs)."""
+        return self.node.data
+
+    @property
+    def delta(self) -> C | None:
+        return self.node.delta
+
+    @property
+    def updated(self) -> bool:
+        """Whether the input node is UPDATED in the current run."""
+        return self.node.state is State.UPDATED
+
+
+class Node(Generic[D, C]):
+    """A computing node with data of type D and deltas of type C.
+
+    Subclass it: pass the inputs to `__init__` by name, override `run()` with one
+    keyword parameter per input, and give handlers to the inputs that can be handled
+    incrementally::
+
+        class Evens(Node[dict[str, int], Delta[str]]):
+            def __init__(self, items: Leaf[dict[str, int], Delta[str]]) -> None:
+                self.items = Input(items, self.on_items)
+                super().__init__("evens", items=self.items)
+
+            def run(self, *, items: dict[str, int]) -> dict[str, int]:
+                return {k: v for k, v in items.items() if v % 2 == 0}
+
+            def on_items(self, change: Change[dict[str, int], Delta[str]]) -> Handled:
+                ...
+
+    The engine checks at build time that `run()` takes exactly the inputs' names.
+    """
+
+    def __init__(self, name: str, /, **inputs: Input[Any, Any]) -> None:
+        if not name:
+            raise ValueError("a node needs a name")
+        self.name: Final = name
+        self.inputs: Mapping[str, Input[Any, Any]] = MappingProxyType(dict(inputs))
+        self.delta: C | None = None
+        self._state = State.STALE
+        self._data: D | _Missing = _MISSING
+
+    @property
+    def state(self) -> State:
+        """The node's state in the current (or last) run; only the engine sets it."""
+        return self._state
+
+    @property
+    def data(self) -> D:
+        """The node's current data; NoDataError before it was ever computed."""
+        if isinstance(self._data, _Missing):
+            raise NoDataError(f"node {self.name} has no data yet")
+        return self._data
+
+    @property
+    def has_data(self) -> bool:
+        return not isinstance(self._data, _Missing)
+
+    def run(self, *args: Any, **inputs: Any) -> D | NoChange:
+        """Full recompute: the node's new data from its inputs' data (one keyword
+        argument per input), or NO_CHANGE if it equals the current data.
+
+        It may record a delta for successors with `track()` (e.g. by diffing the old
+        data against the new); without one, successors see delta None.
+        """
+        raise NotImplementedError(f"node {self.name} has inputs but no run()")
+
+    def new_delta(self) -> C:
+        """An empty delta, for `track()`; override it to use `track()`."""
+        raise NotImplementedError(f"node {self.name} does not say how to make a delta")
+
+    def track(self) -> C:
+        """This run's delta, made empty by `new_delta()` on first use in the run."""
+        if self.delta is None:
+            self.delta = self.new_delta()
+        return self.delta
+
+    def clear_delta(self) -> None:
+        """Forget this run's delta (the engine calls it at the start of each run and
+        before a recompute); override it to also drop other per-run tracking."""
+        self.delta = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self._state.value}>"
+
+
+class Leaf(Node[D, C]):
+    """An input node: data the caller owns and a change per run from the caller.
+
+    It is UPDATED in a run that got a change for which `is_change(change)` holds
+    (default: truthiness, so an empty Changeset or Delta is no change), else UNCHANGED.
+    The change becomes the leaf's delta for that run.
+    """
+
+    def __init__(self, name: str, data: D, /, *, is_change: Callable[[C], bool] = bool) -> None:
+        super().__init__(name)
+        self._data = data
+        self.is_change: Final = is_change
+
+    def set_data(self, data: D) -> None:
+        """Replace the data the leaf stands for (e.g. a new replica after a reconnect;
+        the caller should then force a recompute)."""
+        self._data = data
+
+    def run(self, *args: Any, **inputs: Any) -> D | NoChange:
+        raise TypeError(f"leaf {self.name} is not computed; it takes its change from the caller")
