@@ -150,8 +150,8 @@ def parse_module(name: str, path: str, source: str, known: Iterable[str]) -> Mod
             return
         inner = in_function or isinstance(
             node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-        for child in ast.iter_child_nodes(node):
-            visit(child, inner, typing_only)
+        for sub in ast.iter_child_nodes(node):
+            visit(sub, inner, typing_only)
 
     visit(tree, False, False)
     return Module(name, path, len(source.splitlines()), tuple(imports), tuple(calls))
