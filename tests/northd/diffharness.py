@@ -1,0 +1,332 @@
+"""Differential northd harness: one NB script, run against a northd (the real
+`ovn-northd` or ours), on real NB and SB `ovsdb-server`s, gives a normalized dump.
+
+Rules kept here:
+- Both northds run on the same real `ovsdb-server` binary, in a directory the caller
+  owns, on unix sockets; every process started here is stopped by its pid, also when
+  a step fails.
+- A script is plain text, one command a line (`#` starts a comment):
+    `nbctl ARGS...`  one `ovn-nbctl` call; `--wait=sb` is added unless the line gives its
+                     own `--wait=...`/`--no-wait`, so each line is one northd run and
+                     23.03's tunnel-key choice is deterministic; with `--wait=hv` the
+                     simulated chassis echo `nb_cfg` while the call waits.
+    `sbctl ARGS...`  one `ovn-sbctl` call (what a chassis would write: `lsp-bind`, `set
+                     Port_Binding p1 up=true`), followed by a `--wait=sb sync`.
+    `sim chassis NAME IP [KEY=VALUE...]`  a simulated chassis: `Chassis` (with its encap
+                     and `other_config` pairs) plus a `Chassis_Private` row.
+    `sim echo`       every simulated chassis copies SB `nb_cfg` into its `Chassis_Private`.
+  In `nbctl`/`sbctl` lines, `uuid(TABLE,COLUMN=VALUE)` is replaced by the UUID of the one
+  row of that database's TABLE whose COLUMN is VALUE (rows the tools cannot name, such
+  as a `Load_Balancer_Group` or an `HA_Chassis_Group` in a reference column).
+  A header line `#! renumber TABLE...` asks for canonical tunnel keys in those tables
+  (see `normalize`).
+- Before northd starts, NB_Global gets fixed `mac_prefix` and `svc_monitor_mac`: 23.03
+  picks both at random otherwise, and IPAM MACs depend on the prefix.
+- After the script the harness syncs until two dumps in a row are equal, so the result
+  does not depend on when northd's NB write-backs land.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from normalize import NB_WRITTEN, SB_CONTEXT, SB_OWNED, RawDump, Snapshot, normalize
+
+from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, run, stop_process
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+MAC_PREFIX = "0a:00:00"
+SVC_MONITOR_MAC = "0a:00:00:ff:ff:fe"
+TIMEOUT = 30
+UUID_OF = re.compile(r"uuid\((\w+),(\w+)=([^)]*)\)")
+
+
+@dataclass(frozen=True)
+class Step:
+    tool: str  # "nbctl", "sbctl" or "sim"
+    args: tuple[str, ...]
+    lineno: int
+
+    def __str__(self) -> str:
+        return f"{self.lineno}: {self.tool} {shlex.join(self.args)}"
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str
+    steps: tuple[Step, ...]
+    renumber: frozenset[str] = frozenset()
+
+
+def parse_script(text: str, name: str = "script") -> Script:
+    steps: list[Step] = []
+    renumber: set[str] = set()
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("#!"):
+            words = line[2:].split()
+            if not words or words[0] != "renumber":
+                raise ValueError(f"{name}:{n}: unknown directive {line!r}")
+            renumber.update(words[1:])
+            continue
+        if not line or line.startswith("#"):
+            continue
+        words = shlex.split(line)
+        if words[0] not in ("nbctl", "sbctl", "sim"):
+            raise ValueError(f"{name}:{n}: a line starts with nbctl, sbctl or sim: {line!r}")
+        steps.append(Step(words[0], tuple(words[1:]), n))
+    return Script(name, tuple(steps), frozenset(renumber))
+
+
+def load_corpus(directory: Path = CORPUS) -> list[Script]:
+    return [parse_script(p.read_text(), p.stem) for p in sorted(directory.glob("*.txt"))]
+
+
+def northd_command(kind: str, nb: str, sb: str, workdir: Path) -> list[str]:
+    if kind == "real":
+        base = ["ovn-northd"]
+    elif kind == "ours":
+        base = [sys.executable, "-m", "pyovsdb", "northd"]
+    else:
+        raise ValueError(f"unknown northd {kind!r}")
+    return [*base, f"--ovnnb-db={nb}", f"--ovnsb-db={sb}",
+            f"--unixctl={workdir / 'northd.ctl'}", f"--pidfile={workdir / 'northd.pid'}",
+            f"--log-file={workdir / 'northd.log'}", "-vconsole:off", "--no-chdir"]
+
+
+class ScriptError(AssertionError):
+    pass
+
+
+@dataclass
+class Run:
+    """One script against one northd: the servers, the northd, the simulated chassis."""
+
+    kind: str
+    workdir: Path
+    nb: ServerProcess | None = None
+    sb: ServerProcess | None = None
+    northd: subprocess.Popen[bytes] | None = None
+    chassis: list[str] = field(default_factory=list)
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        nbdb = create_db("real", self.workdir / "nb.db", NB_SCHEMA)
+        sbdb = create_db("real", self.workdir / "sb.db", SB_SCHEMA)
+        self.nb = ServerProcess("real", self.workdir, [nbdb], name="nb").start()
+        self.sb = ServerProcess("real", self.workdir, [sbdb], name="sb").start()
+        self.nbctl("--no-wait", "init")
+        self.nbctl("--no-wait", "set", "NB_Global", ".", f"options:mac_prefix={MAC_PREFIX}",
+                   f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"')
+        log = open(self.workdir / "northd.stderr", "wb")  # noqa: SIM115 (owned by Popen)
+        try:
+            self.northd = subprocess.Popen(
+                northd_command(self.kind, self.nb.unix, self.sb.unix, self.workdir),
+                cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=log)
+        finally:
+            log.close()
+        self.nbctl("--wait=sb", "sync")
+
+    def stop(self) -> None:
+        if self.northd is not None:
+            stop_process(self.northd)
+            self.northd = None
+        for srv in (self.sb, self.nb):
+            if srv is not None:
+                srv.stop()
+
+    def _check_northd(self) -> None:
+        if self.northd is not None and self.northd.poll() is not None:
+            raise ScriptError(f"{self.kind} northd exited {self.northd.returncode}:\n"
+                              f"{self.logs()}")
+
+    def logs(self) -> str:
+        out = []
+        for name in ("northd.stderr", "northd.log"):
+            p = self.workdir / name
+            if p.exists():
+                out.append(f"--- {name}\n{p.read_text()[-4000:]}")
+        return "\n".join(out)
+
+    def nbctl(self, *args: str, timeout: float = TIMEOUT) -> str:
+        assert self.nb is not None
+        cmd = ["ovn-nbctl", f"--db={self.nb.unix}", f"--timeout={int(timeout)}", *args]
+        return self._tool(cmd, timeout)
+
+    def sbctl(self, *args: str, timeout: float = TIMEOUT) -> str:
+        assert self.sb is not None
+        return self._tool(["ovn-sbctl", f"--db={self.sb.unix}", *args], timeout)
+
+    def _tool(self, cmd: list[str], timeout: float) -> str:
+        try:
+            p = run(cmd, check=False, timeout=timeout + 5)
+        except subprocess.TimeoutExpired as e:
+            self._check_northd()
+            raise ScriptError(f"{shlex.join(cmd)} timed out\n{self.logs()}") from e
+        if p.returncode != 0:
+            self._check_northd()
+            raise ScriptError(f"{shlex.join(cmd)} exited {p.returncode}: {p.stderr}")
+        return p.stdout
+
+    def step(self, step: Step) -> None:
+        try:
+            if step.tool == "nbctl":
+                self._nbctl_step(self._resolve(self.nbctl, step.args))
+            elif step.tool == "sbctl":
+                self.sbctl(*self._resolve(self.sbctl, step.args))
+                self.nbctl("--wait=sb", "sync")
+            else:
+                self._sim(step.args)
+        except ScriptError as e:
+            raise ScriptError(f"{self.kind} northd, line {step}: {e}") from e
+
+    @staticmethod
+    def _resolve(tool: Any, args: Sequence[str]) -> list[str]:
+        def one(m: re.Match[str]) -> str:
+            table, column, value = m.groups()
+            found = tool("--bare", "--columns=_uuid", "find", table,
+                         f"{column}={value}").split()
+            if len(found) != 1:
+                raise ScriptError(f"{m.group(0)} names {len(found)} rows")
+            return str(found[0])
+
+        return [UUID_OF.sub(one, a) for a in args]
+
+    def _nbctl_step(self, args: Sequence[str]) -> None:
+        options = []
+        for a in args:
+            if not a.startswith("--"):
+                break
+            options.append(a)
+        waits = [o for o in options if o.startswith("--wait") or o == "--no-wait"]
+        if "--wait=hv" in waits:
+            self._wait_hv(args)
+        elif waits:
+            self.nbctl(*args)
+        else:
+            self.nbctl("--wait=sb", *args)
+
+    def _wait_hv(self, args: Sequence[str]) -> None:
+        assert self.nb is not None
+        cmd = ["ovn-nbctl", f"--db={self.nb.unix}", f"--timeout={TIMEOUT}", *args]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while p.poll() is None:
+                if time.monotonic() > deadline:
+                    raise ScriptError(f"{shlex.join(cmd)} did not return\n{self.logs()}")
+                self._check_northd()
+                self.echo()
+                time.sleep(0.05)
+            _, err = p.communicate()
+            if p.returncode != 0:
+                raise ScriptError(f"{shlex.join(cmd)} exited {p.returncode}: {err}")
+        finally:
+            stop_process(p)
+
+    def _sim(self, args: Sequence[str]) -> None:
+        if args and args[0] == "chassis" and len(args) >= 3:
+            name, ip = args[1], args[2]
+            self.sbctl("chassis-add", name, "geneve", ip)
+            pairs = [f"other_config:{kv}" for kv in args[3:]]
+            if pairs:
+                self.sbctl("set", "Chassis", name, *pairs)
+            uuid = self.sbctl("get", "Chassis", name, "_uuid").strip()
+            self.sbctl("create", "Chassis_Private", f"name={name}", f"chassis={uuid}")
+            self.chassis.append(name)
+            self.nbctl("--wait=sb", "sync")
+        elif list(args) == ["echo"]:
+            self.echo()
+            self.nbctl("--wait=sb", "sync")
+        else:
+            raise ScriptError(f"unknown sim command {shlex.join(args)!r}")
+
+    def echo(self) -> None:
+        """What ovn-controller does once its flows match the SB: copy `nb_cfg`."""
+        cfg = self.sbctl("get", "SB_Global", ".", "nb_cfg").strip()
+        for name in self.chassis:
+            self.sbctl("set", "Chassis_Private", name, f"nb_cfg={cfg}")
+
+    def dump(self, db: str, tables: Sequence[str]) -> RawDump:
+        srv = self.nb if db == "NB" else self.sb
+        assert srv is not None
+        name = "OVN_Northbound" if db == "NB" else "OVN_Southbound"
+        ops: list[Any] = [name] + [{"op": "select", "table": t, "where": []} for t in tables]
+        out = run(["ovsdb-client", "transact", srv.unix, json.dumps(ops)], timeout=TIMEOUT)
+        results = json.loads(out.stdout)
+        return {t: r["rows"] for t, r in zip(tables, results, strict=True)}
+
+    def snapshot(self, script: Script) -> Snapshot:
+        nb_tables = nb_table_names()
+        return normalize(self.dump("NB", nb_tables), self.dump("SB", SB_OWNED + SB_CONTEXT),
+                         renumber=script.renumber, nb_tables=NB_WRITTEN)
+
+
+def nb_table_names() -> list[str]:
+    with open(NB_SCHEMA) as f:
+        return sorted(json.load(f)["tables"])
+
+
+def run_script(script: Script, kind: str, workdir: Path) -> Snapshot:
+    """Run `script` against the `kind` northd; the normalized NB write-backs and SB rows.
+
+    Two syncs end every run (a fixed number, so the cfg counters are the same for any
+    northd); the rows must not change between them but for those counters."""
+    r = Run(kind, workdir)
+    try:
+        r.start()
+        for step in script.steps:
+            r.step(step)
+        r.nbctl("--wait=sb", "sync")
+        first = r.snapshot(script)
+        r.nbctl("--wait=sb", "sync")
+        snap = r.snapshot(script)
+        if without_counters(first) != without_counters(snap):
+            raise ScriptError(f"{kind} northd still changing rows after {script.name}")
+        return snap
+    finally:
+        r.stop()
+
+
+COUNTERS = {"NB.NB_Global": ("nb_cfg", "sb_cfg", "hv_cfg"), "SB.SB_Global": ("nb_cfg",)}
+
+
+def without_counters(snap: Snapshot) -> Snapshot:
+    tables = {t: {k: {c: v for c, v in row.items() if c not in COUNTERS.get(t, ())}
+                  for k, row in rows.items()}
+              for t, rows in snap.tables.items()}
+    return Snapshot(tables)
+
+
+@functools.cache
+def ours_available() -> bool:
+    """Whether this build has `pyovsdb northd` (it answers `--version`)."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "pyovsdb", "northd", "--version"],
+                           capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return False
+    return p.returncode == 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """`python diffharness.py [real|ours] SCRIPT.txt DIR`: print the normalized dump."""
+    kind, path, workdir = argv
+    snap = run_script(parse_script(Path(path).read_text(), Path(path).stem), kind,
+                      Path(workdir))
+    sys.stdout.write(snap.text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
