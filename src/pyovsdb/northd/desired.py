@@ -40,6 +40,7 @@ class DesiredTable:
     columns: tuple[str, ...]
     owned: bool = True
     rows: dict[Hashable, dict[str, Any]] = field(default_factory=dict)
+    fill: tuple[str, ...] = ()
 
     def put(self, key: Hashable, **values: Any) -> None:
         """Set the desired row `key`; every managed column left out is its default."""
@@ -47,6 +48,13 @@ class DesiredTable:
         if unknown:
             raise KeyError(f"{self.name}: columns not managed: {sorted(unknown)}")
         self.rows[key] = values
+
+    def set(self, key: Hashable, **values: Any) -> None:
+        """Set some columns of the desired row `key`, keeping the others it has."""
+        unknown = set(values) - set(self.columns)
+        if unknown:
+            raise KeyError(f"{self.name}: columns not managed: {sorted(unknown)}")
+        self.rows.setdefault(key, {}).update(values)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -69,3 +77,14 @@ class DesiredDb:
 
     def __getitem__(self, name: str) -> DesiredTable:
         return self.tables[name]
+
+    def table(self, name: str, columns: tuple[str, ...], *, owned: bool = True) -> DesiredTable:
+        """The table `name`, created on first use (for tables several builders share,
+        such as the NB write-backs); later uses may add managed columns."""
+        table = self.tables.get(name)
+        if table is None:
+            return self.add(DesiredTable(name, columns, owned=owned))
+        if table.owned != owned:
+            raise KeyError(f"desired table {name} both owned and not")
+        table.columns = tuple(dict.fromkeys((*table.columns, *columns)))
+        return table

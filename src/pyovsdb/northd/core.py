@@ -1,0 +1,63 @@
+"""northd's core build: datapaths, ports and their bindings, multicast groups, HA
+chassis groups, IPAM and the NB write-backs that go with them, in one pure call.
+
+Rules kept here:
+- `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
+  it is given; what later builders (logical flows, the other SB tables) need of it is
+  returned as `CoreData`, never read back from the desired tables.
+- The order of the steps is 23.03's: datapaths, IPAM state, ports (joined, peered,
+  keyed), dynamic addresses, port bindings, HA chassis groups, multicast groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .desired import DesiredDb, DesiredTable, Ref
+from .inputs import BuildInput
+from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths
+from .nodes.ha_chassis import build_ha_chassis_groups
+from .nodes.mcast_groups import build_mcast_groups
+from .nodes.ports import PortsData, build_ports
+from .nodes.ports_router import router_port_binding
+from .nodes.ports_switch import SwitchPortState, switch_port_binding
+
+PORT_BINDING_COLUMNS = (
+    "logical_port", "type", "options", "datapath", "tunnel_key", "parent_port", "tag",
+    "mac", "port_security", "nat_addresses", "external_ids", "requested_chassis",
+    "requested_additional_chassis", "ha_chassis_group", "gateway_chassis", "up")
+
+NB_LSP_COLUMNS = ("tag",)
+
+
+@dataclass(slots=True)
+class CoreData:
+    datapaths: DatapathsData
+    ports: PortsData
+
+
+def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
+                      nb: DesiredDb) -> DesiredTable:
+    table = sb.add(DesiredTable("Port_Binding", PORT_BINDING_COLUMNS, fill=("up",)))
+    for port in ports.ports.values():
+        values = (switch_port_binding(port, ports, state) if port.is_lsp
+                  else router_port_binding(port, ports))
+        table.put(port.name, logical_port=port.name,
+                  datapath=Ref("Datapath_Binding", port.dp.key),
+                  tunnel_key=port.tunnel_key, up=[False], **values)
+    if state.new_tags:
+        lsp = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
+        for uuid, tag in sorted(state.new_tags.items()):
+            lsp.set(uuid, tag=[tag])
+    return table
+
+
+def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb) -> CoreData:
+    datapaths = build_datapaths(inp)
+    put_datapaths(datapaths, sb)
+    ports = build_ports(inp, datapaths)
+    state = SwitchPortState.start(inp.sb, ports)
+    put_port_bindings(ports, state, sb, nb)
+    build_ha_chassis_groups(ports, sb)
+    build_mcast_groups(datapaths, ports, sb)
+    return CoreData(datapaths, ports)

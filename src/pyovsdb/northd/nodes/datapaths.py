@@ -1,0 +1,188 @@
+"""Datapaths: one SB Datapath_Binding per NB Logical_Switch and enabled Logical_Router.
+
+Rules kept here (OVN 23.03, `build_datapaths` and `ovn_datapath_update_external_ids`):
+- A datapath is named by its NB row's UUID (the `logical-switch`/`logical-router` key
+  of the binding's external_ids); routers with `enabled=false` have none.
+- Tunnel keys: requested ones first (`other_config:requested-tnl-key` of a switch,
+  `options:requested-tnl-key` of a router; in VXLAN mode a key of 4096 or more is
+  refused unless the switch is an interconnection transit switch), then the key the
+  existing binding holds if no other datapath took it, then new keys, lowest free first,
+  for datapaths that already had a binding and then for new ones. VXLAN mode (a chassis
+  with a vxlan encap) narrows the range to 1..4095.
+- Deterministic where 23.03 walks hash tables: datapaths in order of kind (switches,
+  then routers, as 23.03 joins them), then name, then NB UUID.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN, TunnelKeys
+from ..desired import DesiredDb, DesiredTable
+from ..inputs import BuildInput
+
+DATAPATH_COLUMNS = ("tunnel_key", "external_ids", "load_balancers")
+
+
+class DatapathKind(enum.Enum):
+    SWITCH = "switch"
+    ROUTER = "router"
+
+
+@dataclass(frozen=True, slots=True)
+class Datapath:
+    key: str  # NB row UUID
+    kind: DatapathKind
+    name: str
+    tunnel_key: int
+    nb: IdlRow
+
+    @property
+    def is_switch(self) -> bool:
+        return self.kind is DatapathKind.SWITCH
+
+    @property
+    def is_router(self) -> bool:
+        return self.kind is DatapathKind.ROUTER
+
+
+@dataclass(slots=True)
+class DatapathsData:
+    switches: dict[str, Datapath] = field(default_factory=dict)
+    routers: dict[str, Datapath] = field(default_factory=dict)
+    vxlan_mode: bool = False
+
+    def by_key(self, key: str) -> Datapath:
+        dp = self.switches.get(key)
+        return dp if dp is not None else self.routers[key]
+
+    def get(self, key: str) -> Datapath | None:
+        return self.switches.get(key) or self.routers.get(key)
+
+    def all(self) -> list[Datapath]:
+        """Switches, then routers, each in their build order."""
+        return [*self.switches.values(), *self.routers.values()]
+
+
+def is_vxlan_mode(sb: Mapping[str, ReplicaTable]) -> bool:
+    chassis = sb.get("Chassis")
+    if chassis is None:
+        return False
+    return any(encap.type == "vxlan" for ch in chassis.rows.values()
+               for encap in ch.encaps if isinstance(encap, IdlRow))
+
+
+def smap_int(smap: Mapping[str, str], key: str, default: int = 0) -> int:
+    """`smap_get_int`: the value as an int, `default` if absent or not a number."""
+    value = smap.get(key)
+    if value is None:
+        return default
+    try:
+        return int(value, 10) if "_" not in value else default
+    except ValueError:
+        return default
+
+
+def smap_bool(smap: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """`smap_get_bool`: "true" is true, "false" false, anything else the default."""
+    value = smap.get(key)
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    return default
+
+
+def router_enabled(row: IdlRow) -> bool:
+    return row.enabled is None or bool(row.enabled)
+
+
+def _sorted(rows: Iterable[IdlRow]) -> list[IdlRow]:
+    return sorted(rows, key=lambda r: (r.name, r.uuid))
+
+
+def existing_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
+    """SB Datapath_Binding rows by the NB UUID they name (the first of duplicates, by
+    SB UUID, as the rest are deleted)."""
+    out: dict[str, IdlRow] = {}
+    table = sb.get("Datapath_Binding")
+    if table is None:
+        return out
+    for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+        ids = row.external_ids
+        key = ids.get("logical-switch") or ids.get("logical-router")
+        if key and key not in out:
+            out[key] = row
+    return out
+
+
+def build_datapaths(inp: BuildInput) -> DatapathsData:
+    vxlan = is_vxlan_mode(inp.sb)
+    existing = existing_bindings(inp.sb)
+    nb_rows: list[tuple[DatapathKind, IdlRow]] = [
+        (DatapathKind.SWITCH, r) for r in _sorted(inp.nb["Logical_Switch"].rows.values())]
+    nb_rows += [(DatapathKind.ROUTER, r)
+                for r in _sorted(inp.nb["Logical_Router"].rows.values()) if router_enabled(r)]
+    keys = TunnelKeys(DP_KEY_MIN, DP_KEY_MAX_VXLAN if vxlan else DP_KEY_MAX)
+    tunnel: dict[str, int] = {}
+    both = [(k, r) for k, r in nb_rows if r.uuid in existing]
+    nb_only = [(k, r) for k, r in nb_rows if r.uuid not in existing]
+    for kind, row in [*both, *nb_only]:
+        config = row.other_config if kind is DatapathKind.SWITCH else row.options
+        requested = smap_int(config, "requested-tnl-key")
+        if not requested:
+            continue
+        if "interconn-ts" not in config and vxlan and requested >= 1 << 12:
+            continue
+        if keys.add(requested):
+            tunnel[row.uuid] = requested
+    for _, row in both:
+        if row.uuid not in tunnel and keys.add(existing[row.uuid].tunnel_key):
+            tunnel[row.uuid] = existing[row.uuid].tunnel_key
+    for _, row in [*both, *nb_only]:
+        if row.uuid not in tunnel:
+            key = keys.allocate()
+            if key is not None:
+                tunnel[row.uuid] = key
+    data = DatapathsData(vxlan_mode=vxlan)
+    for kind, row in nb_rows:
+        key = tunnel.get(row.uuid)
+        if key is None:
+            continue  # tunnel keys exhausted: 23.03 drops the datapath
+        dp = Datapath(row.uuid, kind, row.name, key, row)
+        (data.switches if kind is DatapathKind.SWITCH else data.routers)[row.uuid] = dp
+    return data
+
+
+def datapath_external_ids(dp: Datapath) -> dict[str, str]:
+    nb = dp.nb
+    ids = {"logical-switch" if dp.is_switch else "logical-router": dp.key, "name": dp.name}
+    name2 = nb.external_ids.get("neutron:network_name" if dp.is_switch
+                                else "neutron:router_name")
+    if name2:
+        ids["name2"] = name2
+    if dp.is_switch:
+        ts = nb.other_config.get("interconn-ts")
+        if ts is not None:
+            ids["interconn-ts"] = ts
+    else:
+        zone = smap_int(nb.options, "snat-ct-zone", -1)
+        if zone >= 0:
+            ids["snat-ct-zone"] = str(zone)
+        if not smap_bool(nb.options, "always_learn_from_arp_request", True):
+            ids["always_learn_from_arp_request"] = "false"
+    return ids
+
+
+def put_datapaths(data: DatapathsData, sb: DesiredDb) -> DesiredTable:
+    table = sb.add(DesiredTable("Datapath_Binding", DATAPATH_COLUMNS))
+    for dp in data.all():
+        table.put(dp.key, tunnel_key=dp.tunnel_key, external_ids=datapath_external_ids(dp),
+                  load_balancers=[])
+    return table
+
+

@@ -1,0 +1,245 @@
+"""Ports: every logical switch port and router port (and the chassisredirect port of
+each distributed gateway port), joined with the SB Port_Binding rows, peers connected,
+tunnel keys assigned; then their desired Port_Binding rows.
+
+Rules kept here (OVN 23.03, `join_logical_ports` and `build_ports`):
+- A port is named by its NB name, which is the binding's `logical_port`. A name used
+  twice is kept for the first port met (23.03 warns "duplicate logical port").
+- An existing binding is this port's only if it is on the port's datapath and, for a
+  switch port, its kind did not change in a way 23.03 handles by deleting and
+  recreating the binding (to or from "virtual"; a VIF gaining or losing a parent).
+  A port without its binding is new: it keeps no tunnel key.
+- A router port with a bad MAC has no binding. A router port with a gateway chassis or
+  an HA chassis group on a router that is not a gateway router (no `options:chassis`)
+  is a distributed gateway port and gets a second port, `cr-<name>`, of the same
+  router, that stands for it on the gateway chassis.
+- A switch port of type "router" whose `options:router-port` names a router port is
+  that port's peer, both ways; a router port's `peer` column names another router port
+  (one way).
+- Tunnel keys per datapath, range 1..32767 (2047 in VXLAN mode): requested keys
+  (`options:requested-tnl-key`) first, then kept keys of ports with a binding, then new
+  ones after the highest key taken (the hint follows every key kept or requested),
+  wrapping to the bottom of the range.
+- Deterministic where 23.03 walks hash tables: datapaths in `DatapathsData` order,
+  ports of a datapath by name, a chassisredirect port right after its router port.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
+from ..inputs import BuildInput
+from .datapaths import Datapath, DatapathsData, smap_int
+from .ports_addresses import Addresses, is_dynamic, lrp_networks, lsp_addresses
+
+
+class PortKind(enum.Enum):
+    SWITCH = "lsp"  # Logical_Switch_Port
+    ROUTER = "lrp"  # Logical_Router_Port
+    REDIRECT = "cr"  # the chassisredirect port of a distributed gateway port
+
+
+@dataclass(slots=True, eq=False)
+class Port:
+    name: str
+    dp: Datapath
+    kind: PortKind
+    nb: IdlRow  # the LSP, or the LRP (for a chassisredirect port, its gateway port)
+    sb: IdlRow | None = None  # the existing binding this port keeps
+    tunnel_key: int = 0
+    peer: str | None = None
+    cr_port: str | None = None  # of a distributed gateway port
+    l3dgw_port: str | None = None  # of a chassisredirect port
+    networks: Addresses | None = None  # router ports
+    lsp_addrs: list[Addresses] = field(default_factory=list)
+    has_unknown: bool = False
+
+    @property
+    def is_lsp(self) -> bool:
+        return self.kind is PortKind.SWITCH
+
+    @property
+    def is_lrp(self) -> bool:
+        return self.kind is PortKind.ROUTER
+
+    @property
+    def is_cr(self) -> bool:
+        return self.kind is PortKind.REDIRECT
+
+    @property
+    def type(self) -> str:
+        """The LSP's NB type ("" for router ports)."""
+        return str(self.nb.type) if self.is_lsp else ""
+
+    @property
+    def json_key(self) -> str:
+        """The name as a quoted string, as logical flows and nat_addresses write it."""
+        return '"' + self.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass(slots=True)
+class PortsData:
+    ports: dict[str, Port] = field(default_factory=dict)  # by name, in build order
+    by_datapath: dict[str, list[Port]] = field(default_factory=dict)
+    # Per switch: its ports of type router that found their router port.
+    router_ports: dict[str, list[Port]] = field(default_factory=dict)
+    # Per router: its distributed gateway ports.
+    l3dgw_ports: dict[str, list[Port]] = field(default_factory=dict)
+    localnet_ports: dict[str, list[Port]] = field(default_factory=dict)
+    vtep_switches: set[str] = field(default_factory=set)
+
+    def peer_of(self, port: Port) -> Port | None:
+        return self.ports.get(port.peer) if port.peer is not None else None
+
+    def of_datapath(self, key: str) -> list[Port]:
+        return self.by_datapath.get(key, [])
+
+
+def existing_port_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
+    table = sb.get("Port_Binding")
+    if table is None:
+        return {}
+    out: dict[str, IdlRow] = {}
+    for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+        out.setdefault(row.logical_port, row)
+    return out
+
+
+def binding_datapath_key(pb: IdlRow) -> str | None:
+    """The NB UUID the binding's datapath names."""
+    dp = pb.datapath
+    if not isinstance(dp, IdlRow):
+        return None
+    ids = dp.external_ids
+    return ids.get("logical-switch") or ids.get("logical-router")
+
+
+def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:
+    """`lsp_is_type_changed` where it asks for the binding to be recreated."""
+    sb_type, nb_type = pb.type, lsp.type
+    if not sb_type and not nb_type:
+        return (pb.parent_port is None) != (lsp.parent_name is None)
+    return (sb_type == "virtual" or nb_type == "virtual") and sb_type != nb_type
+
+
+def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
+    existing = existing_port_bindings(inp.sb)
+    data = PortsData()
+    ports = data.ports
+    both: list[Port] = []
+    nb_only: list[Port] = []
+
+    def keep(port: Port, pb: IdlRow | None) -> None:
+        if pb is not None and binding_datapath_key(pb) == port.dp.key:
+            port.sb = pb
+            both.append(port)
+        else:
+            nb_only.append(port)
+        ports[port.name] = port
+        data.by_datapath.setdefault(port.dp.key, []).append(port)
+
+    for dp in datapaths.switches.values():
+        for lsp in sorted(dp.nb.ports, key=lambda r: (r.name, r.uuid)):
+            if lsp.name in ports:
+                continue
+            port = Port(lsp.name, dp, PortKind.SWITCH, lsp)
+            pb = existing.get(lsp.name)
+            if pb is not None and _type_changed(pb, lsp):
+                pb = None
+            keep(port, pb)
+            if lsp.type == "localnet":
+                data.localnet_ports.setdefault(dp.key, []).append(port)
+            if lsp.type == "vtep":
+                data.vtep_switches.add(dp.key)
+            for address in lsp.addresses:
+                if address == "unknown":
+                    port.has_unknown = True
+                elif address == "router" or is_dynamic(address):
+                    continue
+                else:
+                    parsed = lsp_addresses(address)
+                    if parsed is not None:
+                        port.lsp_addrs.append(parsed)
+    for dp in datapaths.routers.values():
+        for lrp in sorted(dp.nb.ports, key=lambda r: (r.name, r.uuid)):
+            networks = lrp_networks(lrp.mac, lrp.networks)
+            if networks is None or lrp.name in ports:
+                continue
+            port = Port(lrp.name, dp, PortKind.ROUTER, lrp, networks=networks)
+            keep(port, existing.get(lrp.name))
+            if lrp.ha_chassis_group is None and not lrp.gateway_chassis:
+                continue
+            if "chassis" in dp.nb.options:
+                continue  # "distributed gateway port on L3 gateway router": none
+            cr_name = "cr-" + lrp.name
+            cr = Port(cr_name, dp, PortKind.REDIRECT, lrp, networks=networks,
+                      l3dgw_port=lrp.name)
+            port.cr_port = cr_name
+            keep(cr, existing.get(cr_name))
+            data.l3dgw_ports.setdefault(dp.key, []).append(port)
+    _connect(data)
+    _assign_tunnel_keys(data, both, nb_only, datapaths.vxlan_mode)
+    return data
+
+
+def _connect(data: PortsData) -> None:
+    ports = data.ports
+    for port in list(ports.values()):
+        if port.is_lsp and port.type == "router":
+            peer = ports.get(port.nb.options.get("router-port", ""))
+            if peer is None or peer.is_lsp:
+                continue
+            if peer.is_cr:
+                continue  # a cr- port is no router port of the NB
+            data.router_ports.setdefault(port.dp.key, []).append(port)
+            port.peer = peer.name
+            peer.peer = port.name
+            if "router" in port.nb.addresses and peer.networks is not None:
+                port.lsp_addrs.append(peer.networks)
+        elif port.is_lrp and port.nb.peer:
+            peer = ports.get(port.nb.peer)
+            if peer is not None and peer.is_lrp:
+                port.peer = peer.name
+
+
+def _assign_tunnel_keys(data: PortsData, both: list[Port], nb_only: list[Port],
+                        vxlan: bool) -> None:
+    hi = PORT_KEY_MAX_VXLAN if vxlan else PORT_KEY_MAX
+    spaces: dict[str, TunnelKeys] = {}
+
+    def space(port: Port) -> TunnelKeys:
+        keys = spaces.get(port.dp.key)
+        if keys is None:
+            keys = spaces[port.dp.key] = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
+        return keys
+
+    for port in [*both, *nb_only]:
+        requested = smap_int(port.nb.options, "requested-tnl-key")
+        if requested and not (vxlan and requested >= VXLAN_MIN_MULTICAST) and \
+                space(port).add(requested):
+            port.tunnel_key = requested
+    for port in both:
+        assert port.sb is not None
+        if not port.tunnel_key and space(port).add(port.sb.tunnel_key):
+            port.tunnel_key = port.sb.tunnel_key
+    for port in [*both, *nb_only]:
+        if not port.tunnel_key:
+            key = space(port).allocate()
+            if key is None:
+                _drop(data, port)  # tunnel keys exhausted: 23.03 drops the port
+            else:
+                port.tunnel_key = key
+
+
+def _drop(data: PortsData, port: Port) -> None:
+    data.ports.pop(port.name, None)
+    for group in (data.by_datapath, data.router_ports, data.l3dgw_ports,
+                  data.localnet_ports):
+        members = group.get(port.dp.key)
+        if members is not None and port in members:
+            members.remove(port)

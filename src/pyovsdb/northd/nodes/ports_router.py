@@ -1,0 +1,238 @@
+"""Port_Binding rows of router ports and their chassisredirect ports, and the
+`nat_addresses` that a switch's router-type port advertises for its router.
+
+Rules kept here (OVN 23.03, `ovn_port_update_sbrec` for `op->nbrp`, and
+`get_nat_addresses`):
+- Type: "chassisredirect" for a `cr-` port, "l3gateway" on a gateway router (a router
+  with `options:chassis`), else "patch".
+- A chassisredirect port's options: `distributed-port`, `redirect-type` if the router
+  port sets it, and `always-redirect=true` unless the router has distributed NAT (a
+  dnat_and_snat with logical_port and external_mac), or the peer switch has vtep
+  ports, or the redirect type is "bridged". Its HA chassis group is the NB group of the
+  router port, else the group named after the router port that northd makes of its
+  gateway chassis, else none.
+- Other router ports: `peer` (and `chassis-redirect-port` on a distributed gateway
+  port) when connected, `l3gateway-chassis` on a gateway router.
+- `ipv6_ra_pd_list`, written by ovn-controller, is kept as the binding has it.
+- mac is "MAC NETWORK...", external_ids the router port's.
+- NAT addresses: the router port's MAC followed by the external IPs of its router's
+  centralized NAT rules that are not router port addresses and the load balancer VIPs
+  (unless excluded), restricted to the gateway chassis on a distributed gateway port;
+  one entry more per distributed NAT rule (its own MAC, IP and logical port). VIPs are
+  listed sorted (23.03 prints them in hash order).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..desired import Ref
+from .datapaths import Datapath, smap_bool
+from .ports import Port, PortsData
+from .ports_addresses import format_mac, parse_mac
+
+
+def has_distributed_nat(router: IdlRow) -> bool:
+    return any(nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac
+               and _ip(nat.external_ip) is not None
+               for nat in router.nat if isinstance(nat, IdlRow))
+
+
+def router_port_binding(port: Port, data: PortsData) -> dict[str, Any]:
+    lrp = port.nb
+    router = port.dp.nb
+    gw_chassis = router.options.get("chassis")
+    options: dict[str, str] = {}
+    ha_group: list[Ref] = []
+    if port.is_cr:
+        pb_type = "chassisredirect"
+        if lrp.ha_chassis_group is not None:
+            ha_group = [Ref("HA_Chassis_Group", lrp.ha_chassis_group.name)]
+        elif lrp.gateway_chassis:
+            ha_group = [Ref("HA_Chassis_Group", lrp.name)]
+        options["distributed-port"] = lrp.name
+        gw_port = data.ports.get(port.l3dgw_port or "")
+        gw_peer = data.peer_of(gw_port) if gw_port is not None else None
+        always = not has_distributed_nat(router) and not (
+            gw_peer is not None and gw_peer.dp.key in data.vtep_switches)
+        redirect_type = lrp.options.get("redirect-type")
+        if redirect_type is not None:
+            options["redirect-type"] = redirect_type
+            if redirect_type == "bridged":
+                always = False
+        if always:
+            options["always-redirect"] = "true"
+    else:
+        pb_type = "l3gateway" if gw_chassis is not None else "patch"
+        if port.peer is not None:
+            options["peer"] = port.peer
+            if lrp.ha_chassis_group is not None or lrp.gateway_chassis:
+                options["chassis-redirect-port"] = "cr-" + lrp.name
+        if gw_chassis is not None:
+            options["l3gateway-chassis"] = gw_chassis
+    if port.sb is not None:
+        pd_list = port.sb.options.get("ipv6_ra_pd_list")
+        if pd_list is not None:
+            options["ipv6_ra_pd_list"] = pd_list
+    return {
+        "type": pb_type,
+        "options": options,
+        "parent_port": [],
+        "tag": [],
+        "mac": [" ".join([lrp.mac, *lrp.networks])],
+        "external_ids": dict(lrp.external_ids),
+        "nat_addresses": [],
+        "ha_chassis_group": ha_group,
+        "gateway_chassis": [],
+    }
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def lb_ips(router: IdlRow) -> tuple[list[str], list[str]]:
+    """The VIP addresses of the router's load balancers (direct and through groups)."""
+    lbs: dict[str, IdlRow] = {}
+    for lb in router.load_balancer:
+        if isinstance(lb, IdlRow):
+            lbs[lb.uuid] = lb
+    for group in router.load_balancer_group:
+        if isinstance(group, IdlRow):
+            for lb in group.load_balancer:
+                if isinstance(lb, IdlRow):
+                    lbs[lb.uuid] = lb
+    v4: set[str] = set()
+    v6: set[str] = set()
+    for lb in lbs.values():
+        for vip in lb.vips:
+            host = vip
+            if vip.startswith("["):
+                host = vip[1:].split("]", 1)[0]
+            elif vip.count(":") == 1:
+                host = vip.split(":", 1)[0]
+            ip = _ip(host)
+            if isinstance(ip, ipaddress.IPv4Address):
+                v4.add(host)
+            elif ip is not None:
+                v6.add(host)
+    return sorted(v4), sorted(v6)
+
+
+def _is_nat_gateway_port(nat: IdlRow, port: Port, data: PortsData) -> bool:
+    if len(data.l3dgw_ports.get(port.dp.key, [])) <= 1:
+        return True
+    if nat.gateway_port is not None:
+        return isinstance(nat.gateway_port, IdlRow) and nat.gateway_port.uuid == port.nb.uuid
+    ip = _ip(nat.external_ip)
+    networks = port.networks
+    if ip is None or networks is None:
+        return False
+    if isinstance(ip, ipaddress.IPv4Address):
+        return any(ip in n.network for n in networks.ipv4)
+    return any(ip in n.network for n in networks.ipv6)
+
+
+def nat_addresses(port: Port, data: PortsData, include_lb_ips: bool) -> list[str]:
+    """`get_nat_addresses(op, routable_only=false)` for router port `port`."""
+    router = port.dp.nb
+    mac = parse_mac(port.nb.mac)
+    nats = sorted((n for n in router.nat if isinstance(n, IdlRow)), key=lambda n: n.uuid)
+    v4, v6 = lb_ips(router)
+    if mac is None or (not nats and not (v4 or v6)):
+        return []
+    out: list[str] = []
+    central = [format_mac(mac)]
+    n_gw = len(data.l3dgw_ports.get(port.dp.key, []))
+    networks = port.networks
+    own: set[str] = set()
+    if networks is not None:
+        own = {n.addr_s for n in networks.ipv4} | {n.addr_s for n in networks.ipv6}
+    for nat in nats:
+        ext = nat.external_ip
+        ip = _ip(ext)
+        if not isinstance(ip, ipaddress.IPv4Address):
+            continue  # ip_parse_masked: IPv4 only, and a full mask
+        if not _is_nat_gateway_port(nat, port, data):
+            continue
+        if n_gw and nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
+            ext_mac = parse_mac(nat.external_mac)
+            if ext_mac is not None:
+                out.append(f'{format_mac(ext_mac)} {ext} is_chassis_resident("'
+                           f'{nat.logical_port}")')
+        elif ext not in own:
+            central.append(ext)
+    if include_lb_ips:
+        central += v4 + v6
+    if len(central) > 1:
+        if port.cr_port is not None:
+            cr = data.ports.get(port.cr_port)
+            if cr is not None:
+                central.append(f"is_chassis_resident({cr.json_key})")
+        out.append(" ".join(central))
+    return out
+
+
+def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None) -> list[str]:
+    """`nat_addresses` of a switch port of type router (`options:nat-addresses` and the
+    router port's own GARP entry)."""
+    peer = data.peer_of(lsp)
+    peer_gws = data.l3dgw_ports.get(peer.dp.key, []) if peer is not None else []
+    option = lsp.nb.options.get("nat-addresses")
+    out: list[str] = []
+    if option == "router":
+        if peer is not None and (gw_chassis is not None or peer_gws):
+            out = nat_addresses(peer, data, not smap_bool(
+                lsp.nb.options, "exclude-lb-vips-from-garp", False))
+    elif option is not None and (gw_chassis is not None or peer_gws):
+        words = option.split()
+        if words and parse_mac(words[0]) is not None:
+            entry = option
+            if peer_gws and peer is not None:
+                gw = peer if peer.cr_port is not None else peer_gws[0]
+                cr = data.ports.get(gw.cr_port or "")
+                if cr is not None:
+                    entry += f" is_chassis_resident({cr.json_key})"
+            out = [entry]
+    garp = False
+    if peer is not None and peer.is_lrp and peer_gws:
+        if peer.cr_port is not None:
+            garp = True
+        elif smap_bool(peer.nb.options, "reside-on-redirect-chassis", False):
+            garp = len(peer_gws) == 1
+    elif gw_chassis is not None and data.localnet_ports.get(lsp.dp.key):
+        garp = True
+    if garp and peer is not None and peer.networks is not None:
+        parts = [peer.networks.ea_s, *(n.addr_s for n in peer.networks.ipv4)]
+        if peer_gws:
+            gw = peer if peer.cr_port is not None else peer_gws[0]
+            cr = data.ports.get(gw.cr_port or "")
+            if cr is not None:
+                parts.append(f"is_chassis_resident({cr.json_key})")
+        out.append(" ".join(parts))
+    return out
+
+
+def chassis_index(sb: Mapping[str, ReplicaTable]) -> tuple[dict[str, IdlRow], dict[str, IdlRow]]:
+    """SB Chassis by name and by hostname (the first by UUID where names repeat)."""
+    by_name: dict[str, IdlRow] = {}
+    by_host: dict[str, IdlRow] = {}
+    table = sb.get("Chassis")
+    if table is not None:
+        for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+            by_name.setdefault(row.name, row)
+            if row.hostname:
+                by_host.setdefault(row.hostname, row)
+    return by_name, by_host
+
+
+def peer_router(lsp: Port, data: PortsData) -> Datapath | None:
+    peer = data.peer_of(lsp)
+    return peer.dp if peer is not None and peer.dp.is_router else None

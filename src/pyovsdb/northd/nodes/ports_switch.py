@@ -1,0 +1,176 @@
+"""Port_Binding rows of logical switch ports, every type of 23.03 (VIF "", router,
+localnet, localport, l2gateway, vtep, external, virtual, remote), and the NB `tag`
+northd allocates for nested containers.
+
+Rules kept here (OVN 23.03, `ovn_port_update_sbrec` for `op->nbsp`):
+- Router-type ports are "l3gateway" when their router port is on a gateway router,
+  else "patch"; options `peer` (the `router-port` option) and `l3gateway-chassis`.
+- Other ports: type as in NB (an unknown type is not written, the binding keeps its
+  own); options the NB options plus `qdisc_queue_id` when the port has QoS settings
+  (kept, or the lowest id from 1 free on its chassis; a localnet port is its own
+  "chassis"; an unbound VIF gets none), `vlan-passthru=true` from the switch, and
+  `additional-chassis-activated` kept from the binding while it has requested
+  additional chassis.
+- `requested-chassis` is a comma-separated list of chassis names or hostnames; the
+  first one found is `requested_chassis`, the others `requested_additional_chassis`.
+- An external port's HA chassis group is its NB group's (by name).
+- mac, port_security, parent_port are the NB values, tag the NB tag (after
+  allocation), external_ids the NB ones plus `name` from `neutron:port_name`.
+- Tags: a port with a parent and `tag_request=0` gets the lowest tag 1..4095 not used
+  by its parent's other nested ports (once: a tag already set stays); a nonzero
+  `tag_request` is copied to `tag`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..desired import Ref
+from .datapaths import smap_bool, smap_int
+from .ports import Port, PortsData
+from .ports_router import chassis_index, peer_router, router_lsp_nat_addresses
+
+KNOWN_TYPES = frozenset(("", "l2gateway", "localnet", "localport", "router", "vtep",
+                         "external", "virtual", "remote"))
+MAX_TAGS = 4096
+QDISC_MAX_QUEUE_ID = 0xF000
+
+
+@dataclass(slots=True)
+class SwitchPortState:
+    """Allocation state of one build: QoS queue ids per chassis, tags per parent."""
+
+    queues: dict[str, set[int]] = field(default_factory=dict)
+    tags: dict[str, set[int]] = field(default_factory=dict)
+    new_tags: dict[str, int] = field(default_factory=dict)  # LSP uuid -> tag to write
+    by_name: dict[str, IdlRow] = field(default_factory=dict)
+    by_host: dict[str, IdlRow] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, sb: Mapping[str, ReplicaTable], data: PortsData) -> SwitchPortState:
+        state = cls()
+        state.by_name, state.by_host = chassis_index(sb)
+        for port in data.ports.values():
+            if not port.is_lsp:
+                continue
+            lsp = port.nb
+            if lsp.parent_name and lsp.tag is not None:
+                state.tags.setdefault(lsp.parent_name, set()).add(lsp.tag)
+            pb = port.sb
+            if pb is not None and isinstance(pb.chassis, IdlRow):
+                queue = smap_int(pb.options, "qdisc_queue_id")
+                if queue:
+                    state.queues.setdefault(pb.chassis.uuid, set()).add(queue)
+        return state
+
+    def tag_of(self, lsp: IdlRow) -> int | None:
+        request = lsp.tag_request
+        if request is None:
+            return lsp.tag  # type: ignore[no-any-return]
+        if lsp.parent_name and request == 0:
+            if lsp.tag is not None:
+                return lsp.tag  # type: ignore[no-any-return]
+            used = self.tags.setdefault(lsp.parent_name, set())
+            for tag in range(1, MAX_TAGS):
+                if tag not in used:
+                    used.add(tag)
+                    self.new_tags[lsp.uuid] = tag
+                    return tag
+            return None  # "out of vlans"
+        if request != 0:
+            if lsp.tag != request:
+                self.new_tags[lsp.uuid] = request
+            return request  # type: ignore[no-any-return]
+        return lsp.tag  # type: ignore[no-any-return]
+
+    def queue_id(self, port: Port) -> int:
+        lsp, pb = port.nb, port.sb
+        queue = smap_int(pb.options, "qdisc_queue_id") if pb is not None else 0
+        has_qos = any(k in lsp.options for k in ("qos_max_rate", "qos_min_rate", "qos_burst"))
+        if lsp.type == "localnet":
+            owner: str | None = "localnet:" + port.name
+        elif pb is not None and isinstance(pb.chassis, IdlRow):
+            owner = pb.chassis.uuid
+        else:
+            owner = None
+        if has_qos and not queue:
+            if owner is None:
+                return 0
+            used = self.queues.setdefault(owner, set())
+            for q in range(1, QDISC_MAX_QUEUE_ID + 1):
+                if q not in used:
+                    used.add(q)
+                    return q
+            return 0
+        if not has_qos and queue:
+            if owner is not None:
+                self.queues.get(owner, set()).discard(queue)
+            return 0
+        return queue
+
+    def chassis(self, name: str) -> IdlRow | None:
+        row = self.by_name.get(name)
+        return row if row is not None else self.by_host.get(name)
+
+
+def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> dict[str, Any]:
+    lsp = port.nb
+    values: dict[str, Any] = {"ha_chassis_group": [], "gateway_chassis": []}
+    if lsp.type != "router":
+        options = dict(lsp.options)
+        queue = state.queue_id(port)
+        if queue:
+            options["qdisc_queue_id"] = str(queue)
+        if smap_bool(port.dp.nb.other_config, "vlan-passthru", False):
+            options["vlan-passthru"] = "true"
+        pb = port.sb
+        if pb is not None and pb.requested_additional_chassis:
+            activated = pb.options.get("additional-chassis-activated")
+            if activated is not None:
+                options["additional-chassis-activated"] = activated
+        values["options"] = options
+        if lsp.type in KNOWN_TYPES:
+            values["type"] = lsp.type
+        else:
+            values["type"] = pb.type if pb is not None else ""
+        values["nat_addresses"] = []
+        if lsp.type == "external" and lsp.ha_chassis_group is not None:
+            values["ha_chassis_group"] = [Ref("HA_Chassis_Group", lsp.ha_chassis_group.name)]
+        requested: list[Ref] = []
+        for name in (lsp.options.get("requested-chassis") or "").split(","):
+            if not name:
+                continue
+            chassis = state.chassis(name)
+            if chassis is not None:
+                requested.append(Ref("Chassis", chassis.name))
+        values["requested_chassis"] = requested[:1]
+        values["requested_additional_chassis"] = requested[1:]
+    else:
+        router = peer_router(port, data)
+        gw_chassis = router.nb.options.get("chassis") if router is not None else None
+        values["type"] = "l3gateway" if gw_chassis is not None else "patch"
+        options = {}
+        router_port = lsp.options.get("router-port")
+        if router_port is not None:
+            options["peer"] = router_port
+        if gw_chassis is not None:
+            options["l3gateway-chassis"] = gw_chassis
+        values["options"] = options
+        values["nat_addresses"] = router_lsp_nat_addresses(port, data, gw_chassis)
+        values["requested_chassis"] = []
+        values["requested_additional_chassis"] = []
+    tag = state.tag_of(lsp)
+    values["parent_port"] = [lsp.parent_name] if lsp.parent_name is not None else []
+    values["tag"] = [tag] if tag is not None else []
+    values["mac"] = list(lsp.addresses)
+    values["port_security"] = list(lsp.port_security)
+    ids = dict(lsp.external_ids)
+    name = ids.get("neutron:port_name")
+    if name:
+        ids["name"] = name
+    values["external_ids"] = ids
+    return values

@@ -1,0 +1,328 @@
+"""Desired state vs. the replica: the operations that make a database hold what the
+builders want, and their writing into an IDL transaction.
+
+Rules kept here:
+- `plan` is pure: it reads the desired tables and the replica tables and returns
+  `Insert`/`Update`/`Delete` operations; nothing else. `apply` is the only function that
+  touches an IDL object, and it only records writes in a transaction (no I/O).
+- Existing rows are matched to desired ones by a key computed from the row the same
+  way the builders name theirs (`row_key`): a datapath by its NB UUID in external_ids, a
+  port binding by `logical_port`, a multicast group by (datapath key, name), ... Of
+  several rows with one key the one with the lowest UUID is kept, the others are
+  deleted like rows nobody wants (owned tables only).
+- Only managed columns are compared, in the replica's canonical form, and an Update
+  carries only the columns that differ: an engine run that changed nothing plans
+  nothing, and the transaction is never sent. `fill` columns are written only where
+  the row holds the column's default.
+- In a table that is not owned (NB write-backs), nothing is inserted or deleted, and a
+  desired row names the only columns compared.
+- A `Ref` becomes the UUID of the existing row it names, or the handle of the row this
+  plan inserts (`Pending`), or nothing where no such row exists (an optional reference
+  left empty, a set element left out: e.g. a chassis not registered yet). Inserts come
+  in an order where every row comes after the rows it references.
+- Output order is deterministic: tables by name, rows by key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..idl.replica import ReplicaTable
+from ..idl.row import IdlRow
+from ..idl.txn import NewRow, Transaction
+from .desired import DesiredDb, DesiredTable, Ref
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A reference to a row inserted by the same plan."""
+
+    table: str
+    key: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    table: str
+    key: Hashable
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    table: str
+    key: Hashable
+    row: IdlRow
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    table: str
+    row: IdlRow
+
+
+Op = Insert | Update | Delete
+
+
+# -- keys of existing rows ------------------------------------------------------------------
+
+Tables = Mapping[str, ReplicaTable]
+KeyFn = Callable[[IdlRow, Tables], Hashable | None]
+
+
+def _dp_key(dp: Any) -> str | None:
+    if not isinstance(dp, IdlRow):
+        return None
+    ids = dp.external_ids
+    key = ids.get("logical-switch") or ids.get("logical-router")
+    return str(key) if key else None
+
+
+def _ha_chassis_key(row: IdlRow, tables: Tables) -> Hashable | None:
+    groups = tables.get("HA_Chassis_Group")
+    if groups is None:
+        return None
+    for group in sorted(groups.rows.values(), key=lambda r: r.uuid):
+        if row.uuid in group.data["ha_chassis"]:
+            return (group.name, row.external_ids.get("chassis-name", ""))
+    return None
+
+
+def _by(column: str) -> KeyFn:
+    return lambda row, _: row[column]
+
+
+def _external_id(key: str) -> KeyFn:
+    return lambda row, _: row.external_ids.get(key)
+
+
+ROW_KEYS: dict[str, KeyFn] = {
+    "Datapath_Binding": lambda row, _: _dp_key(row),
+    "Port_Binding": _by("logical_port"),
+    "Multicast_Group": lambda row, _: (_dp_key(row.datapath), row.name)
+    if _dp_key(row.datapath) else None,
+    "Logical_DP_Group": lambda row, _: tuple(sorted(
+        k for k in (_dp_key(d) for d in row.datapaths) if k is not None)),
+    "HA_Chassis_Group": _by("name"),
+    "HA_Chassis": _ha_chassis_key,
+    "Chassis": _by("name"),
+    "Address_Set": _by("name"),
+    "Port_Group": _by("name"),
+    "Meter": _by("name"),
+    "DHCP_Options": _by("name"),
+    "DHCPv6_Options": _by("name"),
+    "RBAC_Role": _by("name"),
+    "RBAC_Permission": _by("table"),
+    "DNS": _external_id("dns_id"),
+    "Load_Balancer": _external_id("lb_id"),
+    "IP_Multicast": lambda row, _: _dp_key(row.datapath),
+    "Service_Monitor": lambda row, _: (row.ip, row.port, row.protocol, row.logical_port),
+    "SB_Global": lambda row, _: (),
+}
+
+
+def row_key(table: str, row: IdlRow, tables: Tables, owned: bool = True) -> Hashable | None:
+    """The key the builders give the row `row` of `table` (None: it names nothing).
+    Rows of tables that are not owned are keyed by UUID (NB write-backs)."""
+    fn = ROW_KEYS.get(table)
+    if fn is None or not owned:
+        return row.uuid
+    return fn(row, tables)
+
+
+# -- plan --------------------------------------------------------------------------------
+
+
+class _Planner:
+    def __init__(self, desired: DesiredDb, tables: Tables) -> None:
+        self.desired = desired
+        self.tables = tables
+        self.matched: dict[str, dict[Hashable, IdlRow]] = {}
+        self.extra: dict[str, list[IdlRow]] = {}
+        self.inserted: set[tuple[str, Hashable]] = set()
+        self._lookup: dict[str, dict[Hashable, IdlRow]] = {}
+
+    def match(self, dt: DesiredTable) -> None:
+        table = self.tables[dt.name]
+        if not dt.owned:
+            self.matched[dt.name] = {k: table.rows[str(k)] for k in dt.rows
+                                     if str(k) in table.rows}
+            return
+        found: dict[Hashable, IdlRow] = {}
+        extra: list[IdlRow] = []
+        for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+            key = row_key(dt.name, row, self.tables)
+            if key is None or key not in dt.rows or key in found:
+                extra.append(row)
+            else:
+                found[key] = row
+        self.matched[dt.name] = found
+        self.extra[dt.name] = extra
+        for key in dt.rows:
+            if key not in found:
+                self.inserted.add((dt.name, key))
+
+    def existing(self, table: str, key: Hashable) -> IdlRow | None:
+        """A row of a table with no desired state (e.g. Chassis), by key."""
+        index = self._lookup.get(table)
+        if index is None:
+            index = {}
+            replica = self.tables.get(table)
+            if replica is not None:
+                for row in sorted(replica.rows.values(), key=lambda r: r.uuid):
+                    k = row_key(table, row, self.tables)
+                    if k is not None:
+                        index.setdefault(k, row)
+            self._lookup[table] = index
+        return index.get(key)
+
+    def resolve_ref(self, ref: Ref) -> str | Pending | None:
+        matched = self.matched.get(ref.table)
+        if matched is not None:
+            row = matched.get(ref.key)
+            if row is not None:
+                return row.uuid
+            if (ref.table, ref.key) in self.inserted:
+                return Pending(ref.table, ref.key)
+            return None
+        row = self.existing(ref.table, ref.key)
+        return row.uuid if row is not None else None
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            return self.resolve_ref(value)
+        if isinstance(value, (list, tuple, set, frozenset)) and any(
+                isinstance(v, Ref) for v in value):
+            out = [self.resolve_ref(v) if isinstance(v, Ref) else v for v in value]
+            return [v for v in out if v is not None]
+        if isinstance(value, dict) and any(isinstance(v, Ref) for v in value.values()):
+            pairs = {k: self.resolve_ref(v) if isinstance(v, Ref) else v
+                     for k, v in value.items()}
+            return {k: v for k, v in pairs.items() if v is not None}
+        return value
+
+
+def _has_pending(value: Any) -> bool:
+    if isinstance(value, Pending):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(isinstance(v, Pending) for v in value)
+    if isinstance(value, dict):
+        return any(isinstance(v, Pending) for v in value.values())
+    return False
+
+
+def _pending_of(value: Any) -> list[Pending]:
+    if isinstance(value, Pending):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, Pending)]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, Pending)]
+    return []
+
+
+def plan(desired: DesiredDb, tables: Tables) -> list[Op]:
+    """The operations that turn `tables` into `desired` (see the module rules)."""
+    p = _Planner(desired, tables)
+    names = sorted(desired.tables)
+    for name in names:
+        p.match(desired.tables[name])
+    updates: list[Op] = []
+    inserts: dict[tuple[str, Hashable], Insert] = {}
+    deletes: list[Op] = []
+    for name in names:
+        dt = desired.tables[name]
+        table = tables[name]
+        codecs = table.codecs
+        matched = p.matched[name]
+        fill = set(dt.fill)
+        for key in sorted(dt.rows, key=_sort_key):
+            wanted = dt.rows[key]
+            row = matched.get(key)
+            if row is None:
+                if not dt.owned:
+                    continue
+                values: dict[str, Any] = {}
+                for col, value in wanted.items():
+                    v = p.resolve(value)
+                    if _has_pending(v) or table.canonical(col, v) != codecs[col].default:
+                        values[col] = v
+                inserts[(name, key)] = Insert(name, key, values)
+                continue
+            changed: dict[str, Any] = {}
+            columns = wanted if not dt.owned else dt.columns
+            data = row.data
+            for col in columns:
+                current = data[col]
+                if col in fill and current != codecs[col].default:
+                    continue
+                v = p.resolve(wanted[col]) if col in wanted else codecs[col].default
+                if _has_pending(v) or table.canonical(col, v) != current:
+                    changed[col] = v
+            if changed:
+                updates.append(Update(name, key, row, changed))
+        if dt.owned:
+            for extra in p.extra.get(name, ()):
+                deletes.append(Delete(name, extra))
+    return [*_ordered(inserts), *updates, *deletes]
+
+
+def _sort_key(key: Hashable) -> tuple[str, str]:
+    return (type(key).__name__, repr(key))
+
+
+def _ordered(inserts: dict[tuple[str, Hashable], Insert]) -> list[Op]:
+    """Inserts with every row after the inserted rows it references."""
+    out: list[Op] = []
+    done: set[tuple[str, Hashable]] = set()
+    visiting: set[tuple[str, Hashable]] = set()
+
+    def visit(k: tuple[str, Hashable]) -> None:
+        if k in done or k in visiting:
+            return
+        visiting.add(k)
+        ins = inserts[k]
+        for value in ins.values.values():
+            for dep in _pending_of(value):
+                dk = (dep.table, dep.key)
+                if dk in inserts:
+                    visit(dk)
+        visiting.discard(k)
+        done.add(k)
+        out.append(ins)
+
+    for k in inserts:
+        visit(k)
+    return out
+
+
+# -- apply --------------------------------------------------------------------------------
+
+
+def apply(ops: list[Op], txn: Transaction) -> dict[tuple[str, Hashable], NewRow]:
+    """Record `ops` in `txn`; the handles of the inserted rows by (table, key)."""
+    handles: dict[tuple[str, Hashable], NewRow] = {}
+
+    def value(v: Any) -> Any:
+        if isinstance(v, Pending):
+            return handles[(v.table, v.key)]
+        if isinstance(v, (list, tuple)) and any(isinstance(x, Pending) for x in v):
+            return [handles[(x.table, x.key)] if isinstance(x, Pending) else x for x in v]
+        if isinstance(v, dict) and any(isinstance(x, Pending) for x in v.values()):
+            return {k: handles[(x.table, x.key)] if isinstance(x, Pending) else x
+                    for k, x in v.items()}
+        return v
+
+    for op in ops:
+        if isinstance(op, Insert):
+            handles[(op.table, op.key)] = txn.insert(
+                op.table, **{c: value(v) for c, v in op.values.items()})
+        elif isinstance(op, Update):
+            txn.update(op.row, **{c: value(v) for c, v in op.values.items()})
+        else:
+            txn.delete(op.row)
+    return handles
