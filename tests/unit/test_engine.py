@@ -504,3 +504,68 @@ def test_delta_diff_and_validation() -> None:
     assert Delta.diff(old, new) == Delta(added=["d"], removed=["a"], updated=["c"])
     with pytest.raises(ValueError):
         Delta(added=["a"], removed=["a"])
+
+
+# -- a recompute after handlers that already changed the data ------------------------
+
+
+class Mirror(Node[Items, Delta[str]]):
+    """A copy of leaf `a` (handled key by key) that declines any change of leaf `b`;
+    its recompute diffs the data as the handlers left it against the new data."""
+
+    def __init__(self, a: ItemsLeaf, b: ItemsLeaf) -> None:
+        self.a = Input(a, self.on_a)
+        super().__init__("mirror", a=self.a, b=Input(b, self.on_b))
+        self.no_change = False
+
+    def run(self, *, a: Items, b: Items) -> Items | NoChange:
+        new = {**a, **b}
+        if self.no_change:
+            return NO_CHANGE
+        self.delta = Delta.diff(self.data, new) if self.has_data else None
+        return new
+
+    def on_a(self, change: Change[Items, Delta[str]]) -> Handled:
+        assert change.delta is not None
+        for key in change.delta:
+            if key in change.data:
+                if key in self.data:
+                    self.track().update(key)
+                else:
+                    self.track().add(key)
+                self.data[key] = change.data[key]
+            else:
+                self.data.pop(key, None)
+                self.track().remove(key)
+        return Handled.HANDLED_UPDATED
+
+    def on_b(self, change: Change[Items, Delta[str]]) -> Handled:
+        return Handled.UNHANDLED
+
+    def new_delta(self) -> Delta[str]:
+        return Delta()
+
+
+def test_recompute_after_handled_changes_composes_deltas() -> None:
+    a, b = leaf("a", {"x": 1, "y": 2}), leaf("b")
+    node = Mirror(a, b)
+    engine = Engine(node)
+    engine.run()
+    del a.data["x"]
+    a.data["z"] = 3
+    b.data["q"] = 9
+    # on_a removes x and adds z (tracked); on_b declines; run() then sees x and z done
+    # already and diffs only q. Successors must still learn about x and z.
+    result = engine.run({"a": Delta(removed=["x"], added=["z"]), "b": Delta(added=["q"])})
+    assert result.recomputed == {"mirror": "failed handler for input b"}
+    assert node.data == {"y": 2, "z": 3, "q": 9}
+    assert node.delta == Delta(removed=["x"], added=["z", "q"])
+
+    # A recompute saying NO_CHANGE after a handler changed the data is still UPDATED,
+    # with the handlers' delta.
+    a.data["y"] = 5
+    node.no_change = True
+    result = engine.run({"a": change("y"), "b": change("q")})
+    assert result.recomputed == {"mirror": "failed handler for input b"}
+    assert result.states["mirror"] is State.UPDATED
+    assert node.delta == Delta(updated=["y"])

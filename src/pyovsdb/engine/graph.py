@@ -262,7 +262,7 @@ class Engine:
             self._maybe_log(elapsed, f"node: {node.name}, handler for input {inp.node.name}")
             if answer is Handled.UNHANDLED:
                 reason = f"failed handler for input {inp.node.name}"
-                self._recompute(node, reason, allowed, recomputed)
+                self._recompute(node, reason, allowed, recomputed, changed)
                 return
             if answer is Handled.HANDLED_UPDATED:
                 changed = True
@@ -276,13 +276,21 @@ class Engine:
         node._state = State.UPDATED if changed else State.UNCHANGED
 
     def _recompute(
-        self, node: Node[Any, Any], reason: str, allowed: bool, recomputed: dict[str, str]
+        self,
+        node: Node[Any, Any],
+        reason: str,
+        allowed: bool,
+        recomputed: dict[str, str],
+        handled_update: bool = False,
     ) -> None:
         recomputed[node.name] = reason
         if not allowed:
             node._state = State.CANCELED
             return
-        # Partial tracking from handlers that ran before this recompute is dropped.
+        # Handlers that ran before this recompute may have changed the data already:
+        # run() starts from the data as they left it, with no delta, and whatever delta
+        # it records is composed with theirs.
+        partial = node.delta
         node.clear_delta()
         inputs = {name: inp.node.data for name, inp in node.inputs.items()}
         start = self._clock()
@@ -295,10 +303,16 @@ class Engine:
         if isinstance(data, NoChange):
             if not node.has_data:
                 raise TypeError(f"node {node.name} returned NO_CHANGE but has no data yet")
-            node._state = State.UNCHANGED
-        else:
-            node._data = data
-            node._state = State.UPDATED
+            if handled_update:
+                node.delta = partial
+            node._state = State.UPDATED if handled_update else State.UNCHANGED
+            return
+        node._data = data
+        node._state = State.UPDATED
+        if partial is not None and node.delta is not None:
+            node.delta = node.merge_deltas(partial, node.delta)
+        elif handled_update:
+            node.delta = None
 
     def _maybe_log(self, elapsed: float, what: str) -> None:
         ms = int(elapsed * 1000)

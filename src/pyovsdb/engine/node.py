@@ -10,15 +10,19 @@ Rules kept here:
   HANDLED_UPDATED), so one input's UNCHANGED never hides another's UPDATED (OVN's 2025
   fix, here from the start). A handler may mutate its node's data and record a delta.
 - A handler that cannot be sure answers UNHANDLED and the node recomputes. In
-  particular, an input whose delta is None (it recomputed, or did not say what changed)
-  can only be handled by a handler that does not need to know what changed. An input
-  without a handler (None) makes any change of it recompute the node. A handler that
-  does nothing must say in a comment which correlated input covers its changes.
+  particular, an input whose delta is None (it recomputed, or did not say what
+  changed) can only be handled by a handler that does not need to know what changed.
+  An input without a handler (None) makes any change of it recompute the node. A
+  handler that does nothing must say in a comment which correlated input covers it.
+- A handler answering UNHANDLED must not have changed the data without tracking it: the
+  recompute starts from the data as this run's handlers left it, so a `run()` that
+  diffs old against new gets the right delta once the engine composes it with theirs
+  (`merge_deltas`); a `run()` that records no delta leaves successors with None.
 - Inputs are typed: `Input[D, C]` holds a `Node[D, C]`, its handler gets a typed
   `Change[D, C]`, and `run()` gets every input's data as a keyword argument named after
   the input. Nobody looks data up by a string.
-- The delta of a node (`node.delta`) lives for one run: the engine clears it at the start
-  of each run and before a recompute, so successors only ever see this run's changes.
+- The delta of a node (`node.delta`) lives for one run: the engine clears it at the
+  start of each run, so successors only ever see this run's changes.
 - Leaf nodes hold data the caller owns (e.g. a replica's table) and take their change
   from the caller on every run; they compute nothing.
 - Nothing here performs I/O or reads a clock; the engine measures time with the clock it
@@ -32,6 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Generic, TypeVar
+
+from .delta import Delta
 
 __all__ = [
     "NO_CHANGE",
@@ -47,6 +53,8 @@ __all__ = [
 
 D = TypeVar("D")
 C = TypeVar("C")
+D_co = TypeVar("D_co", covariant=True)
+C_co = TypeVar("C_co", covariant=True)
 
 
 class Handled(enum.Enum):
@@ -89,7 +97,7 @@ _MISSING: Final = _Missing.MISSING
 
 
 @dataclass(frozen=True, slots=True)
-class Change(Generic[D, C]):
+class Change(Generic[D_co, C_co]):
     """An updated input, as its change handler sees it.
 
     `delta` is what the input recorded in this run; None when it recomputed or did not
@@ -99,8 +107,8 @@ class Change(Generic[D, C]):
 
     input: str  # the input's name in the receiving node (its run() keyword)
     node: str  # the input node's own name
-    data: D
-    delta: C | None
+    data: D_co
+    delta: C_co | None
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -168,6 +176,11 @@ class Node(Generic[D, C]):
             raise NoDataError(f"node {self.name} has no data yet")
         return self._data
 
+    @data.setter
+    def data(self, value: D) -> None:
+        """Replace the node's data (a handler whose data is an immutable value)."""
+        self._data = value
+
     @property
     def has_data(self) -> bool:
         return not isinstance(self._data, _Missing)
@@ -190,6 +203,15 @@ class Node(Generic[D, C]):
         if self.delta is None:
             self.delta = self.new_delta()
         return self.delta
+
+    def merge_deltas(self, earlier: C, later: C) -> C | None:
+        """The delta of a run in which handlers recorded `earlier` and then a recompute,
+        starting from the data as they left it, recorded `later`. None: cannot tell
+        (successors then see no delta). By default Deltas are composed, others not."""
+        if isinstance(earlier, Delta) and isinstance(later, Delta):
+            merged: C = Delta.merged(earlier, later)  # type: ignore[assignment]
+            return merged
+        return None
 
     def clear_delta(self) -> None:
         """Forget this run's delta (the engine calls it at the start of each run and
