@@ -36,7 +36,8 @@ lsp-add sw2 p4 -- lsp-set-addresses p4 "00:00:00:00:00:04 30.0.0.14" unknown
 lr-add r0
 lrp-add r0 r0-sw0 00:00:00:00:ff:01 10.0.0.1/24 fd00::1/64
 lrp-add r0 r0-sw1 00:00:00:00:ff:02 20.0.0.1/24
-lsp-add sw0 sw0-r0 -- set Logical_Switch_Port sw0-r0 type=router options:router-port=r0-sw0 addresses=router
+lsp-add sw0 sw0-r0 \
+    -- set Logical_Switch_Port sw0-r0 type=router options:router-port=r0-sw0 addresses=router
 lr-add r1
 lrp-add r1 r1-sw2 00:00:00:00:ff:03 30.0.0.1/24
 lb-add lb0 10.0.0.100:80 10.0.0.11:8080,10.0.0.12:8080 tcp
@@ -45,18 +46,24 @@ lb-add lb2 [fd00::100]:80 [fd00::11]:8080 udp
 lb-add lb3 40.0.0.1:53 10.0.0.11:53 udp
 lb-add lb4 50.0.0.1:80 10.0.0.11:80 tcp
 set Load_Balancer lb4 options:neighbor_responder=all options:reject=true
---id=@lb create Load_Balancer name=lb5 'vips={"60.0.0.1:80"="10.0.0.12:80,bad"}' protocol=tcp -- add Logical_Switch sw2 load_balancer @lb
+--id=@lb create Load_Balancer name=lb5 'vips={"60.0.0.1:80"="10.0.0.12:80,bad"}' protocol=tcp \
+    -- add Logical_Switch sw2 load_balancer @lb
 ls-lb-add sw0 lb0
 ls-lb-add sw1 lb0
 ls-lb-add sw1 lb1
 lr-lb-add r0 lb0
 lr-lb-add r0 lb2
 lr-lb-add r1 lb4
---id=@lb3 get Load_Balancer lb3 -- --id=@g create Load_Balancer_Group name=g1 load_balancer=@lb3 -- add Logical_Switch sw2 load_balancer_group @g
+--id=@lb3 get Load_Balancer lb3 \
+    -- --id=@g create Load_Balancer_Group name=g1 load_balancer=@lb3 \
+    -- add Logical_Switch sw2 load_balancer_group @g
 set Load_Balancer lb0 ip_port_mappings:10.0.0.11=p1:10.0.0.2 ip_port_mappings:10.0.0.12=p2:10.0.0.2
---id=@hc create Load_Balancer_Health_Check vip="10.0.0.100\:80" options:interval=5 options:timeout=20 -- add Load_Balancer lb0 health_check @hc
+--id=@hc create Load_Balancer_Health_Check vip="10.0.0.100\:80" options:interval=5 \
+    options:timeout=20 \
+    -- add Load_Balancer lb0 health_check @hc
 set Load_Balancer lb2 ip_port_mappings:\"[fd00::11]\"=\"p1:[fd00::2]\"
---id=@hc create Load_Balancer_Health_Check vip="\[fd00\:\:100\]\:80" options:interval=7 -- add Load_Balancer lb2 health_check @hc
+--id=@hc create Load_Balancer_Health_Check vip="\[fd00\:\:100\]\:80" options:interval=7 \
+    -- add Load_Balancer lb2 health_check @hc
 pg-add pg1 p1 p3
 pg-add pg2 p2
 pg-add pg3
@@ -69,9 +76,12 @@ acl-add sw0 to-lport 1000 "ip4" allow-related
 -- --log --meter=m1 acl-add sw1 from-lport 900 "ip4" allow
 -- --log --meter=m2 acl-add sw2 from-lport 800 "ip4" allow
 set Logical_Switch sw0 other_config:mcast_snoop=true other_config:mcast_querier=false
-set Logical_Switch sw1 other_config:mcast_idle_timeout=10 other_config:mcast_table_size=100 other_config:mcast_eth_src=00:00:00:00:aa:01
+set Logical_Switch sw1 other_config:mcast_idle_timeout=10 other_config:mcast_table_size=100 \
+    other_config:mcast_eth_src=00:00:00:00:aa:01
 set Logical_Switch sw2 other_config:mcast_idle_timeout=1000 other_config:mcast_query_interval=5000
---id=@d create DNS records:vm1=10.0.0.11 records:VM2=AB::CD external_ids:foo=bar -- add Logical_Switch sw0 dns_records @d -- add Logical_Switch sw2 dns_records @d
+--id=@d create DNS records:vm1=10.0.0.11 records:VM2=AB::CD external_ids:foo=bar \
+    -- add Logical_Switch sw0 dns_records @d \
+    -- add Logical_Switch sw2 dns_records @d
 --id=@d create DNS records:lonely=1.2.3.4
 set Logical_Router r0 options:mac_binding_age_threshold=300
 set NB_Global . options:foo=bar
@@ -110,7 +120,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalDb, LocalDb]:
     cp = ControlPlane("real", tmp_path_factory.mktemp("real"))
     cp.start()
     try:
-        for line in SCRIPT.strip().splitlines():
+        for line in SCRIPT.replace(" \\\n", " ").strip().splitlines():
             p = subprocess.run(f"ovn-nbctl --db={cp.nb_remote} {line}", shell=True,
                                capture_output=True, text=True, timeout=60)
             assert p.returncode == 0, f"{line}: {p.stderr}"
