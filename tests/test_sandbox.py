@@ -234,3 +234,85 @@ def test_sandbox_clustered(tmp_path: Path, sandbox: list[Sandbox]) -> None:
     nb2 = box2.wait_ready()[0]
     assert "sw0" in nbctl(nb2, "ls-list")
     assert box2.stop() == 0, box2.err
+
+
+# -- the simulated chassis on a Southbound server, without northd -------------------------
+
+
+def test_chassis_group_registers_claims_and_echoes(tmp_path: Path) -> None:
+    """On our SB server with hand-made bindings: the rows ovn-controller writes, claims
+    round-robin and by request, a release when the request names another chassis, and
+    nb_cfg echoed with the injected clock."""
+    import asyncio
+
+    from procs import SB_SCHEMA, ServerProcess, create_db
+    from pyovsdb.idl import Idl
+    from pyovsdb.sim_chassis import ChassisGroup
+
+    db = create_db("ours", tmp_path / "sb.db", SB_SCHEMA)
+    srv = ServerProcess("ours", tmp_path, [db], name="sb").start()
+    clock = [1_000]
+
+    async def until(pred: object, what: str) -> None:
+        for _ in range(300):
+            if pred():  # type: ignore[operator]
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    async def scenario() -> None:
+        group = ChassisGroup(srv.unix, default_specs(2), wall_ms=lambda: clock[0])
+        sb = Idl(srv.unix, "OVN_Southbound")
+        await sb.start()
+        try:
+            txn = sb.transaction()
+            txn.insert("SB_Global", nb_cfg=0)
+            dp = txn.insert("Datapath_Binding", tunnel_key=1)
+            for i, name in enumerate(("a", "b", "c")):
+                txn.insert("Port_Binding", logical_port=name, datapath=dp, tunnel_key=i + 1)
+            txn.insert("Port_Binding", logical_port="r", datapath=dp, tunnel_key=9,
+                       type="patch")
+            assert (await txn.commit()).ok
+            await group.start()
+
+            def chassis_of(lport: str) -> str | None:
+                pb = next(r for r in sb["Port_Binding"].rows.values()
+                          if r.logical_port == lport)
+                return pb.chassis.name if pb.chassis is not None else None
+
+            def up(lport: str) -> bool:
+                return any(r.up is True for r in sb["Port_Binding"].rows.values()
+                           if r.logical_port == lport)
+            await until(lambda: chassis_of("c") is not None, "claims")
+            assert [chassis_of(p) for p in "abc"] == ["sim-ch1", "sim-ch2", "sim-ch1"]
+            assert all(up(p) for p in "abc") and chassis_of("r") is None
+            ch = {r.name: r for r in sb["Chassis"].rows.values()}
+            assert sorted(ch) == ["sim-ch1", "sim-ch2"]
+            assert ch["sim-ch1"].other_config == BASE_OTHER_CONFIG
+            (encap,) = ch["sim-ch1"].encaps
+            assert (encap.type, encap.ip, encap.options, encap.chassis_name) == \
+                ("geneve", "127.1.0.1", {"csum": "true"}, "sim-ch1")
+            priv = {r.name: r for r in sb["Chassis_Private"].rows.values()}
+            assert priv["sim-ch2"].chassis == ch["sim-ch2"] and priv["sim-ch2"].nb_cfg == 0
+            # requested elsewhere: released; requested to one of ours: moved there
+            pbs = {r.logical_port: r for r in sb["Port_Binding"].rows.values()}
+            txn = sb.transaction()
+            txn.update(pbs["a"], options={"requested-chassis": "other-host"})
+            txn.update(pbs["b"], requested_chassis=ch["sim-ch1"])
+            row = next(iter(sb["SB_Global"].rows.values()))
+            txn.update(row, nb_cfg=7)
+            clock[0] = 2_000
+            assert (await txn.commit()).ok
+            await until(lambda: chassis_of("b") == "sim-ch1" and chassis_of("a") is None
+                        and all(r.nb_cfg == 7 for r in sb["Chassis_Private"].rows.values()),
+                        "the release, the move and the echo")
+            assert not up("a")
+            assert {r.nb_cfg_timestamp for r in sb["Chassis_Private"].rows.values()} == {2000}
+        finally:
+            await group.stop()
+            await sb.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), 60))
+    finally:
+        srv.stop()

@@ -173,6 +173,9 @@ class ChassisGroup:
                        leader_only=leader_only)
         self.rr = 0
         self.n_claims = 0
+        # what the reaction being committed would move them to
+        self._pending_rr = 0
+        self._pending_claims = 0
         self.n_echoes = 0
         self.registered = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -188,8 +191,10 @@ class ChassisGroup:
 
     # -- one reaction -----------------------------------------------------------------
 
-    def _register(self, txn: Transaction) -> None:
+    def _register(self, txn: Transaction) -> bool:
+        """Register what is missing; whether every chassis was already there."""
         chassis = self._by_name("Chassis")
+        complete = True
         private = self._by_name("Chassis_Private")
         for spec in self.specs:
             row: Any = chassis.get(spec.name)
@@ -200,6 +205,7 @@ class ChassisGroup:
                                  encaps=[encap], other_config=spec.full_other_config())
                 log.info("Registering chassis %s (encap %s %s)", spec.name,
                          spec.encap_type, spec.encap_ip)
+                complete = False
             elif row.other_config != spec.full_other_config() or row.hostname != spec.host:
                 txn.update(row, hostname=spec.host, other_config=spec.full_other_config())
             prow = private.get(spec.name)
@@ -207,9 +213,12 @@ class ChassisGroup:
                 txn.insert("Chassis_Private", name=spec.name, chassis=row)
             elif isinstance(row, IdlRow) and prow.chassis != row:
                 txn.update(prow, chassis=row)
+        return complete
 
     def _react(self, txn: Transaction) -> None:
-        self._register(txn)
+        self._pending_rr, self._pending_claims = self.rr, 0
+        if not self._register(txn):
+            return  # claims and echoes once the chassis rows exist (next round)
         chassis = self._by_name("Chassis")
         pbs = {pb.logical_port: pb for pb in self.idl["Port_Binding"].rows.values()}
         claims, rr = plan_claims(self.specs, (port_view(pb) for pb in pbs.values()),
@@ -221,9 +230,7 @@ class ChassisGroup:
                 log.info("Releasing lport %s from this chassis", c.logical_port)
                 txn.update(pb, chassis=[], up=[False])
                 continue
-            ch = chassis.get(c.chassis)
-            if ch is None:
-                continue  # registered in this very transaction: claimed next round
+            ch = chassis[c.chassis]
             if port_view(pb).chassis != c.chassis:
                 log.info("%s: Claiming lport %s for this chassis.", c.chassis,
                          c.logical_port)
@@ -239,7 +246,6 @@ class ChassisGroup:
 
     async def react(self) -> Status:
         """Bring our rows in line with the replica once; the commit's status."""
-        self._pending_rr, self._pending_claims = self.rr, 0
         result = await self.idl.run(self._react)
         if result.status is Status.SUCCESS:
             self.rr = self._pending_rr
