@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Hashable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ from pyovsdb.northd.desired import DesiredDb, Ref
 from pyovsdb.northd.extra import build_extra
 from pyovsdb.northd.inputs import BuildInput
 from pyovsdb.northd.nodes.datapaths import DatapathsData, build_datapaths
+from pyovsdb.northd.nodes.global_cfg import chassis_features
+from pyovsdb.northd.nodes.mac_binding_aging import mac_binding_aging
 from pyovsdb.northd.testing import LocalDb
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
@@ -87,6 +91,46 @@ set Logical_Router r0 options:mac_binding_age_threshold=300
 set NB_Global . options:foo=bar
 """
 
+# Chassis (one in VXLAN mode, one remote, features on some), a fixed cfg on each
+# Chassis_Private, LBs installed on routers' switches, NB MACs in odd spellings, and
+# MAC bindings to age.
+CHASSIS = r"""
+ls-add sw0
+ls-add sw1
+lsp-add sw0 p1 -- lsp-set-addresses p1 "00:00:00:00:00:01 10.0.0.11"
+lr-add r0
+lrp-add r0 r0-sw0 00:00:00:00:ff:01 10.0.0.1/24
+lsp-add sw0 sw0-r0 \
+    -- set Logical_Switch_Port sw0-r0 type=router options:router-port=r0-sw0 addresses=router
+lrp-add r0 r0-sw1 00:00:00:00:ff:02 20.0.0.1/24
+lsp-add sw1 sw1-r0 \
+    -- set Logical_Switch_Port sw1-r0 type=router options:router-port=r0-sw1 addresses=router
+lb-add lb0 10.0.0.100:80 10.0.0.11:8080 tcp
+lr-lb-add r0 lb0
+set NB_Global . options:install_ls_lb_from_router=true options:mac_prefix="0A:1:2" \
+    options:svc_monitor_mac="0A:00:00:00:00:FF"
+set Logical_Router r0 options:mac_binding_age_threshold=60
+sb chassis-add ch1 vxlan 127.0.0.1
+sb chassis-add ch2 geneve 127.0.0.2
+sb chassis-add ch3 geneve 127.0.0.3
+sb set Chassis ch3 other_config:is-remote=true
+sb set Chassis ch1 other_config:ct-no-masked-label=true other_config:mac-binding-timestamp=true
+sb set Chassis ch2 other_config:mac-binding-timestamp=true
+sb --id=@c get Chassis ch1 \
+    -- create Chassis_Private name=ch1 chassis=@c nb_cfg=7 nb_cfg_timestamp=1000
+sb --id=@c get Chassis ch2 \
+    -- create Chassis_Private name=ch2 chassis=@c nb_cfg=1 nb_cfg_timestamp=2000
+sb --id=@c get Chassis ch3 \
+    -- create Chassis_Private name=ch3 chassis=@c nb_cfg=0 nb_cfg_timestamp=3000
+sync
+sb create MAC_Binding logical_port=r0-sw0 ip=10.0.0.50 mac='"00:00:00:00:00:50"' timestamp=1 \
+    datapath=$(ovn-sbctl --bare --columns=_uuid find Datapath_Binding external_ids:name=r0)
+sb create MAC_Binding logical_port=r0-sw0 ip=10.0.0.51 mac='"00:00:00:00:00:51"' \
+    timestamp=99999999999999 \
+    datapath=$(ovn-sbctl --bare --columns=_uuid find Datapath_Binding external_ids:name=r0)
+"""
+SCENARIOS = {"tables": SCRIPT, "chassis": CHASSIS}
+
 
 def _schema(path: str) -> dict[str, Any]:
     with open(path) as f:
@@ -114,27 +158,44 @@ def _load(schema: dict[str, Any], dump: dict[str, list[Any]]) -> LocalDb:
     return db
 
 
-@pytest.fixture(scope="module")
-def real(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalDb, LocalDb]:
-    """NB and SB as the real ovn-northd left them after SCRIPT (loaded in memory)."""
+def run_script(cp: ControlPlane, script: str) -> None:
+    """Each line an ovn-nbctl command (`sb ...`: ovn-sbctl; `sync`: wait for northd)."""
+    env = dict(cp.env, OVN_NB_DB=cp.nb_remote, OVN_SB_DB=cp.sb_remote)
+    for line in script.replace(" \\\n", " ").strip().splitlines():
+        if line == "sync":
+            cp.nbctl("--wait=sb", "sync")
+            continue
+        tool, args = ("ovn-sbctl", line[3:]) if line.startswith("sb ") else ("ovn-nbctl", line)
+        p = subprocess.run(f"{tool} {args}", shell=True, capture_output=True, text=True,
+                           timeout=60, env=env)
+        assert p.returncode == 0, f"{line}: {p.stderr}"
+    cp.nbctl("--wait=sb", "sync")
+
+
+@dataclass(frozen=True)
+class Real:
+    scenario: str
+    nb: LocalDb
+    sb: LocalDb
+
+
+@pytest.fixture(scope="module", params=sorted(SCENARIOS))
+def real(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Real:
+    """NB and SB as the real ovn-northd left them after a scenario (loaded in memory)."""
     cp = ControlPlane("real", tmp_path_factory.mktemp("real"))
     cp.start()
     try:
-        for line in SCRIPT.replace(" \\\n", " ").strip().splitlines():
-            p = subprocess.run(f"ovn-nbctl --db={cp.nb_remote} {line}", shell=True,
-                               capture_output=True, text=True, timeout=60)
-            assert p.returncode == 0, f"{line}: {p.stderr}"
-        cp.nbctl("--wait=sb", "sync")
+        run_script(cp, SCENARIOS[request.param])
         nb_schema, sb_schema = _schema(NB_SCHEMA), _schema(SB_SCHEMA)
         nb = _load(nb_schema, _select_all(cp.nb_remote, "OVN_Northbound", nb_schema))
         sb = _load(sb_schema, _select_all(cp.sb_remote, "OVN_Southbound", sb_schema))
     finally:
         cp.stop()
-    return nb, sb
+    return Real(request.param, nb, sb)
 
 
-def _built(real: tuple[LocalDb, LocalDb]) -> tuple[DesiredDb, DesiredDb, DatapathsData]:
-    nb_db, sb_db = real
+def _built(real: Real, now_ms: int = 0) -> tuple[DesiredDb, DesiredDb, DatapathsData]:
+    nb_db, sb_db = real.nb, real.sb
     inp = BuildInput(nb=nb_db.tables, sb=sb_db.tables)
     dps = build_datapaths(inp)
 
@@ -144,7 +205,7 @@ def _built(real: tuple[LocalDb, LocalDb]) -> tuple[DesiredDb, DesiredDb, Datapat
     sb, nb = DesiredDb(), DesiredDb()
     # committed_sb_cfg as the real northd had it: its last transaction carried nb_cfg.
     nbg = next(iter(nb_db.tables["NB_Global"].rows.values()))
-    build_extra(inp, Core(), sb, nb, now_ms=0, committed_sb_cfg=nbg.nb_cfg)
+    build_extra(inp, Core(), sb, nb, now_ms=now_ms, committed_sb_cfg=nbg.nb_cfg)
     return sb, nb, dps
 
 
@@ -199,29 +260,69 @@ def _default(db: LocalDb, table: str, column: str) -> Any:
     "RBAC_Role", "RBAC_Permission", "DHCP_Options", "DHCPv6_Options", "Load_Balancer",
     "Service_Monitor", "Meter", "Meter_Band", "IP_Multicast", "DNS", "Port_Group",
     "Address_Set", "SB_Global"])
-def test_table_equals_real_northd(real: tuple[LocalDb, LocalDb], table: str) -> None:
+def test_table_equals_real_northd(real: Real, table: str) -> None:
     sb, _, _ = _built(real)
-    assert sb[table].rows, f"{table}: the script makes rows, the builders none"
-    _compare(table, sb, real[1])
+    if real.scenario == "tables":
+        assert sb[table].rows, f"{table}: the script makes rows, the builders none"
+    _compare(table, sb, real.sb)
 
 
-def test_nb_global_written_back_as_real_northd(real: tuple[LocalDb, LocalDb]) -> None:
+def test_nb_global_written_back_as_real_northd(real: Real) -> None:
     _, nb, _ = _built(real)
     row = nb["NB_Global"].rows[()]
-    theirs = next(iter(real[0].tables["NB_Global"].rows.values()))
+    theirs = next(iter(real.nb.tables["NB_Global"].rows.values()))
     assert row["options"] == theirs.options
     assert row["options"]["northd_internal_version"] == "23.03.1-20.27.0-70.6"
-    assert row["options"]["foo"] == "bar"
     for col in ("sb_cfg", "hv_cfg", "hv_cfg_timestamp", "nb_cfg_timestamp"):
         assert row[col] == theirs[col], col
 
 
-def test_lb_datapath_groups_name_the_switches(real: tuple[LocalDb, LocalDb]) -> None:
+def test_lb_datapath_groups_name_the_switches(real: Real) -> None:
     sb, _, dps = _built(real)
     names = {dp.key: dp.name for dp in dps.all()}
     groups = {sb["Load_Balancer"].rows[k]["name"]:
               sorted(names[d] for d in sb["Load_Balancer"].rows[k]["datapath_group"].key)
               for k in sb["Load_Balancer"].rows}
-    # lb2 and lb4 are on routers only: no SB row; lb3 via sw2's group.
-    assert groups == {"lb0": ["sw0", "sw1"], "lb1": ["sw1"], "lb3": ["sw2"],
-                      "lb5": ["sw2"]}
+    if real.scenario == "tables":
+        # lb2 and lb4 are on routers only: no SB row; lb3 via sw2's group.
+        assert groups == {"lb0": ["sw0", "sw1"], "lb1": ["sw1"], "lb3": ["sw2"],
+                          "lb5": ["sw2"]}
+    else:  # install_ls_lb_from_router: the router's LB on both its switches
+        assert groups == {"lb0": ["sw0", "sw1"]}
+
+
+def test_chassis_scenario_globals(real: Real) -> None:
+    if real.scenario != "chassis":
+        pytest.skip("chassis scenario only")
+    sb, nb, _ = _built(real)
+    nbg = nb["NB_Global"].rows[()]
+    # ch2 (local) is at 1 since 2000, behind nb_cfg; ch3 (at 0) is remote and ignored.
+    assert (nbg["hv_cfg"], nbg["hv_cfg_timestamp"]) == (1, 2000)
+    nb_cfg = next(iter(real.nb.tables["NB_Global"].rows.values())).nb_cfg
+    assert nb_cfg > 1 and nbg["sb_cfg"] == nb_cfg
+    options = sb["SB_Global"].rows[()]["options"]
+    assert options["max_tunid"] == "4095"  # ch1 has a vxlan encap
+    assert options["lb_hairpin_use_ct_mark"] == "false"  # ch2 lacks ct-no-masked-label
+    assert options["mac_prefix"] == "0a:01:02"
+    assert options["svc_monitor_mac"] == "0A:00:00:00:00:FF"  # kept as NB spells it
+    assert sb["Address_Set"].rows["svc_monitor_mac"]["addresses"] == ["0a:00:00:00:00:ff"]
+
+
+def test_mac_binding_aging_as_real_northd(real: Real) -> None:
+    """23.03 deleted the binding stamped at 1 ms and kept the one from the future; the
+    same rows given to our aging pass give the same verdict."""
+    if real.scenario != "chassis":
+        pytest.skip("chassis scenario only")
+    left = {r.ip for r in real.sb.tables["MAC_Binding"].rows.values()}
+    assert left == {"10.0.0.51"}
+    dps = build_datapaths(BuildInput(nb=real.nb.tables, sb=real.sb.tables))
+    assert chassis_features(real.sb.tables).mac_binding_timestamp
+    dp = next(r.uuid for r in real.sb.tables["Datapath_Binding"].rows.values()
+              if r.external_ids.get("name") == "r0")
+    real.sb.insert("MAC_Binding", logical_port="r0-sw0", ip="10.0.0.50",
+                   mac="00:00:00:00:00:50", timestamp=1, datapath=dp)
+    now = int(time.time() * 1000)
+    result = mac_binding_aging(dps, real.nb.tables, real.sb.tables, now_ms=now)
+    by_uuid = real.sb.tables["MAC_Binding"].rows
+    assert [by_uuid[u].ip for u in result.delete] == ["10.0.0.50"]
+    assert result.wake_in_ms is None  # the future binding is skipped, not scheduled
