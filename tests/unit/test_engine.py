@@ -408,9 +408,11 @@ def test_stats_durations_and_slow_step_log() -> None:
     a = leaf("a")
     n = Scripted("n", {"a": a}, {"a": Handled.HANDLED_UPDATED})
     logged: list[str] = []
-    engine = Engine(n, clock=TickClock(0.6), log=logged.append)
+    debugged: list[str] = []
+    engine = Engine(n, clock=TickClock(0.6), log=logged.append, debug=debugged.append)
     engine.run()
     engine.run({"a": change("x")})
+    assert debugged == []
     stats = engine.stats["n"]
     assert (stats.recompute, stats.compute, stats.cancel) == (1, 1, 0)
     assert stats.recompute_time == pytest.approx(0.6)
@@ -423,6 +425,11 @@ def test_stats_durations_and_slow_step_log() -> None:
     engine.compute_log_timeout_ms = 600
     engine.run({"a": change("x")})
     assert len(logged) == 2  # 600 ms is not over a 600 ms timeout
+    assert debugged == ["node: n, handler for input a took 600ms"]
+    engine.force_recompute()
+    engine.run(recompute_allowed=False)
+    assert debugged[1:] == ["node: n, recompute (forced) aborted"]
+    assert engine.last_result is not None and engine.last_result.canceled_node == "n"
     engine.clear_stats()
     assert engine.stats["n"].compute == 0 and engine.stats["n"].time == 0
 

@@ -21,14 +21,15 @@ The public API, all stable:
 - `Handled`: UNHANDLED, HANDLED_UPDATED, HANDLED_UNCHANGED.
 - `State`: STALE, UPDATED, UNCHANGED, CANCELED.
 - `NO_CHANGE` (`NoChange`): what `run()` returns when the data did not change.
-- `Engine(root, *, clock=None, log=None, compute_log_timeout_ms=500)`:
+- `Engine(root, *, clock=None, log=None, compute_log_timeout_ms=500, debug=None)`:
   `run(leaf_changes=None, *, recompute_allowed=True) -> RunResult`;
   `force_recompute()`; `recompute_pending`; `canceled`; `need_run(leaf_changes=None)`;
   `has_run()`; `has_updated(name=None)`; `state(name)`; `node(name)`;
   `node_data(name)`; `nodes` (topological order); `leaves`; `stats: EngineStats`;
   `clear_stats()`; `show_stats(node=None, stat=None) -> str` (ovn-northd's text);
-  `dump_dot() -> str`; `compute_log_timeout_ms` (settable). The clock returns
-  seconds; `log` gets OVN's "node: X, recompute (R) took Nms" texts for slow steps.
+  `dump_dot() -> str`; `compute_log_timeout_ms` (settable); `last_result`. The clock
+  returns seconds; `log` gets OVN's "node: X, recompute (R) took Nms" texts for slow
+  steps, `debug` those of every other step.
 - `RunResult`: `states`, `ran`, `canceled`, `canceled_node`, `recomputed`
   (node -> reason), `computed`, `updated`.
 - `EngineStats` (Mapping node name -> `NodeStats`: `recompute`, `compute`, `cancel`,

@@ -23,7 +23,8 @@ Rules kept here:
 - The first run of an engine is a full recompute: nodes have no data before it.
 - Pure: no I/O and no clock of its own. Durations come from the clock the caller gives
   (seconds), and slow recomputes and handlers (over `compute_log_timeout_ms`) are
-  reported, with OVN's texts, to the logger the caller gives.
+  reported, with OVN's texts, to the logger the caller gives (`log`, OVN's INFO);
+  every other recompute, handler and canceled recompute to `debug` (OVN's DBG).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class Engine:
         clock: Clock | None = None,
         log: Logger | None = None,
         compute_log_timeout_ms: int = 500,
+        debug: Logger | None = None,
     ) -> None:
         self.root = root
         self.nodes: tuple[Node[Any, Any], ...] = _topological_order(root)
@@ -101,6 +103,8 @@ class Engine:
         self.compute_log_timeout_ms = compute_log_timeout_ms
         self._clock = clock or _no_clock
         self._log = log
+        self._debug = debug
+        self.last_result: RunResult | None = None
         self._force = True
         self._canceled = False
 
@@ -209,13 +213,14 @@ class Engine:
     def _result(
         self, ran: bool, canceled: bool, recomputed: dict[str, str], computed: list[str]
     ) -> RunResult:
-        return RunResult(
+        self.last_result = RunResult(
             states={node.name: node.state for node in self.nodes},
             ran=ran,
             canceled=canceled,
             recomputed=recomputed,
             computed=tuple(computed),
         )
+        return self.last_result
 
     def _leaf(self, name: str) -> Leaf[Any, Any]:
         try:
@@ -286,6 +291,8 @@ class Engine:
         recomputed[node.name] = reason
         if not allowed:
             node._state = State.CANCELED
+            if self._debug is not None:
+                self._debug(f"node: {node.name}, recompute ({reason}) aborted")
             return
         # Handlers that ran before this recompute may have changed the data already:
         # run() starts from the data as they left it, with no delta, and whatever delta
@@ -318,6 +325,8 @@ class Engine:
         ms = int(elapsed * 1000)
         if self._log is not None and ms > self.compute_log_timeout_ms:
             self._log(f"{what} took {ms}ms")
+        elif self._debug is not None:
+            self._debug(f"{what} took {ms}ms")
 
     # -- graph dump -------------------------------------------------------------
 

@@ -97,7 +97,9 @@ class Seq:
         self._value += 1
         if not self._waiters:
             return
-        clock = self._get_clock()
+        # Without an injected clock, the waiters' own loop is the clock: change() may
+        # then be called from a plain callback of that loop.
+        clock = self._clock or next(iter(self._waiters)).future.get_loop()
         now = clock.time()
         for waiter in list(self._waiters):
             if waiter.future.done() or waiter.timer is not None:
