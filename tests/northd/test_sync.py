@@ -1,0 +1,130 @@
+"""sync.plan/apply: the operations that make the replica hold the desired rows, and
+nothing when it already does."""
+
+from __future__ import annotations
+
+from pyovsdb.northd import sync
+from pyovsdb.northd.core import build_core
+from pyovsdb.northd.desired import DesiredDb, DesiredTable, Ref
+from pyovsdb.northd.inputs import BuildInput
+from pyovsdb.northd.testing import LocalDb, Nb, run_core
+
+
+def desired(nb: Nb, sb: LocalDb) -> tuple[DesiredDb, DesiredDb]:
+    sbd, nbd = DesiredDb(), DesiredDb()
+    build_core(BuildInput(nb=nb.db.tables, sb=sb.tables), sbd, nbd)
+    return sbd, nbd
+
+
+def commit(ops: list[sync.Op], db: LocalDb) -> list[dict[str, object]]:
+    txn = db.transaction()
+    sync.apply(ops, txn)
+    return db.commit(txn)[1]
+
+
+def test_plan_is_empty_when_replica_equals_desired(nb: Nb, sb: LocalDb) -> None:
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p1", addresses=["00:00:00:00:00:01 10.0.0.1"])
+    nb.lr_add("lr")
+    nb.connect("sw", "lr", "lr-sw", "00:00:00:00:ff:01", "10.0.0.254/24")
+    # 2 datapaths, 3 port bindings, _MC_flood and _MC_flood_l2 of sw.
+    assert run_core(nb.db, sb) == [7, 0]
+    sbd, _ = desired(nb, sb)
+    assert sync.plan(sbd, sb.tables) == []
+    assert commit([], sb) == []  # and a transaction with nothing in it sends nothing
+
+
+def test_one_column_changed_is_one_update_of_that_column(nb: Nb, sb: LocalDb) -> None:
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p1", addresses=["00:00:00:00:00:01"])
+    run_core(nb.db, sb)
+    nb.set("Logical_Switch_Port", "p1", addresses=["00:00:00:00:00:02"])
+    sbd, _ = desired(nb, sb)
+    ops = sync.plan(sbd, sb.tables)
+    assert len(ops) == 1
+    op = ops[0]
+    assert isinstance(op, sync.Update) and op.table == "Port_Binding" and op.key == "p1"
+    assert op.values == {"mac": ["00:00:00:00:00:02"]}
+    sent = commit(ops, sb)
+    assert [o["op"] for o in sent] == ["update"]
+    assert sent[0]["row"] == {"mac": "00:00:00:00:00:02"}
+
+
+def test_inserts_come_after_the_rows_they_reference(nb: Nb, sb: LocalDb) -> None:
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p1")
+    sbd, _ = desired(nb, sb)
+    ops = sync.plan(sbd, sb.tables)
+    tables = [op.table for op in ops]
+    assert all(isinstance(op, sync.Insert) for op in ops)
+    assert tables.index("Datapath_Binding") < tables.index("Port_Binding") < \
+        tables.index("Multicast_Group")
+    pb = next(op for op in ops if op.table == "Port_Binding")
+    assert isinstance(pb, sync.Insert)
+    sw = nb.uuid("Logical_Switch", "sw")
+    assert pb.values["datapath"] == sync.Pending("Datapath_Binding", sw)
+    commit(ops, sb)
+    row = next(iter(sb.tables["Port_Binding"].rows.values()))
+    assert row.datapath.external_ids["name"] == "sw" and row.up is False
+
+
+def test_unwanted_and_duplicate_rows_of_owned_tables_are_deleted(sb: LocalDb) -> None:
+    dp = sb.insert("Datapath_Binding", tunnel_key=1, external_ids={"logical-switch": "a"})
+    sb.insert("Port_Binding", logical_port="keep", datapath=dp, tunnel_key=1)
+    sb.insert("Port_Binding", logical_port="gone", datapath=dp, tunnel_key=2)
+    want = DesiredDb()
+    want.add(DesiredTable("Datapath_Binding", ("tunnel_key", "external_ids")))
+    want["Datapath_Binding"].put("a", tunnel_key=1, external_ids={"logical-switch": "a"})
+    pbs = want.add(DesiredTable("Port_Binding", ("logical_port", "datapath", "tunnel_key")))
+    pbs.put("keep", logical_port="keep", datapath=Ref("Datapath_Binding", "a"), tunnel_key=1)
+    ops = sync.plan(want, sb.tables)
+    assert [(type(op).__name__, op.table) for op in ops] == [("Delete", "Port_Binding")]
+    commit(ops, sb)
+    assert [r.logical_port for r in sb.tables["Port_Binding"].rows.values()] == ["keep"]
+
+
+def test_fill_columns_only_written_where_default(sb: LocalDb) -> None:
+    dp = sb.insert("Datapath_Binding", tunnel_key=1, external_ids={"logical-switch": "a"})
+    sb.insert("Port_Binding", logical_port="up", datapath=dp, tunnel_key=1, up=True)
+    sb.insert("Port_Binding", logical_port="unset", datapath=dp, tunnel_key=2)
+    want = DesiredDb()
+    want.add(DesiredTable("Datapath_Binding", ("tunnel_key", "external_ids")))
+    want["Datapath_Binding"].put("a", tunnel_key=1, external_ids={"logical-switch": "a"})
+    pbs = want.add(DesiredTable("Port_Binding", ("logical_port", "datapath", "tunnel_key", "up"),
+                                fill=("up",)))
+    for key, port in (("up", 1), ("unset", 2)):
+        pbs.put(key, logical_port=key, datapath=Ref("Datapath_Binding", "a"),
+                tunnel_key=port, up=[False])
+    ops = sync.plan(want, sb.tables)
+    assert [(op.key, op.values) for op in ops if isinstance(op, sync.Update)] == \
+        [("unset", {"up": [False]})]
+
+
+def test_not_owned_tables_compare_only_the_columns_named(nb: Nb) -> None:
+    lsp_sw = nb.ls_add("sw")
+    lsp = nb.lsp_add("sw", "p1", addresses=["dynamic"], up=True)
+    want = DesiredDb()
+    table = want.table("Logical_Switch_Port", ("up",), owned=False)
+    table.set(lsp, up=[True])
+    assert sync.plan(want, nb.db.tables) == []
+    want.table("Logical_Switch_Port", ("dynamic_addresses",), owned=False).set(
+        lsp, dynamic_addresses=["0a:00:00:00:00:01 10.0.0.2"])
+    table.set("00000000-0000-0000-0000-000000000000", up=[True])  # no such row: ignored
+    ops = sync.plan(want, nb.db.tables)
+    assert [(type(op).__name__, op.values) for op in ops] == \
+        [("Update", {"dynamic_addresses": ["0a:00:00:00:00:01 10.0.0.2"]})]
+    assert lsp_sw
+
+
+def test_unregistered_chassis_reference_is_left_empty_until_it_registers(
+        nb: Nb, sb: LocalDb) -> None:
+    from pyovsdb.northd.testing import add_chassis
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p1", options={"requested-chassis": "hv1"})
+    run_core(nb.db, sb)
+    pb = next(iter(sb.tables["Port_Binding"].rows.values()))
+    assert pb.requested_chassis is None
+    add_chassis(sb, "hv1", "192.168.0.1")
+    assert run_core(nb.db, sb) == [1, 0]
+    pb = next(iter(sb.tables["Port_Binding"].rows.values()))
+    assert pb.requested_chassis.name == "hv1"
