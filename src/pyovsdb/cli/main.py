@@ -4,8 +4,8 @@ Rules kept here:
 - Every command reports failures as one line on stderr and a non-zero exit status; a
   Python traceback reaching the user is a bug.
 - Installed (or linked) under the name of a real tool (`ovsdb-server`, `ovsdb-tool`,
-  `ovsdb-client`), the entry point runs the matching command with all its arguments,
-  so it drops into scripts that call the real one by name.
+  `ovsdb-client`, `ovn-northd`), the entry point runs the matching command with all
+  its arguments, so it drops into scripts that call the real one by name.
 """
 
 from __future__ import annotations
@@ -22,22 +22,25 @@ commands:
   tool      database file utility (drop-in for ovsdb-tool)
   client    OVSDB client (drop-in for ovsdb-client)
   sandbox   run a local OVN Northbound + Southbound control plane
+  northd    OVN Northbound -> Southbound compiler (drop-in for ovn-northd)
   version   print the version
 """
 
 
 def _commands() -> dict[str, Callable[[list[str]], int]]:
-    from . import client, sandbox, server, tool
+    from . import client, northd, sandbox, server, tool
 
     return {
         "server": server.main,
         "tool": tool.main,
         "client": client.main,
         "sandbox": sandbox.main,
+        "northd": northd.main,
     }
 
 
-DROP_INS = {"ovsdb-server": "server", "ovsdb-tool": "tool", "ovsdb-client": "client"}
+DROP_INS = {"ovsdb-server": "server", "ovsdb-tool": "tool", "ovsdb-client": "client",
+            "ovn-northd": "northd"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,506 @@
+"""northd's only I/O: the NB and SB IDLs, the SB lock, the main loop, the control socket.
+
+Rules kept here (ovn-northd.c's main loop; what to decide is asked of `loop.LoopPolicy`,
+what to write of `graph.NorthdGraph`):
+- Both databases through our `Idl` (several remotes, leader-only). The SB IDL writes
+  only changed values (write-changed-only on every SB table, as ovn-northd), the NB
+  IDL only on the columns northd writes back; NB_Global's cfg columns that only
+  northd writes, SB_Global.nb_cfg and the Address_Set columns do not alert (OVN's
+  omit_alert), so northd's own writes do not wake it.
+- Active/standby through the SB lock `ovn_northd`: only the holder runs the engine
+  and commits, with ovn-northd's log lines on acquiring and losing it; a standby or
+  paused instance drops its tracked changes and recomputes fully once active. Pausing
+  releases the lock ("This ovn-northd instance is now paused."); `--dry-run` starts
+  paused.
+- The loop sleeps on a `util.seq.Seq` that both IDLs' change callbacks (and lock,
+  session and timer events) change, waking `seq_delay_ms` after it began waiting at
+  the earliest (seed 004; 0 wakes at once), then drains what else is ready for at most
+  500 ms and asks the policy whether to run now or when.
+- One engine run, then one SB transaction (the sync ops) and one NB transaction (the
+  write-backs), committed together and awaited before the next run. A failed commit
+  of either, a reconnect of either IDL, becoming active or `inc-engine/recompute`
+  forces a full recompute, logged as ovn-northd logs it.
+- cfg handshake: the `nb_cfg` the SB transaction carries becomes the committed cfg
+  (what NB `sb_cfg` reports) only once that transaction committed (or had nothing to
+  change), as `ovsdb_idl_loop` does; the run after reports it.
+- `NB_Global.options`: `northd-backoff-interval-ms` (the policy's backoff) and
+  `northd_probe_interval` (ms; 0 off, below 1000 is 1000; default 5000 on TCP and off
+  on unix sockets) are read after every run.
+- The engine's timers (MAC binding aging) wake the loop at the time the run asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..idl import MONITOR, Idl, Result, Status
+from ..server.appctl import CommandError, UnixctlServer
+from ..util import vlog
+from ..util.seq import Seq
+from . import appctl
+from .graph import NorthdGraph, RunOutput
+from .loop import LoopPolicy, Recompute
+
+log = logging.getLogger("ovn_northd")
+LOCK_NAME = "ovn_northd"
+INTERNAL_VERSION = "23.03.1-20.27.0-70.6"
+DEFAULT_PROBE_MS = 5000
+# Session and lock state have no callback in the IDL: sampled this often.
+STATE_POLL_S = 0.1
+FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+NB_QUIET = {"NB_Global": {c: MONITOR for c in (
+    "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp", "hv_cfg", "hv_cfg_timestamp")}}
+SB_QUIET = {"SB_Global": {"nb_cfg": MONITOR},
+            "Address_Set": {"name": MONITOR, "addresses": MONITOR}}
+# NB columns northd writes back: only changed values are sent.
+NB_WRITES = (("NB_Global", "nb_cfg_timestamp"), ("NB_Global", "sb_cfg"),
+             ("NB_Global", "sb_cfg_timestamp"), ("NB_Global", "hv_cfg"),
+             ("NB_Global", "hv_cfg_timestamp"), ("Logical_Switch_Port", "up"),
+             ("Logical_Switch_Port", "dynamic_addresses"),
+             ("Logical_Router_Port", "status"), ("NB_Global", "options"))
+
+
+@dataclass
+class Config:
+    nb_remotes: list[str]
+    sb_remotes: list[str]
+    paused: bool = False
+    n_threads: int = 1
+    seq_delay_ms: float = 0.0
+    unixctl: str | None = None
+    version_text: str = "ovn-northd"
+    leader_only: bool = True
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def mono_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+@dataclass
+class _IdlState:
+    """What the loop last saw of one IDL."""
+
+    connects: int = 0
+    connected: bool = False
+    has_lock: bool = False
+
+
+@dataclass
+class _State:
+    paused: bool = False
+    had_lock: bool = False
+    exiting: bool = False
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+class Northd:
+    """One ovn-northd process's life inside the event loop."""
+
+    def __init__(self, config: Config, *, ready: Callable[[], None] = lambda: None,
+                 graph: NorthdGraph | None = None) -> None:
+        self.config = config
+        self.ready = ready
+        self.signal: int | None = None
+        self.state = _State(paused=config.paused)
+        self.policy = LoopPolicy()
+        self.graph = graph if graph is not None else NorthdGraph(
+            clock=time.monotonic, log=lambda text: log.info("%s", text))
+        self.seq = Seq()
+        self.nb: Idl = None  # type: ignore[assignment]
+        self.sb: Idl = None  # type: ignore[assignment]
+        self.unixctl: UnixctlServer | None = None
+        self.compute_log_timeout_ms = 500
+        self.reset_min_index = {"nb": False, "sb": False}
+        self.next_cfg: int | None = None
+        self.cur_cfg: int | None = None
+        self._seen = {"nb": _IdlState(), "sb": _IdlState()}
+        self._stop: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.engine_runs = 0
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    async def serve(self) -> int:
+        loop = asyncio.get_running_loop()
+        self._stop = loop.create_future()
+        await self._start_unixctl()
+        for sig in FATAL_SIGNALS:
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        self.ready()
+        log.info("OVN internal version is : [%s]", INTERNAL_VERSION)
+        self.nb = Idl(self.config.nb_remotes, "OVN_Northbound", modes=NB_QUIET,
+                      leader_only=self.config.leader_only, write_changed_only=NB_WRITES,
+                      probe_interval=DEFAULT_PROBE_MS / 1000)
+        self.sb = Idl(self.config.sb_remotes, "OVN_Southbound", modes=SB_QUIET,
+                      leader_only=self.config.leader_only, write_changed_only=True,
+                      probe_interval=DEFAULT_PROBE_MS / 1000,
+                      lock=None if self.state.paused else LOCK_NAME)
+        for idl in (self.nb, self.sb):
+            idl.on_change(lambda _cs: self.seq.change())
+            self._tasks.append(loop.create_task(idl.start(timeout=None)))
+        self._tasks.append(loop.create_task(self._watch_state()))
+        main = loop.create_task(self._main())
+        try:
+            await asyncio.wait([main, self._stop], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            main.cancel()
+            for t in self._tasks:
+                t.cancel()
+            for t in [main, *self._tasks]:
+                try:
+                    await t
+                except (asyncio.CancelledError, Exception):
+                    pass
+            if self._timer is not None:
+                self._timer.cancel()
+            await self.nb.close()
+            await self.sb.close()
+            if self.unixctl is not None:
+                self.unixctl.close()
+        if main.done() and not main.cancelled() and main.exception() is not None:
+            raise main.exception()  # type: ignore[misc]
+        return 0
+
+    def request_exit(self) -> None:
+        self.state.exiting = True
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(None)
+
+    def _on_signal(self, sig: int) -> None:
+        if self.signal is None:
+            self.signal = sig
+            logging.getLogger("fatal_signal").warning(
+                "terminating with signal %d (%s)", sig, signal.strsignal(sig))
+        self.request_exit()
+
+    async def _watch_state(self) -> None:
+        """Wake the loop when a session or the lock changes (the IDL has no callback
+        for them)."""
+        last: tuple[Any, ...] = ()
+        while True:
+            now = tuple((i.n_connects, i.connected, i.has_lock, i.is_lock_contended)
+                        for i in (self.nb, self.sb))
+            if now != last:
+                last = now
+                self.seq.change()
+            await asyncio.sleep(STATE_POLL_S)
+
+    # -- the main loop -------------------------------------------------------------------
+
+    async def _main(self) -> None:
+        while not self.state.exiting:
+            seqno = self.seq.read()
+            wake_at = await self._iterate()
+            timeout = None if wake_at is None else max(0.0, (wake_at - mono_ms()) / 1000)
+            waiter = self.seq.wait(seqno, self.config.seq_delay_ms)
+            try:
+                await asyncio.wait_for(waiter, timeout)
+            except TimeoutError:
+                pass
+
+    async def _iterate(self) -> float | None:
+        """One turn of ovn-northd's loop; returns when (monotonic ms) the policy wants
+        to be asked again without a change (None: only a change)."""
+        nb, sb = self.nb, self.sb
+        self._apply_resets()
+        if self.state.paused:
+            if sb.lock_name is not None:
+                log.info("This ovn-northd instance is now paused.")
+                await sb.set_lock(None)
+                self.state.had_lock = False
+            self._drop_changes(Recompute.NOT_ACTIVE)
+            return None
+        if sb.lock_name is None:
+            await sb.set_lock(LOCK_NAME)
+        self._check_sessions()
+        has_lock = sb.has_lock
+        if not self.state.had_lock and has_lock:
+            log.info("ovn-northd lock acquired. This ovn-northd instance is now active.")
+            self.state.had_lock = True
+        elif self.state.had_lock and not has_lock:
+            log.info("ovn-northd lock lost. This ovn-northd instance is now on standby.")
+            self.state.had_lock = False
+        if not has_lock or not (nb.connected and sb.connected):
+            self._drop_changes(Recompute.NOT_ACTIVE)
+            return None
+        await self._accumulate()
+        decision = self.policy.decide(mono_ms())
+        if not decision.run:
+            return decision.wake_at_ms
+        await self._run_engine(decision.recompute)
+        self._read_options()
+        # Commits may have brought changes or wanted a run (cfg): ask again at once.
+        return mono_ms() if self.policy.poked or self.policy.recompute_pending else None
+
+    def _drop_changes(self, reason: Recompute) -> None:
+        self.nb.track_clear()
+        self.sb.track_clear()
+        self.policy.force_recompute(reason)
+
+    def _check_sessions(self) -> None:
+        for name, idl, reason in (("nb", self.nb, Recompute.NB_RECONNECT),
+                                  ("sb", self.sb, Recompute.SB_RECONNECT)):
+            seen = self._seen[name]
+            if idl.n_connects != seen.connects:
+                seen.connects = idl.n_connects
+                log.info("%s", reason.log_text)
+                self.policy.force_recompute(reason)
+
+    async def _accumulate(self) -> None:
+        """Take in what the IDLs have ready, while it keeps coming, up to 500 ms."""
+        if self.nb.tracked or self.sb.tracked:
+            self.policy.changed()
+        started = mono_ms()
+        while True:
+            before = self.seq.read()
+            await asyncio.sleep(0)
+            if not self.policy.accumulate(started, mono_ms(), self.seq.read() != before):
+                break
+        if self.nb.tracked or self.sb.tracked:
+            self.policy.changed()
+
+    async def _run_engine(self, recompute: bool) -> None:
+        nb, sb = self.nb, self.sb
+        nb_changes = nb.track_take()
+        sb_changes = sb.track_take()
+        start = mono_ms()
+        try:
+            out = self.graph.run(nb.tables, sb.tables, nb_changes, sb_changes,
+                                 recompute=recompute, now_ms=wall_ms(),
+                                 sb_cfg=self.cur_cfg)
+        except Exception:
+            # A builder's bug: logged, and the next change recomputes everything (the
+            # graph forces it); retrying at once would only spin on it.
+            log.exception("engine run failed")
+            self.graph.force_recompute()
+            self.policy.ran(start, mono_ms())
+            return
+        end = mono_ms()
+        self.engine_runs += 1
+        self.policy.ran(start, end, canceled=out.canceled)
+        self._set_timer(out.wake_at_ms)
+        await self._commit(out)
+
+    async def _commit(self, out: RunOutput) -> None:
+        sb_txn = self.sb.transaction()
+        nb_txn = self.nb.transaction()
+        try:
+            self.graph.apply_sb(out, sb_txn)
+            self.graph.apply_nb(out, nb_txn)
+        except Exception:
+            log.exception("writing the engine's changes failed")
+            self.graph.force_recompute()
+            return
+        next_cfg = out.nb_cfg
+        nb_result, sb_result = await asyncio.gather(nb_txn.commit(), sb_txn.commit())
+        if not _committed(nb_result):
+            log.info("%s", Recompute.NB_COMMIT_FAILED.log_text)
+            log.debug("NB commit: %s", nb_result)
+            self.policy.force_recompute(Recompute.NB_COMMIT_FAILED)
+        if not _committed(sb_result):
+            log.info("%s", Recompute.SB_COMMIT_FAILED.log_text)
+            log.debug("SB commit: %s", sb_result)
+            self.policy.force_recompute(Recompute.SB_COMMIT_FAILED)
+        elif next_cfg is not None and next_cfg != self.cur_cfg:
+            self.cur_cfg = next_cfg
+            self.policy.poke()  # the next run reports it as NB sb_cfg
+
+    def _set_timer(self, wake_at_wall_ms: int | None) -> None:
+        if wake_at_wall_ms == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = wake_at_wall_ms
+        if wake_at_wall_ms is not None:
+            delay = max(0.0, (wake_at_wall_ms - wall_ms()) / 1000)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.policy.poke()
+        self.seq.change()
+
+    def _read_options(self) -> None:
+        options: dict[str, str] = {}
+        table = self.nb.tables.get("NB_Global") if self.nb.replica is not None else None
+        if table is not None and table.rows:
+            options = dict(min(table.rows.values(), key=lambda r: r.uuid).options)
+        self.policy.set_backoff(_int(options.get("northd-backoff-interval-ms"), 0))
+        for idl, remotes in ((self.nb, self.config.nb_remotes),
+                             (self.sb, self.config.sb_remotes)):
+            tcp = any(r.startswith("tcp:") for r in remotes)
+            ms = _int(options.get("northd_probe_interval"), DEFAULT_PROBE_MS if tcp else 0)
+            if 0 < ms < 1000:
+                ms = 1000
+            _set_probe_interval(idl, ms / 1000)
+
+    def _apply_resets(self) -> None:
+        for name, idl in (("nb", self.nb), ("sb", self.sb)):
+            if self.reset_min_index[name]:
+                self.reset_min_index[name] = False
+                log.info("Resetting %s database cluster state",
+                         "northbound" if name == "nb" else "southbound")
+                idl.min_index = 0
+
+    # -- control socket ------------------------------------------------------------------
+
+    async def _start_unixctl(self) -> None:
+        path = self.config.unixctl
+        if path is None:
+            return
+        uc = self.unixctl = UnixctlServer(path, self.config.version_text)
+        try:
+            await uc.start()
+        except OSError as e:
+            self.unixctl = None
+            from ..util.daemon import Fatal
+
+            raise Fatal(f"{path}: could not initialize control socket "
+                        f"({e.strerror})") from None
+        reg = uc.register
+        reg("exit", "", 0, 0, self._cmd_exit)
+        reg("pause", "", 0, 0, self._cmd_pause)
+        reg("resume", "", 0, 0, self._cmd_resume)
+        reg("is-paused", "", 0, 0, lambda a: "true" if self.state.paused else "false")
+        reg("status", "", 0, 0, lambda a: appctl.status(self.state.paused,
+                                                        self.state.had_lock))
+        reg("sb-cluster-state-reset", "", 0, 0, lambda a: self._cmd_reset("sb"))
+        reg("nb-cluster-state-reset", "", 0, 0, lambda a: self._cmd_reset("nb"))
+        reg("nb-connection-status", "", 0, 0, lambda a: _conn_status(self.nb))
+        reg("sb-connection-status", "", 0, 0, lambda a: _conn_status(self.sb))
+        reg("parallel-build/set-n-threads", "N_THREADS", 1, 1, self._cmd_set_threads)
+        reg("parallel-build/get-n-threads", "", 0, 0,
+            lambda a: f"{self.config.n_threads}\n")
+        reg("inc-engine/show-stats", "", 0, 2, self._cmd_show_stats)
+        reg("inc-engine/clear-stats", "", 0, 0, self._cmd_clear_stats)
+        reg("inc-engine/recompute", "", 0, 0, self._cmd_recompute)
+        reg("inc-engine/compute-log-timeout", "", 1, 1, self._cmd_log_timeout)
+        reg("inc-engine/dump-graph", "", 0, 0, lambda a: self.graph.dump_dot())
+        reg("memory/show", "", 0, 0, lambda a: self._memory())
+        reg("vlog/list", "", 0, 0, lambda a: vlog.current().list())
+        reg("vlog/list-pattern", "", 0, 0, lambda a: vlog.current().list_patterns())
+        reg("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31, _vlog_set)
+        reg("vlog/reopen", "", 0, 0, _vlog_reopen)
+        reg("vlog/close", "", 0, 0, _vlog_close)
+
+    def _wake(self) -> None:
+        self.seq.change()
+
+    def _cmd_exit(self, args: list[str]) -> str:
+        asyncio.get_running_loop().call_soon(self.request_exit)
+        return ""
+
+    def _cmd_pause(self, args: list[str]) -> str:
+        self.state.paused = True
+        self._wake()
+        return ""
+
+    def _cmd_resume(self, args: list[str]) -> str:
+        self.state.paused = False
+        self._wake()
+        return ""
+
+    def _cmd_reset(self, which: str) -> str:
+        self.reset_min_index[which] = True
+        self._wake()
+        return ""
+
+    def _cmd_set_threads(self, args: list[str]) -> str:
+        n = appctl.atoi(args[0])
+        if n < 1 or n > 256:
+            raise CommandError(f"invalid n_threads: {n}\n")
+        self.config.n_threads = n
+        return ""
+
+    def _cmd_show_stats(self, args: list[str]) -> str:
+        return self.graph.show_stats(*args)
+
+    def _cmd_clear_stats(self, args: list[str]) -> str:
+        self.graph.clear_stats()
+        return ""
+
+    def _cmd_recompute(self, args: list[str]) -> str:
+        self.policy.force_recompute(Recompute.REQUESTED)
+        self._wake()
+        return ""
+
+    def _cmd_log_timeout(self, args: list[str]) -> str:
+        value = appctl.parse_uint(args[0])
+        if value is None:
+            raise CommandError("unsigned integer required")
+        self.compute_log_timeout_ms = value
+        self.graph.set_log_timeout(value)
+        return ""
+
+    def _memory(self) -> str:
+        usage: dict[str, int] = {}
+        for idl in (self.nb, self.sb):
+            if idl is not None and idl.replica is not None:
+                usage[f"idl-cells-{idl.database}"] = sum(
+                    len(t.rows) * len(t.columns) for t in idl.tables.values())
+        return appctl.memory(usage)
+
+
+def _committed(result: Result) -> bool:
+    return result.status in (Status.SUCCESS, Status.UNCHANGED)
+
+
+def _int(text: str | None, default: int) -> int:
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        return default
+
+
+def _set_probe_interval(idl: Idl, seconds: float) -> None:
+    """The IDL's probe interval for its next session, and for the live one (the
+    connection reschedules its probe with the new interval)."""
+    if idl.probe_interval == seconds:
+        return
+    idl.probe_interval = seconds
+    conn = getattr(idl, "_conn", None)
+    if conn is not None and getattr(conn, "probe_interval", 0) > 0 and seconds > 0:
+        conn.probe_interval = seconds
+
+
+def _conn_status(idl: Idl) -> str:
+    return "connected" if idl is not None and idl.connected else "not connected"
+
+
+def _vlog_set(args: list[str]) -> str:
+    try:
+        for spec in args or [""]:
+            vlog.current().set_spec(spec)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    return ""
+
+
+def _vlog_close(args: list[str]) -> str:
+    vlog.current().close()
+    return ""
+
+
+def _vlog_reopen(args: list[str]) -> str:
+    try:
+        vlog.current().reopen()
+    except OSError as e:
+        raise CommandError(f"could not reopen log file ({e.strerror})") from None
+    return ""

@@ -1,0 +1,544 @@
+"""northd's engine graph: which node takes which inputs (OVN's inc-proc-northd.c), and
+the one call the daemon makes per engine run.
+
+Rules kept here:
+- Node names are OVN's where a node corresponds: one leaf per replicated table,
+  `NB_<table>` / `SB_<table>` in lower case (`SB_logical_DP_group` as OVN spells it),
+  `northd`, `sync_from_sb` (NB `Logical_Switch_Port.up` from SB, 23.09's node),
+  `mac_binding_aging`, `sync_to_sb`, `northd_output` (the root). `sync_cfg` is ours:
+  the nb_cfg/sb_cfg/hv_cfg handshake, which 23.03 runs outside its engine.
+- `northd` (every builder: DesiredDb for SB and for the NB write-backs) recomputes on
+  any NB change, except NB_Global changes of the handshake columns alone, and on the
+  SB tables builders read (`NORTHD_SB_INPUTS`), with honest handlers where a change
+  cannot move its output: its own Datapath_Binding and Port_Binding writes coming
+  back, and chassis claims (`chassis`, `up`, `encap`...), are HANDLED_UNCHANGED, as
+  is everything in SB_Global and Chassis_Private (read only by the handshake, which
+  `sync_cfg` recomputes from them). So an `lsp-add` recomputes `northd` once (23.03:
+  twice).
+- Builders get the SB tables `northd` declares as inputs; reading another one is
+  recorded (`undeclared_reads`, asserted empty by the tests) and still answered, so a
+  missing declaration costs incrementality, never correctness.
+- `sync_to_sb` turns the desired state (northd's, with `sync_from_sb` and `sync_cfg`
+  laid over it) into SB and NB operations against the replicas, from scratch each time
+  one of its inputs changed; its ops are handed out only in a run that recomputed it,
+  so a run where nothing changed commits nothing.
+- Pure: the replica tables, changesets, wall-clock time and the committed cfg come
+  from the caller; the clock given is only for the engine's stats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine import Change, Engine, Handled, Input, Leaf, Node, State
+from ..idl.replica import ReplicaTable
+from ..idl.row import IdlRow
+from ..idl.tracking import changed_columns
+from ..idl.txn import Transaction
+from ..ovsdb.changeset import Changeset, RowChange
+from .core import CoreData, build_core
+from .desired import DesiredDb, DesiredTable, Ref
+from .extra import ExtraData, build_extra
+from .inputs import BuildInput
+from .nodes.global_cfg import CfgHandshake, cfg_handshake
+from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
+from .sync import Delete, Insert, Op, apply, plan
+
+TableChanges = dict[str, RowChange[IdlRow]]
+TableLeaf = Leaf[ReplicaTable, TableChanges]
+
+# SB tables the builders read (the rest they only write, or never look at).
+NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
+                    "Port_Binding")
+# NB_Global columns only the handshake reads.
+CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
+                         "hv_cfg", "hv_cfg_timestamp"))
+# SB Port_Binding columns the builders read whole; of `options` they read a few keys,
+# and `chassis` only to own the QoS queue of a port with a queue or QoS options.
+PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_port",
+                     "requested_additional_chassis"))
+PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
+QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
+DP_READ = frozenset(("external_ids", "tunnel_key"))
+_SPELLING = {"Logical_DP_Group": "logical_DP_group"}
+
+
+def leaf_name(db: str, table: str) -> str:
+    """OVN's name of the leaf node of `table` in database `db` ("NB" or "SB")."""
+    return f"{db}_{_SPELLING.get(table, table.lower())}"
+
+
+@dataclass
+class RunContext:
+    """What one run reads besides the tables' changes (set by `NorthdGraph.run`)."""
+
+    nb: Mapping[str, ReplicaTable] = field(default_factory=dict)
+    sb: Mapping[str, ReplicaTable] = field(default_factory=dict)
+    now_ms: int = 0
+    committed_sb_cfg: int = 0
+
+
+class _Recorded(Mapping[str, ReplicaTable]):
+    """The SB tables as builders see them: declared ones, and a record of the rest."""
+
+    def __init__(self, tables: Mapping[str, ReplicaTable], declared: frozenset[str],
+                 misses: set[str]) -> None:
+        self._tables = tables
+        self._declared = declared
+        self._misses = misses
+
+    def __getitem__(self, name: str) -> ReplicaTable:
+        if name not in self._declared:
+            self._misses.add(name)
+        return self._tables[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+
+@dataclass
+class NorthdData:
+    sb: DesiredDb
+    nb: DesiredDb
+    core: CoreData
+    extra: ExtraData
+
+
+@dataclass
+class SyncOps:
+    sb_ops: list[Op]
+    nb_ops: list[Op]
+    nb_cfg: int | None
+
+
+def _only(change: Change[ReplicaTable, TableChanges], ok: Callable[[RowChange[IdlRow]], bool]
+          ) -> Handled:
+    delta = change.delta
+    if delta is None:
+        return Handled.UNHANDLED
+    for rc in delta.values():
+        if not ok(rc):
+            return Handled.UNHANDLED
+    return Handled.HANDLED_UNCHANGED
+
+
+class NorthdNode(Node[NorthdData, None]):
+    """Every builder of parts N1 and N2 into desired SB and NB state."""
+
+    def __init__(self, ctx: RunContext, nb: Mapping[str, TableLeaf],
+                 sb: Mapping[str, TableLeaf]) -> None:
+        self.ctx = ctx
+        self.undeclared_reads: set[str] = set()
+        inputs: dict[str, Input[Any, Any]] = {}
+        for table, leaf in nb.items():
+            handler = self.on_nb_global if table == "NB_Global" else None
+            inputs[leaf.name] = Input(leaf, handler)
+        handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
+                    "Port_Binding": self.on_port_binding,
+                    "Datapath_Binding": self.on_datapath_binding}
+        self.sb_declared = frozenset(t for t in NORTHD_SB_INPUTS if t in sb)
+        for table in sorted(self.sb_declared):
+            inputs[sb[table].name] = Input(sb[table], handlers.get(table))
+        super().__init__("northd", **inputs)
+
+    def run(self, **inputs: Any) -> NorthdData:
+        ctx = self.ctx
+        inp = BuildInput(nb=ctx.nb, sb=_Recorded(ctx.sb, self.sb_declared,
+                                                 self.undeclared_reads))
+        sb, nb = DesiredDb(), DesiredDb()
+        core = build_core(inp, sb, nb)
+        extra = build_extra(inp, core, sb, nb, now_ms=ctx.now_ms,
+                            committed_sb_cfg=ctx.committed_sb_cfg)
+        return NorthdData(sb, nb, core, extra)
+
+    # NB_Global: the handshake columns alone are `sync_cfg`'s (it recomputes on them).
+    def on_nb_global(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        return _only(change, lambda rc: rc.old is not None and rc.new is not None
+                     and set(changed_columns(rc)) <= CFG_COLUMNS)
+
+    # SB_Global and Chassis_Private are read by the handshake only: `sync_cfg` takes
+    # their changes, and `sync_to_sb` re-plans SB_Global against them.
+    def on_cfg_only(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        return Handled.HANDLED_UNCHANGED
+
+    def on_port_binding(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        """A binding northd wants, as it wants it (its own insert coming back), one it
+        no longer wants going, or a change builders do not read (a claim: `chassis`,
+        `up`, `encap`)."""
+        if not self.has_data:
+            return Handled.UNHANDLED
+        desired = self.data.sb.tables.get("Port_Binding")
+        if desired is None:
+            return Handled.UNHANDLED
+        table = change.data
+        ports = getattr(self.data.core, "ports", None)
+
+        def qos(name: str) -> bool:
+            port = ports.ports.get(name) if ports is not None else None
+            lsp = getattr(port, "nb", None) if port is not None else None
+            options = getattr(lsp, "options", None) if lsp is not None else None
+            return isinstance(options, dict) and any(k in options for k in QOS_OPTIONS)
+
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            old, new = _rows(rc)
+            if old is not None and new is not None:
+                cols = set(changed_columns(rc))
+                if cols & PB_READ:
+                    return False
+                if "options" in cols and any(old.options.get(k) != new.options.get(k)
+                                             for k in PB_OPTIONS_READ):
+                    return False
+                return "chassis" not in cols or not (
+                    "qdisc_queue_id" in old.options or "qdisc_queue_id" in new.options
+                    or qos(new.logical_port))
+            if new is None:
+                assert old is not None
+                return old.logical_port not in desired.rows
+            want = desired.rows.get(new.logical_port)
+            if want is None or not _same_binding(want, new):
+                return False
+            name = new.logical_port
+            return sum(1 for r in table.rows.values() if r.logical_port == name) == 1
+
+        return _only(change, ok)
+
+    def on_datapath_binding(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        desired = self.data.sb.tables.get("Datapath_Binding")
+        if desired is None:
+            return Handled.UNHANDLED
+
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            old, new = _rows(rc)
+            if old is not None and new is not None:
+                return not (set(changed_columns(rc)) & DP_READ)
+            row = new if new is not None else old
+            assert row is not None
+            key = _dp_key(row)
+            if new is None:
+                return key is None or key not in desired.rows
+            want = desired.rows.get(key) if key is not None else None
+            return want is not None and want.get("tunnel_key") == row.tunnel_key
+
+        return _only(change, ok)
+
+
+def _rows(rc: RowChange[IdlRow]) -> tuple[IdlRow | None, IdlRow | None]:
+    return rc.old, rc.new
+
+
+def _single(value: Any) -> Any:
+    """An optional value as the IDL reads it (None or the value) from a desired one
+    (a list of at most one, or the value)."""
+    if isinstance(value, list | tuple):
+        return value[0] if value else None
+    return value
+
+
+def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:
+    """Whether an inserted Port_Binding carries what the builders read as desired."""
+    options = want.get("options") or {}
+    parent = _single(want.get("parent_port")) or None
+    return (want.get("tunnel_key") == row.tunnel_key
+            and (want.get("type") or "") == row.type
+            and parent == row.parent_port
+            and not row.requested_additional_chassis
+            and all(options.get(k) == row.options.get(k) for k in PB_OPTIONS_READ)
+            and _refers(want.get("datapath"), row.datapath))
+
+
+def _dp_key(row: IdlRow) -> str | None:
+    ids = row.external_ids
+    key = ids.get("logical-switch") or ids.get("logical-router")
+    return str(key) if key else None
+
+
+def _refers(ref: Any, value: Any) -> bool:
+    """Whether the SB reference `value` is the Datapath_Binding desired as `ref`."""
+    if not isinstance(ref, Ref) or not isinstance(value, IdlRow):
+        return False
+    return _dp_key(value) == ref.key
+
+
+class SyncCfgNode(Node[CfgHandshake | None, None]):
+    """The nb_cfg -> SB nb_cfg -> NB sb_cfg / hv_cfg handshake (update_sequence_numbers)."""
+
+    def __init__(self, ctx: RunContext, cfg: Leaf[int, int], nb: Mapping[str, TableLeaf],
+                 sb: Mapping[str, TableLeaf]) -> None:
+        self.ctx = ctx
+        inputs: dict[str, Input[Any, Any]] = {"cfg": Input(cfg)}
+        for leaf in (nb.get("NB_Global"), sb.get("SB_Global"), sb.get("Chassis_Private"),
+                     sb.get("Chassis")):
+            if leaf is not None:
+                inputs[leaf.name] = Input(leaf)
+        super().__init__("sync_cfg", **inputs)
+
+    def run(self, **inputs: Any) -> CfgHandshake | None:
+        ctx = self.ctx
+        nb_global = _first(ctx.nb.get("NB_Global"))
+        sb_global = _first(ctx.sb.get("SB_Global"))
+        cp = ctx.sb.get("Chassis_Private")
+        return cfg_handshake(nb_global, sb_global, [] if cp is None else cp.rows.values(),
+                             committed_sb_cfg=ctx.committed_sb_cfg, now_ms=ctx.now_ms)
+
+
+def _first(table: ReplicaTable | None) -> IdlRow | None:
+    if table is None or not table.rows:
+        return None
+    return min(table.rows.values(), key=lambda r: r.uuid)
+
+
+class MacBindingAgingNode(Node[AgingResult, None]):
+    """MAC_Binding rows past their router's age threshold (mac-binding-aging.c), gated
+    on every local chassis stamping its bindings; the waker leaf fires at the next
+    expiry the last pass found."""
+
+    def __init__(self, ctx: RunContext, northd: NorthdNode, waker: Leaf[int, int],
+                 nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
+        self.ctx = ctx
+        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd),
+                                              "mac_binding_aging_waker": Input(waker)}
+        for leaf in (nb.get("NB_Global"), sb.get("MAC_Binding"), sb.get("Datapath_Binding")):
+            if leaf is not None:
+                inputs[leaf.name] = Input(leaf)
+        super().__init__("mac_binding_aging", **inputs)
+
+    def run(self, **inputs: Any) -> AgingResult:
+        northd: NorthdData = inputs["northd"]
+        if not northd.extra.config.features.mac_binding_timestamp:
+            return AgingResult((), None)
+        return mac_binding_aging(northd.core.datapaths, self.ctx.nb, self.ctx.sb,
+                                 now_ms=self.ctx.now_ms)
+
+
+class SyncToSbNode(Node[SyncOps, None]):
+    """Desired state against the replicas: the operations of one SB and one NB txn."""
+
+    def __init__(self, ctx: RunContext, northd: NorthdNode, cfg: SyncCfgNode,
+                 aging: MacBindingAgingNode, extra: Mapping[str, Node[Any, Any]],
+                 sb: Mapping[str, TableLeaf], nb: Mapping[str, TableLeaf]) -> None:
+        self.ctx = ctx
+        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd), "sync_cfg": Input(cfg),
+                                              "mac_binding_aging": Input(aging)}
+        for name, node in extra.items():
+            inputs[name] = Input(node)
+        for leaf in sb.values():
+            inputs[leaf.name] = Input(leaf)
+        for table in ("NB_Global", "Logical_Switch_Port", "Logical_Router_Port"):
+            if table in nb:
+                inputs[nb[table].name] = Input(nb[table])
+        super().__init__("sync_to_sb", **inputs)
+
+    def run(self, **inputs: Any) -> SyncOps:
+        northd: NorthdData = inputs["northd"]
+        hs: CfgHandshake | None = inputs["sync_cfg"]
+        aging: AgingResult = inputs["mac_binding_aging"]
+        sb_db = _overlay(northd.sb)
+        nb_db = _overlay(northd.nb)
+        for data in inputs.values():
+            if isinstance(data, DesiredTable):
+                nb_db.tables[data.name] = data
+        _singleton_by_uuid(nb_db, "NB_Global", self.ctx.nb)
+        if hs is not None:
+            _patch(nb_db, "NB_Global", nb_cfg_timestamp=hs.nb_cfg_timestamp,
+                   sb_cfg=hs.sb_cfg, sb_cfg_timestamp=hs.sb_cfg_timestamp,
+                   hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
+            _patch(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
+        sb_ops = plan(sb_db, self.ctx.sb)
+        bindings = self.ctx.sb.get("MAC_Binding")
+        if bindings is not None:
+            sb_ops += [Delete("MAC_Binding", bindings.rows[u]) for u in aging.delete
+                       if u in bindings.rows]
+        return SyncOps(sb_ops, plan(nb_db, self.ctx.nb),
+                       hs.next_cfg if hs is not None else None)
+
+
+def _overlay(db: DesiredDb) -> DesiredDb:
+    """A copy of `db` whose table map can be changed without touching `db`."""
+    return DesiredDb(dict(db.tables))
+
+
+def _singleton_key(table: DesiredTable) -> Any:
+    """The key of a singleton's desired row: `()`, or the row's UUID once re-keyed."""
+    return next(iter(table.rows), None)
+
+
+def _singleton_by_uuid(db: DesiredDb, table: str, tables: Mapping[str, ReplicaTable]) -> None:
+    """An NB write-back of a singleton (NB_Global, keyed `()` by its builder) keyed by
+    the UUID of the row it writes, as the sync keys NB rows; nothing if there is none."""
+    old = db.tables.get(table)
+    if old is None or () not in old.rows:
+        return
+    row = _first(tables.get(table))
+    rows = {} if row is None else {row.uuid: old.rows[()]}
+    db.tables[table] = DesiredTable(old.name, old.columns, old.owned, rows, old.fill)
+
+
+def _patch(db: DesiredDb, table: str, **values: Any) -> None:
+    """Set columns of the singleton row of `table`, copying what it changes."""
+    old = db.tables.get(table)
+    key = _singleton_key(old) if old is not None else None
+    if old is None or key is None:
+        return
+    new = DesiredTable(old.name, old.columns, old.owned, dict(old.rows), old.fill)
+    new.rows[key] = {**old.rows[key], **{k: v for k, v in values.items() if k in old.columns}}
+    db.tables[table] = new
+
+
+class NorthdOutput(Node[SyncOps, None]):
+    def __init__(self, sync: SyncToSbNode) -> None:
+        super().__init__("northd_output", sync_to_sb=Input(sync))
+
+    def run(self, *, sync_to_sb: SyncOps) -> SyncOps:
+        return sync_to_sb
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """What the daemon commits after one run."""
+
+    sb_ops: list[Op]
+    nb_ops: list[Op]
+    nb_cfg: int | None
+    canceled: bool
+    updated: bool
+    wake_at_ms: int | None = None
+
+
+def _apply(ops: list[Op], txn: Transaction) -> None:
+    """`sync.apply`, with a column named `table` (RBAC_Permission's) written after the
+    insert: `Transaction.insert` takes the table's name by that keyword."""
+    clash = {(op.table, op.key): op.values["table"] for op in ops
+             if isinstance(op, Insert) and "table" in op.values}
+    if clash:
+        ops = [Insert(op.table, op.key, {c: v for c, v in op.values.items() if c != "table"})
+               if isinstance(op, Insert) and (op.table, op.key) in clash else op
+               for op in ops]
+    handles = apply(ops, txn)
+    for key, value in clash.items():
+        txn.update(handles[key], table=value)
+
+
+class NorthdGraph:
+    """The engine over northd's nodes, built on the first run from the tables the
+    replicas have (and again if that set changes)."""
+
+    def __init__(self, *, clock: Callable[[], float] | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
+        self._clock = clock
+        self._log = log
+        self.ctx = RunContext()
+        self.engine: Engine | None = None
+        self._shape: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        self._nb: dict[str, TableLeaf] = {}
+        self._sb: dict[str, TableLeaf] = {}
+        self._cfg: Leaf[int, int] | None = None
+        self._waker: Leaf[int, int] | None = None
+        self._aging: MacBindingAgingNode | None = None
+        self._aging_wake_at: int | None = None
+        self._northd: NorthdNode | None = None
+        self._log_timeout = 500
+        self._pending_recompute = False
+
+    # -- building ----------------------------------------------------------------------
+
+    def _build(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> None:
+        self._nb = {t: Leaf(leaf_name("NB", t), nb[t]) for t in sorted(nb)}
+        self._sb = {t: Leaf(leaf_name("SB", t), sb[t]) for t in sorted(sb)}
+        self._cfg = Leaf("sync_cfg_committed", 0, is_change=lambda c: True)
+        self._waker = Leaf("mac_binding_aging_waker", 0, is_change=lambda c: True)
+        northd = self._northd = NorthdNode(self.ctx, self._nb, self._sb)
+        cfg = SyncCfgNode(self.ctx, self._cfg, self._nb, self._sb)
+        aging = self._aging = MacBindingAgingNode(self.ctx, northd, self._waker, self._nb,
+                                                  self._sb)
+        sync = SyncToSbNode(self.ctx, northd, cfg, aging, {}, self._sb, self._nb)
+        old_stats = self.engine.stats if self.engine is not None else None
+        self.engine = Engine(NorthdOutput(sync), clock=self._clock, log=self._log,
+                             compute_log_timeout_ms=self._log_timeout)
+        if old_stats is not None:
+            for name, st in old_stats.items():
+                if name in self.engine.stats:
+                    self.engine.stats[name].recompute = st.recompute
+                    self.engine.stats[name].compute = st.compute
+                    self.engine.stats[name].cancel = st.cancel
+        self._shape = (tuple(sorted(nb)), tuple(sorted(sb)))
+
+    @property
+    def undeclared_reads(self) -> set[str]:
+        return self._northd.undeclared_reads if self._northd is not None else set()
+
+    # -- running -----------------------------------------------------------------------
+
+    def run(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+            nb_changes: Changeset[IdlRow], sb_changes: Changeset[IdlRow], *,
+            recompute: bool, now_ms: int, sb_cfg: int | None) -> RunOutput:
+        if self.engine is None or self._shape != (tuple(sorted(nb)), tuple(sorted(sb))):
+            self._build(nb, sb)
+        engine = self.engine
+        assert engine is not None and self._cfg is not None
+        ctx = self.ctx
+        ctx.nb, ctx.sb, ctx.now_ms = nb, sb, now_ms
+        changes: dict[str, object] = {}
+        for tables, leaves, cs in ((nb, self._nb, nb_changes), (sb, self._sb, sb_changes)):
+            for t, leaf in leaves.items():
+                leaf.set_data(tables[t])
+                ch = cs.tables.get(t)
+                if ch:
+                    changes[leaf.name] = ch
+        committed = sb_cfg or 0
+        if committed != ctx.committed_sb_cfg:
+            ctx.committed_sb_cfg = committed
+            self._cfg.set_data(committed)
+            changes[self._cfg.name] = committed
+        assert self._waker is not None and self._aging is not None
+        if self._aging_wake_at is not None and now_ms >= self._aging_wake_at:
+            self._aging_wake_at = None
+            self._waker.set_data(now_ms)
+            changes[self._waker.name] = now_ms
+        if recompute or self._pending_recompute:
+            engine.force_recompute()
+            self._pending_recompute = False
+        result = engine.run(changes)
+        if self._aging.state is State.UPDATED:
+            wake = self._aging.data.wake_in_ms
+            self._aging_wake_at = None if wake is None else now_ms + wake
+        if result.canceled or engine.state("sync_to_sb") is not State.UPDATED:
+            return RunOutput([], [], None, result.canceled, result.updated,
+                             self._aging_wake_at)
+        ops: SyncOps = engine.node_data("sync_to_sb")
+        return RunOutput(ops.sb_ops, ops.nb_ops, ops.nb_cfg, False, result.updated,
+                         self._aging_wake_at)
+
+    def force_recompute(self) -> None:
+        self._pending_recompute = True
+
+    # -- writing -----------------------------------------------------------------------
+
+    def apply_sb(self, out: RunOutput, txn: Transaction) -> None:
+        _apply(out.sb_ops, txn)
+
+    def apply_nb(self, out: RunOutput, txn: Transaction) -> None:
+        _apply(out.nb_ops, txn)
+
+    # -- control commands --------------------------------------------------------------
+
+    def show_stats(self, node: str | None = None, stat: str | None = None) -> str:
+        return self.engine.show_stats(node, stat) if self.engine is not None else ""
+
+    def clear_stats(self) -> None:
+        if self.engine is not None:
+            self.engine.clear_stats()
+
+    def set_log_timeout(self, ms: int) -> None:
+        self._log_timeout = ms
+        if self.engine is not None:
+            self.engine.compute_log_timeout_ms = ms
+
+    def dump_dot(self) -> str:
+        return self.engine.dump_dot() if self.engine is not None else ""
