@@ -576,3 +576,22 @@ def test_recompute_after_handled_changes_composes_deltas() -> None:
     assert result.recomputed == {"mirror": "failed handler for input b"}
     assert result.states["mirror"] is State.UPDATED
     assert node.delta == Delta(updated=["y"])
+
+
+def test_recompute_requested_during_a_run_is_kept_for_the_next() -> None:
+    a = leaf("a")
+    engine: Engine | None = None
+
+    class Asks(Node[int, None]):
+        def __init__(self) -> None:
+            super().__init__("asks", a=Input(a))
+
+        def run(self, *, a: Items) -> int:
+            assert engine is not None
+            engine.force_recompute()  # e.g. a node that knows its input is incomplete
+            return len(a)
+
+    engine = Engine(Asks())
+    engine.run()
+    assert engine.recompute_pending
+    assert engine.run().recomputed == {"asks": "forced"}

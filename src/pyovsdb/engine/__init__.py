@@ -22,7 +22,7 @@ The public API, all stable:
 - `State`: STALE, UPDATED, UNCHANGED, CANCELED.
 - `NO_CHANGE` (`NoChange`): what `run()` returns when the data did not change.
 - `Engine(root, *, clock=None, log=None, compute_log_timeout_ms=500, debug=None)`:
-  `run(leaf_changes=None, *, recompute_allowed=True) -> RunResult`;
+  `run(leaf_changes=None, recompute_allowed=True) -> RunResult`;
   `force_recompute()`; `recompute_pending`; `canceled`; `need_run(leaf_changes=None)`;
   `has_run()`; `has_updated(name=None)`; `state(name)`; `node(name)`;
   `node_data(name)`; `nodes` (topological order); `leaves`; `stats: EngineStats`;

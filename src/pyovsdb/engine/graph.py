@@ -173,7 +173,7 @@ class Engine:
     # -- running ----------------------------------------------------------------
 
     def run(
-        self, leaf_changes: Mapping[str, object] | None = None, *, recompute_allowed: bool = True
+        self, leaf_changes: Mapping[str, object] | None = None, recompute_allowed: bool = True
     ) -> RunResult:
         """Bring every node up to date with the leaves' changes of this run.
 
@@ -192,7 +192,7 @@ class Engine:
             return self._result(False, True, recomputed, computed)
 
         self._canceled = False
-        force = self._force
+        force, self._force = self._force, False  # a request made during the run stays
         try:
             for node in self.nodes:
                 if isinstance(node, Leaf):
@@ -207,7 +207,6 @@ class Engine:
         except BaseException:
             self._force = True
             raise
-        self._force = False
         return self._result(True, False, recomputed, computed)
 
     def _result(
