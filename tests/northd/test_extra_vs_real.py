@@ -269,8 +269,8 @@ def test_table_equals_real_northd(real: Real, table: str) -> None:
 
 def test_nb_global_written_back_as_real_northd(real: Real) -> None:
     _, nb, _ = _built(real)
-    row = nb["NB_Global"].rows[()]
     theirs = next(iter(real.nb.tables["NB_Global"].rows.values()))
+    row = nb["NB_Global"].rows[theirs.uuid]
     assert row["options"] == theirs.options
     assert row["options"]["northd_internal_version"] == "23.03.1-20.27.0-70.6"
     for col in ("sb_cfg", "hv_cfg", "hv_cfg_timestamp", "nb_cfg_timestamp"):
@@ -295,7 +295,7 @@ def test_chassis_scenario_globals(real: Real) -> None:
     if real.scenario != "chassis":
         pytest.skip("chassis scenario only")
     sb, nb, _ = _built(real)
-    nbg = nb["NB_Global"].rows[()]
+    nbg = next(iter(nb["NB_Global"].rows.values()))
     # ch2 (local) is at 1 since 2000, behind nb_cfg; ch3 (at 0) is remote and ignored.
     assert (nbg["hv_cfg"], nbg["hv_cfg_timestamp"]) == (1, 2000)
     nb_cfg = next(iter(real.nb.tables["NB_Global"].rows.values())).nb_cfg

@@ -21,9 +21,7 @@ TABLE = "Logical_DP_Group"
 
 def dp_group_table(sb: DesiredDb) -> DesiredTable:
     """The run's Logical_DP_Group table, created on first use."""
-    if TABLE not in sb.tables:
-        sb.add(DesiredTable(TABLE, ("datapaths",)))
-    return sb.tables[TABLE]
+    return sb.table(TABLE, ("datapaths",))
 
 
 def dp_group_key(datapath_keys: Iterable[str]) -> tuple[str, ...]:

@@ -3,8 +3,9 @@ nb_cfg -> sb_cfg -> hv_cfg handshake that `ovn-nbctl --wait=sb|hv` waits on.
 
 Rules kept here (OVN 23.03, `ovnnb_db_run` in northd.c, `update_sequence_numbers` in
 ovn-northd.c):
-- NB_Global and SB_Global are singletons: their desired rows are keyed by `()`, and a
-  missing row is created.
+- NB_Global and SB_Global are singletons. SB_Global's desired row is keyed by `()` and
+  created if missing; NB_Global is a write-back (not owned), keyed by its row's UUID:
+  with no NB_Global row nothing is written to NB (`ovn-nbctl init` makes it).
 - NB_Global.options are written back with `mac_prefix` (always normalized to three
   lower-case hex octets), `svc_monitor_mac` (added only when NB has no valid one),
   `max_tunid` and `northd_internal_version`; SB_Global.options are the same map plus
@@ -31,7 +32,7 @@ from typing import Any
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
-from ..desired import DesiredDb, DesiredTable
+from ..desired import DesiredDb
 from .datapaths import is_vxlan_mode, smap_bool
 
 # ovn_get_internal_version(): "<package>-<SB schema version>-<N_OVNACTS>.<minor>", as the
@@ -242,15 +243,11 @@ def cfg_handshake(nb_global: IdlRow | None, sb_global: IdlRow | None,
                         next_cfg=nb_cfg)
 
 
-def _table(db: DesiredDb, name: str, columns: tuple[str, ...], owned: bool) -> DesiredTable:
-    return db.tables[name] if name in db.tables else db.add(DesiredTable(name, columns,
-                                                                       owned=owned))
-
-
 def build_globals(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaTable],
                   cfg: GlobalConfig, sb: DesiredDb, nb: DesiredDb, *, committed_sb_cfg: int,
                   now_ms: int) -> CfgHandshake:
-    """The desired NB_Global and SB_Global rows (key `()`); the handshake they carry."""
+    """The desired NB_Global (by UUID) and SB_Global (key `()`) rows; the handshake they
+    carry."""
     nb_row = _first(nb_tables.get("NB_Global"))
     sb_row = _first(sb_tables.get("SB_Global"))
     cp_table = sb_tables.get("Chassis_Private")
@@ -260,8 +257,9 @@ def build_globals(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str,
                               "nb_cfg_timestamp": hs.nb_cfg_timestamp,
                               "sb_cfg": hs.sb_cfg, "sb_cfg_timestamp": hs.sb_cfg_timestamp,
                               "hv_cfg": hs.hv_cfg, "hv_cfg_timestamp": hs.hv_cfg_timestamp}
-    _table(nb, "NB_Global", NB_GLOBAL_COLUMNS, False).put((), **values)
+    if nb_row is not None:
+        nb.table("NB_Global", NB_GLOBAL_COLUMNS, owned=False).set(nb_row.uuid, **values)
     # SB_Global is owned: a second row (never made by northd) is deleted.
-    _table(sb, "SB_Global", SB_GLOBAL_COLUMNS, True).put(
+    sb.table("SB_Global", SB_GLOBAL_COLUMNS).put(
         (), nb_cfg=hs.sb_nb_cfg, options=cfg.sb_options, ipsec=cfg.ipsec)
     return hs
