@@ -10,6 +10,7 @@ recomputes and disallow them (canceled runs).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from hypothesis import given, settings
@@ -262,3 +263,29 @@ def test_small_changes_stay_incremental() -> None:
     stats = engine.stats
     assert (stats["total"].recompute, stats["total"].compute) == (0, 3)
     assert (stats["count"].recompute, stats["count"].compute) == (2, 0)
+
+
+# -- Delta composition ----------------------------------------------------------------
+
+STATE = st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 2), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STATE, min_size=1, max_size=8))
+def test_merged_diffs_describe_the_overall_change(states: list[Items]) -> None:
+    steps = [Delta.diff(a, b) for a, b in itertools.pairwise(states)]
+    merged = Delta.merged(*steps)
+    overall = Delta.diff(states[0], states[-1])
+    assert merged.added == overall.added
+    assert merged.removed == overall.removed
+    # Updates may be overstated (a value changed and came back), never missed.
+    assert overall.updated <= merged.updated
+    for key in merged.updated - overall.updated:
+        assert states[0][key] == states[-1][key]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(STATE, min_size=4, max_size=4))
+def test_delta_merge_is_associative(states: list[Items]) -> None:
+    a, b, c = (Delta.diff(x, y) for x, y in itertools.pairwise(states))
+    assert Delta.merged(a, Delta.merged(b, c)) == Delta.merged(Delta.merged(a, b), c)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyovsdb.util.seq import DelayedWake, Seq
 
@@ -324,3 +326,44 @@ def test_default_clock_is_the_running_loop() -> None:
         return await seq.wait(0)
 
     assert asyncio.run(main()) == 1
+
+
+# -- property: wake times on random schedules -----------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    changes=st.lists(st.integers(0, 40), max_size=12, unique=True),
+    waiters=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15)), max_size=6),
+)
+def test_wake_time_is_first_change_but_not_before_the_delay(
+    changes: list[int], waiters: list[tuple[int, int]]
+) -> None:
+    """Changes at c + 0.5 ms; a waiter starting at s ms with delay d wakes at
+    max(s + d, first change after s), or never if nothing changes after s."""
+    horizon = 100.0
+
+    async def main() -> list[float | None]:
+        loop = asyncio.get_running_loop()
+        seq = Seq()
+        base = loop.time()
+        for c in changes:
+            loop.call_at(base + (c + 0.5) / 1000, seq.change)
+
+        async def waiter(start: int, delay: int) -> float | None:
+            await asyncio.sleep(start / 1000)
+            try:
+                await asyncio.wait_for(seq.wait(seq.read(), delay), horizon / 1000)
+            except TimeoutError:
+                return None
+            return ms_since(loop, base)
+
+        woke = await asyncio.gather(*(waiter(s, d) for s, d in waiters))
+        assert seq.n_waiters == 0
+        return list(woke)
+
+    expected: list[float | None] = []
+    for start, delay in waiters:
+        later = [c + 0.5 for c in changes if c + 0.5 > start]
+        expected.append(max(start + delay, min(later)) if later else None)
+    assert run_virtual(main()) == expected
