@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from ..ovsdb.changeset import Changeset
 from .idl import Idl
@@ -29,6 +29,8 @@ from .replica import Index, ReplicaTable
 from .row import IdlRow
 from .tracking import EVENTS, EventCallback, Watch
 from .txn import Result, Transaction
+
+T = TypeVar("T")
 
 
 class BlockingIdl:
@@ -50,7 +52,7 @@ class BlockingIdl:
             self._stop_loop()
             raise
 
-    def _call(self, coro: Any, timeout: float | None = None) -> Any:
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def _not_in_snapshot(self) -> None:
@@ -81,11 +83,11 @@ class BlockingIdl:
     def connected(self) -> bool:
         return self.idl.connected
 
-    def changes_since(self, seqno: int) -> Changeset | None:
+    def changes_since(self, seqno: int) -> Changeset[IdlRow] | None:
         with self._lock:
             return self.idl.changes_since(seqno)
 
-    def track_take(self) -> Changeset:
+    def track_take(self) -> Changeset[IdlRow]:
         with self._lock:
             return self.idl.track_take()
 
@@ -97,23 +99,23 @@ class BlockingIdl:
         with self._lock:
             return self.idl.add_index(table, name, *columns)
 
-    def on_change(self, callback: Callable[[Changeset], None]) -> None:
+    def on_change(self, callback: Callable[[Changeset[IdlRow]], None]) -> None:
         self._loop.call_soon_threadsafe(self.idl.on_change, callback)
 
     def watch(self, table: str, callback: EventCallback, *,
               events: Any = EVENTS, columns: Any = None) -> Watch:
         async def add() -> Watch:
             return self.idl.watch(table, callback, events=events, columns=columns)
-        return self._call(add())  # type: ignore[no-any-return]
+        return self._call(add())
 
     def wait_for_change(self, seqno: int, timeout: float = 10.0) -> bool:
         """Block until a batch after `seqno` was applied; False on timeout."""
         self._not_in_snapshot()
-        return self._call(self.idl.wait_for_change(seqno, timeout))  # type: ignore[no-any-return]
+        return self._call(self.idl.wait_for_change(seqno, timeout))
 
     def fetch(self, row: IdlRow, *columns: str, timeout: float = 30.0) -> dict[str, Any]:
         self._not_in_snapshot()
-        return self._call(self.idl.fetch(row, *columns), timeout)  # type: ignore[no-any-return]
+        return self._call(self.idl.fetch(row, *columns), timeout)
 
     # -- writing -----------------------------------------------------------------------
 
@@ -123,12 +125,12 @@ class BlockingIdl:
 
     def commit(self, txn: Transaction, timeout: float | None = 60.0) -> Result:
         self._not_in_snapshot()
-        return self._call(txn.commit(), timeout)  # type: ignore[no-any-return]
+        return self._call(txn.commit(), timeout)
 
     def run(self, fn: Callable[[Transaction], Any], attempts: int = 50,
             timeout: float | None = 60.0) -> Result:
         self._not_in_snapshot()
-        return self._call(self.idl.run(fn, attempts=attempts), timeout)  # type: ignore[no-any-return]
+        return self._call(self.idl.run(fn, attempts=attempts), timeout)
 
     def set_condition(self, table: str, where: list[Any], timeout: float = 30.0) -> None:
         self._not_in_snapshot()
@@ -140,7 +142,7 @@ class BlockingIdl:
 
     def wait_for_lock(self, timeout: float = 10.0) -> bool:
         self._not_in_snapshot()
-        return self._call(self.idl.wait_for_lock(timeout))  # type: ignore[no-any-return]
+        return self._call(self.idl.wait_for_lock(timeout))
 
     def force_reconnect(self) -> None:
         self._loop.call_soon_threadsafe(self.idl.force_reconnect)

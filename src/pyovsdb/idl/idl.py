@@ -71,7 +71,7 @@ SERVER_MONID = ["monid", "_Server"]
 ALERT, MONITOR, ON_DEMAND = "alert", "monitor", "on-demand"
 MODES = (ALERT, MONITOR, ON_DEMAND)
 
-ChangeCallback = Callable[[Changeset], None]
+ChangeCallback = Callable[[Changeset[IdlRow]], None]
 
 
 _gc_pauses = 0
@@ -198,11 +198,11 @@ class Idl:
         self.schema: DatabaseSchema | None = None
         self.replica: Replica = None  # type: ignore[assignment]
         self.seqno = 0
-        self.history: deque[tuple[int, Changeset]] = deque()
+        self.history: deque[tuple[int, Changeset[IdlRow]]] = deque()
         self.max_history = history
         self.max_history_rows = history_rows
         self._history_rows = 0
-        self.tracked = Changeset()
+        self.tracked: Changeset[IdlRow] = Changeset()
         self._tracked_shared: set[str] = set()
         self.callbacks: list[ChangeCallback] = []
         self.watches: list[Watch] = []
@@ -659,7 +659,7 @@ class Idl:
 
     # -- recording changes -------------------------------------------------------------
 
-    def _record(self, cs: Changeset) -> None:
+    def _record(self, cs: Changeset[IdlRow]) -> None:
         if not cs:
             return
         cs = self._alerting(cs)
@@ -689,7 +689,7 @@ class Idl:
                     except Exception:
                         log.exception("watch callback failed")
 
-    def _track(self, cs: Changeset) -> None:
+    def _track(self, cs: Changeset[IdlRow]) -> None:
         """Merge `cs` into `tracked` in place: cost proportional to `cs` only. A table's
         changes are shared with `cs` until they must differ (copy on write): an initial
         load is not held twice."""
@@ -713,13 +713,13 @@ class Idl:
                 else:
                     t[uuid] = RowChange(uuid, prev.old, ch.new)
 
-    def _alerting(self, cs: Changeset) -> Changeset:
+    def _alerting(self, cs: Changeset[IdlRow]) -> Changeset[IdlRow]:
         """`cs` without the row changes that touch only write-only ("monitor") columns."""
         quiet = {t: {c for c, m in modes.items() if m == MONITOR}
                  for t, modes in self.modes.items()}
         if not any(quiet.values()):
             return cs
-        out: dict[str, dict[str, RowChange]] = {}
+        out: dict[str, dict[str, RowChange[IdlRow]]] = {}
         dropped = False
         for tname, changes in cs.tables.items():
             q = quiet.get(tname)
@@ -758,7 +758,7 @@ class Idl:
         self.watches.append(w)
         return w
 
-    def changes_since(self, seqno: int) -> Changeset | None:
+    def changes_since(self, seqno: int) -> Changeset[IdlRow] | None:
         """Everything applied after batch `seqno`, merged; None if no longer known."""
         if seqno >= self.seqno:
             return Changeset()
@@ -770,7 +770,7 @@ class Idl:
         self.tracked = Changeset()
         self._tracked_shared = set()
 
-    def track_take(self) -> Changeset:
+    def track_take(self) -> Changeset[IdlRow]:
         """The tracked changes, clearing them (changesets are read-only)."""
         tracked = self.tracked
         self.track_clear()

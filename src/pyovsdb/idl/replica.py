@@ -125,7 +125,7 @@ def _map_parser(codec: Codec) -> Parser:
         items = j[1]
         if not items:
             return ()
-        out = []
+        out: list[tuple[Any, Any]] = []
         append = out.append
         for k, v in items:
             if kp is not None:
@@ -437,27 +437,27 @@ class Replica:
 
     # -- whole messages ----------------------------------------------------------------
 
-    def apply_update2(self, updates: dict[str, Any]) -> Changeset:
+    def apply_update2(self, updates: dict[str, Any]) -> Changeset[IdlRow]:
         """Apply table-updates2 (update2/update3, monitor_cond replies)."""
         b = self.batch(2)
         b.add_all(updates)
         return b.commit()
 
-    def apply_update1(self, updates: dict[str, Any]) -> Changeset:
+    def apply_update1(self, updates: dict[str, Any]) -> Changeset[IdlRow]:
         """Apply table-updates of the original `monitor` (rows with "old"/"new")."""
         b = self.batch(1)
         b.add_all(updates)
         return b.commit()
 
-    def replace_all(self, initial: dict[str, Any], version: int) -> Changeset:
+    def replace_all(self, initial: dict[str, Any], version: int) -> Changeset[IdlRow]:
         """Replace the whole contents with a monitor reply; the changeset records only
         what differs from before."""
         b = self.batch(version, replace=True)
         b.add_all(initial)
         return b.commit()
 
-    def clear(self) -> Changeset:
-        out: dict[str, dict[str, RowChange]] = {}
+    def clear(self) -> Changeset[IdlRow]:
+        out: dict[str, dict[str, RowChange[IdlRow]]] = {}
         for tname, table in self.tables.items():
             if table.rows:
                 out[tname] = {u: RowChange(u, r, None) for u, r in table.rows.items()}
@@ -484,7 +484,7 @@ class Batch:
         self.replace = replace
         self.index = index
         self.on_header = on_header
-        self.changes: dict[str, dict[str, RowChange]] = {}
+        self.changes: dict[str, dict[str, RowChange[IdlRow]]] = {}
         self._new_rows: dict[str, dict[str, IdlRow]] = {}
         self.inconsistent: str | None = None
 
@@ -531,14 +531,14 @@ class Batch:
         if self.replace:
             if kind == "delete":
                 return
-            new = table.row_from_json(uuid, body)
-            old = table.rows.get(uuid)
-            if old is not None and old._values == new._values:
-                new = old  # unchanged: keep the row (and its identity)
+            fresh = table.row_from_json(uuid, body)
+            current = table.rows.get(uuid)
+            if current is not None and current._values == fresh._values:
+                fresh = current  # unchanged: keep the row (and its identity)
             rows = self._new_rows.get(tname)
             if rows is None:
                 rows = self._new_rows[tname] = {}
-            rows[uuid] = new
+            rows[uuid] = fresh
             return
         changes = self.changes.get(tname)
         if changes is None:
@@ -546,6 +546,7 @@ class Batch:
         prev = changes.get(uuid)
         old = prev.old if prev is not None else table.rows.get(uuid)
         base = prev.new if prev is not None else old
+        new: IdlRow | None
         if kind == "delete":
             if base is None:
                 return
@@ -565,11 +566,11 @@ class Batch:
         else:
             changes[uuid] = RowChange(uuid, old, new)
 
-    def commit(self) -> Changeset:
+    def commit(self) -> Changeset[IdlRow]:
         """Apply the batch to the replica; the changeset of what it changed."""
         if self.replace:
             return self._commit_replace()
-        out: dict[str, dict[str, RowChange]] = {}
+        out: dict[str, dict[str, RowChange[IdlRow]]] = {}
         tables = self.replica.tables
         for tname, changes in self.changes.items():
             if not changes:
@@ -593,12 +594,12 @@ class Batch:
             out[tname] = changes
         return Changeset(out)
 
-    def _commit_replace(self) -> Changeset:
-        out: dict[str, dict[str, RowChange]] = {}
+    def _commit_replace(self) -> Changeset[IdlRow]:
+        out: dict[str, dict[str, RowChange[IdlRow]]] = {}
         for tname, table in self.replica.tables.items():
             new_rows = self._new_rows.pop(tname, None) or {}
             old_rows = table.rows
-            changes: dict[str, RowChange] = {}
+            changes: dict[str, RowChange[IdlRow]] = {}
             if old_rows:
                 for uuid, new in new_rows.items():
                     old = old_rows.get(uuid)

@@ -91,8 +91,10 @@ class IdlRow(Row):
         self.cache = None
         self._table = table
 
-    @property  # type: ignore[override]
-    def data(self) -> RowData:
+    # A read-only view where `Row` has a dict: ovsdb code only reads a row's data, and
+    # a replica row must not be changed in place (it is shared with every reader).
+    @property
+    def data(self) -> RowData:  # type: ignore[override]
         return RowData(self._table.col_index, self._values)
 
     @property
@@ -156,7 +158,7 @@ def typed(table: ReplicaTable, name: str, value: Any) -> Any:
     if codec.is_scalar:
         return key(value) if key is not None else value
     if codec.is_map:
-        val = _atom_converter(table, codec.value)  # type: ignore[arg-type]
+        val = _atom_converter(table, codec.value)
         if key is None and val is None:
             return dict(value)
         return {(key(k) if key else k): (val(v) if val else v) for k, v in value}

@@ -26,7 +26,7 @@ EVENTS = (INSERT, UPDATE, DELETE)
 EventCallback = Callable[[str, IdlRow, IdlRow | None], None]
 
 
-def changed_columns(change: RowChange) -> list[str]:
+def changed_columns(change: RowChange[IdlRow]) -> list[str]:
     """Columns whose value differs between `old` and `new`; every replicated column for
     an insert or a delete."""
     old, new = change.old, change.new
@@ -45,7 +45,7 @@ class ChangeView:
 
     __slots__ = ("changeset",)
 
-    def __init__(self, changeset: Changeset) -> None:
+    def __init__(self, changeset: Changeset[IdlRow]) -> None:
         self.changeset = changeset
 
     def __bool__(self) -> bool:
@@ -54,19 +54,19 @@ class ChangeView:
     def tables(self) -> list[str]:
         return [t for t, ch in self.changeset.tables.items() if ch]
 
-    def _changes(self, table: str) -> Iterable[RowChange]:
+    def _changes(self, table: str) -> Iterable[RowChange[IdlRow]]:
         return self.changeset.tables.get(table, {}).values()
 
     def inserted(self, table: str) -> list[IdlRow]:
-        return [ch.new for ch in self._changes(table)  # type: ignore[misc]
+        return [ch.new for ch in self._changes(table)
                 if ch.old is None and ch.new is not None]
 
     def deleted(self, table: str) -> list[IdlRow]:
         """Deleted rows, with their last values."""
-        return [ch.old for ch in self._changes(table)  # type: ignore[misc]
+        return [ch.old for ch in self._changes(table)
                 if ch.new is None and ch.old is not None]
 
-    def modified(self, table: str, column: str | None = None) -> list[RowChange]:
+    def modified(self, table: str, column: str | None = None) -> list[RowChange[IdlRow]]:
         """Rows present before and after (optionally: whose `column` changed)."""
         out = []
         for ch in self._changes(table):
@@ -79,15 +79,15 @@ class ChangeView:
             out.append(ch)
         return out
 
-    def columns(self, table: str) -> dict[str, list[RowChange]]:
+    def columns(self, table: str) -> dict[str, list[RowChange[IdlRow]]]:
         """Modified rows by changed column."""
-        out: dict[str, list[RowChange]] = {}
+        out: dict[str, list[RowChange[IdlRow]]] = {}
         for ch in self.modified(table):
             for c in changed_columns(ch):
                 out.setdefault(c, []).append(ch)
         return out
 
-    def get(self, table: str, uuid: Any) -> RowChange | None:
+    def get(self, table: str, uuid: Any) -> RowChange[IdlRow] | None:
         return self.changeset.tables.get(table, {}).get(str(uuid))
 
 
@@ -111,7 +111,7 @@ class Watch:
         if self in self._owner:
             self._owner.remove(self)
 
-    def dispatch(self, changes: dict[str, RowChange]) -> None:
+    def dispatch(self, changes: dict[str, RowChange[IdlRow]]) -> None:
         events, cb, cols = self.events, self.callback, self.columns
         for ch in list(changes.values()):
             old, new = ch.old, ch.new

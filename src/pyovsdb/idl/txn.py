@@ -244,11 +244,11 @@ class Transaction:
         the increment selects."""
         idl = self.idl
         ops: list[dict[str, Any]] = []
-        for (tname, uuid), (row, cols) in self.verifies.items():
+        for (tname, uuid), (vrow, cols) in self.verifies.items():
             ops.append({"op": "wait", "table": tname, "timeout": 0,
                         "where": [["_uuid", "==", ["uuid", uuid]]],
                         "columns": sorted(cols), "until": "==",
-                        "rows": [{c: row.table.codecs[c].to_json(row.value(c))
+                        "rows": [{c: vrow.table.codecs[c].to_json(vrow.value(c))
                                   for c in sorted(cols)}]})
         changing = bool(self.extra_ops)
         for new in self.inserts:

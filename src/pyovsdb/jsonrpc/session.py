@@ -235,7 +235,7 @@ class Framer:
         if self.buf[start] != 0x22:
             raise FramingError("invalid JSON: expected a member name")
         value = yield from self._value()
-        return value  # type: ignore[no-any-return]
+        return value
 
     def _compact(self) -> None:
         """A safe point: drop the bytes already consumed, if there are many (all but the

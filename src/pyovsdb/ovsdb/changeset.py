@@ -15,20 +15,29 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from .errors import OvsdbError
 from .ids import SeededUuids, UuidSource
 from .row import Row
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
     from .schema import DatabaseSchema, TableSchema
 
+    # The row type: the database's `Row`s, or a replica's rows (a subclass) in the IDL.
+    R = TypeVar("R", bound=Row, default=Row)
+else:
+    from typing import TypeVar
 
-class RowChange:
+    R = TypeVar("R", bound=Row)
+
+
+class RowChange(Generic[R]):
     __slots__ = ("new", "old", "uuid")
 
-    def __init__(self, uuid: str, old: Row | None, new: Row | None) -> None:
+    def __init__(self, uuid: str, old: R | None, new: R | None) -> None:
         self.uuid = uuid
         self.old = old
         self.new = new
@@ -41,20 +50,20 @@ class RowChange:
         return [c for c in schema.columns if o[c] is not n[c] and o[c] != n[c]]
 
 
-class Changeset:
+class Changeset(Generic[R]):
     """Changes of one transaction, keyed by table name then row uuid."""
 
     __slots__ = ("comment", "date", "tables", "txn_id")
 
     def __init__(
         self,
-        tables: dict[str, dict[str, RowChange]] | None = None,
+        tables: dict[str, dict[str, RowChange[R]]] | None = None,
         *,
         comment: str | None = None,
         date: int | None = None,
         txn_id: str | None = None,
     ) -> None:
-        self.tables: dict[str, dict[str, RowChange]] = tables if tables is not None else {}
+        self.tables: dict[str, dict[str, RowChange[R]]] = tables if tables is not None else {}
         self.comment = comment
         self.date = date
         self.txn_id = txn_id
@@ -62,7 +71,7 @@ class Changeset:
     def __bool__(self) -> bool:
         return any(self.tables.values())
 
-    def __iter__(self) -> Iterator[tuple[str, dict[str, RowChange]]]:
+    def __iter__(self) -> Iterator[tuple[str, dict[str, RowChange[R]]]]:
         return iter(self.tables.items())
 
     def n_rows(self) -> int:
@@ -171,10 +180,10 @@ def default_data(ts: TableSchema) -> dict[str, Any]:
     return ts.defaults()
 
 
-def merge(changesets: Iterable[Changeset]) -> Changeset:
+def merge(changesets: Iterable[Changeset[R]]) -> Changeset[R]:
     """Compose consecutive changesets into one: per row, the first `old` and the last
     `new`; a row inserted and then deleted disappears."""
-    merged: dict[str, dict[str, RowChange]] = {}
+    merged: dict[str, dict[str, RowChange[R]]] = {}
     for cs in changesets:
         for tname, changes in cs.tables.items():
             t = merged.setdefault(tname, {})

@@ -300,7 +300,7 @@ class Codec:
             self.default = ((kd, ATOM_DEFAULTS[self.value_type]),)  # type: ignore[index]
         else:
             self.default = (kd,)
-        self._fast_type: type | None = None
+        self._fast_type: type[Any] | None = None
         if self.is_scalar and not self._check_key:
             self._fast_type = {STRING: str, INTEGER: int, BOOLEAN: bool}.get(self.key_type)
 
@@ -420,7 +420,8 @@ class Codec:
         return ["set", list(value)]
 
     def is_default(self, value: Any) -> bool:
-        return value == self.default
+        same: bool = value == self.default
+        return same
 
     # -- diffs (update2 "modify", file diff records) ---------------------------------
 

@@ -183,6 +183,7 @@ def _mul_overflows(x: int, y: int) -> bool:
 def _arith_op(mutator: str, atype: str, arg: Any) -> Callable[[Any], Any]:
     if atype == REAL:
         def real_op(v: float) -> float:
+            r: float
             if mutator == "+=":
                 r = v + arg
             elif mutator == "-=":
@@ -202,6 +203,7 @@ def _arith_op(mutator: str, atype: str, arg: Any) -> Callable[[Any], Any]:
         return real_op
 
     def int_op(v: int) -> int:
+        r: int
         if mutator == "+=":
             r = v + arg
         elif mutator == "-=":

@@ -210,7 +210,7 @@ class Transaction:
 
     # -- execution ---------------------------------------------------------------------
 
-    def execute(self) -> Outcome:
+    def execute(self) -> Committed | Failed | Blocked:
         ops = self.ops
         results: list[Any] = []
         n = len(ops)
@@ -983,7 +983,7 @@ def execute(
     started: float | None = None,
     owns_lock: Callable[[str], bool] | None = None,
     read_only_reason: str | None = None,
-) -> Outcome:
+) -> Committed | Failed | Blocked:
     """Execute `ops` (the transact params after the database name) against `db`."""
     return Transaction(
         db, ops, now=now, started=started, owns_lock=owns_lock,

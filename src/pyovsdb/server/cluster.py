@@ -91,12 +91,6 @@ def address_nickname(address: str | None, sid: str) -> str:
 class _Pending:
     """A client transaction waiting for its entry to commit (or to be retried)."""
 
-    def finish(self, outcome: Outcome) -> None:
-        """Answer the client, once."""
-        if not self.done:
-            self.done = True
-            self._finish(outcome)
-
     __slots__ = ("_finish", "attempts", "done", "eid", "index", "ops", "owns_lock",
                  "results", "seq", "started")
     _next_seq = 0
@@ -116,6 +110,12 @@ class _Pending:
         # they went through.
         _Pending._next_seq += 1
         self.seq = _Pending._next_seq
+
+    def finish(self, outcome: Outcome) -> None:
+        """Answer the client, once."""
+        if not self.done:
+            self.done = True
+            self._finish(outcome)
 
 
 class ClusteredDb:

@@ -140,7 +140,7 @@ class MonitorTable:
         codecs = self.by_kind[_MODIFY]
         key = (id(ch), self.tracked, codecs, 2)
         if key in shared:
-            return shared[key]  # type: ignore[no-any-return]
+            return shared[key]
         changed = self.changed(ch, shared)
         if not changed:
             shared[key] = None
@@ -158,7 +158,7 @@ class MonitorTable:
         codecs = self.by_kind[_MODIFY]
         key = (id(ch), self.tracked, codecs, 1)
         if key in shared:
-            return shared[key]  # type: ignore[no-any-return]
+            return shared[key]
         changed = self.changed(ch, shared)
         if not changed:
             shared[key] = None
@@ -179,9 +179,9 @@ def _cached(row: Row, key: Any, render: Any) -> dict[str, Any]:
     else:
         hit = cache.get(key)
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
+            return hit
     out = cache[key] = render()
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 def parse_monitor_requests(

@@ -342,9 +342,11 @@ class Server:
     def request_exit(self, status: int) -> None:
         if self.exiting is not None and not self.exiting.done():
             self.exit_status = status
-            asyncio.get_running_loop().call_soon(
-                lambda: self.exiting is None or self.exiting.done()
-                or self.exiting.set_result(None))
+            asyncio.get_running_loop().call_soon(self._exit_now)
+
+    def _exit_now(self) -> None:
+        if self.exiting is not None and not self.exiting.done():
+            self.exiting.set_result(None)
 
     def close(self) -> None:
         self.closing = True

@@ -22,7 +22,7 @@ from ..ovsdb.changeset import Changeset, RowChange
 from ..ovsdb.database import Database
 from ..ovsdb.row import Row
 from ..ovsdb.schema import DatabaseSchema
-from ..ovsdb.transaction import Committed, execute
+from ..ovsdb.transaction import Committed, Failed, execute
 from ..util.uuidgen import new_uuid, sequential_uuid
 from .hosted import HostedDb
 
@@ -130,7 +130,8 @@ class ServerDatabase:
     def _txn(self, ops: list[Any]) -> list[Any]:
         outcome = execute(self.hosted.db, ops)
         if not isinstance(outcome, Committed):
-            raise RuntimeError(f"_Server update failed: {outcome.results}")
+            why = outcome.results if isinstance(outcome, Failed) else "a wait blocked"
+            raise RuntimeError(f"_Server update failed: {why}")
         if outcome.changeset:
             self.hosted.commit(outcome.changeset)
         return outcome.results
