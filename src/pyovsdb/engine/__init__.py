@@ -10,8 +10,12 @@ The public API, all stable:
 - `Node[D, C]`: a computing node with data D and deltas C. Subclass it, pass the inputs
   by name (`super().__init__("name", a=Input(node_a, self.on_a), b=Input(node_b))`),
   and define `run(self, *, a: DA, b: DB) -> D | NoChange` (full recompute, every
-  input's data by keyword). `node.data`, `node.state`, `node.delta` (this run's, None
-  when untracked), `node.track()` (this run's delta, created by `new_delta()`).
+  input's data by keyword). `node.data` (settable by its handlers; a node not brought
+  up to date in the last run keeps its older data), `node.state`, `node.delta` (this
+  run's, None when untracked), `node.track()` (this run's delta, created by
+  `new_delta()`); hooks `new_delta()`, `merge_deltas(earlier, later)` (the handlers'
+  delta with that of a recompute after them; Deltas compose by default) and
+  `clear_delta()`.
 - `Leaf[D, C](name, data, *, is_change=bool)`: an input node holding caller-owned data;
   `set_data(data)`.
 - `Input[D, C](node, handler=None)`: handler `Callable[[Change[D, C]], Handled]`, or None
