@@ -17,6 +17,7 @@ from .desired import DesiredDb, DesiredTable, Ref
 from .inputs import BuildInput
 from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths
 from .nodes.ha_chassis import build_ha_chassis_groups
+from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .nodes.mcast_groups import build_mcast_groups
 from .nodes.ports import PortsData, build_ports
 from .nodes.ports_router import router_port_binding
@@ -34,6 +35,9 @@ NB_LSP_COLUMNS = ("tag",)
 class CoreData:
     datapaths: DatapathsData
     ports: PortsData
+    # Every LSP IPAM looked at: its dynamic_addresses after this run (None: none).
+    dynamic_addresses: dict[str, str | None]
+    mac_prefix: int | None  # the prefix IPAM used (top 24 bits of a MAC)
 
 
 def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
@@ -52,12 +56,20 @@ def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
     return table
 
 
-def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb) -> CoreData:
+def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
+               mac_prefix: str | None = None) -> CoreData:
+    """Every core table of one run. `mac_prefix` ("xx:xx:xx") is used where NB_Global
+    has no valid `options:mac_prefix` (the daemon's random choice, which it writes
+    back to NB_Global as 23.03 does)."""
     datapaths = build_datapaths(inp)
     put_datapaths(datapaths, sb)
     ports = build_ports(inp, datapaths)
     state = SwitchPortState.start(inp.sb, ports)
+    prefix = nb_mac_prefix(inp.nb)
+    if prefix is None:
+        prefix = parse_mac_prefix(mac_prefix)
+    dynamic = build_ipam(datapaths, ports, nb, prefix)
     put_port_bindings(ports, state, sb, nb)
     build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb)
-    return CoreData(datapaths, ports)
+    return CoreData(datapaths, ports, dynamic, prefix)

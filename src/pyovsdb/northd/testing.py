@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from ..idl.replica import Replica, ReplicaTable
+from ..idl.row import IdlRow
 from ..idl.txn import Transaction
 from ..ovsdb.changeset import Changeset
 from ..ovsdb.database import Database
@@ -89,7 +90,7 @@ class LocalDb:
     def tables(self) -> dict[str, ReplicaTable]:
         return self.replica.tables
 
-    def transact(self, ops: list[dict[str, Any]]) -> Changeset:
+    def transact(self, ops: list[dict[str, Any]]) -> Changeset[IdlRow]:
         """Execute `ops` (a `transact`'s operations); the replica's changeset."""
         outcome = execute(self.db, ops)
         if not isinstance(outcome, Committed):
@@ -103,12 +104,12 @@ class LocalDb:
         """An IDL transaction over the replica (see the module rules)."""
         return Transaction(cast(Any, self._idl))
 
-    def commit(self, txn: Transaction) -> tuple[Changeset, list[dict[str, Any]]]:
+    def commit(self, txn: Transaction) -> tuple[Changeset[IdlRow], list[dict[str, Any]]]:
         """Execute what `txn` would send; its changeset and the operations sent (empty,
         and nothing executed, when nothing would change)."""
         ops, _ = txn.ops()
         if not ops:
-            return Changeset(), []
+            return Changeset[IdlRow](), []
         return self.transact(ops), ops
 
     def json_row(self, table: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,12 +124,12 @@ class LocalDb:
                         "row": self.json_row(table, values)}])
         return str(self.last_results[0]["uuid"][1])
 
-    def update(self, table: str, uuid: str, **values: Any) -> Changeset:
+    def update(self, table: str, uuid: str, **values: Any) -> Changeset[IdlRow]:
         return self.transact([{"op": "update", "table": table,
                                "where": [["_uuid", "==", ["uuid", uuid]]],
                                "row": self.json_row(table, values)}])
 
-    def add_to(self, table: str, uuid: str, column: str, *elements: Any) -> Changeset:
+    def add_to(self, table: str, uuid: str, column: str, *elements: Any) -> Changeset[IdlRow]:
         """Insert elements into a set column (e.g. a port into a switch's ports)."""
         codec = self.schema.tables[table].columns[column].type.codec
         return self.transact([{"op": "mutate", "table": table,
@@ -137,7 +138,7 @@ class LocalDb:
                                               ["set", [_atom(codec.key_type, e)
                                                        for e in elements]]]]}])
 
-    def delete(self, table: str, uuid: str) -> Changeset:
+    def delete(self, table: str, uuid: str) -> Changeset[IdlRow]:
         return self.transact([{"op": "delete", "table": table,
                                "where": [["_uuid", "==", ["uuid", uuid]]]}])
 
@@ -238,7 +239,6 @@ def run_core(nb: LocalDb, sb: LocalDb, *, max_runs: int = 3) -> list[int]:
 def named(row: Any) -> Any:
     """A row's typed values with every referenced row replaced by the key northd names
     it by (`sync.row_key`), for assertions that do not depend on UUIDs."""
-    from ..idl.row import IdlRow
     from .sync import row_key
 
     def name(v: Any) -> Any:

@@ -57,6 +57,7 @@ class Port:
     l3dgw_port: str | None = None  # of a chassisredirect port
     networks: Addresses | None = None  # router ports
     lsp_addrs: list[Addresses] = field(default_factory=list)
+    n_static_addrs: int = 0  # lsp_addrs[:n] are the LSP's own (not "router", not dynamic)
     has_unknown: bool = False
 
     @property
@@ -116,12 +117,13 @@ def binding_datapath_key(pb: IdlRow) -> str | None:
     if not isinstance(dp, IdlRow):
         return None
     ids = dp.external_ids
-    return ids.get("logical-switch") or ids.get("logical-router")
+    key = ids.get("logical-switch") or ids.get("logical-router")
+    return str(key) if key else None
 
 
 def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:
     """`lsp_is_type_changed` where it asks for the binding to be recreated."""
-    sb_type, nb_type = pb.type, lsp.type
+    sb_type, nb_type = str(pb.type), str(lsp.type)
     if not sb_type and not nb_type:
         return (pb.parent_port is None) != (lsp.parent_name is None)
     return (sb_type == "virtual" or nb_type == "virtual") and sb_type != nb_type
@@ -165,6 +167,7 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
                     parsed = lsp_addresses(address)
                     if parsed is not None:
                         port.lsp_addrs.append(parsed)
+            port.n_static_addrs = len(port.lsp_addrs)
     for dp in datapaths.routers.values():
         for lrp in sorted(dp.nb.ports, key=lambda r: (r.name, r.uuid)):
             networks = lrp_networks(lrp.mac, lrp.networks)

@@ -1,0 +1,424 @@
+"""IPAM: the `dynamic` addresses of logical switch ports (NB
+`Logical_Switch_Port.dynamic_addresses`), as OVN 23.03 assigns them (`northd/ipam.c`,
+`build_ipam` and its helpers in `northd.c`).
+
+Rules kept here:
+- A switch does IPAM when it has `other_config:subnet` (IPv4), `ipv6_prefix` (a /64),
+  or, with neither, `mac_only=true`. On other switches every port's dynamic_addresses
+  is cleared.
+- Taken before anything is assigned: every static MAC of every port (and router port),
+  each switch's static IPv4 addresses in its subnet, the router port addresses on a
+  switch with a subnet (but the subnet's first address, always taken), the
+  `exclude_ips` ("IP" and "IP..IP" ranges), and every dynamic address kept.
+- A port's one "dynamic" address ("dynamic", "MAC dynamic", "dynamic IP", "dynamic
+  IP6", "dynamic IP IP6"; a second one is ignored) keeps its current dynamic_addresses
+  where they still fit, else gets new ones: the lowest free IPv4 of the subnet (never
+  its last address), a MAC of the prefix whose suffix starts from the IPv4's low 24
+  bits, the EUI-64 of the MAC in the prefix. Ports with a router peer get nothing.
+- All kept addresses are taken before any new one is assigned, switch by switch in
+  `DatapathsData` order and port by name (23.03: hash and UUID order).
+- MACs are taken once across all switches; IPv4 addresses per switch.
+- The MAC prefix is `NB_Global options:mac_prefix` (three hex bytes); where it is
+  missing or zero the caller's (the daemon picks one at random and writes it back, as
+  23.03 does); without either no MAC is assigned this run.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..desired import DesiredDb
+from .datapaths import Datapath, DatapathsData, smap_bool
+from .ports import Port, PortsData
+from .ports_addresses import Addresses, format_mac, is_dynamic, lsp_addresses, parse_mac
+
+MAC_ADDR_SPACE = 0xFFFFFF
+NB_LSP_COLUMNS = ("dynamic_addresses",)
+
+_PREFIX = re.compile(r"\s*([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})")
+_IPV4 = r"\d+\.\d+\.\d+\.\d+"
+
+
+def parse_mac_prefix(text: str | None) -> int | None:
+    """The prefix as the top 24 bits of a MAC, None where unset or zero."""
+    if not text:
+        return None
+    m = _PREFIX.match(text)
+    if m is None:
+        return None
+    value = (int(m[1], 16) << 40) | (int(m[2], 16) << 32) | (int(m[3], 16) << 24)
+    return value or None
+
+
+def nb_mac_prefix(nb: Mapping[str, ReplicaTable]) -> int | None:
+    table = nb.get("NB_Global")
+    if table is None:
+        return None
+    for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+        return parse_mac_prefix(row.options.get("mac_prefix"))
+    return None
+
+
+@dataclass(slots=True)
+class SwitchIpam:
+    """`struct ipam_info` of one switch."""
+
+    start: int = 0  # first IPv4 of the subnet after the network address
+    total: int = 0  # ~mask: addresses from `start` on, the last one never assigned
+    taken: set[int] = field(default_factory=set)  # offsets from `start`
+    has_ipv4: bool = False
+    ipv6_prefix: ipaddress.IPv6Address | None = None
+    mac_only: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.has_ipv4 or self.ipv6_prefix is not None or self.mac_only
+
+    def insert(self, ip: int) -> None:
+        if self.has_ipv4 and self.start <= ip < self.start + self.total:
+            self.taken.add(ip - self.start)
+
+    def unused(self) -> int:
+        if not self.has_ipv4:
+            return 0
+        for index in range(self.total - 1):
+            if index not in self.taken:
+                return self.start + index
+        return 0  # "Subnet address space has been exhausted"
+
+
+def switch_ipam(config: Mapping[str, str]) -> SwitchIpam:
+    info = SwitchIpam()
+    subnet = config.get("subnet")
+    if subnet is not None:
+        _init_ipv4(info, subnet, config.get("exclude_ips"))
+    prefix = config.get("ipv6_prefix")
+    if prefix is not None:
+        info.ipv6_prefix = _ipv6_prefix(prefix)
+    if subnet is None and prefix is None:
+        info.mac_only = smap_bool(config, "mac_only", False)
+    return info
+
+
+def _init_ipv4(info: SwitchIpam, subnet: str, exclude: str | None) -> None:
+    addr, sep, mask_s = subnet.strip().partition("/")
+    try:
+        ip = int(ipaddress.IPv4Address(addr))
+        if not sep:
+            return  # a full mask: "bad 'subnet'"
+        if mask_s.isdigit():
+            plen = int(mask_s)
+        else:
+            mask_v = int(ipaddress.IPv4Address(mask_s))
+            plen = bin(mask_v).count("1")
+            if mask_v != (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF:
+                return
+    except ValueError:
+        return
+    if plen >= 32 or plen < 0:
+        return
+    mask = (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF
+    info.has_ipv4 = True
+    info.start = (ip & mask) + 1
+    info.total = ~mask & 0xFFFFFFFF
+    info.taken.add(0)
+    if not exclude:
+        return
+    tokens = re.findall(_IPV4 + r"|\.\.|\S", exclude)
+    i = 0
+    while i < len(tokens):
+        first = _ip4(tokens[i])
+        if first is None:
+            return  # "expecting address": the rest is ignored
+        end = first + 1
+        i += 1
+        if i < len(tokens) and tokens[i] == "..":
+            last = _ip4(tokens[i + 1]) if i + 1 < len(tokens) else None
+            if last is None:
+                return
+            end = last + 1
+            i += 2
+        lo = max(info.start, first)
+        hi = min(info.start + info.total, end)
+        if hi > lo:
+            info.taken.update(range(lo - info.start, hi - info.start))
+        else:
+            return  # "excluded addresses not in subnet": lexer error, stop
+
+
+def _ip4(text: str) -> int | None:
+    try:
+        return int(ipaddress.IPv4Address(text))
+    except ValueError:
+        return None
+
+
+def _ipv6_prefix(text: str) -> ipaddress.IPv6Address | None:
+    try:
+        if "/" in text:
+            net = ipaddress.IPv6Network(text, strict=False)
+            if net.prefixlen != 64:
+                return None
+            addr = int(ipaddress.IPv6Address(text.split("/", 1)[0]))
+        else:
+            addr = int(ipaddress.IPv6Address(text))
+    except ValueError:
+        return None
+    return ipaddress.IPv6Address(addr & ~((1 << 64) - 1))
+
+
+def eui64(mac: int, prefix: ipaddress.IPv6Address) -> ipaddress.IPv6Address:
+    """`in6_generate_eui64`."""
+    hi, lo = mac >> 24, mac & 0xFFFFFF
+    iid = ((hi ^ 0x020000) << 40) | (0xFFFE << 24) | lo
+    return ipaddress.IPv6Address(int(prefix) | iid)
+
+
+@dataclass(slots=True)
+class _Update:
+    port: Port
+    spec: str
+    current: Addresses | None
+    mac: str = "none"  # none / static / dynamic
+    ipv4: str = "none"  # none / remove / static / dynamic
+    ipv6: str = "none"
+    static_mac: int = 0
+    static_ip: int = 0
+    static_ipv6: ipaddress.IPv6Address | None = None
+
+
+class Ipam:
+    """The IPAM state of one build (the MACs taken, each switch's addresses)."""
+
+    def __init__(self, prefix: int | None) -> None:
+        self.prefix = prefix
+        self.macs: set[int] = set()
+        self.switches: dict[str, SwitchIpam] = {}
+
+    def insert_mac(self, mac: int) -> None:
+        if self.prefix is not None and (mac ^ self.prefix) >> 24 == 0:
+            self.macs.add(mac)
+
+    def unused_mac(self, ip4: int) -> int | None:
+        if self.prefix is None:
+            return None
+        base = ip4 & MAC_ADDR_SPACE
+        for i in range(MAC_ADDR_SPACE - 1):
+            mac = self.prefix | (((base + i) % (MAC_ADDR_SPACE - 1)) + 1)
+            if mac not in self.macs:
+                return mac
+        return None
+
+
+def _spec_parts(spec: str) -> tuple[int | None, int | None, ipaddress.IPv6Address | None, bool]:
+    """(static MAC, static IPv4, static IPv6, IPv6 named) of a dynamic address spec."""
+    words = spec.split(" ")
+    if len(words) == 2 and words[1] == "dynamic":
+        return parse_mac(words[0]), None, None, False
+    ip4: int | None = None
+    ip6: ipaddress.IPv6Address | None = None
+    named6 = False
+    for w in words[1:]:
+        try:
+            ip = ipaddress.ip_address(w)
+        except ValueError:
+            named6 = True  # scanned as an IPv6 string but not one: "dynamic"
+            continue
+        if isinstance(ip, ipaddress.IPv4Address):
+            ip4 = int(ip)
+        else:
+            ip6, named6 = ip, True
+    return None, ip4, ip6, named6
+
+
+def _check(update: _Update, info: SwitchIpam, ipam: Ipam) -> bool:
+    """`dynamic_addresses_check_for_updates`: does anything need a new value?"""
+    cur = update.current
+    assert cur is not None
+    spec = update.spec
+    mac_s, ip4_s, ip6_s, named6 = _spec_parts(spec)
+    # MAC
+    if mac_s is not None:
+        if mac_s != cur.mac:
+            update.mac, update.static_mac = "static", mac_s
+    elif ipam.prefix is not None and (cur.mac ^ ipam.prefix) >> 24:
+        update.mac = "dynamic"
+    # IPv4
+    if not info.has_ipv4:
+        update.ipv4 = "remove" if cur.ipv4 else "none"
+    elif not cur.ipv4:
+        update.ipv4 = "dynamic"
+    else:
+        ip4 = int(cur.ipv4[0].addr)
+        index = ip4 - info.start
+        if ip4 < info.start or index >= info.total - 1 or index in info.taken:
+            update.ipv4 = "dynamic"
+        elif ip4_s is not None:
+            new_index = ip4_s - info.start
+            if ip4_s < info.start or new_index > info.total or new_index in info.taken:
+                update.ipv4 = "dynamic"
+            elif ip4_s != ip4:
+                update.ipv4, update.static_ip = "static", ip4_s
+    # IPv6
+    if info.ipv6_prefix is None:
+        update.ipv6 = "remove" if cur.ipv6 else "none"
+    elif not cur.ipv6 or mac_s is not None:
+        update.ipv6 = "dynamic"
+    elif named6:
+        prefix = int(info.ipv6_prefix)
+        if ip6_s is None or int(ip6_s) & prefix != prefix:
+            update.ipv6 = "dynamic"
+        elif ip6_s != cur.ipv6[0].addr:
+            update.ipv6, update.static_ipv6 = "static", ip6_s
+    elif update.mac != "none":
+        update.ipv6 = "dynamic"
+    return (update.mac, update.ipv4, update.ipv6) != ("none", "none", "none")
+
+
+def _plan_new(update: _Update, info: SwitchIpam) -> None:
+    """`set_dynamic_updates`: a port without dynamic addresses yet."""
+    mac_s, ip4_s, ip6_s, _ = _spec_parts(update.spec)
+    if mac_s is not None:
+        update.mac, update.static_mac = "static", mac_s
+    else:
+        update.mac = "dynamic"
+    if ip4_s is not None:
+        update.ipv4, update.static_ip = "static", ip4_s
+    else:
+        update.ipv4 = "dynamic" if info.has_ipv4 else "none"
+    if ip6_s is not None:
+        update.ipv6, update.static_ipv6 = "static", ip6_s
+    else:
+        update.ipv6 = "dynamic" if info.ipv6_prefix is not None else "none"
+
+
+def _assign(update: _Update, info: SwitchIpam, ipam: Ipam) -> str | None:
+    """`update_dynamic_addresses`: the new dynamic_addresses string."""
+    cur = update.current
+    ip4 = 0
+    if update.ipv4 == "none":
+        ip4 = int(cur.ipv4[0].addr) if cur is not None and cur.ipv4 else 0
+    elif update.ipv4 == "static":
+        ip4 = update.static_ip
+    elif update.ipv4 == "dynamic":
+        ip4 = info.unused()
+    if update.mac == "none":
+        assert cur is not None
+        mac: int | None = cur.mac
+    elif update.mac == "static":
+        mac = update.static_mac
+    else:
+        mac = ipam.unused_mac(ip4)
+        if mac is None:
+            return None  # no prefix yet (or the space is exhausted)
+    assert mac is not None
+    ip6: ipaddress.IPv6Address | None = None
+    if update.ipv6 == "none":
+        ip6 = cur.ipv6[0].addr if cur is not None and cur.ipv6 else None
+    elif update.ipv6 == "static":
+        ip6 = update.static_ipv6
+    elif update.ipv6 == "dynamic" and info.ipv6_prefix is not None:
+        ip6 = eui64(mac, info.ipv6_prefix)
+    ipam.insert_mac(mac)
+    parts = [format_mac(mac)]
+    if ip4:
+        info.insert(ip4)
+        parts.append(str(ipaddress.IPv4Address(ip4)))
+    if ip6 is not None and int(ip6):
+        parts.append(str(ip6))
+    return " ".join(parts)
+
+
+def _take_static(port: Port, ports: PortsData, ipam: Ipam) -> None:
+    """`ipam_add_port_addresses`."""
+    info = ipam.switches.get(port.dp.key)
+    if port.is_lsp:
+        for addrs in port.lsp_addrs[:port.n_static_addrs]:
+            ipam.insert_mac(addrs.mac)
+            if info is not None and info.has_ipv4:
+                for net in addrs.ipv4:
+                    info.insert(int(net.addr))
+        return
+    if port.networks is None:
+        return
+    ipam.insert_mac(port.networks.mac)
+    peer = ports.peer_of(port)
+    if peer is None or not peer.is_lsp or "subnet" not in peer.dp.nb.other_config:
+        return
+    peer_info = ipam.switches.get(peer.dp.key)
+    if peer_info is None:
+        return
+    for net in port.networks.ipv4:
+        if int(net.addr) != peer_info.start:
+            peer_info.insert(int(net.addr))
+
+
+def build_ipam(datapaths: DatapathsData, ports: PortsData, nb: DesiredDb,
+               mac_prefix: int | None) -> dict[str, str | None]:
+    """Assign dynamic addresses; the dynamic_addresses of every port IPAM looked at
+    (None: cleared), by port name. Writes the NB values into `nb`."""
+    ipam = Ipam(mac_prefix)
+    for dp in datapaths.switches.values():
+        ipam.switches[dp.key] = switch_ipam(dp.nb.other_config)
+    for port in ports.ports.values():
+        _take_static(port, ports, ipam)
+    result: dict[str, str | None] = {}
+    updates: list[tuple[_Update, SwitchIpam]] = []
+    for dp in datapaths.switches.values():
+        info = ipam.switches[dp.key]
+        for port in ports.of_datapath(dp.key):
+            if not port.is_lsp:
+                continue
+            _collect(port, dp, info, ipam, updates, result)
+    for update, info in updates:
+        value = _assign(update, info, ipam)
+        if value is None:
+            cur = update.port.nb.dynamic_addresses
+            result[update.port.name] = cur
+            continue
+        result[update.port.name] = value
+        parsed = lsp_addresses(value)
+        if parsed is not None:
+            update.port.lsp_addrs.append(parsed)
+    table = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
+    for name, value in result.items():
+        port = ports.ports[name]
+        table.set(port.nb.uuid, dynamic_addresses=[value] if value is not None else [])
+    return result
+
+
+def _collect(port: Port, dp: Datapath, info: SwitchIpam, ipam: Ipam,
+             updates: list[tuple[_Update, SwitchIpam]], result: dict[str, str | None]) -> None:
+    lsp: IdlRow = port.nb
+    current_s = lsp.dynamic_addresses
+    if not info.active:
+        if current_s is not None:
+            result[port.name] = None
+        return
+    if port.peer is not None:
+        return
+    specs = [a for a in lsp.addresses if is_dynamic(a)]
+    if not specs:
+        if current_s is not None:
+            result[port.name] = None
+        return
+    update = _Update(port, specs[0], lsp_addresses(current_s) if current_s else None)
+    if update.current is not None:
+        changed = _check(update, info, ipam)
+        if update.mac == "none":
+            ipam.insert_mac(update.current.mac)
+        if update.ipv4 == "none" and update.current.ipv4:
+            info.insert(int(update.current.ipv4[0].addr))
+        if changed:
+            updates.append((update, info))
+        else:
+            result[port.name] = current_s
+            port.lsp_addrs.append(update.current)
+    else:
+        _plan_new(update, info)
+        updates.append((update, info))
