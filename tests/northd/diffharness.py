@@ -298,11 +298,34 @@ def run_script(script: Script, kind: str, workdir: Path) -> Snapshot:
         r.stop()
 
 
+def run_points(steps: Sequence[Step | None], kind: str, workdir: Path, *,
+               renumber: frozenset[str] = frozenset()) -> list[Snapshot]:
+    """Run `steps` against the `kind` northd; a snapshot (after a sync) at every None."""
+    script = Script("points", (), renumber)
+    r = Run(kind, workdir)
+    out: list[Snapshot] = []
+    try:
+        r.start()
+        for step in steps:
+            if step is None:
+                r.nbctl("--wait=sb", "sync")
+                out.append(r.snapshot(script))
+            else:
+                r.step(step)
+        return out
+    finally:
+        r.stop()
+
+
 COUNTERS = {"NB.NB_Global": ("nb_cfg", "sb_cfg", "hv_cfg"), "SB.SB_Global": ("nb_cfg",)}
+CFG_COLUMNS = {"NB.NB_Global": ("nb_cfg", "sb_cfg", "hv_cfg", "nb_cfg_timestamp",
+                                "sb_cfg_timestamp", "hv_cfg_timestamp"),
+               "SB.SB_Global": ("nb_cfg",)}
 
 
-def without_counters(snap: Snapshot) -> Snapshot:
-    tables = {t: {k: {c: v for c, v in row.items() if c not in COUNTERS.get(t, ())}
+def without_counters(snap: Snapshot, columns: dict[str, tuple[str, ...]] = COUNTERS
+                     ) -> Snapshot:
+    tables = {t: {k: {c: v for c, v in row.items() if c not in columns.get(t, ())}
                   for k, row in rows.items()}
               for t, rows in snap.tables.items()}
     return Snapshot(tables)

@@ -16,6 +16,9 @@ Rules kept here:
   them in UUID-hash order when several rows get one in the same run): then each row's
   key is `~` and the table gets one pseudo-row `(tunnel keys)` (per datapath for
   ports) holding the sorted keys, so the set of keys is still compared.
+- Without `Logical_Flow` among the compared tables, `Logical_DP_Group` keeps only the
+  groups the compared rows refer to (`Load_Balancer.datapath_group`): the others
+  belong to logical flows, which are compared with them.
 - SB `Port_Group` names embed the datapath's tunnel key (`<key>_<name>`); the key is
   replaced by the datapath's label so that a renumbering does not hide the group.
 - Pure: no I/O, deterministic for the same input whatever the UUIDs were.
@@ -94,19 +97,28 @@ def dumps(value: Any) -> str:
 
 
 class _Labels:
-    """uuid -> label of the row it names, for both databases."""
+    """uuid -> label of the row it names, per database (two in-memory databases may
+    hand out the same UUIDs)."""
 
     def __init__(self) -> None:
-        self.by_uuid: dict[str, str] = {}
+        self.by_db: dict[str, dict[str, str]] = {"NB": {}, "SB": {}}
+        self.db = "SB"
 
-    def add(self, uuid: str, label: str) -> None:
-        self.by_uuid[uuid] = label
+    def add(self, db: str, uuid: str, label: str) -> None:
+        self.by_db[db][uuid] = label
 
-    def ref(self, uuid: str) -> str:
-        return self.by_uuid.get(uuid, "<uuid>")
+    def ref(self, uuid: str, db: str | None = None) -> str:
+        """A reference atom: a row of the database being normalized (or of `db`)."""
+        return self.by_db[db or self.db].get(uuid, "<uuid>")
 
     def sub(self, text: str) -> str:
-        return UUID_RE.sub(lambda m: self.ref(m.group(0)), text)
+        """UUIDs inside strings: SB rows name NB rows there (`external_ids`), so the NB
+        is asked first, then the database being normalized."""
+        def one(m: re.Match[str]) -> str:
+            u = m.group(0)
+            return self.by_db["NB"].get(u) or self.by_db[self.db].get(u, "<uuid>")
+
+        return UUID_RE.sub(one, text)
 
 
 def _uuid(row: WireRow) -> str:
@@ -166,16 +178,16 @@ def _label_rows(db: str, dump: RawDump, labels: _Labels) -> None:
                 name = "."
             if name is None:
                 name = _content(row)
-            labels.add(_uuid(row), f"@{tl}({name})")
+            labels.add(db, _uuid(row), f"@{tl}({name})")
 
 
 def _label_derived(sb: RawDump, labels: _Labels) -> None:
     """Labels that need other rows' labels: datapath groups, HA chassis."""
     for row in sb.get("Logical_DP_Group", ()):
-        names = sorted(labels.ref(u) for u in _refs(row.get("datapaths")))
+        names = sorted(labels.ref(u, "SB") for u in _refs(row.get("datapaths")))
         members = ",".join(n.removeprefix("@Datapath_Binding(").removesuffix(")")
                            for n in names)
-        labels.add(_uuid(row), f"@Logical_DP_Group({members})")
+        labels.add("SB", _uuid(row), f"@Logical_DP_Group({members})")
     for group in sb.get("HA_Chassis_Group", ()):
         gname = group.get("name")
         ha_rows = {_uuid(r): r for r in sb.get("HA_Chassis", ())}
@@ -183,9 +195,9 @@ def _label_derived(sb: RawDump, labels: _Labels) -> None:
             r = ha_rows.get(u)
             if r is None:
                 continue
-            ch = [labels.ref(c) for c in _refs(r.get("chassis"))]
+            ch = [labels.ref(c, "SB") for c in _refs(r.get("chassis"))]
             chassis = ch[0].removeprefix("@Chassis(").removesuffix(")") if ch else "-"
-            labels.add(u, f"@HA_Chassis({gname}/{chassis}/{r.get('priority')})")
+            labels.add("SB", u, f"@HA_Chassis({gname}/{chassis}/{r.get('priority')})")
 
 
 def _value(v: Any, labels: _Labels) -> Any:
@@ -233,10 +245,11 @@ def normalize(nb: RawDump, sb: RawDump, *, renumber: Iterable[str] = (),
     _label_rows("SB", sb, labels)
     _label_derived(sb, labels)
     renumbered = set(renumber)
-    dp_keys = {int(r["tunnel_key"]): _short(labels.ref(_uuid(r)))
+    dp_keys = {int(r["tunnel_key"]): _short(labels.ref(_uuid(r), "SB"))
                for r in sb.get("Datapath_Binding", ()) if isinstance(r.get("tunnel_key"), int)}
     snap = Snapshot()
     for db, dump, tables in (("NB", nb, nb_tables), ("SB", sb, sb_tables)):
+        labels.db = db
         for table in tables:
             pairs: list[tuple[str, dict[str, Any]]] = []
             keysets: dict[str, list[Any]] = {}
@@ -260,7 +273,31 @@ def normalize(nb: RawDump, sb: RawDump, *, renumber: Iterable[str] = (),
             for k, keys in keysets.items():
                 out[k] = {"keys": sorted(keys)}
             snap.tables[f"{db}.{table}"] = out
+    if "SB.Logical_DP_Group" in snap.tables and "Logical_Flow" not in sb_tables:
+        used = _labels_used(snap, "@Logical_DP_Group(")
+        groups = snap.tables["SB.Logical_DP_Group"]
+        snap.tables["SB.Logical_DP_Group"] = {
+            k: v for k, v in groups.items() if f"@Logical_DP_Group({k})" in used}
     return snap
+
+
+def _labels_used(snap: Snapshot, prefix: str) -> set[str]:
+    found: set[str] = set()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str) and v.startswith(prefix):
+            found.add(v)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    for rows in snap.tables.values():
+        for row in rows.values():
+            walk(row)
+    return found
 
 
 def _keyed(pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
