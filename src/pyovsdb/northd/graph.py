@@ -28,7 +28,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -376,7 +376,7 @@ def _singleton_by_uuid(db: DesiredDb, table: str, tables: Mapping[str, ReplicaTa
     if old is None or () not in old.rows:
         return
     row = _first(tables.get(table))
-    rows = {} if row is None else {row.uuid: old.rows[()]}
+    rows: dict[Hashable, dict[str, Any]] = {} if row is None else {row.uuid: old.rows[()]}
     db.tables[table] = DesiredTable(old.name, old.columns, old.owned, rows, old.fill)
 
 
