@@ -109,11 +109,11 @@ def test_without_prefix_no_mac_is_assigned_until_one_is_given(nb: Nb, sb: LocalD
     sbd, nbd = DesiredDb(), DesiredDb()
     core = build_core(BuildInput(nb=nb.db.tables, sb=sb.tables), sbd, nbd,
                       mac_prefix="0a:bc:de")
-    assert core.dynamic_addresses == {"p": "0a:bc:de:01:00:02 10.1.0.2"}
+    assert core.dynamic_addresses == {"p": "0a:bc:de:01:00:03 10.1.0.2"}
     txn = nb.db.transaction()
     sync.apply(sync.plan(nbd, nb.db.tables), txn)
     nb.db.commit(txn)
-    assert dynamic(nb) == {"p": "0a:bc:de:01:00:02 10.1.0.2"}
+    assert dynamic(nb) == {"p": "0a:bc:de:01:00:03 10.1.0.2"}
     assert [str(a.ipv4[0].addr) for a in core.ports.ports["p"].lsp_addrs] == ["10.1.0.2"]
 
 
