@@ -122,7 +122,8 @@ def test_rbac_and_dhcp_constants() -> None:
     build_rbac(sb)
     build_dhcp(sb)
     role = sb["RBAC_Role"].rows["ovn-controller"]
-    assert sorted(role["permissions"]) == sorted(sb["RBAC_Permission"].rows)
+    assert set(role["permissions"]) == set(sb["RBAC_Permission"].rows)
+    assert all(ref == Ref("RBAC_Permission", t) for t, ref in role["permissions"].items())
     assert sb["RBAC_Permission"].rows["Port_Binding"] == {
         "table": "Port_Binding", "authorization": [""], "insert_delete": False,
         "update": ["chassis", "additional_chassis", "encap", "additional_encap", "up",
