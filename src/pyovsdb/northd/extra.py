@@ -56,7 +56,7 @@ def build_extra(inp: BuildInput, core: CoreLike, sb: DesiredDb, nb: DesiredDb, *
     cfg = build_globals(inp.nb, inp.sb, config, sb, nb, committed_sb_cfg=committed_sb_cfg,
                         now_ms=now_ms)
     build_rbac(sb)
-    build_dhcp(sb)
+    build_dhcp(sb, inp.sb)
     lbs = build_lb_data(inp.nb, dps)
     build_sb_load_balancers(lbs, sb)
     build_service_monitors(lbs, dps, config.svc_monitor_mac, sb)
