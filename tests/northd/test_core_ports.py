@@ -270,16 +270,48 @@ def test_multicast_groups_equal_real_northd(built: LocalDb) -> None:
     assert multicast_groups(built) == REAL_MULTICAST_GROUPS
 
 
-def test_new_bindings_start_down_and_keep_what_controller_writes(nb: Nb, built: LocalDb) -> None:
+def test_claims_are_kept_and_turn_nb_up_and_ref_chassis(nb: Nb, built: LocalDb) -> None:
+    """Observed on the real northd after `ovn-sbctl lsp-bind vm1 hv1` and `lsp-bind p21
+    gw2` on `scenario`: vm1 and p21 up (and router ports up), the distributed gateway
+    port's two-chassis group referenced by hv1 (vm1's switch reaches lr1; p21's switch
+    has no router), the claims untouched."""
     rows = {r.logical_port: r for r in built.tables["Port_Binding"].rows.values()}
     assert all(r.up is False for r in rows.values())
-    hv1 = next(c for c in built.tables["Chassis"].rows.values() if c.name == "hv1")
-    built.update("Port_Binding", rows["vm1"].uuid, chassis=hv1.uuid, up=True,
-                 virtual_parent="vm1")
+    chassis = {c.name: c for c in built.tables["Chassis"].rows.values()}
+    built.update("Port_Binding", rows["vm1"].uuid, chassis=chassis["hv1"].uuid, up=True)
+    built.update("Port_Binding", rows["p21"].uuid, chassis=chassis["gw2"].uuid, up=True)
+    run_core(nb.db, built)
     assert run_core(nb.db, built) == [0]
-    vm1 = next(r for r in built.tables["Port_Binding"].rows.values()
-               if r.logical_port == "vm1")
-    assert (vm1.chassis.name, vm1.up, vm1.virtual_parent) == ("hv1", True, "vm1")
+    rows = {r.logical_port: r for r in built.tables["Port_Binding"].rows.values()}
+    assert (rows["vm1"].chassis.name, rows["vm1"].up) == ("hv1", True)
+    groups = {g.name: sorted(c.name for c in g.ref_chassis)
+              for g in built.tables["HA_Chassis_Group"].rows.values()}
+    assert groups == {"lr1-public": ["hv1"], "hagrp1": []}
+    up = {r.name: r.up for r in nb.db.tables["Logical_Switch_Port"].rows.values()}
+    assert {n for n, v in up.items() if v} == {"vm1", "p21", "sw1-lr1", "public-lr1",
+                                              "public-gr1"}
+    assert all(v is False for n, v in up.items() if n not in {"vm1", "p21", "sw1-lr1",
+                                                              "public-lr1", "public-gr1"})
+
+
+def test_port_up_notif_waits_for_the_binding_up(nb: Nb, sb: LocalDb) -> None:
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p")
+    hv = add_chassis(sb, "hv", "192.168.0.9", other_config={"port-up-notif": "true"})
+    run_core(nb.db, sb)
+    pb = next(iter(sb.tables["Port_Binding"].rows.values()))
+    sb.update("Port_Binding", pb.uuid, chassis=hv)
+    run_core(nb.db, sb)
+    lsp = next(iter(nb.db.tables["Logical_Switch_Port"].rows.values()))
+    assert lsp.up is False
+    sb.update("Port_Binding", pb.uuid, up=True)
+    run_core(nb.db, sb)
+    lsp = next(iter(nb.db.tables["Logical_Switch_Port"].rows.values()))
+    assert lsp.up is True
+    sb.update("Port_Binding", pb.uuid, chassis=[])
+    run_core(nb.db, sb)
+    lsp = next(iter(nb.db.tables["Logical_Switch_Port"].rows.values()))
+    assert lsp.up is False
 
 
 def test_nested_container_tag_is_written_back_to_nb(nb: Nb, sb: LocalDb) -> None:

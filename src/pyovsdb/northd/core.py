@@ -5,8 +5,9 @@ Rules kept here:
 - `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
   it is given; what later builders (logical flows, the other SB tables) need of it is
   returned as `CoreData`, never read back from the desired tables.
-- The order of the steps is 23.03's: datapaths, IPAM state, ports (joined, peered,
-  keyed), dynamic addresses, port bindings, HA chassis groups, multicast groups.
+- The order of the steps is 23.03's: datapaths, ports (joined, peered, keyed), dynamic
+  addresses, port bindings, HA chassis groups, multicast groups, then what 23.03 reads
+  back from the SB bindings: NB `up` and the groups' `ref_chassis`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 from .desired import DesiredDb, DesiredTable, Ref
 from .inputs import BuildInput
 from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths
-from .nodes.ha_chassis import build_ha_chassis_groups
+from .nodes.ha_chassis import build_ha_chassis_groups, build_ref_chassis
 from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
+from .nodes.lsp_up import lsp_up, switch_ports
 from .nodes.mcast_groups import build_mcast_groups
 from .nodes.ports import PortsData, build_ports
 from .nodes.ports_router import router_port_binding
@@ -57,10 +59,11 @@ def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
 
 
 def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
-               mac_prefix: str | None = None) -> CoreData:
+               mac_prefix: str | None = None, with_lsp_up: bool = True) -> CoreData:
     """Every core table of one run. `mac_prefix` ("xx:xx:xx") is used where NB_Global
     has no valid `options:mac_prefix` (the daemon's random choice, which it writes
-    back to NB_Global as 23.03 does)."""
+    back to NB_Global as 23.03 does). `with_lsp_up=False` leaves NB
+    `Logical_Switch_Port.up` to a separate node (`nodes.lsp_up`)."""
     datapaths = build_datapaths(inp)
     put_datapaths(datapaths, sb)
     ports = build_ports(inp, datapaths)
@@ -70,6 +73,9 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
         prefix = parse_mac_prefix(mac_prefix)
     dynamic = build_ipam(datapaths, ports, nb, prefix)
     put_port_bindings(ports, state, sb, nb)
-    build_ha_chassis_groups(ports, sb)
+    groups = build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb)
+    if with_lsp_up:
+        lsp_up(inp.sb, switch_ports(ports), nb)
+    build_ref_chassis(datapaths, ports, inp.sb, groups)
     return CoreData(datapaths, ports, dynamic, prefix)
