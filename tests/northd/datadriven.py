@@ -11,6 +11,8 @@ between cases are kept as they are. Commands:
     nb lr-add NAME [COL=VALUE...]          nb lr-del NAME
     nb lrp-add ROUTER PORT MAC NETWORK... [-- COL=VALUE...]
     nb lrp-del PORT
+    nb lrp-set-gateway-chassis PORT CHASSIS PRIORITY
+    nb lrp-del-gateway-chassis PORT CHASSIS
     nb set TABLE NAME COL=VALUE...         (COL:KEY=VALUE sets one key of a map)
     sb chassis-add NAME IP [KEY=VALUE...]  (Chassis + Encap + Chassis_Private;
                                             the pairs go to other_config)
@@ -293,6 +295,23 @@ class Scenario:
                         {"mac": a[2], "networks": networks, **cols})
         elif cmd == "lrp-del":
             self._unlink("Logical_Router", "Logical_Router_Port", a[0])
+        elif cmd == "lrp-set-gateway-chassis":
+            lrp = self._uuid(self.nb, "Logical_Router_Port", a[0])
+            row = self.nb.json_row("Gateway_Chassis", {
+                "name": f"{a[0]}-{a[1]}", "chassis_name": a[1], "priority": int(a[2])})
+            self._nb([{"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+                       "row": row},
+                      {"op": "mutate", "table": "Logical_Router_Port",
+                       "where": [["_uuid", "==", ["uuid", lrp]]],
+                       "mutations": [["gateway_chassis", "insert",
+                                      ["set", [["named-uuid", "gc"]]]]]}])
+        elif cmd == "lrp-del-gateway-chassis":
+            lrp = self._uuid(self.nb, "Logical_Router_Port", a[0])
+            gc = self._uuid(self.nb, "Gateway_Chassis", f"{a[0]}-{a[1]}")
+            self._nb([{"op": "mutate", "table": "Logical_Router_Port",
+                       "where": [["_uuid", "==", ["uuid", lrp]]],
+                       "mutations": [["gateway_chassis", "delete",
+                                      ["set", [["uuid", gc]]]]]}])
         elif cmd == "lsp-set-addresses":
             self._set(self.nb, "Logical_Switch_Port", a[0], [f"addresses={json.dumps(a[1:])}"])
         elif cmd == "lsp-set-type":
