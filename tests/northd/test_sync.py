@@ -129,3 +129,15 @@ def test_unregistered_chassis_reference_is_left_empty_until_it_registers(
     assert run_core(nb.db, sb) == [1, 0]
     pb = next(iter(sb.tables["Port_Binding"].rows.values()))
     assert pb.requested_chassis.name == "hv1"
+
+
+def test_a_column_named_table_is_inserted(sb: LocalDb) -> None:
+    want = DesiredDb()
+    perms = want.add(DesiredTable("RBAC_Permission",
+                                  ("table", "authorization", "insert_delete", "update")))
+    perms.put("Chassis", table="Chassis", authorization=["name"], insert_delete=True,
+              update=["nb_cfg"])
+    commit(sync.plan(want, sb.tables), sb)
+    row = next(iter(sb.tables["RBAC_Permission"].rows.values()))
+    assert (row["table"], row.authorization, row.insert_delete) == ("Chassis", ["name"], True)
+    assert sync.plan(want, sb.tables) == []

@@ -58,12 +58,27 @@ def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
     return table
 
 
+def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -> None:
+    """What the core derives from ovn-controller's writes to Port_Binding (`chassis`,
+    `up`) and Chassis: NB `Logical_Switch_Port.up`, and `ref_chassis` of the desired
+    HA_Chassis_Group rows of `sb` (a copy of the table replaces it, so the table
+    `build_core` made is not changed). An engine node can run this alone on a claim,
+    without rebuilding the rest."""
+    lsp_up(inp.sb, switch_ports(core.ports), nb)
+    groups = sb.tables.get("HA_Chassis_Group")
+    if groups is not None:
+        copy = DesiredTable(groups.name, groups.columns, groups.owned,
+                            {k: dict(v) for k, v in groups.rows.items()}, groups.fill)
+        sb.tables[groups.name] = copy
+        build_ref_chassis(core.datapaths, core.ports, inp.sb, copy)
+
+
 def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
-               mac_prefix: str | None = None, with_lsp_up: bool = True) -> CoreData:
+               mac_prefix: str | None = None, from_sb: bool = True) -> CoreData:
     """Every core table of one run. `mac_prefix` ("xx:xx:xx") is used where NB_Global
     has no valid `options:mac_prefix` (the daemon's random choice, which it writes
-    back to NB_Global as 23.03 does). `with_lsp_up=False` leaves NB
-    `Logical_Switch_Port.up` to a separate node (`nodes.lsp_up`)."""
+    back to NB_Global as 23.03 does). `from_sb=False` leaves `sb_feedback` (NB up,
+    ref_chassis) to the caller; the groups' `ref_chassis` is then empty."""
     datapaths = build_datapaths(inp)
     put_datapaths(datapaths, sb)
     ports = build_ports(inp, datapaths)
@@ -73,9 +88,9 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
         prefix = parse_mac_prefix(mac_prefix)
     dynamic = build_ipam(datapaths, ports, nb, prefix)
     put_port_bindings(ports, state, sb, nb)
-    groups = build_ha_chassis_groups(ports, sb)
+    build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb)
-    if with_lsp_up:
-        lsp_up(inp.sb, switch_ports(ports), nb)
-    build_ref_chassis(datapaths, ports, inp.sb, groups)
-    return CoreData(datapaths, ports, dynamic, prefix)
+    core = CoreData(datapaths, ports, dynamic, prefix)
+    if from_sb:
+        sb_feedback(inp, core, sb, nb)
+    return core

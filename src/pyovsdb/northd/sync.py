@@ -300,6 +300,9 @@ def _ordered(inserts: dict[tuple[str, Hashable], Insert]) -> list[Op]:
     return out
 
 
+_NONE = object()
+
+
 # -- apply --------------------------------------------------------------------------------
 
 
@@ -319,8 +322,11 @@ def apply(ops: list[Op], txn: Transaction) -> dict[tuple[str, Hashable], NewRow]
 
     for op in ops:
         if isinstance(op, Insert):
-            handles[(op.table, op.key)] = txn.insert(
-                op.table, **{c: value(v) for c, v in op.values.items()})
+            values = {c: value(v) for c, v in op.values.items()}
+            clash = values.pop("table", _NONE)  # a column named like insert's argument
+            new = handles[(op.table, op.key)] = txn.insert(op.table, **values)
+            if clash is not _NONE:
+                new.values["table"] = clash
         elif isinstance(op, Update):
             txn.update(op.row, **{c: value(v) for c, v in op.values.items()})
         else:
