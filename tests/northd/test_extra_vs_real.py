@@ -23,6 +23,7 @@ from pyovsdb.northd.inputs import BuildInput
 from pyovsdb.northd.nodes.datapaths import DatapathsData, build_datapaths
 from pyovsdb.northd.nodes.global_cfg import chassis_features
 from pyovsdb.northd.nodes.mac_binding_aging import mac_binding_aging
+from pyovsdb.northd.nodes.service_monitor import offline_monitors
 from pyovsdb.northd.testing import LocalDb
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
@@ -89,6 +90,10 @@ set Logical_Switch sw2 other_config:mcast_idle_timeout=1000 other_config:mcast_q
 --id=@d create DNS records:lonely=1.2.3.4
 set Logical_Router r0 options:mac_binding_age_threshold=300
 set NB_Global . options:foo=bar
+sync
+sb set Service_Monitor \
+    $(ovn-sbctl --bare --columns=_uuid find Service_Monitor logical_port=p1 ip=10.0.0.11) \
+    status=online
 """
 
 # Chassis (one in VXLAN mode, one remote, features on some), a fixed cfg on each
@@ -370,3 +375,20 @@ def test_mac_binding_aging_as_real_northd(real: Real) -> None:
     by_uuid = real.sb.tables["MAC_Binding"].rows
     assert [by_uuid[u].ip for u in result.delete] == ["10.0.0.50"]
     assert result.wake_in_ms is None  # the future binding is skipped, not scheduled
+
+
+def test_online_monitor_of_a_down_port_set_offline(real: Real) -> None:
+    """23.03 set p1's monitor (set `online` by the script) back to `offline`: p1 is not
+    bound; our pass names the same row once it is online again."""
+    if real.scenario != "tables":
+        pytest.skip("tables scenario only")
+    rows = real.sb.tables["Service_Monitor"].rows
+    p1 = [r for r in rows.values() if r.logical_port == "p1" and r.ip == "10.0.0.11"]
+    assert [r.status for r in p1] == ["offline"]
+    sb, _, _ = _built(real)
+    assert offline_monitors(sb["Service_Monitor"], real.sb.tables) == ()
+    real.sb.update("Service_Monitor", p1[0].uuid, status=["online"])
+    try:
+        assert offline_monitors(sb["Service_Monitor"], real.sb.tables) == (p1[0].uuid,)
+    finally:
+        real.sb.update("Service_Monitor", p1[0].uuid, status=["offline"])

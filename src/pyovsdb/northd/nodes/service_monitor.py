@@ -11,11 +11,16 @@ Rules kept here (OVN 23.03, `ovn_lb_svc_create` and `build_lb_svcs` in northd.c)
 - A row is keyed by (ip, port, protocol, logical_port), protocol defaulting to tcp;
   it carries the health check's options, the service monitor MAC and the source IP.
   Backends shared by several LBs are one row, the last LB in build order setting its
-  options. `status` belongs to ovn-controller and is never managed here.
+  options. `status` belongs to ovn-controller and is not a managed column; the one
+  write 23.03 makes to it (an `online` monitor whose backend port's binding is not up
+  is set `offline`) is `offline_monitors`, for the daemon to add to its transaction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
 from .datapaths import DatapathsData
@@ -64,3 +69,23 @@ def build_service_monitors(lbs: LbData, dps: DatapathsData, svc_monitor_mac: str
                           port=be.port, protocol=protocol, logical_port=port_name,
                           options=dict(vip.health_check.options), src_mac=svc_monitor_mac,
                           src_ip=str(src_ip))
+
+
+def offline_monitors(monitors: DesiredTable, sb: Mapping[str, ReplicaTable]
+                     ) -> tuple[str, ...]:
+    """UUIDs of the SB Service_Monitor rows, among those desired, that are `online`
+    while the Port_Binding of their logical port is not up (or missing)."""
+    table = sb.get("Service_Monitor")
+    if table is None:
+        return ()
+    pbs = sb.get("Port_Binding")
+    up: dict[str, bool] = {}
+    if pbs is not None:
+        for pb in pbs.rows.values():
+            up[pb.logical_port] = up.get(pb.logical_port, False) or pb.up is True
+    out = []
+    for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+        key = (row.ip, row.port, row.protocol, row.logical_port)
+        if key in monitors.rows and row.status == "online" and not up.get(row.logical_port):
+            out.append(row.uuid)
+    return tuple(out)
