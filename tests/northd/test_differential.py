@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from diffharness import Script, load_corpus, ours_available, run_script
-from normalize import NB_WRITTEN, SB_OWNED, Snapshot, diff
+from diffharness import Script, load_corpus, ours_available, parse_script, run_script
+from normalize import NB_WRITTEN, SB_OWNED, RawDump, Snapshot, diff, normalize
 
 from procs import require
-
-pytestmark = pytest.mark.interop
 
 SCRIPTS: dict[str, Script] = {s.name: s for s in load_corpus()}
 TABLES: tuple[str, ...] = tuple(f"NB.{t}" for t in NB_WRITTEN) + tuple(f"SB.{t}"
@@ -71,6 +69,7 @@ def _report(table: str, expected: Snapshot, actual: Snapshot, what: str) -> str:
     return f"{table}: {what}\n{shown}{more}"
 
 
+@pytest.mark.interop
 @pytest.mark.parametrize(("script", "table"), _pairs())
 def test_matches_real(script: str, table: str, runs: Runner) -> None:
     if not ours_available():
@@ -81,6 +80,7 @@ def test_matches_real(script: str, table: str, runs: Runner) -> None:
         pytest.fail(_report(table, real, ours, "ours differs (- real, + ours)"), pytrace=False)
 
 
+@pytest.mark.interop
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_real_is_deterministic(script: str, runs: Runner) -> None:
     first = runs(script, "real")
@@ -91,6 +91,7 @@ def test_real_is_deterministic(script: str, runs: Runner) -> None:
         pytest.fail("\n".join(_report(t, first, second, what) for t in bad), pytrace=False)
 
 
+@pytest.mark.interop
 def test_corpus_covers_the_tables() -> None:
     """Every compared table is non-empty in some script's real run, so no table is
     compared only as empty (checked on the saved runs of this module)."""
@@ -104,3 +105,75 @@ def test_corpus_covers_the_tables() -> None:
 def test_xfail_list_names_real_pairs() -> None:
     unknown = [k for k in XFAIL if k[0] not in SCRIPTS or k[1] not in TABLES]
     assert not unknown, f"XFAIL names no such script/table: {unknown}"
+
+
+# -- the harness's own pieces, without servers ------------------------------------------
+
+
+def _uuids(n: int, seed: str) -> list[str]:
+    return [f"{seed * 8}-0000-0000-0000-{i:012d}" for i in range(n)]
+
+
+def _dump(u: list[str], *, p1_on: int = 0, keys: tuple[int, int] = (1, 2),
+          reverse: bool = False) -> tuple[RawDump, RawDump]:
+    """NB with two switches; SB with their datapaths and a port on one of them."""
+    nb = {"Logical_Switch": [{"_uuid": ["uuid", u[0]], "name": "sw0"},
+                             {"_uuid": ["uuid", u[1]], "name": "sw1"}]}
+    dps = [{"_uuid": ["uuid", u[2 + i]], "tunnel_key": keys[i],
+            "external_ids": ["map", [["logical-switch", u[i]], ["name", f"sw{i}"]]]}
+           for i in range(2)]
+    pb = {"_uuid": ["uuid", u[4]], "logical_port": "p1", "datapath": ["uuid", u[2 + p1_on]],
+          "tunnel_key": 1, "mac": ["set", ["00:00:00:00:00:02 10.0.0.2", "00:00:00:00:00:01"]]}
+    sb = {"Datapath_Binding": dps[::-1] if reverse else dps, "Port_Binding": [pb]}
+    return nb, sb
+
+
+def test_normalize_names_rows_instead_of_uuids() -> None:
+    a = normalize(*_dump(_uuids(5, "a")), sb_tables=("Datapath_Binding", "Port_Binding"),
+                  nb_tables=())
+    b = normalize(*_dump(_uuids(5, "b"), reverse=True),
+                  sb_tables=("Datapath_Binding", "Port_Binding"), nb_tables=())
+    assert a == b
+    assert a.tables["SB.Port_Binding"]["p1"]["datapath"] == "@Datapath_Binding(sw0)"
+    assert a.tables["SB.Port_Binding"]["p1"]["mac"] == ["00:00:00:00:00:01",
+                                                        "00:00:00:00:00:02 10.0.0.2"]
+    ext = a.tables["SB.Datapath_Binding"]["sw1"]["external_ids"]
+    assert ext == {"logical-switch": "@nb.Logical_Switch(sw1)", "name": "sw1"}
+
+
+def test_normalize_shows_a_moved_reference() -> None:
+    tables = ("Datapath_Binding", "Port_Binding")
+    a = normalize(*_dump(_uuids(5, "a")), sb_tables=tables, nb_tables=())
+    b = normalize(*_dump(_uuids(5, "b"), p1_on=1), sb_tables=tables, nb_tables=())
+    assert diff(a, b, "SB.Port_Binding") == [
+        '- Port_Binding[p1].datapath = "@Datapath_Binding(sw0)"',
+        '+ Port_Binding[p1].datapath = "@Datapath_Binding(sw1)"']
+    assert diff(a, b, "SB.Datapath_Binding") == []
+
+
+def test_renumber_compares_only_the_set_of_keys() -> None:
+    tables = ("Datapath_Binding",)
+    a = _dump(_uuids(5, "a"), keys=(1, 2))
+    b = _dump(_uuids(5, "b"), keys=(2, 1))
+    assert diff(normalize(*a, sb_tables=tables, nb_tables=()),
+                normalize(*b, sb_tables=tables, nb_tables=()), "SB.Datapath_Binding")
+    ra = normalize(*a, sb_tables=tables, nb_tables=(), renumber=tables)
+    rb = normalize(*b, sb_tables=tables, nb_tables=(), renumber=tables)
+    assert ra == rb
+    assert ra.tables["SB.Datapath_Binding"]["(tunnel keys)"] == {"keys": [1, 2]}
+    c = normalize(*_dump(_uuids(5, "c"), keys=(1, 3)), sb_tables=tables, nb_tables=(),
+                  renumber=tables)
+    assert c != ra
+
+
+def test_parse_script() -> None:
+    s = parse_script("#! renumber Port_Binding\n# a comment\n\nnbctl ls-add sw0\n"
+                     "sbctl lsp-bind p1 ch1\nsim chassis ch1 10.0.0.1 a=b\n", "x")
+    assert s.renumber == frozenset({"Port_Binding"})
+    assert [(st.tool, st.args, st.lineno) for st in s.steps] == [
+        ("nbctl", ("ls-add", "sw0"), 4), ("sbctl", ("lsp-bind", "p1", "ch1"), 5),
+        ("sim", ("chassis", "ch1", "10.0.0.1", "a=b"), 6)]
+    with pytest.raises(ValueError, match="starts with nbctl"):
+        parse_script("ls-add sw0\n")
+    with pytest.raises(ValueError, match="unknown directive"):
+        parse_script("#! shuffle\n")
