@@ -1,7 +1,7 @@
 """Every SB table northd fills besides the core ones (datapaths, port bindings,
 multicast groups, HA chassis groups) and logical flows: globals and the cfg handshake,
-RBAC, DHCP option tables, load balancers and their datapath groups, service monitors,
-meters, IP multicast, DNS, port groups and address sets.
+RBAC, DHCP option tables, load balancers and their datapath groups, template
+variables, service monitors, meters, IP multicast, DNS, port groups and address sets.
 
 Rules kept here:
 - Pure: `build_extra` reads the NB and SB replicas and the core builders' result and
@@ -28,6 +28,7 @@ from .nodes.dns import build_dns
 from .nodes.global_cfg import CfgHandshake, GlobalConfig, Rand48, build_globals, global_config
 from .nodes.ip_mcast import build_ip_mcast
 from .nodes.lb import LbData, build_lb_data, build_sb_load_balancers
+from .nodes.lb_templates import build_template_vars
 from .nodes.meters import build_meters
 from .nodes.port_groups import build_port_groups
 from .nodes.rbac import build_rbac
@@ -59,6 +60,7 @@ def build_extra(inp: BuildInput, core: CoreLike, sb: DesiredDb, nb: DesiredDb, *
     build_dhcp(sb, inp.sb)
     lbs = build_lb_data(inp.nb, dps)
     build_sb_load_balancers(lbs, sb)
+    build_template_vars(inp.nb, sb)
     build_service_monitors(lbs, dps, config.svc_monitor_mac, sb)
     build_meters(inp.nb, sb)
     build_ip_mcast(dps, sb)
