@@ -19,7 +19,7 @@ from .inputs import BuildInput
 from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths
 from .nodes.ha_chassis import build_ha_chassis_groups, build_ref_chassis
 from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
-from .nodes.lsp_up import lsp_up, switch_ports
+from .nodes.lsp_up import lsp_up
 from .nodes.mcast_groups import build_mcast_groups
 from .nodes.ports import PortsData, build_ports
 from .nodes.ports_router import router_port_binding
@@ -64,7 +64,7 @@ def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -
     HA_Chassis_Group rows of `sb` (a copy of the table replaces it, so the table
     `build_core` made is not changed). An engine node can run this alone on a claim,
     without rebuilding the rest."""
-    lsp_up(inp.sb, switch_ports(core.ports), nb)
+    lsp_up(inp.sb, core.ports, nb)
     groups = sb.tables.get("HA_Chassis_Group")
     if groups is not None:
         copy = DesiredTable(groups.name, groups.columns, groups.owned,

@@ -6,8 +6,10 @@ Rules kept here:
   chassis: if that chassis announces `other_config:port-up-notif=true`, only when the
   binding's `up` is true (ovn-controller sets it once flows are installed), else at
   once. Without a chassis it is down.
-- Only ports with a binding are decided; the value goes into the NB desired table
-  (not owned), so sync writes it only where NB differs.
+- Every switch port is decided, a port whose binding this run creates as unbound (it
+  has no chassis yet): 23.03 decides only ports with a binding and so needs a second
+  run after its own inserts come back; the value it reaches is the same. The value
+  goes into the NB desired table (not owned), so sync writes it only where NB differs.
 - `lsp_up` decides every binding; `lsp_up_for` decides some, so that an engine node
   can handle a change of SB Port_Binding (or Chassis) rows without a full pass.
 """
@@ -20,14 +22,16 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb
 from .datapaths import smap_bool
-from .ports import PortsData
+from .ports import PortsData, existing_port_bindings
 
 NB_LSP_COLUMNS = ("up",)
 
 
-def port_up(lsp: IdlRow, pb: IdlRow) -> bool:
+def port_up(lsp: IdlRow, pb: IdlRow | None) -> bool:
     if lsp.type == "router":
         return True
+    if pb is None:
+        return False
     chassis = pb.chassis
     if not isinstance(chassis, IdlRow):
         return False
@@ -56,8 +60,14 @@ def lsp_up_for(bindings: Iterable[IdlRow], lsps: Mapping[str, IdlRow],
     return out
 
 
-def lsp_up(sb: Mapping[str, ReplicaTable], lsps: Mapping[str, IdlRow],
-           nb: DesiredDb) -> dict[str, bool]:
-    table = sb.get("Port_Binding")
-    rows = sorted(table.rows.values(), key=lambda r: r.uuid) if table is not None else []
-    return lsp_up_for(rows, lsps, nb)
+def lsp_up(sb: Mapping[str, ReplicaTable], ports: PortsData, nb: DesiredDb) -> dict[str, bool]:
+    """Decide `up` for every switch port; the values by LSP UUID."""
+    bindings = existing_port_bindings(sb)
+    table = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
+    out: dict[str, bool] = {}
+    for port in ports.ports.values():
+        if port.is_lsp:
+            up = port_up(port.nb, bindings.get(port.name))
+            out[port.nb.uuid] = up
+            table.set(port.nb.uuid, up=[up])
+    return out
