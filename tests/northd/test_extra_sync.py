@@ -116,9 +116,9 @@ def test_stale_rows_deleted(nb: Nb, sb: LocalDb, inp: BuildInput) -> None:
     sb.insert("DHCP_Options", name="mtu", code=99, type="uint16")
     ops = _sync(inp, sb)
     mtu = next(r for r in sb.tables["DHCP_Options"].rows.values() if r.name == "mtu")
-    assert mtu.code == 26  # DHCP_Options are matched by name, code and type
+    assert mtu.code == 26
     deleted = sorted((op.table, op.row.name) for op in ops if isinstance(op, Delete))
     assert deleted == [("Address_Set", "stale"), ("RBAC_Role", "intruder")]
     dhcpv6 = {r.name: r.code for r in sb.tables["DHCPv6_Options"].rows.values()}
-    # Matched by name alone, as 23.03 matches DHCPv6 options: the odd code stays.
-    assert dhcpv6 == {"ia_addr": 5, "server_id": 99, "domain_search": 24, "dns_server": 23}
+    # Put back (23.03 matches DHCPv6 options by name alone and would keep 99).
+    assert dhcpv6 == {"ia_addr": 5, "server_id": 2, "domain_search": 24, "dns_server": 23}

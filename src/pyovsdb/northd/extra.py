@@ -57,7 +57,7 @@ def build_extra(inp: BuildInput, core: CoreLike, sb: DesiredDb, nb: DesiredDb, *
     cfg = build_globals(inp.nb, inp.sb, config, sb, nb, committed_sb_cfg=committed_sb_cfg,
                         now_ms=now_ms)
     build_rbac(sb)
-    build_dhcp(sb, inp.sb)
+    build_dhcp(sb)
     lbs = build_lb_data(inp.nb, dps)
     build_sb_load_balancers(lbs, sb)
     build_template_vars(inp.nb, sb)

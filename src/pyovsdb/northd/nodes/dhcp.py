@@ -3,17 +3,15 @@ be asked to put in replies, with their codes and value types.
 
 Rules kept here (OVN 23.03, `supported_dhcp_opts`/`supported_dhcpv6_opts` in
 ovn-northd.c, the `DHCP_OPT_*` definitions of lib/ovn-l7.h):
-- Exactly these rows, keyed by option name; rows of other names are deleted. A
-  DHCP_Options row whose code or type differs is put back (23.03 deletes and re-adds
-  it); a DHCPv6_Options row is matched by name alone, as 23.03 matches it, so an
-  existing one keeps whatever code and type it has.
+- Exactly these rows, keyed by option name; rows of other names are deleted, a row
+  whose code or type differs is put back (23.03 deletes and re-adds it).
+- Intended difference: 23.03 matches DHCPv6_Options rows by name alone, so a row with
+  a known name but a wrong code (written by someone else) stays wrong there; here it
+  is put back like a DHCP_Options row. The tables are constants: no input is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ...idl.replica import ReplicaTable
 from ..desired import DesiredDb, DesiredTable
 
 DHCP_OPTIONS: tuple[tuple[str, int, str], ...] = (
@@ -67,16 +65,9 @@ DHCPV6_OPTIONS: tuple[tuple[str, int, str], ...] = (
 COLUMNS = ("name", "code", "type")
 
 
-def build_dhcp(sb: DesiredDb, sb_tables: Mapping[str, ReplicaTable] | None = None) -> None:
-    v4 = sb.add(DesiredTable("DHCP_Options", COLUMNS))
-    for name, code, otype in DHCP_OPTIONS:
-        v4.put(name, name=name, code=code, type=otype)
-    existing = {}
-    table = (sb_tables or {}).get("DHCPv6_Options")
-    if table is not None:
-        for row in sorted(table.rows.values(), key=lambda r: r.uuid, reverse=True):
-            existing[row.name] = (row.code, row.type)  # the lowest UUID wins
-    v6 = sb.add(DesiredTable("DHCPv6_Options", COLUMNS))
-    for name, code, otype in DHCPV6_OPTIONS:
-        code, otype = existing.get(name, (code, otype))
-        v6.put(name, name=name, code=code, type=otype)
+def build_dhcp(sb: DesiredDb) -> None:
+    for table, options in (("DHCP_Options", DHCP_OPTIONS),
+                           ("DHCPv6_Options", DHCPV6_OPTIONS)):
+        t = sb.add(DesiredTable(table, COLUMNS))
+        for name, code, otype in options:
+            t.put(name, name=name, code=code, type=otype)
