@@ -92,7 +92,7 @@ class ServerProcess:
         return base + args + self.extra + self.dbs
 
     def start(self, timeout: float = 30) -> ServerProcess:
-        for p in (self.sock, self.pidfile):
+        for p in (self.sock, self.pidfile, self.ctl):
             if os.path.exists(p):
                 os.unlink(p)
         self.proc = subprocess.Popen(self.command(), cwd=self.workdir,
@@ -103,7 +103,10 @@ class ServerProcess:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
                 log = Path(self.logfile).read_text() if os.path.exists(self.logfile) else ""
                 raise AssertionError(f"{self.kind} server exited during startup: {err}\n{log}")
-            if os.path.exists(self.pidfile) and self._connectable():
+            # The control socket comes last (after the database sockets), so wait for it
+            # too: tests drive the server through it right away.
+            if (os.path.exists(self.pidfile) and os.path.exists(self.ctl)
+                    and self._connectable()):
                 return self
             if time.monotonic() > deadline:
                 self.stop()

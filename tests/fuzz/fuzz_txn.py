@@ -348,7 +348,8 @@ def check(data: bytes, records: list[Any] | None = None) -> dict[str, dict[str, 
         if records is not None and any(not k.startswith("_") for k in read):
             records.append(read)  # as the storage writes it: only real changes
         replayed = Changeset.from_record(SCHEMA, read,
-                                         lambda t: replica.tables[t].rows)
+                                         lambda t: replica.tables[t].rows,
+                                         versions=replica.new_version)
         replica.apply(replayed)
         now = contents(db)
         assert contents(replica) == now, "the record does not rebuild the database"

@@ -10,10 +10,11 @@ from typing import Any
 
 from procs import ServerProcess, create_db
 from pyovsdb.jsonrpc.client import Client
-from pyovsdb.ovsdb.schema import DatabaseSchema, load_schema_file
+from pyovsdb.ovsdb.schema import DatabaseSchema
+from pyovsdb.storage.schemafile import load_schema
 
 SCHEMA_FILE = str(Path(__file__).resolve().parent / "idltest.ovsschema")
-SCHEMA: DatabaseSchema = load_schema_file(SCHEMA_FILE)
+SCHEMA: DatabaseSchema = load_schema(SCHEMA_FILE)
 DB = "IdlTest"
 
 

@@ -181,7 +181,7 @@ class _Lister:
 
         self.w(f" name: \"{name}'\n")
         self.w(f' local address: "{local}"\n')
-        self.w(f" server_id: {sid[:4]}\n")
+        self.w(f" server_id: {sid[:4] if sid else ''}\n")
         if cid and cid.strip("0-"):
             self.w(f" cluster_id: {cid[:4]}\n")
         if addresses:
