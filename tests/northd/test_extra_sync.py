@@ -122,3 +122,16 @@ def test_stale_rows_deleted(nb: Nb, sb: LocalDb, inp: BuildInput) -> None:
     dhcpv6 = {r.name: r.code for r in sb.tables["DHCPv6_Options"].rows.values()}
     # Put back (23.03 matches DHCPv6 options by name alone and would keep 99).
     assert dhcpv6 == {"ia_addr": 5, "server_id": 2, "domain_search": 24, "dns_server": 23}
+
+
+def test_empty_databases(inp: BuildInput, sb: LocalDb) -> None:
+    """Nothing in NB, not even NB_Global: the constant tables, SB_Global and the
+    service monitor MAC's set; nothing for NB."""
+    sbd, nbd = _run(inp)
+    filled = sorted(name for name, t in sbd.tables.items() if t.rows)
+    assert filled == ["Address_Set", "DHCP_Options", "DHCPv6_Options", "RBAC_Permission",
+                      "RBAC_Role", "SB_Global"]
+    assert list(sbd["Address_Set"].rows) == ["svc_monitor_mac"]
+    assert all(not t.rows for t in nbd.tables.values())
+    _sync(inp, sb)
+    assert _sync(inp, sb) == []
