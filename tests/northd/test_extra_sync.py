@@ -13,6 +13,7 @@ from pyovsdb.northd.core import build_core
 from pyovsdb.northd.desired import DesiredDb
 from pyovsdb.northd.extra import build_extra
 from pyovsdb.northd.inputs import BuildInput
+from pyovsdb.northd.nodes.global_cfg import global_config
 from pyovsdb.northd.sync import Delete, Insert, Op, Update, apply, plan
 from pyovsdb.northd.testing import LocalDb, Nb
 
@@ -135,3 +136,20 @@ def test_empty_databases(inp: BuildInput, sb: LocalDb) -> None:
     assert all(not t.rows for t in nbd.tables.values())
     _sync(inp, sb)
     assert _sync(inp, sb) == []
+
+
+def test_ipam_and_globals_share_the_random_prefix(nb: Nb, inp: BuildInput) -> None:
+    """No mac_prefix in NB: the one drawn for NB_Global is the one IPAM allocates from
+    when the caller makes the config first and hands it to both."""
+    nb.db.insert("NB_Global")
+    nb.ls_add("sw0", other_config={"mac_only": "true"})
+    nb.lsp_add("sw0", "p1", addresses=["dynamic"])
+    config = global_config(inp.nb, inp.sb, lambda purpose: 0x123456789ABC)
+    sbd, nbd = DesiredDb(), DesiredDb()
+    core = build_core(inp, sbd, nbd, mac_prefix=config.mac_prefix)
+    build_extra(inp, core, sbd, nbd, now_ms=0, config=config)
+    assert config.mac_prefix == "12:34:56"
+    (options,) = [r["options"] for r in nbd["NB_Global"].rows.values()]
+    assert options["mac_prefix"] == "12:34:56"
+    (dynamic,) = [r["dynamic_addresses"] for r in nbd["Logical_Switch_Port"].rows.values()]
+    assert dynamic == ["12:34:56:00:00:01"]

@@ -50,10 +50,13 @@ class ExtraData:
 
 
 def build_extra(inp: BuildInput, core: CoreLike, sb: DesiredDb, nb: DesiredDb, *,
-                now_ms: int, committed_sb_cfg: int = 0,
-                rand48: Rand48 | None = None) -> ExtraData:
+                now_ms: int, committed_sb_cfg: int = 0, rand48: Rand48 | None = None,
+                config: GlobalConfig | None = None) -> ExtraData:
+    """`config`: the run's `global_config(inp.nb, inp.sb, rand48)` if the caller made it
+    first (to give IPAM the same MAC prefix: `build_core(..., mac_prefix=...)`)."""
     dps = core.datapaths
-    config = global_config(inp.nb, inp.sb, rand48)
+    if config is None:
+        config = global_config(inp.nb, inp.sb, rand48)
     cfg = build_globals(inp.nb, inp.sb, config, sb, nb, committed_sb_cfg=committed_sb_cfg,
                         now_ms=now_ms)
     build_rbac(sb)
