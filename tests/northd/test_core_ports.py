@@ -19,13 +19,13 @@ def _value(v: Any) -> Any:
             return v.external_ids["name"]
         if t == "Port_Binding":
             return v.logical_port
-        return v.name  # Chassis, HA_Chassis_Group
+        return v.name  # Chassis, HA_Chassis_Group, Mirror
     if isinstance(v, list):
         return sorted(_value(x) for x in v)
     return v
 
 
-PB_COLUMNS = ("datapath", "tunnel_key", "type", "options", "mac", "port_security",
+PB_COLUMNS = ("datapath", "tunnel_key", "type", "options", "mac", "port_security", "mirror_rules",
               "nat_addresses", "parent_port", "tag", "external_ids", "requested_chassis",
               "requested_additional_chassis", "ha_chassis_group")
 

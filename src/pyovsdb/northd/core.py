@@ -2,6 +2,9 @@
 chassis groups, IPAM and the NB write-backs that go with them, in one pure call.
 
 Rules kept here:
+- The SB tables it fills: Datapath_Binding, Port_Binding, Multicast_Group,
+  HA_Chassis_Group, HA_Chassis, Mirror; the NB write-backs: Logical_Switch_Port `tag`,
+  `dynamic_addresses`, `up`.
 - `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
   it is given; what later builders (logical flows, the other SB tables) need of it is
   returned as `CoreData`, never read back from the desired tables.
@@ -22,13 +25,15 @@ from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .nodes.lsp_up import lsp_up
 from .nodes.mcast_groups import build_mcast_groups
 from .nodes.ports import PortsData, build_ports
+from .nodes.ports_mirrors import build_mirrors, mirror_rules
 from .nodes.ports_router import router_port_binding
 from .nodes.ports_switch import SwitchPortState, switch_port_binding
 
 PORT_BINDING_COLUMNS = (
     "logical_port", "type", "options", "datapath", "tunnel_key", "parent_port", "tag",
     "mac", "port_security", "nat_addresses", "external_ids", "requested_chassis",
-    "requested_additional_chassis", "ha_chassis_group", "gateway_chassis", "up")
+    "requested_additional_chassis", "ha_chassis_group", "gateway_chassis", "mirror_rules",
+    "up")
 
 NB_LSP_COLUMNS = ("tag",)
 
@@ -43,14 +48,15 @@ class CoreData:
 
 
 def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
-                      nb: DesiredDb) -> DesiredTable:
+                      nb: DesiredDb, mirrors: DesiredTable) -> DesiredTable:
     table = sb.add(DesiredTable("Port_Binding", PORT_BINDING_COLUMNS, fill=("up",)))
     for port in ports.ports.values():
         values = (switch_port_binding(port, ports, state) if port.is_lsp
                   else router_port_binding(port, ports))
         table.put(port.name, logical_port=port.name,
                   datapath=Ref("Datapath_Binding", port.dp.key),
-                  tunnel_key=port.tunnel_key, up=[False], **values)
+                  tunnel_key=port.tunnel_key, up=[False],
+                  mirror_rules=mirror_rules(port, mirrors), **values)
     if state.new_tags:
         lsp = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
         for uuid, tag in sorted(state.new_tags.items()):
@@ -87,7 +93,8 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
     if prefix is None:
         prefix = parse_mac_prefix(mac_prefix)
     dynamic = build_ipam(datapaths, ports, nb, prefix)
-    put_port_bindings(ports, state, sb, nb)
+    mirrors = build_mirrors(inp.nb, sb)
+    put_port_bindings(ports, state, sb, nb, mirrors)
     build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb)
     core = CoreData(datapaths, ports, dynamic, prefix)

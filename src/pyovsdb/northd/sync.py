@@ -109,6 +109,7 @@ ROW_KEYS: dict[str, KeyFn] = {
     "HA_Chassis_Group": _by("name"),
     "HA_Chassis": _ha_chassis_key,
     "Chassis": _by("name"),
+    "Mirror": _by("name"),
     "Address_Set": _by("name"),
     "Port_Group": _by("name"),
     "Meter": _by("name"),

@@ -1,0 +1,185 @@
+"""More Port_Binding cases as the real ovn-northd 23.03 wrote them for the same NB (and
+SB claim) transactions: QoS queue ids per chassis, a port turned virtual (recreated,
+new key), a port moved to another switch, mirrors, a bridged distributed gateway port
+with distributed NAT, literal and "router" nat-addresses (with and without LB VIPs),
+reside-on-redirect-chassis, multicast relay and flood, a router port with a bad MAC."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_core_ports import multicast_groups, port_bindings
+
+from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, run_core
+
+
+def scenario(nb: Nb, sb: LocalDb) -> None:
+    def step() -> None:
+        run_core(nb.db, sb)
+
+    def bind(port: str, chassis: str) -> None:
+        """`ovn-sbctl lsp-bind`: chassis and up."""
+        pb = next(r for r in sb.tables["Port_Binding"].rows.values()
+                  if r.logical_port == port)
+        ch = next(c for c in sb.tables["Chassis"].rows.values() if c.name == chassis)
+        sb.update("Port_Binding", pb.uuid, chassis=ch.uuid, up=True)
+        step()
+
+    add_chassis(sb, "hv1", "192.168.0.1")
+    add_chassis(sb, "gw1", "192.168.0.2")
+    mir1 = nb.db.insert("Mirror", name="mir1", type="gre", index=7, filter="to-lport",
+                        sink="10.0.0.9")
+    step()
+    mir2 = nb.db.insert("Mirror", name="mir2", type="erspan", index=8,
+                        filter="from-lport", sink="10.0.0.10")
+    step()
+    nb.ls_add("sw1")
+    step()
+    a1 = nb.lsp_add("sw1", "a1", addresses=["00:00:00:00:0a:01 10.1.0.5"])
+    step()
+    nb.db.add_to("Logical_Switch_Port", a1, "mirror_rules", mir1)
+    step()
+    nb.db.add_to("Logical_Switch_Port", a1, "mirror_rules", mir2)
+    step()
+    nb.lsp_add("sw1", "a2", options={"qos_max_rate": "100", "qos_burst": "10"})
+    step()
+    nb.lsp_add("sw1", "a3", options={"qos_max_rate": "200"})
+    step()
+    bind("a2", "hv1")
+    bind("a3", "hv1")
+    nb.set("Logical_Switch_Port", "a1", type="virtual")
+    step()
+    nb.lsp_add("sw1", "a4", addresses=["00:00:00:00:0a:04"])
+    step()
+    nb.lsp_add("sw1", "a5", parent_name="a4", tag_request=7)
+    step()
+    nb.set("Logical_Switch_Port", "a5", type="")
+    step()
+    nb.ls_add("sw2")
+    step()
+    sw1 = nb.uuid("Logical_Switch", "sw1")
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["_uuid", "==", ["uuid", sw1]]],
+         "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Switch_Port", "a4")]]]},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "a4",
+         "row": {"name": "a4", "addresses": "00:00:00:00:0a:04"}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw2"]],
+         "mutations": [["ports", "insert", ["named-uuid", "a4"]]]}])
+    step()
+    nb.lr_add("lr1", options={"mcast_relay": "true"})
+    step()
+    nb.lrp_add("lr1", "lr1-sw1", "00:00:00:00:ff:01", "10.1.0.1/24",
+               options={"mcast_flood": "true"})
+    step()
+    nb.lsp_add("sw1", "sw1-lr1", type="router", addresses=["router"],
+               options={"router-port": "lr1-sw1"})
+    step()
+    nb.ls_add("ext")
+    step()
+    nb.lsp_add("ext", "ext-ln", type="localnet", addresses=["unknown"],
+               options={"network_name": "phys", "qos_max_rate": "300"})
+    step()
+    nb.lrp_add("lr1", "lr1-ext", "00:00:00:00:ff:02", "172.16.0.1/24",
+               options={"redirect-type": "bridged"})
+    step()
+    nb.add_child("Logical_Router_Port", "lr1-ext", "gateway_chassis", "Gateway_Chassis",
+                 name="lr1-ext-gw1", chassis_name="gw1", priority=5)
+    step()
+    nb.lsp_add("ext", "ext-lr1", type="router", addresses=["router"],
+               options={"router-port": "lr1-ext",
+                        "nat-addresses": "00:00:00:00:ff:02 172.16.0.50"})
+    step()
+    nb.add_child("Logical_Router", "lr1", "nat", "NAT", type="dnat_and_snat",
+                 external_ip="172.16.0.60", logical_ip="10.1.0.5", logical_port="a1",
+                 external_mac="00:00:00:00:0a:99")
+    step()
+    lb = nb.db.insert("Load_Balancer", name="lbx", protocol="tcp",
+                      vips={"172.16.0.70": "10.1.0.5"})
+    nb.db.add_to("Logical_Router", nb.uuid("Logical_Router", "lr1"), "load_balancer", lb)
+    step()
+    nb.lrp_add("lr1", "lr1-sw2", "00:00:00:00:ff:03", "10.2.0.1/24",
+               options={"reside-on-redirect-chassis": "true"})
+    step()
+    nb.lsp_add("sw2", "sw2-lr1", type="router", addresses=["router"],
+               options={"router-port": "lr1-sw2", "nat-addresses": "router"})
+    step()
+    nb.set("Logical_Switch_Port", "ext-lr1",
+           options={"router-port": "lr1-ext", "nat-addresses": "router",
+                    "exclude-lb-vips-from-garp": "true"})
+    step()
+    nb.lrp_add("lr1", "lr1-bad", "zz", "10.3.0.1/24")
+    step()
+    nb.lsp_add("sw2", "dup1")
+    nb.lsp_add("sw1", "dup1x")
+    step()
+    nb.db.delete("Mirror", mir2)
+    step()
+
+
+REAL_PORT_BINDINGS: dict[str, dict[str, Any]] = {
+    "a1": {"datapath": "sw1", "tunnel_key": 4, "type": "virtual",
+           "mac": ["00:00:00:00:0a:01 10.1.0.5"], "mirror_rules": ["mir1"]},
+    "a2": {"datapath": "sw1", "tunnel_key": 2,
+           "options": {"qdisc_queue_id": "1", "qos_burst": "10", "qos_max_rate": "100"}},
+    "a3": {"datapath": "sw1", "tunnel_key": 3,
+           "options": {"qdisc_queue_id": "2", "qos_max_rate": "200"}},
+    "a4": {"datapath": "sw2", "tunnel_key": 1, "mac": ["00:00:00:00:0a:04"]},
+    "a5": {"datapath": "sw1", "tunnel_key": 6, "parent_port": "a4", "tag": 7},
+    "cr-lr1-ext": {"datapath": "lr1", "tunnel_key": 3, "type": "chassisredirect",
+                   "options": {"distributed-port": "lr1-ext", "redirect-type": "bridged"},
+                   "mac": ["00:00:00:00:ff:02 172.16.0.1/24"], "ha_chassis_group": "lr1-ext"},
+    "dup1": {"datapath": "sw2", "tunnel_key": 3},
+    "dup1x": {"datapath": "sw1", "tunnel_key": 8},
+    "ext-ln": {"datapath": "ext", "tunnel_key": 1, "type": "localnet",
+               "options": {"network_name": "phys", "qdisc_queue_id": "1",
+                           "qos_max_rate": "300"},
+               "mac": ["unknown"]},
+    "ext-lr1": {"datapath": "ext", "tunnel_key": 2, "type": "patch",
+                "options": {"peer": "lr1-ext"}, "mac": ["router"],
+                "nat_addresses": [
+                    '00:00:00:00:0a:99 172.16.0.60 is_chassis_resident("a1")',
+                    '00:00:00:00:ff:02 172.16.0.1 is_chassis_resident("cr-lr1-ext")']},
+    "lr1-ext": {"datapath": "lr1", "tunnel_key": 2, "type": "patch",
+                "options": {"chassis-redirect-port": "cr-lr1-ext", "peer": "ext-lr1"},
+                "mac": ["00:00:00:00:ff:02 172.16.0.1/24"]},
+    "lr1-sw1": {"datapath": "lr1", "tunnel_key": 1, "type": "patch",
+                "options": {"peer": "sw1-lr1"}, "mac": ["00:00:00:00:ff:01 10.1.0.1/24"]},
+    "lr1-sw2": {"datapath": "lr1", "tunnel_key": 4, "type": "patch",
+                "options": {"peer": "sw2-lr1"}, "mac": ["00:00:00:00:ff:03 10.2.0.1/24"]},
+    "sw1-lr1": {"datapath": "sw1", "tunnel_key": 7, "type": "patch",
+                "options": {"peer": "lr1-sw1"}, "mac": ["router"]},
+    "sw2-lr1": {"datapath": "sw2", "tunnel_key": 2, "type": "patch",
+                "options": {"peer": "lr1-sw2"}, "mac": ["router"],
+                "nat_addresses": [
+                    '00:00:00:00:0a:99 172.16.0.60 is_chassis_resident("a1")',
+                    '00:00:00:00:ff:03 10.2.0.1 is_chassis_resident("cr-lr1-ext")',
+                    "00:00:00:00:ff:03 172.16.0.70"]},
+}
+
+REAL_MULTICAST_GROUPS: dict[str, list[Any]] = {
+    "ext _MC_flood": [32768, ["ext-ln", "ext-lr1"]],
+    "ext _MC_flood_l2": [32772, ["ext-ln"]],
+    "ext _MC_mrouter_flood": [32770, ["ext-lr1"]],
+    "ext _MC_unknown": [32769, ["ext-ln"]],
+    "lr1 _MC_static": [32771, ["lr1-sw1"]],
+    "sw1 _MC_flood": [32768, ["a1", "a2", "a3", "a5", "dup1x", "sw1-lr1"]],
+    "sw1 _MC_flood_l2": [32772, ["a1", "a2", "a3", "a5", "dup1x"]],
+    "sw1 _MC_mrouter_flood": [32770, ["sw1-lr1"]],
+    "sw2 _MC_flood": [32768, ["a4", "dup1", "sw2-lr1"]],
+    "sw2 _MC_flood_l2": [32772, ["a4", "dup1"]],
+    "sw2 _MC_mrouter_flood": [32770, ["sw2-lr1"]],
+}
+
+
+def test_more_port_bindings_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
+    scenario(nb, sb)
+    got = port_bindings(sb)
+    assert sorted(got) == sorted(REAL_PORT_BINDINGS)
+    for name, expected in REAL_PORT_BINDINGS.items():
+        assert {k: v for k, v in got[name].items() if k != "mirror_rules"} == \
+            {k: v for k, v in expected.items() if k != "mirror_rules"}, name
+    assert got["a1"].get("mirror_rules") == ["mir1"]
+    assert multicast_groups(sb) == REAL_MULTICAST_GROUPS
+    mirrors = [(m.name, m.filter, m.sink, m.type, m.index)
+               for m in sb.tables["Mirror"].rows.values()]
+    assert mirrors == [("mir1", "to-lport", "10.0.0.9", "gre", 7)]
