@@ -19,6 +19,8 @@ Rules kept here:
 - Without `Logical_Flow` among the compared tables, `Logical_DP_Group` keeps only the
   groups the compared rows refer to (`Load_Balancer.datapath_group`): the others
   belong to logical flows, which are compared with them.
+- The IPs of a `Port_Binding.nat_addresses` entry are sorted: 23.03 lists a router's
+  NAT addresses in its NAT rows' UUID order.
 - SB `Port_Group` names embed the datapath's tunnel key (`<key>_<name>`); the key is
   replaced by the datapath's label so that a renumbering does not hide the group.
 - Pure: no I/O, deterministic for the same input whatever the UUIDs were.
@@ -260,6 +262,8 @@ def normalize(nb: RawDump, sb: RawDump, *, renumber: Iterable[str] = (),
                         row[col] = "<ts>" if row[col] else 0
                 if db == "SB" and table == "Port_Group":
                     row["name"] = _port_group_name(str(row.get("name")), dp_keys)
+                if db == "SB" and table == "Port_Binding" and "nat_addresses" in row:
+                    row["nat_addresses"] = _nat_addresses(row["nat_addresses"])
                 label = labels.ref(_uuid(wire))
                 if db == "SB" and table == "Port_Group":
                     label = f"@Port_Group({row['name']})"
@@ -310,6 +314,21 @@ def _keyed(pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]
         for i, row in enumerate(sorted(members, key=dumps), 1):
             out[key if i == 1 else f"{key}#{i}"] = row
     return out
+
+
+def _nat_addresses(value: Any) -> Any:
+    """`MAC IP... [is_chassis_resident(...)]` with its IPs sorted."""
+    def one(entry: Any) -> Any:
+        if not isinstance(entry, str):
+            return entry
+        words = entry.split(" ")
+        ips = sorted(w for w in words[1:] if not w.startswith("is_chassis_resident"))
+        rest = [w for w in words[1:] if w.startswith("is_chassis_resident")]
+        return " ".join([words[0], *ips, *rest])
+
+    if isinstance(value, list):
+        return sorted((one(v) for v in value), key=dumps)
+    return one(value)
 
 
 def _port_group_name(name: str, dp_keys: Mapping[int, str]) -> str:

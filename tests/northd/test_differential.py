@@ -24,7 +24,11 @@ TABLES: tuple[str, ...] = tuple(f"NB.{t}" for t in NB_WRITTEN) + tuple(f"SB.{t}"
                                                                          for t in SB_OWNED)
 
 # (script, table) -> why our northd differs there. Shrinks as northd grows.
-XFAIL: dict[tuple[str, str], str] = {}
+XFAIL: dict[tuple[str, str], str] = {
+    ("39_router_odd_ports", "SB.Port_Binding"):
+        "two router-type LSPs name one router port: 23.03 makes the last one of its port "
+        "hmap walk (hash of the port names) the router port's peer, ours the other one",
+}
 
 Runner = Callable[[str, str], Snapshot]
 _cache: dict[tuple[str, str], Snapshot | BaseException] = {}
