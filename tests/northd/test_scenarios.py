@@ -26,11 +26,7 @@ TESTDATA = Path(__file__).resolve().parent / "testdata"
 FILES = sorted(TESTDATA.glob("*.txt"))
 
 # (file stem, table) -> why the in-process graph and the real northd differ there.
-_NB_WRITE_BACKS = "the graph does not write NB Logical_Switch_Port up/dynamic_addresses yet"
-XFAIL_REAL: dict[tuple[str, str], str] = {
-    (stem, "NB.Logical_Switch_Port"): _NB_WRITE_BACKS
-    for stem in ("claims_up", "gateways", "ipam", "port_types", "router_ports",
-                 "switch_ports")}
+XFAIL_REAL: dict[tuple[str, str], str] = {}
 
 
 def _graph_available() -> bool:
