@@ -183,3 +183,30 @@ def test_more_port_bindings_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
     mirrors = [(m.name, m.filter, m.sink, m.type, m.index)
                for m in sb.tables["Mirror"].rows.values()]
     assert mirrors == [("mir1", "to-lport", "10.0.0.9", "gre", 7)]
+
+
+def test_binding_recreated_when_port_turns_virtual_or_moves(nb: Nb, sb: LocalDb) -> None:
+    """23.03 deletes the binding and inserts a new one: the claim does not carry over."""
+    hv = add_chassis(sb, "hv1", "192.168.0.1")
+    nb.ls_add("sw1")
+    nb.ls_add("sw2")
+    nb.lsp_add("sw1", "v")
+    nb.lsp_add("sw1", "m")
+    run_core(nb.db, sb)
+    before = {r.logical_port: r for r in sb.tables["Port_Binding"].rows.values()}
+    for row in before.values():
+        sb.update("Port_Binding", row.uuid, chassis=hv, up=True)
+    nb.set("Logical_Switch_Port", "v", type="virtual")
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Switch_Port", "m")]]]},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw2"]],
+         "mutations": [["ports", "insert", ["uuid", nb.uuid("Logical_Switch_Port", "m")]]]}])
+    run_core(nb.db, sb)
+    after = {r.logical_port: r for r in sb.tables["Port_Binding"].rows.values()}
+    for name in ("v", "m"):
+        assert after[name].uuid != before[name].uuid
+        assert after[name].chassis is None and after[name].up is False
+    assert (after["v"].tunnel_key, after["v"].type) == (1, "virtual")  # sw1 has no other
+    assert (after["m"].tunnel_key, after["m"].datapath.external_ids["name"]) == (1, "sw2")
+    assert run_core(nb.db, sb) == [0]

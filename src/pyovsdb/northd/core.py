@@ -49,7 +49,8 @@ class CoreData:
 
 def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
                       nb: DesiredDb, mirrors: DesiredTable) -> DesiredTable:
-    table = sb.add(DesiredTable("Port_Binding", PORT_BINDING_COLUMNS, fill=("up",)))
+    table = sb.add(DesiredTable("Port_Binding", PORT_BINDING_COLUMNS, fill=("up",),
+                                replace=set(ports.recreated)))
     for port in ports.ports.values():
         values = (switch_port_binding(port, ports, state) if port.is_lsp
                   else router_port_binding(port, ports))
@@ -70,7 +71,7 @@ def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -
     HA_Chassis_Group rows of `sb` (a copy of the table replaces it, so the table
     `build_core` made is not changed). An engine node can run this alone on a claim,
     without rebuilding the rest."""
-    lsp_up(inp.sb, core.ports, nb)
+    lsp_up(core.ports, nb)
     groups = sb.tables.get("HA_Chassis_Group")
     if groups is not None:
         copy = DesiredTable(groups.name, groups.columns, groups.owned,

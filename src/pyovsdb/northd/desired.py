@@ -41,6 +41,7 @@ class DesiredTable:
     owned: bool = True
     rows: dict[Hashable, dict[str, Any]] = field(default_factory=dict)
     fill: tuple[str, ...] = ()
+    replace: set[Hashable] = field(default_factory=set)
 
     def put(self, key: Hashable, **values: Any) -> None:
         """Set the desired row `key`; every managed column left out is its default."""

@@ -9,7 +9,8 @@ Rules kept here:
   way the builders name theirs (`row_key`): a datapath by its NB UUID in external_ids, a
   port binding by `logical_port`, a multicast group by (datapath key, name), ... Of
   several rows with one key the one with the lowest UUID is kept, the others are
-  deleted like rows nobody wants (owned tables only).
+  deleted like rows nobody wants (owned tables only). A row the table `replace`s is
+  deleted and inserted anew.
 - Only managed columns are compared, in the replica's canonical form, and an Update
   carries only the columns that differ: an engine run that changed nothing plans
   nothing, and the transaction is never sent. `fill` columns are written only where
@@ -156,7 +157,7 @@ class _Planner:
         extra: list[IdlRow] = []
         for row in sorted(table.rows.values(), key=lambda r: r.uuid):
             key = row_key(dt.name, row, self.tables)
-            if key is None or key not in dt.rows or key in found:
+            if key is None or key not in dt.rows or key in found or key in dt.replace:
                 extra.append(row)
             else:
                 found[key] = row

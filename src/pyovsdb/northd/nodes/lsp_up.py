@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb
 from .datapaths import smap_bool
-from .ports import PortsData, existing_port_bindings
+from .ports import PortsData
 
 NB_LSP_COLUMNS = ("up",)
 
@@ -60,14 +59,13 @@ def lsp_up_for(bindings: Iterable[IdlRow], lsps: Mapping[str, IdlRow],
     return out
 
 
-def lsp_up(sb: Mapping[str, ReplicaTable], ports: PortsData, nb: DesiredDb) -> dict[str, bool]:
+def lsp_up(ports: PortsData, nb: DesiredDb) -> dict[str, bool]:
     """Decide `up` for every switch port; the values by LSP UUID."""
-    bindings = existing_port_bindings(sb)
     table = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
     out: dict[str, bool] = {}
     for port in ports.ports.values():
         if port.is_lsp:
-            up = port_up(port.nb, bindings.get(port.name))
+            up = port_up(port.nb, port.sb)  # None: created (or recreated) this run
             out[port.nb.uuid] = up
             table.set(port.nb.uuid, up=[up])
     return out

@@ -93,6 +93,9 @@ class PortsData:
     l3dgw_ports: dict[str, list[Port]] = field(default_factory=dict)
     localnet_ports: dict[str, list[Port]] = field(default_factory=dict)
     vtep_switches: set[str] = field(default_factory=set)
+    # Ports whose existing binding is not theirs (kind or datapath changed): 23.03
+    # deletes it and inserts a new one.
+    recreated: set[str] = field(default_factory=set)
 
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None
@@ -142,6 +145,8 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
             both.append(port)
         else:
             nb_only.append(port)
+            if port.name in existing:
+                data.recreated.add(port.name)
         ports[port.name] = port
         data.by_datapath.setdefault(port.dp.key, []).append(port)
 
