@@ -16,7 +16,7 @@ Rules kept here:
                      and `other_config` pairs) plus a `Chassis_Private` row.
     `sim echo`       every simulated chassis copies SB `nb_cfg` into its `Chassis_Private`.
   In `nbctl`/`sbctl` lines, `uuid(TABLE,COLUMN=VALUE)` is replaced by the UUID of the one
-  row of that database's TABLE whose COLUMN is VALUE (rows the tools cannot name, such
+  row of that database's TABLE whose COLUMN (or COLUMN:KEY of a map) is VALUE (rows the tools cannot name, such
   as a `Load_Balancer_Group` or an `HA_Chassis_Group` in a reference column).
   A header line `#! renumber TABLE...` asks for canonical tunnel keys in those tables
   (see `normalize`).
@@ -48,7 +48,7 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 MAC_PREFIX = "0a:00:00"
 SVC_MONITOR_MAC = "0a:00:00:ff:ff:fe"
 TIMEOUT = 30
-UUID_OF = re.compile(r"uuid\((\w+),(\w+)=([^)]*)\)")
+UUID_OF = re.compile(r"uuid\((\w+),([\w:]+)=([^)]*)\)")
 
 
 @dataclass(frozen=True)
