@@ -16,8 +16,9 @@ Rules kept here:
                      and `other_config` pairs) plus a `Chassis_Private` row.
     `sim echo`       every simulated chassis copies SB `nb_cfg` into its `Chassis_Private`.
   In `nbctl`/`sbctl` lines, `uuid(TABLE,COLUMN=VALUE)` is replaced by the UUID of the one
-  row of that database's TABLE whose COLUMN (or COLUMN:KEY of a map) is VALUE (rows the tools cannot name, such
-  as a `Load_Balancer_Group` or an `HA_Chassis_Group` in a reference column).
+  row of that database's TABLE whose COLUMN (or COLUMN:KEY of a map) is VALUE: rows the
+  tools cannot name, such as a `Load_Balancer_Group` or an `HA_Chassis_Group` in a
+  reference column.
   A header line `#! renumber TABLE...` asks for canonical tunnel keys in those tables
   (see `normalize`).
 - Before northd starts, NB_Global gets fixed `mac_prefix` and `svc_monitor_mac`: 23.03
