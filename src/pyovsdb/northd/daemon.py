@@ -114,8 +114,10 @@ class Northd:
         self.signal: int | None = None
         self.state = _State(paused=config.paused)
         self.policy = LoopPolicy()
+        engine_log = logging.getLogger("inc_proc_eng")
         self.graph = graph if graph is not None else NorthdGraph(
-            clock=time.monotonic, log=lambda text: log.info("%s", text))
+            clock=time.monotonic, log=lambda text: engine_log.info("%s", text),
+            debug=lambda text: engine_log.debug("%s", text))
         self.seq = Seq()
         self.nb: Idl = None  # type: ignore[assignment]
         self.sb: Idl = None  # type: ignore[assignment]
@@ -226,6 +228,8 @@ class Northd:
         if sb.lock_name is None:
             await sb.set_lock(LOCK_NAME)
         self._check_sessions()
+        if nb.connected and sb.connected:
+            self.graph.prepare(nb.tables, sb.tables)
         has_lock = sb.has_lock
         if not self.state.had_lock and has_lock:
             log.info("ovn-northd lock acquired. This ovn-northd instance is now active.")
@@ -240,10 +244,15 @@ class Northd:
         decision = self.policy.decide(mono_ms())
         if not decision.run:
             return decision.wake_at_ms
+        log.debug("engine run%s", " (recompute: " + ", ".join(
+            r.value for r in self.policy.recompute) + ")" if decision.recompute else "")
         await self._run_engine(decision.recompute)
         self._read_options()
-        # Commits may have brought changes or wanted a run (cfg): ask again at once.
-        return mono_ms() if self.policy.poked or self.policy.recompute_pending else None
+        # A commit that wants a run (the cfg it carried to report): ask again at once. A
+        # failed one only makes the next run a recompute; like ovn-northd, that run
+        # waits for the next change (a TRY_AGAIN's conflicting change, a reconnect),
+        # so a server refusing every commit is not retried in a loop.
+        return mono_ms() if self.policy.poked else None
 
     def _drop_changes(self, reason: Recompute) -> None:
         self.nb.track_clear()

@@ -8,20 +8,26 @@ Rules kept here:
   `mac_binding_aging`, `sync_to_sb`, `northd_output` (the root). `sync_cfg` is ours:
   the nb_cfg/sb_cfg/hv_cfg handshake, which 23.03 runs outside its engine.
 - `northd` (every builder: DesiredDb for SB and for the NB write-backs) recomputes on
-  any NB change, except NB_Global changes of the handshake columns alone, and on the
-  SB tables builders read (`NORTHD_SB_INPUTS`), with honest handlers where a change
-  cannot move its output: its own Datapath_Binding and Port_Binding writes coming
-  back, and chassis claims (`chassis`, `up`, `encap`...), are HANDLED_UNCHANGED, as
-  is everything in SB_Global and Chassis_Private (read only by the handshake, which
-  `sync_cfg` recomputes from them). So an `lsp-add` recomputes `northd` once (23.03:
-  twice).
+  any NB change except two kinds, which cannot move its output: NB_Global changes of
+  the handshake columns alone (`sync_cfg` recomputes on them) and LSP `up` written
+  back; and on the SB tables builders read (`NORTHD_SB_INPUTS`), with honest handlers
+  where a change cannot move its output: its own Datapath_Binding and Port_Binding
+  inserts coming back, bindings it deleted going, and chassis claims (`chassis`, `up`,
+  `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
+  SB_Global and Chassis_Private (read only by the handshake).
+- `sync_from_sb` decides NB `up` (and HA groups' `ref_chassis`) from the bindings,
+  incrementally for the bindings that changed, so an `lsp-add` recomputes `northd`
+  once (23.03: twice, its own binding and the `up` it writes coming back) and a claim
+  not at all.
 - Builders get the SB tables `northd` declares as inputs; reading another one is
   recorded (`undeclared_reads`, asserted empty by the tests) and still answered, so a
   missing declaration costs incrementality, never correctness.
 - `sync_to_sb` turns the desired state (northd's, with `sync_from_sb` and `sync_cfg`
   laid over it) into SB and NB operations against the replicas, from scratch each time
-  one of its inputs changed; its ops are handed out only in a run that recomputed it,
-  so a run where nothing changed commits nothing.
+  one of its inputs changed, plus the writes to rows northd does not own: aged MAC
+  bindings deleted, online service monitors of ports not up set offline. Its ops are
+  handed out only in a run that recomputed it, so a run where nothing changed commits
+  nothing.
 - Pure: the replica tables, changesets, wall-clock time and the committed cfg come
   from the caller; the clock given is only for the engine's stats.
 """
@@ -38,13 +44,15 @@ from ..idl.row import IdlRow
 from ..idl.tracking import changed_columns
 from ..idl.txn import Transaction
 from ..ovsdb.changeset import Changeset, RowChange
-from .core import CoreData, build_core
+from .core import CoreData, build_core, sb_feedback
 from .desired import DesiredDb, DesiredTable, Ref
 from .extra import ExtraData, build_extra
 from .inputs import BuildInput
-from .nodes.global_cfg import CfgHandshake, cfg_handshake
+from .nodes.global_cfg import CfgHandshake, cfg_handshake, global_config
+from .nodes.lsp_up import port_up, switch_ports
 from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
-from .sync import Delete, Insert, Op, apply, plan
+from .nodes.service_monitor import offline_monitors
+from .sync import Delete, Insert, Op, Update, apply, plan
 
 TableChanges = dict[str, RowChange[IdlRow]]
 TableLeaf = Leaf[ReplicaTable, TableChanges]
@@ -55,6 +63,9 @@ NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapat
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
                          "hv_cfg", "hv_cfg_timestamp"))
+# NB Logical_Switch_Port columns northd writes back and no builder reads (`sync_from_sb`
+# decides them): a builder that starts reading one must take it out of here.
+LSP_WRITTEN_ONLY = frozenset(("up",))
 # SB Port_Binding columns the builders read whole; of `options` they read a few keys,
 # and `chassis` only to own the QoS queue of a port with a queue or QoS options.
 PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_port",
@@ -135,9 +146,10 @@ class NorthdNode(Node[NorthdData, None]):
         self.ctx = ctx
         self.undeclared_reads: set[str] = set()
         inputs: dict[str, Input[Any, Any]] = {}
+        nb_handlers = {"NB_Global": self.on_nb_global,
+                       "Logical_Switch_Port": self.on_nb_lsp}
         for table, leaf in nb.items():
-            handler = self.on_nb_global if table == "NB_Global" else None
-            inputs[leaf.name] = Input(leaf, handler)
+            inputs[leaf.name] = Input(leaf, nb_handlers.get(table))
         handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
                     "Port_Binding": self.on_port_binding,
                     "Datapath_Binding": self.on_datapath_binding}
@@ -151,7 +163,9 @@ class NorthdNode(Node[NorthdData, None]):
         inp = BuildInput(nb=ctx.nb, sb=_Recorded(ctx.sb, self.sb_declared,
                                                  self.undeclared_reads))
         sb, nb = DesiredDb(), DesiredDb()
-        core = build_core(inp, sb, nb)
+        # The MAC prefix IPAM uses where NB has none: the one the globals write back.
+        prefix = global_config(inp.nb, inp.sb).mac_prefix
+        core = build_core(inp, sb, nb, mac_prefix=prefix, from_sb=False)
         extra = build_extra(inp, core, sb, nb, now_ms=ctx.now_ms,
                             committed_sb_cfg=ctx.committed_sb_cfg)
         return NorthdData(sb, nb, core, extra)
@@ -160,6 +174,11 @@ class NorthdNode(Node[NorthdData, None]):
     def on_nb_global(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         return _only(change, lambda rc: rc.old is not None and rc.new is not None
                      and set(changed_columns(rc)) <= CFG_COLUMNS)
+
+    # LSP.up written back by `sync_from_sb` (northd's own write coming back).
+    def on_nb_lsp(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        return _only(change, lambda rc: rc.old is not None and rc.new is not None
+                     and set(changed_columns(rc)) <= LSP_WRITTEN_ONLY)
 
     # SB_Global and Chassis_Private are read by the handshake only: `sync_cfg` takes
     # their changes, and `sync_to_sb` re-plans SB_Global against them.
@@ -266,6 +285,70 @@ def _refers(ref: Any, value: Any) -> bool:
     return _dp_key(value) == ref.key
 
 
+@dataclass
+class SbFeedback:
+    """What ovn-controller's writes decide: NB `up` by LSP UUID, and the HA chassis
+    groups with their `ref_chassis` (None: no such table)."""
+
+    up: dict[str, bool]
+    ha_groups: DesiredTable | None
+    lsps: dict[str, IdlRow]  # switch ports by name, as of the last recompute
+
+
+class SyncFromSbNode(Node[SbFeedback, None]):
+    """NB `Logical_Switch_Port.up` and HA_Chassis_Group `ref_chassis` from the SB
+    bindings (23.09's `sync_from_sb`): a claim or an `up` change updates the ports it
+    names, without `northd`."""
+
+    def __init__(self, ctx: RunContext, northd: NorthdNode,
+                 sb: Mapping[str, TableLeaf]) -> None:
+        self.ctx = ctx
+        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd)}
+        if "Port_Binding" in sb:
+            inputs[sb["Port_Binding"].name] = Input(sb["Port_Binding"],
+                                                    self.on_port_binding)
+        if "Chassis" in sb:
+            inputs[sb["Chassis"].name] = Input(sb["Chassis"])
+        super().__init__("sync_from_sb", **inputs)
+
+    def run(self, **inputs: Any) -> SbFeedback:
+        northd: NorthdData = inputs["northd"]
+        groups = northd.sb.tables.get("HA_Chassis_Group")
+        sb = DesiredDb({} if groups is None else {groups.name: groups})
+        nb = DesiredDb()
+        sb_feedback(BuildInput(nb=self.ctx.nb, sb=self.ctx.sb), northd.core, sb, nb)
+        lsp = nb.tables.get("Logical_Switch_Port")
+        up = {} if lsp is None else {k: bool(_single(v["up"])) for k, v in lsp.rows.items()
+                                     if isinstance(k, str)}
+        return SbFeedback(up, sb.tables.get("HA_Chassis_Group"),
+                          switch_ports(northd.core.ports))
+
+    def on_port_binding(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if not self.has_data or change.delta is None:
+            return Handled.UNHANDLED
+        data = self.data
+        groups = data.ha_groups
+        if groups is not None and any(len(r.get("ha_chassis") or ()) > 1
+                                      for r in groups.rows.values()):
+            return Handled.UNHANDLED  # ref_chassis follows every claim: recompute it
+        changed = False
+        for rc in change.delta.values():
+            old, new = _rows(rc)
+            row = new if new is not None else old
+            assert row is not None
+            lsp = data.lsps.get(row.logical_port)
+            if lsp is None:
+                continue
+            if new is None:
+                changed |= data.up.pop(lsp.uuid, None) is not None
+                continue
+            up = port_up(lsp, new)
+            if data.up.get(lsp.uuid) != up:
+                data.up[lsp.uuid] = up
+                changed = True
+        return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
+
+
 class SyncCfgNode(Node[CfgHandshake | None, None]):
     """The nb_cfg -> SB nb_cfg -> NB sb_cfg / hv_cfg handshake (update_sequence_numbers)."""
 
@@ -320,14 +403,13 @@ class MacBindingAgingNode(Node[AgingResult, None]):
 class SyncToSbNode(Node[SyncOps, None]):
     """Desired state against the replicas: the operations of one SB and one NB txn."""
 
-    def __init__(self, ctx: RunContext, northd: NorthdNode, cfg: SyncCfgNode,
-                 aging: MacBindingAgingNode, extra: Mapping[str, Node[Any, Any]],
+    def __init__(self, ctx: RunContext, northd: NorthdNode, feedback: SyncFromSbNode,
+                 cfg: SyncCfgNode, aging: MacBindingAgingNode,
                  sb: Mapping[str, TableLeaf], nb: Mapping[str, TableLeaf]) -> None:
         self.ctx = ctx
-        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd), "sync_cfg": Input(cfg),
-                                              "mac_binding_aging": Input(aging)}
-        for name, node in extra.items():
-            inputs[name] = Input(node)
+        inputs: dict[str, Input[Any, Any]] = {
+            "northd": Input(northd), "sync_from_sb": Input(feedback),
+            "sync_cfg": Input(cfg), "mac_binding_aging": Input(aging)}
         for leaf in sb.values():
             inputs[leaf.name] = Input(leaf)
         for table in ("NB_Global", "Logical_Switch_Port", "Logical_Router_Port"):
@@ -337,13 +419,16 @@ class SyncToSbNode(Node[SyncOps, None]):
 
     def run(self, **inputs: Any) -> SyncOps:
         northd: NorthdData = inputs["northd"]
+        feedback: SbFeedback = inputs["sync_from_sb"]
         hs: CfgHandshake | None = inputs["sync_cfg"]
         aging: AgingResult = inputs["mac_binding_aging"]
         sb_db = _overlay(northd.sb)
         nb_db = _overlay(northd.nb)
-        for data in inputs.values():
-            if isinstance(data, DesiredTable):
-                nb_db.tables[data.name] = data
+        if feedback.ha_groups is not None:
+            sb_db.tables[feedback.ha_groups.name] = feedback.ha_groups
+        if feedback.up:
+            _set_column(nb_db, "Logical_Switch_Port", "up",
+                        {k: [v] for k, v in feedback.up.items()})
         _singleton_by_uuid(nb_db, "NB_Global", self.ctx.nb)
         if hs is not None:
             _patch(nb_db, "NB_Global", nb_cfg_timestamp=hs.nb_cfg_timestamp,
@@ -351,6 +436,14 @@ class SyncToSbNode(Node[SyncOps, None]):
                    hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
             _patch(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
         sb_ops = plan(sb_db, self.ctx.sb)
+        monitors = sb_db.tables.get("Service_Monitor")
+        rows = self.ctx.sb.get("Service_Monitor")
+        if monitors is not None and rows is not None:
+            for uuid in offline_monitors(monitors, self.ctx.sb):
+                row = rows.rows[uuid]
+                sb_ops.append(Update("Service_Monitor", (row.ip, row.port, row.protocol,
+                                                         row.logical_port), row,
+                                     {"status": "offline"}))
         bindings = self.ctx.sb.get("MAC_Binding")
         if bindings is not None:
             sb_ops += [Delete("MAC_Binding", bindings.rows[u]) for u in aging.delete
@@ -378,6 +471,17 @@ def _singleton_by_uuid(db: DesiredDb, table: str, tables: Mapping[str, ReplicaTa
     row = _first(tables.get(table))
     rows: dict[Hashable, dict[str, Any]] = {} if row is None else {row.uuid: old.rows[()]}
     db.tables[table] = DesiredTable(old.name, old.columns, old.owned, rows, old.fill)
+
+
+def _set_column(db: DesiredDb, table: str, column: str, values: Mapping[str, Any]) -> None:
+    """Set `column` of the not-owned rows `values` names (by key) in a copy of `table`."""
+    old = db.tables.get(table)
+    rows: dict[Hashable, dict[str, Any]] = {} if old is None else dict(old.rows)
+    columns = (column,) if old is None else tuple(dict.fromkeys((*old.columns, column)))
+    for key, value in values.items():
+        rows[key] = {**rows.get(key, {}), column: value}
+    db.tables[table] = DesiredTable(table, columns, False, rows,
+                                    () if old is None else old.fill)
 
 
 def _patch(db: DesiredDb, table: str, **values: Any) -> None:
@@ -430,9 +534,11 @@ class NorthdGraph:
     replicas have (and again if that set changes)."""
 
     def __init__(self, *, clock: Callable[[], float] | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None,
+                 debug: Callable[[str], None] | None = None) -> None:
         self._clock = clock
         self._log = log
+        self._debug = debug
         self.ctx = RunContext()
         self.engine: Engine | None = None
         self._shape: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -457,10 +563,11 @@ class NorthdGraph:
         cfg = SyncCfgNode(self.ctx, self._cfg, self._nb, self._sb)
         aging = self._aging = MacBindingAgingNode(self.ctx, northd, self._waker, self._nb,
                                                   self._sb)
-        sync = SyncToSbNode(self.ctx, northd, cfg, aging, {}, self._sb, self._nb)
+        feedback = SyncFromSbNode(self.ctx, northd, self._sb)
+        sync = SyncToSbNode(self.ctx, northd, feedback, cfg, aging, self._sb, self._nb)
         old_stats = self.engine.stats if self.engine is not None else None
         self.engine = Engine(NorthdOutput(sync), clock=self._clock, log=self._log,
-                             compute_log_timeout_ms=self._log_timeout)
+                             compute_log_timeout_ms=self._log_timeout, debug=self._debug)
         if old_stats is not None:
             for name, st in old_stats.items():
                 if name in self.engine.stats:
@@ -468,6 +575,12 @@ class NorthdGraph:
                     self.engine.stats[name].compute = st.compute
                     self.engine.stats[name].cancel = st.cancel
         self._shape = (tuple(sorted(nb)), tuple(sorted(sb)))
+
+    def prepare(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> None:
+        """Build the graph for these tables unless it is built for them: its nodes and
+        their (zero) stats exist before the first run, as in ovn-northd."""
+        if self.engine is None or self._shape != (tuple(sorted(nb)), tuple(sorted(sb))):
+            self._build(nb, sb)
 
     @property
     def undeclared_reads(self) -> set[str]:
@@ -478,8 +591,7 @@ class NorthdGraph:
     def run(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
             nb_changes: Changeset[IdlRow], sb_changes: Changeset[IdlRow], *,
             recompute: bool, now_ms: int, sb_cfg: int | None) -> RunOutput:
-        if self.engine is None or self._shape != (tuple(sorted(nb)), tuple(sorted(sb))):
-            self._build(nb, sb)
+        self.prepare(nb, sb)
         engine = self.engine
         assert engine is not None and self._cfg is not None
         ctx = self.ctx

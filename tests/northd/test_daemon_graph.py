@@ -1,0 +1,151 @@
+"""northd's engine graph without a server: the daemon's loop in miniature (run the
+graph on the replicas' changesets, commit its ops into in-memory NB and SB, feed the
+commits' changesets back), checking which nodes recompute, that the incremental result
+is what a fresh recompute wants, and that builders read only the SB tables declared."""
+
+from __future__ import annotations
+
+from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.graph import NorthdGraph, leaf_name
+from pyovsdb.northd.testing import LocalDb, Nb
+from pyovsdb.ovsdb.changeset import Changeset, merge
+
+
+class Loop:
+    """The daemon's run/commit cycle over LocalDbs, with a fake wall clock."""
+
+    def __init__(self, nb: Nb, sb: LocalDb) -> None:
+        self.nb = nb
+        self.sb = sb
+        self.graph = NorthdGraph()
+        self.nb_changes: list[Changeset[IdlRow]] = []
+        self.sb_changes: list[Changeset[IdlRow]] = []
+        self.committed_cfg: int | None = None
+        self.now = 1_000_000
+        self.runs = 0
+
+    def nb_did(self, cs: Changeset[IdlRow]) -> None:
+        self.nb_changes.append(cs)
+
+    def sb_did(self, cs: Changeset[IdlRow]) -> None:
+        self.sb_changes.append(cs)
+
+    def run(self, *, recompute: bool = False) -> int:
+        """One engine run and its commits; the number of operations committed."""
+        self.now += 10
+        self.runs += 1
+        nb_cs, sb_cs = merge(self.nb_changes), merge(self.sb_changes)
+        self.nb_changes, self.sb_changes = [], []
+        out = self.graph.run(self.nb.db.tables, self.sb.tables, nb_cs, sb_cs,
+                             recompute=recompute, now_ms=self.now, sb_cfg=self.committed_cfg)
+        assert not out.canceled
+        sb_txn, nb_txn = self.sb.transaction(), self.nb.db.transaction()
+        self.graph.apply_sb(out, sb_txn)
+        self.graph.apply_nb(out, nb_txn)
+        sb_cs, sb_ops = self.sb.commit(sb_txn)
+        nb_cs, nb_ops = self.nb.db.commit(nb_txn)
+        if sb_cs:
+            self.sb_did(sb_cs)
+        if nb_cs:
+            self.nb_did(nb_cs)
+        if out.nb_cfg is not None and out.nb_cfg != self.committed_cfg:
+            self.committed_cfg = out.nb_cfg
+        return len(sb_ops) + len(nb_ops)
+
+    def settle(self, limit: int = 6) -> int:
+        """Run until a run commits nothing and nothing is pending; the runs made."""
+        for i in range(1, limit + 1):
+            n = self.run()
+            if not n and not self.nb_changes and not self.sb_changes:
+                return i
+        raise AssertionError(f"northd did not settle in {limit} runs")
+
+    def stat(self, node: str, stat: str = "recompute") -> int:
+        return int(self.graph.show_stats(node, stat))
+
+
+def fresh_plan(loop: Loop) -> tuple[int, int]:
+    """Operations a graph built from scratch on the same replicas would commit."""
+    g = NorthdGraph()
+    out = g.run(loop.nb.db.tables, loop.sb.tables, Changeset(), Changeset(), recompute=True,
+                now_ms=loop.now, sb_cfg=loop.committed_cfg)
+    return len(out.sb_ops), len(out.nb_ops)
+
+
+def test_lsp_add_recomputes_northd_once_and_claims_never(nb: Nb, sb: LocalDb) -> None:
+    nb.db.insert("NB_Global", options={"mac_prefix": "0a:00:00",
+                                       "svc_monitor_mac": "0a:00:00:00:00:fe"})
+    loop = Loop(nb, sb)
+    loop.settle()
+    # The first run, and the NB_Global options it writes back (northd reads them).
+    assert loop.stat("northd") == 2
+    loop.nb_did(_ls_add(nb, "sw0"))
+    loop.settle()
+    assert loop.stat("northd") == 3
+    for name in ("p1", "p2"):
+        before = loop.stat("northd")
+        loop.nb_did(_lsp_add(nb, "sw0", name))
+        loop.settle()
+        # Its binding and the `up` written back come back without a recompute.
+        assert loop.stat("northd") == before + 1
+    pbs = {r.logical_port: r for r in sb.tables["Port_Binding"].rows.values()}
+    assert sorted(pbs) == ["p1", "p2"]
+    assert sorted(r.tunnel_key for r in pbs.values()) == [1, 2]
+    lsps = {r.name: r for r in nb.db.tables["Logical_Switch_Port"].rows.values()}
+    assert lsps["p1"].up is False and lsps["p2"].up is False
+    # A chassis registers (northd reads Chassis: one recompute), then claims p1.
+    loop.sb_did(sb.transact([
+        {"op": "insert", "table": "Encap", "uuid-name": "e",
+         "row": {"type": "geneve", "ip": "192.0.2.1", "chassis_name": "ch1"}},
+        {"op": "insert", "table": "Chassis",
+         "row": {"name": "ch1", "hostname": "h1", "encaps": ["named-uuid", "e"]}}]))
+    ch = str(sb.last_results[1]["uuid"][1])
+    loop.settle()
+    before = loop.stat("northd")
+    feedback = loop.stat("sync_from_sb", "compute")
+    loop.sb_did(sb.update("Port_Binding", pbs["p1"].uuid, chassis=ch))
+    loop.settle()
+    assert loop.stat("northd") == before
+    assert loop.stat("sync_from_sb", "compute") > feedback
+    lsps = {r.name: r for r in nb.db.tables["Logical_Switch_Port"].rows.values()}
+    assert lsps["p1"].up is True and lsps["p2"].up is False
+    # What the increments reached is what a recompute from scratch wants.
+    assert fresh_plan(loop) == (0, 0)
+    assert loop.graph.undeclared_reads == set()
+
+
+def test_cfg_handshake_reports_sb_cfg_after_the_commit(nb: Nb, sb: LocalDb) -> None:
+    nb.db.insert("NB_Global", options={"mac_prefix": "0a:00:00",
+                                       "svc_monitor_mac": "0a:00:00:00:00:fe"})
+    loop = Loop(nb, sb)
+    loop.settle()
+    before = loop.stat("northd")
+    uuid = next(iter(nb.db.tables["NB_Global"].rows))
+    loop.nb_did(nb.db.update("NB_Global", uuid, nb_cfg=7))
+    assert loop.run() > 0                     # SB_Global.nb_cfg = 7
+    assert next(iter(sb.tables["SB_Global"].rows.values())).nb_cfg == 7
+    assert next(iter(nb.db.tables["NB_Global"].rows.values())).sb_cfg != 7
+    loop.settle()                             # then NB sb_cfg, hv_cfg (no chassis)
+    row = next(iter(nb.db.tables["NB_Global"].rows.values()))
+    assert (row.sb_cfg, row.hv_cfg) == (7, 7)
+    assert row.sb_cfg_timestamp > 0 and row.nb_cfg_timestamp > 0
+    assert loop.stat("northd") == before     # the handshake alone recomputes sync_cfg
+
+
+def test_leaf_names_are_ovns() -> None:
+    assert leaf_name("NB", "Logical_Switch_Port") == "NB_logical_switch_port"
+    assert leaf_name("SB", "Logical_DP_Group") == "SB_logical_DP_group"
+    assert leaf_name("SB", "SB_Global") == "SB_sb_global"
+
+
+def _ls_add(nb: Nb, name: str) -> Changeset[IdlRow]:
+    return nb.db.transact([{"op": "insert", "table": "Logical_Switch",
+                            "row": {"name": name}}])
+
+
+def _lsp_add(nb: Nb, ls: str, name: str) -> Changeset[IdlRow]:
+    return nb.db.transact([
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+         "row": {"name": name}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", ls]],
+         "mutations": [["ports", "insert", ["set", [["named-uuid", "p"]]]]]}])
