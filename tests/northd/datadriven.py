@@ -13,7 +13,8 @@ between cases are kept as they are. Commands:
     nb lrp-del PORT
     nb lrp-set-gateway-chassis PORT CHASSIS PRIORITY
     nb lrp-del-gateway-chassis PORT CHASSIS
-    nb set TABLE NAME COL=VALUE...         (COL:KEY=VALUE sets one key of a map)
+    nb set TABLE NAME COL=VALUE...         (COL:KEY=VALUE sets one key of a map;
+                                            NAME `.` is a table's only row)
     sb chassis-add NAME IP [KEY=VALUE...]  (Chassis + Encap + Chassis_Private;
                                             the pairs go to other_config)
     sb lsp-bind PORT CHASSIS               sb lsp-unbind PORT
@@ -214,6 +215,9 @@ class Scenario:
 
     @staticmethod
     def _uuid(db: LocalDb, table: str, name: str) -> str:
+        rows = db.tables[table].rows
+        if name == "." and len(rows) == 1:
+            return str(next(iter(rows.values())).uuid)
         col = NAMED_BY.get(table, "name")
         for row in db.tables[table].rows.values():
             if getattr(row, col) == name:
