@@ -239,3 +239,22 @@ def test_wait_sb_hv_and_what_recomputes(tmp_path: Path, kind: str) -> None:
         assert p.nbctl("get", "NB_Global", ".", "hv_cfg").strip() == nb_cfg
         assert p.nbctl("get", "NB_Global", ".", "sb_cfg").strip() == nb_cfg
         assert p.sb_names("Port_Binding", "logical_port") == ["p1", "p2", "p3"]
+
+
+def test_mac_binding_aging_on_the_timer(tmp_path: Path) -> None:
+    """A router with a 1 s age threshold: the binding is kept at first, and deleted by
+    the run the aging timer asks for, with no other change to wake northd."""
+    with plane("ours", tmp_path) as p:
+        n = p.northd()
+        poll("active", lambda: n.status() == "Status: active", logs=n.logs)
+        p.nbctl("--wait=sb", "lr-add", "lr0", "--", "set", "Logical_Router", "lr0",
+                "options:mac_binding_age_threshold=1")
+        dp = p.sbctl("--bare", "--columns=_uuid", "list", "Datapath_Binding").strip()
+        now_ms = int(time.time() * 1000)
+        p.sbctl("create", "MAC_Binding", "logical_port=lrp0", "ip=192.0.2.9",
+                "mac=\"0a:00:00:00:00:09\"", f"datapath={dp}", f"timestamp={now_ms}")
+        time.sleep(0.3)
+        assert len(p.sb_names("MAC_Binding", "_uuid")) == 1
+        poll("the binding aged out", lambda: p.sb_names("MAC_Binding", "_uuid") == [],
+             timeout=10, logs=n.logs)
+        assert time.time() * 1000 - now_ms >= 1000

@@ -52,7 +52,7 @@ from .nodes.global_cfg import CfgHandshake, cfg_handshake, global_config
 from .nodes.lsp_up import port_up, switch_ports
 from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
 from .nodes.service_monitor import offline_monitors
-from .sync import Delete, Insert, Op, Update, apply, plan
+from .sync import Delete, Op, Update, apply, plan
 
 TableChanges = dict[str, RowChange[IdlRow]]
 TableLeaf = Leaf[ReplicaTable, TableChanges]
@@ -515,20 +515,6 @@ class RunOutput:
     wake_at_ms: int | None = None
 
 
-def _apply(ops: list[Op], txn: Transaction) -> None:
-    """`sync.apply`, with a column named `table` (RBAC_Permission's) written after the
-    insert: `Transaction.insert` takes the table's name by that keyword."""
-    clash = {(op.table, op.key): op.values["table"] for op in ops
-             if isinstance(op, Insert) and "table" in op.values}
-    if clash:
-        ops = [Insert(op.table, op.key, {c: v for c, v in op.values.items() if c != "table"})
-               if isinstance(op, Insert) and (op.table, op.key) in clash else op
-               for op in ops]
-    handles = apply(ops, txn)
-    for key, value in clash.items():
-        txn.update(handles[key], table=value)
-
-
 class NorthdGraph:
     """The engine over northd's nodes, built on the first run from the tables the
     replicas have (and again if that set changes)."""
@@ -633,10 +619,10 @@ class NorthdGraph:
     # -- writing -----------------------------------------------------------------------
 
     def apply_sb(self, out: RunOutput, txn: Transaction) -> None:
-        _apply(out.sb_ops, txn)
+        apply(out.sb_ops, txn)
 
     def apply_nb(self, out: RunOutput, txn: Transaction) -> None:
-        _apply(out.nb_ops, txn)
+        apply(out.nb_ops, txn)
 
     # -- control commands --------------------------------------------------------------
 
