@@ -21,6 +21,8 @@ PORT_KEY_MIN = 1
 PORT_KEY_MAX = (1 << 15) - 1
 PORT_KEY_MAX_VXLAN = (1 << 11) - 1
 VXLAN_MIN_MULTICAST = 2048
+IP_MCAST_KEY_MIN = 32773  # OVN_MIN_IP_MULTICAST, also the first hint
+IP_MCAST_KEY_MAX = 65535
 
 
 class TunnelKeys:
@@ -28,11 +30,12 @@ class TunnelKeys:
 
     __slots__ = ("hi", "hint", "hint_follows_adds", "lo", "used")
 
-    def __init__(self, lo: int, hi: int, *, hint_follows_adds: bool = False) -> None:
+    def __init__(self, lo: int, hi: int, *, hint_follows_adds: bool = False,
+                 hint: int = 0) -> None:
         self.lo = lo
         self.hi = hi
         self.used: set[int] = set()
-        self.hint = 0
+        self.hint = hint
         self.hint_follows_adds = hint_follows_adds
 
     def add(self, key: int) -> bool:

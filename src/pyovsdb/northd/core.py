@@ -97,7 +97,7 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
     mirrors = build_mirrors(inp.nb, sb)
     put_port_bindings(ports, state, sb, nb, mirrors)
     build_ha_chassis_groups(ports, sb)
-    build_mcast_groups(datapaths, ports, sb)
+    build_mcast_groups(datapaths, ports, sb, inp.sb)
     core = CoreData(datapaths, ports, dynamic, prefix)
     if from_sb:
         sb_feedback(inp, core, sb, nb)

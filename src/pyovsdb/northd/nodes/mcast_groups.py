@@ -11,11 +11,26 @@ Rules kept here:
   router ports with `options:mcast_flood=true`.
 - A router port that is a distributed gateway port is stored as its `cr-` port.
 - A group without ports is not written; ports are listed by name.
-- Groups learnt through IGMP (SB IGMP_Group, relayed by routers) are not built yet.
+- IGMP groups (`build_igmp_groups`): each SB IGMP_Group with a chassis and a current
+  datapath adds its switch ports (less those that flood multicast anyway or whose
+  router relays) to the group named by its address on that datapath, with the
+  switch's localnet ports; "mrouters" entries go to `_MC_mrouter_flood` instead. A
+  router with `mcast_relay` gets the groups of its switches (IPv4, and IPv6 of routable
+  scope) with its own port (or `cr-` port) as member. A group keeps the tunnel key its
+  SB row has; new groups get keys from 32774 on (the hint starts at 32773), in
+  datapath order, then by address (23.03: hash order).
+- Stale SB IGMP_Group rows (no chassis, no datapath) are not deleted here (23.03 deletes
+  them; the table is ovn-controller's).
 """
 
 from __future__ import annotations
 
+import ipaddress
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..alloc import IP_MCAST_KEY_MAX, IP_MCAST_KEY_MIN, TunnelKeys
 from ..desired import DesiredDb, DesiredTable, Ref
 from .datapaths import DatapathsData, smap_bool
 from .ports import Port, PortsData
@@ -34,9 +49,12 @@ def _enabled(port: Port) -> bool:
     return enabled is None or bool(enabled)
 
 
-def build_mcast_groups(datapaths: DatapathsData, ports: PortsData,
-                       sb: DesiredDb) -> DesiredTable:
-    groups: dict[tuple[str, str], tuple[int, set[str]]] = {}
+Groups = dict[tuple[str, str], tuple[int, set[str]]]
+
+
+def build_mcast_groups(datapaths: DatapathsData, ports: PortsData, sb: DesiredDb,
+                       sb_tables: Mapping[str, ReplicaTable] | None = None) -> DesiredTable:
+    groups: Groups = {}
 
     def add(group: tuple[str, int], port: Port) -> None:
         if port.cr_port is not None:
@@ -69,6 +87,8 @@ def build_mcast_groups(datapaths: DatapathsData, ports: PortsData,
                 add(MC_STATIC, port)
             if port.has_unknown and lsp.type != "external":
                 add(MC_UNKNOWN, port)
+    if sb_tables is not None:
+        build_igmp_groups(datapaths, ports, sb_tables, groups)
     table = sb.add(DesiredTable("Multicast_Group", MULTICAST_COLUMNS))
     for (dp_key, name), (tunnel_key, members) in sorted(groups.items()):
         if datapaths.get(dp_key) is None:
@@ -77,3 +97,123 @@ def build_mcast_groups(datapaths: DatapathsData, ports: PortsData,
                   tunnel_key=tunnel_key,
                   ports=[Ref("Port_Binding", p) for p in sorted(members)])
     return table
+
+
+def _relays(port: Port | None) -> bool:
+    return port is not None and port.dp.is_router and smap_bool(
+        port.dp.nb.options, "mcast_relay", False)
+
+
+def _igmp_address(text: str) -> int | None:
+    """The group address as an IPv6 integer (IPv4 mapped), 0 for "mrouters"."""
+    if text == "mrouters":
+        return 0
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv4Address):
+        return (0xFFFF << 32) | int(ip)
+    return int(ip)
+
+
+def _routable(address: int) -> bool:
+    """IPv4 (mapped), or IPv6 multicast of a scope routers relay (RFC 4291 2.7)."""
+    if address >> 32 == 0xFFFF:
+        return True
+    top = address >> 112
+    return top >> 8 == 0xFF and (top & 0x0F) not in (0x0, 0x1, 0x2, 0x3, 0xF)
+
+
+def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
+                      sb: Mapping[str, ReplicaTable], groups: Groups) -> None:
+    """Add the IGMP groups to `groups` (see the module rules)."""
+    order = {dp.key: i for i, dp in enumerate(datapaths.all())}
+    existing: dict[tuple[str, str], int] = {}
+    mc_table = sb.get("Multicast_Group")
+    for row in mc_table.rows.values() if mc_table is not None else ():
+        dp = row.datapath
+        if isinstance(dp, IdlRow):
+            ids = dp.external_ids
+            key = ids.get("logical-switch") or ids.get("logical-router")
+            if key:
+                existing.setdefault((str(key), row.name), row.tunnel_key)
+    # (datapath key, address) -> [name, members]
+    igmp: dict[tuple[str, int], tuple[str, set[str]]] = {}
+    by_dp: dict[str, list[int]] = {}
+
+    def group(dp_key: str, address: int, name: str) -> set[str]:
+        entry = igmp.get((dp_key, address))
+        if entry is None:
+            entry = igmp[(dp_key, address)] = (name, set())
+            by_dp.setdefault(dp_key, []).append(address)
+        return entry[1]
+
+    table = sb.get("IGMP_Group")
+    rows = sorted(table.rows.values(), key=lambda r: r.uuid) if table is not None else []
+    for row in rows:
+        dp_row = row.datapath
+        if row.chassis is None or not isinstance(dp_row, IdlRow):
+            continue
+        ids = dp_row.external_ids
+        dp_key = str(ids.get("logical-switch") or ids.get("logical-router") or "")
+        if datapaths.get(dp_key) is None:
+            continue
+        address = _igmp_address(row.address)
+        if address is None:
+            continue
+        members = []
+        for pb in row.ports:
+            port = ports.ports.get(pb.logical_port) if isinstance(pb, IdlRow) else None
+            if port is None or not port.is_lsp:
+                continue
+            if smap_bool(port.nb.options, "mcast_flood", False):
+                continue
+            if _relays(ports.peer_of(port)):
+                continue
+            members.append(port.name)
+        if members:
+            group(dp_key, address, row.address).update(members)
+    for dp in datapaths.switches.values():
+        addresses = list(by_dp.get(dp.key, []))
+        if not addresses:
+            continue
+        for lsp in ports.router_ports.get(dp.key, []):
+            rp = ports.peer_of(lsp)
+            if rp is None or not _relays(rp) or smap_bool(rp.nb.options, "mcast_flood", False):
+                continue
+            member = rp.cr_port if rp.cr_port is not None else rp.name
+            for address in addresses:
+                name = igmp[(dp.key, address)][0]
+                if address == 0 or not _routable(address):
+                    continue
+                group(rp.dp.key, address, name).add(member)
+    spaces: dict[str, TunnelKeys] = {}
+    keys: dict[tuple[str, int], int] = {}
+    for (dp_key, address), (name, _) in igmp.items():
+        if address == 0:
+            continue
+        space = spaces.setdefault(dp_key, TunnelKeys(IP_MCAST_KEY_MIN, IP_MCAST_KEY_MAX,
+                                                     hint=IP_MCAST_KEY_MIN))
+        kept = existing.get((dp_key, name))
+        if kept is not None:
+            space.add(kept)
+            keys[(dp_key, address)] = kept
+    for (dp_key, address) in sorted(igmp, key=lambda k: (order.get(k[0], 0), k[1])):
+        name, in_group = igmp[(dp_key, address)]
+        if address == 0:
+            entry = groups.setdefault((dp_key, MC_MROUTER_FLOOD[0]),
+                                      (MC_MROUTER_FLOOD[1], set()))
+            entry[1].update(in_group)
+            continue
+        key = keys.get((dp_key, address))
+        if key is None:
+            space = spaces.setdefault(dp_key, TunnelKeys(
+                IP_MCAST_KEY_MIN, IP_MCAST_KEY_MAX, hint=IP_MCAST_KEY_MIN))
+            new = space.allocate()
+            if new is None:
+                continue
+            key = new
+        entry = groups.setdefault((dp_key, name), (key, set()))
+        entry[1].update(in_group)
+        entry[1].update(p.name for p in ports.localnet_ports.get(dp_key, []))
