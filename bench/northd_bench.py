@@ -10,8 +10,10 @@
   churned port, and the NB-write-to-SB-Port_Binding latency P50/P99 (a watcher IDL on
   SB timestamps the arrival of each port's Port_Binding).
 - burst (seed 004): 1,000 back-to-back single-port NB transactions (one in flight) on a
-  preloaded NB. Variants: ours with the main loop's wake delayed 0 and 5 ms
-  (`--seq-delay-ms`), the real ovn-northd for reference. Figures: time from the first
+  preloaded NB; and paced: the same with a pause (2 ms) after each reply on a small NB,
+  where one engine run is short enough for each transaction to wake northd. Variants:
+  ours with the main loop's wake delayed 0 and 5 ms (`--seq-delay-ms`), the real
+  ovn-northd for reference. Figures: time from the first
   transaction until SB holds the last port, northd CPU seconds, engine runs (the
   `northd` node's recompute + compute counts of `inc-engine/show-stats`).
 
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyovsdb.idl import Idl
+from pyovsdb.idl import Idl, IdlRow
 from pyovsdb.jsonrpc.client import Client
 from pyovsdb.jsonrpc.session import ClientConnection, connect
 from pyovsdb.ovsdb.changeset import Changeset
@@ -202,7 +204,7 @@ class Watcher:
         for row in self.idl["Port_Binding"].rows.values():
             self.arrived.setdefault(row.logical_port, now)
 
-    def _on_change(self, cs: Changeset) -> None:
+    def _on_change(self, cs: Changeset[IdlRow]) -> None:
         now = time.monotonic()
         for table, changes in cs:
             if table != "Port_Binding":
@@ -278,6 +280,8 @@ class Sizes:
     seconds: float
     burst: int
     burst_switches: int
+    paced_switches: int
+    paced_gap_ms: float
     initial_timeout: float
     drain_timeout: float
 
@@ -339,9 +343,11 @@ async def churn_once(root: Path, tag: str, v: Variant, args: argparse.Namespace,
 
 
 async def burst_once(root: Path, tag: str, v: Variant, args: argparse.Namespace,
-                     sz: Sizes) -> dict[str, float]:
-    plane, watcher = await _ready_plane(root, tag, v, args, sz.burst_switches, sz.ports, sz)
-    writer = Writer(plane.nb.unix, sz.burst_switches)
+                     sz: Sizes, paced: bool = False) -> dict[str, float]:
+    nsw = sz.paced_switches if paced else sz.burst_switches
+    gap = sz.paced_gap_ms / 1e3 if paced else 0.0
+    plane, watcher = await _ready_plane(root, tag, v, args, nsw, sz.ports, sz)
+    writer = Writer(plane.nb.unix, nsw)
     try:
         await writer.start()
         await asyncio.sleep(1.0)
@@ -352,6 +358,8 @@ async def burst_once(root: Path, tag: str, v: Variant, args: argparse.Namespace,
         t0 = time.monotonic()
         for k in range(sz.burst):
             await writer.add_port(k, "burst")
+            if gap:
+                await asyncio.sleep(gap)
         t_sent = time.monotonic()
         last = f"burst-{sz.burst - 1}"
         done = await watcher.wait_all(lambda: set(writer.sent), sz.drain_timeout,
@@ -360,8 +368,9 @@ async def burst_once(root: Path, tag: str, v: Variant, args: argparse.Namespace,
         # what northd spends after the last port is in SB belongs to the burst too
         await asyncio.sleep(0.5)
         cpu = cpu_seconds(pid) - cpu0
+        runs = plane.engine_runs()
         return {"total_s": t_end - t0, "write_s": t_sent - t0, "cpu_s": cpu,
-                "runs": float(plane.engine_runs()),
+                "runs": float(runs), "ms_per_run": 1e3 * cpu / max(runs, 1),
                 "missing": 0.0 if done else float(len(writer.sent) - len(
                     writer.sent.keys() & watcher.arrived.keys()))}
     finally:
@@ -401,7 +410,7 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    ap.add_argument("--only", default="", help="churn, burst (comma-separated)")
+    ap.add_argument("--only", default="", help="churn, burst, paced (comma-separated)")
     ap.add_argument("--servers", choices=("real", "ours"), default="real",
                     help="which ovsdb server serves NB and SB")
     ap.add_argument("--northd", choices=("both", "ours", "real"), default="both",
@@ -412,6 +421,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, help="churn duration")
     ap.add_argument("--burst", type=int, help="burst transactions")
     ap.add_argument("--burst-switches", type=int)
+    ap.add_argument("--paced-gap-ms", type=float, default=2.0,
+                    help="the paced burst's pause after each transaction's reply")
     args = ap.parse_args()
     need = ["ovn-nbctl", "ovn-appctl"] + (["ovsdb-server", "ovsdb-tool"]
                                           if args.servers == "real" else [])
@@ -429,6 +440,7 @@ def main() -> int:
                seconds=args.seconds or (3.0 if q else 30.0),
                burst=args.burst or (100 if q else 1000),
                burst_switches=args.burst_switches or (20 if q else 100),
+               paced_switches=10, paced_gap_ms=args.paced_gap_ms,
                initial_timeout=600.0, drain_timeout=120.0 if q else 600.0)
     only = set(filter(None, args.only.split(",")))
 
@@ -449,16 +461,27 @@ def main() -> int:
                 print(f"| {label} | {f['cpu_s']:.2f} | {f['cpu_pct']:.0f} | "
                       f"{f['p50_ms']:.0f} | {f['p99_ms']:.0f} | {f['max_ms']:.0f} | "
                       f"{f['drain_s']:.2f}{miss} |")
-        if not only or "burst" in only:
-            res = run_variants("burst", pick(BURST), args.reps, root, args, sz, burst_once)
-            print(f"\nburst: {sz.burst} back-to-back single-port txns on "
-                  f"{sz.burst_switches} LS x {sz.ports} LSP; median of {args.reps}\n")
-            print("| northd | until SB has the last, s | sending, s | CPU s | engine runs |")
-            print("|---|---|---|---|---|")
+        for shape in ("burst", "paced"):
+            if only and shape not in only:
+                continue
+            paced = shape == "paced"
+
+            async def once(root: Path, tag: str, v: Variant, a: argparse.Namespace,
+                           s: Sizes, paced: bool = paced) -> dict[str, float]:
+                return await burst_once(root, tag, v, a, s, paced)
+            res = run_variants(shape, pick(BURST), args.reps, root, args, sz, once)
+            nsw = sz.paced_switches if paced else sz.burst_switches
+            how = f"with {sz.paced_gap_ms:g} ms after each reply" if paced \
+                else "back-to-back"
+            print(f"\n{shape}: {sz.burst} single-port txns, one in flight, {how}, on "
+                  f"{nsw} LS x {sz.ports} LSP; median of {args.reps}\n")
+            print("| northd | until SB has the last, s | sending, s | CPU s | engine runs "
+                  "| CPU ms per run |")
+            print("|---|---|---|---|---|---|")
             for label, f in res.items():
                 miss = f" ({f['missing']:.0f} missing)" if f["missing"] else ""
                 print(f"| {label} | {f['total_s']:.2f}{miss} | {f['write_s']:.2f} | "
-                      f"{f['cpu_s']:.2f} | {f['runs']:.0f} |")
+                      f"{f['cpu_s']:.2f} | {f['runs']:.0f} | {f['ms_per_run']:.1f} |")
     return 0
 
 
