@@ -128,16 +128,6 @@ def _routable(address: int) -> bool:
 def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
                       sb: Mapping[str, ReplicaTable], groups: Groups) -> None:
     """Add the IGMP groups to `groups` (see the module rules)."""
-    order = {dp.key: i for i, dp in enumerate(datapaths.all())}
-    existing: dict[tuple[str, str], int] = {}
-    mc_table = sb.get("Multicast_Group")
-    for row in mc_table.rows.values() if mc_table is not None else ():
-        dp = row.datapath
-        if isinstance(dp, IdlRow):
-            ids = dp.external_ids
-            key = ids.get("logical-switch") or ids.get("logical-router")
-            if key:
-                existing.setdefault((str(key), row.name), row.tunnel_key)
     # (datapath key, address) -> [name, members]
     igmp: dict[tuple[str, int], tuple[str, set[str]]] = {}
     by_dp: dict[str, list[int]] = {}
@@ -151,6 +141,8 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
 
     table = sb.get("IGMP_Group")
     rows = sorted(table.rows.values(), key=lambda r: r.uuid) if table is not None else []
+    if not rows:
+        return  # (SB Multicast_Group is read only where there are IGMP groups)
     for row in rows:
         dp_row = row.datapath
         if row.chassis is None or not isinstance(dp_row, IdlRow):
@@ -188,6 +180,16 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
                 if address == 0 or not _routable(address):
                     continue
                 group(rp.dp.key, address, name).add(member)
+    order = {dp.key: i for i, dp in enumerate(datapaths.all())}
+    existing: dict[tuple[str, str], int] = {}
+    mc_table = sb.get("Multicast_Group")
+    for row in mc_table.rows.values() if mc_table is not None else ():
+        dp = row.datapath
+        if isinstance(dp, IdlRow):
+            ids = dp.external_ids
+            key = ids.get("logical-switch") or ids.get("logical-router")
+            if key:
+                existing.setdefault((str(key), row.name), row.tunnel_key)
     spaces: dict[str, TunnelKeys] = {}
     keys: dict[tuple[str, int], int] = {}
     for (dp_key, address), (name, _) in igmp.items():
