@@ -28,6 +28,9 @@ XFAIL: dict[tuple[str, str], str] = {
     ("39_router_odd_ports", "SB.Port_Binding"):
         "two router-type LSPs name one router port: 23.03 makes the last one of its port "
         "hmap walk (hash of the port names) the router port's peer, ours the other one",
+    ("45_lrp_ipv6_options", "SB.Port_Binding"):
+        "router ports' IPv6 RA configuration and prefix delegation are not copied into "
+        "their Port_Binding options (ipv6_ra_*, ipv6_prefix, ipv6_prefix_delegation)",
     ("44_igmp_groups", "SB.Multicast_Group"):
         "the IGMP groups chassis report (SB IGMP_Group) do not become Multicast_Group rows",
 }
