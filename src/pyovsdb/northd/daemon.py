@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..idl import MONITOR, Idl, Result, Status
+from ..jsonrpc.session import ConnectionLost, RpcError
 from ..server.appctl import CommandError, UnixctlServer
 from ..util import vlog
 from ..util.seq import Seq
@@ -54,6 +55,7 @@ DEFAULT_PROBE_MS = 5000
 # Session and lock state have no callback in the IDL: sampled this often.
 STATE_POLL_S = 0.1
 FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+ERROR_RETRY_MS = 1000
 
 NB_QUIET = {"NB_Global": {c: MONITOR for c in (
     "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp", "hv_cfg", "hv_cfg_timestamp")}}
@@ -205,7 +207,16 @@ class Northd:
     async def _main(self) -> None:
         while not self.state.exiting:
             seqno = self.seq.read()
-            wake_at = await self._iterate()
+            try:
+                wake_at = await self._iterate()
+            except (ConnectionLost, RpcError, OSError) as e:
+                # A session lost in the middle (a lock request, say): the reconnect
+                # wakes the loop again.
+                log.info("main loop: %s", e)
+                wake_at = None
+            except Exception:
+                log.exception("main loop iteration failed")
+                wake_at = mono_ms() + ERROR_RETRY_MS
             timeout = None if wake_at is None else max(0.0, (wake_at - mono_ms()) / 1000)
             waiter = self.seq.wait(seqno, self.config.seq_delay_ms)
             try:

@@ -34,6 +34,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +60,7 @@ TableLeaf = Leaf[ReplicaTable, TableChanges]
 
 # SB tables the builders read (the rest they only write, or never look at).
 NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
-                    "Port_Binding")
+                    "Port_Binding", "IGMP_Group", "Multicast_Group")
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
                          "hv_cfg", "hv_cfg_timestamp"))
@@ -152,7 +153,8 @@ class NorthdNode(Node[NorthdData, None]):
             inputs[leaf.name] = Input(leaf, nb_handlers.get(table))
         handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
                     "Port_Binding": self.on_port_binding,
-                    "Datapath_Binding": self.on_datapath_binding}
+                    "Datapath_Binding": self.on_datapath_binding,
+                    "Multicast_Group": self.on_multicast_group}
         self.sb_declared = frozenset(t for t in NORTHD_SB_INPUTS if t in sb)
         for table in sorted(self.sb_declared):
             inputs[sb[table].name] = Input(sb[table], handlers.get(table))
@@ -184,6 +186,13 @@ class NorthdNode(Node[NorthdData, None]):
     # their changes, and `sync_to_sb` re-plans SB_Global against them.
     def on_cfg_only(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         return Handled.HANDLED_UNCHANGED
+
+    # Builders read SB Multicast_Group (the kept keys of IGMP groups) only while SB
+    # has IGMP groups, whose changes recompute.
+    def on_multicast_group(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        igmp = self.ctx.sb.get("IGMP_Group")
+        return Handled.UNHANDLED if igmp is not None and igmp.rows \
+            else Handled.HANDLED_UNCHANGED
 
     def on_port_binding(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         """A binding northd wants, as it wants it (its own insert coming back), one it
@@ -221,8 +230,15 @@ class NorthdNode(Node[NorthdData, None]):
             want = desired.rows.get(new.logical_port)
             if want is None or not _same_binding(want, new):
                 return False
-            name = new.logical_port
-            return sum(1 for r in table.rows.values() if r.logical_port == name) == 1
+            return names()[new.logical_port] == 1
+
+        counted: list[Counter[str]] = []
+
+        def names() -> Counter[str]:
+            """Bindings per logical_port, counted once per call of the handler."""
+            if not counted:
+                counted.append(Counter(r.logical_port for r in table.rows.values()))
+            return counted[0]
 
         return _only(change, ok)
 
