@@ -210,3 +210,55 @@ def test_binding_recreated_when_port_turns_virtual_or_moves(nb: Nb, sb: LocalDb)
     assert (after["v"].tunnel_key, after["v"].type) == (1, "virtual")  # sw1 has no other
     assert (after["m"].tunnel_key, after["m"].datapath.external_ids["name"]) == (1, "sw2")
     assert run_core(nb.db, sb) == [0]
+
+
+def test_router_port_ipv6_options_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
+    nb.ls_add("sw0", other_config={"vlan-passthru": "true"})
+    nb.lsp_add("sw0", "vm0", addresses=["00:00:00:00:00:01 fd00::10"])
+    nb.lr_add("lr0")
+    nb.connect("sw0", "lr0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.1/24", "fd00::1/64")
+    nb.set("Logical_Router_Port", "lr0-sw0", ipv6_ra_configs={
+        "address_mode": "slaac", "send_periodic": "true", "max_interval": "60",
+        "min_interval": "30", "mtu": "1400", "rdnss": "fd00::53", "dnssl": "ovn.org",
+        "router_preference": "HIGH"},
+        options={"prefix_delegation": "true", "prefix": "true"})
+    nb.lrp_add("lr0", "lr0-b", "00:00:00:00:ff:02", "fd01::1/64", "fe80::5/64",
+               ipv6_ra_configs={"address_mode": "dhcpv6_stateful", "send_periodic": "true",
+                                "max_interval": "5", "mtu": "1000",
+                                "router_preference": "bogus",
+                                "route_info": "HIGH-fd02::/64"})
+    nb.ls_add("swb")
+    nb.lsp_add("swb", "swb-lr0", type="router", addresses=["router"],
+               options={"router-port": "lr0-b"})
+    run_core(nb.db, sb)
+    nb.set("Logical_Router_Port", "lr0-b", options={"prefix": "true"}, enabled=False)
+    run_core(nb.db, sb)
+    pb = next(r for r in sb.tables["Port_Binding"].rows.values()
+              if r.logical_port == "lr0-sw0")
+    sb.update("Port_Binding", pb.uuid, options={**pb.options,
+                                                "ipv6_ra_pd_list": "1:2001:db8:1::/64"})
+    run_core(nb.db, sb)
+    nb.set("Logical_Router_Port", "lr0-sw0", ipv6_ra_configs={
+        "address_mode": "slaac", "send_periodic": "true", "max_interval": "60",
+        "min_interval": "1", "mtu": "1400", "rdnss": "fd00::53", "dnssl": "ovn.org",
+        "router_preference": "HIGH"})
+    run_core(nb.db, sb)
+    options = {r.logical_port: r.options for r in sb.tables["Port_Binding"].rows.values()}
+    assert options["lr0-b"] == {
+        "ipv6_ra_address_mode": "dhcpv6_stateful", "ipv6_ra_max_interval": "5",
+        "ipv6_ra_min_interval": "3", "ipv6_ra_prefixes": "fd01::/64", "ipv6_ra_prf": "MEDIUM",
+        "ipv6_ra_route_info": "HIGH-fd02::/64", "ipv6_ra_send_periodic": "true",
+        "ipv6_ra_src_addr": "fe80::200:ff:fe00:ff02", "ipv6_ra_src_eth": "00:00:00:00:ff:02",
+        "peer": "swb-lr0"}
+    assert options["lr0-sw0"] == {
+        "ipv6_prefix": "true", "ipv6_prefix_delegation": "true",
+        "ipv6_ra_address_mode": "slaac", "ipv6_ra_dnssl": "ovn.org",
+        "ipv6_ra_max_interval": "60", "ipv6_ra_min_interval": "3", "ipv6_ra_mtu": "1400",
+        "ipv6_ra_pd_list": "1:2001:db8:1::/64",
+        "ipv6_ra_prefixes": "fd00::/64 1:2001:db8:1::/64", "ipv6_ra_prf": "HIGH",
+        "ipv6_ra_rdnss": "fd00::53", "ipv6_ra_send_periodic": "true",
+        "ipv6_ra_src_addr": "fe80::200:ff:fe00:ff01", "ipv6_ra_src_eth": "00:00:00:00:ff:01",
+        "peer": "sw0-lr0-sw0"}  # the peer name connect() gives (nbctl script: sw0-lr0)
+    prefixes = {r.name: r.ipv6_prefix
+                for r in nb.db.tables["Logical_Router_Port"].rows.values()}
+    assert prefixes == {"lr0-sw0": ["2001:db8:1::/64"], "lr0-b": []}

@@ -4,7 +4,7 @@ chassis groups, IPAM and the NB write-backs that go with them, in one pure call.
 Rules kept here:
 - The SB tables it fills: Datapath_Binding, Port_Binding, Multicast_Group,
   HA_Chassis_Group, HA_Chassis, Mirror; the NB write-backs: Logical_Switch_Port `tag`,
-  `dynamic_addresses`, `up`.
+  `dynamic_addresses`, `up`, Logical_Router_Port `ipv6_prefix`.
 - `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
   it is given; what later builders (logical flows, the other SB tables) need of it is
   returned as `CoreData`, never read back from the desired tables.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .desired import DesiredDb, DesiredTable, Ref
 from .inputs import BuildInput
-from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths
+from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
 from .nodes.ha_chassis import build_ha_chassis_groups, build_ref_chassis
 from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .nodes.lsp_up import lsp_up
@@ -36,6 +36,21 @@ PORT_BINDING_COLUMNS = (
     "up")
 
 NB_LSP_COLUMNS = ("tag",)
+NB_LRP_COLUMNS = ("ipv6_prefix",)
+
+
+def put_ipv6_prefixes(ports: PortsData, nb: DesiredDb) -> None:
+    """NB `Logical_Router_Port.ipv6_prefix` from the prefix ovn-controller delegated
+    (`ovn_update_ipv6_prefix`: binding option `ipv6_ra_pd_list` "ID:PREFIX", on router
+    ports with `options:prefix=true`); never cleared."""
+    for port in ports.ports.values():
+        if port.is_lsp or port.sb is None or not smap_bool(port.nb.options, "prefix"):
+            continue
+        aid, sep, prefix = port.sb.options.get("ipv6_ra_pd_list", "").partition(":")
+        prefix = prefix.split()[0] if prefix.split() else ""
+        if sep and aid.isdigit() and prefix:
+            nb.table("Logical_Router_Port", NB_LRP_COLUMNS, owned=False).set(
+                port.nb.uuid, ipv6_prefix=[prefix])
 
 
 @dataclass(slots=True)
@@ -96,6 +111,7 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
     dynamic = build_ipam(datapaths, ports, nb, prefix)
     mirrors = build_mirrors(inp.nb, sb)
     put_port_bindings(ports, state, sb, nb, mirrors)
+    put_ipv6_prefixes(ports, nb)
     build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb, inp.sb)
     core = CoreData(datapaths, ports, dynamic, prefix)

@@ -14,6 +14,12 @@ Rules kept here (OVN 23.03, `ovn_port_update_sbrec` for `op->nbrp`, and
 - Other router ports: `peer` (and `chassis-redirect-port` on a distributed gateway
   port) when connected, `l3gateway-chassis` on a gateway router.
 - `ipv6_ra_pd_list`, written by ovn-controller, is kept as the binding has it.
+- A router port connected to a switch (`ovn_update_ipv6_options`) also gets
+  `ipv6_prefix_delegation=true` / `ipv6_prefix=true` from its `prefix_delegation` /
+  `prefix` options while enabled, and, with `ipv6_ra_configs` of a known
+  address_mode and `send_periodic=true`, the `ipv6_ra_*` options (intervals clamped as
+  RFC 4861 6.2.1, MTU from 1280, prefixes of its IPv6 networks then the delegated ones,
+  the link-local source address, preference HIGH/LOW or MEDIUM).
 - mac is "MAC NETWORK...", external_ids the router port's.
 - NAT addresses: the router port's MAC followed by the external IPs of its router's
   centralized NAT rules that are not router port addresses and the load balancer VIPs
@@ -31,7 +37,7 @@ from typing import Any
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import Ref
-from .datapaths import Datapath, smap_bool
+from .datapaths import Datapath, smap_bool, smap_int
 from .ports import Port, PortsData
 from .ports_addresses import format_mac, parse_mac
 
@@ -74,10 +80,11 @@ def router_port_binding(port: Port, data: PortsData) -> dict[str, Any]:
                 options["chassis-redirect-port"] = "cr-" + lrp.name
         if gw_chassis is not None:
             options["l3gateway-chassis"] = gw_chassis
-    if port.sb is not None:
-        pd_list = port.sb.options.get("ipv6_ra_pd_list")
-        if pd_list is not None:
-            options["ipv6_ra_pd_list"] = pd_list
+    pd_list = port.sb.options.get("ipv6_ra_pd_list") if port.sb is not None else None
+    if pd_list is not None:
+        options["ipv6_ra_pd_list"] = pd_list
+    if port.is_lrp and not lrp.peer and port.peer is not None:
+        _ipv6_options(port, options, pd_list)
     return {
         "type": pb_type,
         "options": options,
@@ -89,6 +96,53 @@ def router_port_binding(port: Port, data: PortsData) -> dict[str, Any]:
         "ha_chassis_group": ha_group,
         "gateway_chassis": [],
     }
+
+
+RA_MODES = ("slaac", "dhcpv6_stateful", "dhcpv6_stateless")
+
+
+def _ipv6_options(port: Port, options: dict[str, str], pd_list: str | None) -> None:
+    lrp = port.nb
+    enabled = lrp.enabled is None or bool(lrp.enabled)
+    if enabled and smap_bool(lrp.options, "prefix_delegation", False):
+        options["ipv6_prefix_delegation"] = "true"
+    if enabled and smap_bool(lrp.options, "prefix", False):
+        options["ipv6_prefix"] = "true"
+    ra = lrp.ipv6_ra_configs
+    mode = ra.get("address_mode")
+    if mode not in RA_MODES or not smap_bool(ra, "send_periodic", False):
+        return
+    options["ipv6_ra_send_periodic"] = "true"
+    options["ipv6_ra_address_mode"] = str(mode)
+    max_interval = min(max(smap_int(ra, "max_interval", 600), 4), 1800)
+    options["ipv6_ra_max_interval"] = str(max_interval)
+    default_min = max_interval // 3 if max_interval >= 9 else max_interval * 3 // 4
+    min_interval = smap_int(ra, "min_interval", default_min)
+    min_interval = max(min(min_interval, max_interval * 3 // 4), 3)
+    options["ipv6_ra_min_interval"] = str(min_interval)
+    mtu = smap_int(ra, "mtu", 0)
+    if mtu >= 1280:
+        options["ipv6_ra_mtu"] = str(mtu)
+    prefixes = []
+    networks = port.networks
+    for net in networks.ipv6 if networks is not None else ():
+        network = net.network
+        if int(network.network_address) >> 64 == 0xFE80 << 48:  # in6_is_lla
+            options["ipv6_ra_src_addr"] = net.addr_s
+            continue
+        prefixes.append(f"{network.network_address}/{net.plen}")
+    if pd_list:
+        prefixes.append(pd_list)
+    options["ipv6_ra_prefixes"] = " ".join(prefixes)
+    for key in ("rdnss", "dnssl"):
+        if key in ra:
+            options[f"ipv6_ra_{key}"] = ra[key]
+    if networks is not None:
+        options["ipv6_ra_src_eth"] = networks.ea_s
+    prf = ra.get("router_preference")
+    options["ipv6_ra_prf"] = prf if prf in ("HIGH", "LOW") else "MEDIUM"
+    if "route_info" in ra:
+        options["ipv6_ra_route_info"] = ra["route_info"]
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
