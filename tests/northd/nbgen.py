@@ -1,0 +1,699 @@
+"""Random NB (and ovn-controller-side SB) change sequences for northd's property tests.
+
+What it owns: the `Step` vocabulary, the hypothesis strategies that draw steps, and
+`apply_step`, which turns one step into one transaction on in-memory databases.
+
+Rules kept here:
+- A step names what it touches by small indices into fixed name pools (`sw1`, `p3`,
+  `ch0`...), resolved against the databases only when it is applied: a sequence drawn
+  up front stays meaningful after hypothesis shrinks it, and a step whose target does
+  not exist (a port deleted earlier) is skipped, not an error.
+- Every step is one transaction, as one `ovn-nbctl` command or one ovn-controller
+  write would be; children go with the row that references them (a port with its
+  switch's `ports` mutation) and disappear by garbage collection when unlinked.
+- Values come from small pools chosen to reach the builders' branches (every port
+  type, static and dynamic addresses, gateway chassis, QoS options, port-up-notif
+  chassis...), including a few that name rows that do not exist (a router port's
+  peer, a requested chassis not registered): northd must cope with those too.
+- `apply_step` returns a one-line description of what it did (`None` when skipped), in
+  the ovn-nbctl/ovn-sbctl spelling, so a shrunk failing sequence reads as a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from pyovsdb.northd.testing import LocalDb, TransactError
+
+SWITCHES = ("sw0", "sw1", "sw2")
+ROUTERS = ("lr0", "lr1")
+PORTS = tuple(f"p{i}" for i in range(8))
+ROUTER_PORTS = ("lrp0", "lrp1", "lrp2")
+CHASSIS = ("ch0", "ch1", "ch2")
+LBS = ("lb0", "lb1")
+LB_GROUPS = ("lbg0",)
+PORT_GROUPS = ("pg0", "pg1")
+ADDRESS_SETS = ("as0", "as1")
+METERS = ("m0", "m1")
+HA_GROUPS = ("hag0", "hag1")
+
+LSP_TYPES = ("", "", "router", "localnet", "localport", "external", "virtual")
+LSP_OPTIONS: tuple[dict[str, str], ...] = (
+    {}, {"requested-chassis": "ch0"}, {"requested-chassis": "ch9"},
+    {"qos_max_rate": "1000"}, {"router-port": "lrp0"}, {"router-port": "lrp1"},
+    {"network_name": "physnet1"}, {"virtual-ip": "10.0.0.100", "virtual-parents": "p0,p1"},
+    {"nat-addresses": "router"},
+)
+NB_OPTIONS: tuple[tuple[str, str | None], ...] = (
+    ("mac_prefix", "0a:00:00"), ("mac_prefix", None), ("mac_prefix", "0e:11:22"),
+    ("svc_monitor_mac", "0a:00:00:ff:ff:fe"), ("ignore_lsp_down", "true"),
+    ("northd-backoff-interval-ms", "50"), ("use_logical_dp_groups", "false"),
+    ("max_tunid", "4096"), ("ignore_lsp_down", None),
+)
+LB_VIPS: tuple[dict[str, str], ...] = (
+    {"10.0.0.10:80": "10.0.0.2:8080,10.0.0.3:8080"}, {"10.0.0.11": "10.0.0.4"},
+    {"[fd00::10]:80": "[fd00::2]:80"}, {"10.0.0.12:53": ""},
+)
+ACL_MATCHES = ("ip4", "inport == \"p0\"", "ip4.dst == $as0", "outport == @pg0")
+ACL_ACTIONS = ("allow", "allow-related", "drop", "reject")
+DNS_RECORDS: tuple[dict[str, str], ...] = (
+    {"vm1.ovn.org": "10.0.0.2"}, {"vm2.ovn.org": "10.0.0.3 fd00::3"}, {},
+)
+
+
+def mac(i: int) -> str:
+    return f"00:00:00:00:00:{i + 1:02x}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change to apply: `kind` and its picks (indices into the pools, flags)."""
+
+    kind: str
+    args: tuple[Any, ...]
+    batch: bool = False  # left to accumulate with the next step (no engine run after it)
+
+    def __repr__(self) -> str:
+        tail = ", batch" if self.batch else ""
+        return f"Step({self.kind}{', ' if self.args else ''}" \
+               f"{', '.join(map(repr, self.args))}{tail})"
+
+
+# -- strategies -----------------------------------------------------------------------
+
+
+def _idx(pool: tuple[Any, ...]) -> st.SearchStrategy[int]:
+    return st.integers(0, len(pool) - 1)
+
+
+def _step(kind: str, *args: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[str, tuple[Any, ...]]]:
+    return st.tuples(st.just(kind), st.tuples(*args))
+
+
+NB_KINDS: dict[str, st.SearchStrategy[tuple[str, tuple[Any, ...]]]] = {
+    "ls-add": _step("ls-add", _idx(SWITCHES), st.sampled_from(("", "10.0.0.0/24", "10.1.0.0/29")),
+                    st.booleans()),
+    "ls-del": _step("ls-del", _idx(SWITCHES)),
+    "lsp-add": _step("lsp-add", _idx(SWITCHES), _idx(PORTS), _idx(LSP_TYPES),
+                     st.integers(0, 7), st.booleans(), _idx(LSP_OPTIONS)),
+    "lsp-del": _step("lsp-del", _idx(PORTS)),
+    "lsp-set": _step("lsp-set", _idx(PORTS), st.sampled_from(
+        ("type", "addresses", "options", "port_security", "enabled", "tag_request",
+         "parent_name", "ha_chassis_group")), st.integers(0, 8)),
+    "lr-add": _step("lr-add", _idx(ROUTERS), st.integers(0, 3)),
+    "lr-del": _step("lr-del", _idx(ROUTERS)),
+    "lrp-add": _step("lrp-add", _idx(ROUTERS), _idx(ROUTER_PORTS), st.integers(0, 3),
+                     st.booleans()),
+    "lrp-del": _step("lrp-del", _idx(ROUTER_PORTS)),
+    "lrp-set": _step("lrp-set", _idx(ROUTER_PORTS), st.sampled_from(
+        ("networks", "mac", "options", "enabled", "peer", "ha_chassis_group")),
+        st.integers(0, 3)),
+    "lrp-gw": _step("lrp-gw", _idx(ROUTER_PORTS), _idx(CHASSIS), st.integers(0, 3)),
+    "lrp-gw-del": _step("lrp-gw-del", _idx(ROUTER_PORTS), _idx(CHASSIS)),
+    "hag-add": _step("hag-add", _idx(HA_GROUPS), st.lists(_idx(CHASSIS), max_size=3,
+                                                          unique=True)),
+    "hag-del": _step("hag-del", _idx(HA_GROUPS)),
+    "acl-add": _step("acl-add", st.booleans(), st.integers(0, 2), st.booleans(),
+                     _idx(ACL_MATCHES), _idx(ACL_ACTIONS), st.sampled_from((0, 1001))),
+    "acl-del": _step("acl-del", st.integers(0, 3)),
+    "lb-add": _step("lb-add", _idx(LBS), _idx(LB_VIPS), st.sampled_from(("tcp", "udp", ""))),
+    "lb-del": _step("lb-del", _idx(LBS)),
+    "lb-attach": _step("lb-attach", _idx(LBS), st.sampled_from(("switch", "router", "group")),
+                       st.integers(0, 2), st.booleans()),
+    "lbg-attach": _step("lbg-attach", st.sampled_from(("switch", "router")), st.integers(0, 2),
+                        st.booleans()),
+    "pg-add": _step("pg-add", _idx(PORT_GROUPS), st.lists(_idx(PORTS), max_size=3, unique=True)),
+    "pg-del": _step("pg-del", _idx(PORT_GROUPS)),
+    "as-add": _step("as-add", _idx(ADDRESS_SETS), st.lists(
+        st.sampled_from(("10.0.0.1", "10.0.0.0/24", "fd00::1")), max_size=2, unique=True)),
+    "as-del": _step("as-del", _idx(ADDRESS_SETS)),
+    "dns-add": _step("dns-add", _idx(SWITCHES), _idx(DNS_RECORDS)),
+    "dns-set": _step("dns-set", st.integers(0, 2), _idx(DNS_RECORDS)),
+    "dns-del": _step("dns-del", st.integers(0, 2)),
+    "meter-add": _step("meter-add", _idx(METERS), st.sampled_from(("kbps", "pktps")),
+                       st.integers(1, 3), st.booleans()),
+    "meter-del": _step("meter-del", _idx(METERS)),
+    "nb-option": _step("nb-option", _idx(NB_OPTIONS)),
+    "nb-cfg": _step("nb-cfg"),
+}
+
+SB_KINDS: dict[str, st.SearchStrategy[tuple[str, tuple[Any, ...]]]] = {
+    "chassis-add": _step("chassis-add", _idx(CHASSIS), st.booleans()),
+    "chassis-del": _step("chassis-del", _idx(CHASSIS)),
+    "claim": _step("claim", _idx(PORTS), _idx(CHASSIS), st.booleans()),
+    "release": _step("release", _idx(PORTS)),
+    "set-up": _step("set-up", _idx(PORTS), st.booleans()),
+    "cp-cfg": _step("cp-cfg", _idx(CHASSIS)),
+}
+
+ALL_KINDS = {**NB_KINDS, **SB_KINDS}
+
+
+def steps(max_size: int = 14, exclude: frozenset[str] = frozenset()
+          ) -> st.SearchStrategy[list[Step]]:
+    """Step sequences where NB steps come twice as often as SB ones, and about one
+    step in five is batched with the next; `exclude` leaves kinds out."""
+    nb = st.one_of(*(s for k, s in NB_KINDS.items() if k not in exclude))
+    sb = st.one_of(*(s for k, s in SB_KINDS.items() if k not in exclude))
+    one = st.tuples(st.one_of(nb, nb, sb), st.integers(0, 4)).map(
+        lambda t: Step(t[0][0], t[0][1], batch=t[1] == 0))
+    return st.lists(one, min_size=1, max_size=max_size)
+
+
+# -- applying ---------------------------------------------------------------------------
+
+
+def find(db: LocalDb, table: str, value: Any, column: str = "name") -> str | None:
+    """The UUID of the row of `table` whose `column` is `value` (the lowest if several)."""
+    hits = sorted(u for u, r in db.tables[table].rows.items() if getattr(r, column) == value)
+    return hits[0] if hits else None
+
+
+def _where(uuid: str) -> list[Any]:
+    return [["_uuid", "==", ["uuid", uuid]]]
+
+
+def _update(db: LocalDb, table: str, uuid: str, **cols: Any) -> dict[str, Any]:
+    return {"op": "update", "table": table, "where": _where(uuid), "row": db.json_row(table, cols)}
+
+
+def _mutate(table: str, uuid: str, column: str, op: str, refs: list[Any]) -> dict[str, Any]:
+    return {"op": "mutate", "table": table, "where": _where(uuid),
+            "mutations": [[column, op, ["set", refs]]]}
+
+
+def _insert(db: LocalDb, table: str, uuid_name: str | None = None, /,
+            **cols: Any) -> dict[str, Any]:
+    op: dict[str, Any] = {"op": "insert", "table": table, "row": db.json_row(table, cols)}
+    if uuid_name is not None:
+        op["uuid-name"] = uuid_name
+    return op
+
+
+def _sorted_uuids(db: LocalDb, table: str) -> list[str]:
+    return sorted(db.tables[table].rows)
+
+
+class Applier:
+    """Applies steps to an NB and an SB `LocalDb`; each returns its description."""
+
+    def __init__(self, nb: LocalDb, sb: LocalDb,
+                 on_nb: Callable[[Any], None], on_sb: Callable[[Any], None]) -> None:
+        self.nb, self.sb = nb, sb
+        self._on_nb, self._on_sb = on_nb, on_sb
+        self.refused = 0
+
+    def apply(self, step: Step) -> str | None:
+        fn = getattr(self, "_" + step.kind.replace("-", "_"))
+        try:
+            text: str | None = fn(*step.args)
+        except TransactError as e:
+            self.refused += 1
+            return f"{step.kind} refused: {e.error}"
+        return text
+
+    def _nb(self, ops: list[dict[str, Any]]) -> None:
+        self._on_nb(self.nb.transact(ops))
+
+    def _sb(self, ops: list[dict[str, Any]]) -> None:
+        self._on_sb(self.sb.transact(ops))
+
+    # -- switches and their ports ---------------------------------------------------------
+
+    def _ls_add(self, i: int, subnet: str, mcast: bool) -> str:
+        name = SWITCHES[i]
+        other: dict[str, str] = {"subnet": subnet} if subnet else {}
+        if mcast:
+            other["mcast_snoop"] = "true"
+        uuid = find(self.nb, "Logical_Switch", name)
+        if uuid is None:
+            self._nb([_insert(self.nb, "Logical_Switch", name=name, other_config=other)])
+            return f"ls-add {name} other_config={other}"
+        self._nb([_update(self.nb, "Logical_Switch", uuid, other_config=other)])
+        return f"set Logical_Switch {name} other_config={other}"
+
+    def _ls_del(self, i: int) -> str | None:
+        uuid = find(self.nb, "Logical_Switch", SWITCHES[i])
+        if uuid is None:
+            return None
+        self._nb([{"op": "delete", "table": "Logical_Switch", "where": _where(uuid)}])
+        return f"ls-del {SWITCHES[i]}"
+
+    def _lsp_addresses(self, pick: int, port: int) -> list[str]:
+        m = mac(port)
+        return [[], ["unknown"], [m], [f"{m} 10.0.0.{port + 2}"], ["dynamic"],
+                [f"{m} dynamic"], ["router"], [f"{m} 10.0.0.{port + 2} fd00::{port + 2}"],
+                ][pick % 8]
+
+    def _lsp_add(self, sw: int, port: int, type_: int, addr: int, psec: bool,
+                 opts: int) -> str | None:
+        ls = find(self.nb, "Logical_Switch", SWITCHES[sw])
+        name = PORTS[port]
+        if ls is None or find(self.nb, "Logical_Switch_Port", name) is not None:
+            return None
+        addresses = self._lsp_addresses(addr, port)
+        cols: dict[str, Any] = {"name": name, "type": LSP_TYPES[type_], "addresses": addresses,
+                                "options": LSP_OPTIONS[opts]}
+        if psec and addresses and addresses[0][:1] == "0":
+            cols["port_security"] = [addresses[0]]
+        self._nb([_insert(self.nb, "Logical_Switch_Port", "p", **cols),
+                  _mutate("Logical_Switch", ls, "ports", "insert", [["named-uuid", "p"]])])
+        shown = " ".join(f"{k}={v!r}" for k, v in cols.items() if k != "name" and v)
+        return f"lsp-add {SWITCHES[sw]} {name} {shown}".rstrip()
+
+    def _lsp_del(self, port: int) -> str | None:
+        uuid = find(self.nb, "Logical_Switch_Port", PORTS[port])
+        if uuid is None:
+            return None
+        self._nb([{"op": "mutate", "table": "Logical_Switch",
+                   "where": [["ports", "includes", ["uuid", uuid]]],
+                   "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
+        return f"lsp-del {PORTS[port]}"
+
+    def _lsp_set(self, port: int, column: str, pick: int) -> str | None:
+        uuid = find(self.nb, "Logical_Switch_Port", PORTS[port])
+        if uuid is None:
+            return None
+        value: Any
+        if column == "type":
+            value = LSP_TYPES[pick % len(LSP_TYPES)]
+        elif column == "addresses":
+            value = self._lsp_addresses(pick, port)
+        elif column == "options":
+            value = LSP_OPTIONS[pick % len(LSP_OPTIONS)]
+        elif column == "port_security":
+            value = [[], [mac(port)], [f"{mac(port)} 10.0.0.{port + 2}"]][pick % 3]
+        elif column == "enabled":
+            value = [[], [False], [True]][pick % 3]
+        elif column == "tag_request":
+            value = [[], [0], [7]][pick % 3]
+        elif column == "parent_name":
+            value = [[], ["p0"], ["p9"]][pick % 3]
+        else:
+            group = find(self.nb, "HA_Chassis_Group", HA_GROUPS[pick % len(HA_GROUPS)])
+            refs = [] if group is None or pick % 3 == 0 else [["uuid", group]]
+            self._nb([{"op": "update", "table": "Logical_Switch_Port", "where": _where(uuid),
+                       "row": {"ha_chassis_group": ["set", refs]}}])
+            return f"set Logical_Switch_Port {PORTS[port]} ha_chassis_group={refs}"
+        self._nb([_update(self.nb, "Logical_Switch_Port", uuid, **{column: value})])
+        return f"set Logical_Switch_Port {PORTS[port]} {column}={value!r}"
+
+    # -- routers ----------------------------------------------------------------------
+
+    def _lr_add(self, i: int, pick: int) -> str:
+        name = ROUTERS[i]
+        options = [{}, {"chassis": "ch0"}, {"chassis": "ch1", "always_learn_from_arp_request":
+                                               "false"}, {}][pick]
+        enabled: list[bool] = [False] if pick == 3 else []
+        uuid = find(self.nb, "Logical_Router", name)
+        if uuid is None:
+            self._nb([_insert(self.nb, "Logical_Router", name=name, options=options,
+                              enabled=enabled)])
+            return f"lr-add {name} options={options} enabled={enabled}"
+        self._nb([_update(self.nb, "Logical_Router", uuid, options=options, enabled=enabled)])
+        return f"set Logical_Router {name} options={options} enabled={enabled}"
+
+    def _lr_del(self, i: int) -> str | None:
+        uuid = find(self.nb, "Logical_Router", ROUTERS[i])
+        if uuid is None:
+            return None
+        self._nb([{"op": "delete", "table": "Logical_Router", "where": _where(uuid)}])
+        return f"lr-del {ROUTERS[i]}"
+
+    @staticmethod
+    def _networks(pick: int, port: int) -> list[str]:
+        return [[f"10.0.{port}.1/24"], [f"10.0.{port}.1/24", f"fd00:{port}::1/64"],
+                [f"192.168.{port}.1/24"], [f"10.0.{port}.1/24"]][pick]
+
+    def _lrp_add(self, lr: int, port: int, pick: int, peer: bool) -> str | None:
+        router = find(self.nb, "Logical_Router", ROUTERS[lr])
+        name = ROUTER_PORTS[port]
+        if router is None or find(self.nb, "Logical_Router_Port", name) is not None:
+            return None
+        cols: dict[str, Any] = {"name": name, "mac": f"00:00:00:00:ff:{port + 1:02x}",
+                                "networks": self._networks(pick, port)}
+        if peer:
+            cols["peer"] = [ROUTER_PORTS[(port + 1) % len(ROUTER_PORTS)]]
+        self._nb([_insert(self.nb, "Logical_Router_Port", "r", **cols),
+                  _mutate("Logical_Router", router, "ports", "insert", [["named-uuid", "r"]])])
+        return f"lrp-add {ROUTERS[lr]} {name} {cols['mac']} {' '.join(cols['networks'])}" + (
+            f" peer={cols['peer'][0]}" if peer else "")
+
+    def _lrp_del(self, port: int) -> str | None:
+        uuid = find(self.nb, "Logical_Router_Port", ROUTER_PORTS[port])
+        if uuid is None:
+            return None
+        self._nb([{"op": "mutate", "table": "Logical_Router",
+                   "where": [["ports", "includes", ["uuid", uuid]]],
+                   "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
+        return f"lrp-del {ROUTER_PORTS[port]}"
+
+    def _lrp_set(self, port: int, column: str, pick: int) -> str | None:
+        name = ROUTER_PORTS[port]
+        uuid = find(self.nb, "Logical_Router_Port", name)
+        if uuid is None:
+            return None
+        value: Any
+        if column == "networks":
+            value = self._networks(pick, port)
+        elif column == "mac":
+            value = f"00:00:00:00:fe:{pick + 1:02x}"
+        elif column == "options":
+            value = [{}, {"redirect-type": "bridged"}, {"reside-on-redirect-chassis": "true"},
+                     {"gateway_mtu": "1400"}][pick]
+        elif column == "enabled":
+            value = [[], [False], [True], []][pick]
+        elif column == "peer":
+            value = [[], [ROUTER_PORTS[(port + 1) % len(ROUTER_PORTS)]], ["nowhere"], []][pick]
+        else:
+            group = find(self.nb, "HA_Chassis_Group", HA_GROUPS[pick % len(HA_GROUPS)])
+            refs = [] if group is None or pick >= 2 else [["uuid", group]]
+            self._nb([{"op": "update", "table": "Logical_Router_Port", "where": _where(uuid),
+                       "row": {"ha_chassis_group": ["set", refs]}}])
+            return f"set Logical_Router_Port {name} ha_chassis_group={refs}"
+        self._nb([_update(self.nb, "Logical_Router_Port", uuid, **{column: value})])
+        return f"set Logical_Router_Port {name} {column}={value!r}"
+
+    def _lrp_gw(self, port: int, ch: int, prio: int) -> str | None:
+        name = ROUTER_PORTS[port]
+        lrp = find(self.nb, "Logical_Router_Port", name)
+        if lrp is None:
+            return None
+        gc_name = f"{name}-{CHASSIS[ch]}"
+        gc = find(self.nb, "Gateway_Chassis", gc_name)
+        if gc is not None:
+            self._nb([_update(self.nb, "Gateway_Chassis", gc, priority=prio)])
+            return f"lrp-set-gateway-chassis {name} {CHASSIS[ch]} {prio} (again)"
+        self._nb([_insert(self.nb, "Gateway_Chassis", "g", name=gc_name,
+                          chassis_name=CHASSIS[ch], priority=prio),
+                  _mutate("Logical_Router_Port", lrp, "gateway_chassis", "insert",
+                          [["named-uuid", "g"]])])
+        return f"lrp-set-gateway-chassis {name} {CHASSIS[ch]} {prio}"
+
+    def _lrp_gw_del(self, port: int, ch: int) -> str | None:
+        name = ROUTER_PORTS[port]
+        lrp = find(self.nb, "Logical_Router_Port", name)
+        gc = find(self.nb, "Gateway_Chassis", f"{name}-{CHASSIS[ch]}")
+        if lrp is None or gc is None:
+            return None
+        self._nb([_mutate("Logical_Router_Port", lrp, "gateway_chassis", "delete",
+                          [["uuid", gc]])])
+        return f"lrp-del-gateway-chassis {name} {CHASSIS[ch]}"
+
+    def _hag_add(self, i: int, chassis: list[int]) -> str:
+        name = HA_GROUPS[i]
+        ops: list[dict[str, Any]] = [
+            _insert(self.nb, "HA_Chassis", f"h{n}", chassis_name=CHASSIS[c], priority=10 + n)
+            for n, c in enumerate(chassis)]
+        refs = [["named-uuid", f"h{n}"] for n in range(len(chassis))]
+        uuid = find(self.nb, "HA_Chassis_Group", name)
+        if uuid is None:
+            ops.append({"op": "insert", "table": "HA_Chassis_Group",
+                        "row": {"name": name, "ha_chassis": ["set", refs]}})
+        else:
+            ops.append({"op": "update", "table": "HA_Chassis_Group", "where": _where(uuid),
+                        "row": {"ha_chassis": ["set", refs]}})
+        self._nb(ops)
+        return f"ha-chassis-group {name} = {[CHASSIS[c] for c in chassis]}"
+
+    def _hag_del(self, i: int) -> str | None:
+        uuid = find(self.nb, "HA_Chassis_Group", HA_GROUPS[i])
+        if uuid is None:
+            return None
+        ops: list[dict[str, Any]] = [
+            {"op": "mutate", "table": t, "where": [["ha_chassis_group", "==", ["uuid", uuid]]],
+             "mutations": [["ha_chassis_group", "delete", ["set", [["uuid", uuid]]]]]}
+            for t in ("Logical_Switch_Port", "Logical_Router_Port")]
+        ops.append({"op": "delete", "table": "HA_Chassis_Group", "where": _where(uuid)})
+        self._nb(ops)
+        return f"ha-chassis-group-del {HA_GROUPS[i]}"
+
+    # -- ACLs, load balancers, groups, sets, DNS, meters --------------------------------
+
+    def _acl_add(self, on_pg: bool, i: int, to_lport: bool, match: int, action: int,
+                 prio: int) -> str | None:
+        table, pool = ("Port_Group", PORT_GROUPS) if on_pg else ("Logical_Switch", SWITCHES)
+        owner = find(self.nb, table, pool[i % len(pool)])
+        if owner is None:
+            return None
+        direction = "to-lport" if to_lport else "from-lport"
+        self._nb([_insert(self.nb, "ACL", "a", priority=prio, direction=direction,
+                          match=ACL_MATCHES[match], action=ACL_ACTIONS[action]),
+                  _mutate(table, owner, "acls", "insert", [["named-uuid", "a"]])])
+        return (f"acl-add {pool[i % len(pool)]} {direction} {prio} "
+                f"{ACL_MATCHES[match]!r} {ACL_ACTIONS[action]}")
+
+    def _acl_del(self, i: int) -> str | None:
+        acls = _sorted_uuids(self.nb, "ACL")
+        if not acls:
+            return None
+        uuid = acls[i % len(acls)]
+        self._nb([{"op": "mutate", "table": t, "where": [["acls", "includes", ["uuid", uuid]]],
+                   "mutations": [["acls", "delete", ["set", [["uuid", uuid]]]]]}
+                  for t in ("Logical_Switch", "Port_Group")])
+        return f"acl-del #{i % len(acls)}"
+
+    def _lb_add(self, i: int, vips: int, proto: str) -> str:
+        name = LBS[i]
+        cols: dict[str, Any] = {"vips": LB_VIPS[vips], "protocol": [proto] if proto else []}
+        uuid = find(self.nb, "Load_Balancer", name)
+        if uuid is None:
+            self._nb([_insert(self.nb, "Load_Balancer", name=name, **cols)])
+            return f"lb-add {name} {LB_VIPS[vips]} {proto}".rstrip()
+        self._nb([_update(self.nb, "Load_Balancer", uuid, **cols)])
+        return f"set Load_Balancer {name} vips={LB_VIPS[vips]} protocol={proto!r}"
+
+    def _lb_del(self, i: int) -> str | None:
+        uuid = find(self.nb, "Load_Balancer", LBS[i])
+        if uuid is None:
+            return None
+        self._nb([{"op": "delete", "table": "Load_Balancer", "where": _where(uuid)}])
+        return f"lb-del {LBS[i]}"
+
+    def _target(self, kind: str, i: int) -> tuple[str, str, str] | None:
+        table, pool = {"switch": ("Logical_Switch", SWITCHES), "router": ("Logical_Router",
+                                                                          ROUTERS),
+                       "group": ("Load_Balancer_Group", LB_GROUPS)}[kind]
+        name = pool[i % len(pool)]
+        uuid = find(self.nb, table, name)
+        return None if uuid is None else (table, uuid, name)
+
+    def _group(self) -> tuple[list[dict[str, Any]], list[Any]]:
+        """The operations that create the LB group if missing, and a reference to it."""
+        uuid = find(self.nb, "Load_Balancer_Group", LB_GROUPS[0])
+        if uuid is not None:
+            return [], ["uuid", uuid]
+        return [_insert(self.nb, "Load_Balancer_Group", "g", name=LB_GROUPS[0])], \
+            ["named-uuid", "g"]
+
+    def _lb_attach(self, i: int, kind: str, j: int, attach: bool) -> str | None:
+        lb = find(self.nb, "Load_Balancer", LBS[i])
+        if kind == "group":
+            ops, ref = self._group()
+            target: tuple[str, Any, str] | None = ("Load_Balancer_Group", ref, LB_GROUPS[0])
+        else:
+            ops, target = [], self._target(kind, j)
+        if lb is None or target is None:
+            return None
+        table, where, name = target
+        ops.append({"op": "mutate", "table": table,
+                    "where": [["_uuid", "==", where if isinstance(where, list)
+                               else ["uuid", where]]],
+                    "mutations": [["load_balancer", "insert" if attach else "delete",
+                                   ["set", [["uuid", lb]]]]]})
+        self._nb(ops)
+        return f"{'attach' if attach else 'detach'} {LBS[i]} {kind} {name}"
+
+    def _lbg_attach(self, kind: str, j: int, attach: bool) -> str | None:
+        target = self._target(kind, j)
+        if target is None:
+            return None
+        ops, ref = self._group()
+        table, uuid, name = target
+        ops.append({"op": "mutate", "table": table, "where": _where(uuid),
+                    "mutations": [["load_balancer_group", "insert" if attach else "delete",
+                                   ["set", [ref]]]]})
+        self._nb(ops)
+        return f"{'attach' if attach else 'detach'} {LB_GROUPS[0]} {kind} {name}"
+
+    def _pg_add(self, i: int, ports: list[int]) -> str:
+        name = PORT_GROUPS[i]
+        refs = [["uuid", u] for u in (find(self.nb, "Logical_Switch_Port", PORTS[p])
+                                      for p in ports) if u is not None]
+        uuid = find(self.nb, "Port_Group", name)
+        row = {"ports": ["set", refs]}
+        if uuid is None:
+            self._nb([{"op": "insert", "table": "Port_Group", "row": {"name": name, **row}}])
+        else:
+            self._nb([{"op": "update", "table": "Port_Group", "where": _where(uuid), "row": row}])
+        return f"pg-set {name} {[PORTS[p] for p in ports]}"
+
+    def _pg_del(self, i: int) -> str | None:
+        uuid = find(self.nb, "Port_Group", PORT_GROUPS[i])
+        if uuid is None:
+            return None
+        self._nb([{"op": "delete", "table": "Port_Group", "where": _where(uuid)}])
+        return f"pg-del {PORT_GROUPS[i]}"
+
+    def _as_add(self, i: int, addresses: list[str]) -> str:
+        name = ADDRESS_SETS[i]
+        uuid = find(self.nb, "Address_Set", name)
+        if uuid is None:
+            self._nb([_insert(self.nb, "Address_Set", name=name, addresses=addresses)])
+        else:
+            self._nb([_update(self.nb, "Address_Set", uuid, addresses=addresses)])
+        return f"set Address_Set {name} addresses={addresses}"
+
+    def _as_del(self, i: int) -> str | None:
+        uuid = find(self.nb, "Address_Set", ADDRESS_SETS[i])
+        if uuid is None:
+            return None
+        self._nb([{"op": "delete", "table": "Address_Set", "where": _where(uuid)}])
+        return f"as-del {ADDRESS_SETS[i]}"
+
+    def _dns_add(self, sw: int, records: int) -> str | None:
+        ls = find(self.nb, "Logical_Switch", SWITCHES[sw])
+        if ls is None:
+            return None
+        self._nb([_insert(self.nb, "DNS", "d", records=DNS_RECORDS[records]),
+                  _mutate("Logical_Switch", ls, "dns_records", "insert",
+                          [["named-uuid", "d"]])])
+        return f"dns-add {SWITCHES[sw]} {DNS_RECORDS[records]}"
+
+    def _dns_set(self, i: int, records: int) -> str | None:
+        rows = _sorted_uuids(self.nb, "DNS")
+        if not rows:
+            return None
+        self._nb([_update(self.nb, "DNS", rows[i % len(rows)], records=DNS_RECORDS[records])])
+        return f"set DNS #{i % len(rows)} records={DNS_RECORDS[records]}"
+
+    def _dns_del(self, i: int) -> str | None:
+        rows = _sorted_uuids(self.nb, "DNS")
+        if not rows:
+            return None
+        self._nb([{"op": "delete", "table": "DNS", "where": _where(rows[i % len(rows)])}])
+        return f"dns-del #{i % len(rows)}"
+
+    def _meter_add(self, i: int, unit: str, rate: int, fair: bool) -> str:
+        name = METERS[i]
+        ops = [_insert(self.nb, "Meter_Band", "b", action="drop", rate=rate * 100,
+                       burst_size=rate)]
+        uuid = find(self.nb, "Meter", name)
+        row = {**self.nb.json_row("Meter", {"unit": unit, "fair": [fair] if fair else []}),
+               "bands": ["set", [["named-uuid", "b"]]]}
+        if uuid is None:
+            ops.append({"op": "insert", "table": "Meter", "row": {"name": name, **row}})
+        else:
+            ops.append({"op": "update", "table": "Meter", "where": _where(uuid), "row": row})
+        self._nb(ops)
+        return f"meter-add {name} drop {rate * 100} {unit} {rate}{' fair' if fair else ''}"
+
+    def _meter_del(self, i: int) -> str | None:
+        uuid = find(self.nb, "Meter", METERS[i])
+        if uuid is None:
+            return None
+        self._nb([{"op": "delete", "table": "Meter", "where": _where(uuid)}])
+        return f"meter-del {METERS[i]}"
+
+    # -- NB_Global --------------------------------------------------------------------
+
+    def _nb_global(self) -> Any:
+        return self.nb.tables["NB_Global"].rows[min(self.nb.tables["NB_Global"].rows)]
+
+    def _nb_option(self, i: int) -> str:
+        key, value = NB_OPTIONS[i]
+        row = self._nb_global()
+        options = {k: v for k, v in row.options.items() if k != key}
+        if value is not None:
+            options[key] = value
+        self._nb([_update(self.nb, "NB_Global", row.uuid, options=options)])
+        return f"set NB_Global . options:{key}={value}" if value is not None else \
+            f"remove NB_Global . options {key}"
+
+    def _nb_cfg(self) -> str:
+        row = self._nb_global()
+        self._nb([_update(self.nb, "NB_Global", row.uuid, nb_cfg=row.nb_cfg + 1)])
+        return f"set NB_Global . nb_cfg={row.nb_cfg + 1} (--wait=sb)"
+
+    # -- what ovn-controller writes ---------------------------------------------------------
+
+    def _chassis_add(self, i: int, notif: bool) -> str | None:
+        name = CHASSIS[i]
+        if find(self.sb, "Chassis", name) is not None:
+            return None
+        other = {"port-up-notif": "true"} if notif else {}
+        ops: list[dict[str, Any]] = [
+            _insert(self.sb, "Encap", "e", type="geneve", ip=f"192.168.0.{i + 1}",
+                    chassis_name=name, options={"csum": "true"}),
+            {"op": "insert", "table": "Chassis", "uuid-name": "c",
+             "row": {**self.sb.json_row("Chassis", {"name": name, "hostname": name,
+                                                    "other_config": other}),
+                     "encaps": ["named-uuid", "e"]}}]
+        cp = find(self.sb, "Chassis_Private", name)
+        if cp is None:
+            ops.append({"op": "insert", "table": "Chassis_Private",
+                        "row": {"name": name, "chassis": ["named-uuid", "c"]}})
+        else:
+            ops.append({"op": "update", "table": "Chassis_Private", "where": _where(cp),
+                        "row": {"chassis": ["named-uuid", "c"]}})
+        self._sb(ops)
+        return f"chassis-add {name}{' port-up-notif' if notif else ''}"
+
+    def _chassis_del(self, i: int) -> str | None:
+        name = CHASSIS[i]
+        uuid = find(self.sb, "Chassis", name)
+        if uuid is None:
+            return None
+        ops: list[dict[str, Any]] = [{"op": "delete", "table": "Chassis", "where": _where(uuid)}]
+        cp = find(self.sb, "Chassis_Private", name)
+        if cp is not None:
+            ops.append({"op": "delete", "table": "Chassis_Private", "where": _where(cp)})
+        self._sb(ops)
+        return f"chassis-del {name}"
+
+    def _binding(self, port: int) -> str | None:
+        return find(self.sb, "Port_Binding", PORTS[port], "logical_port")
+
+    def _claim(self, port: int, ch: int, up: bool) -> str | None:
+        pb = self._binding(port)
+        chassis = find(self.sb, "Chassis", CHASSIS[ch])
+        if pb is None or chassis is None:
+            return None
+        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb),
+                   "row": {"chassis": ["uuid", chassis], "up": ["set", [up]]}}])
+        return f"claim {PORTS[port]} on {CHASSIS[ch]} up={up}"
+
+    def _release(self, port: int) -> str | None:
+        pb = self._binding(port)
+        if pb is None:
+            return None
+        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb),
+                   "row": {"chassis": ["set", []], "up": ["set", [False]]}}])
+        return f"release {PORTS[port]}"
+
+    def _set_up(self, port: int, up: bool) -> str | None:
+        pb = self._binding(port)
+        if pb is None:
+            return None
+        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb),
+                   "row": {"up": ["set", [up]]}}])
+        return f"set Port_Binding {PORTS[port]} up={up}"
+
+    def _cp_cfg(self, i: int) -> str | None:
+        cp = find(self.sb, "Chassis_Private", CHASSIS[i])
+        sb_global = self.sb.tables["SB_Global"].rows
+        if cp is None or not sb_global:
+            return None
+        cfg = sb_global[min(sb_global)].nb_cfg
+        self._sb([{"op": "update", "table": "Chassis_Private", "where": _where(cp),
+                   "row": {"nb_cfg": cfg, "nb_cfg_timestamp": 1}}])
+        return f"{CHASSIS[i]} reports nb_cfg={cfg}"
+
+
+def kinds_applied(log: Mapping[str, int]) -> set[str]:
+    """The step kinds that a log of applied kinds (kind -> count) shows at least once."""
+    return {k for k, n in log.items() if n}
