@@ -174,6 +174,8 @@ class Northd:
             await self.sb.close()
             if self.unixctl is not None:
                 self.unixctl.close()
+            for sig in FATAL_SIGNALS:
+                loop.remove_signal_handler(sig)
         if main.done() and not main.cancelled() and main.exception() is not None:
             raise main.exception()  # type: ignore[misc]
         return 0

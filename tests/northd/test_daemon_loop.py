@@ -1,0 +1,121 @@
+"""The daemon's main loop in-process, on our NB and SB servers, with an engine that
+takes a fixed time per run (a stand-in graph): `northd-backoff-interval-ms` spaces
+the runs of a stream of NB changes as seed 000 says, none without it, and the seq delay
+coalesces a burst into fewer runs."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db
+from pyovsdb.idl import Idl
+from pyovsdb.idl.replica import ReplicaTable
+from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.daemon import Config, Northd
+from pyovsdb.northd.graph import NorthdGraph, RunOutput
+from pyovsdb.ovsdb.changeset import Changeset
+
+RUN_S = 0.04
+
+
+class SlowGraph(NorthdGraph):
+    """Runs that take RUN_S and write nothing; the start of each, and what it saw."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[float] = []
+        self.lsps: list[int] = []
+
+    def prepare(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> None:
+        pass
+
+    def run(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+            nb_changes: Changeset[IdlRow], sb_changes: Changeset[IdlRow], *,
+            recompute: bool, now_ms: int, sb_cfg: int | None) -> RunOutput:
+        self.starts.append(time.monotonic())
+        self.lsps.append(len(nb["Logical_Switch"].rows))
+        time.sleep(RUN_S)  # the engine blocks the loop, as a real run does
+        return RunOutput([], [], None, False, True)
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    nb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "nb.db", NB_SCHEMA)],
+                       name="nb")
+    sb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "sb.db", SB_SCHEMA)],
+                       name="sb")
+    with nb, sb:
+        yield nb.unix, sb.unix
+
+
+async def _stream(nb_remote: str, sb_remote: str, *, backoff_ms: int, seq_delay_ms: float,
+                  n: int, every_s: float) -> SlowGraph:
+    """Start a northd, set the backoff, then make `n` NB changes `every_s` apart."""
+    graph = SlowGraph()
+    northd = Northd(Config([nb_remote], [sb_remote], seq_delay_ms=seq_delay_ms),
+                    graph=graph)
+    task = asyncio.get_running_loop().create_task(northd.serve())
+    writer = Idl(nb_remote, "OVN_Northbound", tables={"NB_Global": None,
+                                                      "Logical_Switch": ["name"]})
+    await writer.start()
+    try:
+        def options(txn: Any) -> None:
+            rows = list(writer["NB_Global"].rows.values())
+            values = {"options": {"northd-backoff-interval-ms": str(backoff_ms)}}
+            if rows:
+                txn.update(rows[0], **values)
+            else:
+                txn.insert("NB_Global", **values)
+
+        assert (await writer.run(options)).ok
+        while not graph.starts or time.monotonic() - graph.starts[-1] < 0.3:
+            await asyncio.sleep(0.05)  # settled: the backoff is read after a run
+        base = len(writer["Logical_Switch"].rows)
+        graph.starts.clear()
+        graph.lsps.clear()
+        for i in range(n):
+            def add(txn: Any, i: int = i) -> None:
+                txn.insert("Logical_Switch", name=f"sw{i}")
+
+            assert (await writer.run(add)).ok
+            await asyncio.sleep(every_s)
+        while graph.lsps[-1:] != [base + n]:
+            await asyncio.sleep(0.05)
+    finally:
+        await writer.close()
+        northd.request_exit()
+        await asyncio.wait_for(task, 10)
+    return graph
+
+
+def _gaps(starts: list[float]) -> list[float]:
+    return [b - a for a, b in itertools.pairwise(starts)]
+
+
+def test_backoff_spaces_runs_of_a_change_stream(servers: tuple[str, str]) -> None:
+    nb, sb = servers
+    plain = asyncio.run(asyncio.wait_for(
+        _stream(nb, sb, backoff_ms=0, seq_delay_ms=0, n=30, every_s=0.005), 60))
+    backed = asyncio.run(asyncio.wait_for(
+        _stream(nb, sb, backoff_ms=200, seq_delay_ms=0, n=30, every_s=0.005), 60))
+    # With the backoff, a run follows the previous one by its length plus a wait as long
+    # as it (below the 200 ms cap); without it, runs follow back to back.
+    assert min(_gaps(backed.starts)) >= 2 * RUN_S * 0.95
+    assert min(_gaps(plain.starts)) < 2 * RUN_S * 0.95
+    assert len(backed.starts) < len(plain.starts)
+
+
+def test_seq_delay_coalesces_a_burst(servers: tuple[str, str]) -> None:
+    nb, sb = servers
+    delayed = asyncio.run(asyncio.wait_for(
+        _stream(nb, sb, backoff_ms=0, seq_delay_ms=300, n=10, every_s=0.01), 60))
+    # Ten changes within ~0.2 s, each waking the loop no sooner than 300 ms after it
+    # began waiting: one run (two at most, if one began just before the burst ended).
+    assert len(delayed.starts) <= 2
