@@ -267,10 +267,11 @@ class Run:
         results = json.loads(out.stdout)
         return {t: r["rows"] for t, r in zip(tables, results, strict=True)}
 
-    def snapshot(self, script: Script) -> Snapshot:
+    def snapshot(self, script: Script, sb_tables: Sequence[str] = SB_OWNED) -> Snapshot:
         nb_tables = nb_table_names()
-        return normalize(self.dump("NB", nb_tables), self.dump("SB", SB_OWNED + SB_CONTEXT),
-                         renumber=script.renumber, nb_tables=NB_WRITTEN)
+        sb = self.dump("SB", (*sb_tables, *SB_CONTEXT))
+        return normalize(self.dump("NB", nb_tables), sb, renumber=script.renumber,
+                         nb_tables=NB_WRITTEN, sb_tables=sb_tables)
 
 
 def nb_table_names() -> list[str]:
@@ -278,7 +279,8 @@ def nb_table_names() -> list[str]:
         return sorted(json.load(f)["tables"])
 
 
-def run_script(script: Script, kind: str, workdir: Path) -> Snapshot:
+def run_script(script: Script, kind: str, workdir: Path, *,
+               sb_tables: Sequence[str] = SB_OWNED) -> Snapshot:
     """Run `script` against the `kind` northd; the normalized NB write-backs and SB rows.
 
     Two syncs end every run (a fixed number, so the cfg counters are the same for any
@@ -289,9 +291,9 @@ def run_script(script: Script, kind: str, workdir: Path) -> Snapshot:
         for step in script.steps:
             r.step(step)
         r.nbctl("--wait=sb", "sync")
-        first = r.snapshot(script)
+        first = r.snapshot(script, sb_tables)
         r.nbctl("--wait=sb", "sync")
-        snap = r.snapshot(script)
+        snap = r.snapshot(script, sb_tables)
         if without_counters(first) != without_counters(snap):
             raise ScriptError(f"{kind} northd still changing rows after {script.name}")
         return snap

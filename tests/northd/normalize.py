@@ -23,6 +23,12 @@ Rules kept here:
   NAT addresses in its NAT rows' UUID order.
 - SB `Port_Group` names embed the datapath's tunnel key (`<key>_<name>`); the key is
   replaced by the datapath's label so that a renumbering does not hide the group.
+- `Logical_Flow` rows (when asked for) are keyed by datapath (or datapath group),
+  pipeline, table, priority and match; `external_ids:stage-hint` (the first 32 bits of
+  an NB row's UUID) names that NB row, except that a flow shared by a datapath group
+  whose hint is a datapath says only that (23.03 names the member that added the flow
+  first, in UUID-hash order); `external_ids:source` (a C file and line of ovn-northd)
+  is masked.
 - Pure: no I/O, deterministic for the same input whatever the UUIDs were.
 """
 
@@ -46,6 +52,8 @@ SB_OWNED: tuple[str, ...] = (
     "DHCP_Options", "DHCPv6_Options", "Load_Balancer", "Service_Monitor", "Meter",
     "Meter_Band", "IP_Multicast", "DNS", "Port_Group", "Address_Set",
 )
+# With logical flows (the next step of the comparison).
+SB_WITH_FLOWS: tuple[str, ...] = (*SB_OWNED, "Logical_Flow")
 # SB tables dumped only to name what the owned rows point to.
 SB_CONTEXT: tuple[str, ...] = ("Chassis", "Chassis_Private", "Encap")
 # NB tables northd writes back to (LSP up/dynamic_addresses, NB_Global cfg and options).
@@ -66,6 +74,13 @@ NAME_COLUMN: dict[str, str] = {
     "Gateway_Chassis": "name",
 }
 NB_NAME_COLUMN: dict[str, str] = {"HA_Chassis": "chassis_name", "DHCP_Options": "cidr"}
+# NB rows without a name, named by a few columns (stage hints of logical flows).
+NB_NAME_COLUMNS: dict[str, tuple[str, ...]] = {
+    "ACL": ("direction", "priority", "match"), "QoS": ("direction", "priority", "match"),
+    "NAT": ("type", "external_ip", "logical_ip"),
+    "Logical_Router_Static_Route": ("ip_prefix", "nexthop"),
+    "Logical_Router_Policy": ("priority", "match"),
+}
 
 
 def table_label(db: str, table: str) -> str:
@@ -172,6 +187,9 @@ def _label_rows(db: str, dump: RawDump, labels: _Labels) -> None:
                 name = f"{row.get('action')}/{row.get('rate')}/{row.get('burst_size')}"
             elif db == "SB" and table in NAME_COLUMN:
                 name = str(row.get(NAME_COLUMN[table]))
+            elif (db == "NB" and table in NB_NAME_COLUMNS
+                  and not (isinstance(row.get("name"), str) and row["name"])):
+                name = " ".join(str(row.get(c)) for c in NB_NAME_COLUMNS[table])
             elif db == "NB" and table in NB_NAME_COLUMN:
                 name = str(row.get(NB_NAME_COLUMN[table]))
             elif db == "NB" and "name" in row and isinstance(row["name"], str) and row["name"]:
@@ -216,6 +234,10 @@ def _value(v: Any, labels: _Labels) -> Any:
 
 
 def _row_key(db: str, table: str, row: dict[str, Any], label: str) -> str:
+    if db == "SB" and table == "Logical_Flow":
+        where = row.get("logical_datapath") or row.get("logical_dp_group")
+        return (f"{_short(where)}/{row.get('pipeline')}/{row.get('table_id')}/"
+                f"{row.get('priority')}/{row.get('match')}")
     if db == "SB" and table == "Multicast_Group":
         return f"{_short(row.get('datapath'))}/{row.get('name')}"
     if db == "SB" and table == "Service_Monitor":
@@ -249,6 +271,7 @@ def normalize(nb: RawDump, sb: RawDump, *, renumber: Iterable[str] = (),
     renumbered = set(renumber)
     dp_keys = {int(r["tunnel_key"]): _short(labels.ref(_uuid(r), "SB"))
                for r in sb.get("Datapath_Binding", ()) if isinstance(r.get("tunnel_key"), int)}
+    hints = {u[:8]: label for u, label in labels.by_db["NB"].items()}
     snap = Snapshot()
     for db, dump, tables in (("NB", nb, nb_tables), ("SB", sb, sb_tables)):
         labels.db = db
@@ -262,6 +285,9 @@ def normalize(nb: RawDump, sb: RawDump, *, renumber: Iterable[str] = (),
                         row[col] = "<ts>" if row[col] else 0
                 if db == "SB" and table == "Port_Group":
                     row["name"] = _port_group_name(str(row.get("name")), dp_keys)
+                if db == "SB" and table == "Logical_Flow":
+                    row["external_ids"] = _flow_ids(row.get("external_ids"), hints,
+                                                    shared=bool(row.get("logical_dp_group")))
                 if db == "SB" and table == "Port_Binding" and "nat_addresses" in row:
                     row["nat_addresses"] = _nat_addresses(row["nat_addresses"])
                 label = labels.ref(_uuid(wire))
@@ -277,12 +303,21 @@ def normalize(nb: RawDump, sb: RawDump, *, renumber: Iterable[str] = (),
             for k, keys in keysets.items():
                 out[k] = {"keys": sorted(keys)}
             snap.tables[f"{db}.{table}"] = out
-    if "SB.Logical_DP_Group" in snap.tables and "Logical_Flow" not in sb_tables:
-        used = _labels_used(snap, "@Logical_DP_Group(")
-        groups = snap.tables["SB.Logical_DP_Group"]
-        snap.tables["SB.Logical_DP_Group"] = {
-            k: v for k, v in groups.items() if f"@Logical_DP_Group({k})" in used}
+    if "Logical_Flow" not in sb_tables:
+        return without_flows(snap)
     return snap
+
+
+def without_flows(snap: Snapshot) -> Snapshot:
+    """`snap` without logical flows and the datapath groups only they refer to."""
+    tables = {t: rows for t, rows in snap.tables.items() if t != "SB.Logical_Flow"}
+    out = Snapshot(tables)
+    if "SB.Logical_DP_Group" in tables:
+        used = _labels_used(out, "@Logical_DP_Group(")
+        tables["SB.Logical_DP_Group"] = {
+            k: v for k, v in tables["SB.Logical_DP_Group"].items()
+            if f"@Logical_DP_Group({k})" in used}
+    return out
 
 
 def _labels_used(snap: Snapshot, prefix: str) -> set[str]:
@@ -313,6 +348,20 @@ def _keyed(pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]
     for key, members in groups.items():
         for i, row in enumerate(sorted(members, key=dumps), 1):
             out[key if i == 1 else f"{key}#{i}"] = row
+    return out
+
+
+def _flow_ids(ids: Any, hints: Mapping[str, str], *, shared: bool) -> Any:
+    if not isinstance(ids, dict):
+        return ids
+    out = dict(ids)
+    if "stage-hint" in out:
+        hint = hints.get(str(out["stage-hint"]), "<hint>")
+        if shared and hint.startswith(("@nb.Logical_Switch(", "@nb.Logical_Router(")):
+            hint = "<a datapath of the group>"
+        out["stage-hint"] = hint
+    if "source" in out:
+        out["source"] = "<source>"
     return out
 
 

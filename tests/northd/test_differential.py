@@ -6,7 +6,8 @@ our northd does not get right yet are listed in `XFAIL` with the reason; they ar
 strict, so a fix makes the pair XPASS, which fails until it leaves the list.
 
 `test_real_is_deterministic` runs each script a second time with the real northd:
-whatever differs between two real runs is noise the normalization must remove.
+whatever differs between two real runs is noise the normalization must remove. It
+covers `Logical_Flow` too (every run dumps it), ready for the comparison of flows.
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from collections.abc import Callable
 
 import pytest
 from diffharness import Script, load_corpus, ours_available, parse_script, run_script
-from normalize import NB_WRITTEN, SB_OWNED, RawDump, Snapshot, diff, normalize
+from normalize import (
+    NB_WRITTEN,
+    SB_OWNED,
+    SB_WITH_FLOWS,
+    RawDump,
+    Snapshot,
+    diff,
+    normalize,
+    without_flows,
+)
 
 from procs import require
 
@@ -24,16 +34,7 @@ TABLES: tuple[str, ...] = tuple(f"NB.{t}" for t in NB_WRITTEN) + tuple(f"SB.{t}"
                                                                          for t in SB_OWNED)
 
 # (script, table) -> why our northd differs there. Shrinks as northd grows.
-XFAIL: dict[tuple[str, str], str] = {
-    ("39_router_odd_ports", "SB.Port_Binding"):
-        "two router-type LSPs name one router port: 23.03 makes the last one of its port "
-        "hmap walk (hash of the port names) the router port's peer, ours the other one",
-    ("45_lrp_ipv6_options", "SB.Port_Binding"):
-        "router ports' IPv6 RA configuration and prefix delegation are not copied into "
-        "their Port_Binding options (ipv6_ra_*, ipv6_prefix, ipv6_prefix_delegation)",
-    ("44_igmp_groups", "SB.Multicast_Group"):
-        "the IGMP groups chassis report (SB IGMP_Group) do not become Multicast_Group rows",
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 Runner = Callable[[str, str], Snapshot]
 _cache: dict[tuple[str, str], Snapshot | BaseException] = {}
@@ -50,7 +51,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runner:
         if key not in _cache:
             workdir = tmp_path_factory.mktemp(f"{name}-{kind}", numbered=True)
             try:
-                _cache[key] = run_script(SCRIPTS[name], kind.split("#")[0], workdir)
+                _cache[key] = run_script(SCRIPTS[name], kind.split("#")[0], workdir,
+                                         sb_tables=SB_WITH_FLOWS)
             except Exception as e:  # kept so every table of the script reports it
                 _cache[key] = e
         got = _cache[key]
@@ -83,8 +85,8 @@ def _report(table: str, expected: Snapshot, actual: Snapshot, what: str) -> str:
 def test_matches_real(script: str, table: str, runs: Runner) -> None:
     if not ours_available():
         pytest.skip("pyovsdb northd is not built yet")
-    real = runs(script, "real")
-    ours = runs(script, "ours")
+    real = without_flows(runs(script, "real"))
+    ours = without_flows(runs(script, "ours"))
     if diff(real, ours, table):
         pytest.fail(_report(table, real, ours, "ours differs (- real, + ours)"), pytrace=False)
 
@@ -104,7 +106,8 @@ def test_real_is_deterministic(script: str, runs: Runner) -> None:
 def test_corpus_covers_the_tables() -> None:
     """Every compared table is non-empty in some script's real run, so no table is
     compared only as empty (checked on the saved runs of this module)."""
-    real = [v for (_, kind), v in _cache.items() if kind == "real" and isinstance(v, Snapshot)]
+    real = [without_flows(v) for (_, kind), v in _cache.items()
+            if kind == "real" and isinstance(v, Snapshot)]
     if len(real) < len(SCRIPTS):
         pytest.skip("needs the real runs of every script (run the whole module)")
     empty = [t for t in TABLES if not any(s.tables.get(t) for s in real)]
