@@ -119,3 +119,44 @@ def test_seq_delay_coalesces_a_burst(servers: tuple[str, str]) -> None:
     # Ten changes within ~0.2 s, each waking the loop no sooner than 300 ms after it
     # began waiting: one run (two at most, if one began just before the burst ended).
     assert len(delayed.starts) <= 2
+
+
+async def _probe_intervals(nb_remote: str, sb_remote: str, values: list[str | None]
+                           ) -> list[tuple[float, float]]:
+    """The NB and SB IDLs' probe intervals (s) after a run with each value of
+    `NB_Global.options:northd_probe_interval` (None: unset)."""
+    graph = SlowGraph()
+    northd = Northd(Config([nb_remote], [sb_remote]), graph=graph)
+    task = asyncio.get_running_loop().create_task(northd.serve())
+    writer = Idl(nb_remote, "OVN_Northbound", tables={"NB_Global": None})
+    await writer.start()
+    out = []
+    try:
+        for value in values:
+            def options(txn: Any, value: str | None = value) -> None:
+                rows = list(writer["NB_Global"].rows.values())
+                opts = {} if value is None else {"northd_probe_interval": value}
+                if rows:
+                    txn.update(rows[0], options=opts)
+                else:
+                    txn.insert("NB_Global", options=opts)
+
+            runs = len(graph.starts)
+            assert (await writer.run(options)).ok
+            while len(graph.starts) == runs:
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(RUN_S + 0.1)
+            out.append((northd.nb.probe_interval, northd.sb.probe_interval))
+    finally:
+        await writer.close()
+        northd.request_exit()
+        await asyncio.wait_for(task, 10)
+    return out
+
+
+def test_northd_probe_interval(servers: tuple[str, str]) -> None:
+    nb, sb = servers
+    got = asyncio.run(asyncio.wait_for(
+        _probe_intervals(nb, sb, ["2000", "500", "0", None]), 60))
+    # ms; below a second is a second; 0 off; unset: off on unix sockets (5 s on TCP).
+    assert got == [(2.0, 2.0), (1.0, 1.0), (0.0, 0.0), (0.0, 0.0)]
