@@ -258,3 +258,59 @@ def test_mac_binding_aging_on_the_timer(tmp_path: Path) -> None:
         poll("the binding aged out", lambda: p.sb_names("MAC_Binding", "_uuid") == [],
              timeout=10, logs=n.logs)
         assert time.time() * 1000 - now_ms >= 1000
+
+
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:   # a zombie is gone for our purpose
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_ovn_ctl_starts_and_stops_it_by_name(tmp_path: Path) -> None:
+    """The real `ovn-ctl start_northd` with ours on PATH as `ovn-northd`: it runs it
+    detached under a --monitor supervisor, finds it by name, stops it gracefully."""
+    ovn_ctl = "/usr/share/ovn/scripts/ovn-ctl"
+    if not os.path.exists(ovn_ctl):
+        require("ovn-ctl")
+    entry = Path(sys.executable).parent / "pyovsdb"
+    if not entry.exists():
+        pytest.skip("the pyovsdb entry point is not installed")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ovn-northd").symlink_to(entry)
+    env = _env(tmp_path)
+    env["PATH"] = f"{bindir}:{env['PATH']}"
+    env["OVS_RUNDIR"] = env["OVN_RUNDIR"]
+    pids: list[int] = []
+    with plane("ours", tmp_path) as p:
+        try:
+            r = run([ovn_ctl, "--ovn-manage-ovsdb=no", f"--ovn-northd-nb-db={p.nb.unix}",
+                     f"--ovn-northd-sb-db={p.sb.unix}", "start_northd"], env=env, check=False)
+            assert r.returncode == 0, r.stdout + r.stderr
+            pidfile = Path(env["OVN_RUNDIR"]) / "ovn-northd.pid"
+            pid = int(pidfile.read_text())
+            pids += [pid, _ppid(pid)]
+            with open(f"/proc/{pid}/comm") as f:
+                assert f.read().strip() == "ovn-northd"
+            poll("active", lambda: run(["ovn-appctl", "-t", "ovn-northd", "status"],
+                                       env=env).stdout == "Status: active\n")
+            status = run([ovn_ctl, "status_northd"], env=env, check=False)
+            assert status.returncode == 0 and "running" in status.stdout
+            p.nbctl("--wait=sb", "ls-add", "sw0")
+            r = run([ovn_ctl, "stop_northd"], env=env, check=False)
+            assert r.returncode == 0, r.stdout + r.stderr
+            poll("both gone", lambda: not any(_alive(x) for x in pids))
+            assert not pidfile.exists()
+            assert "Exiting ovn-northd" in r.stdout
+        finally:
+            for x in reversed(pids):
+                if _alive(x):
+                    os.kill(x, 9)
