@@ -22,6 +22,10 @@ Rules kept here (OVN 23.03, `join_logical_ports` and `build_ports`):
   wrapping to the bottom of the range.
 - Deterministic where 23.03 walks hash tables: datapaths in `DatapathsData` order,
   ports of a datapath by name, a chassisredirect port right after its router port.
+  Peers are connected in the order 23.03 walks its port hash table (names hashed as
+  OVS hashes strings; the existing bindings first, in UUID order for want of the SB
+  replica's own order), so where two switch ports name one router port the router
+  port's peer is the one 23.03 picks.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ...ovsdb.hashorder import hash_string, hmap_order
 from ..alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
 from ..inputs import BuildInput
 from .datapaths import Datapath, DatapathsData, smap_int
@@ -190,14 +195,23 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
             port.cr_port = cr_name
             keep(cr, existing.get(cr_name))
             data.l3dgw_ports.setdefault(dp.key, []).append(port)
-    _connect(data)
+    _connect(data, _walk_order(existing, data))
     _assign_tunnel_keys(data, both, nb_only, datapaths.vxlan_mode)
     return data
 
 
-def _connect(data: PortsData) -> None:
+def _walk_order(existing: Mapping[str, IdlRow], data: PortsData) -> list[Port]:
+    """The ports in the order of 23.03's walk of its port hmap, which holds a port per
+    existing binding (inserted first) and then one per new port."""
+    names = list(existing)
+    names += [n for n in data.ports if n not in existing]
+    order = hmap_order((hash_string(n), n) for n in names)
+    return [data.ports[n] for n in order if n in data.ports]
+
+
+def _connect(data: PortsData, walk: list[Port]) -> None:
     ports = data.ports
-    for port in list(ports.values()):
+    for port in walk:
         if port.is_lsp and port.type == "router":
             peer = ports.get(port.nb.options.get("router-port", ""))
             if peer is None or peer.is_lsp:
