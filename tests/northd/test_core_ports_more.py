@@ -262,3 +262,31 @@ def test_router_port_ipv6_options_equal_real_northd(nb: Nb, sb: LocalDb) -> None
     prefixes = {r.name: r.ipv6_prefix
                 for r in nb.db.tables["Logical_Router_Port"].rows.values()}
     assert prefixes == {"lr0-sw0": ["2001:db8:1::/64"], "lr0-b": []}
+
+
+def test_two_switch_ports_naming_one_router_port(nb: Nb, sb: LocalDb) -> None:
+    """Observed: the router port's peer is sw0-lr0, the later of the two in 23.03's walk
+    of its port table (by name hash), not the first created; both switch ports say
+    peer=lr0-sw0. A router-type port naming a missing port keeps its peer option."""
+    nb.lr_add("lr0")
+    nb.lr_add("lr1")
+    nb.lrp_add("lr0", "lr0-lr1", "00:00:00:00:ff:01", "169.254.0.1/30", peer="lr1-lr0")
+    nb.lrp_add("lr1", "lr1-lr0", "00:00:00:00:ff:02", "169.254.0.2/30", peer="lr0-lr1")
+    nb.ls_add("sw0")
+    nb.lsp_add("sw0", "sw0-nowhere", type="router", addresses=["router"],
+               options={"router-port": "missing"})
+    run_core(nb.db, sb)
+    nb.lrp_add("lr0", "lr0-sw0", "00:00:00:00:ff:03", "10.0.0.1/24")
+    run_core(nb.db, sb)
+    nb.lsp_add("sw0", "sw0-lr0", type="router", addresses=["router"],
+               options={"router-port": "lr0-sw0"})
+    run_core(nb.db, sb)
+    nb.ls_add("sw1")
+    nb.lsp_add("sw1", "sw1-lr0", type="router", addresses=["router"],
+               options={"router-port": "lr0-sw0"})
+    run_core(nb.db, sb)
+    options = {r.logical_port: r.options for r in sb.tables["Port_Binding"].rows.values()}
+    assert options["lr0-sw0"] == {"peer": "sw0-lr0"}
+    assert options["sw0-lr0"] == options["sw1-lr0"] == {"peer": "lr0-sw0"}
+    assert options["sw0-nowhere"] == {"peer": "missing"}
+    assert options["lr0-lr1"] == {"peer": "lr1-lr0"}
