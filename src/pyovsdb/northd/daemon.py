@@ -36,7 +36,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..idl import MONITOR, Idl, Result, Status
@@ -66,7 +66,7 @@ NB_WRITES = (("NB_Global", "nb_cfg_timestamp"), ("NB_Global", "sb_cfg"),
              ("NB_Global", "sb_cfg_timestamp"), ("NB_Global", "hv_cfg"),
              ("NB_Global", "hv_cfg_timestamp"), ("Logical_Switch_Port", "up"),
              ("Logical_Switch_Port", "dynamic_addresses"),
-             ("Logical_Router_Port", "status"), ("NB_Global", "options"))
+             ("NB_Global", "options"))
 
 
 @dataclass
@@ -90,20 +90,10 @@ def mono_ms() -> float:
 
 
 @dataclass
-class _IdlState:
-    """What the loop last saw of one IDL."""
-
-    connects: int = 0
-    connected: bool = False
-    has_lock: bool = False
-
-
-@dataclass
 class _State:
     paused: bool = False
-    had_lock: bool = False
+    had_lock: bool = False   # as the loop last saw it: what `status` reports
     exiting: bool = False
-    counters: dict[str, int] = field(default_factory=dict)
 
 
 class Northd:
@@ -126,14 +116,13 @@ class Northd:
         self.unixctl: UnixctlServer | None = None
         self.compute_log_timeout_ms = 500
         self.reset_min_index = {"nb": False, "sb": False}
-        self.next_cfg: int | None = None
+        # The nb_cfg of the last SB transaction that committed (23.03's cur_cfg).
         self.cur_cfg: int | None = None
-        self._seen = {"nb": _IdlState(), "sb": _IdlState()}
+        self._connects = {"nb": 0, "sb": 0}  # sessions seen, per IDL
         self._stop: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
-        self.engine_runs = 0
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -275,9 +264,8 @@ class Northd:
     def _check_sessions(self) -> None:
         for name, idl, reason in (("nb", self.nb, Recompute.NB_RECONNECT),
                                   ("sb", self.sb, Recompute.SB_RECONNECT)):
-            seen = self._seen[name]
-            if idl.n_connects != seen.connects:
-                seen.connects = idl.n_connects
+            if idl.n_connects != self._connects[name]:
+                self._connects[name] = idl.n_connects
                 log.info("%s", reason.log_text)
                 self.policy.force_recompute(reason)
 
@@ -311,7 +299,6 @@ class Northd:
             self.policy.ran(start, mono_ms())
             return
         end = mono_ms()
-        self.engine_runs += 1
         self.policy.ran(start, end, canceled=out.canceled)
         self._set_timer(out.wake_at_ms)
         await self._commit(out)
