@@ -240,6 +240,10 @@ def plan(desired: DesiredDb, tables: Tables) -> list[Op]:
         dt = desired.tables[name]
         table = tables[name]
         codecs = table.codecs
+        converters = table.converters
+        positions = table.col_index
+        refs = {c for c in dt.columns
+                if codecs[c].key_type == "uuid" or codecs[c].value_type == "uuid"}
         matched = p.matched[name]
         fill = set(dt.fill)
         for key in sorted(dt.rows, key=_sort_key):
@@ -250,21 +254,28 @@ def plan(desired: DesiredDb, tables: Tables) -> list[Op]:
                     continue
                 values: dict[str, Any] = {}
                 for col, value in wanted.items():
-                    v = p.resolve(value)
-                    if _has_pending(v) or table.canonical(col, v) != codecs[col].default:
+                    v = p.resolve(value) if col in refs else value
+                    if (col in refs and _has_pending(v)) or \
+                            converters[col](v) != codecs[col].default:
                         values[col] = v
                 inserts[(name, key)] = Insert(name, key, values)
                 continue
             changed: dict[str, Any] = {}
-            columns = wanted if not dt.owned else dt.columns
-            data = row.data
-            for col in columns:
-                current = data[col]
+            current_values = row._values
+            for col in (wanted if not dt.owned else dt.columns):
+                current = current_values[positions[col]]
                 if col in fill and current != codecs[col].default:
                     continue
-                v = p.resolve(wanted[col]) if col in wanted else codecs[col].default
-                if _has_pending(v) or table.canonical(col, v) != current:
-                    changed[col] = v
+                if col not in wanted:
+                    if current != codecs[col].default:
+                        changed[col] = codecs[col].default
+                    continue
+                if col in refs:
+                    v = p.resolve(wanted[col])
+                    if _has_pending(v) or converters[col](v) != current:
+                        changed[col] = v
+                elif converters[col](wanted[col]) != current:
+                    changed[col] = wanted[col]
             if changed:
                 updates.append(Update(name, key, row, changed))
         if dt.owned:
