@@ -356,3 +356,252 @@ def main(argv: Sequence[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+# -- generated scripts ----------------------------------------------------------------
+
+
+class _Gen:
+    """A random but reproducible NB history, one change a line, that keeps 23.03's
+    choices deterministic: at most one new datapath, or one new port per datapath, per
+    line; IPAM subnets never run out or change; no two router-type ports name one
+    router port."""
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+        self.lines: list[str] = []
+        self.switches: dict[str, list[str]] = {}
+        self.routers: dict[str, list[str]] = {}
+        self.peered: set[str] = set()  # router ports a router-type LSP names, ever
+        self.bound: set[str] = set()
+        self.chassis: list[str] = []
+        self.lbs: list[str] = []
+        self.n = 0
+
+    def name(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def ports(self) -> list[str]:
+        return sorted(p for ps in self.switches.values() for p in ps)
+
+    def step(self) -> None:
+        r = self.rng
+        choices: list[tuple[int, Any]] = [(3, self.ls_add), (2, self.lr_add),
+                                          (2, self.chassis_add)]
+        if self.switches:
+            choices += [(8, self.lsp_add), (1, self.ls_del), (2, self.lb_add),
+                        (2, self.pg_add)]
+        if self.ports():
+            choices += [(3, self.lsp_change), (2, self.lsp_del), (1, self.container),
+                        (1, self.retype)]
+        if self.routers:
+            choices += [(3, self.lrp_add), (1, self.lr_del), (1, self.nat)]
+        if any(self.routers.values()):
+            choices += [(1, self.lrp_del)]
+        if self.routers and self.lbs:
+            choices += [(1, self.lr_lb)]
+        if self.routers and self.switches:
+            choices += [(3, self.connect)]
+        if self.chassis and self.ports():
+            choices += [(3, self.bind)]
+        if self.chassis and any(self.routers.values()):
+            choices += [(2, self.gateway)]
+        total = sum(w for w, _ in choices)
+        pick = r.uniform(0, total)
+        for w, fn in choices:
+            pick -= w
+            if pick <= 0:
+                fn()
+                return
+        choices[-1][1]()
+
+    def mac(self) -> str:
+        return (f"0a:00:00:{self.rng.randrange(256):02x}:{self.n // 256 % 256:02x}:"
+                f"{self.n % 256:02x}")
+
+    def ls_add(self) -> None:
+        sw = self.name("sw")
+        self.switches[sw] = []
+        extra = ""
+        if self.rng.random() < 0.3:
+            extra = (f" -- set Logical_Switch {sw} other_config:subnet=10.{self.n}.0.0/16"
+                     " other_config:mcast_snoop=true")
+        self.lines.append(f"nbctl ls-add {sw}{extra}")
+
+    def lr_add(self) -> None:
+        lr = self.name("lr")
+        self.routers[lr] = []
+        extra = ""
+        if self.chassis and self.rng.random() < 0.2:
+            extra = f" -- set Logical_Router {lr} options:chassis={self.rng.choice(self.chassis)}"
+        self.lines.append(f"nbctl lr-add {lr}{extra}")
+
+    def chassis_add(self) -> None:
+        ch = self.name("ch")
+        self.chassis.append(ch)
+        extra = " port-up-notif=true" if self.rng.random() < 0.3 else ""
+        self.lines.append(f"sim chassis {ch} 192.168.{self.n // 250}.{self.n % 250 + 1}{extra}")
+
+    def lsp_add(self) -> None:
+        r = self.rng
+        sw = r.choice(sorted(self.switches))
+        p = self.name("p")
+        self.switches[sw].append(p)
+        kind = r.choice(["vif", "vif", "vif", "dynamic", "localnet", "localport",
+                         "external", "virtual", "l2gateway"])
+        addr = f'"{self.mac()} 10.{self.n}.{r.randrange(1, 250)}.{r.randrange(1, 250)}"'
+        line = f"nbctl lsp-add {sw} {p} -- lsp-set-addresses {p} {addr}"
+        if kind == "dynamic":
+            line = f"nbctl lsp-add {sw} {p} -- lsp-set-addresses {p} dynamic"
+        elif kind == "localnet":
+            line = (f"nbctl lsp-add {sw} {p} -- lsp-set-type {p} localnet -- "
+                    f"lsp-set-addresses {p} unknown -- lsp-set-options {p} network_name=phys")
+        elif kind in ("localport", "external"):
+            line += f" -- lsp-set-type {p} {kind}"
+        elif kind == "virtual":
+            others = [q for q in self.switches[sw] if q != p]
+            parents = ",".join(sorted(others[:2]))
+            line += (f" -- lsp-set-type {p} virtual -- lsp-set-options {p} "
+                     f"virtual-ip=10.99.{self.n % 250}.1 virtual-parents={parents or 'none'}")
+        elif kind == "l2gateway" and self.chassis:
+            line += (f" -- lsp-set-type {p} l2gateway -- lsp-set-options {p} "
+                     f"network_name=phys l2gateway-chassis={r.choice(self.chassis)}")
+        self.lines.append(line)
+
+    def lsp_change(self) -> None:
+        r = self.rng
+        p = r.choice(self.ports())
+        what = r.randrange(4)
+        if what == 0 and self.chassis:
+            self.lines.append(f"nbctl lsp-set-options {p} requested-chassis="
+                              f"{r.choice(self.chassis)}")
+        elif what == 1:
+            self.lines.append(f"nbctl lsp-set-port-security {p} \"{self.mac()}\"")
+        elif what == 2:
+            self.lines.append(f"nbctl lsp-set-enabled {p} {r.choice(['enabled', 'disabled'])}")
+        else:
+            self.lines.append(f"nbctl set Logical_Switch_Port {p} external_ids:k{self.n}=v")
+
+    def lsp_del(self) -> None:
+        p = self.rng.choice(self.ports())
+        for ps in self.switches.values():
+            if p in ps:
+                ps.remove(p)
+        self.bound.discard(p)
+        self.lines.append(f"nbctl lsp-del {p}")
+
+    def ls_del(self) -> None:
+        sw = self.rng.choice(sorted(self.switches))
+        for p in self.switches.pop(sw):
+            self.bound.discard(p)
+        self.lines.append(f"nbctl ls-del {sw}")
+
+    def lrp_add(self) -> None:
+        lr = self.rng.choice(sorted(self.routers))
+        lrp = self.name(f"{lr}-p")
+        self.routers[lr].append(lrp)
+        self.lines.append(f"nbctl lrp-add {lr} {lrp} {self.mac()} 172.{self.n % 250}.0.1/24")
+
+    def lrp_del(self) -> None:
+        lrps = sorted(lrp for lrps in self.routers.values() for lrp in lrps)
+        lrp = self.rng.choice(lrps)
+        for lrps_ in self.routers.values():
+            if lrp in lrps_:
+                lrps_.remove(lrp)
+        self.lines.append(f"nbctl lrp-del {lrp}")
+
+    def nat(self) -> None:
+        lr = self.rng.choice(sorted(self.routers))
+        kind = self.rng.choice(["snat", "dnat", "dnat_and_snat"])
+        ext = f"172.31.{self.n % 250}.{self.rng.randrange(1, 250)}"
+        self.name("nat")
+        logical = f"10.{self.n % 250}.0.{self.rng.randrange(1, 250)}"
+        if kind == "snat":
+            logical = f"10.{self.n % 250}.0.0/24"
+        self.lines.append(f"nbctl --may-exist lr-nat-add {lr} {kind} {ext} {logical}")
+
+    def lr_lb(self) -> None:
+        lr = self.rng.choice(sorted(self.routers))
+        lb = self.rng.choice(self.lbs)
+        self.lines.append(f"nbctl --may-exist lr-lb-add {lr} {lb}")
+
+    def container(self) -> None:
+        vifs = [p for p in self.ports() if p.startswith("p")]
+        if not vifs:
+            return
+        parent = self.rng.choice(vifs)
+        sw = next(sw for sw, ps in self.switches.items() if parent in ps)
+        c = self.name("c")
+        self.switches[sw].append(c)
+        tag = self.rng.choice([0, self.rng.randrange(1, 4095)])
+        self.lines.append(f"nbctl lsp-add {sw} {c} {parent} {tag}")
+
+    def retype(self) -> None:
+        vifs = [p for p in self.ports() if p.startswith("p")]
+        if not vifs:
+            return
+        p = self.rng.choice(vifs)
+        kind = self.rng.choice(["", "localport", "external", "vtep"])
+        line = f'nbctl lsp-set-type {p} "{kind}"'
+        if kind == "vtep":
+            line += (f" -- lsp-set-options {p} vtep-physical-switch=ps vtep-logical-switch=ls")
+        self.lines.append(line)
+
+    def lr_del(self) -> None:
+        lr = self.rng.choice(sorted(self.routers))
+        self.routers.pop(lr)
+        self.lines.append(f"nbctl lr-del {lr}")
+
+    def connect(self) -> None:
+        free = sorted(lrp for lrps in self.routers.values() for lrp in lrps
+                      if lrp not in self.peered)
+        if not free:
+            self.lrp_add()
+            return
+        lrp = self.rng.choice(free)
+        sw = self.rng.choice(sorted(self.switches))
+        p = f"{sw}-{lrp}"
+        self.peered.add(lrp)
+        self.switches[sw].append(p)
+        self.lines.append(f"nbctl lsp-add {sw} {p} -- lsp-set-type {p} router -- "
+                          f"lsp-set-addresses {p} router -- lsp-set-options {p} "
+                          f"router-port={lrp}")
+
+    def bind(self) -> None:
+        p = self.rng.choice(self.ports())
+        if p in self.bound:
+            self.bound.discard(p)
+            self.lines.append(f"sbctl lsp-unbind {p}")
+            return
+        self.bound.add(p)
+        self.lines.append(f"sbctl lsp-bind {p} {self.rng.choice(self.chassis)}")
+
+    def gateway(self) -> None:
+        lrps = sorted(lrp for lrps in self.routers.values() for lrp in lrps)
+        lrp = self.rng.choice(lrps)
+        self.lines.append(f"nbctl lrp-set-gateway-chassis {lrp} {self.rng.choice(self.chassis)} "
+                          f"{self.rng.randrange(1, 100)}")
+
+    def lb_add(self) -> None:
+        lb = self.name("lb")
+        self.lbs.append(lb)
+        n = self.n % 250
+        self.lines.append(f"nbctl lb-add {lb} 10.200.{n}.1:80 10.0.0.{n}:8080")
+        sw = self.rng.choice(sorted(self.switches))
+        self.lines.append(f"nbctl ls-lb-add {sw} {lb}")
+
+    def pg_add(self) -> None:
+        ports = [p for p in self.ports() if self.rng.random() < 0.3]
+        self.lines.append(f"nbctl pg-add {self.name('pg')} {' '.join(ports)}".rstrip())
+
+
+def generate_script(seed: int, steps: int = 60) -> Script:
+    """A reproducible random NB history of `steps` lines (see `_Gen`)."""
+    g = _Gen(seed)
+    for _ in range(steps):
+        g.step()
+    text = f"# generated: seed {seed}, {steps} steps\n" + "\n".join(g.lines) + "\n"
+    return parse_script(text, f"generated_{seed}")
