@@ -44,7 +44,7 @@ def put_ipv6_prefixes(ports: PortsData, nb: DesiredDb) -> None:
     (`ovn_update_ipv6_prefix`: binding option `ipv6_ra_pd_list` "ID:PREFIX", on router
     ports with `options:prefix=true`); never cleared."""
     for port in ports.ports.values():
-        if port.is_lsp or port.sb is None or not smap_bool(port.nb.options, "prefix"):
+        if port.is_lsp or port.sb is None or not smap_bool(port.options, "prefix"):
             continue
         aid, sep, prefix = port.sb.options.get("ipv6_ra_pd_list", "").partition(":")
         prefix = prefix.split()[0] if prefix.split() else ""

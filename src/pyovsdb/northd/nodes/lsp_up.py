@@ -27,9 +27,9 @@ NB_LSP_COLUMNS = ("up",)
 
 
 def port_up(lsp: IdlRow, pb: IdlRow | None) -> bool:
-    if lsp.type == "router":
+    if lsp.value("type") == "router":
         return True
-    if pb is None:
+    if pb is None or not pb.value("chassis"):
         return False
     chassis = pb.chassis
     if not isinstance(chassis, IdlRow):

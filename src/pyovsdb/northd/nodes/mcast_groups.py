@@ -45,8 +45,8 @@ MULTICAST_COLUMNS = ("datapath", "name", "tunnel_key", "ports")
 
 
 def _enabled(port: Port) -> bool:
-    enabled = port.nb.enabled
-    return enabled is None or bool(enabled)
+    enabled = port.nb.value("enabled")  # a set of at most one boolean
+    return not enabled or bool(enabled[0])
 
 
 Groups = dict[tuple[str, str], tuple[int, set[str]]]
@@ -70,22 +70,22 @@ def build_mcast_groups(datapaths: DatapathsData, ports: PortsData, sb: DesiredDb
                 relay_switches.add(key)
     for port in ports.ports.values():
         if port.is_lrp:
-            if _enabled(port) and smap_bool(port.nb.options, "mcast_flood", False):
+            if _enabled(port) and smap_bool(port.options, "mcast_flood", False):
                 add(MC_STATIC, port)
         elif port.is_lsp and _enabled(port):
-            lsp = port.nb
+            options = port.options
             add(MC_FLOOD, port)
-            if lsp.type != "router":
+            if port.type != "router":
                 add(MC_FLOOD_L2, port)
             peer = ports.peer_of(port)
             if port.dp.key in relay_switches and peer is not None and \
                     smap_bool(peer.dp.nb.options, "mcast_relay", False):
                 add(MC_MROUTER_FLOOD, port)
-            if smap_bool(lsp.options, "mcast_flood_reports", False):
+            if smap_bool(options, "mcast_flood_reports", False):
                 add(MC_MROUTER_FLOOD, port)
-            if smap_bool(lsp.options, "mcast_flood", False):
+            if smap_bool(options, "mcast_flood", False):
                 add(MC_STATIC, port)
-            if port.has_unknown and lsp.type != "external":
+            if port.has_unknown and port.type != "external":
                 add(MC_UNKNOWN, port)
     if sb_tables is not None:
         build_igmp_groups(datapaths, ports, sb_tables, groups)
@@ -159,7 +159,7 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
             port = ports.ports.get(pb.logical_port) if isinstance(pb, IdlRow) else None
             if port is None or not port.is_lsp:
                 continue
-            if smap_bool(port.nb.options, "mcast_flood", False):
+            if smap_bool(port.options, "mcast_flood", False):
                 continue
             if _relays(ports.peer_of(port)):
                 continue
@@ -172,7 +172,7 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
             continue
         for lsp in ports.router_ports.get(dp.key, []):
             rp = ports.peer_of(lsp)
-            if rp is None or not _relays(rp) or smap_bool(rp.nb.options, "mcast_flood", False):
+            if rp is None or not _relays(rp) or smap_bool(rp.options, "mcast_flood", False):
                 continue
             member = rp.cr_port if rp.cr_port is not None else rp.name
             for address in addresses:

@@ -64,6 +64,15 @@ class Port:
     lsp_addrs: list[Addresses] = field(default_factory=list)
     n_static_addrs: int = 0  # lsp_addrs[:n] are the LSP's own (not "router", not dynamic)
     has_unknown: bool = False
+    # The NB row's type and options, read once (builders read them for every port).
+    type: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        nb = self.nb
+        self.options = nb.options
+        if self.kind is PortKind.SWITCH:
+            self.type = nb.value("type")
 
     @property
     def is_lsp(self) -> bool:
@@ -76,11 +85,6 @@ class Port:
     @property
     def is_cr(self) -> bool:
         return self.kind is PortKind.REDIRECT
-
-    @property
-    def type(self) -> str:
-        """The LSP's NB type ("" for router ports)."""
-        return str(self.nb.type) if self.is_lsp else ""
 
     @property
     def json_key(self) -> str:
@@ -121,7 +125,7 @@ def existing_port_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
 
 def binding_datapath_key(pb: IdlRow) -> str | None:
     """The NB UUID the binding's datapath names."""
-    dp = pb.datapath
+    dp = pb.datapath  # (an IdlRow when the replica holds it)
     if not isinstance(dp, IdlRow):
         return None
     ids = dp.external_ids
@@ -131,9 +135,9 @@ def binding_datapath_key(pb: IdlRow) -> str | None:
 
 def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:
     """`lsp_is_type_changed` where it asks for the binding to be recreated."""
-    sb_type, nb_type = str(pb.type), str(lsp.type)
+    sb_type, nb_type = str(pb.value("type")), str(lsp.value("type"))
     if not sb_type and not nb_type:
-        return (pb.parent_port is None) != (lsp.parent_name is None)
+        return (not pb.value("parent_port")) != (not lsp.value("parent_name"))
     return (sb_type == "virtual" or nb_type == "virtual") and sb_type != nb_type
 
 
@@ -164,9 +168,9 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
             if pb is not None and _type_changed(pb, lsp):
                 pb = None
             keep(port, pb)
-            if lsp.type == "localnet":
+            if port.type == "localnet":
                 data.localnet_ports.setdefault(dp.key, []).append(port)
-            if lsp.type == "vtep":
+            if port.type == "vtep":
                 data.vtep_switches.add(dp.key)
             for address in lsp.addresses:
                 if address == "unknown":
@@ -213,7 +217,7 @@ def _connect(data: PortsData, walk: list[Port]) -> None:
     ports = data.ports
     for port in walk:
         if port.is_lsp and port.type == "router":
-            peer = ports.get(port.nb.options.get("router-port", ""))
+            peer = ports.get(port.options.get("router-port", ""))
             if peer is None or peer.is_lsp:
                 continue
             if peer.is_cr:
@@ -241,7 +245,7 @@ def _assign_tunnel_keys(data: PortsData, both: list[Port], nb_only: list[Port],
         return keys
 
     for port in [*both, *nb_only]:
-        requested = smap_int(port.nb.options, "requested-tnl-key")
+        requested = smap_int(port.options, "requested-tnl-key")
         if requested and not (vxlan and requested >= VXLAN_MIN_MULTICAST) and \
                 space(port).add(requested):
             port.tunnel_key = requested

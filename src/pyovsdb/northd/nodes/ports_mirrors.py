@@ -33,7 +33,7 @@ def build_mirrors(nb: Mapping[str, ReplicaTable], sb: DesiredDb) -> DesiredTable
 
 
 def mirror_rules(port: Port, mirrors: DesiredTable) -> list[Ref]:
-    if not port.is_lsp:
+    if not port.is_lsp or not port.nb.value("mirror_rules"):
         return []
     names = sorted({m.name for m in port.nb.mirror_rules if isinstance(m, IdlRow)})
     return [Ref("Mirror", n) for n in names if n in mirrors.rows]

@@ -65,7 +65,7 @@ def router_port_binding(port: Port, data: PortsData) -> dict[str, Any]:
         gw_peer = data.peer_of(gw_port) if gw_port is not None else None
         always = not has_distributed_nat(router) and not (
             gw_peer is not None and gw_peer.dp.key in data.vtep_switches)
-        redirect_type = lrp.options.get("redirect-type")
+        redirect_type = port.options.get("redirect-type")
         if redirect_type is not None:
             options["redirect-type"] = redirect_type
             if redirect_type == "bridged":
@@ -104,9 +104,9 @@ RA_MODES = ("slaac", "dhcpv6_stateful", "dhcpv6_stateless")
 def _ipv6_options(port: Port, options: dict[str, str], pd_list: str | None) -> None:
     lrp = port.nb
     enabled = lrp.enabled is None or bool(lrp.enabled)
-    if enabled and smap_bool(lrp.options, "prefix_delegation", False):
+    if enabled and smap_bool(port.options, "prefix_delegation", False):
         options["ipv6_prefix_delegation"] = "true"
-    if enabled and smap_bool(lrp.options, "prefix", False):
+    if enabled and smap_bool(port.options, "prefix", False):
         options["ipv6_prefix"] = "true"
     ra = lrp.ipv6_ra_configs
     mode = ra.get("address_mode")
@@ -239,12 +239,12 @@ def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None)
     router port's own GARP entry)."""
     peer = data.peer_of(lsp)
     peer_gws = data.l3dgw_ports.get(peer.dp.key, []) if peer is not None else []
-    option = lsp.nb.options.get("nat-addresses")
+    option = lsp.options.get("nat-addresses")
     out: list[str] = []
     if option == "router":
         if peer is not None and (gw_chassis is not None or peer_gws):
             out = nat_addresses(peer, data, not smap_bool(
-                lsp.nb.options, "exclude-lb-vips-from-garp", False))
+                lsp.options, "exclude-lb-vips-from-garp", False))
     elif option is not None and (gw_chassis is not None or peer_gws):
         words = option.split()
         if words and parse_mac(words[0]) is not None:
@@ -259,7 +259,7 @@ def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None)
     if peer is not None and peer.is_lrp and peer_gws:
         if peer.cr_port is not None:
             garp = True
-        elif smap_bool(peer.nb.options, "reside-on-redirect-chassis", False):
+        elif smap_bool(peer.options, "reside-on-redirect-chassis", False):
             garp = len(peer_gws) == 1
     elif gw_chassis is not None and data.localnet_ports.get(lsp.dp.key):
         garp = True

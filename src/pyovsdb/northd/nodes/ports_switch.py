@@ -88,10 +88,12 @@ class SwitchPortState:
         return lsp.tag  # type: ignore[no-any-return]
 
     def queue_id(self, port: Port) -> int:
-        lsp, pb = port.nb, port.sb
+        pb = port.sb
         queue = smap_int(pb.options, "qdisc_queue_id") if pb is not None else 0
-        has_qos = any(k in lsp.options for k in ("qos_max_rate", "qos_min_rate", "qos_burst"))
-        if lsp.type == "localnet":
+        options = port.options
+        has_qos = "qos_max_rate" in options or "qos_min_rate" in options or \
+            "qos_burst" in options
+        if port.type == "localnet":
             owner: str | None = "localnet:" + port.name
         elif pb is not None and isinstance(pb.chassis, IdlRow):
             owner = pb.chassis.uuid
@@ -120,8 +122,8 @@ class SwitchPortState:
 def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> dict[str, Any]:
     lsp = port.nb
     values: dict[str, Any] = {"ha_chassis_group": [], "gateway_chassis": []}
-    if lsp.type != "router":
-        options = dict(lsp.options)
+    if port.type != "router":
+        options = dict(port.options)
         queue = state.queue_id(port)
         if queue:
             options["qdisc_queue_id"] = str(queue)
@@ -133,15 +135,15 @@ def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> 
             if activated is not None:
                 options["additional-chassis-activated"] = activated
         values["options"] = options
-        if lsp.type in KNOWN_TYPES:
-            values["type"] = lsp.type
+        if port.type in KNOWN_TYPES:
+            values["type"] = port.type
         else:
             values["type"] = pb.type if pb is not None else ""
         values["nat_addresses"] = []
-        if lsp.type == "external" and lsp.ha_chassis_group is not None:
+        if port.type == "external" and lsp.ha_chassis_group is not None:
             values["ha_chassis_group"] = [Ref("HA_Chassis_Group", lsp.ha_chassis_group.name)]
         requested: list[Ref] = []
-        for name in (lsp.options.get("requested-chassis") or "").split(","):
+        for name in (port.options.get("requested-chassis") or "").split(","):
             if not name:
                 continue
             chassis = state.chassis(name)
@@ -154,7 +156,7 @@ def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> 
         gw_chassis = router.nb.options.get("chassis") if router is not None else None
         values["type"] = "l3gateway" if gw_chassis is not None else "patch"
         options = {}
-        router_port = lsp.options.get("router-port")
+        router_port = port.options.get("router-port")
         if router_port is not None:
             options["peer"] = router_port
         if gw_chassis is not None:
@@ -169,8 +171,8 @@ def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> 
     values["mac"] = list(lsp.addresses)
     values["port_security"] = list(lsp.port_security)
     ids = dict(lsp.external_ids)
-    name = ids.get("neutron:port_name")
-    if name:
-        ids["name"] = name
+    neutron_name = ids.get("neutron:port_name")
+    if neutron_name:
+        ids["name"] = neutron_name
     values["external_ids"] = ids
     return values
