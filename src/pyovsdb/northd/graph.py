@@ -426,23 +426,51 @@ class SyncToSbNode(Node[SyncOps, None]):
         inputs: dict[str, Input[Any, Any]] = {
             "northd": Input(northd), "sync_from_sb": Input(feedback),
             "sync_cfg": Input(cfg), "mac_binding_aging": Input(aging)}
+        self.sb_leaves = {leaf.name: table for table, leaf in sb.items()}
+        self.nb_leaves = {nb[t].name: t for t in ("NB_Global", "Logical_Switch_Port")
+                          if t in nb}
         for leaf in sb.values():
             inputs[leaf.name] = Input(leaf)
-        for table in ("NB_Global", "Logical_Switch_Port", "Logical_Router_Port"):
-            if table in nb:
-                inputs[nb[table].name] = Input(nb[table])
+        for name, table in self.nb_leaves.items():
+            inputs[name] = Input(nb[table])
         super().__init__("sync_to_sb", **inputs)
+
+    def scope(self) -> tuple[set[str] | None, set[str] | None]:
+        """The SB and NB tables to plan in this run (None: all of them). While
+        `northd` is unchanged, a table whose desired rows and replica rows are what the
+        last committed plan left needs none: only the tables that changed, or whose
+        overlay changed, are planned (a claim plans Port_Binding, not every table)."""
+        if not self.has_data or self.inputs["northd"].updated:
+            return None, None
+        sb = {t for name, t in self.sb_leaves.items() if self.inputs[name].updated}
+        nb = {t for name, t in self.nb_leaves.items() if self.inputs[name].updated}
+        if self.inputs["sync_from_sb"].updated:
+            sb.add("HA_Chassis_Group")
+            nb.add("Logical_Switch_Port")
+        if self.inputs["sync_cfg"].updated:
+            sb.add("SB_Global")
+            nb.add("NB_Global")
+        if self.inputs["mac_binding_aging"].updated:
+            sb.add("MAC_Binding")
+        if sb & {"Port_Binding", "Service_Monitor"}:
+            sb.add("Service_Monitor")  # offline monitors follow the bindings' `up`
+        return sb, nb
 
     def run(self, **inputs: Any) -> SyncOps:
         northd: NorthdData = inputs["northd"]
         feedback: SbFeedback = inputs["sync_from_sb"]
         hs: CfgHandshake | None = inputs["sync_cfg"]
         aging: AgingResult = inputs["mac_binding_aging"]
-        sb_db = _overlay(northd.sb)
-        nb_db = _overlay(northd.nb)
-        if feedback.ha_groups is not None:
+        sb_scope, nb_scope = self.scope()
+
+        def want(scope: set[str] | None, table: str) -> bool:
+            return scope is None or table in scope
+
+        sb_db = _overlay(northd.sb, sb_scope)
+        nb_db = _overlay(northd.nb, nb_scope)
+        if feedback.ha_groups is not None and want(sb_scope, "HA_Chassis_Group"):
             sb_db.tables[feedback.ha_groups.name] = feedback.ha_groups
-        if feedback.up:
+        if feedback.up and want(nb_scope, "Logical_Switch_Port"):
             _set_column(nb_db, "Logical_Switch_Port", "up",
                         {k: [v] for k, v in feedback.up.items()})
         _singleton_by_uuid(nb_db, "NB_Global", self.ctx.nb)
@@ -452,25 +480,27 @@ class SyncToSbNode(Node[SyncOps, None]):
                    hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
             _patch(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
         sb_ops = plan(sb_db, self.ctx.sb)
-        monitors = sb_db.tables.get("Service_Monitor")
+        monitors = northd.sb.tables.get("Service_Monitor")
         rows = self.ctx.sb.get("Service_Monitor")
-        if monitors is not None and rows is not None:
+        if monitors is not None and rows is not None and want(sb_scope, "Service_Monitor"):
             for uuid in offline_monitors(monitors, self.ctx.sb):
                 row = rows.rows[uuid]
                 sb_ops.append(Update("Service_Monitor", (row.ip, row.port, row.protocol,
                                                          row.logical_port), row,
                                      {"status": "offline"}))
         bindings = self.ctx.sb.get("MAC_Binding")
-        if bindings is not None:
+        if bindings is not None and want(sb_scope, "MAC_Binding"):
             sb_ops += [Delete("MAC_Binding", bindings.rows[u]) for u in aging.delete
                        if u in bindings.rows]
         return SyncOps(sb_ops, plan(nb_db, self.ctx.nb),
                        hs.next_cfg if hs is not None else None)
 
 
-def _overlay(db: DesiredDb) -> DesiredDb:
-    """A copy of `db` whose table map can be changed without touching `db`."""
-    return DesiredDb(dict(db.tables))
+def _overlay(db: DesiredDb, scope: set[str] | None = None) -> DesiredDb:
+    """A copy of `db` (its tables in `scope`, if given) whose table map can be changed
+    without touching `db`."""
+    return DesiredDb({name: t for name, t in db.tables.items()
+                      if scope is None or name in scope})
 
 
 def _singleton_key(table: DesiredTable) -> Any:
