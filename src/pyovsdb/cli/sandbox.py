@@ -164,10 +164,16 @@ class Sandbox:
             tcp.append(t)
         return ",".join(unix), ",".join(tcp)
 
-    def wait_servers(self) -> None:
+    def wait_servers(self, clusters: dict[str, str] | None = None) -> None:
+        """Until every server listens and, for each clustered database (name: its
+        remotes), a member says it is the leader: before that, leader-only clients
+        such as ovn-nbctl give up."""
         for child in self.children:
             sock = self.path(f"{child.name}.sock")
             self.wait_for(child, "socket", lambda sock=sock: _connectable(sock))
+        for db_name, remotes in (clusters or {}).items():
+            self.wait_for(self.children[0], f"{db_name} leader",
+                          lambda r=remotes, d=db_name: _has_leader(r, d))
 
     # -- northd and chassis -------------------------------------------------------------
 
@@ -213,6 +219,21 @@ def _connectable(sock: str) -> bool:
         return False
     finally:
         s.close()
+
+
+def _has_leader(remotes: str, db_name: str) -> bool:
+    for remote in remotes.split(","):
+        try:
+            with Client(remote, timeout=5) as c:
+                reply = c.call("transact", ["_Server", {
+                    "op": "select", "table": "Database",
+                    "where": [["name", "==", db_name]], "columns": ["leader"]}])
+        except Exception:  # not up yet: try the next
+            continue
+        rows = reply[0].get("rows", []) if isinstance(reply, list) and reply else []
+        if any(r.get("leader") is True for r in rows):
+            return True
+    return False
 
 
 def _has_sb_global(remotes: str) -> bool:
@@ -274,13 +295,17 @@ def main(argv: list[str]) -> int:
     os.makedirs(directory, exist_ok=True)
     clustered = parsed.has("clustered")
     box = Sandbox(directory)
-    signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C stops the sandbox even when started where SIGINT is ignored (a shell's
+    # background job)
+    old_term = signal.signal(signal.SIGTERM, _interrupt)
+    old_int = signal.signal(signal.SIGINT, _interrupt)
     try:
         endpoints = {}
         for name in ("nb", "sb"):
             start = box.clustered if clustered else box.standalone
             endpoints[name] = start(name, ports[name])
-        box.wait_servers()
+        box.wait_servers({DB_NAMES[n][1]: endpoints[n][0] for n in endpoints}
+                         if clustered else None)
         nb_unix, nb_tcp = endpoints["nb"]
         sb_unix, sb_tcp = endpoints["sb"]
         box.northd(kind, nb_unix, sb_unix)
@@ -303,8 +328,12 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # stopping is not interrupted by a second Ctrl-C or SIGTERM: no child is left
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         box.stop()
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
 
 
 def _banner(directory: str, clustered: bool, kind: str, note: str, n_chassis: int,
