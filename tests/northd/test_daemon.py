@@ -168,7 +168,11 @@ def test_by_name_with_ovn_rundir_and_dry_run(tmp_path: Path) -> None:
     run_dir = Path(env["OVN_RUNDIR"])
     run_dir.mkdir()
     with plane("ours", tmp_path) as p:
-        n = p.northd(files=False, extra=["--pidfile", "--dry-run"], env=env)
+        n = p.northd(files=False, extra=["--pidfile", "--dry-run", "--n-threads=300"],
+                     env=env)
+        # Accepted and clamped with the real warnings; the engine runs in one thread.
+        assert "Setting n_threads to 256 as --n-threads option was set to : [300]" in n.log()
+        assert "Using 256 threads" in n.log()
         pidfile = run_dir / "ovn-northd.pid"
         poll("the pidfile", pidfile.exists, logs=n.logs)
         assert pidfile.read_text() == f"{n.pid}\n"
@@ -177,6 +181,7 @@ def test_by_name_with_ovn_rundir_and_dry_run(tmp_path: Path) -> None:
         by_name = ["ovn-appctl", "-t", "ovn-northd"]
         assert run([*by_name, "status"], env=env).stdout == "Status: paused\n"
         assert run(["ovn-appctl", "-t", str(ctl), "is-paused"], env=env).stdout == "true\n"
+        assert run([*by_name, "parallel-build/get-n-threads"], env=env).stdout == "256\n"
         p.nbctl("ls-add", "sw0")
         time.sleep(0.5)
         # Paused: nothing written.
