@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from test_daemon_procs import plane, poll
 
+from procs import run
+
 pytestmark = pytest.mark.interop
 
 NODES = ("northd", "sync_cfg", "mac_binding_aging", "sync_to_sb", "northd_output")
@@ -113,3 +115,42 @@ def test_failed_commit_forces_a_recompute(tmp_path: Path) -> None:
         for _ in range(2):
             p.nbctl("--wait=sb", "sync")
         assert ok.stat("northd") == settled
+
+
+def test_clustered_sb_leader_change(tmp_path: Path) -> None:
+    """SB a 3-member cluster of ours given as three remotes: northd works through the
+    leader (leader-only), and when the leader dies it reconnects to the new one,
+    recomputes, and keeps serving --wait=sb."""
+    from test_daemon_procs import NorthdProc
+
+    from cluster.cluster_helpers import Cluster
+    from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db
+
+    nb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "nb.db", NB_SCHEMA)],
+                       name="nb")
+    (tmp_path / "sb").mkdir()
+    with nb, Cluster(tmp_path / "sb", SB_SCHEMA, "OVN_Southbound",
+                     ["ours", "ours", "ours"]) as sb:
+        sb.create()
+        sb.start()
+        leader = sb.wait_formed()
+        n = NorthdProc(tmp_path, nb.unix, sb.remotes())
+        try:
+            n.start()
+            poll("active", lambda: n.status() == "Status: active", logs=n.logs)
+            plane_nbctl = ["ovn-nbctl", f"--db={nb.unix}", "--timeout=30"]
+            run([*plane_nbctl, "--wait=sb", "ls-add", "sw0"])
+            line = "OVN SB IDL reconnected, force recompute."
+            before = n.stat("northd")
+            assert n.log().count(line) == 1
+            sb.kill(leader)
+            sb.wait_formed()
+            poll("the reconnect", lambda: n.log().count(line) == 2, timeout=40,
+                 logs=n.logs)
+            run([*plane_nbctl, "--wait=sb", "lsp-add", "sw0", "p1"], timeout=60)
+            assert n.stat("northd") >= before + 2   # the reconnect, the port
+            ports = run(["ovn-sbctl", f"--db={sb.remotes()}", "--timeout=30", "--bare",
+                         "--columns=logical_port", "list", "Port_Binding"]).stdout.split()
+            assert ports == ["p1"]
+        finally:
+            n.stop()
