@@ -47,3 +47,18 @@ def test_igmp_groups_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
         "sw2 _MC_flood_l2": [32772, ["d"]],
         "sw2 _MC_mrouter_flood": [32770, ["d", "sw2-lr1-sw2"]],
     }
+
+
+def test_stale_igmp_groups_are_deleted(nb: Nb, sb: LocalDb) -> None:
+    """Observed: a group without chassis goes at once."""
+    hv1 = add_chassis(sb, "hv1", "192.168.0.1")
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p")
+    run_core(nb.db, sb)
+    dp = next(iter(sb.tables["Datapath_Binding"].rows))
+    pb = next(iter(sb.tables["Port_Binding"].rows))
+    sb.insert("IGMP_Group", address="239.1.1.1", datapath=dp)
+    kept = sb.insert("IGMP_Group", address="239.1.1.2", datapath=dp, chassis=hv1, ports=[pb])
+    run_core(nb.db, sb)
+    assert set(sb.tables["IGMP_Group"].rows) == {kept}
+    assert "sw 239.1.1.2" in multicast_groups(sb)

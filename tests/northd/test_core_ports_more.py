@@ -290,3 +290,38 @@ def test_two_switch_ports_naming_one_router_port(nb: Nb, sb: LocalDb) -> None:
     assert options["sw0-lr0"] == options["sw1-lr0"] == {"peer": "lr0-sw0"}
     assert options["sw0-nowhere"] == {"peer": "missing"}
     assert options["lr0-lr1"] == {"peer": "lr1-lr0"}
+
+
+def test_mac_bindings_of_gone_ports_and_datapaths_are_deleted(nb: Nb, sb: LocalDb) -> None:
+    """Observed: a MAC binding naming no port stays until some port binding goes; those
+    of a deleted router go with it (their strong reference would block its deletion)."""
+    nb.lr_add("lr0")
+    nb.lrp_add("lr0", "lr0-a", "00:00:00:00:ff:01", "10.0.0.1/24")
+    nb.lrp_add("lr0", "lr0-b", "00:00:00:00:ff:02", "10.1.0.1/24")
+    nb.lr_add("lr1")
+    nb.lrp_add("lr1", "lr1-a", "00:00:00:00:ff:03", "10.2.0.1/24")
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p1")
+    nb.lsp_add("sw", "p2")
+    run_core(nb.db, sb)
+    dps = {r.external_ids["name"]: r.uuid for r in sb.tables["Datapath_Binding"].rows.values()}
+    for port, ip, dp in (("lr0-a", "10.0.0.5", "lr0"), ("ghost", "10.0.0.6", "lr0"),
+                         ("lr1-a", "10.2.0.5", "lr1"), ("lr0-b", "10.1.0.5", "lr0")):
+        sb.insert("MAC_Binding", logical_port=port, ip=ip, mac="00:00:00:00:00:05",
+                  datapath=dps[dp])
+
+    def macs() -> list[str]:
+        return sorted(r.logical_port for r in sb.tables["MAC_Binding"].rows.values())
+
+    run_core(nb.db, sb)
+    assert macs() == ["ghost", "lr0-a", "lr0-b", "lr1-a"]
+    nb.db.transact([{"op": "mutate", "table": "Logical_Switch", "where": [],
+                     "mutations": [["ports", "delete",
+                                    ["uuid", nb.uuid("Logical_Switch_Port", "p2")]]]}])
+    run_core(nb.db, sb)
+    assert macs() == ["lr0-a", "lr0-b", "lr1-a"]
+    nb.db.delete("Logical_Router", nb.uuid("Logical_Router", "lr1"))
+    run_core(nb.db, sb)
+    assert macs() == ["lr0-a", "lr0-b"]
+    assert sorted(r.external_ids["name"] for r in sb.tables["Datapath_Binding"].rows.values()) \
+        == ["lr0", "sw"]

@@ -3,7 +3,8 @@ chassis groups, IPAM and the NB write-backs that go with them, in one pure call.
 
 Rules kept here:
 - The SB tables it fills: Datapath_Binding, Port_Binding, Multicast_Group,
-  HA_Chassis_Group, HA_Chassis, Mirror; the NB write-backs: Logical_Switch_Port `tag`,
+  HA_Chassis_Group, HA_Chassis, Mirror, and deletions of MAC_Binding and IGMP_Group rows
+  that lost their port or datapath; the NB write-backs: Logical_Switch_Port `tag`,
   `dynamic_addresses`, `up`, Logical_Router_Port `ipv6_prefix`.
 - `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
   it is given; what later builders (logical flows, the other SB tables) need of it is
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..idl.row import IdlRow
 from .desired import DesiredDb, DesiredTable, Ref
 from .inputs import BuildInput
 from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
@@ -24,7 +26,7 @@ from .nodes.ha_chassis import build_ha_chassis_groups, build_ref_chassis
 from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .nodes.lsp_up import lsp_up
 from .nodes.mcast_groups import build_mcast_groups
-from .nodes.ports import PortsData, build_ports
+from .nodes.ports import PortsData, build_ports, existing_port_bindings
 from .nodes.ports_mirrors import build_mirrors, mirror_rules
 from .nodes.ports_router import router_port_binding
 from .nodes.ports_switch import SwitchPortState, switch_port_binding
@@ -80,6 +82,25 @@ def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,
     return table
 
 
+def cleanup_mac_bindings(inp: BuildInput, datapaths: DatapathsData, ports: PortsData,
+                         sb: DesiredDb) -> None:
+    """Delete the MAC bindings of datapaths and ports that are gone, whenever a port
+    binding goes (23.03's `cleanup_mac_bindings`; MAC_Binding is ovn-controller's
+    table, and its strong reference would keep a deleted datapath's binding alive)."""
+    if not ports.bindings_removed(existing_port_bindings(inp.sb)):
+        return
+    table = inp.sb.get("MAC_Binding")
+    doomed = set()
+    for row in table.rows.values() if table is not None else ():
+        dp = row.datapath
+        ids = dp.external_ids if isinstance(dp, IdlRow) else {}
+        key = ids.get("logical-switch") or ids.get("logical-router")
+        if not key or datapaths.get(str(key)) is None or row.logical_port not in ports.ports:
+            doomed.add(row.uuid)
+    if doomed:
+        sb.table("MAC_Binding", (), owned=False).delete.update(doomed)
+
+
 def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -> None:
     """What the core derives from ovn-controller's writes to Port_Binding (`chassis`,
     `up`) and Chassis: NB `Logical_Switch_Port.up`, and `ref_chassis` of the desired
@@ -111,6 +132,7 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
     dynamic = build_ipam(datapaths, ports, nb, prefix)
     mirrors = build_mirrors(inp.nb, sb)
     put_port_bindings(ports, state, sb, nb, mirrors)
+    cleanup_mac_bindings(inp, datapaths, ports, sb)
     put_ipv6_prefixes(ports, nb)
     build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb, inp.sb)

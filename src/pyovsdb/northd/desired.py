@@ -42,6 +42,7 @@ class DesiredTable:
     rows: dict[Hashable, dict[str, Any]] = field(default_factory=dict)
     fill: tuple[str, ...] = ()
     replace: set[Hashable] = field(default_factory=set)
+    delete: set[str] = field(default_factory=set)
 
     def put(self, key: Hashable, **values: Any) -> None:
         """Set the desired row `key`; every managed column left out is its default."""

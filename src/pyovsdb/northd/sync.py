@@ -15,8 +15,9 @@ Rules kept here:
   carries only the columns that differ: an engine run that changed nothing plans
   nothing, and the transaction is never sent. `fill` columns are written only where
   the row holds the column's default.
-- In a table that is not owned (NB write-backs), nothing is inserted or deleted, and a
-  desired row names the only columns compared.
+- In a table that is not owned (NB write-backs), nothing is inserted, nothing is
+  deleted but the rows its `delete` names, and a desired row names the only columns
+  compared.
 - A `Ref` becomes the UUID of the existing row it names, or the handle of the row this
   plan inserts (`Pending`), or nothing where no such row exists (an optional reference
   left empty, a set element left out: e.g. a chassis not registered yet). Inserts come
@@ -278,9 +279,15 @@ def plan(desired: DesiredDb, tables: Tables) -> list[Op]:
                     changed[col] = wanted[col]
             if changed:
                 updates.append(Update(name, key, row, changed))
+        gone: set[str] = set()
         if dt.owned:
             for extra in p.extra.get(name, ()):
                 deletes.append(Delete(name, extra))
+                gone.add(extra.uuid)
+        for uuid in sorted(dt.delete - gone):
+            doomed = table.rows.get(uuid)
+            if doomed is not None:
+                deletes.append(Delete(name, doomed))
     return [*_ordered(inserts), *updates, *deletes]
 
 

@@ -19,8 +19,8 @@ Rules kept here:
   scope) with its own port (or `cr-` port) as member. A group keeps the tunnel key its
   SB row has; new groups get keys from 32774 on (the hint starts at 32773), in
   datapath order, then by address (23.03: hash order).
-- Stale SB IGMP_Group rows (no chassis, no datapath) are not deleted here (23.03 deletes
-  them; the table is ovn-controller's).
+- Stale SB IGMP_Group rows (no chassis, no datapath, or a datapath that is gone) are
+  deleted, as 23.03 does, though the table is ovn-controller's.
 """
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ def build_mcast_groups(datapaths: DatapathsData, ports: PortsData, sb: DesiredDb
             if port.has_unknown and port.type != "external":
                 add(MC_UNKNOWN, port)
     if sb_tables is not None:
-        build_igmp_groups(datapaths, ports, sb_tables, groups)
+        stale = build_igmp_groups(datapaths, ports, sb_tables, groups)
+        if stale:
+            sb.table("IGMP_Group", (), owned=False).delete.update(stale)
     table = sb.add(DesiredTable("Multicast_Group", MULTICAST_COLUMNS))
     for (dp_key, name), (tunnel_key, members) in sorted(groups.items()):
         if datapaths.get(dp_key) is None:
@@ -126,8 +128,9 @@ def _routable(address: int) -> bool:
 
 
 def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
-                      sb: Mapping[str, ReplicaTable], groups: Groups) -> None:
-    """Add the IGMP groups to `groups` (see the module rules)."""
+                      sb: Mapping[str, ReplicaTable], groups: Groups) -> set[str]:
+    """Add the IGMP groups to `groups` (see the module rules); the UUIDs of the stale
+    SB IGMP_Group rows."""
     # (datapath key, address) -> [name, members]
     igmp: dict[tuple[str, int], tuple[str, set[str]]] = {}
     by_dp: dict[str, list[int]] = {}
@@ -141,15 +144,18 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
 
     table = sb.get("IGMP_Group")
     rows = sorted(table.rows.values(), key=lambda r: r.uuid) if table is not None else []
+    stale: set[str] = set()
     if not rows:
-        return  # (SB Multicast_Group is read only where there are IGMP groups)
+        return stale  # (SB Multicast_Group is read only where there are IGMP groups)
     for row in rows:
         dp_row = row.datapath
         if row.chassis is None or not isinstance(dp_row, IdlRow):
+            stale.add(row.uuid)
             continue
         ids = dp_row.external_ids
         dp_key = str(ids.get("logical-switch") or ids.get("logical-router") or "")
         if datapaths.get(dp_key) is None:
+            stale.add(row.uuid)
             continue
         address = _igmp_address(row.address)
         if address is None:
@@ -219,3 +225,4 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
         entry = groups.setdefault((dp_key, name), (key, set()))
         entry[1].update(in_group)
         entry[1].update(p.name for p in ports.localnet_ports.get(dp_key, []))
+    return stale

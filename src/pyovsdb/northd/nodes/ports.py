@@ -105,12 +105,20 @@ class PortsData:
     # Ports whose existing binding is not theirs (kind or datapath changed): 23.03
     # deletes it and inserts a new one.
     recreated: set[str] = field(default_factory=set)
+    retyped: set[str] = field(default_factory=set)  # of those, the ones whose kind changed
 
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None
 
     def of_datapath(self, key: str) -> list[Port]:
         return self.by_datapath.get(key, [])
+
+    def bindings_removed(self, existing: Mapping[str, IdlRow]) -> bool:
+        """Whether an existing binding goes without a port of its kind taking it over
+        (23.03's non-empty `sb_only`: the port went, moved, or lost its name)."""
+        kept = {p.sb.uuid for p in self.ports.values() if p.sb is not None}
+        return any(pb.uuid not in kept and name not in self.retyped
+                   for name, pb in existing.items())
 
 
 def existing_port_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
@@ -167,6 +175,7 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
             pb = existing.get(lsp.name)
             if pb is not None and _type_changed(pb, lsp):
                 pb = None
+                data.retyped.add(lsp.name)
             keep(port, pb)
             if port.type == "localnet":
                 data.localnet_ports.setdefault(dp.key, []).append(port)
