@@ -325,3 +325,29 @@ def test_mac_bindings_of_gone_ports_and_datapaths_are_deleted(nb: Nb, sb: LocalD
     assert macs() == ["lr0-a", "lr0-b"]
     assert sorted(r.external_ids["name"] for r in sb.tables["Datapath_Binding"].rows.values()) \
         == ["lr0", "sw"]
+
+
+def test_static_mac_bindings_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
+    nb.lr_add("lr0")
+    nb.lrp_add("lr0", "lr0-a", "00:00:00:00:ff:01", "10.0.0.1/24")
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p1")
+    run_core(nb.db, sb)
+    smb = nb.db.insert("Static_MAC_Binding", logical_port="lr0-a", ip="10.0.0.5",
+                       mac="00:00:00:00:00:05")
+    run_core(nb.db, sb)
+    for port, ip in (("p1", "10.0.0.6"), ("nothere", "10.0.0.7")):  # no router port
+        nb.db.insert("Static_MAC_Binding", logical_port=port, ip=ip, mac="00:00:00:00:00:06")
+        run_core(nb.db, sb)
+    nb.db.update("Static_MAC_Binding", smb, mac="00:00:00:00:00:55", override_dynamic_mac=True)
+    run_core(nb.db, sb)
+    nb.lrp_add("lr0", "lr0-b", "00:00:00:00:ff:02", "10.1.0.1/24")
+    b = nb.db.insert("Static_MAC_Binding", logical_port="lr0-b", ip="10.1.0.5",
+                     mac="00:00:00:00:00:15")
+    run_core(nb.db, sb)
+    assert len(sb.tables["Static_MAC_Binding"].rows) == 2
+    nb.db.delete("Static_MAC_Binding", b)
+    run_core(nb.db, sb)
+    rows = [(r.logical_port, r.ip, r.mac, r.override_dynamic_mac, r.datapath.external_ids["name"])
+            for r in sb.tables["Static_MAC_Binding"].rows.values()]
+    assert rows == [("lr0-a", "10.0.0.5", "00:00:00:00:00:55", True, "lr0")]

@@ -3,9 +3,10 @@ chassis groups, IPAM and the NB write-backs that go with them, in one pure call.
 
 Rules kept here:
 - The SB tables it fills: Datapath_Binding, Port_Binding, Multicast_Group,
-  HA_Chassis_Group, HA_Chassis, Mirror, and deletions of MAC_Binding and IGMP_Group rows
-  that lost their port or datapath; the NB write-backs: Logical_Switch_Port `tag`,
-  `dynamic_addresses`, `up`, Logical_Router_Port `ipv6_prefix`.
+  HA_Chassis_Group, HA_Chassis, Mirror, Static_MAC_Binding, and deletions of the
+  MAC_Binding and IGMP_Group rows that lost their port or datapath; the NB
+  write-backs: Logical_Switch_Port `tag`, `dynamic_addresses`, `up`,
+  Logical_Router_Port `ipv6_prefix`.
 - `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
   it is given; what later builders (logical flows, the other SB tables) need of it is
   returned as `CoreData`, never read back from the desired tables.
@@ -29,6 +30,7 @@ from .nodes.mcast_groups import build_mcast_groups
 from .nodes.ports import PortsData, build_ports, existing_port_bindings
 from .nodes.ports_mirrors import build_mirrors, mirror_rules
 from .nodes.ports_router import router_port_binding
+from .nodes.ports_static_mac import build_static_mac_bindings
 from .nodes.ports_switch import SwitchPortState, switch_port_binding
 
 PORT_BINDING_COLUMNS = (
@@ -133,6 +135,7 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
     mirrors = build_mirrors(inp.nb, sb)
     put_port_bindings(ports, state, sb, nb, mirrors)
     cleanup_mac_bindings(inp, datapaths, ports, sb)
+    build_static_mac_bindings(inp.nb, inp.sb, ports, sb)
     put_ipv6_prefixes(ports, nb)
     build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb, inp.sb)
