@@ -351,3 +351,21 @@ def test_static_mac_bindings_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
     rows = [(r.logical_port, r.ip, r.mac, r.override_dynamic_mac, r.datapath.external_ids["name"])
             for r in sb.tables["Static_MAC_Binding"].rows.values()]
     assert rows == [("lr0-a", "10.0.0.5", "00:00:00:00:00:55", True, "lr0")]
+
+
+def test_fdb_entries_of_gone_keys_are_deleted(nb: Nb, sb: LocalDb) -> None:
+    nb.ls_add("sw")
+    nb.lsp_add("sw", "p1")
+    nb.lsp_add("sw", "p2")
+    run_core(nb.db, sb)
+    for port_key in (1, 2):
+        sb.insert("FDB", mac=f"00:00:00:00:00:0{port_key}", dp_key=1, port_key=port_key)
+    sb.insert("FDB", mac="00:00:00:00:00:09", dp_key=9, port_key=1)
+    run_core(nb.db, sb)
+    assert sorted((r.dp_key, r.port_key) for r in sb.tables["FDB"].rows.values()) == \
+        [(1, 1), (1, 2)]
+    nb.db.transact([{"op": "mutate", "table": "Logical_Switch", "where": [],
+                     "mutations": [["ports", "delete",
+                                    ["uuid", nb.uuid("Logical_Switch_Port", "p2")]]]}])
+    run_core(nb.db, sb)
+    assert sorted((r.dp_key, r.port_key) for r in sb.tables["FDB"].rows.values()) == [(1, 1)]

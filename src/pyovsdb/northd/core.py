@@ -4,7 +4,7 @@ chassis groups, IPAM and the NB write-backs that go with them, in one pure call.
 Rules kept here:
 - The SB tables it fills: Datapath_Binding, Port_Binding, Multicast_Group,
   HA_Chassis_Group, HA_Chassis, Mirror, Static_MAC_Binding, and deletions of the
-  MAC_Binding and IGMP_Group rows that lost their port or datapath; the NB
+  MAC_Binding, IGMP_Group and FDB rows that lost their port or datapath; the NB
   write-backs: Logical_Switch_Port `tag`, `dynamic_addresses`, `up`,
   Logical_Router_Port `ipv6_prefix`.
 - `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
@@ -103,6 +103,22 @@ def cleanup_mac_bindings(inp: BuildInput, datapaths: DatapathsData, ports: Ports
         sb.table("MAC_Binding", (), owned=False).delete.update(doomed)
 
 
+def cleanup_fdb(inp: BuildInput, datapaths: DatapathsData, ports: PortsData,
+                sb: DesiredDb) -> None:
+    """Delete the FDB entries (ovn-controller's) whose datapath or port tunnel key no
+    datapath or port holds any more (23.03's `cleanup_stale_fdb_entries`)."""
+    table = inp.sb.get("FDB")
+    if table is None or not table.rows:
+        return
+    keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in datapaths.all()}
+    for port in ports.ports.values():
+        keys[port.dp.tunnel_key].add(port.tunnel_key)
+    doomed = {row.uuid for row in table.rows.values()
+              if row.port_key not in keys.get(row.dp_key, ())}
+    if doomed:
+        sb.table("FDB", (), owned=False).delete.update(doomed)
+
+
 def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -> None:
     """What the core derives from ovn-controller's writes to Port_Binding (`chassis`,
     `up`) and Chassis: NB `Logical_Switch_Port.up`, and `ref_chassis` of the desired
@@ -136,6 +152,7 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
     put_port_bindings(ports, state, sb, nb, mirrors)
     cleanup_mac_bindings(inp, datapaths, ports, sb)
     build_static_mac_bindings(inp.nb, inp.sb, ports, sb)
+    cleanup_fdb(inp, datapaths, ports, sb)
     put_ipv6_prefixes(ports, nb)
     build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb, inp.sb)
