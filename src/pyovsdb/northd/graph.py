@@ -52,6 +52,7 @@ from .inputs import BuildInput
 from .nodes.global_cfg import CfgHandshake, cfg_handshake, global_config
 from .nodes.lsp_up import port_up, switch_ports
 from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
+from .nodes.ports import existing_port_bindings
 from .nodes.service_monitor import offline_monitors
 from .sync import Delete, Op, Update, apply, plan
 
@@ -60,7 +61,8 @@ TableLeaf = Leaf[ReplicaTable, TableChanges]
 
 # SB tables the builders read (the rest they only write, or never look at).
 NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
-                    "Port_Binding", "IGMP_Group", "Multicast_Group")
+                    "Port_Binding", "IGMP_Group", "Multicast_Group", "MAC_Binding",
+                    "Static_MAC_Binding", "FDB")
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
                          "hv_cfg", "hv_cfg_timestamp"))
@@ -154,7 +156,8 @@ class NorthdNode(Node[NorthdData, None]):
         handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
                     "Port_Binding": self.on_port_binding,
                     "Datapath_Binding": self.on_datapath_binding,
-                    "Multicast_Group": self.on_multicast_group}
+                    "Multicast_Group": self.on_multicast_group,
+                    "MAC_Binding": self.on_mac_binding, "FDB": self.on_fdb}
         self.sb_declared = frozenset(t for t in NORTHD_SB_INPUTS if t in sb)
         for table in sorted(self.sb_declared):
             inputs[sb[table].name] = Input(sb[table], handlers.get(table))
@@ -193,6 +196,33 @@ class NorthdNode(Node[NorthdData, None]):
         igmp = self.ctx.sb.get("IGMP_Group")
         return Handled.UNHANDLED if igmp is not None and igmp.rows \
             else Handled.HANDLED_UNCHANGED
+
+    # Builders read SB MAC_Binding (to delete the bindings of gone ports) only while an
+    # existing Port_Binding goes; ovn-controller's learning otherwise moves nothing.
+    def on_mac_binding(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        ports = self.data.core.ports
+        for name, pb in existing_port_bindings(self.ctx.sb).items():
+            if name in ports.retyped:
+                continue
+            port = ports.ports.get(name)
+            # A port whose binding is its own insert come back (sb None) keeps it.
+            if port is None or (port.sb is not None and port.sb.uuid != pb.uuid):
+                return Handled.UNHANDLED
+        return Handled.HANDLED_UNCHANGED
+
+    # FDB entries are read to delete those of no datapath or port: an entry learned
+    # for a live port, or one going, moves nothing.
+    def on_fdb(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        core = self.data.core
+        keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in core.datapaths.all()}
+        for port in core.ports.ports.values():
+            keys[port.dp.tunnel_key].add(port.tunnel_key)
+        return _only(change, lambda rc: rc.new is None
+                     or rc.new.port_key in keys.get(rc.new.dp_key, ()))
 
     def on_port_binding(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         """A binding northd wants, as it wants it (its own insert coming back), one it
