@@ -376,6 +376,7 @@ class _Gen:
         self.routers: dict[str, list[str]] = {}
         self.peered: set[str] = set()  # router ports a router-type LSP names, ever
         self.bound: set[str] = set()
+        self.gateways: dict[str, str] = {}  # router -> its one distributed gateway port
         self.chassis: list[str] = []
         self.lbs: list[str] = []
         self.n = 0
@@ -508,9 +509,11 @@ class _Gen:
     def lrp_del(self) -> None:
         lrps = sorted(lrp for lrps in self.routers.values() for lrp in lrps)
         lrp = self.rng.choice(lrps)
-        for lrps_ in self.routers.values():
+        for lr, lrps_ in self.routers.items():
             if lrp in lrps_:
                 lrps_.remove(lrp)
+                if self.gateways.get(lr) == lrp:
+                    del self.gateways[lr]
         self.lines.append(f"nbctl lrp-del {lrp}")
 
     def nat(self) -> None:
@@ -553,6 +556,7 @@ class _Gen:
     def lr_del(self) -> None:
         lr = self.rng.choice(sorted(self.routers))
         self.routers.pop(lr)
+        self.gateways.pop(lr, None)
         self.lines.append(f"nbctl lr-del {lr}")
 
     def connect(self) -> None:
@@ -580,8 +584,14 @@ class _Gen:
         self.lines.append(f"sbctl lsp-bind {p} {self.rng.choice(self.chassis)}")
 
     def gateway(self) -> None:
-        lrps = sorted(lrp for lrps in self.routers.values() for lrp in lrps)
+        # One gateway port per router: ovn-nbctl refuses NAT on a router with several.
+        lrps = sorted(lrp for lr, lrps in self.routers.items() for lrp in lrps
+                      if self.gateways.get(lr, lrp) == lrp)
+        if not lrps:
+            return
         lrp = self.rng.choice(lrps)
+        lr = next(lr for lr, ps in self.routers.items() if lrp in ps)
+        self.gateways[lr] = lrp
         self.lines.append(f"nbctl lrp-set-gateway-chassis {lrp} {self.rng.choice(self.chassis)} "
                           f"{self.rng.randrange(1, 100)}")
 
