@@ -3,10 +3,10 @@ chassis groups, IPAM and the NB write-backs that go with them, in one pure call.
 
 Rules kept here:
 - The SB tables it fills: Datapath_Binding, Port_Binding, Multicast_Group,
-  HA_Chassis_Group, HA_Chassis, Mirror, Static_MAC_Binding, and deletions of the
+  HA_Chassis_Group, HA_Chassis, Mirror, Static_MAC_Binding, BFD, and deletions of the
   MAC_Binding, IGMP_Group and FDB rows that lost their port or datapath; the NB
   write-backs: Logical_Switch_Port `tag`, `dynamic_addresses`, `up`,
-  Logical_Router_Port `ipv6_prefix`.
+  Logical_Router_Port `ipv6_prefix`, BFD `status`.
 - `build_core` reads only its `BuildInput` and fills the SB and NB desired databases
   it is given; what later builders (logical flows, the other SB tables) need of it is
   returned as `CoreData`, never read back from the desired tables.
@@ -28,6 +28,7 @@ from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .nodes.lsp_up import lsp_up
 from .nodes.mcast_groups import build_mcast_groups
 from .nodes.ports import PortsData, build_ports, existing_port_bindings
+from .nodes.ports_bfd import build_bfd
 from .nodes.ports_mirrors import build_mirrors, mirror_rules
 from .nodes.ports_router import router_port_binding
 from .nodes.ports_static_mac import build_static_mac_bindings
@@ -61,6 +62,7 @@ def put_ipv6_prefixes(ports: PortsData, nb: DesiredDb) -> None:
 class CoreData:
     datapaths: DatapathsData
     ports: PortsData
+    bfd_ports: set[str]  # logical ports with a BFD session
     # Every LSP IPAM looked at: its dynamic_addresses after this run (None: none).
     dynamic_addresses: dict[str, str | None]
     mac_prefix: int | None  # the prefix IPAM used (top 24 bits of a MAC)
@@ -156,7 +158,8 @@ def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,
     put_ipv6_prefixes(ports, nb)
     build_ha_chassis_groups(ports, sb)
     build_mcast_groups(datapaths, ports, sb, inp.sb)
-    core = CoreData(datapaths, ports, dynamic, prefix)
+    bfd = build_bfd(inp.nb, inp.sb, sb, nb)
+    core = CoreData(datapaths, ports, bfd, dynamic, prefix)
     if from_sb:
         sb_feedback(inp, core, sb, nb)
     return core

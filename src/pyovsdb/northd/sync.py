@@ -112,6 +112,7 @@ ROW_KEYS: dict[str, KeyFn] = {
     "HA_Chassis": _ha_chassis_key,
     "Chassis": _by("name"),
     "Mirror": _by("name"),
+    "BFD": lambda row, _: (row.logical_port, row.dst_ip),
     "Static_MAC_Binding": lambda row, _: (row.logical_port, row.ip),
     "Address_Set": _by("name"),
     "Port_Group": _by("name"),
