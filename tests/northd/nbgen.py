@@ -21,7 +21,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,11 +90,14 @@ def _idx(pool: tuple[Any, ...]) -> st.SearchStrategy[int]:
     return st.integers(0, len(pool) - 1)
 
 
-def _step(kind: str, *args: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[str, tuple[Any, ...]]]:
+Drawn = st.SearchStrategy[tuple[str, tuple[Any, ...]]]
+
+
+def _step(kind: str, *args: st.SearchStrategy[Any]) -> Drawn:
     return st.tuples(st.just(kind), st.tuples(*args))
 
 
-NB_KINDS: dict[str, st.SearchStrategy[tuple[str, tuple[Any, ...]]]] = {
+NB_KINDS: dict[str, Drawn] = {
     "ls-add": _step("ls-add", _idx(SWITCHES), st.sampled_from(("", "10.0.0.0/24", "10.1.0.0/29")),
                     st.booleans()),
     "ls-del": _step("ls-del", _idx(SWITCHES)),
@@ -141,25 +144,49 @@ NB_KINDS: dict[str, st.SearchStrategy[tuple[str, tuple[Any, ...]]]] = {
     "nb-cfg": _step("nb-cfg"),
 }
 
-SB_KINDS: dict[str, st.SearchStrategy[tuple[str, tuple[Any, ...]]]] = {
+SB_KINDS: dict[str, Drawn] = {
     "chassis-add": _step("chassis-add", _idx(CHASSIS), st.booleans()),
     "chassis-del": _step("chassis-del", _idx(CHASSIS)),
     "claim": _step("claim", _idx(PORTS), _idx(CHASSIS), st.booleans()),
     "release": _step("release", _idx(PORTS)),
     "set-up": _step("set-up", _idx(PORTS), st.booleans()),
     "cp-cfg": _step("cp-cfg", _idx(CHASSIS)),
+    "igmp-join": _step("igmp-join", _idx(PORTS), _idx(CHASSIS),
+                       st.sampled_from(("239.0.0.1", "239.0.0.2", "ff0e::1"))),
+    "igmp-leave": _step("igmp-leave", st.integers(0, 3)),
 }
 
 ALL_KINDS = {**NB_KINDS, **SB_KINDS}
 
 
-def steps(max_size: int = 14, exclude: frozenset[str] = frozenset()
+# Where every sequence starts: two switches (one with a subnet for dynamic addresses),
+# a static, a dynamic and an unknown-address port, a router connected to sw1, two
+# chassis (one with port-up-notif), a claimed port, a load balancer on sw0, a port group
+# and an address set. Random steps then mostly find what they modify or delete.
+BASE = (
+    Step("ls-add", (0, "10.0.0.0/24", False)), Step("ls-add", (1, "", False)),
+    Step("lsp-add", (0, 0, 0, 3, True, 0)), Step("lsp-add", (0, 1, 0, 4, False, 0)),
+    Step("lsp-add", (1, 2, 0, 1, False, 0)), Step("lr-add", (0, 0)),
+    Step("lrp-add", (0, 0, 0, False)), Step("lsp-add", (1, 3, 2, 6, False, 4)),
+    Step("chassis-add", (0, False)), Step("chassis-add", (1, True)),
+    Step("claim", (1, 0, True)), Step("lb-add", (0, 0, "tcp")),
+    Step("lb-attach", (0, "switch", 0, True)), Step("pg-add", (0, [0, 2])),
+    Step("as-add", (0, ["10.0.0.1"])),
+)
+# The same with lrp0 a distributed gateway port on both chassis: its HA group has two
+# chassis, so every claim moves its `ref_chassis` (no incremental claim handling).
+BASE_HA = (*BASE, Step("lrp-gw", (0, 0, 1)), Step("lrp-gw", (0, 1, 2)))
+BASES = {"plain": BASE, "ha": BASE_HA}
+
+
+def steps(max_size: int = 16, exclude: frozenset[str] = frozenset()
           ) -> st.SearchStrategy[list[Step]]:
-    """Step sequences where NB steps come twice as often as SB ones, and about one
-    step in five is batched with the next; `exclude` leaves kinds out."""
+    """Step sequences where an NB step (of 31 kinds) is as likely as an SB one (of 6:
+    claims and releases come often), and about one step in five is batched with the
+    next; `exclude` leaves kinds out."""
     nb = st.one_of(*(s for k, s in NB_KINDS.items() if k not in exclude))
     sb = st.one_of(*(s for k, s in SB_KINDS.items() if k not in exclude))
-    one = st.tuples(st.one_of(nb, nb, sb), st.integers(0, 4)).map(
+    one = st.tuples(st.one_of(nb, sb), st.integers(0, 4)).map(
         lambda t: Step(t[0][0], t[0][1], batch=t[1] == 0))
     return st.lists(one, min_size=1, max_size=max_size)
 
@@ -198,6 +225,16 @@ def _sorted_uuids(db: LocalDb, table: str) -> list[str]:
     return sorted(db.tables[table].rows)
 
 
+def existing(db: LocalDb, table: str, i: int, column: str = "name") -> tuple[str, str] | None:
+    """The `i`-th (modulo their number) row of `table` in the order of `column`: its
+    UUID and that column's value; None if the table is empty."""
+    rows = sorted((getattr(r, column), u) for u, r in db.tables[table].rows.items())
+    if not rows:
+        return None
+    value, uuid = rows[i % len(rows)]
+    return uuid, value
+
+
 class Applier:
     """Applies steps to an NB and an SB `LocalDb`; each returns its description."""
 
@@ -206,6 +243,7 @@ class Applier:
         self.nb, self.sb = nb, sb
         self._on_nb, self._on_sb = on_nb, on_sb
         self.refused = 0
+        self.last_port: str | None = None
 
     def apply(self, step: Step) -> str | None:
         fn = getattr(self, "_" + step.kind.replace("-", "_"))
@@ -237,11 +275,11 @@ class Applier:
         return f"set Logical_Switch {name} other_config={other}"
 
     def _ls_del(self, i: int) -> str | None:
-        uuid = find(self.nb, "Logical_Switch", SWITCHES[i])
-        if uuid is None:
+        hit = existing(self.nb, "Logical_Switch", i)
+        if hit is None:
             return None
-        self._nb([{"op": "delete", "table": "Logical_Switch", "where": _where(uuid)}])
-        return f"ls-del {SWITCHES[i]}"
+        self._nb([{"op": "delete", "table": "Logical_Switch", "where": _where(hit[0])}])
+        return f"ls-del {hit[1]}"
 
     def _lsp_addresses(self, pick: int, port: int) -> list[str]:
         m = mac(port)
@@ -251,10 +289,11 @@ class Applier:
 
     def _lsp_add(self, sw: int, port: int, type_: int, addr: int, psec: bool,
                  opts: int) -> str | None:
-        ls = find(self.nb, "Logical_Switch", SWITCHES[sw])
+        hit = existing(self.nb, "Logical_Switch", sw)
         name = PORTS[port]
-        if ls is None or find(self.nb, "Logical_Switch_Port", name) is not None:
+        if hit is None or find(self.nb, "Logical_Switch_Port", name) is not None:
             return None
+        ls, ls_name = hit
         addresses = self._lsp_addresses(addr, port)
         cols: dict[str, Any] = {"name": name, "type": LSP_TYPES[type_], "addresses": addresses,
                                 "options": LSP_OPTIONS[opts]}
@@ -263,21 +302,24 @@ class Applier:
         self._nb([_insert(self.nb, "Logical_Switch_Port", "p", **cols),
                   _mutate("Logical_Switch", ls, "ports", "insert", [["named-uuid", "p"]])])
         shown = " ".join(f"{k}={v!r}" for k, v in cols.items() if k != "name" and v)
-        return f"lsp-add {SWITCHES[sw]} {name} {shown}".rstrip()
+        return f"lsp-add {ls_name} {name} {shown}".rstrip()
 
     def _lsp_del(self, port: int) -> str | None:
-        uuid = find(self.nb, "Logical_Switch_Port", PORTS[port])
-        if uuid is None:
+        hit = existing(self.nb, "Logical_Switch_Port", port)
+        if hit is None:
             return None
+        uuid = hit[0]
         self._nb([{"op": "mutate", "table": "Logical_Switch",
                    "where": [["ports", "includes", ["uuid", uuid]]],
                    "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
-        return f"lsp-del {PORTS[port]}"
+        return f"lsp-del {hit[1]}"
 
-    def _lsp_set(self, port: int, column: str, pick: int) -> str | None:
-        uuid = find(self.nb, "Logical_Switch_Port", PORTS[port])
-        if uuid is None:
+    def _lsp_set(self, i: int, column: str, pick: int) -> str | None:
+        hit = existing(self.nb, "Logical_Switch_Port", i)
+        if hit is None:
             return None
+        uuid, name = hit
+        port = PORTS.index(name)
         value: Any
         if column == "type":
             value = LSP_TYPES[pick % len(LSP_TYPES)]
@@ -298,9 +340,9 @@ class Applier:
             refs = [] if group is None or pick % 3 == 0 else [["uuid", group]]
             self._nb([{"op": "update", "table": "Logical_Switch_Port", "where": _where(uuid),
                        "row": {"ha_chassis_group": ["set", refs]}}])
-            return f"set Logical_Switch_Port {PORTS[port]} ha_chassis_group={refs}"
+            return f"set Logical_Switch_Port {name} ha_chassis_group={refs}"
         self._nb([_update(self.nb, "Logical_Switch_Port", uuid, **{column: value})])
-        return f"set Logical_Switch_Port {PORTS[port]} {column}={value!r}"
+        return f"set Logical_Switch_Port {name} {column}={value!r}"
 
     # -- routers ----------------------------------------------------------------------
 
@@ -318,11 +360,11 @@ class Applier:
         return f"set Logical_Router {name} options={options} enabled={enabled}"
 
     def _lr_del(self, i: int) -> str | None:
-        uuid = find(self.nb, "Logical_Router", ROUTERS[i])
-        if uuid is None:
+        hit = existing(self.nb, "Logical_Router", i)
+        if hit is None:
             return None
-        self._nb([{"op": "delete", "table": "Logical_Router", "where": _where(uuid)}])
-        return f"lr-del {ROUTERS[i]}"
+        self._nb([{"op": "delete", "table": "Logical_Router", "where": _where(hit[0])}])
+        return f"lr-del {hit[1]}"
 
     @staticmethod
     def _networks(pick: int, port: int) -> list[str]:
@@ -330,33 +372,36 @@ class Applier:
                 [f"192.168.{port}.1/24"], [f"10.0.{port}.1/24"]][pick]
 
     def _lrp_add(self, lr: int, port: int, pick: int, peer: bool) -> str | None:
-        router = find(self.nb, "Logical_Router", ROUTERS[lr])
+        hit = existing(self.nb, "Logical_Router", lr)
         name = ROUTER_PORTS[port]
-        if router is None or find(self.nb, "Logical_Router_Port", name) is not None:
+        if hit is None or find(self.nb, "Logical_Router_Port", name) is not None:
             return None
+        router, lr_name = hit
         cols: dict[str, Any] = {"name": name, "mac": f"00:00:00:00:ff:{port + 1:02x}",
                                 "networks": self._networks(pick, port)}
         if peer:
             cols["peer"] = [ROUTER_PORTS[(port + 1) % len(ROUTER_PORTS)]]
         self._nb([_insert(self.nb, "Logical_Router_Port", "r", **cols),
                   _mutate("Logical_Router", router, "ports", "insert", [["named-uuid", "r"]])])
-        return f"lrp-add {ROUTERS[lr]} {name} {cols['mac']} {' '.join(cols['networks'])}" + (
+        return f"lrp-add {lr_name} {name} {cols['mac']} {' '.join(cols['networks'])}" + (
             f" peer={cols['peer'][0]}" if peer else "")
 
     def _lrp_del(self, port: int) -> str | None:
-        uuid = find(self.nb, "Logical_Router_Port", ROUTER_PORTS[port])
-        if uuid is None:
+        hit = existing(self.nb, "Logical_Router_Port", port)
+        if hit is None:
             return None
+        uuid = hit[0]
         self._nb([{"op": "mutate", "table": "Logical_Router",
                    "where": [["ports", "includes", ["uuid", uuid]]],
                    "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
-        return f"lrp-del {ROUTER_PORTS[port]}"
+        return f"lrp-del {hit[1]}"
 
-    def _lrp_set(self, port: int, column: str, pick: int) -> str | None:
-        name = ROUTER_PORTS[port]
-        uuid = find(self.nb, "Logical_Router_Port", name)
-        if uuid is None:
+    def _lrp_set(self, i: int, column: str, pick: int) -> str | None:
+        hit = existing(self.nb, "Logical_Router_Port", i)
+        if hit is None:
             return None
+        uuid, name = hit
+        port = ROUTER_PORTS.index(name)
         value: Any
         if column == "networks":
             value = self._networks(pick, port)
@@ -379,10 +424,10 @@ class Applier:
         return f"set Logical_Router_Port {name} {column}={value!r}"
 
     def _lrp_gw(self, port: int, ch: int, prio: int) -> str | None:
-        name = ROUTER_PORTS[port]
-        lrp = find(self.nb, "Logical_Router_Port", name)
-        if lrp is None:
+        hit = existing(self.nb, "Logical_Router_Port", port)
+        if hit is None:
             return None
+        lrp, name = hit
         gc_name = f"{name}-{CHASSIS[ch]}"
         gc = find(self.nb, "Gateway_Chassis", gc_name)
         if gc is not None:
@@ -395,14 +440,16 @@ class Applier:
         return f"lrp-set-gateway-chassis {name} {CHASSIS[ch]} {prio}"
 
     def _lrp_gw_del(self, port: int, ch: int) -> str | None:
-        name = ROUTER_PORTS[port]
-        lrp = find(self.nb, "Logical_Router_Port", name)
-        gc = find(self.nb, "Gateway_Chassis", f"{name}-{CHASSIS[ch]}")
-        if lrp is None or gc is None:
+        hit = existing(self.nb, "Gateway_Chassis", port * len(CHASSIS) + ch)
+        if hit is None:
             return None
+        gc, gc_name = hit
+        lrp = next(u for u, r in self.nb.tables["Logical_Router_Port"].rows.items()
+                   if gc in r.data["gateway_chassis"])
         self._nb([_mutate("Logical_Router_Port", lrp, "gateway_chassis", "delete",
                           [["uuid", gc]])])
-        return f"lrp-del-gateway-chassis {name} {CHASSIS[ch]}"
+        name, chassis = gc_name.rsplit("-", 1)
+        return f"lrp-del-gateway-chassis {name} {chassis}"
 
     def _hag_add(self, i: int, chassis: list[int]) -> str:
         name = HA_GROUPS[i]
@@ -421,30 +468,32 @@ class Applier:
         return f"ha-chassis-group {name} = {[CHASSIS[c] for c in chassis]}"
 
     def _hag_del(self, i: int) -> str | None:
-        uuid = find(self.nb, "HA_Chassis_Group", HA_GROUPS[i])
-        if uuid is None:
+        hit = existing(self.nb, "HA_Chassis_Group", i)
+        if hit is None:
             return None
+        uuid = hit[0]
         ops: list[dict[str, Any]] = [
             {"op": "mutate", "table": t, "where": [["ha_chassis_group", "==", ["uuid", uuid]]],
              "mutations": [["ha_chassis_group", "delete", ["set", [["uuid", uuid]]]]]}
             for t in ("Logical_Switch_Port", "Logical_Router_Port")]
         ops.append({"op": "delete", "table": "HA_Chassis_Group", "where": _where(uuid)})
         self._nb(ops)
-        return f"ha-chassis-group-del {HA_GROUPS[i]}"
+        return f"ha-chassis-group-del {hit[1]}"
 
     # -- ACLs, load balancers, groups, sets, DNS, meters --------------------------------
 
     def _acl_add(self, on_pg: bool, i: int, to_lport: bool, match: int, action: int,
                  prio: int) -> str | None:
-        table, pool = ("Port_Group", PORT_GROUPS) if on_pg else ("Logical_Switch", SWITCHES)
-        owner = find(self.nb, table, pool[i % len(pool)])
-        if owner is None:
+        table = "Port_Group" if on_pg else "Logical_Switch"
+        hit = existing(self.nb, table, i)
+        if hit is None:
             return None
+        owner, owner_name = hit
         direction = "to-lport" if to_lport else "from-lport"
         self._nb([_insert(self.nb, "ACL", "a", priority=prio, direction=direction,
                           match=ACL_MATCHES[match], action=ACL_ACTIONS[action]),
                   _mutate(table, owner, "acls", "insert", [["named-uuid", "a"]])])
-        return (f"acl-add {pool[i % len(pool)]} {direction} {prio} "
+        return (f"acl-add {owner_name} {direction} {prio} "
                 f"{ACL_MATCHES[match]!r} {ACL_ACTIONS[action]}")
 
     def _acl_del(self, i: int) -> str | None:
@@ -468,19 +517,16 @@ class Applier:
         return f"set Load_Balancer {name} vips={LB_VIPS[vips]} protocol={proto!r}"
 
     def _lb_del(self, i: int) -> str | None:
-        uuid = find(self.nb, "Load_Balancer", LBS[i])
-        if uuid is None:
+        hit = existing(self.nb, "Load_Balancer", i)
+        if hit is None:
             return None
-        self._nb([{"op": "delete", "table": "Load_Balancer", "where": _where(uuid)}])
-        return f"lb-del {LBS[i]}"
+        self._nb([{"op": "delete", "table": "Load_Balancer", "where": _where(hit[0])}])
+        return f"lb-del {hit[1]}"
 
     def _target(self, kind: str, i: int) -> tuple[str, str, str] | None:
-        table, pool = {"switch": ("Logical_Switch", SWITCHES), "router": ("Logical_Router",
-                                                                          ROUTERS),
-                       "group": ("Load_Balancer_Group", LB_GROUPS)}[kind]
-        name = pool[i % len(pool)]
-        uuid = find(self.nb, table, name)
-        return None if uuid is None else (table, uuid, name)
+        table = {"switch": "Logical_Switch", "router": "Logical_Router"}[kind]
+        hit = existing(self.nb, table, i)
+        return None if hit is None else (table, hit[0], hit[1])
 
     def _group(self) -> tuple[list[dict[str, Any]], list[Any]]:
         """The operations that create the LB group if missing, and a reference to it."""
@@ -491,14 +537,15 @@ class Applier:
             ["named-uuid", "g"]
 
     def _lb_attach(self, i: int, kind: str, j: int, attach: bool) -> str | None:
-        lb = find(self.nb, "Load_Balancer", LBS[i])
+        lb_hit = existing(self.nb, "Load_Balancer", i)
         if kind == "group":
             ops, ref = self._group()
             target: tuple[str, Any, str] | None = ("Load_Balancer_Group", ref, LB_GROUPS[0])
         else:
             ops, target = [], self._target(kind, j)
-        if lb is None or target is None:
+        if lb_hit is None or target is None:
             return None
+        lb, lb_name = lb_hit
         table, where, name = target
         ops.append({"op": "mutate", "table": table,
                     "where": [["_uuid", "==", where if isinstance(where, list)
@@ -506,7 +553,7 @@ class Applier:
                     "mutations": [["load_balancer", "insert" if attach else "delete",
                                    ["set", [["uuid", lb]]]]]})
         self._nb(ops)
-        return f"{'attach' if attach else 'detach'} {LBS[i]} {kind} {name}"
+        return f"{'attach' if attach else 'detach'} {lb_name} {kind} {name}"
 
     def _lbg_attach(self, kind: str, j: int, attach: bool) -> str | None:
         target = self._target(kind, j)
@@ -533,11 +580,11 @@ class Applier:
         return f"pg-set {name} {[PORTS[p] for p in ports]}"
 
     def _pg_del(self, i: int) -> str | None:
-        uuid = find(self.nb, "Port_Group", PORT_GROUPS[i])
-        if uuid is None:
+        hit = existing(self.nb, "Port_Group", i)
+        if hit is None:
             return None
-        self._nb([{"op": "delete", "table": "Port_Group", "where": _where(uuid)}])
-        return f"pg-del {PORT_GROUPS[i]}"
+        self._nb([{"op": "delete", "table": "Port_Group", "where": _where(hit[0])}])
+        return f"pg-del {hit[1]}"
 
     def _as_add(self, i: int, addresses: list[str]) -> str:
         name = ADDRESS_SETS[i]
@@ -549,20 +596,21 @@ class Applier:
         return f"set Address_Set {name} addresses={addresses}"
 
     def _as_del(self, i: int) -> str | None:
-        uuid = find(self.nb, "Address_Set", ADDRESS_SETS[i])
-        if uuid is None:
+        hit = existing(self.nb, "Address_Set", i)
+        if hit is None:
             return None
-        self._nb([{"op": "delete", "table": "Address_Set", "where": _where(uuid)}])
-        return f"as-del {ADDRESS_SETS[i]}"
+        self._nb([{"op": "delete", "table": "Address_Set", "where": _where(hit[0])}])
+        return f"as-del {hit[1]}"
 
     def _dns_add(self, sw: int, records: int) -> str | None:
-        ls = find(self.nb, "Logical_Switch", SWITCHES[sw])
-        if ls is None:
+        hit = existing(self.nb, "Logical_Switch", sw)
+        if hit is None:
             return None
+        ls, ls_name = hit
         self._nb([_insert(self.nb, "DNS", "d", records=DNS_RECORDS[records]),
                   _mutate("Logical_Switch", ls, "dns_records", "insert",
                           [["named-uuid", "d"]])])
-        return f"dns-add {SWITCHES[sw]} {DNS_RECORDS[records]}"
+        return f"dns-add {ls_name} {DNS_RECORDS[records]}"
 
     def _dns_set(self, i: int, records: int) -> str | None:
         rows = _sorted_uuids(self.nb, "DNS")
@@ -593,11 +641,11 @@ class Applier:
         return f"meter-add {name} drop {rate * 100} {unit} {rate}{' fair' if fair else ''}"
 
     def _meter_del(self, i: int) -> str | None:
-        uuid = find(self.nb, "Meter", METERS[i])
-        if uuid is None:
+        hit = existing(self.nb, "Meter", i)
+        if hit is None:
             return None
-        self._nb([{"op": "delete", "table": "Meter", "where": _where(uuid)}])
-        return f"meter-del {METERS[i]}"
+        self._nb([{"op": "delete", "table": "Meter", "where": _where(hit[0])}])
+        return f"meter-del {hit[1]}"
 
     # -- NB_Global --------------------------------------------------------------------
 
@@ -644,10 +692,10 @@ class Applier:
         return f"chassis-add {name}{' port-up-notif' if notif else ''}"
 
     def _chassis_del(self, i: int) -> str | None:
-        name = CHASSIS[i]
-        uuid = find(self.sb, "Chassis", name)
-        if uuid is None:
+        hit = existing(self.sb, "Chassis", i)
+        if hit is None:
             return None
+        uuid, name = hit
         ops: list[dict[str, Any]] = [{"op": "delete", "table": "Chassis", "where": _where(uuid)}]
         cp = find(self.sb, "Chassis_Private", name)
         if cp is not None:
@@ -655,45 +703,72 @@ class Applier:
         self._sb(ops)
         return f"chassis-del {name}"
 
-    def _binding(self, port: int) -> str | None:
-        return find(self.sb, "Port_Binding", PORTS[port], "logical_port")
+    def _binding(self, i: int) -> tuple[str, str] | None:
+        """A binding by its rank among every Port_Binding (of any type: ovn-controller
+        claims router gateway and l3gateway ports too); remembered in `last_port`."""
+        hit = existing(self.sb, "Port_Binding", i, "logical_port")
+        self.last_port = None if hit is None else hit[1]
+        return hit
 
     def _claim(self, port: int, ch: int, up: bool) -> str | None:
         pb = self._binding(port)
-        chassis = find(self.sb, "Chassis", CHASSIS[ch])
+        chassis = existing(self.sb, "Chassis", ch)
         if pb is None or chassis is None:
             return None
-        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb),
-                   "row": {"chassis": ["uuid", chassis], "up": ["set", [up]]}}])
-        return f"claim {PORTS[port]} on {CHASSIS[ch]} up={up}"
+        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb[0]),
+                   "row": {"chassis": ["uuid", chassis[0]], "up": ["set", [up]]}}])
+        return f"claim {pb[1]} on {chassis[1]} up={up}"
 
     def _release(self, port: int) -> str | None:
         pb = self._binding(port)
         if pb is None:
             return None
-        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb),
+        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb[0]),
                    "row": {"chassis": ["set", []], "up": ["set", [False]]}}])
-        return f"release {PORTS[port]}"
+        return f"release {pb[1]}"
 
     def _set_up(self, port: int, up: bool) -> str | None:
         pb = self._binding(port)
         if pb is None:
             return None
-        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb),
+        self._sb([{"op": "update", "table": "Port_Binding", "where": _where(pb[0]),
                    "row": {"up": ["set", [up]]}}])
-        return f"set Port_Binding {PORTS[port]} up={up}"
+        return f"set Port_Binding {pb[1]} up={up}"
+
+    def _igmp_join(self, port: int, ch: int, address: str) -> str | None:
+        """A chassis reporting a port's IGMP/MLD join (one group row per address,
+        datapath and chassis, as ovn-controller keeps them)."""
+        pb = self._binding(port)
+        chassis = existing(self.sb, "Chassis", ch)
+        if pb is None or chassis is None:
+            return None
+        dp = self.sb.tables["Port_Binding"].rows[pb[0]].data["datapath"]
+        group = next((u for u, r in sorted(self.sb.tables["IGMP_Group"].rows.items())
+                      if r.address == address and dp in r.data["datapath"]
+                      and chassis[0] in r.data["chassis"]), None)
+        if group is None:
+            self._sb([{"op": "insert", "table": "IGMP_Group",
+                       "row": {"address": address, "datapath": ["uuid", str(dp)],
+                               "chassis": ["uuid", chassis[0]],
+                               "ports": ["set", [["uuid", pb[0]]]]}}])
+        else:
+            self._sb([_mutate("IGMP_Group", group, "ports", "insert", [["uuid", pb[0]]])])
+        return f"igmp join {address} by {pb[1]} on {chassis[1]}"
+
+    def _igmp_leave(self, i: int) -> str | None:
+        rows = _sorted_uuids(self.sb, "IGMP_Group")
+        if not rows:
+            return None
+        row = self.sb.tables["IGMP_Group"].rows[rows[i % len(rows)]]
+        self._sb([{"op": "delete", "table": "IGMP_Group", "where": _where(row.uuid)}])
+        return f"igmp leave {row.address} (group #{i % len(rows)})"
 
     def _cp_cfg(self, i: int) -> str | None:
-        cp = find(self.sb, "Chassis_Private", CHASSIS[i])
+        cp = existing(self.sb, "Chassis_Private", i)
         sb_global = self.sb.tables["SB_Global"].rows
         if cp is None or not sb_global:
             return None
         cfg = sb_global[min(sb_global)].nb_cfg
-        self._sb([{"op": "update", "table": "Chassis_Private", "where": _where(cp),
+        self._sb([{"op": "update", "table": "Chassis_Private", "where": _where(cp[0]),
                    "row": {"nb_cfg": cfg, "nb_cfg_timestamp": 1}}])
-        return f"{CHASSIS[i]} reports nb_cfg={cfg}"
-
-
-def kinds_applied(log: Mapping[str, int]) -> set[str]:
-    """The step kinds that a log of applied kinds (kind -> count) shows at least once."""
-    return {k for k, n in log.items() if n}
+        return f"{cp[1]} reports nb_cfg={cfg}"

@@ -41,8 +41,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from nbgen import PORTS, Applier, Step, find, steps
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from nbgen import BASES, Applier, Step, find, steps
 
 from pyovsdb.engine import Handled
 from pyovsdb.idl.replica import ReplicaTable
@@ -73,7 +74,6 @@ def _schema(path: str) -> dict[str, Any]:
 NB_JSON = _schema(NB_SCHEMA)
 SB_JSON = _schema(SB_SCHEMA)
 EXCLUDED = frozenset(("meter-add",))
-EXPLORE_SKIP = frozenset(("IGMP_Group", "Multicast_Group"))
 # Columns of `northd`'s singletons that `sync_to_sb` lays `sync_cfg`'s handshake over:
 # `northd` keeps whatever it computed last (it does not recompute for them).
 OVERLAID = {"NB_Global": CFG_COLUMNS, "SB_Global": frozenset(("nb_cfg",))}
@@ -96,7 +96,7 @@ class Batch:
 class World:
     """NB and SB in memory with one northd graph driven as the daemon drives it."""
 
-    def __init__(self) -> None:
+    def __init__(self, base: tuple[Step, ...] = ()) -> None:
         self.nb = LocalDb(NB_JSON)
         self.sb = LocalDb(SB_JSON)
         self.graph = NorthdGraph(clock=lambda: 0.0)
@@ -109,6 +109,9 @@ class World:
         self.nb_pending.append(self.nb.transact([{"op": "insert", "table": "NB_Global",
                                                   "row": {}}]))
         self.settle()
+        for step in base:
+            assert self.applier.apply(step), f"base step {step} did nothing"
+            self.settle()
 
     def counts(self) -> dict[str, int]:
         engine = self.graph.engine
@@ -273,18 +276,14 @@ def recompute_differences(world: World) -> list[str]:
           _fields(fresh.engine.node_data("sync_cfg")), lines)
     lines += [f"recompute would write SB: {_op(labels, op)}" for op in out.sb_ops]
     lines += [f"recompute would write NB: {_op(labels, op)}" for op in out.nb_ops]
-    for name, graph in (("incremental", world.graph), ("fresh", fresh)):
-        if graph.undeclared_reads - EXPLORE_SKIP:
-            lines.append(f"{name} builders read undeclared SB tables "
-                         f"{sorted(graph.undeclared_reads)}")
     return lines
 
 
 # -- the stats graph.py promises ----------------------------------------------------------
 
 
-def _lsp(world: World, port: int) -> IdlRow | None:
-    uuid = find(world.nb, "Logical_Switch_Port", PORTS[port])
+def _lsp(world: World, name: str) -> IdlRow | None:
+    uuid = find(world.nb, "Logical_Switch_Port", name)
     return None if uuid is None else world.nb.tables["Logical_Switch_Port"].rows[uuid]
 
 
@@ -303,10 +302,11 @@ def promised(world: World, step: Step, text: str) -> dict[str, int]:
     if step.kind in ("nb-cfg", "cp-cfg"):
         return {"northd": 0}
     if step.kind in ("claim", "release", "set-up"):
-        lsp = _lsp(world, step.args[0])
+        name = world.applier.last_port
+        lsp = _lsp(world, name) if name is not None else None
         if lsp is None or any(k in lsp.options for k in QOS_OPTIONS):
             return {}
-        pb = find(world.sb, "Port_Binding", PORTS[step.args[0]], "logical_port")
+        pb = find(world.sb, "Port_Binding", name, "logical_port")
         if pb is not None and "qdisc_queue_id" in world.sb.tables["Port_Binding"].rows[
                 pb].options:
             return {}
@@ -322,10 +322,11 @@ def promised(world: World, step: Step, text: str) -> dict[str, int]:
 # -- running a sequence -----------------------------------------------------------------
 
 
-def play(seq: list[Step], *, check_stats: bool = True) -> World:
-    """Play `seq` batch by batch, checking after each; a failure shows every batch so
-    far as a script."""
-    world = World()
+def play(seq: list[Step], *, check_stats: bool = True, base: tuple[Step, ...] = ()
+         ) -> World:
+    """Play `seq` batch by batch after `base`, checking after each; a failure shows
+    every batch so far as a script."""
+    world = World(base)
     history: list[str] = []
     for n, steps_ in enumerate(batches(seq)):
         batch = Batch(steps=steps_)
@@ -346,11 +347,14 @@ def play(seq: list[Step], *, check_stats: bool = True) -> World:
     return world
 
 
+# No explain phase: it replays variations of a failure for minutes at this cost per
+# example, and the failure's script already says what happened.
 @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+          phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(steps(exclude=EXCLUDED))
-def test_incremental_equals_recompute(seq: list[Step]) -> None:
-    play(seq)
+@given(st.sampled_from(sorted(BASES)), steps(exclude=EXCLUDED))
+def test_incremental_equals_recompute(base: str, seq: list[Step]) -> None:
+    play(seq, base=BASES[base])
 
 
 # -- the checks themselves ----------------------------------------------------------------
@@ -371,11 +375,15 @@ TOUR = [
     Step("lb-attach", (0, "switch", 0, True)), Step("lb-add", (1, 1, "")),
     Step("lb-attach", (1, "group", 0, True)), Step("lbg-attach", ("router", 0, True)),
     Step("dns-add", (0, 0)), Step("dns-set", (0, 1)),
+    *([] if "meter-add" in EXCLUDED else [Step("meter-add", (0, "kbps", 2, True)),
+                                          Step("meter-del", (0,))]),
+    Step("ls-add", (1, "", True)), Step("igmp-join", (4, 0, "239.0.0.1")),
+    Step("igmp-join", (5, 1, "239.0.0.1")), Step("igmp-leave", (0,)),
     Step("nb-option", (2,)), Step("nb-cfg", ()), Step("cp-cfg", (0,)),
     Step("lsp-set", (0, "options", 3)), Step("claim", (0, 1, True)),
     Step("lrp-set", (0, "options", 1)), Step("lrp-gw-del", (0, 1)), Step("release", (1,)),
     Step("acl-del", (0,)), Step("lb-del", (0,)), Step("dns-del", (0,)),
-    Step("meter-del", (0,)), Step("as-del", (0,)), Step("pg-del", (0,)),
+    Step("as-del", (0,)), Step("pg-del", (0,)),
     Step("hag-del", (0,)), Step("lsp-del", (1,)), Step("lrp-del", (0,)),
     Step("chassis-del", (1,)), Step("lr-del", (0,)), Step("ls-del", (1,)),
 ]
@@ -385,7 +393,8 @@ def test_a_tour_of_every_step_kind_applies_each_and_stays_equal() -> None:
     from nbgen import ALL_KINDS
 
     world = play(TOUR)
-    assert {s.kind for s in TOUR} == set(ALL_KINDS)
+    missing = EXCLUDED | ({"meter-del"} if "meter-add" in EXCLUDED else set())
+    assert {s.kind for s in TOUR} == set(ALL_KINDS) - missing
     assert world.applier.refused == 0
     # Every step did something: replay and look for skips.
     replay = World()
@@ -395,23 +404,52 @@ def test_a_tour_of_every_step_kind_applies_each_and_stays_equal() -> None:
         replay.settle()
 
 
+def test_builders_read_only_the_sb_tables_northd_declares() -> None:
+    """A table read but not declared is one whose changes (ovn-controller's) never
+    recompute `northd`: graph.py records such reads for this check."""
+    world = play(TOUR)
+    assert world.graph.undeclared_reads == set()
+
+
+# Failures the property found, shrunk, kept as cases of their own.
+FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
+    # Meter_Band rows had no key in the sync: every run deleted the meter's bands and
+    # inserted them again, so northd never stopped committing.
+    "a meter's bands are kept": ((), [Step("meter-add", (0, "kbps", 2, False))]),
+    # With an HA group of two chassis `sync_from_sb` recomputes on a claim, and its
+    # recompute read each port's binding as `northd` last saw it (unclaimed).
+    "a claim next to a two-chassis gateway turns the port up": (
+        (), [Step("ls-add", (0, "", False)), Step("lsp-add", (0, 0, 0, 2, False, 0)),
+             Step("lr-add", (0, 0)), Step("lrp-add", (0, 0, 0, False)),
+             Step("chassis-add", (0, False)), Step("chassis-add", (1, False)),
+             Step("lrp-gw", (0, 0, 1)), Step("lrp-gw", (0, 1, 2)),
+             Step("claim", (2, 0, True))]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOUND))
+def test_sequences_the_property_found(name: str) -> None:
+    base, seq = FOUND[name]
+    play(seq, base=base)
+
+
 def _swallow(self: Any, change: Any) -> Handled:
     return Handled.HANDLED_UNCHANGED
 
 
 @pytest.mark.parametrize(("node", "handler", "seq"), [
-    # NB_Global options (the MAC prefix) changed without northd seeing it.
-    (NorthdNode, "on_nb_global", [Step("nb-option", (2,))]),
+    # A port's new addresses unseen. (NB_Global makes a poor case: northd writes its
+    # whole options map back, so a change it swallows is reverted, consistently.)
+    (NorthdNode, "on_nb_lsp", [Step("lsp-set", (0, "addresses", 2))]),
     # A claim that never turns the NB port up.
-    (SyncFromSbNode, "on_port_binding", [
-        Step("ls-add", (0, "", False)), Step("lsp-add", (0, 0, 0, 2, False, 0)),
-        Step("chassis-add", (0, False)), Step("claim", (0, 0, True))]),
+    (SyncFromSbNode, "on_port_binding", [Step("claim", (2, 0, True))]),
 ])
 def test_the_check_fails_on_a_handler_that_swallows_a_change(
         monkeypatch: pytest.MonkeyPatch, node: type, handler: str, seq: list[Step]) -> None:
+    play(seq, check_stats=False, base=BASES["plain"])
     monkeypatch.setattr(node, handler, _swallow)
-    with pytest.raises(AssertionError):
-        play(seq, check_stats=False)
+    with pytest.raises(AssertionError, match="recompute would write"):
+        play(seq, check_stats=False, base=BASES["plain"])
 
 
 def test_claims_and_the_cfg_handshake_do_not_recompute_northd() -> None:
