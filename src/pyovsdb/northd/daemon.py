@@ -16,8 +16,10 @@ what to write of `graph.NorthdGraph`):
   session and timer events) change, waking `seq_delay_ms` after it began waiting at
   the earliest (seed 004; 0 wakes at once), then drains what else is ready for at most
   500 ms and asks the policy whether to run now or when.
-- One engine run, then one SB transaction (the sync ops) and one NB transaction (the
-  write-backs), committed together and awaited before the next run. A failed commit
+- Changes the loop does not run on yet (backoff, standby) stay tracked in the IDLs,
+  which merge them as they come (`ovsdb.changeset.merge`'s rule); a run takes them all
+  (`track_take`). One engine run, then one SB transaction (the sync ops) and one NB
+  transaction (the write-backs), committed together and awaited before the next run. A failed commit
   of either, a reconnect of either IDL, becoming active or `inc-engine/recompute`
   forces a full recompute, logged as ovn-northd logs it.
 - cfg handshake: the `nb_cfg` the SB transaction carries becomes the committed cfg
