@@ -68,7 +68,7 @@ def test_nb_restart_reconnects_and_recomputes(tmp_path: Path) -> None:
         p.nb.stop()
         p.nb.start()
         poll("the reconnect", lambda: n.log().count(line) == 2, timeout=30, logs=n.logs)
-        poll("the forced recompute", lambda: n.stat("northd") == before + 1, logs=n.logs)
+        poll("the forced recompute", lambda: n.stat("northd") >= before + 1, logs=n.logs)
         p.nbctl("--wait=sb", "lsp-add", "sw0", "p1")
         assert p.sb_names("Port_Binding", "logical_port") == ["p1"]
 
