@@ -3,9 +3,13 @@ their relay to multicast routers, as the real ovn-northd 23.03 wrote them."""
 
 from __future__ import annotations
 
-from test_core_ports import multicast_groups
-
-from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, run_core
+from pyovsdb.northd.testing import (
+    LocalDb,
+    Nb,
+    add_chassis,
+    multicast_groups,
+    run_core,
+)
 
 
 def test_igmp_groups_equal_real_northd(nb: Nb, sb: LocalDb) -> None:

@@ -8,45 +8,14 @@ from typing import Any
 
 import pytest
 
-from pyovsdb.idl.row import IdlRow
-from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, run_core
-
-
-def _value(v: Any) -> Any:
-    if isinstance(v, IdlRow):
-        t = v.table.name
-        if t == "Datapath_Binding":
-            return v.external_ids["name"]
-        if t == "Port_Binding":
-            return v.logical_port
-        return v.name  # Chassis, HA_Chassis_Group, Mirror
-    if isinstance(v, list):
-        return sorted(_value(x) for x in v)
-    return v
-
-
-PB_COLUMNS = ("datapath", "tunnel_key", "type", "options", "mac", "port_security", "mirror_rules",
-              "nat_addresses", "parent_port", "tag", "external_ids", "requested_chassis",
-              "requested_additional_chassis", "ha_chassis_group")
-
-
-def port_bindings(sb: LocalDb) -> dict[str, dict[str, Any]]:
-    """Port_Binding rows by logical_port, non-empty managed columns only, references
-    by name."""
-    out = {}
-    for row in sb.tables["Port_Binding"].rows.values():
-        d = {}
-        for c in PB_COLUMNS:
-            v = _value(row[c])
-            if v not in ([], {}, "", None):
-                d[c] = v
-        out[row.logical_port] = d
-    return out
-
-
-def multicast_groups(sb: LocalDb) -> dict[str, list[Any]]:
-    return {f"{_value(r.datapath)} {r.name}": [r.tunnel_key, _value(r.ports)]
-            for r in sb.tables["Multicast_Group"].rows.values()}
+from pyovsdb.northd.testing import (
+    LocalDb,
+    Nb,
+    add_chassis,
+    multicast_groups,
+    port_bindings,
+    run_core,
+)
 
 
 def scenario(nb: Nb, sb: LocalDb) -> None:

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_core_ports import multicast_groups, port_bindings
-
-from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, run_core
+from pyovsdb.northd.testing import (
+    LocalDb,
+    Nb,
+    add_chassis,
+    multicast_groups,
+    port_bindings,
+    run_core,
+)
 
 
 def scenario(nb: Nb, sb: LocalDb) -> None:

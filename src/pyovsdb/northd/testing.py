@@ -264,3 +264,43 @@ def add_chassis(sb: LocalDb, name: str, ip: str, *, encap: str = "geneve",
                   "row": {"name": name, "encaps": ["named-uuid", "e"],
                           **sb.json_row("Chassis", cols)}}])
     return str(sb.last_results[1]["uuid"][1])
+
+
+def _by_name(v: Any) -> Any:
+    """A typed value with referenced rows replaced by their names."""
+    if isinstance(v, IdlRow):
+        t = v.table.name
+        if t == "Datapath_Binding":
+            return v.external_ids["name"]
+        if t == "Port_Binding":
+            return v.logical_port
+        return v.name  # Chassis, HA_Chassis_Group, Mirror
+    if isinstance(v, list):
+        return sorted(_by_name(x) for x in v)
+    return v
+
+
+SUMMARY_PB_COLUMNS = (
+    "datapath", "tunnel_key", "type", "options", "mac", "port_security", "mirror_rules",
+    "nat_addresses", "parent_port", "tag", "external_ids", "requested_chassis",
+    "requested_additional_chassis", "ha_chassis_group")
+
+
+def port_bindings(sb: LocalDb) -> dict[str, dict[str, Any]]:
+    """Port_Binding rows by logical_port, non-empty managed columns only, references
+    by name."""
+    out = {}
+    for row in sb.tables["Port_Binding"].rows.values():
+        d = {}
+        for c in SUMMARY_PB_COLUMNS:
+            v = _by_name(row[c])
+            if v not in ([], {}, "", None):
+                d[c] = v
+        out[row.logical_port] = d
+    return out
+
+
+def multicast_groups(sb: LocalDb) -> dict[str, list[Any]]:
+    """Multicast_Group rows as "DATAPATH NAME": [tunnel_key, sorted port names]."""
+    return {f"{_by_name(r.datapath)} {r.name}": [r.tunnel_key, _by_name(r.ports)]
+            for r in sb.tables["Multicast_Group"].rows.values()}
