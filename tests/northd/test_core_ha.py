@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyovsdb.northd.core import build_core, sb_feedback
-from pyovsdb.northd.desired import DesiredDb
+from pyovsdb.northd.desired import DesiredDb, DesiredTable
 from pyovsdb.northd.inputs import BuildInput
 from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, run_core
 
@@ -90,3 +90,26 @@ def test_ref_chassis_from_claims_behind_the_router(nb: Nb, sb: LocalDb) -> None:
     assert [r.key for r in sbd["HA_Chassis_Group"].rows["lr-pub"]["ref_chassis"]] == ["hv1"]
     vm = nb.uuid("Logical_Switch_Port", "vm")
     assert nbd["Logical_Switch_Port"].rows[vm] == {"up": [True]}
+
+
+def test_feedback_on_a_core_built_before_the_claim(nb: Nb, sb: LocalDb) -> None:
+    """An engine node runs `sb_feedback` on a claim without rebuilding the core: it
+    must read the bindings as they are now, not as the core saw them."""
+    topology(nb, sb)
+    inp = BuildInput(nb=nb.db.tables, sb=sb.tables)
+    core = build_core(inp, DesiredDb(), DesiredDb(), from_sb=False)
+    pbs = {r.logical_port: r for r in sb.tables["Port_Binding"].rows.values()}
+    hv1 = next(c.uuid for c in sb.tables["Chassis"].rows.values() if c.name == "hv1")
+    sb.update("Port_Binding", pbs["vm"].uuid, chassis=hv1, up=True)
+    sbd, nbd = DesiredDb(), DesiredDb()
+    sbd.add(_groups_of(inp))  # the groups as the (older) northd node holds them
+    sb_feedback(inp, core, sbd, nbd)
+    vm = nb.uuid("Logical_Switch_Port", "vm")
+    assert nbd["Logical_Switch_Port"].rows[vm] == {"up": [True]}
+    assert [r.key for r in sbd["HA_Chassis_Group"].rows["lr-pub"]["ref_chassis"]] == ["hv1"]
+
+
+def _groups_of(inp: BuildInput) -> DesiredTable:
+    sbd = DesiredDb()
+    build_core(inp, sbd, DesiredDb(), from_sb=False)
+    return sbd["HA_Chassis_Group"]

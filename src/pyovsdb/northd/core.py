@@ -127,7 +127,7 @@ def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -
     HA_Chassis_Group rows of `sb` (a copy of the table replaces it, so the table
     `build_core` made is not changed). An engine node can run this alone on a claim,
     without rebuilding the rest."""
-    lsp_up(core.ports, nb)
+    lsp_up(inp.sb, core.ports, nb)
     groups = sb.tables.get("HA_Chassis_Group")
     if groups is not None:
         copy = DesiredTable(groups.name, groups.columns, groups.owned,

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb
 from .datapaths import smap_bool
-from .ports import PortsData
+from .ports import PortsData, existing_port_bindings
 
 NB_LSP_COLUMNS = ("up",)
 
@@ -59,13 +60,17 @@ def lsp_up_for(bindings: Iterable[IdlRow], lsps: Mapping[str, IdlRow],
     return out
 
 
-def lsp_up(ports: PortsData, nb: DesiredDb) -> dict[str, bool]:
-    """Decide `up` for every switch port; the values by LSP UUID."""
+def lsp_up(sb: Mapping[str, ReplicaTable], ports: PortsData,
+           nb: DesiredDb) -> dict[str, bool]:
+    """Decide `up` for every switch port from the bindings in `sb` (which may be newer
+    than the build of `ports`); the values by LSP UUID."""
+    bindings = existing_port_bindings(sb)
     table = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
     out: dict[str, bool] = {}
     for port in ports.ports.values():
         if port.is_lsp:
-            up = port_up(port.nb, port.sb)  # None: created (or recreated) this run
+            # None: created (or recreated) by this build, not there yet.
+            up = port_up(port.nb, ports.binding_of(port, bindings))
             out[port.nb.uuid] = up
             table.set(port.nb.uuid, up=[up])
     return out

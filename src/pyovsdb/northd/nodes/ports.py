@@ -106,12 +106,21 @@ class PortsData:
     # deletes it and inserts a new one.
     recreated: set[str] = field(default_factory=set)
     retyped: set[str] = field(default_factory=set)  # of those, the ones whose kind changed
+    replaced: set[str] = field(default_factory=set)  # UUIDs of the bindings they replace
 
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None
 
     def of_datapath(self, key: str) -> list[Port]:
         return self.by_datapath.get(key, [])
+
+    def binding_of(self, port: Port, bindings: Mapping[str, IdlRow]) -> IdlRow | None:
+        """The port's binding among `bindings` (the SB rows by logical_port, maybe newer
+        than this build): on its datapath, and not one this build replaces."""
+        pb = bindings.get(port.name)
+        if pb is None or pb.uuid in self.replaced or binding_datapath_key(pb) != port.dp.key:
+            return None
+        return pb
 
     def bindings_removed(self, existing: Mapping[str, IdlRow]) -> bool:
         """Whether an existing binding goes without a port of its kind taking it over
@@ -164,6 +173,7 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
             nb_only.append(port)
             if port.name in existing:
                 data.recreated.add(port.name)
+                data.replaced.add(existing[port.name].uuid)
         ports[port.name] = port
         data.by_datapath.setdefault(port.dp.key, []).append(port)
 
