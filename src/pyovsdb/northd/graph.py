@@ -62,7 +62,7 @@ TableLeaf = Leaf[ReplicaTable, TableChanges]
 # SB tables the builders read (the rest they only write, or never look at).
 NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
                     "Port_Binding", "IGMP_Group", "Multicast_Group", "MAC_Binding",
-                    "Static_MAC_Binding", "FDB")
+                    "Static_MAC_Binding", "FDB", "BFD")
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
                          "hv_cfg", "hv_cfg_timestamp"))
