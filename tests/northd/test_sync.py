@@ -141,3 +141,25 @@ def test_a_column_named_table_is_inserted(sb: LocalDb) -> None:
     row = next(iter(sb.tables["RBAC_Permission"].rows.values()))
     assert (row["table"], row.authorization, row.insert_delete) == ("Chassis", ["name"], True)
     assert sync.plan(want, sb.tables) == []
+
+
+def test_an_owned_table_without_a_key_is_refused(sb: LocalDb) -> None:
+    import pytest
+
+    want = DesiredDb()
+    want.add(DesiredTable("Controller_Event", ("event_type",)))
+    with pytest.raises(KeyError, match="no key"):
+        sync.plan(want, sb.tables)
+
+
+def test_shared_non_root_rows_are_matched_by_their_values(sb: LocalDb) -> None:
+    """Meter bands (non-root) are named by their values: a second plan is empty."""
+    want = DesiredDb()
+    bands = want.add(DesiredTable("Meter_Band", ("action", "rate", "burst_size")))
+    bands.put(("drop", 200, 2), action="drop", rate=200, burst_size=2)
+    meters = want.add(DesiredTable("Meter", ("name", "unit", "bands")))
+    for name in ("m0", "m1"):
+        meters.put(name, name=name, unit="kbps", bands=[Ref("Meter_Band", ("drop", 200, 2))])
+    commit(sync.plan(want, sb.tables), sb)
+    assert len(sb.tables["Meter_Band"].rows) == 1
+    assert sync.plan(want, sb.tables) == []

@@ -112,6 +112,8 @@ ROW_KEYS: dict[str, KeyFn] = {
     "HA_Chassis": _ha_chassis_key,
     "Chassis": _by("name"),
     "Mirror": _by("name"),
+    "Meter_Band": lambda row, _: (row.action, row.rate, row.burst_size),
+    "Chassis_Template_Var": _by("chassis"),
     "BFD": lambda row, _: (row.logical_port, row.dst_ip),
     "Static_MAC_Binding": lambda row, _: (row.logical_port, row.ip),
     "Address_Set": _by("name"),
@@ -152,6 +154,10 @@ class _Planner:
 
     def match(self, dt: DesiredTable) -> None:
         table = self.tables[dt.name]
+        if dt.owned and dt.name not in ROW_KEYS:
+            # Without a key no row would ever match: every run would delete and
+            # insert the whole table.
+            raise KeyError(f"sync: no key for owned table {dt.name} in ROW_KEYS")
         if not dt.owned:
             self.matched[dt.name] = {k: table.rows[str(k)] for k in dt.rows
                                      if str(k) in table.rows}
