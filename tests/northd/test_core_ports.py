@@ -228,7 +228,10 @@ def built(nb: Nb, sb: LocalDb) -> LocalDb:
     return sb
 
 
-def test_port_bindings_equal_real_northd(built: LocalDb) -> None:
+def test_port_bindings_equal_real_northd(nb: Nb, built: LocalDb) -> None:
+    uuids = {r.logical_port: r.uuid for r in built.tables["Port_Binding"].rows.values()}
+    assert run_core(nb.db, built) == [0]  # nothing left to write, no binding replaced
+    assert {r.logical_port: r.uuid for r in built.tables["Port_Binding"].rows.values()} == uuids
     got = port_bindings(built)
     assert sorted(got) == sorted(REAL_PORT_BINDINGS)
     for name, expected in REAL_PORT_BINDINGS.items():

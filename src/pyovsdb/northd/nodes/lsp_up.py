@@ -22,7 +22,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb
 from .datapaths import smap_bool
-from .ports import PortsData, existing_port_bindings
+from .ports import PortsData, datapath_keys, existing_port_bindings
 
 NB_LSP_COLUMNS = ("up",)
 
@@ -65,12 +65,13 @@ def lsp_up(sb: Mapping[str, ReplicaTable], ports: PortsData,
     """Decide `up` for every switch port from the bindings in `sb` (which may be newer
     than the build of `ports`); the values by LSP UUID."""
     bindings = existing_port_bindings(sb)
+    dp_keys = datapath_keys(sb)
     table = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
     out: dict[str, bool] = {}
     for port in ports.ports.values():
         if port.is_lsp:
             # None: created (or recreated) by this build, not there yet.
-            up = port_up(port.nb, ports.binding_of(port, bindings))
+            up = port_up(port.nb, ports.binding_of(port, bindings, dp_keys))
             out[port.nb.uuid] = up
             table.set(port.nb.uuid, up=[up])
     return out

@@ -114,11 +114,14 @@ class PortsData:
     def of_datapath(self, key: str) -> list[Port]:
         return self.by_datapath.get(key, [])
 
-    def binding_of(self, port: Port, bindings: Mapping[str, IdlRow]) -> IdlRow | None:
+    def binding_of(self, port: Port, bindings: Mapping[str, IdlRow],
+                   dp_keys: Mapping[str, str]) -> IdlRow | None:
         """The port's binding among `bindings` (the SB rows by logical_port, maybe newer
-        than this build): on its datapath, and not one this build replaces."""
+        than this build; `dp_keys` from `datapath_keys`): on its datapath, and not one
+        this build replaces."""
         pb = bindings.get(port.name)
-        if pb is None or pb.uuid in self.replaced or binding_datapath_key(pb) != port.dp.key:
+        if pb is None or pb.uuid in self.replaced or \
+                _dp_of(pb, dp_keys) != port.dp.key:
             return None
         return pb
 
@@ -136,18 +139,20 @@ def existing_port_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
         return {}
     out: dict[str, IdlRow] = {}
     for row in sorted(table.rows.values(), key=lambda r: r.uuid):
-        out.setdefault(row.logical_port, row)
+        out.setdefault(row.value("logical_port"), row)
     return out
 
 
-def binding_datapath_key(pb: IdlRow) -> str | None:
-    """The NB UUID the binding's datapath names."""
-    dp = pb.datapath  # (an IdlRow when the replica holds it)
-    if not isinstance(dp, IdlRow):
-        return None
-    ids = dp.external_ids
-    key = ids.get("logical-switch") or ids.get("logical-router")
-    return str(key) if key else None
+def datapath_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, str]:
+    """The NB UUID each SB Datapath_Binding names, by the binding's UUID."""
+    table = sb.get("Datapath_Binding")
+    out: dict[str, str] = {}
+    for uuid, row in table.rows.items() if table is not None else ():
+        ids = row.external_ids
+        key = ids.get("logical-switch") or ids.get("logical-router")
+        if key:
+            out[uuid] = str(key)
+    return out
 
 
 def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:
@@ -158,15 +163,20 @@ def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:
     return (sb_type == "virtual" or nb_type == "virtual") and sb_type != nb_type
 
 
+def _dp_of(pb: IdlRow, dp_keys: Mapping[str, str]) -> str | None:
+    return dp_keys.get(pb.value("datapath"))  # (a required reference: a UUID string)
+
+
 def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
     existing = existing_port_bindings(inp.sb)
+    dp_keys = datapath_keys(inp.sb)
     data = PortsData()
     ports = data.ports
     both: list[Port] = []
     nb_only: list[Port] = []
 
     def keep(port: Port, pb: IdlRow | None) -> None:
-        if pb is not None and binding_datapath_key(pb) == port.dp.key:
+        if pb is not None and _dp_of(pb, dp_keys) == port.dp.key:
             port.sb = pb
             both.append(port)
         else:
@@ -178,14 +188,15 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
         data.by_datapath.setdefault(port.dp.key, []).append(port)
 
     for dp in datapaths.switches.values():
-        for lsp in sorted(dp.nb.ports, key=lambda r: (r.name, r.uuid)):
-            if lsp.name in ports:
+        for lsp in sorted(dp.nb.ports, key=lambda r: (r.value("name"), r.uuid)):
+            name = lsp.value("name")
+            if name in ports:
                 continue
-            port = Port(lsp.name, dp, PortKind.SWITCH, lsp)
-            pb = existing.get(lsp.name)
+            port = Port(name, dp, PortKind.SWITCH, lsp)
+            pb = existing.get(name)
             if pb is not None and _type_changed(pb, lsp):
                 pb = None
-                data.retyped.add(lsp.name)
+                data.retyped.add(name)
             keep(port, pb)
             if port.type == "localnet":
                 data.localnet_ports.setdefault(dp.key, []).append(port)
@@ -270,8 +281,9 @@ def _assign_tunnel_keys(data: PortsData, both: list[Port], nb_only: list[Port],
             port.tunnel_key = requested
     for port in both:
         assert port.sb is not None
-        if not port.tunnel_key and space(port).add(port.sb.tunnel_key):
-            port.tunnel_key = port.sb.tunnel_key
+        kept = port.sb.value("tunnel_key")
+        if not port.tunnel_key and space(port).add(kept):
+            port.tunnel_key = kept
     for port in [*both, *nb_only]:
         if not port.tunnel_key:
             key = space(port).allocate()

@@ -49,6 +49,7 @@ class SwitchPortState:
     new_tags: dict[str, int] = field(default_factory=dict)  # LSP uuid -> tag to write
     by_name: dict[str, IdlRow] = field(default_factory=dict)
     by_host: dict[str, IdlRow] = field(default_factory=dict)
+    passthru: dict[str, bool] = field(default_factory=dict)  # by switch UUID
 
     @classmethod
     def start(cls, sb: Mapping[str, ReplicaTable], data: PortsData) -> SwitchPortState:
@@ -114,6 +115,13 @@ class SwitchPortState:
             return 0
         return queue
 
+    def vlan_passthru(self, switch: IdlRow) -> bool:
+        value = self.passthru.get(switch.uuid)
+        if value is None:
+            value = self.passthru[switch.uuid] = smap_bool(switch.other_config,
+                                                           "vlan-passthru", False)
+        return value
+
     def chassis(self, name: str) -> IdlRow | None:
         row = self.by_name.get(name)
         return row if row is not None else self.by_host.get(name)
@@ -127,7 +135,7 @@ def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> 
         queue = state.queue_id(port)
         if queue:
             options["qdisc_queue_id"] = str(queue)
-        if smap_bool(port.dp.nb.other_config, "vlan-passthru", False):
+        if state.vlan_passthru(port.dp.nb):
             options["vlan-passthru"] = "true"
         pb = port.sb
         if pb is not None and pb.requested_additional_chassis:
