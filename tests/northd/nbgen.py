@@ -46,7 +46,7 @@ LSP_OPTIONS: tuple[dict[str, str], ...] = (
     {}, {"requested-chassis": "ch0"}, {"requested-chassis": "ch9"},
     {"qos_max_rate": "1000"}, {"router-port": "lrp0"}, {"router-port": "lrp1"},
     {"network_name": "physnet1"}, {"virtual-ip": "10.0.0.100", "virtual-parents": "p0,p1"},
-    {"nat-addresses": "router"},
+    {"nat-addresses": "router"}, {"requested-tnl-key": "3"}, {"requested-tnl-key": "40000"},
 )
 NB_OPTIONS: tuple[tuple[str, str | None], ...] = (
     ("mac_prefix", "0a:00:00"), ("mac_prefix", None), ("mac_prefix", "0e:11:22"),
@@ -99,7 +99,7 @@ def _step(kind: str, *args: st.SearchStrategy[Any]) -> Drawn:
 
 NB_KINDS: dict[str, Drawn] = {
     "ls-add": _step("ls-add", _idx(SWITCHES), st.sampled_from(("", "10.0.0.0/24", "10.1.0.0/29")),
-                    st.booleans()),
+                    st.integers(0, 2)),
     "ls-del": _step("ls-del", _idx(SWITCHES)),
     "lsp-add": _step("lsp-add", _idx(SWITCHES), _idx(PORTS), _idx(LSP_TYPES),
                      st.integers(0, 7), st.booleans(), _idx(LSP_OPTIONS)),
@@ -112,6 +112,9 @@ NB_KINDS: dict[str, Drawn] = {
     "lrp-add": _step("lrp-add", _idx(ROUTERS), _idx(ROUTER_PORTS), st.integers(0, 3),
                      st.booleans()),
     "lrp-del": _step("lrp-del", _idx(ROUTER_PORTS)),
+    "nat-add": _step("nat-add", _idx(ROUTERS), st.sampled_from(("snat", "dnat", "dnat_and_snat")),
+                     st.integers(0, 2), st.booleans()),
+    "nat-del": _step("nat-del", st.integers(0, 3)),
     "lrp-set": _step("lrp-set", _idx(ROUTER_PORTS), st.sampled_from(
         ("networks", "mac", "options", "enabled", "peer", "ha_chassis_group")),
         st.integers(0, 3)),
@@ -145,7 +148,7 @@ NB_KINDS: dict[str, Drawn] = {
 }
 
 SB_KINDS: dict[str, Drawn] = {
-    "chassis-add": _step("chassis-add", _idx(CHASSIS), st.booleans()),
+    "chassis-add": _step("chassis-add", _idx(CHASSIS), st.integers(0, 3)),
     "chassis-del": _step("chassis-del", _idx(CHASSIS)),
     "claim": _step("claim", _idx(PORTS), _idx(CHASSIS), st.booleans()),
     "release": _step("release", _idx(PORTS)),
@@ -154,6 +157,9 @@ SB_KINDS: dict[str, Drawn] = {
     "igmp-join": _step("igmp-join", _idx(PORTS), _idx(CHASSIS),
                        st.sampled_from(("239.0.0.1", "239.0.0.2", "ff0e::1"))),
     "igmp-leave": _step("igmp-leave", st.integers(0, 3)),
+    # Not a write: the SB transaction of the next engine run fails (a TRY_AGAIN, a lost
+    # connection), so the run after it is a recompute, as the daemon forces.
+    "lose-commit": _step("lose-commit"),
 }
 
 ALL_KINDS = {**NB_KINDS, **SB_KINDS}
@@ -244,6 +250,7 @@ class Applier:
         self._on_nb, self._on_sb = on_nb, on_sb
         self.refused = 0
         self.last_port: str | None = None
+        self.lose_commit = False
 
     def apply(self, step: Step) -> str | None:
         fn = getattr(self, "_" + step.kind.replace("-", "_"))
@@ -262,11 +269,15 @@ class Applier:
 
     # -- switches and their ports ---------------------------------------------------------
 
-    def _ls_add(self, i: int, subnet: str, mcast: bool) -> str:
+    def _ls_add(self, i: int, subnet: str, extra: int) -> str:
+        """A switch (or new other_config of one): IGMP snooping (1), a requested
+        tunnel key that may clash with one given already (2)."""
         name = SWITCHES[i]
         other: dict[str, str] = {"subnet": subnet} if subnet else {}
-        if mcast:
+        if extra == 1:
             other["mcast_snoop"] = "true"
+        elif extra == 2:
+            other["requested-tnl-key"] = "2"
         uuid = find(self.nb, "Logical_Switch", name)
         if uuid is None:
             self._nb([_insert(self.nb, "Logical_Switch", name=name, other_config=other)])
@@ -480,6 +491,33 @@ class Applier:
         self._nb(ops)
         return f"ha-chassis-group-del {hit[1]}"
 
+    def _nat_add(self, lr: int, type_: str, ip: int, port: bool) -> str | None:
+        """A NAT rule; a distributed dnat_and_snat names a port and its MAC (nat_addresses
+        of the gateway port)."""
+        hit = existing(self.nb, "Logical_Router", lr)
+        if hit is None:
+            return None
+        cols: dict[str, Any] = {"type": type_, "external_ip": f"172.16.0.{ip + 10}",
+                                "logical_ip": "10.0.0.0/24" if type_ == "snat"
+                                else f"10.0.0.{ip + 2}"}
+        if port and type_ == "dnat_and_snat":
+            cols["logical_port"] = [PORTS[ip]]
+            cols["external_mac"] = [f"00:00:00:00:aa:{ip + 1:02x}"]
+        self._nb([_insert(self.nb, "NAT", "n", **cols),
+                  _mutate("Logical_Router", hit[0], "nat", "insert", [["named-uuid", "n"]])])
+        return f"lr-nat-add {hit[1]} {type_} {cols['external_ip']} {cols['logical_ip']}" + (
+            f" {PORTS[ip]} {cols['external_mac'][0]}" if "logical_port" in cols else "")
+
+    def _nat_del(self, i: int) -> str | None:
+        rows = _sorted_uuids(self.nb, "NAT")
+        if not rows:
+            return None
+        uuid = rows[i % len(rows)]
+        self._nb([{"op": "mutate", "table": "Logical_Router",
+                   "where": [["nat", "includes", ["uuid", uuid]]],
+                   "mutations": [["nat", "delete", ["set", [["uuid", uuid]]]]]}])
+        return f"lr-nat-del #{i % len(rows)}"
+
     # -- ACLs, load balancers, groups, sets, DNS, meters --------------------------------
 
     def _acl_add(self, on_pg: bool, i: int, to_lport: bool, match: int, action: int,
@@ -669,13 +707,18 @@ class Applier:
 
     # -- what ovn-controller writes ---------------------------------------------------------
 
-    def _chassis_add(self, i: int, notif: bool) -> str | None:
+    def _chassis_add(self, i: int, variant: int) -> str | None:
+        """A chassis registering: plain (0), with port-up-notif (1), with a VXLAN encap
+        (2: tunnel keys shrink), with every feature and as a remote chassis (3)."""
         name = CHASSIS[i]
         if find(self.sb, "Chassis", name) is not None:
             return None
-        other = {"port-up-notif": "true"} if notif else {}
+        other = [{}, {"port-up-notif": "true"}, {},
+                 {"ct-no-masked-label": "true", "mac-binding-timestamp": "true",
+                  "fdb-timestamp": "true", "is-remote": "true"}][variant]
+        encap = "vxlan" if variant == 2 else "geneve"
         ops: list[dict[str, Any]] = [
-            _insert(self.sb, "Encap", "e", type="geneve", ip=f"192.168.0.{i + 1}",
+            _insert(self.sb, "Encap", "e", type=encap, ip=f"192.168.0.{i + 1}",
                     chassis_name=name, options={"csum": "true"}),
             {"op": "insert", "table": "Chassis", "uuid-name": "c",
              "row": {**self.sb.json_row("Chassis", {"name": name, "hostname": name,
@@ -689,7 +732,7 @@ class Applier:
             ops.append({"op": "update", "table": "Chassis_Private", "where": _where(cp),
                         "row": {"chassis": ["named-uuid", "c"]}})
         self._sb(ops)
-        return f"chassis-add {name}{' port-up-notif' if notif else ''}"
+        return f"chassis-add {name} {encap} other_config={other}"
 
     def _chassis_del(self, i: int) -> str | None:
         hit = existing(self.sb, "Chassis", i)
@@ -762,6 +805,10 @@ class Applier:
         row = self.sb.tables["IGMP_Group"].rows[rows[i % len(rows)]]
         self._sb([{"op": "delete", "table": "IGMP_Group", "where": _where(row.uuid)}])
         return f"igmp leave {row.address} (group #{i % len(rows)})"
+
+    def _lose_commit(self) -> str:
+        self.lose_commit = True
+        return "the next SB commit fails"
 
     def _cp_cfg(self, i: int) -> str | None:
         cp = existing(self.sb, "Chassis_Private", i)
