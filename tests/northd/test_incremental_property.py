@@ -132,6 +132,7 @@ class World:
         self.sb_pending.clear()
         sb_txn = self.sb.transaction()
         self.graph.apply_sb(out, sb_txn)
+        sb_ops: list[dict[str, Any]]
         lost = self.applier.lose_commit and bool(out.sb_ops)
         if lost:
             # The daemon's answer to a failed SB commit: nothing of it happened, the
