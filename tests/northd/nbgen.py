@@ -157,6 +157,15 @@ SB_KINDS: dict[str, Drawn] = {
     "igmp-join": _step("igmp-join", _idx(PORTS), _idx(CHASSIS),
                        st.sampled_from(("239.0.0.1", "239.0.0.2", "ff0e::1"))),
     "igmp-leave": _step("igmp-leave", st.integers(0, 3)),
+    "mac-learn": _step("mac-learn", st.integers(0, 7), st.integers(0, 2)),
+    "fdb-learn": _step("fdb-learn", st.integers(0, 7), st.integers(0, 2)),
+    # Someone else's writes to rows northd owns (an operator, a stale northd): deleted
+    # bindings and multicast groups, tunnel keys moved; northd must put them back.
+    "sb-delete": _step("sb-delete", st.sampled_from(("Port_Binding", "Multicast_Group",
+                                                     "IP_Multicast", "Address_Set")),
+                       st.integers(0, 7)),
+    "sb-rekey": _step("sb-rekey", st.sampled_from(("Port_Binding", "Datapath_Binding")),
+                      st.integers(0, 7), st.sampled_from((1, 2, 40, 41))),
     # Not a write: the SB transaction of the next engine run fails (a TRY_AGAIN, a lost
     # connection), so the run after it is a recompute, as the daemon forces.
     "lose-commit": _step("lose-commit"),
@@ -805,6 +814,56 @@ class Applier:
         row = self.sb.tables["IGMP_Group"].rows[rows[i % len(rows)]]
         self._sb([{"op": "delete", "table": "IGMP_Group", "where": _where(row.uuid)}])
         return f"igmp leave {row.address} (group #{i % len(rows)})"
+
+    def _mac_learn(self, port: int, ip: int) -> str | None:
+        """ovn-controller learning a neighbor on a binding (of a router port, usually)."""
+        pb = self._binding(port)
+        if pb is None:
+            return None
+        row = self.sb.tables["Port_Binding"].rows[pb[0]]
+        address = f"10.0.0.{ip + 50}"
+        if any(r.logical_port == pb[1] and r.ip == address
+               for r in self.sb.tables["MAC_Binding"].rows.values()):
+            return None
+        self._sb([{"op": "insert", "table": "MAC_Binding",
+                   "row": {"logical_port": pb[1], "ip": address,
+                           "mac": f"00:00:00:00:bb:{ip + 1:02x}", "timestamp": 0,
+                           "datapath": ["uuid", str(row.data["datapath"])]}}])
+        return f"mac-binding {pb[1]} {address} learned"
+
+    def _fdb_learn(self, port: int, m: int) -> str | None:
+        pb = self._binding(port)
+        if pb is None:
+            return None
+        row = self.sb.tables["Port_Binding"].rows[pb[0]]
+        dp_key = row.datapath.tunnel_key
+        address = f"00:00:00:00:cc:{m + 1:02x}"
+        if any(r.mac == address and r.dp_key == dp_key
+               for r in self.sb.tables["FDB"].rows.values()):
+            return None
+        self._sb([{"op": "insert", "table": "FDB",
+                   "row": {"mac": address, "dp_key": dp_key, "port_key": row.tunnel_key}}])
+        return f"fdb {address} learned on {pb[1]}"
+
+    def _sb_delete(self, table: str, i: int) -> str | None:
+        rows = _sorted_uuids(self.sb, table)
+        if not rows:
+            return None
+        uuid = rows[i % len(rows)]
+        row = self.sb.tables[table].rows[uuid]
+        name = getattr(row, "logical_port", None) if table == "Port_Binding" else \
+            getattr(row, "name", None) if table != "IP_Multicast" else f"#{i % len(rows)}"
+        self._sb([{"op": "delete", "table": table, "where": _where(uuid)}])
+        return f"ovn-sbctl destroy {table} {name}"
+
+    def _sb_rekey(self, table: str, i: int, key: int) -> str | None:
+        column = "logical_port" if table == "Port_Binding" else "tunnel_key"
+        hit = existing(self.sb, table, i, column)
+        if hit is None:
+            return None
+        self._sb([{"op": "update", "table": table, "where": _where(hit[0]),
+                   "row": {"tunnel_key": key}}])
+        return f"ovn-sbctl set {table} {hit[1]} tunnel_key={key}"
 
     def _lose_commit(self) -> str:
         self.lose_commit = True
