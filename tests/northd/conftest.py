@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from plugin_rewrite import pytest_addoption  # noqa: F401  (the --rewrite option)
 
 from pyovsdb.northd.inputs import BuildInput
 from pyovsdb.northd.testing import LocalDb, Nb

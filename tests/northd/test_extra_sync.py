@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import pytest
-
 from pyovsdb.idl.txn import NewRow, Transaction
 from pyovsdb.northd.core import build_core
 from pyovsdb.northd.desired import DesiredDb
@@ -88,7 +86,6 @@ def test_second_sync_plans_nothing(nb: Nb, sb: LocalDb, inp: BuildInput) -> None
     assert _sync(inp, sb) == []
 
 
-@pytest.mark.xfail(strict=True, reason="sync keys no Meter_Band rows by content yet")
 def test_meter_bands_converge(nb: Nb, sb: LocalDb, inp: BuildInput) -> None:
     _topology(nb, meters=True)
     first = _sync(inp, sb)

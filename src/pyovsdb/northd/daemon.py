@@ -67,7 +67,8 @@ SB_QUIET = {"SB_Global": {"nb_cfg": MONITOR},
 NB_WRITES = (("NB_Global", "nb_cfg_timestamp"), ("NB_Global", "sb_cfg"),
              ("NB_Global", "sb_cfg_timestamp"), ("NB_Global", "hv_cfg"),
              ("NB_Global", "hv_cfg_timestamp"), ("Logical_Switch_Port", "up"),
-             ("Logical_Switch_Port", "dynamic_addresses"),
+             ("Logical_Switch_Port", "dynamic_addresses"), ("Logical_Switch_Port", "tag"),
+             ("Logical_Router_Port", "ipv6_prefix"), ("BFD", "status"),
              ("NB_Global", "options"))
 
 
