@@ -68,7 +68,7 @@ from pyovsdb.northd.testing import LocalDb, TransactError
 from pyovsdb.ovsdb.changeset import Changeset, merge
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
-EXAMPLES = int(os.environ.get("PYOVSDB_PROPERTY_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("PYOVSDB_PROPERTY_EXAMPLES", "250"))
 MAX_RUNS = 8
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -80,7 +80,9 @@ def _schema(path: str) -> dict[str, Any]:
 
 NB_JSON = _schema(NB_SCHEMA)
 SB_JSON = _schema(SB_SCHEMA)
-EXCLUDED = frozenset(("meter-add",))
+# Step kinds left out of the random sequences (and the tour) while a bug they hit is
+# open; none now.
+EXCLUDED: frozenset[str] = frozenset()
 # Columns of `northd`'s singletons that `sync_to_sb` lays `sync_cfg`'s handshake over:
 # `northd` keeps whatever it computed last (it does not recompute for them).
 OVERLAID = {"NB_Global": CFG_COLUMNS, "SB_Global": frozenset(("nb_cfg",))}
@@ -456,7 +458,7 @@ def test_builders_read_only_the_sb_tables_northd_declares() -> None:
     assert world.graph.undeclared_reads == set()
 
 
-# Failures the property found, shrunk, kept as cases of their own.
+# Failures the property found, shrunk, kept as cases of their own (both fixed since).
 FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
     # Meter_Band rows had no key in the sync: every run deleted the meter's bands and
     # inserted them again, so northd never stopped committing.
