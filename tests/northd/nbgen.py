@@ -110,7 +110,7 @@ NB_KINDS: dict[str, Drawn] = {
     "lsp-set": _step("lsp-set", _idx(PORTS), st.sampled_from(
         ("type", "addresses", "options", "port_security", "enabled", "tag_request",
          "parent_name", "ha_chassis_group")), st.integers(0, 8)),
-    "lr-add": _step("lr-add", _idx(ROUTERS), st.integers(0, 3)),
+    "lr-add": _step("lr-add", _idx(ROUTERS), st.integers(0, 4)),
     "lr-del": _step("lr-del", _idx(ROUTERS)),
     "lrp-add": _step("lrp-add", _idx(ROUTERS), _idx(ROUTER_PORTS), st.integers(0, 3),
                      st.booleans()),
@@ -151,7 +151,7 @@ NB_KINDS: dict[str, Drawn] = {
 }
 
 SB_KINDS: dict[str, Drawn] = {
-    "chassis-add": _step("chassis-add", _idx(CHASSIS), st.integers(0, 3)),
+    "chassis-add": _step("chassis-add", _idx(CHASSIS), st.integers(0, 4)),
     "chassis-del": _step("chassis-del", _idx(CHASSIS)),
     "claim": _step("claim", _idx(PORTS), _idx(CHASSIS), st.booleans()),
     "release": _step("release", _idx(PORTS)),
@@ -257,8 +257,10 @@ class Applier:
     """Applies steps to an NB and an SB `LocalDb`; each returns its description."""
 
     def __init__(self, nb: LocalDb, sb: LocalDb,
-                 on_nb: Callable[[Any], None], on_sb: Callable[[Any], None]) -> None:
+                 on_nb: Callable[[Any], None], on_sb: Callable[[Any], None],
+                 now_ms: Callable[[], int] = lambda: 0) -> None:
         self.nb, self.sb = nb, sb
+        self.now_ms = now_ms  # what ovn-controller stamps learned MAC bindings with
         self._on_nb, self._on_sb = on_nb, on_sb
         self.refused = 0
         self.last_port: str | None = None
@@ -372,7 +374,8 @@ class Applier:
     def _lr_add(self, i: int, pick: int) -> str:
         name = ROUTERS[i]
         options = [{}, {"chassis": "ch0"}, {"chassis": "ch1", "always_learn_from_arp_request":
-                                               "false"}, {}][pick]
+                                               "false"}, {}, {"mac_binding_age_threshold": "3"}
+                   ][pick]
         enabled: list[bool] = [False] if pick == 3 else []
         uuid = find(self.nb, "Logical_Router", name)
         if uuid is None:
@@ -721,13 +724,14 @@ class Applier:
 
     def _chassis_add(self, i: int, variant: int) -> str | None:
         """A chassis registering: plain (0), with port-up-notif (1), with a VXLAN encap
-        (2: tunnel keys shrink), with every feature and as a remote chassis (3)."""
+        (2: tunnel keys shrink), with the features that turn on MAC binding aging and
+        CT mark hairpinning (3), a remote chassis (4: left out of features and hv_cfg)."""
         name = CHASSIS[i]
         if find(self.sb, "Chassis", name) is not None:
             return None
         other = [{}, {"port-up-notif": "true"}, {},
                  {"ct-no-masked-label": "true", "mac-binding-timestamp": "true",
-                  "fdb-timestamp": "true", "is-remote": "true"}][variant]
+                  "fdb-timestamp": "true"}, {"is-remote": "true"}][variant]
         encap = "vxlan" if variant == 2 else "geneve"
         ops: list[dict[str, Any]] = [
             _insert(self.sb, "Encap", "e", type=encap, ip=f"192.168.0.{i + 1}",
@@ -830,7 +834,8 @@ class Applier:
             return None
         self._sb([{"op": "insert", "table": "MAC_Binding",
                    "row": {"logical_port": pb[1], "ip": address,
-                           "mac": f"00:00:00:00:bb:{ip + 1:02x}", "timestamp": 0,
+                           "mac": f"00:00:00:00:bb:{ip + 1:02x}",
+                           "timestamp": self.now_ms(),
                            "datapath": ["uuid", str(row.data["datapath"])]}}])
         return f"mac-binding {pb[1]} {address} learned"
 

@@ -116,7 +116,7 @@ class World:
         self.nb_pending: list[Changeset[IdlRow]] = []
         self.sb_pending: list[Changeset[IdlRow]] = []
         self.applier = Applier(self.nb, self.sb, self.nb_pending.append,
-                               self.sb_pending.append)
+                               self.sb_pending.append, lambda: self.now_ms)
         self.nb_pending.append(self.nb.transact([{"op": "insert", "table": "NB_Global",
                                                   "row": {}}]))
         self.settle()
@@ -430,7 +430,10 @@ TOUR = [
     Step("acl-del", (0,)), Step("lb-del", (0,)), Step("dns-del", (0,)),
     Step("as-del", (0,)), Step("pg-del", (0,)),
     Step("hag-del", (0,)), Step("lsp-del", (1,)), Step("lrp-del", (0,)),
-    Step("chassis-del", (1,)), Step("lose-commit", (), batch=True),
+    Step("chassis-del", (1,)), Step("chassis-del", (0,)), Step("chassis-del", (0,)),
+    Step("chassis-add", (0, 3)), Step("chassis-add", (1, 4)), Step("lr-add", (0, 4)),
+    Step("mac-learn", (0, 1)), Step("nb-cfg", ()), Step("nb-cfg", ()),
+    Step("lose-commit", (), batch=True),
     Step("lr-del", (0,)), Step("ls-del", (1,)),
 ]
 
