@@ -31,7 +31,8 @@ every claim); a MAC binding or FDB entry learned, or a Multicast_Group destroyed
 there are no IGMP groups, does not recompute `northd`; an `lsp-add` of an ordinary
 port recomputes `northd` exactly once. Separate tests: a tour that applies every step
 kind; builders read only the SB tables `northd` declares; the shrunk failures the
-property found; the check fails on handlers that swallow a change.
+property found; the checks fail on handlers that swallow a change and on handlers
+that give up where graph.py promises they do not.
 
 Deterministic: hypothesis is derandomized, the databases' UUIDs are seeded and the
 engine's clock is fixed. `PYOVSDB_PROPERTY_EXAMPLES` raises the example count for long
@@ -515,3 +516,20 @@ def test_claims_and_the_cfg_handshake_do_not_recompute_northd() -> None:
         if steps_[0].kind in ("claim", "set-up", "release", "nb-cfg", "cp-cfg"):
             assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
 
+
+
+def _give_up(self: Any, change: Any) -> Handled:
+    return Handled.UNHANDLED
+
+
+@pytest.mark.parametrize(("node", "handler", "seq"), [
+    (NorthdNode, "on_port_binding", [Step("claim", (2, 0, True))]),
+    (NorthdNode, "on_nb_global", [Step("nb-cfg", ())]),
+    (SyncFromSbNode, "on_port_binding", [Step("release", (1,))]),
+])
+def test_the_stats_check_fails_on_a_handler_that_gives_up(
+        monkeypatch: pytest.MonkeyPatch, node: type, handler: str, seq: list[Step]) -> None:
+    play(seq, base=BASES["plain"])
+    monkeypatch.setattr(node, handler, _give_up)
+    with pytest.raises(AssertionError, match="graph.py promises"):
+        play(seq, base=BASES["plain"])
