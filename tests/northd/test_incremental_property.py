@@ -531,5 +531,5 @@ def test_the_stats_check_fails_on_a_handler_that_gives_up(
         monkeypatch: pytest.MonkeyPatch, node: type, handler: str, seq: list[Step]) -> None:
     play(seq, base=BASES["plain"])
     monkeypatch.setattr(node, handler, _give_up)
-    with pytest.raises(AssertionError, match="graph.py promises"):
+    with pytest.raises(AssertionError, match=r"graph\.py promises"):
         play(seq, base=BASES["plain"])
