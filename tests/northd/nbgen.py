@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from pyovsdb.northd.testing import LocalDb, TransactError
 
-SWITCHES = ("sw0", "sw1", "sw2")
+SWITCHES = ("sw0", "sw1", "sw2", "sw3")
 ROUTERS = ("lr0", "lr1")
 PORTS = tuple(f"p{i}" for i in range(8))
 ROUTER_PORTS = ("lrp0", "lrp1", "lrp2")
@@ -107,6 +107,10 @@ NB_KINDS: dict[str, Drawn] = {
     "lsp-add": _step("lsp-add", _idx(SWITCHES), _idx(PORTS), _idx(LSP_TYPES),
                      st.integers(0, 7), st.booleans(), _idx(LSP_OPTIONS)),
     "lsp-del": _step("lsp-del", _idx(PORTS)),
+    "lsp-move": _step("lsp-move", _idx(PORTS), _idx(SWITCHES)),
+    "rename": _step("rename", st.sampled_from(("Logical_Switch_Port", "Logical_Switch",
+                                               "Logical_Router_Port")),
+                    st.integers(0, 7), st.integers(0, 7)),
     "lsp-set": _step("lsp-set", _idx(PORTS), st.sampled_from(
         ("type", "addresses", "options", "port_security", "enabled", "tag_request",
          "parent_name", "ha_chassis_group")), st.integers(0, 8)),
@@ -338,6 +342,34 @@ class Applier:
                    "where": [["ports", "includes", ["uuid", uuid]]],
                    "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
         return f"lsp-del {hit[1]}"
+
+    def _lsp_move(self, i: int, sw: int) -> str | None:
+        """A port moved to another switch in one transaction (its binding must follow
+        to the new datapath, without the old claim)."""
+        hit = existing(self.nb, "Logical_Switch_Port", i)
+        target = existing(self.nb, "Logical_Switch", sw)
+        if hit is None or target is None:
+            return None
+        uuid, name = hit
+        if uuid in self.nb.tables["Logical_Switch"].rows[target[0]].data["ports"]:
+            return None
+        self._nb([{"op": "mutate", "table": "Logical_Switch",
+                   "where": [["ports", "includes", ["uuid", uuid]]],
+                   "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]},
+                  _mutate("Logical_Switch", target[0], "ports", "insert", [["uuid", uuid]])])
+        return f"move {name} to {target[1]}"
+
+    def _rename(self, table: str, i: int, new: int) -> str | None:
+        """A row renamed to a free name of its pool (a port's binding is named after
+        it, a datapath's external_ids carry the switch's name)."""
+        pool = {"Logical_Switch_Port": PORTS, "Logical_Switch": SWITCHES,
+                "Logical_Router_Port": ROUTER_PORTS}[table]
+        hit = existing(self.nb, table, i)
+        name = pool[new % len(pool)]
+        if hit is None or find(self.nb, table, name) is not None:
+            return None
+        self._nb([_update(self.nb, table, hit[0], name=name)])
+        return f"rename {table} {hit[1]} to {name}"
 
     def _lsp_set(self, i: int, column: str, pick: int) -> str | None:
         hit = existing(self.nb, "Logical_Switch_Port", i)

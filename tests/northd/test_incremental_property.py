@@ -426,6 +426,8 @@ TOUR = [
     Step("chassis-add", (2, 2)), Step("ls-add", (2, "", 2)),
     Step("lrp-set", (0, "options", 1)), Step("lrp-gw-del", (0, 1)), Step("release", (1,)),
     Step("nat-del", (0,)), Step("mac-learn", (0, 0)), Step("fdb-learn", (3, 1)),
+    Step("lsp-move", (0, 2)), Step("rename", ("Logical_Switch_Port", 0, 7)),
+    Step("rename", ("Logical_Switch", 2, 3)), Step("rename", ("Logical_Router_Port", 0, 2)),
     Step("sb-delete", ("Port_Binding", 3)), Step("sb-delete", ("Multicast_Group", 0)),
     Step("sb-rekey", ("Port_Binding", 2, 40)), Step("sb-rekey", ("Datapath_Binding", 0, 41)),
     Step("acl-del", (0,)), Step("lb-del", (0,)), Step("dns-del", (0,)),
