@@ -1,21 +1,26 @@
 """Random NB (and ovn-controller-side SB) change sequences for northd's property tests.
 
-What it owns: the `Step` vocabulary, the hypothesis strategies that draw steps, and
-`apply_step`, which turns one step into one transaction on in-memory databases.
+What it owns: the `Step` vocabulary, the starting topologies (`BASES`), the hypothesis
+strategies that draw steps, and `Applier`, which turns one step into one transaction on
+in-memory databases.
 
 Rules kept here:
-- A step names what it touches by small indices into fixed name pools (`sw1`, `p3`,
-  `ch0`...), resolved against the databases only when it is applied: a sequence drawn
-  up front stays meaningful after hypothesis shrinks it, and a step whose target does
-  not exist (a port deleted earlier) is skipped, not an error.
+- A step is drawn up front as small integers and resolved against the databases only
+  when it is applied: a step that creates a row takes its name from a fixed pool
+  (`sw1`, `p3`, `ch0`...), one that changes or deletes a row takes the row of that
+  rank (modulo their number) among the existing ones. So a sequence stays meaningful
+  after hypothesis shrinks it, and a step with nothing to act on is skipped, not an
+  error.
 - Every step is one transaction, as one `ovn-nbctl` command or one ovn-controller
-  write would be; children go with the row that references them (a port with its
-  switch's `ports` mutation) and disappear by garbage collection when unlinked.
+  write would be (`lose-commit` alone writes nothing: it makes the driver drop
+  northd's next SB transaction); children go with the row that references them (a
+  port with its switch's `ports` mutation) and disappear by garbage collection when
+  unlinked.
 - Values come from small pools chosen to reach the builders' branches (every port
   type, static and dynamic addresses, gateway chassis, QoS options, port-up-notif
   chassis...), including a few that name rows that do not exist (a router port's
   peer, a requested chassis not registered): northd must cope with those too.
-- `apply_step` returns a one-line description of what it did (`None` when skipped), in
+- `Applier.apply` returns a one-line description of what it did (`None` when skipped), in
   the ovn-nbctl/ovn-sbctl spelling, so a shrunk failing sequence reads as a script.
 """
 
@@ -201,14 +206,14 @@ BASE_HA = (*BASE, Step("lrp-gw", (0, 0, 1)), Step("lrp-gw", (0, 1, 2)))
 BASES = {"plain": BASE, "ha": BASE_HA}
 
 
-def steps(max_size: int = 16, exclude: frozenset[str] = frozenset()
+def steps(max_size: int = 16, exclude: frozenset[str] = frozenset(), batch_one_in: int = 5
           ) -> st.SearchStrategy[list[Step]]:
     """Step sequences where an NB step (of 31 kinds) is as likely as an SB one (of 6:
-    claims and releases come often), and about one step in five is batched with the
-    next; `exclude` leaves kinds out."""
+    claims and releases come often), and one step in `batch_one_in` (on average) is
+    batched with the next; `exclude` leaves kinds out."""
     nb = st.one_of(*(s for k, s in NB_KINDS.items() if k not in exclude))
     sb = st.one_of(*(s for k, s in SB_KINDS.items() if k not in exclude))
-    one = st.tuples(st.one_of(nb, sb), st.integers(0, 4)).map(
+    one = st.tuples(st.one_of(nb, sb), st.integers(0, batch_one_in - 1)).map(
         lambda t: Step(t[0][0], t[0][1], batch=t[1] == 0))
     return st.lists(one, min_size=1, max_size=max_size)
 
