@@ -86,9 +86,9 @@ class Step:
     batch: bool = False  # left to accumulate with the next step (no engine run after it)
 
     def __repr__(self) -> str:
-        tail = ", batch" if self.batch else ""
-        return f"Step({self.kind}{', ' if self.args else ''}" \
-               f"{', '.join(map(repr, self.args))}{tail})"
+        """As Python that builds the step, so a falsifying example can be pasted into
+        a test."""
+        return f"Step({self.kind!r}, {self.args!r}{', batch=True' if self.batch else ''})"
 
 
 # -- strategies -----------------------------------------------------------------------
