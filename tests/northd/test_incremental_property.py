@@ -29,7 +29,7 @@ handshake (NB `nb_cfg`, a chassis reporting it) never recompute `northd`, nor
 `sync_from_sb` unless some HA group has several chassis (its `ref_chassis` follows
 every claim); a MAC binding or FDB entry learned, or a Multicast_Group destroyed while
 there are no IGMP groups, does not recompute `northd`; an `lsp-add` of an ordinary
-port recomputes `northd` exactly once. Separate tests: a tour that applies every step
+port recomputes `northd` at most once. Separate tests: a tour that applies every step
 kind; builders read only the SB tables `northd` declares; the shrunk failures the
 property found; the checks fail on handlers that swallow a change and on handlers
 that give up where graph.py promises they do not.
@@ -212,26 +212,48 @@ def batches(seq: list[Step]) -> list[list[Step]]:
 
 
 class Labels:
-    """Names for UUIDs: every NB and SB row by its table and name (or the UUID's rank
-    in its table when it has none), so a diff reads without UUIDs."""
+    """Names for UUIDs: every NB and SB row by its database, table and name (with its
+    UUID's rank in the table where the name is not unique or empty), so a diff reads
+    without UUIDs and two rows never share a label. The two in-memory databases hand
+    out the same UUIDs, so a row is labelled from its own table, and a UUID inside a
+    string (SB `external_ids` naming NB rows) from NB first."""
 
     def __init__(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> None:
-        self.names: dict[str, str] = {}
-        for db, tables in (("sb", sb), ("nb", nb)):
+        self.by_db: dict[str, dict[str, str]] = {"nb": {}, "sb": {}}
+        self.by_row: dict[tuple[int, str], str] = {}
+        for db, tables in (("nb", nb), ("sb", sb)):
             for tname in sorted(tables):
-                for rank, uuid in enumerate(sorted(tables[tname].rows)):
-                    row = tables[tname].rows[uuid]
-                    ident = next((getattr(row, c) for c in ("name", "logical_port")
-                                  if c in row.data and getattr(row, c)), f"#{rank}")
-                    self.names[uuid] = f"{db}.{tname}({ident})"
+                table = tables[tname]
+                idents = {u: next((str(getattr(r, c)) for c in ("name", "logical_port")
+                                   if c in r.data and getattr(r, c)), "")
+                          for u, r in table.rows.items()}
+                counts: dict[str, int] = {}
+                for ident in idents.values():
+                    counts[ident] = counts.get(ident, 0) + 1
+                for rank, uuid in enumerate(sorted(table.rows)):
+                    ident = idents[uuid]
+                    if not ident or counts[ident] > 1:
+                        ident = f"{ident}#{rank}"
+                    label = f"{db}.{tname}({ident})"
+                    self.by_db[db][uuid] = label
+                    self.by_row[(id(table), uuid)] = label
 
     def sub(self, text: str) -> str:
-        return UUID_RE.sub(lambda m: self.names.get(m.group(0), "<uuid>"), text)
+        def one(m: re.Match[str]) -> str:
+            u = m.group(0)
+            return self.by_db["nb"].get(u) or self.by_db["sb"].get(u, "<uuid>")
+        return UUID_RE.sub(one, text)
+
+    def row(self, row: IdlRow) -> str:
+        """A row's label, found through its table (a row no longer in the replica is
+        labelled as a UUID in a string would be)."""
+        label = self.by_row.get((id(row.table), row.uuid))
+        return label if label is not None else self.sub(row.uuid)
 
     def plain(self, v: Any) -> Any:
         """`v` as comparable, printable data: rows and refs named, sets sorted."""
         if isinstance(v, IdlRow):
-            return self.sub(v.uuid)
+            return self.row(v)
         if isinstance(v, Ref):
             return f"@{v.table}({self.plain(v.key)})"
         if isinstance(v, str):
@@ -331,7 +353,7 @@ def _multi_chassis_groups(world: World) -> bool:
 
 
 def promised(world: World, step: Step, text: str) -> dict[str, int]:
-    """The recompute counts graph.py promises for `step` run alone (node -> count);
+    """The most recomputes graph.py promises for `step` run alone (node -> count);
     none for a step that did nothing."""
     if text.endswith("skipped)") or " refused" in text or "commit fail" in text:
         return {}
@@ -383,8 +405,8 @@ def play(seq: list[Step], *, check_stats: bool = True, base: tuple[Step, ...] = 
         if check_stats and len(steps_) == 1:
             want = promised(world, steps_[0], " ".join(batch.texts))
             got = {k: batch.recomputes.get(k, 0) for k in want}
-            assert got == want, "\n".join(["", *history, f"recomputes {got}, graph.py "
-                                            f"promises {want}"])
+            assert all(got[k] <= n for k, n in want.items()), "\n".join(
+                ["", *history, f"recomputes {got}, graph.py promises at most {want}"])
     return world
 
 
