@@ -144,9 +144,11 @@ def row_key(table: str, row: IdlRow, tables: Tables, owned: bool = True) -> Hash
 
 
 class _Planner:
-    def __init__(self, desired: DesiredDb, tables: Tables) -> None:
+    def __init__(self, desired: DesiredDb, tables: Tables,
+                 keys: Mapping[str, set[Hashable]] | None = None) -> None:
         self.desired = desired
         self.tables = tables
+        self.keys: Mapping[str, set[Hashable]] = keys or {}
         self.matched: dict[str, dict[Hashable, IdlRow]] = {}
         self.extra: dict[str, list[IdlRow]] = {}
         self.inserted: set[tuple[str, Hashable]] = set()
@@ -158,21 +160,24 @@ class _Planner:
             # Without a key no row would ever match: every run would delete and
             # insert the whole table.
             raise KeyError(f"sync: no key for owned table {dt.name} in ROW_KEYS")
+        only = self.keys.get(dt.name)
         if not dt.owned:
             self.matched[dt.name] = {k: table.rows[str(k)] for k in dt.rows
-                                     if str(k) in table.rows}
+                                     if str(k) in table.rows and (only is None or k in only)}
             return
         found: dict[Hashable, IdlRow] = {}
         extra: list[IdlRow] = []
         for row in sorted(table.rows.values(), key=lambda r: r.uuid):
             key = row_key(dt.name, row, self.tables)
+            if only is not None and key not in only:
+                continue
             if key is None or key not in dt.rows or key in found or key in dt.replace:
                 extra.append(row)
             else:
                 found[key] = row
         self.matched[dt.name] = found
         self.extra[dt.name] = extra
-        for key in dt.rows:
+        for key in dt.rows if only is None else only & dt.rows.keys():
             if key not in found:
                 self.inserted.add((dt.name, key))
 
@@ -198,7 +203,10 @@ class _Planner:
                 return row.uuid
             if (ref.table, ref.key) in self.inserted:
                 return Pending(ref.table, ref.key)
-            return None
+            only = self.keys.get(ref.table)
+            if only is None or ref.key in only:
+                return None
+            # A row of a table planned by key, outside the keys: as it exists.
         row = self.existing(ref.table, ref.key)
         return row.uuid if row is not None else None
 
@@ -236,9 +244,13 @@ def _pending_of(value: Any) -> list[Pending]:
     return []
 
 
-def plan(desired: DesiredDb, tables: Tables) -> list[Op]:
-    """The operations that turn `tables` into `desired` (see the module rules)."""
-    p = _Planner(desired, tables)
+def plan(desired: DesiredDb, tables: Tables,
+         keys: Mapping[str, set[Hashable]] | None = None) -> list[Op]:
+    """The operations that turn `tables` into `desired` (see the module rules). With
+    `keys`, the tables it names are planned only for those keys (their desired rows,
+    and existing rows of those keys), every other row taken as already right: the
+    caller's promise, after a plan that left them right and changes it knows of."""
+    p = _Planner(desired, tables, keys)
     names = sorted(desired.tables)
     for name in names:
         p.match(desired.tables[name])
@@ -255,7 +267,9 @@ def plan(desired: DesiredDb, tables: Tables) -> list[Op]:
                 if codecs[c].key_type == "uuid" or codecs[c].value_type == "uuid"}
         matched = p.matched[name]
         fill = set(dt.fill)
-        for key in sorted(dt.rows, key=_sort_key):
+        only = p.keys.get(name)
+        wanted_keys = dt.rows.keys() if only is None else only & dt.rows.keys()
+        for key in sorted(wanted_keys, key=_sort_key):
             wanted = dt.rows[key]
             row = matched.get(key)
             if row is None:

@@ -26,7 +26,7 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -62,31 +62,13 @@ def build_mcast_groups(datapaths: DatapathsData, ports: PortsData, sb: DesiredDb
         entry = groups.setdefault((port.dp.key, group[0]), (group[1], set()))
         entry[1].add(port.name)
 
-    relay_switches: set[str] = set()
-    for key, rports in ports.router_ports.items():
-        for rp in rports:
-            peer = ports.peer_of(rp)
-            if peer is not None and smap_bool(peer.dp.nb.options, "mcast_relay", False):
-                relay_switches.add(key)
+    relay_switches = {key for key in ports.router_ports if _relay_switch(key, ports)}
     for port in ports.ports.values():
         if port.is_lrp:
             if _enabled(port) and smap_bool(port.options, "mcast_flood", False):
                 add(MC_STATIC, port)
-        elif port.is_lsp and _enabled(port):
-            options = port.options
-            add(MC_FLOOD, port)
-            if port.type != "router":
-                add(MC_FLOOD_L2, port)
-            peer = ports.peer_of(port)
-            if port.dp.key in relay_switches and peer is not None and \
-                    smap_bool(peer.dp.nb.options, "mcast_relay", False):
-                add(MC_MROUTER_FLOOD, port)
-            if smap_bool(options, "mcast_flood_reports", False):
-                add(MC_MROUTER_FLOOD, port)
-            if smap_bool(options, "mcast_flood", False):
-                add(MC_STATIC, port)
-            if port.has_unknown and port.type != "external":
-                add(MC_UNKNOWN, port)
+        elif port.is_lsp:
+            _switch_port_groups(port, ports, port.dp.key in relay_switches, add)
     if sb_tables is not None:
         stale = build_igmp_groups(datapaths, ports, sb_tables, groups)
         if stale:
@@ -99,6 +81,51 @@ def build_mcast_groups(datapaths: DatapathsData, ports: PortsData, sb: DesiredDb
                   tunnel_key=tunnel_key,
                   ports=[Ref("Port_Binding", p) for p in sorted(members)])
     return table
+
+
+def _relay_switch(key: str, ports: PortsData) -> bool:
+    """Whether a switch relays multicast: a router port peer with `mcast_relay`."""
+    for rp in ports.router_ports.get(key, []):
+        peer = ports.peer_of(rp)
+        if peer is not None and smap_bool(peer.dp.nb.options, "mcast_relay", False):
+            return True
+    return False
+
+
+def _switch_port_groups(port: Port, ports: PortsData, relay: bool,
+                        add: Callable[[tuple[str, int], Port], None]) -> None:
+    """The fixed groups a switch port is in (`relay`: its switch relays)."""
+    if not _enabled(port):
+        return
+    options = port.options
+    add(MC_FLOOD, port)
+    if port.type != "router":
+        add(MC_FLOOD_L2, port)
+    peer = ports.peer_of(port)
+    if relay and peer is not None and smap_bool(peer.dp.nb.options, "mcast_relay", False):
+        add(MC_MROUTER_FLOOD, port)
+    if smap_bool(options, "mcast_flood_reports", False):
+        add(MC_MROUTER_FLOOD, port)
+    if smap_bool(options, "mcast_flood", False):
+        add(MC_STATIC, port)
+    if port.has_unknown and port.type != "external":
+        add(MC_UNKNOWN, port)
+
+
+def switch_groups(key: str, ports: PortsData) -> Groups:
+    """The fixed groups of one switch from its ports, as `build_mcast_groups` makes
+    them (a switch's groups hold only its own ports)."""
+    groups: Groups = {}
+
+    def add(group: tuple[str, int], port: Port) -> None:
+        entry = groups.setdefault((key, group[0]), (group[1], set()))
+        entry[1].add(port.name)
+
+    relay = _relay_switch(key, ports)
+    for port in ports.of_datapath(key):
+        if port.is_lsp:
+            _switch_port_groups(port, ports, relay, add)
+    return groups
 
 
 def _relays(port: Port | None) -> bool:

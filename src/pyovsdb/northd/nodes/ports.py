@@ -202,16 +202,7 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
                 data.localnet_ports.setdefault(dp.key, []).append(port)
             if port.type == "vtep":
                 data.vtep_switches.add(dp.key)
-            for address in lsp.addresses:
-                if address == "unknown":
-                    port.has_unknown = True
-                elif address == "router" or is_dynamic(address):
-                    continue
-                else:
-                    parsed = lsp_addresses(address)
-                    if parsed is not None:
-                        port.lsp_addrs.append(parsed)
-            port.n_static_addrs = len(port.lsp_addrs)
+            parse_switch_addresses(port)
     for dp in datapaths.routers.values():
         for lrp in sorted(dp.nb.ports, key=lambda r: (r.name, r.uuid)):
             networks = lrp_networks(lrp.mac, lrp.networks)
@@ -232,6 +223,21 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
     _connect(data, _walk_order(existing, data))
     _assign_tunnel_keys(data, both, nb_only, datapaths.vxlan_mode)
     return data
+
+
+def parse_switch_addresses(port: Port) -> None:
+    """A switch port's own addresses ("unknown" noted, "router" and dynamic ones left
+    to the peer and IPAM)."""
+    for address in port.nb.addresses:
+        if address == "unknown":
+            port.has_unknown = True
+        elif address == "router" or is_dynamic(address):
+            continue
+        else:
+            parsed = lsp_addresses(address)
+            if parsed is not None:
+                port.lsp_addrs.append(parsed)
+    port.n_static_addrs = len(port.lsp_addrs)
 
 
 def _walk_order(existing: Mapping[str, IdlRow], data: PortsData) -> list[Port]:

@@ -1,0 +1,385 @@
+"""Switch ports added, deleted or updated without rebuilding the core: the common case
+of an `lsp-add`, `lsp-del` or `lsp-set-addresses` of an ordinary VIF (OVN 23.09 made the
+same case incremental in its `northd` node).
+
+Rules kept here:
+- Correctness first: the core data and the desired SB and NB tables this leaves behind
+  are what `build_core` would build from the same NB and SB contents. Whatever this
+  cannot prove it handles exactly is refused (None) and the caller recomputes.
+- Handled: switch ports of type "" without a parent, tag, tag request, HA chassis group,
+  mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
+  dynamic_addresses, on a switch that has a datapath and no IPAM of its own, while
+  every dynamic address elsewhere is settled (NB holds what IPAM decided) and SB has no
+  IGMP groups; not in a port group, not named by a load balancer's port mappings, not
+  sharing its name with another switch or router port, not taking over a binding of
+  its name. A port's binding is rebuilt from the same function a recompute uses.
+- Tunnel keys as a recompute gives them: every other port of the switch must hold its
+  key in its SB binding (so a recompute keeps it), none requests one; the new ports of
+  the switch then take keys after the highest one, in name order.
+- The switch's fixed multicast groups are rebuilt from its ports; the MAC bindings and
+  FDB entries a recompute deletes are computed again when a port goes.
+- The result says which desired rows changed, per table (`PortsDelta`), so the sync
+  plans only those.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, replace
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
+from ..alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
+from ..desired import DesiredDb, DesiredTable, Ref
+from .datapaths import DatapathsData, smap_int
+from .ipam import switch_ipam
+from .mcast_groups import (
+    MC_FLOOD,
+    MC_FLOOD_L2,
+    MC_MROUTER_FLOOD,
+    MC_STATIC,
+    MC_UNKNOWN,
+    MULTICAST_COLUMNS,
+    switch_groups,
+)
+from .ports import Port, PortKind, PortsData, datapath_keys, parse_switch_addresses
+from .ports_mirrors import mirror_rules
+from .ports_router import chassis_index
+from .ports_switch import SwitchPortState, switch_port_binding
+
+FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
+RowChanges = Mapping[str, RowChange[IdlRow]]
+# Options that make a port's binding depend on state beyond the port itself.
+REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_burst")
+
+
+@dataclass
+class PortsDelta:
+    """Keys of the desired rows an incremental step changed, by table."""
+
+    sb: dict[str, set[Hashable]] = field(default_factory=dict)
+    nb: dict[str, set[Hashable]] = field(default_factory=dict)
+
+    def touch(self, db: str, table: str, key: Hashable | None = None) -> None:
+        keys = (self.sb if db == "sb" else self.nb).setdefault(table, set())
+        if key is not None:
+            keys.add(key)
+
+    def merge(self, later: PortsDelta) -> None:
+        for mine, theirs in ((self.sb, later.sb), (self.nb, later.nb)):
+            for table, keys in theirs.items():
+                mine.setdefault(table, set()).update(keys)
+
+
+def simple_lsp(row: IdlRow) -> bool:
+    """Whether a switch port is one this module handles (see the module rules)."""
+    if row.value("type") or row.parent_name is not None or row.tag_request is not None \
+            or row.tag is not None or row.ha_chassis_group is not None \
+            or row.value("mirror_rules") or row.dynamic_addresses is not None:
+        return False
+    options = row.options
+    if any(k in options for k in REFUSED_OPTIONS):
+        return False
+    return not any(a == "router" or "dynamic" in a.split() for a in row.addresses)
+
+
+def port_names(nb: Mapping[str, ReplicaTable]) -> Counter[str]:
+    """How many NB switch and router ports carry each name."""
+    names: Counter[str] = Counter()
+    for table, col in (("Logical_Switch_Port", "name"), ("Logical_Router_Port", "name")):
+        rows = nb.get(table)
+        if rows is not None:
+            names.update(r.value(col) for r in rows.rows.values())
+    return names
+
+
+def ipam_settled(core_dynamic: Mapping[str, str | None], ports: PortsData,
+                 lsps: ReplicaTable | None) -> bool:
+    """Whether NB holds every dynamic address IPAM decided (no allocation pending: a
+    pending one could pick another MAC once a static one is added or freed)."""
+    for name, value in core_dynamic.items():
+        port = ports.ports.get(name)
+        row = lsps.rows.get(port.nb.uuid) if port is not None and lsps is not None else None
+        if row is None or row.dynamic_addresses != value:
+            return False
+    return True
+
+
+class _Refused(Exception):
+    pass
+
+
+def _need(ok: bool) -> None:
+    if not ok:
+        raise _Refused
+
+
+@dataclass
+class _Step:
+    nb: Mapping[str, ReplicaTable]
+    sb: Mapping[str, ReplicaTable]
+    datapaths: DatapathsData
+    ports: PortsData
+    names: Counter[str]
+    inserted: dict[str, IdlRow] = field(default_factory=dict)  # by LSP uuid
+    deleted: dict[str, IdlRow] = field(default_factory=dict)
+    updated: dict[str, IdlRow] = field(default_factory=dict)
+    switch_of: dict[str, IdlRow] = field(default_factory=dict)  # new LSP uuid -> new LS row
+
+
+def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+                         datapaths: DatapathsData, ports: PortsData, names: Counter[str],
+                         core_dynamic: Mapping[str, str | None], sb_desired: DesiredDb,
+                         nb_desired: DesiredDb, lsp_changes: RowChanges,
+                         ls_changes: RowChanges, *, ignored: frozenset[str]
+                         ) -> PortsDelta | None:
+    """Apply the switch port changes `lsp_changes` (with the `ports` changes of their
+    switches, `ls_changes`) to the core data and the desired tables in place; what
+    changed, or None (nothing touched) where a recompute is needed. `ignored`: LSP
+    columns whose change moves nothing here. `names` (from `port_names`) is kept up to
+    date."""
+    step = _Step(nb, sb, datapaths, ports, names)
+    try:
+        _classify(step, lsp_changes, ls_changes, ignored)
+        if not (step.inserted or step.deleted or step.updated):
+            return PortsDelta()
+        _check(step, core_dynamic)
+        return _apply(step, sb_desired, nb_desired)
+    except _Refused:
+        return None
+
+
+def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
+              ignored: frozenset[str]) -> None:
+    for uuid, rc in lsp_changes.items():
+        old, new = rc.old, rc.new
+        if old is not None and new is not None:
+            cols = set(changed_columns(rc))
+            if cols <= ignored:
+                continue
+            _need("name" not in cols and simple_lsp(old) and simple_lsp(new))
+            step.updated[uuid] = new
+        elif new is not None:
+            _need(simple_lsp(new))
+            step.inserted[uuid] = new
+        else:
+            assert old is not None
+            _need(simple_lsp(old))
+            step.deleted[uuid] = old
+    added: dict[str, IdlRow] = {}
+    removed: set[str] = set()
+    for rc in ls_changes.values():
+        old, new = rc.old, rc.new
+        _need(old is not None and new is not None)
+        assert old is not None and new is not None
+        _need(set(changed_columns(rc)) <= {"ports"})
+        before, after = set(old.data["ports"]), set(new.data["ports"])
+        for u in after - before:
+            _need(u not in added)  # one port on two switches: the first one keeps it
+            added[u] = new
+        removed.update(before - after)
+        dp = step.datapaths.switches.get(new.uuid)
+        _need(dp is not None)
+    # Every port a switch gained is inserted, every one it lost is deleted: a port
+    # moved between switches is not handled here.
+    _need(set(added) == set(step.inserted) and removed == set(step.deleted))
+    step.switch_of = added
+    for uuid in step.updated:
+        _need(uuid not in added and uuid not in removed)
+
+
+def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
+    nb, sb, ports = step.nb, step.sb, step.ports
+    igmp = sb.get("IGMP_Group")
+    _need(igmp is None or not igmp.rows)
+    _need(ipam_settled(core_dynamic, ports, nb.get("Logical_Switch_Port")))
+    lbs = nb.get("Load_Balancer")
+    _need(lbs is None or not any(lb.ip_port_mappings for lb in lbs.rows.values()))
+    groups = nb.get("Port_Group")
+    members: set[str] = set()
+    for pg in groups.rows.values() if groups is not None else ():
+        members.update(pg.data["ports"])
+    switches: set[str] = set()
+    for uuid, row in step.inserted.items():
+        name = row.value("name")
+        _need(step.names[name] == 1 and name not in ports.ports)
+        switches.add(step.switch_of[uuid].uuid)
+    for uuid, row in [*step.deleted.items(), *step.updated.items()]:
+        name = row.value("name")
+        port = ports.ports.get(name)
+        _need(port is not None and port.is_lsp and port.nb.uuid == uuid
+              and name not in ports.recreated and uuid not in members)
+        # Deleted: no other port of that name takes its place.
+        _need(step.names[name] == (1 if uuid in step.updated else 0))
+        assert port is not None
+        switches.add(port.dp.key)
+    for key in switches:
+        dp = step.datapaths.switches[key]
+        _need(not switch_ipam(dp.nb.other_config).active)
+
+
+def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list[IdlRow]]:
+    table = sb.get("Port_Binding")
+    out: dict[str, list[IdlRow]] = {}
+    for row in table.rows.values() if table is not None else ():
+        name = row.value("logical_port")
+        if name in names:
+            out.setdefault(name, []).append(row)
+    return out
+
+
+def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDelta:
+    ports, datapaths = step.ports, step.datapaths
+    delta = PortsDelta()
+    # The switches involved, with their NB rows as they are now.
+    new_ls: dict[str, IdlRow] = {row.uuid: row for row in step.switch_of.values()}
+    nb_ls = step.nb["Logical_Switch"].rows
+    touched: set[str] = set(new_ls)
+    for row in [*step.deleted.values(), *step.updated.values()]:
+        touched.add(ports.ports[row.value("name")].dp.key)
+    for key in touched:
+        old_dp = datapaths.switches[key]
+        ls = nb_ls.get(key)
+        _need(ls is not None)
+        assert ls is not None
+        dp = replace(old_dp, nb=ls)
+        datapaths.switches[key] = dp
+        for p in ports.by_datapath.get(key, []):
+            p.dp = dp
+    # Every binding of the ports of these switches and of the changed names.
+    names = {row.value("name") for row in step.inserted.values()}
+    for key in touched:
+        names.update(p.name for p in ports.by_datapath.get(key, []))
+    dp_keys = datapath_keys(step.sb)
+    found = _bindings(step.sb, names)
+    for row in step.inserted.values():
+        _need(row.value("name") not in found)  # taking over a binding: recompute
+    doomed_binding = any(row.value("name") in found for row in step.deleted.values())
+    for uuid, row in step.deleted.items():
+        port = ports.ports.pop(row.value("name"))
+        ports.by_datapath[port.dp.key].remove(port)
+        delta.touch("sb", "Port_Binding", port.name)
+        sb_desired.tables["Port_Binding"].rows.pop(port.name, None)
+        lsp_nb = nb_desired.tables.get("Logical_Switch_Port")
+        if lsp_nb is not None and lsp_nb.rows.pop(uuid, None) is not None:
+            delta.touch("nb", "Logical_Switch_Port", uuid)
+    changed: list[Port] = []
+    for row in step.updated.values():
+        old = ports.ports[row.value("name")]
+        port = Port(old.name, old.dp, PortKind.SWITCH, row, tunnel_key=old.tunnel_key)
+        parse_switch_addresses(port)
+        ports.ports[port.name] = port
+        members = ports.by_datapath[port.dp.key]
+        members[members.index(old)] = port
+        changed.append(port)
+    new_ports: list[Port] = []
+    for uuid, row in step.inserted.items():
+        dp = datapaths.switches[step.switch_of[uuid].uuid]
+        port = Port(row.value("name"), dp, PortKind.SWITCH, row)
+        parse_switch_addresses(port)
+        new_ports.append(port)
+    # Every other port of these switches keeps its key (its binding holds it), as a
+    # recompute would see it now; then the new ones take keys in name order.
+    hi = PORT_KEY_MAX_VXLAN if datapaths.vxlan_mode else PORT_KEY_MAX
+    for key in sorted(touched):
+        space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
+        for p in ports.by_datapath.get(key, []):
+            _need(not smap_int(p.options, "requested-tnl-key"))
+            pbs = found.get(p.name, [])
+            pb = min(pbs, key=lambda r: r.uuid) if pbs else None
+            _need(pb is not None and dp_keys.get(pb.value("datapath")) == key
+                  and pb.value("tunnel_key") == p.tunnel_key and p.name not in ports.retyped
+                  and space.add(p.tunnel_key))
+            p.sb = pb
+        for p in sorted((p for p in new_ports if p.dp.key == key),
+                        key=lambda p: (p.name, p.nb.uuid)):
+            tunnel_key = space.allocate()
+            _need(tunnel_key is not None)
+            assert tunnel_key is not None
+            p.tunnel_key = tunnel_key
+    for port in new_ports:
+        ports.ports[port.name] = port
+        members = ports.by_datapath.setdefault(port.dp.key, [])
+        members.append(port)
+        members.sort(key=lambda p: (p.name, p.nb.uuid) if p.is_lsp else ("", ""))
+        changed.append(port)
+    _put_bindings(step, changed, sb_desired, delta)
+    for key in sorted(touched):
+        _put_groups(key, ports, datapaths, sb_desired, delta)
+    if doomed_binding:
+        _cleanup_mac_bindings(step, sb_desired, delta)
+    _cleanup_fdb(step, sb_desired, delta)
+    return delta
+
+
+def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
+                  delta: PortsDelta) -> None:
+    state = SwitchPortState()
+    state.by_name, state.by_host = chassis_index(step.sb)
+    table = sb_desired.tables["Port_Binding"]
+    mirrors = sb_desired.tables.get("Mirror") or DesiredTable("Mirror", ())
+    for port in changed:
+        values = switch_port_binding(port, step.ports, state)
+        _need(not state.new_tags)
+        table.put(port.name, logical_port=port.name,
+                  datapath=Ref("Datapath_Binding", port.dp.key),
+                  tunnel_key=port.tunnel_key, up=[False],
+                  mirror_rules=mirror_rules(port, mirrors), **values)
+        delta.touch("sb", "Port_Binding", port.name)
+
+
+def _put_groups(key: str, ports: PortsData, datapaths: DatapathsData,
+                sb_desired: DesiredDb, delta: PortsDelta) -> None:
+    table = sb_desired.tables.get("Multicast_Group")
+    if table is None:
+        table = sb_desired.add(DesiredTable("Multicast_Group", MULTICAST_COLUMNS))
+    groups = switch_groups(key, ports)
+    fixed = {(key, name) for name, _ in FIXED_GROUPS}
+    for gkey in sorted(fixed):
+        entry = groups.get(gkey)
+        if entry is None:
+            if table.rows.pop(gkey, None) is not None:
+                delta.touch("sb", "Multicast_Group", gkey)
+            continue
+        tunnel_key, members = entry
+        want = {"datapath": Ref("Datapath_Binding", key), "name": gkey[1],
+                "tunnel_key": tunnel_key,
+                "ports": [Ref("Port_Binding", p) for p in sorted(members)]}
+        if table.rows.get(gkey) != want:
+            table.rows[gkey] = want
+            delta.touch("sb", "Multicast_Group", gkey)
+
+
+def _cleanup_mac_bindings(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
+    """23.03's `cleanup_mac_bindings`, run because a binding goes."""
+    table = step.sb.get("MAC_Binding")
+    doomed: set[str] = set()
+    for row in table.rows.values() if table is not None else ():
+        dp = row.datapath
+        ids = dp.external_ids if isinstance(dp, IdlRow) else {}
+        key = ids.get("logical-switch") or ids.get("logical-router")
+        if not key or step.datapaths.get(str(key)) is None \
+                or row.logical_port not in step.ports.ports:
+            doomed.add(row.uuid)
+    desired = sb_desired.table("MAC_Binding", (), owned=False)
+    desired.delete = doomed
+    delta.touch("sb", "MAC_Binding")
+
+
+def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
+    """23.03's `cleanup_stale_fdb_entries`, again over the ports as they are now."""
+    table = step.sb.get("FDB")
+    old = sb_desired.tables.get("FDB")
+    if (table is None or not table.rows) and old is None:
+        return
+    keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in step.datapaths.all()}
+    for port in step.ports.ports.values():
+        keys[port.dp.tunnel_key].add(port.tunnel_key)
+    doomed = {row.uuid for row in table.rows.values()
+              if row.port_key not in keys.get(row.dp_key, ())} if table is not None else set()
+    if doomed or old is not None:
+        sb_desired.table("FDB", (), owned=False).delete = doomed
+        delta.touch("sb", "FDB")
