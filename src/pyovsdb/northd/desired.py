@@ -14,12 +14,14 @@ Rules kept here:
 - `owned` says whether SB rows without a desired row are deleted (True for the tables
   northd owns outright) or left alone (False: northd only updates the rows it names).
 - NB write-backs use the same types with `owned=False`, rows keyed by NB row UUID.
+- Overlays (`overlay`, `set_column`, `patch_singleton`) copy what they change: the
+  desired tables a node built are never modified by the nodes that lay over them.
 - Nothing here knows of IDLs, sockets or clocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,3 +92,37 @@ class DesiredDb:
             raise KeyError(f"desired table {name} both owned and not")
         table.columns = tuple(dict.fromkeys((*table.columns, *columns)))
         return table
+
+
+def overlay(db: DesiredDb, scope: set[str] | None = None) -> DesiredDb:
+    """A copy of `db` (its tables in `scope`, if given) whose table map can be changed
+    without touching `db`."""
+    return DesiredDb({name: t for name, t in db.tables.items()
+                      if scope is None or name in scope})
+
+
+def singleton_key(table: DesiredTable) -> Any:
+    """The key of a singleton's desired row: `()`, or the row's UUID once re-keyed."""
+    return next(iter(table.rows), None)
+
+
+def set_column(db: DesiredDb, table: str, column: str, values: Mapping[str, Any]) -> None:
+    """Set `column` of the not-owned rows `values` names (by key) in a copy of `table`."""
+    old = db.tables.get(table)
+    rows: dict[Hashable, dict[str, Any]] = {} if old is None else dict(old.rows)
+    columns = (column,) if old is None else tuple(dict.fromkeys((*old.columns, column)))
+    for key, value in values.items():
+        rows[key] = {**rows.get(key, {}), column: value}
+    db.tables[table] = DesiredTable(table, columns, False, rows,
+                                    () if old is None else old.fill)
+
+
+def patch_singleton(db: DesiredDb, table: str, **values: Any) -> None:
+    """Set columns of the singleton row of `table`, copying what it changes."""
+    old = db.tables.get(table)
+    key = singleton_key(old) if old is not None else None
+    if old is None or key is None:
+        return
+    new = DesiredTable(old.name, old.columns, old.owned, dict(old.rows), old.fill)
+    new.rows[key] = {**old.rows[key], **{k: v for k, v in values.items() if k in old.columns}}
+    db.tables[table] = new

@@ -49,7 +49,7 @@ from ..idl.tracking import changed_columns
 from ..idl.txn import Transaction
 from ..ovsdb.changeset import Changeset, RowChange
 from .core import CoreData, build_core, sb_feedback
-from .desired import DesiredDb, DesiredTable, Ref
+from .desired import DesiredDb, DesiredTable, Ref, overlay, patch_singleton, set_column
 from .extra import ExtraData, build_extra
 from .inputs import BuildInput
 from .nodes.global_cfg import CfgHandshake, cfg_handshake, global_config
@@ -58,7 +58,7 @@ from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
 from .nodes.ports import existing_port_bindings
 from .nodes.ports_incremental import PortsDelta, port_names, switch_ports_changed
 from .nodes.service_monitor import offline_monitors
-from .sync import Delete, Op, Update, apply, plan
+from .sync import Delete, Op, Update, apply, changed_keys, plan
 
 TableChanges = dict[str, RowChange[IdlRow]]
 TableLeaf = Leaf[ReplicaTable, TableChanges]
@@ -543,16 +543,35 @@ class SyncToSbNode(Node[SyncOps, None]):
             sb.add("Service_Monitor")  # offline monitors follow the bindings' `up`
         return sb, nb
 
-    def keyed(self, sb_scope: set[str] | None, nb_scope: set[str] | None
+    def keyed(self, desired: DesiredDb, sb_scope: set[str] | None, nb_scope: set[str] | None
               ) -> tuple[dict[str, set[Hashable]], dict[str, set[Hashable]]]:
-        """The tables `northd` changed in place this run, to plan by the keys it names
-        (a table also in the scope for another reason is planned whole)."""
+        """Tables to plan by key, the others in scope whole: an SB table planned only
+        because its replica changed, by the keys of the rows that changed (its desired
+        rows did not); and the keys `northd` changed in place, added to the scope."""
+        if sb_scope is None or nb_scope is None:
+            return {}, {}
+        whole = {"Service_Monitor"}
+        for node, table in (("sync_from_sb", "HA_Chassis_Group"), ("sync_cfg", "SB_Global"),
+                            ("mac_binding_aging", "MAC_Binding")):
+            if self.inputs[node].updated:
+                whole.add(table)
+        sb: dict[str, set[Hashable]] = {}
+        for name, table in sorted(self.sb_leaves.items()):
+            leaf = self.inputs[name]
+            if leaf.updated and table not in whole:
+                keys = changed_keys(table, leaf.delta, self.ctx.sb, desired.tables.get(table))
+                if keys is None:
+                    whole.add(table)
+                else:
+                    sb[table] = keys
+        nb: dict[str, set[Hashable]] = {}
         northd = self.inputs["northd"]
         delta = northd.delta if northd.updated else None
-        if not isinstance(delta, PortsDelta) or sb_scope is None or nb_scope is None:
-            return {}, {}
-        sb = {t: set(k) for t, k in delta.sb.items() if t not in sb_scope}
-        nb = {t: set(k) for t, k in delta.nb.items() if t not in nb_scope}
+        if isinstance(delta, PortsDelta):
+            for table, keys in delta.sb.items():
+                if table in sb or table not in sb_scope:
+                    sb.setdefault(table, set()).update(keys)
+            nb = {t: set(k) for t, k in delta.nb.items() if t not in nb_scope}
         if "Port_Binding" in sb or "Port_Binding" in sb_scope:
             sb_scope.add("Service_Monitor")
         sb_scope.update(sb)
@@ -565,24 +584,24 @@ class SyncToSbNode(Node[SyncOps, None]):
         hs: CfgHandshake | None = inputs["sync_cfg"]
         aging: AgingResult = inputs["mac_binding_aging"]
         sb_scope, nb_scope = self.scope()
-        sb_keys, nb_keys = self.keyed(sb_scope, nb_scope)
+        sb_keys, nb_keys = self.keyed(northd.sb, sb_scope, nb_scope)
 
         def want(scope: set[str] | None, table: str) -> bool:
             return scope is None or table in scope
 
-        sb_db = _overlay(northd.sb, sb_scope)
-        nb_db = _overlay(northd.nb, nb_scope)
+        sb_db = overlay(northd.sb, sb_scope)
+        nb_db = overlay(northd.nb, nb_scope)
         if feedback.ha_groups is not None and want(sb_scope, "HA_Chassis_Group"):
             sb_db.tables[feedback.ha_groups.name] = feedback.ha_groups
         if feedback.up and want(nb_scope, "Logical_Switch_Port"):
-            _set_column(nb_db, "Logical_Switch_Port", "up",
+            set_column(nb_db, "Logical_Switch_Port", "up",
                         {k: [v] for k, v in feedback.up.items()})
         _singleton_by_uuid(nb_db, "NB_Global", self.ctx.nb)
         if hs is not None:
-            _patch(nb_db, "NB_Global", nb_cfg_timestamp=hs.nb_cfg_timestamp,
+            patch_singleton(nb_db, "NB_Global", nb_cfg_timestamp=hs.nb_cfg_timestamp,
                    sb_cfg=hs.sb_cfg, sb_cfg_timestamp=hs.sb_cfg_timestamp,
                    hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
-            _patch(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
+            patch_singleton(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
         sb_ops = plan(sb_db, self.ctx.sb, sb_keys)
         monitors = northd.sb.tables.get("Service_Monitor")
         rows = self.ctx.sb.get("Service_Monitor")
@@ -600,18 +619,6 @@ class SyncToSbNode(Node[SyncOps, None]):
                        hs.next_cfg if hs is not None else None)
 
 
-def _overlay(db: DesiredDb, scope: set[str] | None = None) -> DesiredDb:
-    """A copy of `db` (its tables in `scope`, if given) whose table map can be changed
-    without touching `db`."""
-    return DesiredDb({name: t for name, t in db.tables.items()
-                      if scope is None or name in scope})
-
-
-def _singleton_key(table: DesiredTable) -> Any:
-    """The key of a singleton's desired row: `()`, or the row's UUID once re-keyed."""
-    return next(iter(table.rows), None)
-
-
 def _singleton_by_uuid(db: DesiredDb, table: str, tables: Mapping[str, ReplicaTable]) -> None:
     """An NB write-back of a singleton (NB_Global, keyed `()` by its builder) keyed by
     the UUID of the row it writes, as the sync keys NB rows; nothing if there is none."""
@@ -621,28 +628,6 @@ def _singleton_by_uuid(db: DesiredDb, table: str, tables: Mapping[str, ReplicaTa
     row = _first(tables.get(table))
     rows: dict[Hashable, dict[str, Any]] = {} if row is None else {row.uuid: old.rows[()]}
     db.tables[table] = DesiredTable(old.name, old.columns, old.owned, rows, old.fill)
-
-
-def _set_column(db: DesiredDb, table: str, column: str, values: Mapping[str, Any]) -> None:
-    """Set `column` of the not-owned rows `values` names (by key) in a copy of `table`."""
-    old = db.tables.get(table)
-    rows: dict[Hashable, dict[str, Any]] = {} if old is None else dict(old.rows)
-    columns = (column,) if old is None else tuple(dict.fromkeys((*old.columns, column)))
-    for key, value in values.items():
-        rows[key] = {**rows.get(key, {}), column: value}
-    db.tables[table] = DesiredTable(table, columns, False, rows,
-                                    () if old is None else old.fill)
-
-
-def _patch(db: DesiredDb, table: str, **values: Any) -> None:
-    """Set columns of the singleton row of `table`, copying what it changes."""
-    old = db.tables.get(table)
-    key = _singleton_key(old) if old is not None else None
-    if old is None or key is None:
-        return
-    new = DesiredTable(old.name, old.columns, old.owned, dict(old.rows), old.fill)
-    new.rows[key] = {**old.rows[key], **{k: v for k, v in values.items() if k in old.columns}}
-    db.tables[table] = new
 
 
 class NorthdOutput(Node[SyncOps, None]):

@@ -34,6 +34,7 @@ from typing import Any
 from ..idl.replica import ReplicaTable
 from ..idl.row import IdlRow
 from ..idl.txn import NewRow, Transaction
+from ..ovsdb.changeset import RowChange
 from .desired import DesiredDb, DesiredTable, Ref
 
 
@@ -138,6 +139,25 @@ def row_key(table: str, row: IdlRow, tables: Tables, owned: bool = True) -> Hash
     if fn is None or not owned:
         return row.uuid
     return fn(row, tables)
+
+
+def changed_keys(table: str, changes: Mapping[str, RowChange[IdlRow]] | None,
+                  tables: Mapping[str, ReplicaTable], desired: DesiredTable | None
+                  ) -> set[Hashable] | None:
+    """The sync keys of the rows `changes` names, before and after (None: some row
+    names no key, plan the table whole)."""
+    if changes is None:
+        return None
+    keys: set[Hashable] = set()
+    owned = desired is None or desired.owned
+    for rc in changes.values():
+        for row in (rc.old, rc.new):
+            if row is not None:
+                key = row_key(table, row, tables, owned)
+                if key is None:
+                    return None
+                keys.add(key)
+    return keys
 
 
 # -- plan --------------------------------------------------------------------------------
