@@ -90,8 +90,9 @@ def test_lsp_add_recomputes_northd_once_and_claims_never(nb: Nb, sb: LocalDb) ->
         before = loop.stat("northd")
         loop.nb_did(_lsp_add(nb, "sw0", name))
         loop.settle()
-        # Its binding and the `up` written back come back without a recompute.
-        assert loop.stat("northd") == before + 1
+        # The port is handled in place, and its binding and the `up` written back
+        # come back without a recompute.
+        assert loop.stat("northd") == before
     pbs = {r.logical_port: r for r in sb.tables["Port_Binding"].rows.values()}
     assert sorted(pbs) == ["p1", "p2"]
     assert sorted(r.tunnel_key for r in pbs.values()) == [1, 2]

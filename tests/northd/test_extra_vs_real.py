@@ -345,9 +345,8 @@ def test_lb_datapath_groups_name_the_switches(real: Real) -> None:
     }[real.scenario]
 
 
+@pytest.mark.parametrize("real", ["chassis"], indirect=True)
 def test_chassis_scenario_globals(real: Real) -> None:
-    if real.scenario != "chassis":
-        pytest.skip("chassis scenario only")
     sb, nb, _ = _built(real)
     nbg = next(iter(nb["NB_Global"].rows.values()))
     # ch2 (local) is at 1 since 2000, behind nb_cfg; ch3 (at 0) is remote and ignored.
@@ -362,11 +361,10 @@ def test_chassis_scenario_globals(real: Real) -> None:
     assert sb["Address_Set"].rows["svc_monitor_mac"]["addresses"] == ["0a:00:00:00:00:ff"]
 
 
+@pytest.mark.parametrize("real", ["chassis"], indirect=True)
 def test_mac_binding_aging_as_real_northd(real: Real) -> None:
     """23.03 deleted the binding stamped at 1 ms and kept the one from the future; the
     same rows given to our aging pass give the same verdict."""
-    if real.scenario != "chassis":
-        pytest.skip("chassis scenario only")
     left = {r.ip for r in real.sb.tables["MAC_Binding"].rows.values()}
     assert left == {"10.0.0.51"}
     dps = build_datapaths(BuildInput(nb=real.nb.tables, sb=real.sb.tables))
@@ -382,11 +380,10 @@ def test_mac_binding_aging_as_real_northd(real: Real) -> None:
     assert result.wake_in_ms is None  # the future binding is skipped, not scheduled
 
 
+@pytest.mark.parametrize("real", ["tables"], indirect=True)
 def test_online_monitor_of_a_down_port_set_offline(real: Real) -> None:
     """23.03 set p1's monitor (set `online` by the script) back to `offline`: p1 is not
     bound; our pass names the same row once it is online again."""
-    if real.scenario != "tables":
-        pytest.skip("tables scenario only")
     rows = real.sb.tables["Service_Monitor"].rows
     p1 = [r for r in rows.values() if r.logical_port == "p1" and r.ip == "10.0.0.11"]
     assert [r.status for r in p1] == ["offline"]

@@ -149,7 +149,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
     """Every builder of parts N1 and N2 into desired SB and NB state."""
 
     def __init__(self, ctx: RunContext, nb: Mapping[str, TableLeaf],
-                 sb: Mapping[str, TableLeaf], *, incremental_ports: bool = False) -> None:
+                 sb: Mapping[str, TableLeaf], *, incremental_ports: bool = True) -> None:
         self.ctx = ctx
         self.undeclared_reads: set[str] = set()
         self.incremental_ports = incremental_ports
@@ -658,7 +658,7 @@ class NorthdGraph:
     def __init__(self, *, clock: Callable[[], float] | None = None,
                  log: Callable[[str], None] | None = None,
                  debug: Callable[[str], None] | None = None,
-                 incremental_ports: bool = False) -> None:
+                 incremental_ports: bool = True) -> None:
         self.incremental_ports = incremental_ports
         self._clock = clock
         self._log = log
