@@ -73,8 +73,10 @@ def plane(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ControlPla
 def test_real_controller_claims_and_northd_sets_up(plane: ControlPlane,
                                                    tmp_path: Path) -> None:
     cp = plane
-    status = run(["ovn-appctl", "-t", cp.northd_ctl, "status"], env=cp.env).stdout
-    assert status.strip() == "Status: active"
+    # The only northd takes the lock, although maybe not before its first status reply.
+    poll(lambda: run(["ovn-appctl", "-t", cp.northd_ctl, "status"],
+                     env=cp.env).stdout.strip() == "Status: active",
+         "northd to be active", cp.logs)
     cp.nbctl("--wait=sb", "ls-add", "sw0")
     cp.nbctl("--wait=sb", "lsp-add", "sw0", "lsp1", "--", "lsp-set-addresses", "lsp1",
              "0a:00:00:00:00:01 10.0.0.1")
