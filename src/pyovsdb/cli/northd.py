@@ -55,23 +55,7 @@ Options:
   -o, --options             list available options
   -V, --version             display version information
 
-Daemon options:
-  --detach                run in background as daemon
-  --monitor               creates a process to monitor this daemon
-  --user=username[:group] changes the effective daemon user:group
-  --no-chdir              do not chdir to '/'
-  --pidfile[=FILE]        create pidfile (default: {rundir}/{prog}.pid)
-  --overwrite-pidfile     with --pidfile, start even if already running
-
-Logging options:
-  -vSPEC, --verbose=SPEC   set logging levels
-  -v, --verbose            set maximum verbosity level
-  --log-file[=FILE]        enable logging to specified FILE
-                           (default: {logdir}/{prog}.log)
-  --syslog-method=(libc|unix:file|udp:ip:port)
-                           specify how to send messages to syslog daemon
-  --syslog-target=HOST:PORT  also send syslog msgs to HOST:PORT via UDP
-
+{daemon_usage}
 Active database connection methods:
   tcp:HOST:PORT           PORT at remote HOST
   unix:FILE               Unix domain socket named FILE
@@ -164,8 +148,9 @@ def main(argv: list[str]) -> int:
         print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
     if parsed.has("help"):
-        print(USAGE.format(prog=PROGRAM, nb=default_nb_db(), sb=default_sb_db(),
-                           rundir=ovn_rundir(), logdir=ovn_logdir()), end="")
+        places = {"prog": PROGRAM, "rundir": ovn_rundir(), "logdir": ovn_logdir()}
+        print(USAGE.format(daemon_usage=opt.DAEMON_USAGE.format(**places), **places,
+                           nb=default_nb_db(), sb=default_sb_db()), end="")
         return 0
     if parsed.has("options"):
         _print_options()

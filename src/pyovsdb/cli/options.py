@@ -119,6 +119,27 @@ def _resolve(name: str, long_opts: dict[str, str]) -> str:
     raise UsageError(f"option '--{name}' is ambiguous")
 
 
+# The help text of those options (daemon_usage() and vlog_usage() of OVS), with
+# {rundir}, {logdir} and {prog} left for the caller's format().
+DAEMON_USAGE = """\
+Daemon options:
+  --detach                run in background as daemon
+  --monitor               creates a process to monitor this daemon
+  --user=username[:group] changes the effective daemon user:group
+  --no-chdir              do not chdir to '/'
+  --pidfile[=FILE]        create pidfile (default: {rundir}/{prog}.pid)
+  --overwrite-pidfile     with --pidfile, start even if already running
+
+Logging options:
+  -vSPEC, --verbose=SPEC   set logging levels
+  -v, --verbose            set maximum verbosity level
+  --log-file[=FILE]        enable logging to specified FILE
+                           (default: {logdir}/{prog}.log)
+  --syslog-method=(libc|unix:file|udp:ip:port)
+                           specify how to send messages to syslog daemon
+  --syslog-target=HOST:PORT  also send syslog msgs to HOST:PORT via UDP
+"""
+
 # Options every OVS daemon accepts (lib/daemon.h, lib/vlog.h).
 DAEMON_LONG = {
     "detach": NONE,

@@ -80,23 +80,7 @@ PKI configuration (accepted; SSL remotes are not supported):
   --bootstrap-ca-cert=FILE  --peer-ca-cert=FILE
   --ssl-protocols=PROTOS  --ssl-ciphers=CIPHERS
 
-Daemon options:
-  --detach                run in background as daemon
-  --monitor               creates a process to monitor this daemon
-  --user=username[:group] changes the effective daemon user:group
-  --no-chdir              do not chdir to '/'
-  --pidfile[=FILE]        create pidfile (default: {rundir}/{prog}.pid)
-  --overwrite-pidfile     with --pidfile, start even if already running
-
-Logging options:
-  -vSPEC, --verbose=SPEC   set logging levels
-  -v, --verbose            set maximum verbosity level
-  --log-file[=FILE]        enable logging to specified FILE
-                           (default: {logdir}/{prog}.log)
-  --syslog-method=(libc|unix:file|udp:ip:port)
-                           specify how to send messages to syslog daemon
-  --syslog-target=HOST:PORT  also send syslog msgs to HOST:PORT via UDP
-
+{daemon_usage}
 Other options:
   --run COMMAND           run COMMAND as subprocess then exit
   --unixctl=SOCKET        override default control socket name
@@ -146,8 +130,9 @@ def main(argv: list[str]) -> int:
         print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
     if parsed.has("help"):
-        print(USAGE.format(prog=PROGRAM, dbdir=daemon.dbdir(), rundir=daemon.rundir(),
-                           logdir=daemon.logdir(), max_message=DEFAULT_MAX_SIZE), end="")
+        places = {"prog": PROGRAM, "rundir": daemon.rundir(), "logdir": daemon.logdir()}
+        print(USAGE.format(daemon_usage=opt.DAEMON_USAGE.format(**places), **places,
+                           dbdir=daemon.dbdir(), max_message=DEFAULT_MAX_SIZE), end="")
         return 0
     if parsed.has("version"):
         print(VERSION_TEXT)
