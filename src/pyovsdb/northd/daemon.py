@@ -43,8 +43,7 @@ from typing import Any
 
 from ..idl import MONITOR, Idl, Result, Status
 from ..jsonrpc.session import ConnectionLost, RpcError
-from ..server.appctl import CommandError, UnixctlServer
-from ..util import vlog
+from ..server.appctl import CommandError, UnixctlServer, register_vlog
 from ..util.seq import Seq
 from . import appctl
 from .graph import NorthdGraph, RunOutput
@@ -404,11 +403,7 @@ class Northd:
         reg("inc-engine/compute-log-timeout", "", 1, 1, self._cmd_log_timeout)
         reg("inc-engine/dump-graph", "", 0, 0, lambda a: self.graph.dump_dot())
         reg("memory/show", "", 0, 0, lambda a: self._memory())
-        reg("vlog/list", "", 0, 0, lambda a: vlog.current().list())
-        reg("vlog/list-pattern", "", 0, 0, lambda a: vlog.current().list_patterns())
-        reg("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31, _vlog_set)
-        reg("vlog/reopen", "", 0, 0, _vlog_reopen)
-        reg("vlog/close", "", 0, 0, _vlog_close)
+        register_vlog(uc)
 
     def _wake(self) -> None:
         self.seq.change()
@@ -494,25 +489,3 @@ def _set_probe_interval(idl: Idl, seconds: float) -> None:
 
 def _conn_status(idl: Idl) -> str:
     return "connected" if idl is not None and idl.connected else "not connected"
-
-
-def _vlog_set(args: list[str]) -> str:
-    try:
-        for spec in args or [""]:
-            vlog.current().set_spec(spec)
-    except ValueError as e:
-        raise CommandError(str(e)) from None
-    return ""
-
-
-def _vlog_close(args: list[str]) -> str:
-    vlog.current().close()
-    return ""
-
-
-def _vlog_reopen(args: list[str]) -> str:
-    try:
-        vlog.current().reopen()
-    except OSError as e:
-        raise CommandError(f"could not reopen log file ({e.strerror})") from None
-    return ""

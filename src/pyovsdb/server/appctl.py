@@ -6,7 +6,8 @@ Rules kept here (those of lib/unixctl.c):
 - A command replies with text (`result`) or an error text (`error`); ovs-appctl prints
   the first on stdout and exits 0, the second on stderr and exits 2.
 - Argument counts are checked before a command runs, with the real wording.
-- `list-commands` and `version` exist in every process.
+- `list-commands` and `version` exist in every process, and the `vlog/*` commands in
+  every daemon that registers them with `register_vlog` (lib/vlog.c's set).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import NOTIFY, REQUEST, error_reply, reply
+from ..util import vlog
 
 log = logging.getLogger("unixctl")
 
@@ -114,3 +116,34 @@ class _UnixctlConn(Connection):
             self.send(reply(text, msg["id"]))
         else:
             self.send(error_reply(text, msg["id"]))
+
+
+def register_vlog(uc: UnixctlServer) -> None:
+    """The log commands every OVS daemon serves (vlog_init in lib/vlog.c)."""
+    uc.register("vlog/list", "", 0, 0, lambda a: vlog.current().list())
+    uc.register("vlog/list-pattern", "", 0, 0, lambda a: vlog.current().list_patterns())
+    uc.register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31, _vlog_set)
+    uc.register("vlog/reopen", "", 0, 0, _vlog_reopen)
+    uc.register("vlog/close", "", 0, 0, _vlog_close)
+
+
+def _vlog_set(args: list[str]) -> str:
+    try:
+        for spec in args or [""]:
+            vlog.current().set_spec(spec)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    return ""
+
+
+def _vlog_reopen(args: list[str]) -> str:
+    try:
+        vlog.current().reopen()
+    except OSError as e:
+        raise CommandError(f"could not reopen log file ({e.strerror})") from None
+    return ""
+
+
+def _vlog_close(args: list[str]) -> str:
+    vlog.current().close()
+    return ""

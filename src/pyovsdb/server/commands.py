@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..ovsdb.errors import OvsdbError
-from ..util import vlog
-from .appctl import CommandError, UnixctlServer
+from .appctl import CommandError, UnixctlServer, register_vlog
 from .server_db import SERVER_DB
 
 if TYPE_CHECKING:
@@ -61,11 +60,7 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.extensions["commands"] = commands
     if server.clusters:
         _register_cluster(uc, commands)
-    uc.register("vlog/list", "", 0, 0, lambda a: vlog.current().list())
-    uc.register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, 2**31,
-                commands.vlog_set)
-    uc.register("vlog/reopen", "", 0, 0, commands.vlog_reopen)
-    uc.register("vlog/close", "", 0, 0, commands.vlog_close)
+    register_vlog(uc)
     return uc
 
 
@@ -305,24 +300,6 @@ class _Commands:
         c.process()
         return text
 
-    def vlog_set(self, args: list[str]) -> str:
-        try:
-            for spec in args or [""]:
-                vlog.current().set_spec(spec)
-        except ValueError as e:
-            raise CommandError(str(e)) from None
-        return ""
-
-    def vlog_reopen(self, args: list[str]) -> str:
-        try:
-            vlog.current().reopen()
-        except OSError as e:
-            raise CommandError(f"could not reopen log file ({e.strerror})") from None
-        return ""
-
-    def vlog_close(self, args: list[str]) -> str:
-        vlog.current().close()
-        return ""
 
 
 def _malloc_trim() -> None:
