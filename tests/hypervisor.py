@@ -203,8 +203,8 @@ def normalize_flows(lines: list[str]) -> list[str]:
         for dnat, snat, dp in ZONES_OF_DATAPATH.findall(f):
             names[(dnat, "reg11")] = f"dp{int(dp, 16)}-dnat"
             names[(snat, "reg12")] = f"dp{int(dp, 16)}-snat"
-        for zone, dp, port in ZONE_OF_PORT.findall(f):
-            names[(zone, "reg13")] = f"dp{int(dp, 16)}-port{int(port, 16)}"
+        for ct_zone, dp, port in ZONE_OF_PORT.findall(f):
+            names[(ct_zone, "reg13")] = f"dp{int(dp, 16)}-port{int(port, 16)}"
 
     def zone(m: re.Match[str]) -> str:
         name = names.get((m.group(1), m.group(2)))
