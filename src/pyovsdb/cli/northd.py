@@ -25,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import sys
 
 from .. import __version__
 from ..util import daemon, gctune, procname, vlog
+from . import daemon_main as dm
 from . import options as opt
 from .server import OVS_COMPAT_VERSION
 
@@ -100,10 +100,7 @@ def default_sb_db() -> str:
 
 
 def _fatal(message: str, module: str = "ovn_northd") -> int:
-    vlog.current().log_quietly(module, logging.CRITICAL, message)
-    sys.stderr.write(f"{PROGRAM}: {message}\n")
-    sys.stderr.flush()
-    return 1
+    return dm.fatal(PROGRAM, module, message)
 
 
 def _print_options() -> None:
@@ -164,7 +161,7 @@ def main(argv: list[str]) -> int:
     procname.set_name(PROGRAM)
     logs = vlog.current()
     logs.program = PROGRAM
-    rc = _logging_options(parsed, logs)
+    rc = dm.logging_options(PROGRAM, ovn_logdir(), parsed, logs)
     if rc:
         return rc
     for name in ("ovnnb-db", "ovnsb-db"):
@@ -213,36 +210,7 @@ def main(argv: list[str]) -> int:
     config.unixctl = None if unixctl == "none" else unixctl.replace("{pid}", str(os.getpid()))
     gctune.tune()
     northd = Northd(config, ready=d.complete)
-    try:
-        status = asyncio.run(northd.serve())
-    except daemon.Fatal as e:
-        status = _fatal(str(e))
-    except OSError as e:
-        where = f"{e.filename}: " if e.filename else ""
-        status = _fatal(f"{where}{e.strerror or e}")
-    finally:
-        d.cleanup()
-    if northd.signal is not None:
-        signal.signal(northd.signal, signal.SIG_DFL)
-        os.kill(os.getpid(), northd.signal)
+    status = dm.run_to_end(PROGRAM, "ovn_northd", d, asyncio.run, northd.serve())
+    dm.die_of(northd.signal)
     return status
 
-
-def _logging_options(parsed: opt.Parsed, logs: vlog.Vlog) -> int:
-    """-v, --log-file and the syslog options, in command-line order."""
-    for name, value in parsed.options:
-        try:
-            if name == "verbose":
-                logs.set_verbosity(value)
-            elif name == "syslog-method":
-                logs.set_syslog_method(value)
-            elif name == "syslog-target":
-                logs.set_syslog_target(value)
-            elif name == "log-file":
-                given = value or os.path.join(ovn_logdir(), f"{PROGRAM}.log")
-                logs.open_log_file(os.path.abspath(given), given)
-        except (ValueError, OSError) as e:
-            print(f"{PROGRAM}: {e}", file=sys.stderr)
-            return 1
-    logs.init_syslog()
-    return 0

@@ -55,6 +55,7 @@ from ..jsonrpc.stream import DEFAULT_MAX_SIZE
 from ..ovsdb.errors import OvsdbError
 from ..util import daemon, gctune, procname, vlog
 from ..util.restart_config import RestartConfig
+from . import daemon_main as dm
 from . import options as opt
 
 PROGRAM = "ovsdb-server"
@@ -115,12 +116,7 @@ FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def _fatal(message: str, module: str = "ovsdb_server") -> int:
-    """What VLOG_FATAL does: the message at emer in the log file (not the console),
-    then `ovsdb-server: message` on stderr; exit status 1."""
-    vlog.current().log_quietly(module, logging.CRITICAL, message)
-    sys.stderr.write(f"{PROGRAM}: {message}\n")
-    sys.stderr.flush()
-    return 1
+    return dm.fatal(PROGRAM, module, message)
 
 
 def main(argv: list[str]) -> int:
@@ -140,7 +136,7 @@ def main(argv: list[str]) -> int:
     procname.set_name(PROGRAM)
     logs = vlog.current()
     logs.program = PROGRAM
-    rc = _logging_options(parsed, logs)
+    rc = dm.logging_options(PROGRAM, daemon.logdir(), parsed, logs)
     if rc:
         return rc
     if parsed.has("disable-file-column-diff"):
@@ -191,41 +187,10 @@ def main(argv: list[str]) -> int:
         runner = asyncio.run
     run = _Run(d, config, unixctl, parsed.get("run"), limits["max-backlog"],
                limits["max-message-size"], not parsed.has("no-raft-commit-sync"))
-    try:
-        status = runner(run.serve())
-    except daemon.Fatal as e:
-        status = _fatal(str(e))
-    except OSError as e:  # whatever else the system refused at startup, in one line
-        where = f"{e.filename}: " if e.filename else ""
-        status = _fatal(f"{where}{e.strerror or e}")
-    finally:
-        d.cleanup()
-    if run.signal is not None:
-        signal.signal(run.signal, signal.SIG_DFL)
-        os.kill(os.getpid(), run.signal)
+    status = dm.run_to_end(PROGRAM, "ovsdb_server", d, runner, run.serve())
+    dm.die_of(run.signal)
     return status
 
-
-def _logging_options(parsed: opt.Parsed, logs: vlog.Vlog) -> int:
-    """-v, --log-file and the syslog options, in command-line order (an option applies
-    to what is logged after it, as in the real daemons)."""
-    for name, value in parsed.options:
-        try:
-            if name == "verbose":
-                logs.set_verbosity(value)
-            elif name == "syslog-method":
-                logs.set_syslog_method(value)
-            elif name == "syslog-target":
-                logs.set_syslog_target(value)
-            elif name == "log-file":
-                given = value or os.path.join(daemon.logdir(), f"{PROGRAM}.log")
-                # On failure, a warning and no log file.
-                logs.open_log_file(os.path.abspath(given), given)
-        except (ValueError, OSError) as e:
-            print(f"{PROGRAM}: {e}", file=sys.stderr)
-            return 1
-    logs.init_syslog()
-    return 0
 
 
 def _warn_unused_ssl(parsed: opt.Parsed) -> None:
