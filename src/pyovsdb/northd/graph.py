@@ -4,8 +4,8 @@ the one call the daemon makes per engine run.
 Rules kept here:
 - Node names are OVN's where a node corresponds: one leaf per replicated table,
   `NB_<table>` / `SB_<table>` in lower case (`SB_logical_DP_group` as OVN spells it),
-  `northd`, `sync_from_sb` (NB `Logical_Switch_Port.up` from SB, 23.09's node),
-  `mac_binding_aging`, `sync_to_sb`, `northd_output` (the root). `sync_cfg` is ours:
+  `northd`, `lflow`, `sync_from_sb` (NB `Logical_Switch_Port.up` from SB, 23.09's
+  node), `mac_binding_aging`, `sync_to_sb`, `northd_output` (the root). `sync_cfg` is ours:
   the nb_cfg/sb_cfg/hv_cfg handshake, which 23.03 runs outside its engine.
 - `northd` (every builder: DesiredDb for SB and for the NB write-backs) recomputes on
   any NB change except two kinds, which cannot move its output: NB_Global changes of
@@ -52,6 +52,7 @@ from .core import CoreData, build_core, sb_feedback
 from .desired import DesiredDb, DesiredTable, Ref, overlay, patch_singleton, set_column
 from .extra import ExtraData, build_extra
 from .inputs import BuildInput
+from .lflow_node import LFLOW_TABLES, LflowData, LflowNode
 from .nodes.global_cfg import CfgHandshake, cfg_handshake, global_config
 from .nodes.lsp_up import port_up, switch_ports
 from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
@@ -506,12 +507,13 @@ class SyncToSbNode(Node[SyncOps, None]):
     """Desired state against the replicas: the operations of one SB and one NB txn."""
 
     def __init__(self, ctx: RunContext, northd: NorthdNode, feedback: SyncFromSbNode,
-                 cfg: SyncCfgNode, aging: MacBindingAgingNode,
+                 cfg: SyncCfgNode, aging: MacBindingAgingNode, lflow: LflowNode,
                  sb: Mapping[str, TableLeaf], nb: Mapping[str, TableLeaf]) -> None:
         self.ctx = ctx
         inputs: dict[str, Input[Any, Any]] = {
             "northd": Input(northd), "sync_from_sb": Input(feedback),
-            "sync_cfg": Input(cfg), "mac_binding_aging": Input(aging)}
+            "sync_cfg": Input(cfg), "mac_binding_aging": Input(aging),
+            "lflow": Input(lflow)}
         self.sb_leaves = {leaf.name: table for table, leaf in sb.items()}
         self.nb_leaves = {nb[t].name: t for t in ("NB_Global", "Logical_Switch_Port")
                           if t in nb}
@@ -539,6 +541,8 @@ class SyncToSbNode(Node[SyncOps, None]):
             nb.add("NB_Global")
         if self.inputs["mac_binding_aging"].updated:
             sb.add("MAC_Binding")
+        if self.inputs["lflow"].updated:
+            sb.update(LFLOW_TABLES)
         if sb & {"Port_Binding", "Service_Monitor"}:
             sb.add("Service_Monitor")  # offline monitors follow the bindings' `up`
         return sb, nb
@@ -551,10 +555,11 @@ class SyncToSbNode(Node[SyncOps, None]):
         if sb_scope is None or nb_scope is None:
             return {}, {}
         whole = {"Service_Monitor"}
-        for node, table in (("sync_from_sb", "HA_Chassis_Group"), ("sync_cfg", "SB_Global"),
-                            ("mac_binding_aging", "MAC_Binding")):
+        for node, tables in (("sync_from_sb", ("HA_Chassis_Group",)),
+                             ("sync_cfg", ("SB_Global",)),
+                             ("mac_binding_aging", ("MAC_Binding",)), ("lflow", LFLOW_TABLES)):
             if self.inputs[node].updated:
-                whole.add(table)
+                whole.update(tables)
         sb: dict[str, set[Hashable]] = {}
         for name, table in sorted(self.sb_leaves.items()):
             leaf = self.inputs[name]
@@ -583,13 +588,15 @@ class SyncToSbNode(Node[SyncOps, None]):
         feedback: SbFeedback = inputs["sync_from_sb"]
         hs: CfgHandshake | None = inputs["sync_cfg"]
         aging: AgingResult = inputs["mac_binding_aging"]
+        lflow: LflowData = inputs["lflow"]
+        desired = DesiredDb({**northd.sb.tables, **lflow.sb.tables})
         sb_scope, nb_scope = self.scope()
-        sb_keys, nb_keys = self.keyed(northd.sb, sb_scope, nb_scope)
+        sb_keys, nb_keys = self.keyed(desired, sb_scope, nb_scope)
 
         def want(scope: set[str] | None, table: str) -> bool:
             return scope is None or table in scope
 
-        sb_db = overlay(northd.sb, sb_scope)
+        sb_db = overlay(desired, sb_scope)
         nb_db = overlay(northd.nb, nb_scope)
         if feedback.ha_groups is not None and want(sb_scope, "HA_Chassis_Group"):
             sb_db.tables[feedback.ha_groups.name] = feedback.ha_groups
@@ -689,7 +696,8 @@ class NorthdGraph:
         aging = self._aging = MacBindingAgingNode(self.ctx, northd, self._waker, self._nb,
                                                   self._sb)
         feedback = SyncFromSbNode(self.ctx, northd, self._sb)
-        sync = SyncToSbNode(self.ctx, northd, feedback, cfg, aging, self._sb, self._nb)
+        lflow = LflowNode(self.ctx, northd)
+        sync = SyncToSbNode(self.ctx, northd, feedback, cfg, aging, lflow, self._sb, self._nb)
         old_stats = self.engine.stats if self.engine is not None else None
         self.engine = Engine(NorthdOutput(sync), clock=self._clock, log=self._log,
                              compute_log_timeout_ms=self._log_timeout, debug=self._debug)

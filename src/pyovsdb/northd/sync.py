@@ -102,7 +102,27 @@ def _external_id(key: str) -> KeyFn:
     return lambda row, _: row.external_ids.get(key)
 
 
+def _flow_key(row: IdlRow, _: Tables) -> Hashable | None:
+    """A logical flow by what it is, whatever datapaths it is on (`table.flow_row_key`);
+    its datapath type from its datapath or the first of its group's."""
+    dp = row.logical_datapath
+    if not isinstance(dp, IdlRow):
+        group = row.logical_dp_group
+        dps = group.datapaths if isinstance(group, IdlRow) else ()
+        dp = next((d for d in dps if isinstance(d, IdlRow)), None)
+    if dp is None:
+        return None
+    ids = dp.external_ids
+    kind = "ls" if "logical-switch" in ids else "lr" if "logical-router" in ids else None
+    if kind is None:
+        return None
+    meter = row.controller_meter
+    return (kind, row.pipeline, row.table_id, row.priority, row.match, row.actions,
+            meter[0] if isinstance(meter, list) and meter else meter or "")
+
+
 ROW_KEYS: dict[str, KeyFn] = {
+    "Logical_Flow": _flow_key,
     "Datapath_Binding": lambda row, _: _dp_key(row),
     "Port_Binding": _by("logical_port"),
     "Multicast_Group": lambda row, _: (_dp_key(row.datapath), row.name)

@@ -1,0 +1,58 @@
+"""The `lflow` engine node: the logical flows of the `northd` node's build, as desired
+SB `Logical_Flow` rows and the `Logical_DP_Group` rows they share.
+
+Rules kept here:
+- As in 23.03, `lflow` recomputes whenever `northd` changed (no handler yet); its data
+  is the flows as data (`LflowTable`, by owner) plus their desired SB tables, never
+  writes: `sync_to_sb` plans them with the rest.
+- The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
+  the flows' groups added, in a copy: the table `northd` built is not changed.
+- Pure: the NB and SB tables come from the run context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..engine import Input, Node
+from .desired import DesiredDb, DesiredTable
+from .lflows import LflowContext, LflowTable, build_lflows
+from .nodes.dp_groups import TABLE as DP_GROUP_TABLE
+
+if TYPE_CHECKING:
+    from .graph import NorthdData, RunContext
+
+LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
+
+
+@dataclass(slots=True)
+class LflowData:
+    flows: LflowTable
+    sb: DesiredDb  # Logical_Flow and Logical_DP_Group
+
+
+def lflow_context(ctx: RunContext, northd: NorthdData) -> LflowContext:
+    return LflowContext(nb=ctx.nb, sb=ctx.sb, datapaths=northd.core.datapaths,
+                        ports=northd.core.ports, lbs=northd.extra.lbs,
+                        config=northd.extra.config)
+
+
+def build_lflow_data(ctx: RunContext, northd: NorthdData) -> LflowData:
+    flows = build_lflows(lflow_context(ctx, northd))
+    sb = DesiredDb()
+    groups = northd.sb.tables.get(DP_GROUP_TABLE)
+    if groups is not None:
+        sb.add(DesiredTable(groups.name, groups.columns, groups.owned, dict(groups.rows),
+                            groups.fill))
+    flows.put_desired(sb)
+    return LflowData(flows, sb)
+
+
+class LflowNode(Node[LflowData, None]):
+    def __init__(self, ctx: RunContext, northd: Node[Any, Any]) -> None:
+        self.ctx = ctx
+        super().__init__("lflow", northd=Input(northd))
+
+    def run(self, *, northd: NorthdData) -> LflowData:
+        return build_lflow_data(self.ctx, northd)

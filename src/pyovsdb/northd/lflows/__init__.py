@@ -1,0 +1,43 @@
+"""Logical flows: the switch and router pipelines ovn-northd 23.03 writes to the SB
+`Logical_Flow` table, built as data by pure builders, one module per pipeline area.
+
+Rules kept here:
+- `build_lflows` is the only entry point: it calls every area's `build(ctx, out)` in a
+  fixed order and returns the `LflowTable`; nothing here writes to a database.
+- An area module owns the stages its docstring names and builds every flow of them
+  (for every datapath, port, load balancer or group that asks for one), each request
+  on behalf of its owner (`LflowTable.owned_by`), so flows can later be rebuilt per
+  owner.
+- A builder reads only its `LflowContext`; it never reads another area's flows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import ls_acl, ls_arp_nd, ls_dhcp_dns, ls_l2, ls_lb, ls_port_sec
+from .context import LflowContext
+from .table import LflowTable
+
+Builder = Callable[[LflowContext, LflowTable], None]
+
+# Every area, in the order 23.03 builds them for a datapath.
+AREAS: tuple[tuple[str, Builder], ...] = (
+    ("ls_acl.py", ls_acl.build),
+    ("ls_lb.py", ls_lb.build),
+    ("ls_port_sec.py", ls_port_sec.build),
+    ("ls_arp_nd.py", ls_arp_nd.build),
+    ("ls_dhcp_dns.py", ls_dhcp_dns.build),
+    ("ls_l2.py", ls_l2.build),
+)
+
+
+def build_lflows(ctx: LflowContext) -> LflowTable:
+    out = LflowTable()
+    for source, build in AREAS:
+        out.source = source
+        build(ctx, out)
+    return out
+
+
+__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows"]

@@ -1,0 +1,140 @@
+"""What the logical flow builders read: the core build (datapaths, ports), the extra
+build (load balancers, global settings, chassis features), the NB and SB tables, and
+per-switch facts several pipeline areas need (23.03's `od->has_acls`,
+`has_stateful_acl`, `has_lb_vip`, the port groups of a switch).
+
+Rules kept here:
+- Read-only and pure: builders get one `LflowContext` and never write to it; facts
+  derived from it are computed once, on first use, and cached in it.
+- Everything is in a deterministic order (datapaths and ports in build order, NB rows
+  by UUID unless 23.03 uses a column's own order); builders must not iterate sets or
+  dicts of UUIDs without sorting.
+- A fact that one area alone needs lives in that area's module, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..nodes.datapaths import Datapath, DatapathsData, smap_int
+from ..nodes.global_cfg import ChassisFeatures, GlobalConfig
+from ..nodes.lb import LbData, LoadBalancer
+from ..nodes.ports import Port, PortsData
+
+
+def _rows(value: object) -> list[IdlRow]:
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        return []
+    return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
+
+
+@dataclass(slots=True)
+class SwitchFacts:
+    """Per-switch facts (23.03 computes them into `struct ovn_datapath`)."""
+
+    acls: list[IdlRow]  # the switch's own ACLs, then its port groups' (UUID order each)
+    port_groups: list[IdlRow]  # NB port groups with a port on this switch (UUID order)
+    has_acls: bool
+    has_stateful_acl: bool  # an allow-related ACL, own or of a port group
+    lbs: list[LoadBalancer]  # the switch's load balancers (own and via groups)
+    has_lb_vip: bool  # an own load balancer with a VIP (`ls_has_lb_vip`)
+
+
+@dataclass(slots=True)
+class LflowContext:
+    nb: Mapping[str, ReplicaTable]
+    sb: Mapping[str, ReplicaTable]
+    datapaths: DatapathsData
+    ports: PortsData
+    lbs: LbData
+    config: GlobalConfig
+    _switch: dict[str, SwitchFacts] = field(default_factory=dict)
+    _pg_switches: dict[str, list[str]] | None = None
+
+    @property
+    def features(self) -> ChassisFeatures:
+        return self.config.features
+
+    @property
+    def svc_monitor_mac(self) -> str:
+        return self.config.svc_monitor_mac
+
+    @property
+    def nb_options(self) -> dict[str, str]:
+        return self.config.nb_options
+
+    @property
+    def drop_action(self) -> str:
+        """23.03's `debug_drop_action()`: "drop;", or a sample to the collector set of
+        `options:debug_drop_collector_set`."""
+        opts = self.config.nb_options
+        collector = smap_int(opts, "debug_drop_collector_set")
+        domain = smap_int(opts, "debug_drop_domain_id")
+        if collector and 0 <= domain < 255:
+            return (f"sample(probability=65535,collector_set={collector},"
+                    f"obs_domain={domain},obs_point=$cookie); /* drop */")
+        return "drop;"
+
+    @property
+    def implicit_drop_action(self) -> str:
+        """`debug_implicit_drop_action()`: the same sample, or "/* drop */"."""
+        action = self.drop_action
+        return "/* drop */" if action == "drop;" else action
+
+    def switches(self) -> list[Datapath]:
+        return list(self.datapaths.switches.values())
+
+    def routers(self) -> list[Datapath]:
+        return list(self.datapaths.routers.values())
+
+    def ports_of(self, dp: Datapath) -> list[Port]:
+        return self.ports.of_datapath(dp.key)
+
+    def nb_rows(self, table: str) -> list[IdlRow]:
+        """Every row of an NB table, in UUID order."""
+        t = self.nb.get(table)
+        return [] if t is None else sorted(t.rows.values(), key=lambda r: r.uuid)
+
+    def port_group_switches(self) -> dict[str, list[str]]:
+        """NB port group UUID -> keys of the switches it has ports on (build order)."""
+        if self._pg_switches is None:
+            where: dict[str, str] = {}
+            order = {key: i for i, key in enumerate(self.datapaths.switches)}
+            for key, dp in self.datapaths.switches.items():
+                for lsp in _rows(dp.nb.ports):
+                    where.setdefault(lsp.uuid, key)
+            out: dict[str, list[str]] = {}
+            for pg in self.nb_rows("Port_Group"):
+                keys = {where[p.uuid] for p in _rows(pg.ports) if p.uuid in where}
+                out[pg.uuid] = sorted(keys, key=order.__getitem__)
+            self._pg_switches = out
+        return self._pg_switches
+
+    def switch(self, dp: Datapath) -> SwitchFacts:
+        facts = self._switch.get(dp.key)
+        if facts is None:
+            facts = self._switch[dp.key] = self._switch_facts(dp)
+        return facts
+
+    def _switch_facts(self, dp: Datapath) -> SwitchFacts:
+        pg_of = self.port_group_switches()
+        pgs = [pg for pg in self.nb_rows("Port_Group") if dp.key in pg_of.get(pg.uuid, ())]
+        own = _rows(dp.nb.acls)
+        acls = own + [acl for pg in pgs for acl in _rows(pg.acls)]
+        lbs = [lb for lb in self.lbs.lbs.values() if dp.key in lb.switches]
+        return SwitchFacts(
+            acls=acls, port_groups=pgs, has_acls=bool(acls),
+            has_stateful_acl=any(a.action == "allow-related" for a in acls),
+            lbs=lbs, has_lb_vip=_has_lb_vip(dp.nb))
+
+
+def _has_lb_vip(nb: IdlRow) -> bool:
+    """`ls_has_lb_vip`/`lr_has_lb_vip`: a load balancer of the datapath's own, or of one
+    of its groups, with any NB `vips` (parsed or not; not those a router lends)."""
+    lbs = _rows(nb.load_balancer)
+    for group in _rows(nb.load_balancer_group):
+        lbs += _rows(group.load_balancer)
+    return any(lb.vips for lb in lbs)

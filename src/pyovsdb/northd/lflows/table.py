@@ -1,0 +1,144 @@
+"""The logical flows of one build, as data: each flow once, with the datapaths it is on
+and the NB objects that asked for it; then the SB `Logical_Flow` and
+`Logical_DP_Group` rows they become.
+
+Rules kept here:
+- A flow is (stage, priority, match, actions, controller meter): the same flow asked for
+  on several datapaths is one flow on a set of datapaths, as in 23.03 (one SB row with
+  `logical_datapath` if the set has one member, else a `logical_dp_group`).
+- The first request of a flow fixes what is not its identity: `tags:in_out_port`, the
+  `external_ids:stage-hint` (the first 8 hex digits of the NB row's UUID) and `source`.
+- Every request is made on behalf of an owner (`owned_by`): the datapath, port, load
+  balancer or group whose NB rows produced it. `owners` keeps, per owner, the flows and
+  datapaths it asked for, so an incremental node can drop one owner's flows and build
+  them again without rebuilding the others.
+- A stage's datapath type must be the datapath's: a switch stage on a router is a bug
+  in a builder, caught at once.
+- Pure and deterministic: rows come out in the order flows were first asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...idl.row import IdlRow
+from ..desired import DesiredDb, DesiredTable, Ref
+from ..nodes.datapaths import Datapath
+from ..nodes.dp_groups import dp_group_ref
+from .stages import Stage
+
+LOGICAL_FLOW_COLUMNS = ("logical_datapath", "logical_dp_group", "pipeline", "table_id",
+                        "priority", "match", "actions", "tags", "controller_meter",
+                        "external_ids")
+
+Owner = Hashable
+GLOBAL: Owner = ("global",)
+
+
+@dataclass(frozen=True, slots=True)
+class FlowKey:
+    stage: Stage
+    priority: int
+    match: str
+    actions: str
+    meter: str | None = None
+
+
+@dataclass(slots=True)
+class Flow:
+    key: FlowKey
+    datapaths: dict[str, Datapath] = field(default_factory=dict)  # by key, insertion order
+    io_port: str | None = None
+    hint: str | None = None
+    source: str | None = None
+
+
+def stage_hint(row: IdlRow | str | None) -> str | None:
+    """23.03's `stage-hint`: the first 32 bits of the NB row's UUID, in hex."""
+    if row is None:
+        return None
+    uuid = row if isinstance(row, str) else row.uuid
+    return uuid[:8]
+
+
+class LflowTable:
+    """Flows by key, and what each owner asked for."""
+
+    def __init__(self, source: str = "northd") -> None:
+        self.flows: dict[FlowKey, Flow] = {}
+        self.owners: dict[Owner, list[tuple[FlowKey, str]]] = {}
+        self._owner: Owner = GLOBAL
+        self.source = source  # `external_ids:source` of the flows asked for from now on
+
+    @contextmanager
+    def owned_by(self, owner: Owner) -> Iterator[None]:
+        """Requests made in this block are `owner`'s."""
+        previous, self._owner = self._owner, owner
+        try:
+            yield
+        finally:
+            self._owner = previous
+
+    def add(self, dp: Datapath, stage: Stage, priority: int, match: str, actions: str, *,
+            hint: IdlRow | str | None = None, io_port: str | None = None,
+            meter: str | None = None) -> None:
+        """Ask for one flow on `dp` (23.03's `ovn_lflow_add*`)."""
+        if dp.is_switch != stage.is_switch:
+            raise ValueError(f"stage {stage.stage_name} on {dp.kind.value} {dp.name}")
+        key = FlowKey(stage, priority, match, actions, meter)
+        flow = self.flows.get(key)
+        if flow is None:
+            flow = self.flows[key] = Flow(key, io_port=io_port, hint=stage_hint(hint),
+                                          source=self.source)
+        flow.datapaths.setdefault(dp.key, dp)
+        self.owners.setdefault(self._owner, []).append((key, dp.key))
+
+    def add_group(self, dps: Iterable[Datapath], stage: Stage, priority: int, match: str,
+                  actions: str, *, hint: IdlRow | str | None = None,
+                  meter: str | None = None) -> None:
+        """One flow on every datapath of `dps` (23.03's `ovn_lflow_add_with_dp_group`)."""
+        for dp in dps:
+            self.add(dp, stage, priority, match, actions, hint=hint, meter=meter)
+
+    def __len__(self) -> int:
+        return len(self.flows)
+
+    def on(self, dp_key: str) -> list[Flow]:
+        """The flows on one datapath (tests and debugging)."""
+        return [f for f in self.flows.values() if dp_key in f.datapaths]
+
+    def put_desired(self, sb: DesiredDb) -> DesiredTable:
+        """The SB Logical_Flow rows (and the datapath groups they refer to) of `sb`."""
+        table = sb.add(DesiredTable("Logical_Flow", LOGICAL_FLOW_COLUMNS))
+        for key, flow in self.flows.items():
+            values: dict[str, Any] = {
+                "pipeline": key.stage.pipeline.value, "table_id": key.stage.table,
+                "priority": key.priority, "match": key.match, "actions": key.actions}
+            if len(flow.datapaths) == 1:
+                values["logical_datapath"] = Ref("Datapath_Binding",
+                                                 next(iter(flow.datapaths)))
+            else:
+                values["logical_dp_group"] = dp_group_ref(sb, flow.datapaths)
+            if flow.io_port is not None:
+                values["tags"] = {"in_out_port": flow.io_port}
+            if key.meter is not None:
+                values["controller_meter"] = key.meter
+            ids = {"stage-name": key.stage.stage_name}
+            if flow.source:
+                ids["source"] = flow.source
+            if flow.hint is not None:
+                ids["stage-hint"] = flow.hint
+            values["external_ids"] = ids
+            table.put(flow_row_key(key), **values)
+        return table
+
+
+def flow_row_key(key: FlowKey) -> tuple[str, str, int, int, str, str, str]:
+    """The sync key of a flow's SB row: unique per flow, whatever datapaths it is on
+    (so a flow that gains a datapath is updated in place, not deleted and inserted)."""
+    st = key.stage
+    return (st.dp_type.value, st.pipeline.value, st.table, key.priority, key.match,
+            key.actions, key.meter or "")
