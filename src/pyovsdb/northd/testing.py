@@ -236,6 +236,25 @@ def run_core(nb: LocalDb, sb: LocalDb, *, max_runs: int = 3) -> list[int]:
     return counts
 
 
+def build_flows(nb: LocalDb, sb: LocalDb) -> Any:
+    """The logical flows (`lflows.LflowTable`) of one northd run over `nb` and `sb`,
+    after `run_core` committed the core tables (so datapaths and ports have their
+    tunnel keys); `table.on(dp_key)` gives one datapath's flows."""
+    from .core import build_core
+    from .desired import DesiredDb
+    from .extra import build_extra
+    from .inputs import BuildInput
+    from .lflows import LflowContext, build_lflows
+
+    run_core(nb, sb)
+    inp = BuildInput(nb=nb.tables, sb=sb.tables)
+    sbd, nbd = DesiredDb(), DesiredDb()
+    core = build_core(inp, sbd, nbd)
+    extra = build_extra(inp, core, sbd, nbd, now_ms=0)
+    return build_lflows(LflowContext(nb=nb.tables, sb=sb.tables, datapaths=core.datapaths,
+                                     ports=core.ports, lbs=extra.lbs, config=extra.config))
+
+
 def named(row: Any) -> Any:
     """A row's typed values with every referenced row replaced by the key northd names
     it by (`sync.row_key`), for assertions that do not depend on UUIDs."""
