@@ -2,7 +2,8 @@
 SB `Logical_Flow` rows and the `Logical_DP_Group` rows they share.
 
 Rules kept here:
-- As in 23.03, `lflow` recomputes whenever `northd` changed (no handler yet); its data
+- As in 23.03, `lflow` recomputes whenever `northd` changed (no handler yet), or an SB
+  table only flows read (`LFLOW_SB_INPUTS`); its data
   is the flows as data (`LflowTable`, by owner) plus their desired SB tables, never
   writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
@@ -12,6 +13,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
     from .graph import NorthdData, RunContext
 
 LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
+# SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
+# the health checks' Service_Monitor status decides which backends a VIP has.
+LFLOW_SB_INPUTS = ("Service_Monitor",)
 
 
 @dataclass(slots=True)
@@ -50,9 +55,14 @@ def build_lflow_data(ctx: RunContext, northd: NorthdData) -> LflowData:
 
 
 class LflowNode(Node[LflowData, None]):
-    def __init__(self, ctx: RunContext, northd: Node[Any, Any]) -> None:
+    def __init__(self, ctx: RunContext, northd: Node[Any, Any],
+                 sb: Mapping[str, Node[Any, Any]]) -> None:
         self.ctx = ctx
-        super().__init__("lflow", northd=Input(northd))
+        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd)}
+        for table in LFLOW_SB_INPUTS:
+            if table in sb:
+                inputs[sb[table].name] = Input(sb[table])
+        super().__init__("lflow", **inputs)
 
-    def run(self, *, northd: NorthdData) -> LflowData:
-        return build_lflow_data(self.ctx, northd)
+    def run(self, **inputs: Any) -> LflowData:
+        return build_lflow_data(self.ctx, inputs["northd"])
