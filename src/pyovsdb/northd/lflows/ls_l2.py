@@ -1,10 +1,215 @@
-"""(Being written.) One area of the logical switch pipeline; see the package docstring."""
+"""Destination lookup of the logical switch (`ls_in_l2_lkup`, all but the priority-0
+`get_fdb` default), and the Forwarding_Group flows (`ls_in_arp_rsp` and
+`ls_in_l2_lkup`), as ovn-northd 23.03 writes them.
+
+Rules kept here (23.03's `build_lswitch_destination_lookup_bmcast`,
+`build_lswitch_ip_unicast_lookup`, `build_fwd_group_lflows`):
+- Every switch punts service-monitor replies (priority 110, the Copp `svc-monitor`
+  meter) and floods Ethernet multicast to `_MC_flood` (70). With `mcast_snoop` it also
+  punts IGMP/MLD (100, the `igmp` meter), floods link-local groups (85) and, unless
+  `mcast_flood_unregistered`, sends unregistered IP multicast to the relaying routers
+  and the static flood ports, or drops it (80); see `ls_mcast`.
+- Unicast (50), per address of each non-external switch port, in the NB column's
+  order: a leading MAC (scanned as `ovs_scan` does, so "MAC dynamic" and trailing
+  junk still count), the MAC IPAM gave a dynamic address, or the peer router port's
+  MAC for "router". A disabled port's flows drop instead of delivering. The router
+  port's MAC is matched only on the gateway chassis when the router has a distributed
+  gateway port and the switch a localnet port; a distributed gateway peer also adds
+  its router's distributed NAT MACs, each resident with its logical port.
+- ARP/ND requests for a router port's addresses go to that port (`ls_rport_arp`).
+- Forwarding groups are read in UUID order with 23.03's own loop, which shares one
+  match and one actions buffer between groups and reuses the group index for the
+  child ports: what it writes for a second group is reproduced, not corrected.
+- Drops use `ctx.drop_action` where 23.03 uses `debug_drop_action()`.
+"""
 
 from __future__ import annotations
 
+import re
+
+from ...idl.row import IdlRow
+from ..nodes.datapaths import Datapath, smap_bool
+from ..nodes.ports import Port
+from ..nodes.ports_addresses import format_mac, is_dynamic
+from . import ls_mcast, ls_rport_arp
 from .context import LflowContext
+from .stages import Stage
 from .table import LflowTable
+
+L2 = Stage.LS_IN_L2_LKUP
+SVC_CHECK_MATCH = "eth.dst == $svc_monitor_mac && (tcp || icmp || icmp6)"
+
+# One byte of `ETH_ADDR_SCAN_FMT` ("%hhx:..."): optional blanks and sign, an optional
+# 0x, hex digits; the value wraps to a byte.
+_BYTE = r"\s*([+-]?)(?:0[xX](?=[0-9a-fA-F]))?([0-9a-fA-F]+)"
+_SCAN_MAC = re.compile(":".join([_BYTE] * 6))
+
+
+def scan_mac(text: str) -> int | None:
+    """The MAC `ovs_scan(text, ETH_ADDR_SCAN_FMT)` reads at the start of `text`."""
+    m = _SCAN_MAC.match(text)
+    if m is None:
+        return None
+    value = 0
+    for i in range(6):
+        sign, digits = m.group(2 * i + 1), m.group(2 * i + 2)
+        byte = int(digits, 16)
+        value = (value << 8) | ((-byte if sign == "-" else byte) & 0xFF)
+    return value
+
+
+def _rows(value: object) -> list[IdlRow]:
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        return []
+    return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
+
+
+def meter_names(ctx: LflowContext) -> frozenset[str]:
+    return frozenset(str(m.name) for m in ctx.nb_rows("Meter"))
+
+
+def copp_meter(dp: Datapath, proto: str, meters: frozenset[str]) -> str | None:
+    """`copp_meter_get`: the meter the switch's Copp names for `proto`, if it exists."""
+    copp = dp.nb.copp
+    if not isinstance(copp, IdlRow):
+        return None
+    meter = copp.meters.get(proto)
+    return meter if meter is not None and meter in meters else None
+
+
+def lsp_enabled(port: Port) -> bool:
+    enabled = port.nb.value("enabled")  # a set of at most one boolean
+    return not enabled or bool(enabled[0])
 
 
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
+    meters = meter_names(ctx)
+    for dp in ctx.switches():
+        for fwd_owner, stage, priority, match, actions, hint in _fwd_group_flows(dp):
+            with out.owned_by(fwd_owner):
+                out.add(dp, stage, priority, match, actions, hint=hint)
+        with out.owned_by(("dp", dp.key)):
+            _bmcast(ctx, dp, out, meters)
+    for dp in ctx.switches():
+        for port in ctx.ports_of(dp):
+            if port.is_lsp and port.type != "external":
+                with out.owned_by(("port", port.name)):
+                    if port.type == "router":
+                        ls_rport_arp.build_port(ctx, port, out)
+                    _unicast(ctx, port, out)
+    ls_mcast.build_igmp(ctx, out)
+
+
+def _fwd_group_flows(dp: Datapath) -> list[tuple[object, Stage, int, str, str, IdlRow]]:
+    """The flows 23.03's forwarding-group loop writes for `dp`, in its order."""
+    groups = _rows(dp.nb.forwarding_groups)
+    flows: list[tuple[object, Stage, int, str, str, IdlRow]] = []
+    match = actions = ""
+    i = 0
+    while i < len(groups):
+        fwd = groups[i]
+        children = sorted(str(c) for c in fwd.child_port)
+        if not children:
+            i += 1
+            continue
+        owner = ("fwd_group", fwd.uuid)
+        vip, vmac = str(fwd.vip), str(fwd.vmac)
+        match += f"arp.tpa == {vip} && arp.op == 1"
+        actions += (f"eth.dst = eth.src; eth.src = {vmac}; arp.op = 2; /* ARP reply */ "
+                    f"arp.tha = arp.sha; arp.sha = {vmac}; arp.tpa = arp.spa; "
+                    f"arp.spa = {vip}; outport = inport; flags.loopback = 1; output;")
+        flows.append((owner, Stage.LS_IN_ARP_RSP, 50, match, actions, fwd))
+        match = f"eth.dst == {vmac}"
+        ports = ",".join(f'"{c}"' for c in children)
+        liveness = 'liveness="true",' if fwd.liveness else ""
+        actions = f"fwd_group({liveness}childports={ports});"
+        flows.append((owner, L2, 50, match, actions, fwd))
+        i = len(children)  # the child loop's index, then the group loop's increment
+    return flows
+
+
+def _bmcast(ctx: LflowContext, dp: Datapath, out: LflowTable,
+            meters: frozenset[str]) -> None:
+    out.add(dp, L2, 110, SVC_CHECK_MATCH, "handle_svc_check(inport);",
+            meter=copp_meter(dp, "svc-monitor", meters))
+    info = ls_mcast.switch_info(ctx, dp)
+    if info.enabled:
+        igmp_meter = copp_meter(dp, "igmp", meters)
+        out.add(dp, L2, 100, "igmp", "igmp;", meter=igmp_meter)
+        out.add(dp, L2, 100, "mldv1 || mldv2", "igmp;", meter=igmp_meter)
+        out.add(dp, L2, 85, "ip4.mcast && ip4.dst == 224.0.0.0/24",
+                'outport = "_MC_flood_l2"; output;')
+        out.add(dp, L2, 85, "ip6.mcast_flood", 'outport = "_MC_flood"; output;')
+        if not info.flood_unregistered:
+            actions = ""
+            if info.flood_relay:
+                actions += 'clone { outport = "_MC_mrouter_flood"; output; }; '
+            if info.flood_static:
+                actions += 'outport ="_MC_static"; output;'
+            if not info.flood_relay and not info.flood_static:
+                actions += ctx.drop_action
+            out.add(dp, L2, 80, "ip4.mcast || ip6.mcast", actions)
+    out.add(dp, L2, 70, "eth.mcast", 'outport = "_MC_flood"; output;')
+
+
+def _dynamic_mac(ctx: LflowContext, port: Port) -> int | None:
+    """The MAC of the port's dynamic address after IPAM (what `dynamic_addresses`
+    holds once this run wrote it): the addresses past the static ones, less the peer
+    router port's networks a "router" address brought."""
+    peer = ctx.ports.peer_of(port)
+    networks = peer.networks if peer is not None else None
+    for addrs in port.lsp_addrs[port.n_static_addrs:]:
+        if addrs is not networks:
+            return addrs.mac
+    return None
+
+
+def _unicast(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    dp = port.dp
+    action = f"outport = {port.json_key}; output;" if lsp_enabled(port) \
+        else ctx.drop_action
+    for address in port.nb.addresses:
+        mac = scan_mac(address)
+        if mac is not None:
+            out.add(dp, L2, 50, f"eth.dst == {format_mac(mac)}", action, hint=port.nb)
+        elif address == "unknown":
+            continue
+        elif is_dynamic(address):
+            mac = _dynamic_mac(ctx, port)
+            if mac is not None:
+                out.add(dp, L2, 50, f"eth.dst == {format_mac(mac)}", action,
+                        hint=port.nb)
+        elif address == "router":
+            _router_address(ctx, port, action, out)
+
+
+def _router_address(ctx: LflowContext, port: Port, action: str, out: LflowTable) -> None:
+    dp = port.dp
+    peer = ctx.ports.peer_of(port)
+    if peer is None or not peer.is_lrp:
+        return
+    mac = scan_mac(str(peer.nb.mac))
+    if mac is None:
+        return
+    match = f"eth.dst == {format_mac(mac)}"
+    gateways = ctx.ports.l3dgw_ports.get(peer.dp.key, [])
+    if gateways and ctx.ports.localnet_ports.get(dp.key):
+        resident: str | None = None
+        if peer.cr_port is not None:
+            resident = peer.cr_port
+        elif len(gateways) == 1 and smap_bool(peer.options, "reside-on-redirect-chassis"):
+            resident = gateways[0].cr_port
+        cr = ctx.ports.ports.get(resident) if resident is not None else None
+        if cr is not None:
+            match += f" && is_chassis_resident({cr.json_key})"
+    out.add(dp, L2, 50, match, action, hint=port.nb)
+    if peer.cr_port is None:
+        return
+    for nat in _rows(peer.dp.nb.nat):
+        if nat.type != "dnat_and_snat" or not nat.logical_port or not nat.external_mac:
+            continue
+        ext = scan_mac(str(nat.external_mac))
+        if ext is not None:
+            out.add(dp, L2, 50, f"eth.dst == {format_mac(ext)} && "
+                    f'is_chassis_resident("{nat.logical_port}")', action, hint=port.nb)
