@@ -36,7 +36,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,11 +280,14 @@ def nb_table_names() -> list[str]:
 
 
 def run_script(script: Script, kind: str, workdir: Path, *,
-               sb_tables: Sequence[str] = SB_OWNED) -> Snapshot:
+               sb_tables: Sequence[str] = SB_OWNED,
+               at_end: Callable[[Run], None] | None = None) -> Snapshot:
     """Run `script` against the `kind` northd; the normalized NB write-backs and SB rows.
 
     Two syncs end every run (a fixed number, so the cfg counters are the same for any
-    northd); the rows must not change between them but for those counters."""
+    northd); the rows must not change between them but for those counters. `at_end`
+    sees the run after the last snapshot, with its servers and northd still up (to read
+    what else the run is compared by, such as `lflow-list` or `ovn-trace`)."""
     r = Run(kind, workdir)
     try:
         r.start()
@@ -296,6 +299,8 @@ def run_script(script: Script, kind: str, workdir: Path, *,
         snap = r.snapshot(script, sb_tables)
         if without_counters(first) != without_counters(snap):
             raise ScriptError(f"{kind} northd still changing rows after {script.name}")
+        if at_end is not None:
+            at_end(r)
         return snap
     finally:
         r.stop()

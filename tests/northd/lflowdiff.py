@@ -15,8 +15,12 @@ Rules kept here:
 - Where 23.03 prints something in an order of its hash tables, the rule that makes it
   canonical is in `canonical` and written in docs/compat.md.
 
+- `ovn-trace` output is compared after `canonical_trace` (no flow UUIDs or sources;
+  router pipelines cut off, the switch pipeline is what is compared).
+- `Outcomes` runs a script once per northd per process, for every module comparing it.
+
 Run as a script to see the differences of some scripts (`-` real, `+` ours):
-    python tests/northd/lflowdiff.py 01_switch_vif [--stage ls_in_acl ...]
+    python tests/northd/lflowdiff.py 01_switch_vif [--stage ls_in_acl ...] [--traces]
 """
 
 from __future__ import annotations
@@ -24,12 +28,17 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from diffharness import CORPUS, Run, Script, parse_script
+from diffharness import CORPUS, Run, Script, parse_script, run_script
+from normalize import SB_OWNED, Snapshot
+from traces import TRACES, Probe
 
 HEADER = re.compile(r'^Datapath: "?(.*?)"? \(([0-9a-f-]+)\)\s+Pipeline: (\w+)$')
 FLOW = re.compile(r"^\s+table=(\d+)\s*\((\w+)\s*\), priority=(\d+)\s*, match=\((.*)\), "
@@ -78,8 +87,10 @@ def lflows_of(run: Run) -> list[str]:
     return parse_lflow_list(run.sbctl("lflow-list"))
 
 
-def run_lflows(script: Script, kind: str, workdir: Path) -> list[str]:
-    """Run `script` against the `kind` northd; its flows (after two syncs)."""
+def run_lflows(script: Script, kind: str, workdir: Path,
+               probes: Sequence[Probe] = ()) -> tuple[list[str], list[Trace]]:
+    """Run `script` against the `kind` northd; its flows (after two syncs) and the
+    traces of `probes`."""
     r = Run(kind, workdir)
     try:
         r.start()
@@ -87,9 +98,185 @@ def run_lflows(script: Script, kind: str, workdir: Path) -> list[str]:
             r.step(step)
         r.nbctl("--wait=sb", "sync")
         r.nbctl("--wait=sb", "sync")
-        return lflows_of(r)
+        flows = lflows_of(r)
+        return flows, traces_of(r, probes, flows)
     finally:
         r.stop()
+
+
+# -- ovn-trace ----------------------------------------------------------------------
+
+TRACE_TIMEOUT = 30
+# `12. ls_in_acl (northd.c:6789): ip4, priority 2002, uuid 0123abcd`
+TRACE_FLOW = re.compile(r"^(\s*)(\d+)\. (\w+)(?: \([^()]*\))?: (.*), priority (\d+), "
+                        r"uuid [0-9a-f]{8}$")
+TRACE_PIPELINE = re.compile(r'^(ingress|egress|multicast)\(dp="([^"]*)"(?:, inport="([^"]*)")?')
+TRACE_LOG_PREFIX = re.compile(r"^\S+\|\d+\|", re.M)  # a log line's time and sequence
+LINE = re.compile(r"^(\S+) (\w+) table=(\d+) \((\w+)\), priority=(\d+), "
+                  r"match=\((.*)\), action=\((.*)\)$")
+ROUTER_CUT = "[router pipeline: not compared]"
+
+FlowIndex = dict[tuple[str, str, int, int], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Trace:
+    probe: str
+    text: str  # canonical (`canonical_trace`), or the error ovn-trace printed
+    ok: bool = True
+
+
+def flow_index(lines: Iterable[str]) -> FlowIndex:
+    """(datapath, pipeline, table, priority) -> {match: actions}, from lflow lines."""
+    out: FlowIndex = {}
+    for line in lines:
+        m = LINE.match(line)
+        if m is not None:
+            dp, pipeline, table, _, prio, match, actions = m.groups()
+            out.setdefault((dp, pipeline, int(table), int(prio)), {})[match] = actions
+    return out
+
+
+def trace_of(run: Run, probe: Probe, routers: frozenset[str], flows: FlowIndex) -> Trace:
+    assert run.sb is not None
+    cmd = ["ovn-trace", f"--db={run.sb.unix}", *probe.args()]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TRACE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return Trace(probe.name, "ovn-trace timed out", ok=False)
+    if p.returncode != 0:
+        err = TRACE_LOG_PREFIX.sub("", p.stderr.strip())
+        return Trace(probe.name, f"ovn-trace exited {p.returncode}: {err}", ok=False)
+    return Trace(probe.name, canonical_trace(p.stdout, routers, flows))
+
+
+def traces_of(run: Run, probes: Sequence[Probe], lflows: Sequence[str]) -> list[Trace]:
+    if not probes:
+        return []
+    routers = frozenset(run.nbctl("--bare", "--columns=name", "list",
+                                  "Logical_Router").split())
+    flows = flow_index(lflows)
+    return [trace_of(run, p, routers, flows) for p in probes]
+
+
+def canonical_trace(text: str, routers: frozenset[str] = frozenset(),
+                    flows: FlowIndex | None = None) -> str:
+    """A detailed `ovn-trace` without what names a run rather than a flow.
+
+    - Each flow line loses its `uuid` prefix and its `source` (a C file and line in
+      23.03, a module of ours); blank lines go.
+    - ovn-trace tries the flows of one table and priority in the order it read them
+      (the IDL's hash order), so where several such flows match a packet either may be
+      printed. A matched flow that has siblings (same datapath, pipeline, table and
+      priority) with the same actions prints the sorted matches of all of them
+      (`flows`, the run's lflow-list lines): the packet goes on the same way whichever
+      of them matched.
+    - What happens inside a router datapath is not compared (the switch pipeline is): a
+      router's pipeline section becomes one line marked `ROUTER_CUT`, and the lines it
+      leads to are dropped up to the next line of the enclosing section or the next
+      sibling of a multicast fan-out (an egress section of the same datapath and inport
+      as the one that led into the router)."""
+    out: list[str] = []
+    last_egress: dict[int, tuple[str, str]] = {}
+    cut: tuple[int, tuple[str, str] | None] | None = None
+    sections: list[tuple[int, str, str]] = []  # (indent, datapath, pipeline)
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line:
+            continue
+        indent = len(line) - len(line.lstrip())
+        head = TRACE_PIPELINE.match(line.lstrip())
+        if cut is not None:
+            at, resume = cut
+            sibling = (head is not None and head.group(1) == "egress" and indent == at
+                       and (head.group(2), head.group(3) or "") == resume)
+            if indent >= at and not sibling:
+                continue
+            cut = None
+        if head is not None:
+            kind, dp, inport = head.group(1), head.group(2), head.group(3) or ""
+            if dp in routers:
+                out.append(f"{line} {ROUTER_CUT}")
+                cut = (indent, last_egress.get(indent))
+                continue
+            while sections and sections[-1][0] >= indent:
+                sections.pop()
+            sections.append((indent, dp, kind))
+            if kind == "egress":
+                last_egress[indent] = (dp, inport)
+            out.append(line)
+            continue
+        flow = TRACE_FLOW.match(line)
+        if flow is None:
+            out.append(line)
+            continue
+        lead, table, stage, match, prio = flow.groups()
+        owner = [s for s in sections if s[0] <= len(lead)]
+        if owner and flows is not None:
+            _, dp, pipeline = owner[-1]
+            peers = flows.get((dp, pipeline, int(table), int(prio)), {})
+            actions = peers.get(match)
+            same = sorted(m for m, a in peers.items() if a == actions)
+            if actions is not None and len(same) > 1:
+                match = "one of " + " | ".join(f"({m})" for m in same)
+        out.append(f"{lead}{table}. {stage}: {match}, priority {prio}")
+    return "\n".join(out)
+
+
+# -- one run, everything it is compared by ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run of a script gives: the normalized rows, `lflow-list` as lines (see
+    `parse_lflow_list`) and the traces of its probes."""
+
+    snapshot: Snapshot
+    lflows: tuple[str, ...]
+    traces: tuple[Trace, ...] = ()
+
+
+def run_outcome(script: Script, kind: str, workdir: Path, *,
+                sb_tables: Sequence[str] = SB_OWNED,
+                probes: Sequence[Probe] = ()) -> Outcome:
+    """Run `script` against the `kind` northd once; rows, flows and traces of that run."""
+    got: dict[str, Any] = {}
+
+    def at_end(run: Run) -> None:
+        got["lflows"] = tuple(lflows_of(run))
+        got["traces"] = tuple(traces_of(run, probes, got["lflows"]))
+
+    snap = run_script(script, kind, workdir, sb_tables=sb_tables, at_end=at_end)
+    return Outcome(snap, got["lflows"], got["traces"])
+
+
+class Outcomes:
+    """The outcome of (script, kind) computed once per process and shared by every test
+    module that compares it (`kind` is `real`, `ours`, or `real#2` for a second real
+    run); a failed run is kept and raised again to every caller."""
+
+    def __init__(self) -> None:
+        self.done: dict[tuple[str, str], Outcome | BaseException] = {}
+
+    def get(self, script: Script, kind: str, workdir: Callable[[], Path], *,
+            sb_tables: Sequence[str], probes: Sequence[Probe]) -> Outcome:
+        key = (script.name, kind)
+        if key not in self.done:
+            try:
+                self.done[key] = run_outcome(script, kind.split("#")[0], workdir(),
+                                             sb_tables=sb_tables, probes=probes)
+            except Exception as e:
+                self.done[key] = e
+        got = self.done[key]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def finished(self, kind: str) -> list[Outcome]:
+        return [v for (_, k), v in self.done.items() if k == kind and isinstance(v, Outcome)]
+
+
+OUTCOMES = Outcomes()
 
 
 def diff_lines(real: Sequence[str], ours: Sequence[str]) -> list[str]:
@@ -105,23 +292,38 @@ def load(name: str) -> Script:
     return parse_script(path.read_text(), path.stem)
 
 
+def trace_diff(real: Sequence[Trace], ours: Sequence[Trace]) -> list[str]:
+    """The probes whose traces differ, each with its diff (`-` real, `+` ours)."""
+    out: list[str] = []
+    for a, b in zip(real, ours, strict=True):
+        if a.text != b.text:
+            out.append(f"-- probe {a.probe}")
+            out += diff_lines(a.text.splitlines(), b.text.splitlines())[2:]
+    return out
+
+
 def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scripts", nargs="+", help="corpus script names or paths")
     ap.add_argument("--stage", action="append", default=[],
                     help="stage name prefix to compare (repeatable; default ls_)")
     ap.add_argument("--show", choices=("real", "ours"), help="print one side's flows")
+    ap.add_argument("--traces", action="store_true",
+                    help="also compare the traces of the script's probes (traces.py)")
     args = ap.parse_args(argv)
     stages = args.stage or ["ls_"]
     status = 0
     for name in args.scripts:
         script = load(name)
+        probes = TRACES.get(script.name, ()) if args.traces else ()
         with tempfile.TemporaryDirectory() as tmp:
             kinds = [args.show] if args.show else ["real", "ours"]
-            got = {k: only_stages(run_lflows(script, k, Path(tmp) / k), stages)
-                   for k in kinds}
+            runs = {k: run_lflows(script, k, Path(tmp) / k, probes) for k in kinds}
+        got = {k: only_stages(flows, stages) for k, (flows, _) in runs.items()}
         if args.show:
             print("\n".join(got[args.show]))
+            for t in runs[args.show][1]:
+                print(f"-- probe {t.probe}\n{t.text}")
             continue
         d = diff_lines(got["real"], got["ours"])
         print(f"== {script.name}: {len(got['real'])} real flows, {len(got['ours'])} ours, "
@@ -130,6 +332,13 @@ def main(argv: Sequence[str]) -> int:
         if d:
             status = 1
             print("\n".join(d[2:]))
+        if probes:
+            td = trace_diff(runs["real"][1], runs["ours"][1])
+            print(f"== {script.name}: {len(probes)} probes, "
+                  f"{sum(1 for x in td if x.startswith('-- probe'))} traces differ")
+            if td:
+                status = 1
+                print("\n".join(td))
     return status
 
 

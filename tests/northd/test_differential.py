@@ -5,15 +5,21 @@ on the real ovsdb-server) and the normalized rows of the table must be equal. Pa
 our northd does not get right yet are listed in `XFAIL` with the reason; they are
 strict, so a fix makes the pair XPASS, which fails until it leaves the list.
 
+The same runs give the logical flows: `test_lflows_match_real` compares the switch
+pipeline of `ovn-sbctl lflow-list` line for line (`lflowdiff`), and
+`test_lflow_rows_match_real` the switch pipeline's `Logical_Flow` rows themselves (what
+lflow-list does not print: stage hints, `tags`, `controller_meter`, datapath groups).
+Scripts whose flows still differ are in `XFAIL_LFLOWS` / `XFAIL_LFLOW_ROWS` (strict).
+
 `test_real_is_deterministic` runs each script a second time with the real northd:
-whatever differs between two real runs is noise the normalization must remove. It
-covers `Logical_Flow` too (every run dumps it), ready for the comparison of flows.
+whatever differs between two real runs (rows, lflow-list lines, traces of the script's
+probes) is noise the normalization must remove.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
 import pytest
 from diffharness import (
@@ -24,6 +30,7 @@ from diffharness import (
     parse_script,
     run_script,
 )
+from lflowdiff import OUTCOMES, Outcome, diff_lines, lflows_of, only_stages, trace_diff
 from normalize import (
     NB_WRITTEN,
     SB_OWNED,
@@ -34,39 +41,38 @@ from normalize import (
     normalize,
     without_flows,
 )
+from traces import TRACES
 
 from procs import require
 
 SCRIPTS: dict[str, Script] = {s.name: s for s in load_corpus()}
 TABLES: tuple[str, ...] = tuple(f"NB.{t}" for t in NB_WRITTEN) + tuple(f"SB.{t}"
                                                                          for t in SB_OWNED)
+SWITCH = ("ls_",)  # the stages compared: the logical switch pipeline
+SHOWN = 80  # diff lines shown on a failure
 
 # (script, table) -> why our northd differs there. Shrinks as northd grows.
 XFAIL: dict[tuple[str, str], str] = {}
+# script -> why its switch flows (lflow-list lines) differ from 23.03's.
+XFAIL_LFLOWS: dict[str, str] = {}
+# script -> why its switch Logical_Flow rows differ (beyond the lflow-list lines).
+XFAIL_LFLOW_ROWS: dict[str, str] = {}
 
-Runner = Callable[[str, str], Snapshot]
-_cache: dict[tuple[str, str], Snapshot | BaseException] = {}
+Runner = Callable[[str, str], Outcome]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runner:
-    """The normalized result of (script, northd kind), run once per module."""
+    """The outcome of (script, northd kind), run once per process (shared with the
+    trace tests)."""
     require("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl", "ovn-sbctl",
-            "ovn-northd")
+            "ovn-northd", "ovn-trace")
 
-    def get(name: str, kind: str) -> Snapshot:
-        key = (name, kind)
-        if key not in _cache:
-            workdir = tmp_path_factory.mktemp(f"{name}-{kind}", numbered=True)
-            try:
-                _cache[key] = run_script(SCRIPTS[name], kind.split("#")[0], workdir,
-                                         sb_tables=SB_WITH_FLOWS)
-            except Exception as e:  # kept so every table of the script reports it
-                _cache[key] = e
-        got = _cache[key]
-        if isinstance(got, BaseException):
-            raise got
-        return got
+    def get(name: str, kind: str) -> Outcome:
+        return OUTCOMES.get(
+            SCRIPTS[name], kind,
+            lambda: tmp_path_factory.mktemp(f"{name}-{kind}", numbered=True),
+            sb_tables=SB_WITH_FLOWS, probes=TRACES.get(name, ()))
 
     return get
 
@@ -81,22 +87,87 @@ def _pairs() -> list[object]:
     return out
 
 
+def _scripts(xfail: dict[str, str]) -> list[object]:
+    return [pytest.param(name, id=name,
+                         marks=[pytest.mark.xfail(strict=True, reason=xfail[name])]
+                         if name in xfail else [])
+            for name in sorted(SCRIPTS)]
+
+
+def _shown(lines: list[str], what: str) -> str:
+    more = f"\n... {len(lines) - SHOWN} more" if len(lines) > SHOWN else ""
+    return f"{what}\n" + "\n".join(lines[:SHOWN]) + more
+
+
 def _report(table: str, expected: Snapshot, actual: Snapshot, what: str) -> str:
-    lines = diff(expected, actual, table)
-    shown = "\n".join(lines[:60])
-    more = f"\n... {len(lines) - 60} more" if len(lines) > 60 else ""
-    return f"{table}: {what}\n{shown}{more}"
+    return _shown(diff(expected, actual, table), f"{table}: {what}")
+
+
+def switch_lines(outcome: Outcome) -> list[str]:
+    return only_stages(outcome.lflows, SWITCH)
+
+
+def lflow_diff(real: Outcome, ours: Outcome) -> list[str]:
+    """The switch pipeline's lflow-list lines only in `real` (-) or only in `ours` (+)."""
+    return diff_lines(switch_lines(real), switch_lines(ours))[2:]
+
+
+def switch_rows(snap: Snapshot) -> Snapshot:
+    """The switch pipeline's `Logical_Flow` rows, and the datapath groups they use."""
+    flows = {k: row for k, row in snap.tables.get("SB.Logical_Flow", {}).items()
+             if _stage_name(row).startswith(SWITCH)}
+    groups = snap.tables.get("SB.Logical_DP_Group", {})
+    used = {str(row.get("logical_dp_group")) for row in flows.values()}
+    return Snapshot({"SB.Logical_Flow": flows,
+                     "SB.Logical_DP_Group": {k: v for k, v in groups.items()
+                                             if f"@Logical_DP_Group({k})" in used}})
+
+
+def _stage_name(row: dict[str, Any]) -> str:
+    ids = row.get("external_ids")
+    return str(ids.get("stage-name", "")) if isinstance(ids, dict) else ""
+
+
+def _ours(runs: Runner, script: str) -> Outcome:
+    if not ours_available():
+        pytest.skip("pyovsdb northd is not built yet")
+    return runs(script, "ours")
 
 
 @pytest.mark.interop
 @pytest.mark.parametrize(("script", "table"), _pairs())
 def test_matches_real(script: str, table: str, runs: Runner) -> None:
-    if not ours_available():
-        pytest.skip("pyovsdb northd is not built yet")
-    real = without_flows(runs(script, "real"))
-    ours = without_flows(runs(script, "ours"))
+    ours = without_flows(_ours(runs, script).snapshot)
+    real = without_flows(runs(script, "real").snapshot)
     if diff(real, ours, table):
         pytest.fail(_report(table, real, ours, "ours differs (- real, + ours)"), pytrace=False)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("script", _scripts(XFAIL_LFLOWS))
+def test_lflows_match_real(script: str, runs: Runner) -> None:
+    """`lflow-list` of the switch pipeline: ours line for line as 23.03's."""
+    ours = _ours(runs, script)
+    real = runs(script, "real")
+    lines = lflow_diff(real, ours)
+    if lines:
+        n = sum(1 for ln in lines if ln[:1] in "+-")
+        pytest.fail(_shown(lines, f"{n} switch flow lines differ (- real, + ours); "
+                           f"{len(switch_lines(real))} real, {len(switch_lines(ours))} ours"),
+                    pytrace=False)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("script", _scripts(XFAIL_LFLOW_ROWS))
+def test_lflow_rows_match_real(script: str, runs: Runner) -> None:
+    """The switch pipeline's SB rows: what lflow-list shows, and the stage hints,
+    `tags:in_out_port`, `controller_meter` and datapath groups it does not."""
+    ours = switch_rows(_ours(runs, script).snapshot)
+    real = switch_rows(runs(script, "real").snapshot)
+    bad = [t for t in ("SB.Logical_Flow", "SB.Logical_DP_Group") if diff(real, ours, t)]
+    if bad:
+        pytest.fail("\n".join(_report(t, real, ours, "ours differs (- real, + ours)")
+                              for t in bad), pytrace=False)
 
 
 @pytest.mark.interop
@@ -104,18 +175,24 @@ def test_matches_real(script: str, table: str, runs: Runner) -> None:
 def test_real_is_deterministic(script: str, runs: Runner) -> None:
     first = runs(script, "real")
     second = runs(script, "real#2")
-    bad = [t for t in first.tables if diff(first, second, t)]
+    what = "two real runs differ (- first, + second)"
+    bad = [_report(t, first.snapshot, second.snapshot, what)
+           for t in first.snapshot.tables if diff(first.snapshot, second.snapshot, t)]
+    lines = diff_lines(first.lflows, second.lflows)[2:]
+    if lines:
+        bad.append(_shown(lines, f"lflow-list: {what}"))
+    traces = trace_diff(first.traces, second.traces)
+    if traces:
+        bad.append(_shown(traces, f"ovn-trace: {what}"))
     if bad:
-        what = "two real runs differ (- first, + second)"
-        pytest.fail("\n".join(_report(t, first, second, what) for t in bad), pytrace=False)
+        pytest.fail("\n".join(bad), pytrace=False)
 
 
 @pytest.mark.interop
 def test_corpus_covers_the_tables() -> None:
     """Every compared table is non-empty in some script's real run, so no table is
-    compared only as empty (checked on the saved runs of this module)."""
-    real = [without_flows(v) for (_, kind), v in _cache.items()
-            if kind == "real" and isinstance(v, Snapshot)]
+    compared only as empty (checked on the saved runs of this process)."""
+    real = [without_flows(o.snapshot) for o in OUTCOMES.finished("real")]
     if len(real) < len(SCRIPTS):
         pytest.skip("needs the real runs of every script (run the whole module)")
     empty = [t for t in TABLES if not any(s.tables.get(t) for s in real)]
@@ -125,40 +202,88 @@ def test_corpus_covers_the_tables() -> None:
 GENERATED_SEEDS = (1, 2, 3, 4, 5)
 # seed -> why our northd differs on that generated history.
 XFAIL_GENERATED: dict[int, str] = {}
+# seed -> why our switch flows differ on that generated history.
+XFAIL_GENERATED_LFLOWS: dict[int, str] = {}
+
+_generated: dict[tuple[int, str], tuple[Snapshot, tuple[str, ...]] | BaseException] = {}
 
 
-def _seeds() -> list[object]:
+def _seeds(xfail: dict[int, str]) -> list[object]:
     return [pytest.param(seed, id=f"seed{seed}",
-                         marks=[pytest.mark.xfail(strict=True, reason=XFAIL_GENERATED[seed])]
-                         if seed in XFAIL_GENERATED else [])
+                         marks=[pytest.mark.xfail(strict=True, reason=xfail[seed])]
+                         if seed in xfail else [])
             for seed in GENERATED_SEEDS]
 
 
-@pytest.mark.interop
-@pytest.mark.parametrize("seed", _seeds())
-def test_generated_matches_real(seed: int, tmp_path: Path) -> None:
-    """A random (seeded) NB history of 60 changes: the real northd twice (the history
-    must keep 23.03's choices deterministic), then ours; every table compared."""
+def _generated_run(seed: int, kind: str, tmp: pytest.TempPathFactory
+                   ) -> tuple[Snapshot, tuple[str, ...]]:
+    """A generated history's rows and lflow-list lines, run once per (seed, kind)."""
     require("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl", "ovn-sbctl",
             "ovn-northd")
-    script = generate_script(seed)
-    real = run_script(script, "real", tmp_path / "real")
-    again = run_script(script, "real", tmp_path / "real2")
+    key = (seed, kind)
+    if key not in _generated:
+        got: list[str] = []
+        try:
+            snap = run_script(generate_script(seed), kind.split("#")[0],
+                              tmp.mktemp(f"seed{seed}-{kind}", numbered=True),
+                              at_end=lambda r: got.extend(lflows_of(r)))
+            _generated[key] = (snap, tuple(got))
+        except Exception as e:
+            _generated[key] = e
+    out = _generated[key]
+    if isinstance(out, BaseException):
+        raise out
+    return out
+
+
+def _history(seed: int) -> str:
+    return "\n--- the history\n" + "\n".join(str(st) for st in generate_script(seed).steps)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("seed", _seeds(XFAIL_GENERATED))
+def test_generated_matches_real(seed: int, tmp_path_factory: pytest.TempPathFactory
+                                ) -> None:
+    """A random (seeded) NB history of 60 changes: the real northd twice (the history
+    must keep 23.03's choices deterministic, its flows too), then ours; every table
+    compared."""
+    real, real_flows = _generated_run(seed, "real", tmp_path_factory)
+    again, again_flows = _generated_run(seed, "real#2", tmp_path_factory)
     noisy = [t for t in TABLES if diff(real, again, t)]
     assert not noisy, f"the generated history is not deterministic in 23.03: {noisy}"
+    noisy_flows = diff_lines(real_flows, again_flows)[2:]
+    assert not noisy_flows, _shown(noisy_flows, "two real runs' lflow-list differ")
     if not ours_available():
         pytest.skip("pyovsdb northd is not built yet")
-    ours = run_script(script, "ours", tmp_path / "ours")
+    ours, _ = _generated_run(seed, "ours", tmp_path_factory)
     bad = [t for t in TABLES if diff(real, ours, t)]
     if bad:
-        steps = "\n".join(str(st) for st in script.steps)
         pytest.fail("\n".join(_report(t, real, ours, "ours differs (- real, + ours)")
-                              for t in bad) + f"\n--- the history\n{steps}", pytrace=False)
+                              for t in bad) + _history(seed), pytrace=False)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("seed", _seeds(XFAIL_GENERATED_LFLOWS))
+def test_generated_lflows_match_real(seed: int, tmp_path_factory: pytest.TempPathFactory
+                                     ) -> None:
+    """The same histories' switch flows (the runs of `test_generated_matches_real`)."""
+    if not ours_available():
+        pytest.skip("pyovsdb northd is not built yet")
+    _, real = _generated_run(seed, "real", tmp_path_factory)
+    _, ours = _generated_run(seed, "ours", tmp_path_factory)
+    lines = diff_lines(only_stages(real, SWITCH), only_stages(ours, SWITCH))[2:]
+    if lines:
+        pytest.fail(_shown(lines, "switch flow lines differ (- real, + ours)")
+                    + _history(seed), pytrace=False)
 
 
 def test_xfail_list_names_real_pairs() -> None:
     unknown = [k for k in XFAIL if k[0] not in SCRIPTS or k[1] not in TABLES]
     assert not unknown, f"XFAIL names no such script/table: {unknown}"
+    unknown_scripts = [k for k in (*XFAIL_LFLOWS, *XFAIL_LFLOW_ROWS, *TRACES)
+                       if k not in SCRIPTS]
+    assert not unknown_scripts, f"XFAIL_LFLOWS/_ROWS or TRACES name no such script: " \
+        f"{unknown_scripts}"
 
 
 # -- the harness's own pieces, without servers ------------------------------------------
