@@ -156,10 +156,10 @@ def main() -> int:
     for kind, f in med.items():
         print(f"| {NORTHDS[kind]} | {f['start_s']:.2f} | {f['cpu_s']:.2f} | "
               f"{f['rss_mib']:.0f} | {f['flows']:.0f} | {f['ls_flows']:.0f} |")
-    o, r = med["ours"], med["real"]
+    ours, real = med["ours"], med["real"]
 
     def ratio(f: str) -> str:
-        return f"{o[f] / r[f]:.1f}x" if r[f] else "-"
+        return f"{ours[f] / real[f]:.1f}x" if real[f] else "-"
     print(f"| ours / real | {ratio('start_s')} | {ratio('cpu_s')} | {ratio('rss_mib')} "
           f"| {ratio('flows')} | {ratio('ls_flows')} |")
     return 0
