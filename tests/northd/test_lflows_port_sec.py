@@ -202,3 +202,14 @@ def test_drops_follow_the_debug_drop_collector(nb: Nb, sb: LocalDb) -> None:
         ("ls_out_apply_port_sec", 50, "reg0[15] == 1"),
     }
     assert not [a for *_, a in lines(table, sw) if a == "drop;"]
+
+
+def test_boolean_options_are_read_without_regard_to_case(nb: Nb, sb: LocalDb) -> None:
+    sw = nb.ls_add("sw0", other_config={"vlan-passthru": "TRUE"})
+    lsp(nb, "sw0", "ln1", "unknown", type="localnet",
+        options={"network_name": "a", "localnet_learn_fdb": "True"})
+    lsp(nb, "sw0", "ln2", "unknown", type="localnet",
+        options={"network_name": "b", "localnet_learn_fdb": "yes"})
+    table = build_flows(nb.db, sb)
+    assert ("ls_in_check_port_sec", 100, "vlan.present", "drop;") not in lines(table, sw)
+    assert port_flows(table, "ln1") and not port_flows(table, "ln2")

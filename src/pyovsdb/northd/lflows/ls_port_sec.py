@@ -29,8 +29,9 @@ Rules kept here (OVN 23.03):
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 
-from ..nodes.datapaths import Datapath, smap_bool
+from ..nodes.datapaths import Datapath
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import Addresses, Ipv6Net, lsp_addresses
 from ..nodes.ports_switch import SwitchPortState
@@ -56,6 +57,13 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
                 _port_sec(ctx, out, port, queues.get(port.name, 0))
                 _learn_fdb(out, port)
                 _external_port(ctx, out, port)
+
+
+def smap_get_bool(smap: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """OVS's `smap_get_bool`, which compares without regard to case: with a false
+    default only "true" (any case) is true, with a true default only "false" is false."""
+    value = smap.get(key, "").lower()
+    return value != "false" if default else value == "true"
 
 
 def lsp_enabled(port: Port) -> bool:
@@ -90,7 +98,7 @@ def floods_unknown(ports: list[Port]) -> bool:
 def _datapath_flows(ctx: LflowContext, out: LflowTable, dp: Datapath,
                     ports: list[Port]) -> None:
     drop = ctx.drop_action
-    if not smap_bool(dp.nb.other_config, "vlan-passthru", False):
+    if not smap_get_bool(dp.nb.other_config, "vlan-passthru"):
         out.add(dp, Stage.LS_IN_CHECK_PORT_SEC, 100, "vlan.present", drop)
     out.add(dp, Stage.LS_IN_CHECK_PORT_SEC, 100, "eth.src[40]", drop)
     out.add(dp, Stage.LS_IN_CHECK_PORT_SEC, 50, "1",
@@ -143,7 +151,7 @@ def _port_sec(ctx: LflowContext, out: LflowTable, port: Port, queue: int) -> Non
 
 def _learn_fdb(out: LflowTable, port: Port) -> None:
     learns = port.type == "" or (
-        port.type == "localnet" and smap_bool(port.options, "localnet_learn_fdb", False))
+        port.type == "localnet" and smap_get_bool(port.options, "localnet_learn_fdb"))
     if not (port.has_unknown and learns) or n_port_security(port):
         return
     inport = f"inport == {port.json_key}"
