@@ -78,6 +78,15 @@ def test_dhcpv4_options_sorted_with_netmask_and_hostname() -> None:
                               offer, None) is None
 
 
+def test_dhcpv4_row_netmask_follows_the_cidr_one() -> None:
+    got = dhcpv4_actions("10.0.0.0/24", {**V4, "netmask": "255.255.0.0", "a": "1"},
+                         ipaddress.IPv4Address("10.0.0.5"), None)
+    assert got is not None
+    assert got.options == (
+        "reg0[3] = put_dhcp_opts(offerip = 10.0.0.5, a = 1, lease_time = 3600, "
+        "netmask = 255.255.255.0, netmask = 255.255.0.0, server_id = 10.0.0.1); next;")
+
+
 def test_dhcpv6_stateful_and_stateless() -> None:
     offer = ipaddress.IPv6Address("fd00::5")
     opts = {"server_id": "00:00:00:00:ff:02", "dns_server": "{fd00::53}"}
@@ -91,6 +100,9 @@ def test_dhcpv6_stateful_and_stateless() -> None:
     assert stateless.options == ("reg0[3] = put_dhcpv6_opts(dns_server = {fd00::53}, "
                                  "server_id = 00:00:00:00:ff:02); next;")
     assert dhcpv6_actions("fd01::/64", opts, offer) is None
+    mapped = dhcpv6_actions("::ffff:10.0.0.0/120", opts, ipaddress.IPv6Address("::ffff:10.0.0.5"))
+    assert mapped is not None and mapped.options.startswith(
+        "reg0[3] = put_dhcpv6_opts(ia_addr = 10.0.0.5, ")
     assert dhcpv6_actions("fd00::/64", {"server_id": "10.0.0.1"}, offer) is None
 
 

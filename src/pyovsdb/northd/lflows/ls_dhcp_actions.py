@@ -132,9 +132,9 @@ def dhcpv4_actions(cidr: str, options: Mapping[str, str], offer: ipaddress.IPv4A
     opts = {k: v for k, v in options.items() if k != "server_mac"}
     if hostname is not None:
         opts["hostname"] = hostname
-    # `netmask` comes from the cidr; a row's own "netmask" stays too (23.03 adds a
-    # second entry of that name), written first.
-    pairs = sorted([*opts.items(), ("netmask", str(ipaddress.IPv4Address(mask)))],
+    # `netmask` comes from the cidr. A row's own "netmask" stays too: 23.03 adds a
+    # second entry of that name, which its sort leaves after the one from the cidr.
+    pairs = sorted([("netmask", str(ipaddress.IPv4Address(mask))), *opts.items()],
                    key=lambda kv: kv[0])
     rendered = ", ".join(f"{k} = {v}" for k, v in pairs)
     return DhcpActions(
