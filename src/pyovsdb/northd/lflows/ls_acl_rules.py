@@ -71,7 +71,8 @@ def log_action(acl: IdlRow, s: AclSettings) -> str:
     parts = []
     if acl.name is not None:
         parts.append(f'name="{acl.name}"')
-    parts.append(f"severity={acl.severity or 'info'}")
+    severity = acl.severity if acl.severity is not None else "info"
+    parts.append(f"severity={severity}")
     verdict = _verdict(acl.action)
     if verdict is not None:
         parts.append(f"verdict={verdict}")
