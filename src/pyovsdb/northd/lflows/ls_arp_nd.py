@@ -33,6 +33,7 @@ from __future__ import annotations
 import ipaddress
 
 from ...idl.row import IdlRow
+from ...ovsdb.hashorder import hash_string, hmap_order
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.lsp_up import port_up
 from ..nodes.ports import Port, datapath_keys, existing_port_bindings
@@ -51,11 +52,21 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             out.add(dp, STAGE, 0, "1", "next;")
     responder = _Responder(ctx, out)
-    for dp in switches:
-        for port in ctx.ports_of(dp):
-            if port.is_lsp:
-                with out.owned_by(("port", port.name)):
-                    responder.port(port)
+    for port in walk_order(ctx):
+        if port.is_lsp:
+            with out.owned_by(("port", port.name)):
+                responder.port(port)
+
+
+def walk_order(ctx: LflowContext) -> list[Port]:
+    """Every port in the order 23.03 walks its port hash table when it builds flows
+    (the names of the existing bindings inserted first, then the new ports): where two
+    ports ask for the same flow (one address on two switches), the first fixes the
+    flow's stage hint."""
+    ports = ctx.ports.ports
+    existing = existing_port_bindings(ctx.sb)
+    names = [*existing, *(n for n in ports if n not in existing)]
+    return [ports[n] for n in hmap_order((hash_string(n), n) for n in names) if n in ports]
 
 
 def solicited_node(addr: ipaddress.IPv6Address) -> ipaddress.IPv6Address:
