@@ -8,9 +8,15 @@ an ACL drops, TCP to a load balancer VIP).
 Rules kept here:
 - A microflow names its datapath and sets every field the switch pipeline looks at
   (inport, both MACs, addresses, TTL, L4 ports), so `ovn-trace` never has to guess.
-- Stateful stages see the connection state a probe asks for (`ct`, as `--ct`); a probe
-  through a load balancer names the backend `ovn-trace` picks (`lb_dst`), so the trace
-  does not depend on which backend is first.
+- Stateful stages see the connection state a probe asks for (`ct`, one `--ct` per
+  `ct_next`). Probes go to VIPs with one backend and set no `lb_dst`: ovn-trace picks
+  among several backends at random, and `--lb-dst` is applied already at the
+  pre-stateful `ct_lb_mark` (without backends), so the VIP's own flow no longer
+  matches.
+- A probe avoids packets that two flows of one table and priority with different
+  actions both match: ovn-trace (like OpenFlow) picks either, in an order that changes
+  from run to run (23.03's `ls_out_pre_lb` has `eth.mcast` and `ip && outport ==
+  ROUTER_PORT` at 110: multicast IP to a router port is such a packet).
 - The addresses are the scripts' own: a script changed must be checked here too (a
   probe of a port that no longer exists traces an implicit drop on both sides and
   proves nothing).
@@ -129,6 +135,7 @@ _D1 = Vif("d1", "00:00:00:00:01:02", "10.0.1.2")
 _P1A = Vif("p1", "00:00:00:00:00:01", "10.0.0.1")
 _VM0 = Vif("vm0", "00:00:00:00:00:01", "10.0.0.10")
 _VM1 = Vif("vm1", "00:00:00:00:01:01", "10.0.0.11")
+_VM2 = Vif("vm2", "00:00:00:00:01:02", "10.0.0.12")
 _NEW = ("new", "new")  # one --ct per ct_next: ingress, then egress
 _EST = ("est", "est")
 
@@ -144,8 +151,6 @@ TRACES: dict[str, tuple[Probe, ...]] = {
     "02_router_ports": (
         Probe("arp-for-router", "sw0", arp_request(Vif("vm0", "00:00:00:00:00:01",
                                                        "10.0.0.10"), "10.0.0.1")),
-        Probe("nd-for-router", "sw0", nd_solicit(Vif("vm0", "00:00:00:00:00:01",
-                                                     "fd00::10"), "fd00::1")),
         Probe("icmp-to-vif", "sw1", icmp_echo(Vif("vm1", "00:00:00:00:00:02", "10.0.1.10"),
                                               Vif("sw1-lr0", "00:00:00:00:00:09",
                                                   "10.0.1.99"))),
@@ -191,7 +196,7 @@ TRACES: dict[str, tuple[Probe, ...]] = {
     "20_lb_health_check": (
         Probe("tcp-to-vip", "sw0", l4(Vif("be1", "00:00:00:00:00:01", "10.0.0.10"),
                                       "00:00:00:00:00:98", "10.0.0.100", "tcp", 80),
-              ct=_NEW, lb_dst="10.0.0.10:80"),
+              ct=_NEW),
         Probe("arp-for-backend", "sw0", arp_request(
             Vif("be1", "00:00:00:00:00:01", "10.0.0.10"), "10.0.0.11")),
     ),
@@ -205,8 +210,6 @@ TRACES: dict[str, tuple[Probe, ...]] = {
     ),
     "24_multicast": (
         Probe("igmp-report", "sw0", igmp_report(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"))),
-        Probe("mcast-data", "sw0", mcast_data(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
-                                              "239.1.1.1", "01:00:5e:01:01:01")),
     ),
     "44_igmp_groups": (
         Probe("mcast-to-group", "sw0", mcast_data(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
@@ -238,24 +241,25 @@ TRACES: dict[str, tuple[Probe, ...]] = {
             Vif("x", "00:00:00:00:00:99", "10.0.0.99")), ct=_NEW),
     ),
     "60_lf_acl_after_lb": (
-        Probe("tcp-to-vip", "sw0", l4(_P1A, "00:00:00:00:00:99", "10.0.0.100", "tcp", 80),
-              ct=_NEW, lb_dst="10.0.0.2:80"),
         Probe("after-lb-drop", "sw0", icmp_echo(_P1A, Vif("p2", "00:00:00:00:00:02",
                                                           "10.0.0.2")), ct=_NEW),
-        Probe("ip-to-vip", "sw1", icmp_echo(Vif("q1", "00:00:00:00:01:01", "10.0.1.1"),
-                                            Vif("x", "00:00:00:00:01:99", "10.0.1.100")),
-              ct=_NEW, lb_dst="10.0.1.1"),
+        Probe("after-lb-allow", "sw0", l4(_P1A, "00:00:00:00:00:02", "10.0.0.2", "tcp", 80),
+              ct=_NEW),
+        Probe("ip-to-vip-hairpin", "sw1", icmp_echo(
+            Vif("q1", "00:00:00:00:01:01", "10.0.1.1"),
+            Vif("x", "00:00:00:00:01:99", "10.0.1.100")), ct=_NEW),
     ),
     "62_lf_lb_vips": (
-        Probe("tcp-to-vip", "sw0", l4(_VM1, "00:00:00:00:ff:01", "10.0.0.100", "tcp", 80),
-              ct=_NEW, lb_dst="10.0.0.12:8080"),
-        Probe("tcp6-to-vip", "sw0", l4(Vif("vm1", _VM1.mac, "fd00::11"), "00:00:00:00:ff:01",
-                                       "fd00::100", "tcp", 443),
-              ct=_NEW, lb_dst="[fd00::12]:8443"),
-        Probe("udp-to-vip", "sw0", l4(_VM1, "00:00:00:00:ff:01", "10.0.0.102", "udp", 53),
-              ct=_NEW, lb_dst="10.0.0.11:5353"),
-        Probe("icmp-between-vifs", "sw0", icmp_echo(_VM1, Vif("vm2", "00:00:00:00:01:02",
-                                                             "10.0.0.12")), ct=_NEW),
+        Probe("udp-to-vip-hairpin", "sw0", l4(_VM1, "00:00:00:00:ff:01", "10.0.0.102",
+                                              "udp", 53), ct=_NEW),
+        Probe("udp-to-vip", "sw0", l4(_VM2, "00:00:00:00:ff:01", "10.0.0.102", "udp", 53),
+              ct=_NEW),
+        Probe("sctp-to-vip", "sw0", l4(_VM1, "00:00:00:00:ff:01", "10.0.0.103", "sctp",
+                                       3868), ct=_NEW),
+        Probe("tcp6-to-vip-without-port", "sw0", l4(
+            Vif("vm2", _VM2.mac, "fd00::12"), "00:00:00:00:ff:01", "fd00::101", "tcp", 8000),
+              ct=_NEW),
+        Probe("icmp-between-vifs", "sw0", icmp_echo(_VM1, _VM2), ct=_NEW),
     ),
     "69_lf_arp_nd_addresses": (
         Probe("arp-for-second-ip", "sw0", arp_request(Vif("p1", "00:00:00:00:00:11",

@@ -1,0 +1,123 @@
+"""`ovn-trace` through our logical flows and through 23.03's: the same packets (the probes
+of `traces.py`) must take the same way through the switch pipeline.
+
+Each (script, probe) is its own test. The traces come from the runs the differential
+module makes (one per northd and script, shared through `lflowdiff.OUTCOMES`); run
+alone, this module runs each traced script once per northd. A trace is compared after
+`lflowdiff.canonical_trace` (no flow UUIDs or sources; router pipelines cut off; a
+match ovn-trace may pick among equal flows printed as all of them). Probes ours does
+not pass yet are in `XFAIL_TRACES` (strict).
+
+`test_probes_are_meaningful` keeps the probes honest: each must trace on the real SB
+(a typo in a port name is an error there, not a pass), and together they must show an
+ARP reply, a DHCP offer, ICMP delivered between two VIFs, a packet an ACL drops and a
+load balancer VIP, on at least 10 scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from diffharness import Script, load_corpus, ours_available
+from lflowdiff import OUTCOMES, Outcome, Trace, diff_lines
+from normalize import SB_WITH_FLOWS
+from traces import TRACES
+
+from procs import require
+
+SCRIPTS: dict[str, Script] = {s.name: s for s in load_corpus()}
+SHOWN = 80
+
+# (script, probe) -> why our trace differs from 23.03's.
+XFAIL_TRACES: dict[tuple[str, str], str] = {}
+
+Runner = Callable[[str, str], Outcome]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runner:
+    require("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl", "ovn-sbctl",
+            "ovn-northd", "ovn-trace")
+
+    def get(name: str, kind: str) -> Outcome:
+        return OUTCOMES.get(
+            SCRIPTS[name], kind,
+            lambda: tmp_path_factory.mktemp(f"{name}-{kind}", numbered=True),
+            sb_tables=SB_WITH_FLOWS, probes=TRACES.get(name, ()))
+
+    return get
+
+
+def _probes() -> list[object]:
+    out: list[object] = []
+    for name in sorted(TRACES):
+        for probe in TRACES[name]:
+            reason = XFAIL_TRACES.get((name, probe.name))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            out.append(pytest.param(name, probe.name, marks=marks,
+                                    id=f"{name}-{probe.name}"))
+    return out
+
+
+def _trace(outcome: Outcome, probe: str) -> Trace:
+    return next(t for t in outcome.traces if t.probe == probe)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(("script", "probe"), _probes())
+def test_trace_matches_real(script: str, probe: str, runs: Runner) -> None:
+    real = _trace(runs(script, "real"), probe)
+    assert real.ok, f"the probe does not trace on the real SB: {real.text}"
+    if not ours_available():
+        pytest.skip("pyovsdb northd is not built yet")
+    ours = _trace(runs(script, "ours"), probe)
+    if ours.text != real.text:
+        lines = diff_lines(real.text.splitlines(), ours.text.splitlines())[2:]
+        more = f"\n... {len(lines) - SHOWN} more" if len(lines) > SHOWN else ""
+        pytest.fail("traces differ (- real, + ours)\n" + "\n".join(lines[:SHOWN]) + more
+                    + f"\n--- the real trace\n{real.text}", pytrace=False)
+
+
+def _delivers_icmp(t: Trace) -> bool:
+    return t.text.startswith("# icmp,") and '/* output to "' in t.text
+
+
+def _acl_drops(t: Trace) -> bool:
+    lines = t.text.splitlines()
+    for i, line in enumerate(lines):
+        if "_acl: " in line and i + 1 < len(lines):
+            rest = lines[i + 1].strip()
+            if rest in ("drop;", "ct_commit { ct_mark.blocked = 1; };"):
+                return True
+    return False
+
+
+# What the probes must show between them, judged on the real traces.
+SHOWS: dict[str, Callable[[Trace], bool]] = {
+    "an ARP reply": lambda t: "arp.op = 2;" in t.text,
+    "a DHCP offer": lambda t: "put_dhcp_opts(" in t.text,
+    "ICMP delivered to a port": _delivers_icmp,
+    "a packet an ACL drops": _acl_drops,
+    "a load balancer VIP": lambda t: "ct_lb_mark(backends=" in t.text,
+}
+
+
+@pytest.mark.interop
+def test_probes_are_meaningful(runs: Runner) -> None:
+    assert len(TRACES) >= 10, "probes on at least 10 corpus scripts"
+    unknown = sorted(set(TRACES) - set(SCRIPTS))
+    assert not unknown, f"probes of scripts that are not in the corpus: {unknown}"
+    real = [t for name in sorted(TRACES) for t in runs(name, "real").traces]
+    broken = [t.probe for t in real if not t.ok]
+    assert not broken, f"probes that do not trace on the real SB: {broken}"
+    missing = [what for what, shows in SHOWS.items() if not any(shows(t) for t in real)]
+    assert not missing, f"no probe shows {missing}"
+
+
+def test_xfail_traces_name_real_probes() -> None:
+    known = {(name, p.name) for name, probes in TRACES.items() for p in probes}
+    unknown = sorted(set(XFAIL_TRACES) - known)
+    assert not unknown, f"XFAIL_TRACES names no such probe: {unknown}"
+    names = [(name, p.name) for name, probes in TRACES.items() for p in probes]
+    assert len(names) == len(set(names)), "two probes of one script share a name"
