@@ -8,7 +8,10 @@ Rules kept here:
 - LRP networks are "IP/plen"; a bad one is skipped, a zero IPv4 address too, and every
   router port also gets the IPv6 link-local address derived from its MAC
   (`extract_lrp_networks`); a bad MAC makes the whole port invalid (None).
-- Addresses are printed the way `inet_ntop` prints them (Python's `ipaddress` agrees).
+- Addresses are printed the way glibc's `inet_ntop` prints them (`format_ipv6`): as
+  Python's `ipaddress` does, except that an IPv4-mapped (`::ffff:a.b.c.d`) or
+  IPv4-compatible (`::a.b.c.d`, 96 zero bits then a non-zero second-last word)
+  address ends in dotted decimal.
 """
 
 from __future__ import annotations
@@ -36,6 +39,16 @@ def format_mac(value: int) -> str:
     return ":".join(f"{(value >> s) & 0xFF:02x}" for s in range(40, -8, -8))
 
 
+def format_ipv6(addr: ipaddress.IPv6Address) -> str:
+    """`addr` as inet_ntop writes it."""
+    value = int(addr)
+    high = value >> 32
+    if high == 0xFFFF or (high == 0 and value >> 16 != 0):
+        prefix = "::ffff:" if high else "::"
+        return prefix + str(ipaddress.IPv4Address(value & 0xFFFFFFFF))
+    return str(addr)
+
+
 @dataclass(frozen=True, slots=True)
 class Ipv4Net:
     addr: ipaddress.IPv4Address
@@ -57,7 +70,7 @@ class Ipv6Net:
 
     @property
     def addr_s(self) -> str:
-        return str(self.addr)
+        return format_ipv6(self.addr)
 
     @property
     def network(self) -> ipaddress.IPv6Network:
