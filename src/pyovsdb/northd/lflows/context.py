@@ -14,6 +14,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -29,6 +30,28 @@ def _rows(value: object) -> list[IdlRow]:
     if not isinstance(value, (list, tuple, set, frozenset)):
         return []
     return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
+
+
+class CoppProto(enum.Enum):
+    """The control-plane protection meters a Copp row may name (lib/copp.c's keys)."""
+
+    ARP = "arp"
+    ARP_RESOLVE = "arp-resolve"
+    DHCPV4_OPTS = "dhcpv4-opts"
+    DHCPV6_OPTS = "dhcpv6-opts"
+    DNS = "dns"
+    EVENT_ELB = "event-elb"
+    ICMP4_ERR = "icmp4-error"
+    ICMP6_ERR = "icmp6-error"
+    IGMP = "igmp"
+    ND_NA = "nd-na"
+    ND_NS = "nd-ns"
+    ND_NS_RESOLVE = "nd-ns-resolve"
+    ND_RA_OPTS = "nd-ra-opts"
+    TCP_RESET = "tcp-reset"
+    REJECT = "reject"
+    SVC_MONITOR = "svc-monitor"
+    BFD = "bfd"
 
 
 @dataclass(slots=True)
@@ -53,6 +76,7 @@ class LflowContext:
     config: GlobalConfig
     _switch: dict[str, SwitchFacts] = field(default_factory=dict)
     _pg_switches: dict[str, list[str]] | None = None
+    _meters: frozenset[str] | None = None
 
     @property
     def features(self) -> ChassisFeatures:
@@ -83,6 +107,22 @@ class LflowContext:
         """`debug_implicit_drop_action()`: the same sample, or "/* drop */"."""
         action = self.drop_action
         return "/* drop */" if action == "drop;" else action
+
+    @property
+    def meter_names(self) -> frozenset[str]:
+        """The names of the NB Meter rows (23.03's `meter_groups`)."""
+        if self._meters is None:
+            self._meters = frozenset(str(m.name) for m in self.nb_rows("Meter"))
+        return self._meters
+
+    def copp_meter(self, dp: Datapath, proto: CoppProto) -> str | None:
+        """`copp_meter_get`: the meter the datapath's Copp row names for `proto`, if an
+        NB meter of that name exists."""
+        copp = dp.nb.copp
+        if not isinstance(copp, IdlRow):
+            return None
+        meter = copp.meters.get(proto.value)
+        return meter if meter is not None and meter in self.meter_names else None
 
     def switches(self) -> list[Datapath]:
         return list(self.datapaths.switches.values())
