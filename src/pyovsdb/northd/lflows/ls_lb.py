@@ -26,7 +26,8 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
@@ -53,6 +54,7 @@ REG_LB_L2_AFF_BACKEND_IP6 = "xxreg0"
 REG_LB_AFF_MATCH_PORT = "reg8[0..15]"
 REGBIT_KNOWN_LB_SESSION = "reg9[6]"
 AFFINITY_MAX = 65535
+UINT_TEXT = re.compile(r"\s*[+-]?[0-9]+")  # what strtoll takes whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +135,13 @@ def switch_vips(lb: LoadBalancer) -> list[SwitchVip]:
     return out
 
 
-def _uint_option(options: dict[str, str], key: str) -> int:
-    """`smap_get_uint`: 0 unless the value is a whole non-negative number."""
-    text = options.get(key, "").lstrip()
-    body = text[1:] if text[:1] in "+-" else text
-    if not body.isdigit() or (text.startswith("-") and int(body)):
+def _uint_option(options: Mapping[str, str], key: str) -> int:
+    """`smap_get_uint`: the value if it is a whole number from 0 to UINT_MAX, else 0."""
+    text = options.get(key, "")
+    if UINT_TEXT.fullmatch(text) is None:
         return 0
-    return int(body) if int(body) <= 0xFFFFFFFF else 0
+    value = int(text)
+    return value if 0 <= value <= 0xFFFFFFFF else 0
 
 
 def selection_fields(lb: LoadBalancer) -> str:
