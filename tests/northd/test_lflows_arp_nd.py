@@ -166,3 +166,16 @@ def test_virtual_port_binds_through_its_parents(nb: Nb, sb: LocalDb) -> None:
                 if f.key.actions.startswith('bind_vport("vip",'))
     assert bind.io_port == "vm1"
     assert bind.hint == nb.uuid("Logical_Switch_Port", "vm1")[:8]
+
+
+def test_one_address_on_two_switches_is_one_flow(nb: Nb, sb: LocalDb) -> None:
+    # 23.03 meets d2 before d1 in its port hash table (whatever order they were
+    # inserted in), so the shared flow carries d2's stage hint, as the real northd's does.
+    sw0, sw1 = nb.ls_add("sw0"), nb.ls_add("sw1")
+    lsp(nb, "sw0", "d1", "00:00:00:00:0d:01 10.9.0.1")
+    lsp(nb, "sw1", "d2", "00:00:00:00:0d:01 10.9.0.1")
+    table = build_flows(nb.db, sb)
+    shared = [f for f in flows(table, sw0) if f.key.priority == 50]
+    assert len(shared) == 1
+    assert set(shared[0].datapaths) == {sw0, sw1}
+    assert shared[0].hint == nb.uuid("Logical_Switch_Port", "d2")[:8]

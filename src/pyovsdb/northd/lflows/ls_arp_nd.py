@@ -24,6 +24,9 @@ Rules kept here (23.03's `build_lswitch_arp_nd_responder_*`):
 - A router-type port with `options:arp_proxy` answers ARP for the proxied IPv4
   addresses with its router port's MAC (one flow for all of them); skipped whenever
   the port's own replies are skipped for the reasons above.
+- Ports are visited in the order 23.03 walks its port hash table: a flow several ports
+  ask for in one run (one address on two switches) is one flow, and the first port
+  met gives it its stage hint.
 - A port's "up" is the value northd writes to NB from its binding (`nodes.lsp_up`), so
   the flows do not wait for northd's own NB write to come back.
 """
