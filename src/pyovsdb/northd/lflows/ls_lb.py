@@ -34,13 +34,12 @@ from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.lb import LoadBalancer, parse_address, parse_endpoint
 from ..nodes.service_monitor import lsp_enabled
-from .context import LflowContext
+from .context import CoppProto, LflowContext
 from .ls_stateful import (
     REGBIT_CONNTRACK_COMMIT,
     REGBIT_CONNTRACK_NAT,
     build_affinity_defaults,
     build_switch,
-    copp_meter,
     ct_lb_action,
 )
 from .stages import Stage
@@ -259,7 +258,7 @@ def _event_flow(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
                f'protocol = "{lb.proto}", load_balancer = "{lb.key}");')
     for dp in dps:
         out.add(dp, Stage.LS_IN_PRE_LB, 130, match, actions, hint=lb.nb,
-                meter=copp_meter(ctx, dp, "event-elb"))
+                meter=ctx.copp_meter(dp, CoppProto.EVENT_ELB))
 
 
 def _pre_stateful_flow(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
@@ -331,7 +330,7 @@ def _lb_rules(ctx: LflowContext, lb: LoadBalancer, vips: Sequence[SwitchVip],
         if timeout:
             _affinity_flows(lb, vip, timeout, dps, out)
         for dp in dps:
-            meter = copp_meter(ctx, dp, "reject") if act.reject else None
+            meter = ctx.copp_meter(dp, CoppProto.REJECT) if act.reject else None
             out.add(dp, Stage.LS_IN_LB, priority, match, act.actions, hint=lb.nb,
                     meter=meter)
 

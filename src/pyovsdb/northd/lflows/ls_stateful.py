@@ -15,15 +15,14 @@ Rules kept here:
 - `ct_lb_mark`/`ct_mark.blocked` when every chassis supports `ct_no_masked_label`,
   else `ct_lb`/`ct_label.blocked`.
 - A controller meter comes from the switch's NB `copp` only when it names a meter NB
-  defines (`copp_meter`).
+  defines (`LflowContext.copp_meter`).
 """
 
 from __future__ import annotations
 
-from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
-from .context import LflowContext
+from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable
 
@@ -40,20 +39,6 @@ REG_LABEL = "reg3"
 IN_OUT = ((Stage.LS_IN_PRE_LB, Stage.LS_OUT_PRE_LB),
           (Stage.LS_IN_PRE_STATEFUL, Stage.LS_OUT_PRE_STATEFUL),
           (Stage.LS_IN_STATEFUL, Stage.LS_OUT_STATEFUL))
-
-
-def copp_meter(ctx: LflowContext, dp: Datapath, proto: str) -> str | None:
-    """23.03's `copp_meter_get`: the meter the switch's or router's NB `copp` names for
-    a control protocol ("reject", "event-elb", "igmp", ...), if NB has that meter."""
-    copp = dp.nb.copp
-    if isinstance(copp, list):
-        copp = copp[0] if copp else None
-    if not isinstance(copp, IdlRow):
-        return None
-    meter = copp.meters.get(proto)
-    if meter is None or not any(m.name == meter for m in ctx.nb_rows("Meter")):
-        return None
-    return str(meter)
 
 
 def ct_lb_action(ctx: LflowContext) -> str:
@@ -94,7 +79,7 @@ def _interconn_mcast_snoop(ctx: LflowContext, dp: Datapath, out: LflowTable) -> 
     other = dp.nb.other_config
     if not smap_bool(other, "mcast_snoop") or "interconn-ts" not in other:
         return
-    meter = copp_meter(ctx, dp, "igmp")
+    meter = ctx.copp_meter(dp, CoppProto.IGMP)
     for port in ctx.ports_of(dp):
         if port.is_lsp and port.type == "remote":
             for what in ("igmp", "(mldv1 || mldv2)"):
