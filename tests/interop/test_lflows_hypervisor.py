@@ -8,8 +8,10 @@ The scenario: one switch with VIFs vm1 and vm2 on hv1 and vm3 on hv2, a stateful
 whose backends are vm2 and vm3. What must hold with our northd as with the real one:
 every VIF claimed, up and ovn-installed; the same number of OpenFlow flows on each
 hypervisor, and the same flow tables once normalized; and `ofproto/trace` of packets
-from vm1 (to vm2, to vm3 on the other hypervisor, to vm2's dropped port, to the VIP)
-taking each the same datapath actions to the same output port.
+from vm1 taking the same datapath actions in every pass: to vm2 and to vm3 on the
+other hypervisor (the same output port), to vm2's dropped port (dropped), an ARP
+request for vm2 (answered back to vm1) and to the VIP (up to the backend choice,
+a dp_hash recirculation the trace does not follow).
 
 Rules kept here:
 - Both runs use the same server kind for NB, SB and conf.db (`SERVERS`): the northd
@@ -246,6 +248,9 @@ def build(d: Deployment, run: Run) -> None:
         f"vm1->vm2 tcp/{DROPPED_PORT} (ACL drop)": d.trace(
             "vm1", f"tcp,{base},dl_dst={mac('vm2')},nw_dst={ip('vm2')},tcp_src=5000,"
                    f"tcp_dst={DROPPED_PORT}"),
+        "vm1 ARP for vm2 (responder)": d.trace(
+            "vm1", f"arp,dl_src={mac('vm1')},dl_dst=ff:ff:ff:ff:ff:ff,arp_op=1,"
+                   f"arp_spa={ip('vm1')},arp_tpa={ip('vm2')},arp_sha={mac('vm1')}"),
         "vm1->VIP tcp (load balancer)": d.trace(
             "vm1", f"tcp,{base},dl_dst={mac('vm2')},nw_dst={VIP[0]},tcp_src=5000,"
                    f"tcp_dst={VIP[1]}"),
@@ -311,5 +316,6 @@ def test_trace_reaches_the_same_port(runs: dict[str, Run]) -> None:
     assert real.traces["vm1->vm2 udp (same hv)"][-1].endswith("if-vm2")
     assert real.traces["vm1->vm3 udp (other hv)"][-1].endswith("ovn-hv2-0")
     assert "if-vm2" not in real.traces[f"vm1->vm2 tcp/{DROPPED_PORT} (ACL drop)"][-1]
+    assert real.traces["vm1 ARP for vm2 (responder)"][-1].endswith("if-vm1")
     ours.ok()
     assert ours.traces == real.traces
