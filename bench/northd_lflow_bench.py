@@ -1,13 +1,14 @@
 """northd cold start on the 100-switch mix: our northd and the real ovn-northd 23.03,
 same machine, same run.
 
-    python bench/northd_lflow_bench.py [--reps N] [--servers real|ours]
+    python bench/northd_lflow_bench.py [--reps N] [--servers real|ours] [--switches N]
 
 The NB is the corpus's 100-switch mix (`tests/northd/mixgen.py`: 100 switches x 3
 VIFs, 20 port groups with 80 ACLs, 10 load balancers in 2 groups, a router joining 10
-switches, DHCPv4 on 20), loaded in one `ovn-nbctl --no-wait` transaction into a fresh
-NB before northd starts. Then northd is started and, right away, `ovn-nbctl --wait=sb
-sync` is run: it returns once northd has written an SB that reflects the whole NB
+switches, DHCPv4 on 20; `--switches 1000` gives a mix of the same shape with 1000
+switches), loaded in one `ovn-nbctl --no-wait` transaction into a fresh NB before
+northd starts. Then northd is started and, right away, `ovn-nbctl --wait=sb sync` is
+run: it returns once northd has written an SB that reflects the whole NB
 (the SB_Global nb_cfg handshake), so the time from northd's start to its return is the
 cold start. Figures: that time, northd's CPU seconds and peak RSS (VmHWM from
 /proc/PID/status) at that point, and the Logical_Flow rows in the SB (all, and those
@@ -69,9 +70,9 @@ def tool(name: str, db: str, *args: str) -> str:
     return p.stdout
 
 
-def load_mix(nb: str) -> None:
-    """The whole 100-switch mix in one NB transaction."""
-    cmds = [c for line in mixgen.nbctl_lines() for c in line]
+def load_mix(nb: str, switches: int) -> None:
+    """The whole mix in one NB transaction."""
+    cmds = [c for line in mixgen.nbctl_lines(switches) for c in line]
     tool("ovn-nbctl", nb, "--no-wait", *mixgen.joined(cmds))
 
 
@@ -85,7 +86,8 @@ def flow_counts(sb: str) -> tuple[int, int]:
     return len(rows), switch
 
 
-def cold_start(root: Path, tag: str, northd: str, servers: str) -> dict[str, float]:
+def cold_start(root: Path, tag: str, northd: str, servers: str, switches: int
+               ) -> dict[str, float]:
     d = root / tag
     d.mkdir(parents=True)
     creator = "ours" if servers == "ours" else "real"
@@ -97,7 +99,7 @@ def cold_start(root: Path, tag: str, northd: str, servers: str) -> dict[str, flo
         sb.start()
         tool("ovn-nbctl", nb.unix, "--no-wait", "init", "--", "set", "NB_Global", ".",
              f"options:mac_prefix={MAC_PREFIX}", f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"')
-        load_mix(nb.unix)
+        load_mix(nb.unix, switches)
         base = ["ovn-northd"] if northd == "real" else [sys.executable, "-m", "pyovsdb",
                                                          "northd"]
         cmd = [*base, f"--ovnnb-db={nb.unix}", f"--ovnsb-db={sb.unix}",
@@ -128,6 +130,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--servers", choices=("real", "ours"), default="real",
                     help="which ovsdb server serves NB and SB")
+    ap.add_argument("--switches", type=int, default=mixgen.SWITCHES,
+                    help="switches in the mix (a multiple of 20)")
     args = ap.parse_args()
     need = ["ovn-northd", "ovn-nbctl", "ovn-sbctl"] + (
         ["ovsdb-server", "ovsdb-tool"] if args.servers == "real" else [])
@@ -142,14 +146,15 @@ def main() -> int:
             for kind in NORTHDS:
                 print(f"[cold start] rep {r + 1}/{args.reps}: {NORTHDS[kind]}",
                       file=sys.stderr, flush=True)
-                res = cold_start(Path(tmp), f"{kind}-{r}", kind, args.servers)
+                res = cold_start(Path(tmp), f"{kind}-{r}", kind, args.servers,
+                                 args.switches)
                 print(f"    {json.dumps({k: round(x, 3) for k, x in res.items()})}",
                       file=sys.stderr, flush=True)
                 samples[kind].append(res)
     med = {k: {f: statistics.median(s[f] for s in ss) for f in ss[0]}
            for k, ss in samples.items()}
-    print(f"\ncold start on the 100-switch mix ({args.servers} ovsdb-server for NB and SB);"
-          f" median of {args.reps}\n")
+    print(f"\ncold start on the {args.switches}-switch mix ({args.servers} ovsdb-server for "
+          f"NB and SB); median of {args.reps}\n")
     print("| northd | until `--wait=sb sync` returns, s | CPU s | peak RSS MiB "
           "| Logical_Flow rows | of switch stages |")
     print("|---|---|---|---|---|---|")

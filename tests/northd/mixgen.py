@@ -43,11 +43,11 @@ def vif(s: int, p: int) -> str:
 
 
 def vif_ip(s: int, p: int) -> str:
-    return f"10.{s}.0.{10 + p}"
+    return f"10.{s & 255}.{s >> 8}.{10 + p}"
 
 
 def vif_mac(s: int, p: int) -> str:
-    return f"00:00:00:01:{s:02x}:{p:02x}"
+    return f"00:00:{s >> 8:02x}:01:{s & 255:02x}:{p:02x}"
 
 
 def group_of(s: int, p: int) -> int:
@@ -55,9 +55,9 @@ def group_of(s: int, p: int) -> int:
     return (s * VIFS + p) % PORT_GROUPS
 
 
-def switch_lines() -> list[list[Command]]:
+def switch_lines(n: int) -> list[list[Command]]:
     lines = []
-    for start in range(0, SWITCHES, BATCH):
+    for start in range(0, n, BATCH):
         cmds: list[Command] = []
         for s in range(start, start + BATCH):
             cmds.append(["ls-add", sw(s)])
@@ -91,9 +91,9 @@ def dhcp_line() -> list[Command]:
     return cmds
 
 
-def port_group_line() -> list[Command]:
+def port_group_line(n: int) -> list[Command]:
     members: dict[int, list[str]] = {g: [] for g in range(PORT_GROUPS)}
-    for s in range(SWITCHES):
+    for s in range(n):
         for p in range(VIFS):
             members[group_of(s, p)].append(vif(s, p))
     cmds: list[Command] = [["create", "Address_Set", "name=outside",
@@ -121,7 +121,7 @@ def acl_line() -> list[Command]:
     return cmds
 
 
-def lb_line() -> list[Command]:
+def lb_line(n: int) -> list[Command]:
     """10 LBs, the first five in group `lbg_even` (on even switches), the others in
     `lbg_odd` (on odd switches), backends spread over the switches of their group."""
     cmds: list[Command] = []
@@ -136,15 +136,19 @@ def lb_line() -> list[Command]:
         lbs = ",".join(f"@lb{k}" for k in range(LBS) if k // (LBS // 2) == parity)
         cmds.append([f"--id=@{name}", "create", "Load_Balancer_Group", f"name={name}",
                      f"load_balancer={lbs}"])
-        for s in range(parity, SWITCHES, 2):
+        for s in range(parity, n, 2):
             cmds.append(["add", "Logical_Switch", sw(s), "load_balancer_group", f"@{name}"])
     return cmds
 
 
-def nbctl_lines() -> list[list[Command]]:
-    """The script's lines, each the commands of one `ovn-nbctl` call."""
-    return [*switch_lines(), router_line(), dhcp_line(), port_group_line(), acl_line(),
-            lb_line()]
+def nbctl_lines(n: int = SWITCHES) -> list[list[Command]]:
+    """The script's lines, each the commands of one `ovn-nbctl` call; `n` switches
+    (a multiple of BATCH, at least 40, at most 65,536) instead of SWITCHES for a
+    bigger or smaller mix of the same shape (the benchmark's `--switches`)."""
+    if n % BATCH or not 40 <= n <= 65536:
+        raise ValueError(f"a mix has a multiple of {BATCH} switches, 40 to 65536: {n}")
+    return [*switch_lines(n), router_line(), dhcp_line(), port_group_line(n), acl_line(),
+            lb_line(n)]
 
 
 def churn_lines() -> list[list[Command]]:
