@@ -34,9 +34,11 @@ from ..nodes.ports_addresses import format_mac, is_dynamic
 from . import ls_mcast, ls_rport_arp
 from .context import LflowContext
 from .stages import Stage
-from .table import LflowTable
+from .table import LflowTable, Owner
 
 L2 = Stage.LS_IN_L2_LKUP
+# A forwarding group's flow: owner, stage, priority, match, actions, stage-hint row.
+FwdFlow = tuple[Owner, Stage, int, str, str, IdlRow]
 SVC_CHECK_MATCH = "eth.dst == $svc_monitor_mac && (tcp || icmp || icmp6)"
 
 # One byte of `ETH_ADDR_SCAN_FMT` ("%hhx:..."): optional blanks and sign, an optional
@@ -101,10 +103,10 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     ls_mcast.build_igmp(ctx, out)
 
 
-def _fwd_group_flows(dp: Datapath) -> list[tuple[object, Stage, int, str, str, IdlRow]]:
+def _fwd_group_flows(dp: Datapath) -> list[FwdFlow]:
     """The flows 23.03's forwarding-group loop writes for `dp`, in its order."""
     groups = _rows(dp.nb.forwarding_groups)
-    flows: list[tuple[object, Stage, int, str, str, IdlRow]] = []
+    flows: list[FwdFlow] = []
     match = actions = ""
     i = 0
     while i < len(groups):
