@@ -75,12 +75,16 @@ def test_meters_and_fair_copies(nb: Nb, inp: BuildInput) -> None:
     acls = [str(r["uuid"][1]) for r in nb.db.last_results[:2]]
     sb = DesiredDb()
     build_meters(inp.nb, sb)
-    bands = [Ref("Meter_Band", ("drop", 10, 2)), Ref("Meter_Band", ("drop", 20, 0))]
+    def bands(meter: str, *which: tuple[int, int]) -> list[Ref]:
+        return [Ref("Meter_Band", (meter, "drop", rate, burst)) for rate, burst in which]
+
+    copy = f"fair__{acls[0]}"
     assert sb["Meter"].rows == {
-        "fair": {"name": "fair", "unit": "pktps", "bands": bands},
-        "plain": {"name": "plain", "unit": "kbps", "bands": bands[1:]},
-        f"fair__{acls[0]}": {"name": f"fair__{acls[0]}", "unit": "pktps", "bands": bands}}
-    assert set(sb["Meter_Band"].rows) == {("drop", 10, 2), ("drop", 20, 0)}
+        "fair": {"name": "fair", "unit": "pktps", "bands": bands("fair", (10, 2), (20, 0))},
+        "plain": {"name": "plain", "unit": "kbps", "bands": bands("plain", (20, 0))},
+        copy: {"name": copy, "unit": "pktps", "bands": bands(copy, (10, 2), (20, 0))}}
+    # Each meter has band rows of its own (23.03 writes one set per meter).
+    assert len(sb["Meter_Band"].rows) == 5
 
 
 def test_ip_multicast_settings(nb: Nb, inp: BuildInput) -> None:

@@ -152,14 +152,16 @@ def test_an_owned_table_without_a_key_is_refused(sb: LocalDb) -> None:
         sync.plan(want, sb.tables)
 
 
-def test_shared_non_root_rows_are_matched_by_their_values(sb: LocalDb) -> None:
-    """Meter bands (non-root) are named by their values: a second plan is empty."""
+def test_non_root_rows_are_matched_by_their_values(sb: LocalDb) -> None:
+    """Meter bands (non-root) are named by their meter and values: each meter has its
+    own rows, as in 23.03, and a second plan is empty."""
     want = DesiredDb()
     bands = want.add(DesiredTable("Meter_Band", ("action", "rate", "burst_size")))
-    bands.put(("drop", 200, 2), action="drop", rate=200, burst_size=2)
     meters = want.add(DesiredTable("Meter", ("name", "unit", "bands")))
     for name in ("m0", "m1"):
-        meters.put(name, name=name, unit="kbps", bands=[Ref("Meter_Band", ("drop", 200, 2))])
+        bands.put((name, "drop", 200, 2), action="drop", rate=200, burst_size=2)
+        meters.put(name, name=name, unit="kbps",
+                   bands=[Ref("Meter_Band", (name, "drop", 200, 2))])
     commit(sync.plan(want, sb.tables), sb)
-    assert len(sb.tables["Meter_Band"].rows) == 1
+    assert len(sb.tables["Meter_Band"].rows) == 2
     assert sync.plan(want, sb.tables) == []

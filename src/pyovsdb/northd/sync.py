@@ -94,6 +94,17 @@ def _ha_chassis_key(row: IdlRow, tables: Tables) -> Hashable | None:
     return None
 
 
+def _band_key(row: IdlRow, tables: Tables) -> Hashable | None:
+    """A meter band by its meter's name and its content (`nodes.meters`)."""
+    meters = tables.get("Meter")
+    if meters is None:
+        return None
+    for meter in sorted(meters.rows.values(), key=lambda r: r.uuid):
+        if row.uuid in meter.data["bands"]:
+            return (meter.name, row.action, row.rate, row.burst_size)
+    return None
+
+
 def _by(column: str) -> KeyFn:
     return lambda row, _: row[column]
 
@@ -133,7 +144,7 @@ ROW_KEYS: dict[str, KeyFn] = {
     "HA_Chassis": _ha_chassis_key,
     "Chassis": _by("name"),
     "Mirror": _by("name"),
-    "Meter_Band": lambda row, _: (row.action, row.rate, row.burst_size),
+    "Meter_Band": lambda row, tables: _band_key(row, tables),
     "Chassis_Template_Var": _by("chassis"),
     "BFD": lambda row, _: (row.logical_port, row.dst_ip),
     "Static_MAC_Binding": lambda row, _: (row.logical_port, row.ip),

@@ -88,13 +88,10 @@ def smap_int(smap: Mapping[str, str], key: str, default: int = 0) -> int:
 
 
 def smap_bool(smap: Mapping[str, str], key: str, default: bool = False) -> bool:
-    """`smap_get_bool`: "true" is true, "false" false, anything else the default."""
-    value = smap.get(key)
-    if value == "true":
-        return True
-    if value == "false":
-        return False
-    return default
+    """`smap_get_bool`: with default true, anything but "false" is true (absent too);
+    with default false, only "true"; both compared without regard to case."""
+    value = smap.get(key, "").lower()
+    return value != "false" if default else value == "true"
 
 
 def router_enabled(row: IdlRow) -> bool:

@@ -146,7 +146,7 @@ def chassis_features(sb: Mapping[str, ReplicaTable]) -> ChassisFeatures:
     return ChassisFeatures(
         ct_no_masked_label=all(smap_bool(o, "ct-no-masked-label") for o in local),
         mac_binding_timestamp=all(smap_bool(o, "mac-binding-timestamp") for o in local),
-        ct_lb_related=all(smap_bool(o, "ct-lb-related") for o in local))
+        ct_lb_related=all(smap_bool(o, "ovn-ct-lb-related") for o in local))
 
 
 @dataclass(frozen=True, slots=True)

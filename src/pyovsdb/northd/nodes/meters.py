@@ -6,8 +6,9 @@ Rules kept here (OVN 23.03, `sync_meters`, `sync_acl_fair_meter` and
 - One SB Meter per NB Meter, same name, unit and bands; for every NB ACL whose `meter`
   names a meter with `fair=true`, one more copy named `<meter>__<ACL UUID>`, so each
   ACL's log is rate-limited on its own. Meters of other names are deleted.
-- Bands are keyed by their content (action, rate, burst_size): the rows of a meter and
-  of its copies are the same values, and a band never changes in place.
+- Every meter has band rows of its own, as in 23.03 (two meters with equal bands are
+  two sets of rows): a band is keyed by its meter's name and its content (action,
+  rate, burst_size), and never changes in place.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ METER_COLUMNS = ("name", "unit", "bands")
 BAND_COLUMNS = ("action", "rate", "burst_size")
 
 
-def _band_ref(bands: DesiredTable, band: IdlRow) -> Ref:
-    key = (band.action, int(band.rate), int(band.burst_size))
-    bands.put(key, action=key[0], rate=key[1], burst_size=key[2])
+def _band_ref(bands: DesiredTable, meter: str, band: IdlRow) -> Ref:
+    key = (meter, band.action, int(band.rate), int(band.burst_size))
+    bands.put(key, action=key[1], rate=key[2], burst_size=key[3])
     return Ref("Meter_Band", key)
 
 
@@ -42,7 +43,7 @@ def build_meters(nb: Mapping[str, ReplicaTable], sb: DesiredDb) -> None:
         by_name.setdefault(row.name, row)
 
     def put(name: str, meter: IdlRow) -> None:
-        refs = sorted({_band_ref(bands, b) for b in meter.bands if isinstance(b, IdlRow)},
+        refs = sorted({_band_ref(bands, name, b) for b in meter.bands if isinstance(b, IdlRow)},
                       key=lambda r: str(r.key))
         meters.put(name, name=name, unit=meter.unit, bands=refs)
 
