@@ -12,6 +12,8 @@ Rules kept here:
 - The lines are sorted (datapath, pipeline, table, priority from high to low);
   `stages` keeps only the flows of stages whose name starts with one of the given
   prefixes (`ls_` for the switch pipeline, `ls_in_acl` for one stage).
+- No UUID is left in a match or actions either: one that names an NB row (a load
+  balancer in `trigger_event`) becomes that row's label (`@nb.Load_Balancer(lb0)`).
 - Where 23.03 prints something in an order of its hash tables, the rule that makes it
   canonical is in `canonical` and written in docs/compat.md.
 
@@ -31,13 +33,13 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diffharness import CORPUS, Run, Script, parse_script, run_script
-from normalize import SB_OWNED, Snapshot
+from diffharness import CORPUS, Run, Script, nb_table_names, parse_script, run_script
+from normalize import SB_OWNED, UUID_RE, Snapshot, nb_labels
 from traces import TRACES, Probe
 
 HEADER = re.compile(r'^Datapath: "?(.*?)"? \(([0-9a-f-]+)\)\s+Pipeline: (\w+)$')
@@ -45,8 +47,9 @@ FLOW = re.compile(r"^\s+table=(\d+)\s*\((\w+)\s*\), priority=(\d+)\s*, match=\((
                   r"action=\((.*)\)$")
 
 
-def parse_lflow_list(text: str) -> list[str]:
-    """`ovn-sbctl lflow-list` output as one self-contained line per flow."""
+def parse_lflow_list(text: str, labels: Mapping[str, str] | None = None) -> list[str]:
+    """`ovn-sbctl lflow-list` output as one self-contained line per flow; a UUID in a
+    match or actions becomes the label of the NB row it names (`labels`)."""
     out: list[tuple[tuple[str, int, int, str], str]] = []
     where = ""
     for raw in text.splitlines():
@@ -62,14 +65,18 @@ def parse_lflow_list(text: str) -> list[str]:
             continue
         table, stage, prio, match, actions = f.groups()
         line = (f"{where} table={table} ({stage}), priority={prio}, "
-                f"match=({canonical(match)}), action=({canonical(actions)})")
+                f"match=({canonical(match, labels)}), action=({canonical(actions, labels)})")
         out.append(((where, int(table), -int(prio), line), line))
     return [line for _, line in sorted(out)]
 
 
-def canonical(text: str) -> str:
-    """Text of a match or actions with 23.03's hash-order lists put in order."""
-    return text
+def canonical(text: str, labels: Mapping[str, str] | None = None) -> str:
+    """Text of a match or actions with its UUIDs named (`<uuid>` if `labels` does not
+    know them). 23.03 prints no list of a match or actions in hash order (two real runs
+    of every corpus script agree), so nothing else is rewritten."""
+    if labels is None or not UUID_RE.search(text):
+        return text
+    return UUID_RE.sub(lambda m: labels.get(m.group(0), "<uuid>"), text)
 
 
 def stage_of(line: str) -> str:
@@ -84,7 +91,8 @@ def only_stages(lines: Iterable[str], stages: Sequence[str]) -> list[str]:
 
 
 def lflows_of(run: Run) -> list[str]:
-    return parse_lflow_list(run.sbctl("lflow-list"))
+    return parse_lflow_list(run.sbctl("lflow-list"),
+                            nb_labels(run.dump("NB", nb_table_names())))
 
 
 def run_lflows(script: Script, kind: str, workdir: Path,
@@ -137,7 +145,8 @@ def flow_index(lines: Iterable[str]) -> FlowIndex:
     return out
 
 
-def trace_of(run: Run, probe: Probe, routers: frozenset[str], flows: FlowIndex) -> Trace:
+def trace_of(run: Run, probe: Probe, routers: frozenset[str], flows: FlowIndex,
+             labels: Mapping[str, str]) -> Trace:
     assert run.sb is not None
     cmd = ["ovn-trace", f"--db={run.sb.unix}", *probe.args()]
     try:
@@ -147,7 +156,7 @@ def trace_of(run: Run, probe: Probe, routers: frozenset[str], flows: FlowIndex) 
     if p.returncode != 0:
         err = TRACE_LOG_PREFIX.sub("", p.stderr.strip())
         return Trace(probe.name, f"ovn-trace exited {p.returncode}: {err}", ok=False)
-    return Trace(probe.name, canonical_trace(p.stdout, routers, flows))
+    return Trace(probe.name, canonical_trace(canonical(p.stdout, labels), routers, flows))
 
 
 def traces_of(run: Run, probes: Sequence[Probe], lflows: Sequence[str]) -> list[Trace]:
@@ -156,7 +165,8 @@ def traces_of(run: Run, probes: Sequence[Probe], lflows: Sequence[str]) -> list[
     routers = frozenset(run.nbctl("--bare", "--columns=name", "list",
                                   "Logical_Router").split())
     flows = flow_index(lflows)
-    return [trace_of(run, p, routers, flows) for p in probes]
+    labels = nb_labels(run.dump("NB", nb_table_names()))
+    return [trace_of(run, p, routers, flows, labels) for p in probes]
 
 
 def canonical_trace(text: str, routers: frozenset[str] = frozenset(),
@@ -164,7 +174,8 @@ def canonical_trace(text: str, routers: frozenset[str] = frozenset(),
     """A detailed `ovn-trace` without what names a run rather than a flow.
 
     - Each flow line loses its `uuid` prefix and its `source` (a C file and line in
-      23.03, a module of ours); blank lines go.
+      23.03, a module of ours); blank lines go. (The caller names the NB UUIDs the
+      trace prints, as `canonical` does for lflow-list.)
     - ovn-trace tries the flows of one table and priority in the order it read them
       (the IDL's hash order), so where several such flows match a packet either may be
       printed. A matched flow that has siblings (same datapath, pipeline, table and

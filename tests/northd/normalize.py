@@ -201,6 +201,14 @@ def _label_rows(db: str, dump: RawDump, labels: _Labels) -> None:
             labels.add(db, _uuid(row), f"@{tl}({name})")
 
 
+def nb_labels(nb: RawDump) -> dict[str, str]:
+    """uuid -> label of every NB row (`@nb.Load_Balancer(lb0)`), for texts that embed
+    NB UUIDs, such as a logical flow's `trigger_event(..., load_balancer = UUID)`."""
+    labels = _Labels()
+    _label_rows("NB", nb, labels)
+    return dict(labels.by_db["NB"])
+
+
 def _label_derived(sb: RawDump, labels: _Labels) -> None:
     """Labels that need other rows' labels: datapath groups, HA chassis."""
     for row in sb.get("Logical_DP_Group", ()):
