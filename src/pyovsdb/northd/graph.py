@@ -696,7 +696,7 @@ class NorthdGraph:
         aging = self._aging = MacBindingAgingNode(self.ctx, northd, self._waker, self._nb,
                                                   self._sb)
         feedback = SyncFromSbNode(self.ctx, northd, self._sb)
-        lflow = LflowNode(self.ctx, northd, self._sb)
+        lflow = LflowNode(self.ctx, northd, self._sb, feedback)
         sync = SyncToSbNode(self.ctx, northd, feedback, cfg, aging, lflow, self._sb, self._nb)
         old_stats = self.engine.stats if self.engine is not None else None
         self.engine = Engine(NorthdOutput(sync), clock=self._clock, log=self._log,

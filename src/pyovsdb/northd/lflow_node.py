@@ -3,7 +3,8 @@ SB `Logical_Flow` rows and the `Logical_DP_Group` rows they share.
 
 Rules kept here:
 - As in 23.03, `lflow` recomputes whenever `northd` changed (no handler yet), or an SB
-  table only flows read (`LFLOW_SB_INPUTS`); its data
+  table only flows read (`LFLOW_SB_INPUTS`), or, with `ignore_lsp_down=false`, when
+  `sync_from_sb` moved a port's `up`; its data
   is the flows as data (`LflowTable`, by owner) plus their desired SB tables, never
   writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
@@ -17,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..engine import Input, Node
+from ..engine import Change, Handled, Input, Node
 from .desired import DesiredDb, DesiredTable
 from .lflows import LflowContext, LflowTable, build_lflows
+from .nodes.datapaths import smap_bool
 from .nodes.dp_groups import TABLE as DP_GROUP_TABLE
 
 if TYPE_CHECKING:
@@ -56,9 +58,10 @@ def build_lflow_data(ctx: RunContext, northd: NorthdData) -> LflowData:
 
 class LflowNode(Node[LflowData, None]):
     def __init__(self, ctx: RunContext, northd: Node[Any, Any],
-                 sb: Mapping[str, Node[Any, Any]]) -> None:
+                 sb: Mapping[str, Node[Any, Any]], feedback: Node[Any, Any]) -> None:
         self.ctx = ctx
-        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd)}
+        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd),
+                                              "sync_from_sb": Input(feedback, self.on_up)}
         for table in LFLOW_SB_INPUTS:
             if table in sb:
                 inputs[sb[table].name] = Input(sb[table])
@@ -66,3 +69,12 @@ class LflowNode(Node[LflowData, None]):
 
     def run(self, **inputs: Any) -> LflowData:
         return build_lflow_data(self.ctx, inputs["northd"])
+
+    # A port's `up` (what `sync_from_sb` decides) moves flows only where the ARP/ND
+    # responder skips ports that are down: with NB_Global `ignore_lsp_down=false`.
+    def on_up(self, change: Change[Any, Any]) -> Handled:
+        table = self.ctx.nb.get("NB_Global")
+        rows = sorted(table.rows.values(), key=lambda r: r.uuid) if table is not None else []
+        if rows and not smap_bool(rows[0].options, "ignore_lsp_down", True):
+            return Handled.UNHANDLED
+        return Handled.HANDLED_UNCHANGED

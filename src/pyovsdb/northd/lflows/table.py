@@ -7,7 +7,9 @@ Rules kept here:
   on several datapaths is one flow on a set of datapaths, as in 23.03 (one SB row with
   `logical_datapath` if the set has one member, else a `logical_dp_group`).
 - The first request of a flow fixes what is not its identity: `tags:in_out_port`, the
-  `external_ids:stage-hint` (the first 8 hex digits of the NB row's UUID) and `source`.
+  `external_ids:stage-hint` (the first 8 hex digits of the NB row's UUID) and `source`;
+  and, as in 23.03, those two columns are written only when the SB row is inserted (a
+  flow that another owner asks for later keeps the hint it was written with).
 - Every request is made on behalf of an owner (`owned_by`): the datapath, port, load
   balancer or group whose NB rows produced it. `owners` keeps, per owner, the flows and
   datapaths it asked for, so an incremental node can drop one owner's flows and build
@@ -112,7 +114,8 @@ class LflowTable:
 
     def put_desired(self, sb: DesiredDb) -> DesiredTable:
         """The SB Logical_Flow rows (and the datapath groups they refer to) of `sb`."""
-        table = sb.add(DesiredTable("Logical_Flow", LOGICAL_FLOW_COLUMNS))
+        table = sb.add(DesiredTable("Logical_Flow", LOGICAL_FLOW_COLUMNS,
+                                    fill=("external_ids", "tags")))
         for key, flow in self.flows.items():
             values: dict[str, Any] = {
                 "pipeline": key.stage.pipeline.value, "table_id": key.stage.table,
