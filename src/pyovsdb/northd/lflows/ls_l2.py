@@ -32,7 +32,7 @@ from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import format_mac, is_dynamic
 from . import ls_mcast, ls_rport_arp
-from .context import LflowContext
+from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable, Owner
 
@@ -66,19 +66,6 @@ def _rows(value: object) -> list[IdlRow]:
     return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
 
 
-def meter_names(ctx: LflowContext) -> frozenset[str]:
-    return frozenset(str(m.name) for m in ctx.nb_rows("Meter"))
-
-
-def copp_meter(dp: Datapath, proto: str, meters: frozenset[str]) -> str | None:
-    """`copp_meter_get`: the meter the switch's Copp names for `proto`, if it exists."""
-    copp = dp.nb.copp
-    if not isinstance(copp, IdlRow):
-        return None
-    meter = copp.meters.get(proto)
-    return meter if meter is not None and meter in meters else None
-
-
 def lsp_enabled(port: Port) -> bool:
     enabled = port.nb.value("enabled")  # a set of at most one boolean
     return not enabled or bool(enabled[0])
@@ -86,13 +73,12 @@ def lsp_enabled(port: Port) -> bool:
 
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
-    meters = meter_names(ctx)
     for dp in ctx.switches():
         for fwd_owner, stage, priority, match, actions, hint in _fwd_group_flows(dp):
             with out.owned_by(fwd_owner):
                 out.add(dp, stage, priority, match, actions, hint=hint)
         with out.owned_by(("dp", dp.key)):
-            _bmcast(ctx, dp, out, meters)
+            _bmcast(ctx, dp, out)
     for dp in ctx.switches():
         for port in ctx.ports_of(dp):
             if port.is_lsp and port.type != "external":
@@ -131,13 +117,12 @@ def _fwd_group_flows(dp: Datapath) -> list[FwdFlow]:
     return flows
 
 
-def _bmcast(ctx: LflowContext, dp: Datapath, out: LflowTable,
-            meters: frozenset[str]) -> None:
+def _bmcast(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     out.add(dp, L2, 110, SVC_CHECK_MATCH, "handle_svc_check(inport);",
-            meter=copp_meter(dp, "svc-monitor", meters))
+            meter=ctx.copp_meter(dp, CoppProto.SVC_MONITOR))
     info = ls_mcast.switch_info(ctx, dp)
     if info.enabled:
-        igmp_meter = copp_meter(dp, "igmp", meters)
+        igmp_meter = ctx.copp_meter(dp, CoppProto.IGMP)
         out.add(dp, L2, 100, "igmp", "igmp;", meter=igmp_meter)
         out.add(dp, L2, 100, "mldv1 || mldv2", "igmp;", meter=igmp_meter)
         out.add(dp, L2, 85, "ip4.mcast && ip4.dst == 224.0.0.0/24",
