@@ -20,7 +20,16 @@ from collections.abc import Callable
 
 import pytest
 from diffharness import Script, load_corpus, ours_available
-from lflowdiff import OUTCOMES, Outcome, Trace, diff_lines
+from lflowdiff import (
+    OUTCOMES,
+    ROUTER_CUT,
+    Outcome,
+    Trace,
+    canonical_trace,
+    diff_lines,
+    flow_index,
+    parse_lflow_list,
+)
 from normalize import SB_WITH_FLOWS
 from traces import TRACES
 
@@ -121,3 +130,91 @@ def test_xfail_traces_name_real_probes() -> None:
     assert not unknown, f"XFAIL_TRACES names no such probe: {unknown}"
     names = [(name, p.name) for name, probes in TRACES.items() for p in probes]
     assert len(names) == len(set(names)), "two probes of one script share a name"
+
+
+# -- the canonical forms, without servers ---------------------------------------------
+
+_TRACE = """\
+# arp,reg14=0x1,vlan_tci=0x0000,dl_src=00:00:00:00:00:01,dl_dst=ff:ff:ff:ff:ff:ff
+
+ingress(dp="sw0", inport="p1")
+------------------------------
+ 0. ls_in_check_port_sec (northd.c:8432): 1, priority 50, uuid 24cd4712
+    reg0[15] = check_in_port_sec();
+    next;
+ 5. ls_in_pre_lb (northd.c:6033): eth.mcast, priority 110, uuid 7d006ba9
+    next;
+25. ls_in_l2_lkup (ls_l2): eth.mcast, priority 70, uuid d2d8d5dc
+    outport = "_MC_flood";
+    output;
+
+multicast(dp="sw0", mcgroup="_MC_flood")
+----------------------------------------
+
+    egress(dp="sw0", inport="p1", outport="r1")
+    -------------------------------------------
+         9. ls_out_apply_port_sec (northd.c:5777): 1, priority 0, uuid 5588cb15
+            output;
+            /* output to "r1", type "patch" */
+
+    ingress(dp="lr0", inport="lr0-sw0")
+    -----------------------------------
+         0. lr_in_admission (northd.c:11000): 1, priority 50, uuid 11112222
+            next;
+
+    egress(dp="lr0", inport="lr0-sw0", outport="lr0-sw1")
+    -----------------------------------------------------
+         1. lr_out_delivery (northd.c:12000): 1, priority 100, uuid 33334444
+            output;
+
+    egress(dp="sw0", inport="p1", outport="p2")
+    -------------------------------------------
+         9. ls_out_apply_port_sec (northd.c:5777): 1, priority 0, uuid 5588cb15
+            output;
+            /* output to "p2", type "" */
+"""
+
+
+def test_canonical_trace_names_flows_not_runs() -> None:
+    flows = flow_index([
+        "sw0 ingress table=5 (ls_in_pre_lb), priority=110, match=(eth.mcast), action=(next;)",
+        "sw0 ingress table=5 (ls_in_pre_lb), priority=110, match=(nd || nd_rs), "
+        "action=(next;)",
+        "sw0 ingress table=5 (ls_in_pre_lb), priority=110, match=(ip && inport == \"r1\"), "
+        "action=(ct_clear; next;)",
+        "sw0 ingress table=25 (ls_in_l2_lkup), priority=70, match=(eth.mcast), "
+        "action=(outport = \"_MC_flood\"; output;)",
+    ])
+    got = canonical_trace(_TRACE, frozenset({"lr0"}), flows).splitlines()
+    assert " 0. ls_in_check_port_sec: 1, priority 50" in got
+    assert " 5. ls_in_pre_lb: one of (eth.mcast) | (nd || nd_rs), priority 110" in got
+    assert "25. ls_in_l2_lkup: eth.mcast, priority 70" in got  # no sibling: as printed
+    assert f'    ingress(dp="lr0", inport="lr0-sw0") {ROUTER_CUT}' in got
+    assert not any("lr_" in line or 'dp="lr0", inport="lr0-sw0", outport' in line
+                   for line in got)
+    # The fan-out's next sibling (same datapath and inport as the one into the router).
+    assert '            /* output to "p2", type "" */' in got
+    assert not any("uuid" in line or "northd.c" in line or not line.strip() for line in got)
+
+
+def test_canonical_trace_differs_where_the_way_differs() -> None:
+    other = _TRACE.replace('outport="p2")', 'outport="p3")')
+    assert canonical_trace(_TRACE, frozenset({"lr0"})) != canonical_trace(other,
+                                                                          frozenset({"lr0"}))
+    assert canonical_trace(_TRACE) != canonical_trace(_TRACE, frozenset({"lr0"}))
+
+
+def test_lflow_list_lines_name_datapaths_and_nb_rows() -> None:
+    uuid = "bb9e1509-c8b3-4593-bf0d-b268f393c63b"
+    text = (
+        'Datapath: "sw0" (0b9d8d3e-0000-4000-8000-000000000001)  Pipeline: ingress\n'
+        '  table=5 (ls_in_pre_lb       ), priority=130  , match=(ip4.dst == 10.0.0.60), '
+        f'action=(trigger_event(load_balancer = "{uuid}");)\n'
+        '  table=0 (ls_in_check_port_sec), priority=100  , match=(eth.src[40]), '
+        'action=(drop;)\n')
+    assert parse_lflow_list(text, {uuid: "@nb.Load_Balancer(lbev)"}) == [
+        "sw0 ingress table=0 (ls_in_check_port_sec), priority=100, match=(eth.src[40]), "
+        "action=(drop;)",
+        "sw0 ingress table=5 (ls_in_pre_lb), priority=130, match=(ip4.dst == 10.0.0.60), "
+        'action=(trigger_event(load_balancer = "@nb.Load_Balancer(lbev)");)']
+    assert "<uuid>" in parse_lflow_list(text, {})[1]
