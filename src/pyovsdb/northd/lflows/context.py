@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -77,6 +78,8 @@ class LflowContext:
     _switch: dict[str, SwitchFacts] = field(default_factory=dict)
     _pg_switches: dict[str, list[str]] | None = None
     _meters: frozenset[str] | None = None
+    # Facts of one area's own, computed on first use (`router_facts` keeps its here).
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def features(self) -> ChassisFeatures:

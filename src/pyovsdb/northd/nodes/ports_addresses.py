@@ -132,6 +132,31 @@ def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:
     return Ipv6Net(ip, plen)
 
 
+def ip_addresses(text: str) -> Addresses | None:
+    """`extract_ip_addresses`: "IP[/plen] ..." up to the first word that is neither
+    (MAC 0); None if no address comes first."""
+    v4: list[Ipv4Net] = []
+    v6: list[Ipv6Net] = []
+    for word in text.split():
+        parsed = _cidr(word)
+        if parsed is None:
+            break
+        if isinstance(parsed, Ipv4Net):
+            v4.append(parsed)
+        else:
+            v6.append(parsed)
+    return Addresses(0, tuple(v4), tuple(v6)) if v4 or v6 else None
+
+
+def ip_address(text: str) -> Addresses | None:
+    """`extract_ip_address`: at most one IPv4 and one IPv6 host address."""
+    found = ip_addresses(text)
+    if found is None or len(found.ipv4) > 1 or len(found.ipv6) > 1 or \
+            any(a.plen != 32 for a in found.ipv4) or any(a.plen != 128 for a in found.ipv6):
+        return None
+    return found
+
+
 def lsp_addresses(text: str) -> Addresses | None:
     """"MAC [IP...]" (IPs with an optional /plen); None without a leading MAC."""
     words = text.split()
