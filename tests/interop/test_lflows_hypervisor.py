@@ -14,8 +14,9 @@ request for vm2 (answered back to vm1) and to the VIP (up to the backend choice,
 a dp_hash recirculation the trace does not follow).
 
 Rules kept here:
-- Both runs use the same server kind for NB, SB and conf.db (`SERVERS`): the northd
-  is the only thing that differs between them. They run one after the other in the
+- Both runs of a pair use the same server kind for NB, SB and conf.db: the northd is
+  the only thing that differs between them. The pair runs on the real ovsdb-server
+  and again on ours (`SERVERS`). They run one after the other in the
   same session, real first, each on fresh databases in its own directories, and every
   daemon is stopped by its pid before the next run starts, also when a run breaks off
   (then every test fails with the step it was at and the daemons' log tails).
@@ -51,7 +52,7 @@ from pyovsdb.testing import NB_SCHEMA, ServerProcess, create_db
 
 pytestmark = pytest.mark.interop
 
-SERVERS = "real"  # the server of every database in both runs
+SERVERS = ("real", "ours")  # the server of every database, per pair of runs
 NORTHDS = ("real", "ours")
 WAIT = 30.0
 SWITCH = "sw0"
@@ -71,10 +72,10 @@ def ip(lport: str) -> str:
 
 class NorthdPlane(ControlPlane):
     """A control plane whose northd is the real one or ours (`northd`), its databases
-    on `SERVERS`."""
+    on a `servers` server."""
 
-    def __init__(self, northd: str, workdir: Path) -> None:
-        super().__init__(SERVERS, workdir)
+    def __init__(self, servers: str, northd: str, workdir: Path) -> None:
+        super().__init__(servers, workdir)
         self.northd_kind = northd
 
     def northd_command(self) -> list[str]:
@@ -112,6 +113,7 @@ class Run:
     """What one run observed."""
 
     northd: str
+    servers: str
     error: str = ""
     step: str = ""
     bindings: dict[str, str | None] = field(default_factory=dict)
@@ -124,13 +126,14 @@ class Run:
 
     def ok(self) -> None:
         if self.error:
-            pytest.fail(f"the run with the {self.northd} northd broke off:\n{self.error}",
-                        pytrace=False)
+            pytest.fail(f"the run with the {self.northd} northd ({self.servers} servers) "
+                        f"broke off:\n{self.error}", pytrace=False)
 
 
 class Deployment:
-    def __init__(self, northd: str, workdir: Path) -> None:
-        self.cp = NorthdPlane(northd, workdir / "cp")
+    def __init__(self, servers: str, northd: str, workdir: Path) -> None:
+        self.servers = servers
+        self.cp = NorthdPlane(servers, northd, workdir / "cp")
         self.workdir = workdir
         self.hvs: dict[str, Hypervisor] = {}
 
@@ -138,7 +141,7 @@ class Deployment:
         self.cp.start()
         for i, name in enumerate(("hv1", "hv2")):
             hv = Hypervisor(name, self.workdir / name, self.cp.sb_remote, f"127.0.0.{i + 2}",
-                            SERVERS)
+                            self.servers)
             self.hvs[name] = hv
             hv.start()
 
@@ -257,9 +260,9 @@ def build(d: Deployment, run: Run) -> None:
     }
 
 
-def run_one(northd: str, workdir: Path) -> Run:
-    run = Run(northd)
-    d = Deployment(northd, workdir)
+def run_one(servers: str, northd: str, workdir: Path) -> Run:
+    run = Run(northd, servers)
+    d = Deployment(servers, northd, workdir)
     try:
         build(d, run)
     except Exception as e:  # reported by every test (Run.ok)
@@ -269,10 +272,13 @@ def run_one(northd: str, workdir: Path) -> Run:
     return run
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """The scenario with the real northd, then with ours."""
-    return {n: run_one(n, tmp_path_factory.mktemp(f"lflows-{n}")) for n in NORTHDS}
+@pytest.fixture(scope="module", params=SERVERS)
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+         ) -> dict[str, Run]:
+    """The scenario with the real northd, then with ours, on one server kind."""
+    servers = str(request.param)
+    return {n: run_one(servers, n, tmp_path_factory.mktemp(f"lflows-{servers}-{n}"))
+            for n in NORTHDS}
 
 
 @pytest.mark.parametrize("northd", NORTHDS)
