@@ -15,7 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import ls_acl, ls_arp_nd, ls_dhcp_dns, ls_l2, ls_lb, ls_port_sec
+from . import (
+    lr_admission,
+    lr_arp,
+    lr_ip_input,
+    lr_lb,
+    lr_nat,
+    lr_routing,
+    ls_acl,
+    ls_arp_nd,
+    ls_dhcp_dns,
+    ls_l2,
+    ls_lb,
+    ls_port_sec,
+)
 from .context import LflowContext
 from .table import LflowTable
 
@@ -29,6 +42,12 @@ AREAS: tuple[tuple[str, Builder], ...] = (
     ("ls_arp_nd.py", ls_arp_nd.build),
     ("ls_dhcp_dns.py", ls_dhcp_dns.build),
     ("ls_l2.py", ls_l2.build),
+    ("lr_admission.py", lr_admission.build),
+    ("lr_ip_input.py", lr_ip_input.build),
+    ("lr_routing.py", lr_routing.build),
+    ("lr_arp.py", lr_arp.build),
+    ("lr_nat.py", lr_nat.build),
+    ("lr_lb.py", lr_lb.build),
 )
 
 
