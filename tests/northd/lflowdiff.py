@@ -90,9 +90,15 @@ def only_stages(lines: Iterable[str], stages: Sequence[str]) -> list[str]:
     return [ln for ln in lines if stage_of(ln).startswith(tuple(stages))]
 
 
-def lflows_of(run: Run) -> list[str]:
-    return parse_lflow_list(run.sbctl("lflow-list"),
-                            nb_labels(run.dump("NB", nb_table_names())))
+def lflows_of(run: Run, labels: Mapping[str, str] | None = None) -> list[str]:
+    """The run's flows as lines; `labels` names NB UUIDs (read from the NB if not given)."""
+    if labels is None:
+        labels = labels_of(run)
+    return parse_lflow_list(run.sbctl("lflow-list"), labels)
+
+
+def labels_of(run: Run) -> dict[str, str]:
+    return nb_labels(run.dump("NB", nb_table_names()))
 
 
 def run_lflows(script: Script, kind: str, workdir: Path,
@@ -106,8 +112,9 @@ def run_lflows(script: Script, kind: str, workdir: Path,
             r.step(step)
         r.nbctl("--wait=sb", "sync")
         r.nbctl("--wait=sb", "sync")
-        flows = lflows_of(r)
-        return flows, traces_of(r, probes, flows)
+        labels = labels_of(r)
+        flows = lflows_of(r, labels)
+        return flows, traces_of(r, probes, flows, labels)
     finally:
         r.stop()
 
@@ -159,13 +166,13 @@ def trace_of(run: Run, probe: Probe, routers: frozenset[str], flows: FlowIndex,
     return Trace(probe.name, canonical_trace(canonical(p.stdout, labels), routers, flows))
 
 
-def traces_of(run: Run, probes: Sequence[Probe], lflows: Sequence[str]) -> list[Trace]:
+def traces_of(run: Run, probes: Sequence[Probe], lflows: Sequence[str],
+              labels: Mapping[str, str]) -> list[Trace]:
     if not probes:
         return []
     routers = frozenset(run.nbctl("--bare", "--columns=name", "list",
                                   "Logical_Router").split())
     flows = flow_index(lflows)
-    labels = nb_labels(run.dump("NB", nb_table_names()))
     return [trace_of(run, p, routers, flows, labels) for p in probes]
 
 
@@ -254,8 +261,9 @@ def run_outcome(script: Script, kind: str, workdir: Path, *,
     got: dict[str, Any] = {}
 
     def at_end(run: Run) -> None:
-        got["lflows"] = tuple(lflows_of(run))
-        got["traces"] = tuple(traces_of(run, probes, got["lflows"]))
+        labels = labels_of(run)
+        got["lflows"] = tuple(lflows_of(run, labels))
+        got["traces"] = tuple(traces_of(run, probes, got["lflows"], labels))
 
     snap = run_script(script, kind, workdir, sb_tables=sb_tables, at_end=at_end)
     return Outcome(snap, got["lflows"], got["traces"])

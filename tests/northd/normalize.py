@@ -27,8 +27,9 @@ Rules kept here:
   pipeline, table, priority and match; `external_ids:stage-hint` (the first 32 bits of
   an NB row's UUID) names that NB row, except that a flow shared by a datapath group
   whose hint is a datapath says only that (23.03 names the member that added the flow
-  first, in UUID-hash order); `external_ids:source` (a C file and line of ovn-northd)
-  is masked.
+  first, in UUID-hash order), and one whose hint is a port says only that (23.03 names
+  the port that added it first, in the name-hash order of its port table);
+  `external_ids:source` (a C file and line of ovn-northd) is masked.
 - Pure: no I/O, deterministic for the same input whatever the UUIDs were.
 """
 
@@ -367,6 +368,9 @@ def _flow_ids(ids: Any, hints: Mapping[str, str], *, shared: bool) -> Any:
         hint = hints.get(str(out["stage-hint"]), "<hint>")
         if shared and hint.startswith(("@nb.Logical_Switch(", "@nb.Logical_Router(")):
             hint = "<a datapath of the group>"
+        elif shared and hint.startswith(("@nb.Logical_Switch_Port(",
+                                         "@nb.Logical_Router_Port(")):
+            hint = "<a port of the group>"
         out["stage-hint"] = hint
     if "source" in out:
         out["source"] = "<source>"

@@ -136,6 +136,7 @@ _P1A = Vif("p1", "00:00:00:00:00:01", "10.0.0.1")
 _VM0 = Vif("vm0", "00:00:00:00:00:01", "10.0.0.10")
 _VM1 = Vif("vm1", "00:00:00:00:01:01", "10.0.0.11")
 _VM2 = Vif("vm2", "00:00:00:00:01:02", "10.0.0.12")
+_E2 = Vif("vm2", "00:00:00:00:00:02", "10.0.0.12")
 _NEW = ("new", "new")  # one --ct per ct_next: ingress, then egress
 _EST = ("est", "est")
 
@@ -304,5 +305,43 @@ TRACES: dict[str, tuple[Probe, ...]] = {
         Probe("arp-for-router", "sw0", arp_request(_VM0, "10.0.0.1")),
         Probe("tcp-to-router-vip", "sw0", l4(_VM0, "00:00:00:00:ff:01", "10.0.0.200",
                                              "tcp", 8080)),
+    ),
+    "80_lf_l2_igmp_groups": (
+        Probe("mcast-to-learnt-group", "sw0", mcast_data(
+            Vif("p2", "00:00:00:00:00:02", "10.0.0.2"), "239.1.1.1", "01:00:5e:01:01:01")),
+        Probe("mcast-over-table-size", "sw1", mcast_data(
+            Vif("q1", "00:00:00:00:01:01", "10.1.0.1"), "239.2.2.2", "01:00:5e:02:02:02")),
+        Probe("mcast-unregistered-flooded", "sw2", mcast_data(
+            Vif("r1", "00:00:00:00:02:01", "10.2.0.1"), "239.9.9.9", "01:00:5e:09:09:09")),
+    ),
+    "82_lf_l2_fwd_group": (
+        Probe("arp-for-group-vip", "sw1", arp_request(
+            Vif("q1", "00:00:00:00:01:01", "10.1.0.1"), "10.1.0.100")),
+        Probe("to-group-mac", "sw1", icmp_echo(Vif("q1", "00:00:00:00:01:01", "10.1.0.1"),
+                                               Vif("x", "00:00:00:00:02:00", "10.1.0.100"))),
+    ),
+    "84_lf_every_feature": (
+        Probe("dhcp-discover", "sw0", dhcp_discover(Vif("vm1", "00:00:00:00:00:01"))),
+        Probe("arp-for-vif", "sw0", arp_request(_E2, "10.0.0.13")),
+        Probe("acl-reject-udp", "sw0", l4(_E2, "00:00:00:00:00:03", "10.0.0.13", "udp",
+                                          9999), ct=_NEW),
+        Probe("pg-acl-drop", "sw0", icmp_echo(_E2, Vif("vm3", "00:00:00:00:00:03",
+                                                       "10.0.0.13")), ct=_NEW),
+        Probe("udp-to-vip", "sw0", l4(_E2, "00:00:00:00:00:03", "10.0.0.101", "udp", 53),
+              ct=_NEW),
+        Probe("tcp-to-vip-without-backends", "sw0", l4(_E2, "00:00:00:00:00:03",
+                                                       "10.0.0.102", "tcp", 443), ct=_NEW),
+        Probe("dns-query", "sw0", dns_query(_E2, "00:00:00:00:ff:01", "10.0.0.1")),
+    ),
+    "88_lf_provider_dual_stack": (
+        Probe("icmp6-allowed-by-pg", "sw0", icmp_echo(
+            Vif("a1", "00:00:00:00:00:a1", "fd00::11"),
+            Vif("a2", "00:00:00:00:00:a2", "fd00::12")), ct=_NEW),
+        Probe("dhcpv6-solicit", "sw1", dhcpv6_solicit(Vif("b1", "00:00:00:00:00:b1"),
+                                                      "fe80::200:ff:fe00:b1")),
+        Probe("arp-for-fwd-group-vip", "sw2", arp_request(
+            Vif("c1", "00:00:00:00:00:c1", "10.0.2.11"), "10.0.2.100")),
+        Probe("nd-for-vif", "sw2", nd_solicit(Vif("c1", "00:00:00:00:00:c1", "fd00:2::11"),
+                                              "fd00:2::12")),
     ),
 }
