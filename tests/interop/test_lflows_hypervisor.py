@@ -5,13 +5,16 @@ the dummy datapath and `ovn-controller`) consuming the SB.
 
 The scenario: one switch with VIFs vm1 and vm2 on hv1 and vm3 on hv2, a stateful ACL
 (allow-related from vm1), a drop ACL (TCP port 22 to vm2) and a TCP load balancer
-whose backends are vm2 and vm3. What must hold with our northd as with the real one:
-every VIF claimed, up and ovn-installed; the same number of OpenFlow flows on each
-hypervisor, and the same flow tables once normalized; and `ofproto/trace` of packets
-from vm1 taking the same datapath actions in every pass: to vm2 and to vm3 on the
-other hypervisor (the same output port), to vm2's dropped port (dropped), an ARP
-request for vm2 (answered back to vm1) and to the VIP (up to the backend choice,
-a dp_hash recirculation the trace does not follow).
+whose backends are vm2 and vm3 ("bound"); then a port group of vm1 and vm3 with a
+drop ACL for DNS to them, and the load balancer taken off the switch ("changed").
+What must hold with our northd as with the real one, in both phases: every VIF
+claimed, up and ovn-installed; the same number of OpenFlow flows on each hypervisor,
+and the same flow tables once normalized; and `ofproto/trace` of packets taking the
+same datapath actions in every pass: vm1 to vm2 and to vm3 on the other hypervisor
+(the same output port), vm1 to vm2's dropped port (dropped), vm2 to vm1's DNS
+(dropped once changed), an ARP request for vm2 (answered back to vm1) and vm1 to the
+VIP (up to the backend choice, a dp_hash recirculation the trace does not follow,
+then by MAC once the load balancer has gone).
 
 Rules kept here:
 - Both runs of a pair use the same server kind for NB, SB and conf.db: the northd is
@@ -59,6 +62,7 @@ SWITCH = "sw0"
 VIFS = {"vm1": "hv1", "vm2": "hv1", "vm3": "hv2"}  # lport -> hypervisor
 VIP = ("10.0.0.100", 80)
 DROPPED_PORT = 22
+PHASES = ("bound", "changed")
 LEARN_COOKIE = re.compile(r"\bcookie=0x[0-9a-f]+")
 
 
@@ -119,10 +123,11 @@ class Run:
     bindings: dict[str, str | None] = field(default_factory=dict)
     up: dict[str, bool] = field(default_factory=dict)
     installed: dict[str, bool] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)  # raw dump-flows lines per hv
-    flows: dict[str, list[str]] = field(default_factory=dict)  # normalized, per hv
-    traces: dict[str, list[str]] = field(default_factory=dict)
-    sb_flows: int = 0  # Logical_Flow rows
+    # per phase, then per hypervisor: dump-flows lines, and the normalized table
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    flows: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    traces: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # per phase
+    sb_flows: dict[str, int] = field(default_factory=dict)  # Logical_Flow rows per phase
 
     def ok(self) -> None:
         if self.error:
@@ -235,15 +240,35 @@ def build(d: Deployment, run: Run) -> None:
     run.up = {p: cp.port_up(p) for p in VIFS}
     run.installed = {p: d.hvs[where].interface_ids(f"if-{p}").get("ovn-installed") == "true"
                      for p, where in VIFS.items()}
+    snapshot(d, run, "bound")
+
+
+def changes(d: Deployment, run: Run) -> None:
+    """After the VIFs are up: a port group with a drop ACL for DNS to vm1 and vm3, and
+    the load balancer taken off the switch; flows updated on the hypervisors."""
+    cp = d.cp
+    run.step = "changing ACLs and load balancers"
+    cp.nbctl("--wait=sb", "pg-add", "pg1", "vm1", "vm3")
+    cp.nbctl("--wait=sb", "--type=port-group", "acl-add", "pg1", "to-lport", "1003",
+             "outport == @pg1 && udp.dst == 53", "drop")
+    cp.nbctl("--wait=sb", "ls-lb-del", SWITCH, "lb0")
+    cp.nbctl("--wait=hv", "sync", timeout=WAIT)
+    snapshot(d, run, "changed")
+
+
+def snapshot(d: Deployment, run: Run, phase: str) -> None:
+    """Each hypervisor's settled flow table, the SB's flow count, and the traces."""
+    run.step = f"reading what the hypervisors installed ({phase})"
+    run.counts[phase], run.flows[phase] = {}, {}
     for name, hv in d.hvs.items():
         hv.wait_flows_stable()
-        run.counts[name] = hv.flow_count()
-        run.flows[name] = normalize_learned_cookies(hv.flows())
-    run.sb_flows = len(cp.sbctl("--bare", "--columns=_uuid", "list",
-                                "Logical_Flow").stdout.split())
-    run.step = "tracing packets from vm1"
+        run.counts[phase][name] = hv.flow_count()
+        run.flows[phase][name] = normalize_learned_cookies(hv.flows())
+    run.sb_flows[phase] = len(d.cp.sbctl("--bare", "--columns=_uuid", "list",
+                                         "Logical_Flow").stdout.split())
+    run.step = f"tracing packets from vm1 ({phase})"
     base = f"dl_src={mac('vm1')},nw_src={ip('vm1')},nw_ttl=64"
-    run.traces = {
+    run.traces[phase] = {
         "vm1->vm2 udp (same hv)": d.trace(
             "vm1", f"udp,{base},dl_dst={mac('vm2')},nw_dst={ip('vm2')},udp_src=5000,udp_dst=53"),
         "vm1->vm3 udp (other hv)": d.trace(
@@ -254,6 +279,9 @@ def build(d: Deployment, run: Run) -> None:
         "vm1 ARP for vm2 (responder)": d.trace(
             "vm1", f"arp,dl_src={mac('vm1')},dl_dst=ff:ff:ff:ff:ff:ff,arp_op=1,"
                    f"arp_spa={ip('vm1')},arp_tpa={ip('vm2')},arp_sha={mac('vm1')}"),
+        "vm2->vm1 udp (pg1's drop once changed)": d.trace(
+            "vm2", f"udp,dl_src={mac('vm2')},nw_src={ip('vm2')},nw_ttl=64,"
+                   f"dl_dst={mac('vm1')},nw_dst={ip('vm1')},udp_src=5000,udp_dst=53"),
         "vm1->VIP tcp (load balancer)": d.trace(
             "vm1", f"tcp,{base},dl_dst={mac('vm2')},nw_dst={VIP[0]},tcp_src=5000,"
                    f"tcp_dst={VIP[1]}"),
@@ -265,6 +293,7 @@ def run_one(servers: str, northd: str, workdir: Path) -> Run:
     d = Deployment(servers, northd, workdir)
     try:
         build(d, run)
+        changes(d, run)
     except Exception as e:  # reported by every test (Run.ok)
         run.error = f"while {run.step}: {type(e).__name__}: {e}\n{d.flow_counts()}"
     finally:
@@ -290,38 +319,54 @@ def test_every_vif_claimed_up_and_installed(runs: dict[str, Run], northd: str) -
     assert run.installed == dict.fromkeys(VIFS, True)
 
 
-def test_same_flow_count_as_real(runs: dict[str, Run]) -> None:
+@pytest.mark.parametrize("phase", PHASES)
+def test_same_flow_count_as_real(runs: dict[str, Run], phase: str) -> None:
     real, ours = runs["real"], runs["ours"]
     real.ok()
     ours.ok()
     for hv in ("hv1", "hv2"):
-        # A switch with ACLs and a load balancer has a full pipeline, not the few
-        # flows ovn-controller installs without any logical flow.
-        assert real.counts[hv] > 100, (hv, real.counts)
-    assert ours.counts == real.counts, (
-        f"OpenFlow flows per hypervisor: ours {ours.counts}, real {real.counts} "
-        f"(Logical_Flow rows: ours {ours.sb_flows}, real {real.sb_flows})")
+        # A switch with ACLs has a full pipeline, not the few flows ovn-controller
+        # installs without any logical flow.
+        assert real.counts[phase][hv] > 100, (hv, real.counts)
+    assert ours.counts[phase] == real.counts[phase], (
+        f"OpenFlow flows per hypervisor: ours {ours.counts[phase]}, real "
+        f"{real.counts[phase]} (Logical_Flow rows: ours {ours.sb_flows[phase]}, real "
+        f"{real.sb_flows[phase]})")
 
 
-def test_same_flows_as_real(runs: dict[str, Run]) -> None:
+@pytest.mark.parametrize("phase", PHASES)
+def test_same_flows_as_real(runs: dict[str, Run], phase: str) -> None:
     real, ours = runs["real"], runs["ours"]
     real.ok()
     ours.ok()
     for hv in ("hv1", "hv2"):
-        o, r = ours.flows[hv], real.flows[hv]
+        o, r = ours.flows[phase][hv], real.flows[phase][hv]
         only_o, only_r = sorted(set(o) - set(r)), sorted(set(r) - set(o))
         assert o == r, (f"{hv}: {len(only_o)} flows only with ours, {len(only_r)} only "
                         "with the real northd\n  only ours:\n    " + "\n    ".join(only_o[:15])
                         + "\n  only real:\n    " + "\n    ".join(only_r[:15]))
 
 
-def test_trace_reaches_the_same_port(runs: dict[str, Run]) -> None:
+def test_changes_reach_the_hypervisors(runs: dict[str, Run]) -> None:
+    """The changes replaced flows on both hypervisors, with either northd."""
+    for run in runs.values():
+        run.ok()
+        for hv in ("hv1", "hv2"):
+            assert run.flows["changed"][hv] != run.flows["bound"][hv], (run.northd, hv)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_trace_reaches_the_same_port(runs: dict[str, Run], phase: str) -> None:
     real, ours = runs["real"], runs["ours"]
     real.ok()
     # What the real northd's flows do, so that equal traces mean something.
-    assert real.traces["vm1->vm2 udp (same hv)"][-1].endswith("if-vm2")
-    assert real.traces["vm1->vm3 udp (other hv)"][-1].endswith("ovn-hv2-0")
-    assert "if-vm2" not in real.traces[f"vm1->vm2 tcp/{DROPPED_PORT} (ACL drop)"][-1]
-    assert real.traces["vm1 ARP for vm2 (responder)"][-1].endswith("if-vm1")
+    traces = real.traces[phase]
+    assert traces["vm1->vm2 udp (same hv)"][-1].endswith("if-vm2")
+    assert "if-vm2" not in traces[f"vm1->vm2 tcp/{DROPPED_PORT} (ACL drop)"][-1]
+    assert traces["vm1 ARP for vm2 (responder)"][-1].endswith("if-vm1")
+    # (the to-lport drop for vm3 applies on vm3's hypervisor, after the tunnel)
+    assert traces["vm1->vm3 udp (other hv)"][-1].endswith("ovn-hv2-0")
+    to_vm1 = traces["vm2->vm1 udp (pg1's drop once changed)"][-1]
+    assert to_vm1.endswith("if-vm1" if phase == "bound" else "drop"), to_vm1
     ours.ok()
-    assert ours.traces == real.traces
+    assert ours.traces[phase] == real.traces[phase]
