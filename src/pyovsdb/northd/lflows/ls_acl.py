@@ -25,7 +25,7 @@ from __future__ import annotations
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports_addresses import lla, parse_mac
-from .context import LflowContext
+from .context import CoppProto, LflowContext
 from .ls_acl_rules import (
     CT_COMMIT,
     CT_DEFRAG,
@@ -176,7 +176,7 @@ def _acls(ctx: LflowContext, out: LflowTable, dp: Datapath, s: AclSettings) -> N
     for stage in (*IN_OUT_ACL, Stage.LS_IN_ACL_AFTER_LB):
         out.add(dp, stage, TOP_PRIORITY, IPV6_CT_OMIT, "next;")
 
-    reject_meter = _reject_meter(dp, s)
+    reject_meter = ctx.copp_meter(dp, CoppProto.REJECT)
     for acl in facts.acls:
         with out.owned_by(("acl", acl.uuid)):
             build_acl(out, dp, acl, stateful=stateful, s=s, reject_meter=reject_meter)
@@ -186,15 +186,6 @@ def _acls(ctx: LflowContext, out: LflowTable, dp: Datapath, s: AclSettings) -> N
     if facts.has_acls or facts.has_lb_vip:
         out.add(dp, Stage.LS_IN_ACL, 34000, "eth.dst == $svc_monitor_mac", "next;")
         out.add(dp, Stage.LS_OUT_ACL, 34000, "eth.src == $svc_monitor_mac", "next;")
-
-
-def _reject_meter(dp: Datapath, s: AclSettings) -> str | None:
-    """The switch's control-plane meter for reject replies, if it names an NB meter."""
-    copp = dp.nb.copp
-    if not isinstance(copp, IdlRow):
-        return None
-    meter: str | None = copp.meters.get("reject")
-    return meter if meter is not None and meter in s.meters else None
 
 
 def _server_replies(out: LflowTable, dp: Datapath, stateful: bool) -> None:

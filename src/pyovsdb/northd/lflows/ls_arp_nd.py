@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
-from ..nodes.datapaths import Datapath, smap_bool
+from ..nodes.datapaths import smap_bool
 from ..nodes.lsp_up import port_up
 from ..nodes.ports import Port, datapath_keys, existing_port_bindings
-from .context import LflowContext
+from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable
 
@@ -109,7 +108,6 @@ class _Responder:
         self.ctx = ctx
         self.out = out
         self.check_up = not smap_bool(ctx.nb_options, "ignore_lsp_down", True)
-        self.meters = {str(m.name) for m in ctx.nb_rows("Meter")}
         self.bindings = existing_port_bindings(ctx.sb) if self.check_up else {}
         self.dp_keys = datapath_keys(ctx.sb) if self.check_up else {}
 
@@ -142,7 +140,7 @@ class _Responder:
     def own_addresses(self, port: Port) -> None:
         out, dp = self.out, port.dp
         na = "nd_na_router" if port.type == "router" else "nd_na"
-        meter = self.nd_na_meter(dp)
+        meter = self.ctx.copp_meter(dp, CoppProto.ND_NA)
         for addrs in port.lsp_addrs:
             mac = addrs.ea_s
             for v4 in addrs.ipv4:
@@ -160,14 +158,6 @@ class _Responder:
                 out.add(dp, STAGE, 50, match, actions, hint=port.nb, meter=meter)
                 out.add(dp, STAGE, 100, f"{match} && inport == {port.json_key}",
                         "next;", hint=port.nb, io_port=port.name)
-
-    def nd_na_meter(self, dp: Datapath) -> str | None:
-        """The switch's CoPP meter for ND replies, if it names an NB meter."""
-        copp = dp.nb.copp
-        if not isinstance(copp, IdlRow):
-            return None
-        meter = copp.meters.get("nd-na")
-        return meter if meter in self.meters else None
 
     def virtual(self, port: Port) -> None:
         vip = port.options.get("virtual-ip")

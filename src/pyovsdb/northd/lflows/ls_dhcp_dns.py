@@ -23,13 +23,11 @@ Rules kept here (23.03's `build_lswitch_dhcp_options_and_response`,
 
 from __future__ import annotations
 
-import enum
-
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import Addresses
-from .context import LflowContext
+from .context import CoppProto, LflowContext
 from .ls_dhcp_actions import DHCP_RESULT, dhcpv4_actions, dhcpv6_actions
 from .stages import Stage
 from .table import LflowTable
@@ -42,42 +40,18 @@ DHCPV4_MATCH = "ip4.src == 0.0.0.0 && ip4.dst == 255.255.255.255 && udp.src == 6
 DHCPV6_MATCH = "ip6.dst == ff02::1:2 && udp.src == 546 && udp.dst == 547"
 
 
-class CoppProto(enum.Enum):
-    """The Copp `meters` keys this area looks up (lib/copp.c's names)."""
-
-    DHCPV4_OPTS = "dhcpv4-opts"
-    DHCPV6_OPTS = "dhcpv6-opts"
-    DNS = "dns"
-
-
-def meter_names(ctx: LflowContext) -> frozenset[str]:
-    """The names of the NB meters (23.03's `meter_groups`)."""
-    return frozenset(str(m.name) for m in ctx.nb_rows("Meter"))
-
-
-def copp_meter(dp: Datapath, proto: CoppProto, meters: frozenset[str]) -> str | None:
-    """`copp_meter_get`: the meter the switch's Copp row names for `proto`, if it is
-    one of `meters`."""
-    copp = dp.nb.copp
-    if not isinstance(copp, IdlRow):
-        return None
-    meter = copp.meters.get(proto.value)
-    return str(meter) if meter is not None and meter in meters else None
-
-
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of the DHCP and DNS stages."""
-    meters = meter_names(ctx)
     for dp in ctx.switches():
         with out.owned_by(("dp", dp.key)):
-            _build_dns(dp, meters, out)
+            _build_dns(ctx, dp, out)
             for stage in (Stage.LS_IN_DHCP_OPTIONS, Stage.LS_IN_DHCP_RESPONSE,
                           Stage.LS_IN_DNS_LOOKUP, Stage.LS_IN_DNS_RESPONSE):
                 out.add(dp, stage, 0, "1", "next;")
         for port in ctx.ports_of(dp):
             if port.is_lsp:
                 with out.owned_by(("port", port.name)):
-                    _build_dhcp(ctx, port, meters, out)
+                    _build_dhcp(ctx, port, out)
 
 
 def has_dns_records(nb: IdlRow) -> bool:
@@ -85,12 +59,12 @@ def has_dns_records(nb: IdlRow) -> bool:
     return any(isinstance(d, IdlRow) and d.records for d in nb.dns_records)
 
 
-def _build_dns(dp: Datapath, meters: frozenset[str], out: LflowTable) -> None:
+def _build_dns(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     if not has_dns_records(dp.nb):
         return
     out.add(dp, Stage.LS_IN_DNS_LOOKUP, 100, "udp.dst == 53",
             f"{DNS_RESULT} = dns_lookup(); next;",
-            meter=copp_meter(dp, CoppProto.DNS, meters))
+            meter=ctx.copp_meter(dp, CoppProto.DNS))
     match = f"udp.dst == 53 && {DNS_RESULT}"
     for ip in ("ip4", "ip6"):
         out.add(dp, Stage.LS_IN_DNS_RESPONSE, 100, match,
@@ -103,7 +77,7 @@ def _options_row(port: Port, column: str) -> IdlRow | None:
     return row if isinstance(row, IdlRow) else None
 
 
-def _build_dhcp(ctx: LflowContext, port: Port, meters: frozenset[str],
+def _build_dhcp(ctx: LflowContext, port: Port,
                 out: LflowTable) -> None:
     enabled = port.nb.enabled
     if enabled is False or port.type == "router":
@@ -122,13 +96,13 @@ def _build_dhcp(ctx: LflowContext, port: Port, meters: frozenset[str],
     for addrs in port.lsp_addrs:
         for inport in inports:
             if v4 is not None:
-                _dhcpv4_flows(port, v4, addrs, inport, resident, meters, out)
+                _dhcpv4_flows(port, v4, addrs, inport, resident, ctx, out)
             if v6 is not None:
-                _dhcpv6_flows(port, v6, addrs, inport, resident, meters, out)
+                _dhcpv6_flows(port, v6, addrs, inport, resident, ctx, out)
 
 
 def _dhcpv4_flows(port: Port, row: IdlRow, addrs: Addresses,
-                  inport: Port, resident: str, meters: frozenset[str],
+                  inport: Port, resident: str, ctx: LflowContext,
                   out: LflowTable) -> None:
     hostname = port.options.get("hostname")
     for net in addrs.ipv4:
@@ -137,7 +111,7 @@ def _dhcpv4_flows(port: Port, row: IdlRow, addrs: Addresses,
             continue
         dp = port.dp
         head = f"inport == {inport.json_key} && eth.src == {addrs.ea_s} && "
-        meter = copp_meter(dp, CoppProto.DHCPV4_OPTS, meters)
+        meter = ctx.copp_meter(dp, CoppProto.DHCPV4_OPTS)
         for match in (DHCPV4_MATCH,
                       f"{actions.renew_match} && udp.src == 68 && udp.dst == 67"):
             out.add(dp, Stage.LS_IN_DHCP_OPTIONS, 100, head + match + resident,
@@ -149,7 +123,7 @@ def _dhcpv4_flows(port: Port, row: IdlRow, addrs: Addresses,
 
 
 def _dhcpv6_flows(port: Port, row: IdlRow, addrs: Addresses,
-                  inport: Port, resident: str, meters: frozenset[str],
+                  inport: Port, resident: str, ctx: LflowContext,
                   out: LflowTable) -> None:
     for net in addrs.ipv6:
         actions = dhcpv6_actions(row.cidr, row.options, net.addr)
@@ -159,7 +133,7 @@ def _dhcpv6_flows(port: Port, row: IdlRow, addrs: Addresses,
         match = f"inport == {inport.json_key} && eth.src == {addrs.ea_s} && " \
                 f"{DHCPV6_MATCH}{resident}"
         out.add(dp, Stage.LS_IN_DHCP_OPTIONS, 100, match, actions.options, hint=row,
-                io_port=inport.name, meter=copp_meter(dp, CoppProto.DHCPV6_OPTS, meters))
+                io_port=inport.name, meter=ctx.copp_meter(dp, CoppProto.DHCPV6_OPTS))
         out.add(dp, Stage.LS_IN_DHCP_RESPONSE, 100, f"{match} && {DHCP_RESULT}",
                 actions.response, hint=row, io_port=inport.name)
         return

@@ -66,11 +66,6 @@ def _rows(value: object) -> list[IdlRow]:
     return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
 
 
-def lsp_enabled(port: Port) -> bool:
-    enabled = port.nb.value("enabled")  # a set of at most one boolean
-    return not enabled or bool(enabled[0])
-
-
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
     for dp in ctx.switches():
@@ -154,7 +149,7 @@ def _dynamic_mac(ctx: LflowContext, port: Port) -> int | None:
 
 def _unicast(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     dp = port.dp
-    action = f"outport = {port.json_key}; output;" if lsp_enabled(port) \
+    action = f"outport = {port.json_key}; output;" if port.enabled \
         else ctx.drop_action
     for address in port.nb.addresses:
         mac = scan_mac(address)

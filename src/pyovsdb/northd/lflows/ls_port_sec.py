@@ -29,9 +29,8 @@ Rules kept here (OVN 23.03):
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
 
-from ..nodes.datapaths import Datapath
+from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import Addresses, Ipv6Net, lsp_addresses
 from ..nodes.ports_switch import SwitchPortState
@@ -59,19 +58,6 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
                 _external_port(ctx, out, port)
 
 
-def smap_get_bool(smap: Mapping[str, str], key: str, default: bool = False) -> bool:
-    """OVS's `smap_get_bool`, which compares without regard to case: with a false
-    default only "true" (any case) is true, with a true default only "false" is false."""
-    value = smap.get(key, "").lower()
-    return value != "false" if default else value == "true"
-
-
-def lsp_enabled(port: Port) -> bool:
-    """`lsp_is_enabled`: an LSP is enabled unless `enabled` is set to false."""
-    enabled = port.nb.enabled
-    return enabled is None or bool(enabled)
-
-
 def n_port_security(port: Port) -> int:
     """How many of the port's `port_security` entries parse (23.03's `n_ps_addrs`)."""
     return sum(1 for entry in port.nb.port_security if lsp_addresses(entry) is not None)
@@ -92,13 +78,13 @@ def queue_ids(ctx: LflowContext) -> dict[str, int]:
 
 def floods_unknown(ports: list[Port]) -> bool:
     """23.03's `od->has_unknown`: an enabled, non-external port with "unknown"."""
-    return any(p.has_unknown and p.type != "external" and lsp_enabled(p) for p in ports)
+    return any(p.has_unknown and p.type != "external" and p.enabled for p in ports)
 
 
 def _datapath_flows(ctx: LflowContext, out: LflowTable, dp: Datapath,
                     ports: list[Port]) -> None:
     drop = ctx.drop_action
-    if not smap_get_bool(dp.nb.other_config, "vlan-passthru"):
+    if not smap_bool(dp.nb.other_config, "vlan-passthru"):
         out.add(dp, Stage.LS_IN_CHECK_PORT_SEC, 100, "vlan.present", drop)
     out.add(dp, Stage.LS_IN_CHECK_PORT_SEC, 100, "eth.src[40]", drop)
     out.add(dp, Stage.LS_IN_CHECK_PORT_SEC, 50, "1",
@@ -128,7 +114,7 @@ def _port_sec(ctx: LflowContext, out: LflowTable, port: Port, queue: int) -> Non
         return
     dp, key = port.dp, port.json_key
     inport = f"inport == {key}"
-    if not lsp_enabled(port):
+    if not port.enabled:
         out.add(dp, Stage.LS_IN_CHECK_PORT_SEC, 100, inport, f"{PORT_SEC_DROP} = 1; next;",
                 hint=port.nb, io_port=port.name)
         out.add(dp, Stage.LS_IN_L2_UNKNOWN, 50, f"outport == {key}", ctx.drop_action,
@@ -151,7 +137,7 @@ def _port_sec(ctx: LflowContext, out: LflowTable, port: Port, queue: int) -> Non
 
 def _learn_fdb(out: LflowTable, port: Port) -> None:
     learns = port.type == "" or (
-        port.type == "localnet" and smap_get_bool(port.options, "localnet_learn_fdb"))
+        port.type == "localnet" and smap_bool(port.options, "localnet_learn_fdb"))
     if not (port.has_unknown and learns) or n_port_security(port):
         return
     inport = f"inport == {port.json_key}"

@@ -44,11 +44,6 @@ MC_FLOOD_L2 = ("_MC_flood_l2", 32772)
 MULTICAST_COLUMNS = ("datapath", "name", "tunnel_key", "ports")
 
 
-def _enabled(port: Port) -> bool:
-    enabled = port.nb.value("enabled")  # a set of at most one boolean
-    return not enabled or bool(enabled[0])
-
-
 Groups = dict[tuple[str, str], tuple[int, set[str]]]
 
 
@@ -65,7 +60,7 @@ def build_mcast_groups(datapaths: DatapathsData, ports: PortsData, sb: DesiredDb
     relay_switches = {key for key in ports.router_ports if _relay_switch(key, ports)}
     for port in ports.ports.values():
         if port.is_lrp:
-            if _enabled(port) and smap_bool(port.options, "mcast_flood", False):
+            if port.enabled and smap_bool(port.options, "mcast_flood", False):
                 add(MC_STATIC, port)
         elif port.is_lsp:
             _switch_port_groups(port, ports, port.dp.key in relay_switches, add)
@@ -95,7 +90,7 @@ def _relay_switch(key: str, ports: PortsData) -> bool:
 def _switch_port_groups(port: Port, ports: PortsData, relay: bool,
                         add: Callable[[tuple[str, int], Port], None]) -> None:
     """The fixed groups a switch port is in (`relay`: its switch relays)."""
-    if not _enabled(port):
+    if not port.enabled:
         return
     options = port.options
     add(MC_FLOOD, port)

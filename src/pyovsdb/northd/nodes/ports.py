@@ -75,6 +75,12 @@ class Port:
             self.type = nb.value("type")
 
     @property
+    def enabled(self) -> bool:
+        """`lsp_is_enabled`/`lrport_is_enabled`: unless `enabled` is set to false."""
+        enabled = self.nb.value("enabled")  # a set of at most one boolean
+        return not enabled or bool(enabled[0])
+
+    @property
     def is_lsp(self) -> bool:
         return self.kind is PortKind.SWITCH
 
