@@ -17,12 +17,12 @@ VIP (up to the backend choice, a dp_hash recirculation the trace does not follow
 then by MAC once the load balancer has gone).
 
 Rules kept here:
-- Both runs of a pair use the same server kind for NB, SB and conf.db: the northd is
-  the only thing that differs between them. The pair runs on the real ovsdb-server
-  and again on ours (`SERVERS`). They run one after the other in the
-  same session, real first, each on fresh databases in its own directories, and every
-  daemon is stopped by its pid before the next run starts, also when a run breaks off
-  (then every test fails with the step it was at and the daemons' log tails).
+- Both runs of a pair use the same server kind for NB, SB and conf.db, so the northd
+  is the only thing that differs between them; the pair runs on the real
+  ovsdb-server and again on ours (`SERVERS`). Runs go one after the other, real
+  northd first, each on fresh databases in its own directories, and every daemon is
+  stopped by its pid before the next run starts, also when a run breaks off (then
+  every test of the pair fails with the step it was at and the daemons' log tails).
 - What differs between two runs of one scenario even with the same northd (conntrack
   zones, cookies also inside `learn()`, a flood's member order, datapath port and
   recirculation numbers) is normalized away, by `hypervisor.normalize_flows` and
