@@ -344,4 +344,46 @@ TRACES: dict[str, tuple[Probe, ...]] = {
         Probe("nd-for-vif", "sw2", nd_solicit(Vif("c1", "00:00:00:00:00:c1", "fd00:2::11"),
                                               "fd00:2::12")),
     ),
+    "61_lf_qos": (
+        Probe("dscp-marked", "sw0", icmp_echo(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
+                                              Vif("x", "00:00:00:00:00:99", "10.0.0.99"))),
+        Probe("dscp-and-meter", "sw0", l4(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
+                                          "00:00:00:00:00:99", "10.0.0.99", "udp", 53)),
+        Probe("acl-reject-metered", "sw0", l4(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
+                                              "00:00:00:00:00:99", "10.0.0.99", "tcp", 23)),
+    ),
+    "71_lf_arp_nd_virtual": (
+        Probe("arp-for-virtual-ip", "sw0", arp_request(
+            Vif("vm2", "00:00:00:00:00:02", "10.0.0.2"), "10.0.0.100")),
+        Probe("nd-for-virtual-ip", "sw0", nd_solicit(
+            Vif("vm1", "00:00:00:00:00:01", "fd00::1"), "fd00::100")),
+    ),
+    "83_lf_shared_port_groups": (
+        Probe("pg-acl-db-from-web", "sw0", l4(
+            Vif("web0", "00:00:00:00:00:01", "10.0.0.11"), "00:00:00:00:00:02", "10.0.0.12",
+            "tcp", 5432), ct=_NEW),
+        Probe("pg-acl-db-drop", "sw1", icmp_echo(
+            Vif("web1", "00:00:00:00:01:01", "10.0.1.11"),
+            Vif("db1", "00:00:00:00:01:02", "10.0.1.12")), ct=_NEW),
+        Probe("ip-to-vip", "sw2", icmp_echo(Vif("web2", "00:00:00:00:02:01", "10.0.2.11"),
+                                            Vif("x", "00:00:00:00:02:99", "10.0.100.3")),
+              ct=_NEW),
+    ),
+    "86_lf_chassis_features": (
+        Probe("acl-allow-related", "sw0", l4(Vif("vm1", "00:00:00:00:00:01", "10.0.0.11"),
+                                             "00:00:00:00:00:02", "10.0.0.12", "tcp", 80),
+              ct=_NEW),
+        Probe("acl-drop-ssh", "sw0", l4(Vif("vm1", "00:00:00:00:00:01", "10.0.0.11"),
+                                        "00:00:00:00:00:02", "10.0.0.12", "tcp", 22),
+              ct=_NEW),
+        Probe("related", "sw0", icmp_echo(Vif("vm2", "00:00:00:00:00:02", "10.0.0.12"),
+                                          Vif("vm1", "00:00:00:00:00:01", "10.0.0.11")),
+              ct=("rel", "rel")),
+    ),
+    "89_lf_features_removed": (
+        Probe("icmp-between-vifs", "sw0", icmp_echo(
+            Vif("vm1", "00:00:00:00:00:01", "10.0.0.11"),
+            Vif("vm2", "00:00:00:00:00:02", "10.0.0.12"))),
+        Probe("dhcp-discover-no-options", "sw0", dhcp_discover(Vif("vm1", "00:00:00:00:00:01"))),
+    ),
 }
