@@ -1,0 +1,264 @@
+"""The `lr_in_ip_input` flows a router's NAT rules and `gateway_mtu` options ask for,
+and the ARP reply every router address, NAT address and VIP shares, as ovn-northd
+23.03 writes them (`build_lrouter_arp_flow`, `build_lrouter_arp_nd_for_datapath`,
+`build_lrouter_nat_arp_nd_flow`, `build_lrouter_port_nat_arp_nd_flow`, the IP input
+parts of `build_lrouter_ingress_flow` and `build_check_pkt_len_flows_for_lrp`).
+
+Rules kept here:
+- Every router answers ARP/ND for the external IP of each NAT rule that has one
+  address (90, any inport), SNAT rules once per unique SNAT IP (its first rule); on a
+  distributed gateway port the answer is given only where it belongs (92: on the chassis
+  of the rule's logical port with its external MAC, if it is distributed, else on the
+  gateway chassis) and dropped elsewhere (91). With several distributed gateway ports a
+  rule belongs to its `gateway_port`, or else to the port whose networks hold its IP.
+- The flows of NAT rules 23.03 applies (`lrouter_check_nat_entry`: exact external IP,
+  valid logical IP, a known gateway port, a valid external MAC when distributed), on
+  gateway routers and routers with distributed gateway ports only: SNAT traffic from
+  the gateway port's own external IP goes on (120), and a distributed rule's packets
+  too big for the gateway port's `gateway_mtu` get an ICMP error from the rule's own
+  addresses (160).
+- A router port with `gateway_mtu` answers packets that are too big on it with an
+  ICMP error from its first address of the family (150), through admission again.
+- NAT addresses and MACs are written as NB has them where 23.03 prints the NB strings
+  (external IP in the 120/160 matches, external MAC), parsed and reprinted elsewhere.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ...idl.row import IdlRow
+from ..nodes.datapaths import Datapath, smap_int
+from ..nodes.ports import Port
+from ..nodes.ports_addresses import parse_mac
+from .context import CoppProto, LflowContext
+from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT, nd_flow, sn_addr
+from .router_facts import Nat, router_facts
+from .table import LflowTable
+
+PKT_LARGER = "reg9[1]"  # REGBIT_PKT_LARGER
+EGRESS_LOOPBACK = "reg9[0]"  # REGBIT_EGRESS_LOOPBACK
+ADMISSION_TABLE = 0
+
+
+def arp_flow(ctx: LflowContext, out: LflowTable, dp: Datapath, port: Port | None,
+             ip: str, mac: str, extra: str, drop: bool, priority: int,
+             hint: IdlRow | None) -> None:
+    """A reply to ARP requests for `ip` (`build_lrouter_arp_flow`)."""
+    match = f"inport == {port.json_key} && " if port is not None else ""
+    match += f"arp.op == 1 && arp.tpa == {ip}"
+    if extra:
+        match += " && " + extra
+    if drop:
+        actions = ctx.drop_action
+    else:
+        actions = (f"eth.dst = eth.src; eth.src = {mac}; arp.op = 2; /* ARP reply */ "
+                   f"arp.tha = arp.sha; arp.sha = {mac}; arp.tpa <-> arp.spa; "
+                   "outport = inport; flags.loopback = 1; output;")
+    out.add(dp, IP_INPUT, priority, match, actions, hint=hint)
+
+
+def _nat_reply(ctx: LflowContext, out: LflowTable, dp: Datapath, port: Port | None,
+               nat: Nat, mac: str, extra: str, drop: bool, priority: int) -> None:
+    if nat.is_v6:
+        addr = nat.external.ipv6[0]
+        nd_flow(ctx, out, dp, port, "nd_na", addr.addr_s, sn_addr(addr.addr), mac, extra,
+                drop, priority, nat.nb)
+    else:
+        arp_flow(ctx, out, dp, port, nat.external.ipv4[0].addr_s, mac, extra, drop,
+                 priority, nat.nb)
+
+
+def _replying_nats(ctx: LflowContext, dp: Datapath) -> list[Nat]:
+    """The rules ARP/ND is answered for: the non-SNAT ones, then the first of each
+    unique SNAT IP's."""
+    facts = router_facts(ctx, dp)
+    nats = [n for n in facts.nats if n.type != "snat"]
+    nats += [entries[0] for entries in facts.snat_ips.values() if entries]
+    return nats
+
+
+def build_dp_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
+    """The per-router replies for NAT external IPs (90)."""
+    for nat in _replying_nats(ctx, dp):
+        _nat_reply(ctx, out, dp, None, nat, INPORT_ETH_ADDR, "", False, 90)
+
+
+def in_networks(port: Port, ip: str) -> bool:
+    """`find_lrp_member_ip`: whether one of the port's networks holds `ip`."""
+    assert port.networks is not None
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    nets = port.networks.ipv4 if addr.version == 4 else port.networks.ipv6
+    return any(addr in n.network for n in nets)
+
+
+def _gateway_port_row(nat: IdlRow) -> IdlRow | None:
+    value = nat.gateway_port
+    if isinstance(value, IdlRow):
+        return value
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], IdlRow):
+        return value[0]
+    return None
+
+
+def _is_nat_gateway_port(ctx: LflowContext, nat: IdlRow, port: Port) -> bool:
+    if len(router_facts(ctx, port.dp).l3dgw_ports) <= 1:
+        return True
+    gw = _gateway_port_row(nat)
+    if gw is None:
+        return in_networks(port, str(nat.external_ip))
+    return gw.uuid == port.nb.uuid
+
+
+def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    """The replies for NAT external IPs on distributed gateway port `port` (92, 91)."""
+    assert port.cr_port is not None
+    cr = ctx.ports.ports[port.cr_port]
+    for nat in _replying_nats(ctx, port.dp):
+        if not _is_nat_gateway_port(ctx, nat.nb, port):
+            continue
+        if nat.external_mac and parse_mac(nat.external_mac) is not None \
+                and nat.logical_port:
+            mac, resident = nat.external_mac, f'is_chassis_resident("{nat.logical_port}")'
+        else:
+            mac, resident = INPORT_ETH_ADDR, f"is_chassis_resident({cr.json_key})"
+        _nat_reply(ctx, out, port.dp, port, nat, mac, resident, False, 92)
+        _nat_reply(ctx, out, port.dp, port, nat, mac, "", True, 91)
+
+
+def _exact(text: str, v6: bool) -> bool:
+    """An address with no mask or a full one (`ip_parse_masked`/`ipv6_parse_masked`
+    giving an exact mask)."""
+    try:
+        net = ipaddress.ip_network(text.strip(), strict=True)
+    except ValueError:
+        return False
+    return net.version == (6 if v6 else 4) and net.prefixlen == net.max_prefixlen
+
+
+def _masked(text: str, v6: bool) -> bool:
+    try:
+        net = ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        return False
+    return net.version == (6 if v6 else 4)
+
+
+def applied_nat_gateway(ctx: LflowContext, dp: Datapath, nat: IdlRow
+                        ) -> tuple[bool, Port | None] | None:
+    """`lrouter_check_nat_entry`: None if 23.03 skips the rule, else whether it is
+    IPv6 and its distributed gateway port (None on a router without one)."""
+    if nat.allowed_ext_ips and nat.exempted_ext_ips:
+        return None
+    ext = str(nat.external_ip)
+    if _exact(ext, False):
+        v6 = False
+    elif _exact(ext, True):
+        v6 = True
+    else:
+        return None
+    dgps = sorted(router_facts(ctx, dp).l3dgw_ports, key=lambda p: p.nb.uuid)
+    gw_row = _gateway_port_row(nat)
+    gw: Port | None = None
+    if gw_row is None:
+        if len(dgps) == 1:
+            gw = dgps[0]
+        elif dgps:
+            gw = next((p for p in dgps if in_networks(p, ext)), None)
+            if gw is None:
+                return None
+    else:
+        gw = next((p for p in dgps if p.nb.uuid == gw_row.uuid), None)
+        if gw is None:
+            return None
+    logical = str(nat.logical_ip)
+    valid = _masked(logical, v6) if nat.type == "snat" else _exact(logical, v6)
+    if not valid:
+        return None
+    if dgps and nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
+        mac = nat.external_mac[0] if isinstance(nat.external_mac, list) \
+            else nat.external_mac
+        if parse_mac(str(mac)) is None:
+            return None
+    return v6, gw
+
+
+def _opt(value: object) -> str | None:
+    if isinstance(value, list):
+        return str(value[0]) if value else None
+    return str(value) if value else None
+
+
+def build_dp_nat_ingress(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
+    """The flows of the NAT rules 23.03 applies (120, 160)."""
+    facts = router_facts(ctx, dp)
+    if not facts.is_gw_router and not facts.l3dgw_ports:
+        return
+    rows = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
+    for row in rows:
+        checked = applied_nat_gateway(ctx, dp, row)
+        if checked is None:
+            continue
+        v6, gw = checked
+        ext = str(row.external_ip)
+        family = "6" if v6 else "4"
+        if gw is None:
+            continue  # a gateway router: nothing here
+        if row.type == "snat":
+            out.add(dp, IP_INPUT, 120, f"inport == {gw.json_key} && ip{family}.src == {ext}",
+                    "next;", hint=row)
+        logical_port, external_mac = _opt(row.logical_port), _opt(row.external_mac)
+        if row.type != "dnat_and_snat" or not logical_port or not external_mac:
+            continue
+        mtu = smap_int(gw.options, "gateway_mtu")
+        if not mtu:
+            continue
+        if v6:
+            error = (f"icmp6_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
+                     f"eth.dst = eth.src; eth.src = {external_mac}; ip6.dst = ip6.src; "
+                     f"ip6.src = {ext}; ip.ttl = 254; icmp6.type = 2; /* Packet Too Big. */ "
+                     f"icmp6.code = 0; icmp6.frag_mtu = {mtu}; ")
+            meter = ctx.copp_meter(dp, CoppProto.ICMP6_ERR)
+        else:
+            error = (f"icmp4_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
+                     f"eth.dst = eth.src; eth.src = {external_mac}; ip4.dst = ip4.src; "
+                     f"ip4.src = {ext}; ip.ttl = 254; icmp4.type = 3; /* Destination "
+                     "Unreachable. */ icmp4.code = 4; /* Frag Needed and DF was Set. */ "
+                     f"icmp4.frag_mtu = {mtu}; ")
+            meter = ctx.copp_meter(dp, CoppProto.ICMP4_ERR)
+        out.add(dp, IP_INPUT, 160,
+                f"inport == {gw.json_key} && {PKT_LARGER} && {EGRESS_LOOPBACK} == 0 && "
+                f"ip{family} && ip{family}.dst == {ext}",
+                error + f"outport = {gw.json_key}; flags.loopback = 1; output; }};",
+                hint=row, meter=meter)
+
+
+def build_port_pkt_big(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    """The ICMP errors for packets too big for router port `port`'s `gateway_mtu`
+    (150)."""
+    mtu = smap_int(port.options, "gateway_mtu")
+    if mtu <= 0:
+        return
+    assert port.networks is not None
+    dp = port.dp
+    ea = port.networks.ea_s
+    head = f"inport == {port.json_key} && "
+    tail = f" && {PKT_LARGER} && {EGRESS_LOOPBACK} == 0"
+    regs = f"{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; eth.dst = {ea}; "
+    nxt = f"next(pipeline=ingress, table={ADMISSION_TABLE}); }};"
+    if port.networks.ipv4:
+        out.add(dp, IP_INPUT, 150, head + "ip4" + tail,
+                f"icmp4_error {{{regs}ip4.dst = ip4.src; "
+                f"ip4.src = {port.networks.ipv4[0].addr_s}; ip.ttl = 255; icmp4.type = 3; "
+                "/* Destination Unreachable. */ icmp4.code = 4; /* Frag Needed and DF "
+                f"was Set. */ icmp4.frag_mtu = {mtu}; " + nxt,
+                hint=port.nb, meter=ctx.copp_meter(dp, CoppProto.ICMP4_ERR))
+    if port.networks.ipv6:
+        out.add(dp, IP_INPUT, 150, head + "ip6" + tail,
+                f"icmp6_error {{{regs}ip6.dst = ip6.src; "
+                f"ip6.src = {port.networks.ipv6[0].addr_s}; ip.ttl = 255; icmp6.type = 2; "
+                f"/* Packet Too Big. */ icmp6.code = 0; icmp6.frag_mtu = {mtu}; " + nxt,
+                hint=port.nb, meter=ctx.copp_meter(dp, CoppProto.ICMP6_ERR))
