@@ -48,12 +48,6 @@ ETH_HEADER_LEN = 14
 VLAN_ETH_HEADER_LEN = 18
 
 
-def lrp_enabled(port: Port) -> bool:
-    """`lrport_is_enabled`: `enabled` unset or true."""
-    enabled = port.nb.enabled
-    return enabled is None or bool(enabled)
-
-
 def gateway_mtu(port: Port) -> int:
     return smap_int(port.options, "gateway_mtu")
 
@@ -110,7 +104,7 @@ def _centralized(ctx: LflowContext, port: Port) -> bool:
 
 
 def _admission(ctx: LflowContext, port: Port, out: LflowTable) -> None:
-    if not lrp_enabled(port) or port.networks is None:
+    if not port.enabled or port.networks is None:
         return
     mac = port.networks.ea_s
     save = f"{INPORT_ETH_ADDR} = {mac}; next;"
@@ -184,7 +178,7 @@ def _icmp_too_big(ctx: LflowContext, out: LflowTable, port: Port, mtu: int, stag
 
 
 def _delivery(ctx: LflowContext, port: Port, out: LflowTable) -> None:
-    if not lrp_enabled(port) or port.networks is None:
+    if not port.enabled or port.networks is None:
         return
     dp = port.dp
     if smap_bool(dp.nb.options, "mcast_relay"):
