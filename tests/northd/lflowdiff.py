@@ -70,10 +70,22 @@ def parse_lflow_list(text: str, labels: Mapping[str, str] | None = None) -> list
     return [line for _, line in sorted(out)]
 
 
+# 23.03 writes the MACs of the self-originated ARP/ND flood flow (ls_in_l2_lkup,
+# priority 75: a router port's MAC and its distributed NAT rows' external MACs) from a
+# hash set filled in NAT-row (UUID) order, so their order changes between runs.
+ETH_SRC_SET = re.compile(r"eth\.src == \{([^{}]*)\}")
+
+
 def canonical(text: str, labels: Mapping[str, str] | None = None) -> str:
-    """Text of a match or actions with its UUIDs named (`<uuid>` if `labels` does not
-    know them). 23.03 prints no list of a match or actions in hash order (two real runs
-    of every corpus script agree), so nothing else is rewritten."""
+    """Text of a match or actions (or a trace) made comparable: its UUIDs named
+    (`<uuid>` if `labels` does not know them) and the one list 23.03 prints in hash
+    order, an `eth.src == {...}` set, sorted (two real runs of every corpus script
+    agree on everything else)."""
+    if "eth.src == {" in text:
+        text = ETH_SRC_SET.sub(
+            lambda m: "eth.src == {" + ", ".join(sorted(x.strip() for x in
+                                                        m.group(1).split(","))) + "}",
+            text)
     if labels is None or not UUID_RE.search(text):
         return text
     return UUID_RE.sub(lambda m: labels.get(m.group(0), "<uuid>"), text)

@@ -25,6 +25,7 @@ from lflowdiff import (
     ROUTER_CUT,
     Outcome,
     Trace,
+    canonical,
     canonical_trace,
     diff_lines,
     flow_index,
@@ -218,3 +219,12 @@ def test_lflow_list_lines_name_datapaths_and_nb_rows() -> None:
         "sw0 ingress table=5 (ls_in_pre_lb), priority=130, match=(ip4.dst == 10.0.0.60), "
         'action=(trigger_event(load_balancer = "@nb.Load_Balancer(lbev)");)']
     assert "<uuid>" in parse_lflow_list(text, {})[1]
+
+
+def test_canonical_sorts_only_the_mac_set_23_03_prints_in_hash_order() -> None:
+    a = "eth.src == {00:00:00:00:aa:11, 00:00:20:20:12:13, 00:00:00:00:aa:10} && nd_ns"
+    b = "eth.src == {00:00:20:20:12:13, 00:00:00:00:aa:10, 00:00:00:00:aa:11} && nd_ns"
+    assert canonical(a) == canonical(b) == (
+        "eth.src == {00:00:00:00:aa:10, 00:00:00:00:aa:11, 00:00:20:20:12:13} && nd_ns")
+    kept = "ip6.dst == {fd00::2, ff02::1:ff00:2} && nd.target == fd00::2"
+    assert canonical(kept) == kept
