@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from diffharness import CORPUS, Run, Script, nb_table_names, parse_script, run_script
-from normalize import SB_OWNED, UUID_RE, Snapshot, nb_labels
+from normalize import SB_OWNED, UUID_RE, Snapshot, hash_ordered_sorted, nb_labels
 from traces import TRACES, Probe
 
 HEADER = re.compile(r'^Datapath: "?(.*?)"? \(([0-9a-f-]+)\)\s+Pipeline: (\w+)$')
@@ -70,22 +70,12 @@ def parse_lflow_list(text: str, labels: Mapping[str, str] | None = None) -> list
     return [line for _, line in sorted(out)]
 
 
-# 23.03 writes the MACs of the self-originated ARP/ND flood flow (ls_in_l2_lkup,
-# priority 75: a router port's MAC and its distributed NAT rows' external MACs) from a
-# hash set filled in NAT-row (UUID) order, so their order changes between runs.
-ETH_SRC_SET = re.compile(r"eth\.src == \{([^{}]*)\}")
-
-
 def canonical(text: str, labels: Mapping[str, str] | None = None) -> str:
     """Text of a match or actions (or a trace) made comparable: its UUIDs named
     (`<uuid>` if `labels` does not know them) and the one list 23.03 prints in hash
     order, an `eth.src == {...}` set, sorted (two real runs of every corpus script
     agree on everything else)."""
-    if "eth.src == {" in text:
-        text = ETH_SRC_SET.sub(
-            lambda m: "eth.src == {" + ", ".join(sorted(x.strip() for x in
-                                                        m.group(1).split(","))) + "}",
-            text)
+    text = hash_ordered_sorted(text)
     if labels is None or not UUID_RE.search(text):
         return text
     return UUID_RE.sub(lambda m: labels.get(m.group(0), "<uuid>"), text)

@@ -24,7 +24,8 @@ Rules kept here:
 - SB `Port_Group` names embed the datapath's tunnel key (`<key>_<name>`); the key is
   replaced by the datapath's label so that a renumbering does not hide the group.
 - `Logical_Flow` rows (when asked for) are keyed by datapath (or datapath group),
-  pipeline, table, priority and match; `external_ids:stage-hint` (the first 32 bits of
+  pipeline, table, priority and match (its `eth.src == {...}` MAC set sorted: 23.03
+  fills it from a hash set); `external_ids:stage-hint` (the first 32 bits of
   an NB row's UUID) names that NB row, except that a flow shared by a datapath group
   whose hint is a datapath says only that (23.03 names the member that added the flow
   first, in UUID-hash order), and one whose hint is a port says only that (23.03 names
@@ -202,6 +203,21 @@ def _label_rows(db: str, dump: RawDump, labels: _Labels) -> None:
             labels.add(db, _uuid(row), f"@{tl}({name})")
 
 
+# 23.03 writes the MACs of the self-originated ARP/ND flood flow (ls_in_l2_lkup,
+# priority 75: a router port's MAC and its distributed NAT rows' external MACs) from a
+# hash set filled in NAT-row (UUID) order, so their order changes between runs.
+ETH_SRC_SET = re.compile(r"eth\.src == \{([^{}]*)\}")
+
+
+def hash_ordered_sorted(text: str) -> str:
+    """A flow's match (or a trace) with the lists 23.03 prints in hash order sorted."""
+    if "eth.src == {" not in text:
+        return text
+    return ETH_SRC_SET.sub(
+        lambda m: "eth.src == {" + ", ".join(sorted(x.strip() for x in
+                                                    m.group(1).split(","))) + "}", text)
+
+
 def nb_labels(nb: RawDump) -> dict[str, str]:
     """uuid -> label of every NB row (`@nb.Load_Balancer(lb0)`), for texts that embed
     NB UUIDs, such as a logical flow's `trigger_event(..., load_balancer = UUID)`."""
@@ -295,6 +311,7 @@ def normalize(nb: RawDump, sb: RawDump, *, renumber: Iterable[str] = (),
                 if db == "SB" and table == "Port_Group":
                     row["name"] = _port_group_name(str(row.get("name")), dp_keys)
                 if db == "SB" and table == "Logical_Flow":
+                    row["match"] = hash_ordered_sorted(str(row.get("match", "")))
                     row["external_ids"] = _flow_ids(row.get("external_ids"), hints,
                                                     shared=bool(row.get("logical_dp_group")))
                 if db == "SB" and table == "Port_Binding" and "nat_addresses" in row:
