@@ -1,0 +1,417 @@
+"""Static next-hop resolution of logical routers (`lr_in_arp_resolve`): the MAC a
+packet routed to a next hop is sent to, known without ARP or ND where northd knows the
+address's owner, as ovn-northd 23.03 writes it (`build_arp_resolve_flows_for_lrouter`,
+`build_arp_resolve_flows_for_lrouter_port`, and the NAT external IPs of
+`build_lrouter_nat_defrag_and_lb`).
+
+Rules kept here:
+- Every router passes multicast on (500), asks the MAC_Binding table (`get_arp`,
+  `get_nd`) for the rest (1) and drops what is not IP (0, `ctx.drop_action`).
+- A flow is written in the pipeline of the router that routes to the address and
+  matches the router port it leaves by (`outport`), at priority 100:
+  - every IPv4 and IPv6 address of a switch port (any type but router and virtual, and
+    not disabled), for each router port on its switch whose networks hold it;
+  - a virtual port's virtual IP: with the MAC of its parent when the binding names a
+    virtual parent and a chassis, else 00:00:00:00:00:00 (resolved by `arp` later),
+    once, for the first router port (or parent address) whose networks hold it;
+  - the networks of every other router port on a shared switch (unless the router has
+    `options:dynamic_neigh_routers`, which leaves them to ARP: with N gateway routers
+    on one join switch the static entries grow as N*N), and, when the router is a
+    gateway router or has a distributed gateway port, the routable NAT and load
+    balancer addresses (`add_route`) of distributed gateway ports there;
+  - a router port peered directly with another router port: its networks, in the
+    peer's pipeline.
+  Router ports' networks are written bare when there is one, in braces otherwise (the
+  IPv6 link-local address counts, so a port with one IPv6 network writes two).
+- A distributed gateway port with `redirect-type=bridged` sends packets leaving by it
+  on another chassis to its own MAC (50), so the gateway chassis resolves them.
+- Router IPs that are also SNAT or load balancer addresses are dropped here (2): they
+  got past the unSNAT stage without a session.
+- On a router with distributed gateway ports, every NAT external IP, once per
+  address as written in NB: packets from outside still bound for it are dropped (150),
+  those routed there from inside are sent to the NAT's external MAC if distributed, else
+  the gateway port's MAC (100); with `redirect-type=bridged` a distributed NAT's own
+  traffic is resolved with `get_arp`/`get_nd` on its chassis (90).
+- NAT entries are checked as 23.03 checks them before writing any NAT flow (both
+  allowed and exempted external IPs refused, external IP a host address, gateway port
+  valid, logical IP a host unless the NAT is snat, external MAC a MAC when the NAT is
+  distributed).
+- Ports are visited in 23.03's port hash table order (`ls_arp_nd.walk_order`), so a
+  flow two ports ask for keeps the first one's stage hint.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ...idl.row import IdlRow
+from ...ovsdb.hashorder import hash_string, hmap_order
+from ..nodes.datapaths import Datapath, smap_bool
+from ..nodes.ports import Port
+from ..nodes.ports_addresses import Addresses, format_mac, lsp_addresses, parse_mac
+from .context import LflowContext
+from .router_facts import router_facts
+from .stages import Stage
+from .table import LflowTable
+
+STAGE = Stage.LR_IN_ARP_RESOLVE
+IpNet = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def build_router(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
+    out.add(dp, STAGE, 500, "ip4.mcast || ip6.mcast", "next;")
+    out.add(dp, STAGE, 1, "ip4", "get_arp(outport, reg0); next;")
+    out.add(dp, STAGE, 1, "ip6", "get_nd(outport, xxreg0); next;")
+    out.add(dp, STAGE, 0, "1", ctx.drop_action)
+
+
+# --- addresses ----------------------------------------------------------------------
+
+def _masked(text: str, v6: bool) -> IpNet | None:
+    """`ip_parse_masked`/`ipv6_parse_masked`: "IP", "IP/len" or "IP/MASK"."""
+    addr, sep, rest = text.partition("/")
+    try:
+        ip = ipaddress.IPv6Address(addr) if v6 else ipaddress.IPv4Address(addr)
+        if not sep:
+            return ipaddress.ip_network(f"{ip}/{ip.max_prefixlen}")
+        if rest.isdigit():
+            return ipaddress.ip_network(f"{ip}/{int(rest)}", strict=False)
+        mask = ipaddress.IPv6Address(rest) if v6 else ipaddress.IPv4Address(rest)
+        return ipaddress.ip_network(f"{ip}/{mask}", strict=False)
+    except ValueError:
+        return None
+
+
+def _is_host(net: IpNet | None) -> bool:
+    return net is not None and net.prefixlen == net.max_prefixlen
+
+
+def member_ip(networks: Addresses | None, ip_s: str) -> bool:
+    """`find_lrp_member_ip`: whether one of the router port's networks holds `ip_s`
+    (read as IPv4 when it has a dot, as 23.03 reads it)."""
+    if networks is None:
+        return False
+    try:
+        if "." in ip_s:
+            ip4 = ipaddress.IPv4Address(ip_s)
+            return any(ip4 in n.network for n in networks.ipv4)
+        ip6 = ipaddress.IPv6Address(ip_s)
+    except ValueError:
+        return False
+    return any(ip6 in n.network for n in networks.ipv6)
+
+
+def v4_networks(networks: Addresses) -> str:
+    """`op_put_v4_networks` without broadcasts."""
+    addrs = [n.addr_s for n in networks.ipv4]
+    return addrs[0] if len(addrs) == 1 else "{" + ", ".join(addrs) + "}"
+
+
+def v6_networks(networks: Addresses) -> str:
+    addrs = [n.addr_s for n in networks.ipv6]
+    return addrs[0] if len(addrs) == 1 else "{" + ", ".join(addrs) + "}"
+
+
+# --- NAT entries ----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class CheckedNat:
+    """A NAT row that passed `lrouter_check_nat_entry`."""
+
+    nb: IdlRow
+    is_v6: bool
+    gateway: Port | None  # its distributed gateway port (None on a gateway router)
+    distributed: bool
+
+    @property
+    def external_ip(self) -> str:
+        return str(self.nb.external_ip)
+
+
+def l3dgw_ports(ctx: LflowContext, dp: Datapath) -> list[Port]:
+    """The router's distributed gateway ports in the order 23.03 lists them: its NB
+    `ports` column's (UUID order)."""
+    return sorted(router_facts(ctx, dp).l3dgw_ports, key=lambda p: p.nb.uuid)
+
+
+def checked_nats(ctx: LflowContext, dp: Datapath) -> list[CheckedNat]:
+    cache: dict[str, list[CheckedNat]] = ctx.cache.setdefault("lr_arp_checked_nats", {})
+    nats = cache.get(dp.key)
+    if nats is None:
+        nats = cache[dp.key] = _check_nats(ctx, dp)
+    return nats
+
+
+def _check_nats(ctx: LflowContext, dp: Datapath) -> list[CheckedNat]:
+    gateways = l3dgw_ports(ctx, dp)
+    out: list[CheckedNat] = []
+    rows = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
+    for nat in rows:
+        if nat.allowed_ext_ips is not None and nat.exempted_ext_ips is not None:
+            continue
+        ext = str(nat.external_ip)
+        is_v6 = False
+        if not _is_host(_masked(ext, False)):
+            if not _is_host(_masked(ext, True)):
+                continue
+            is_v6 = True
+        gateway: Port | None = None
+        if nat.gateway_port is None:
+            if len(gateways) == 1:
+                gateway = gateways[0]
+            elif gateways:
+                gateway = next((g for g in gateways if member_ip(g.networks, ext)), None)
+                if gateway is None:
+                    continue
+        else:
+            gw_row = nat.gateway_port
+            name = gw_row.name if isinstance(gw_row, IdlRow) else None
+            gateway = ctx.ports.ports.get(name) if name is not None else None
+            if gateway is None or gateway.dp.key != dp.key or gateway.cr_port is None:
+                continue
+        logical = _masked(str(nat.logical_ip), is_v6)
+        if logical is None or (nat.type != "snat" and not _is_host(logical)):
+            continue
+        distributed = False
+        if gateways and nat.type == "dnat_and_snat" and nat.logical_port and \
+                nat.external_mac:
+            if parse_mac(str(nat.external_mac)) is None:
+                continue
+            distributed = True
+        out.append(CheckedNat(nat, is_v6, gateway, distributed))
+    return out
+
+
+def redirect_bridged(ctx: LflowContext, dp: Datapath) -> bool:
+    """`od->redirect_bridged`: a port of the router has `redirect-type=bridged`."""
+    return any(p.is_lrp and p.options.get("redirect-type", "").lower() == "bridged"
+               for p in ctx.ports_of(dp))
+
+
+def build_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
+    """The NAT external IPs of a router with distributed gateway ports."""
+    facts = router_facts(ctx, dp)
+    if facts.is_gw_router or not facts.l3dgw_ports:
+        return
+    gateways = l3dgw_ports(ctx, dp)
+    bridged = redirect_bridged(ctx, dp)
+    seen: set[str] = set()
+    for nat in checked_nats(ctx, dp):
+        ext = nat.external_ip
+        gw = nat.gateway
+        if ext in seen or gw is None or gw.networks is None:
+            continue
+        seen.add(ext)
+        ip = "ip6" if nat.is_v6 else "ip4"
+        out.add(dp, STAGE, 150, f"inport == {gw.json_key} && outport == {gw.json_key} && "
+                f"{ip}.dst == {ext}", ctx.drop_action, hint=nat.nb)
+        mac = str(nat.nb.external_mac) if nat.distributed else gw.networks.ea_s
+        reg = "xxreg0" if nat.is_v6 else "reg0"
+        out.add(dp, STAGE, 100, f"outport == {gw.json_key} && {reg} == {ext}",
+                f"eth.dst = {mac}; next;", hint=nat.nb)
+        if bridged and nat.distributed:
+            get = "get_nd(outport, xxreg0)" if nat.is_v6 else "get_arp(outport, reg0)"
+            out.add(dp, STAGE, 90, f"outport == {gateways[0].json_key} && {ip}.src == "
+                    f'{nat.nb.logical_ip} && is_chassis_resident("{nat.nb.logical_port}")',
+                    f"{get}; next;", hint=nat.nb)
+
+
+# --- per port ---------------------------------------------------------------------------
+
+def build_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    if port.is_lrp:
+        _router_port(ctx, port, out)
+    elif port.is_lsp and port.enabled:
+        if port.type == "router":
+            _router_type_port(ctx, port, out)
+        elif port.type == "virtual":
+            _virtual_port(ctx, port, out)
+        else:
+            _vif(ctx, port, out)
+
+
+def _router_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    networks = port.networks
+    if networks is None:
+        return
+    peer = ctx.ports.peer_of(port)
+    if peer is not None and port.nb.peer and peer.is_lrp:
+        match = f"outport == {peer.json_key} && "
+        action = f"eth.dst = {networks.ea_s}; next;"
+        if networks.ipv4:
+            out.add(peer.dp, STAGE, 100, match + "reg0== " + v4_networks(networks), action,
+                    hint=port.nb)
+        if networks.ipv6:
+            out.add(peer.dp, STAGE, 100, match + "xxreg0 == " + v6_networks(networks),
+                    action, hint=port.nb)
+    cr = ctx.ports.ports.get(port.cr_port) if port.cr_port is not None else None
+    if cr is not None and port.options.get("redirect-type", "").lower() == "bridged":
+        out.add(port.dp, STAGE, 50,
+                f"outport == {port.json_key} && !is_chassis_resident({cr.json_key})",
+                f"eth.dst = {networks.ea_s}; next;", hint=port.nb)
+    _drop_own_snat_ips(ctx, port, networks, out)
+
+
+def _drop_own_snat_ips(ctx: LflowContext, port: Port, networks: Addresses,
+                       out: LflowTable) -> None:
+    """`build_lrouter_drop_own_dest` for the router IPs that are SNAT or LB IPs."""
+    facts = router_facts(ctx, port.dp)
+    v4 = [n.addr_s for n in networks.ipv4
+          if n.addr_s in facts.snat_ips or n.addr_s in facts.lb_ips_v4]
+    if v4:
+        out.add(port.dp, STAGE, 2, "ip4.dst == {" + ", ".join(v4) + "}", ctx.drop_action,
+                hint=port.nb)
+    v6 = [n.addr_s for n in networks.ipv6
+          if n.addr_s in facts.snat_ips or n.addr_s in facts.lb_ips_v6]
+    if v6:
+        out.add(port.dp, STAGE, 2, "ip6.dst == {" + ", ".join(v6) + "}", ctx.drop_action,
+                hint=port.nb)
+
+
+def _switch_router_ports(ctx: LflowContext, switch: Datapath) -> list[Port]:
+    """The router ports that the switch's router-type ports name, in the switch's
+    order of them."""
+    out: list[Port] = []
+    for lsp in ctx.ports.router_ports.get(switch.key, []):
+        peer = ctx.ports.peer_of(lsp)
+        if peer is not None and peer.is_lrp:
+            out.append(peer)
+    return out
+
+
+def _vif(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    routers = _switch_router_ports(ctx, port.dp)
+    if not routers:
+        return
+    for addrs in port.lsp_addrs:
+        action = f"eth.dst = {addrs.ea_s}; next;"
+        for reg, ips in (("reg0", [a.addr_s for a in addrs.ipv4]),
+                         ("xxreg0", [a.addr_s for a in addrs.ipv6])):
+            for ip in ips:
+                for rp in routers:
+                    if member_ip(rp.networks, ip):
+                        out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && "
+                                f"{reg} == {ip}", action, hint=port.nb)
+
+
+def _vip_is_valid(vip: str) -> bool:
+    try:
+        if "." in vip:
+            ipaddress.IPv4Address(vip)
+        else:
+            ipaddress.IPv6Address(vip)
+    except ValueError:
+        return False
+    return True
+
+
+def _virtual_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    vip = port.options.get("virtual-ip")
+    routers = _switch_router_ports(ctx, port.dp)
+    if not routers or vip is None or "virtual-parents" not in port.options or \
+            not _vip_is_valid(vip):
+        return
+    reg = "reg0" if "." in vip else "xxreg0"
+    binding = port.sb
+    parent_name = binding.virtual_parent if binding is not None else None
+    if binding is None or not parent_name or binding.chassis is None:
+        for rp in routers:
+            if member_ip(rp.networks, vip):
+                out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && {reg} == {vip}",
+                        "eth.dst = 00:00:00:00:00:00; next;", hint=port.nb)
+                return
+        return
+    parent = ctx.ports.ports.get(str(parent_name))
+    if parent is None or not parent.is_lsp:
+        return
+    parent_routers = _switch_router_ports(ctx, parent.dp)
+    for addrs in parent.lsp_addrs:
+        for rp in parent_routers:
+            if member_ip(rp.networks, vip):
+                out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && {reg} == {vip}",
+                        f"eth.dst = {addrs.ea_s}; next;", hint=port.nb)
+                return
+
+
+def _router_type_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    peer = ctx.ports.peer_of(port)
+    if peer is None or not peer.is_lrp:
+        return
+    router = peer.dp
+    if smap_bool(router.nb.options, "dynamic_neigh_routers"):
+        return
+    routables = "chassis" in router.nb.options or peer.cr_port is not None
+    match = f"outport == {peer.json_key} && "
+    for other in _switch_router_ports(ctx, port.dp):
+        networks = other.networks
+        if other is peer or networks is None:
+            continue
+        action = f"eth.dst = {networks.ea_s}; next;"
+        if networks.ipv4:
+            out.add(router, STAGE, 100, match + "reg0 == " + v4_networks(networks),
+                    action, hint=port.nb)
+        if networks.ipv6:
+            out.add(router, STAGE, 100, match + "xxreg0 == " + v6_networks(networks),
+                    action, hint=port.nb)
+        if routables:
+            for addrs in routable_addresses(ctx, other):
+                ips = ", ".join(a.addr_s for a in addrs.ipv4)
+                out.add(router, STAGE, 100, match + "reg0 == {" + ips + "}",
+                        f"eth.dst = {addrs.ea_s}; next;")
+
+
+def routable_addresses(ctx: LflowContext, port: Port) -> list[Addresses]:
+    """`op->routables` of a distributed gateway port: `get_nat_addresses` with only
+    the NAT and LB addresses that ask for a route (`add_route`), as 23.03 computes
+    them while it still lists the router's gateway ports (those up to this one)."""
+    if port.cr_port is None:
+        return []
+    cache: dict[str, list[Addresses]] = ctx.cache.setdefault("lr_arp_routables", {})
+    found = cache.get(port.name)
+    if found is None:
+        found = cache[port.name] = _routables(ctx, port)
+    return found
+
+
+def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
+    dp = port.dp
+    facts = router_facts(ctx, dp)
+    mac = parse_mac(str(port.nb.mac))
+    networks = port.networks
+    nats = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
+    if mac is None or networks is None or (not nats and not facts.has_lb_vip):
+        return []
+    gateways = l3dgw_ports(ctx, dp)
+    n_gateways = gateways.index(port) + 1 if port in gateways else len(gateways)
+    own = {n.addr_s for n in networks.ipv4} | {n.addr_s for n in networks.ipv6}
+    strings: list[str] = []
+    central = [format_mac(mac)]
+    for nat in nats:
+        if nat.type == "snat" or not smap_bool(nat.options, "add_route"):
+            continue
+        ext = str(nat.external_ip)
+        if not _is_host(_masked(ext, False)):
+            continue
+        if n_gateways > 1:
+            gw = nat.gateway_port
+            if gw is None and not member_ip(networks, ext):
+                continue
+            if gw is not None and (not isinstance(gw, IdlRow) or gw.uuid != port.nb.uuid):
+                continue
+        if nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
+            ext_mac = parse_mac(str(nat.external_mac))
+            if ext_mac is not None:
+                strings.append(f"{format_mac(ext_mac)} {ext}")
+        elif ext not in own:
+            central.append(ext)
+    central += _sset_order(facts.lb_ips_v4_routable) + _sset_order(facts.lb_ips_v6_routable)
+    if len(central) > 1:
+        strings.append(" ".join(central))
+    parsed = (lsp_addresses(s) for s in strings)
+    return [a for a in parsed if a is not None]
+
+
+def _sset_order(names: list[str]) -> list[str]:
+    """The order 23.03 walks an `sset` holding `names`."""
+    return hmap_order((hash_string(n), n) for n in names)
