@@ -15,8 +15,8 @@ Rules kept here:
 - No UUID is left in a match or actions either: one that names an NB row (a load
   balancer in `trigger_event`) becomes that row's label (`@nb.Load_Balancer(lb0)`).
 - Where 23.03 prints something in an order of its hash tables, the rule that makes it
-  canonical is in `canonical` and written in docs/compat.md.
-
+  canonical is in `canonical` (for now one: the MAC set of the self-originated ARP/ND
+  flood flow) and written in docs/compat.md.
 - `ovn-trace` output is compared after `canonical_trace` (no flow UUIDs or sources;
   router pipelines cut off, the switch pipeline is what is compared).
 - `Outcomes` runs a script once per northd per process, for every module comparing it.
@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from diffharness import CORPUS, Run, Script, nb_table_names, parse_script, run_script
-from normalize import SB_OWNED, UUID_RE, Snapshot, hash_ordered_sorted, nb_labels
+from normalize import (
+    SB_OWNED,
+    SB_WITH_FLOWS,
+    UUID_RE,
+    Snapshot,
+    hash_ordered_sorted,
+    nb_labels,
+)
 from traces import TRACES, Probe
 
 HEADER = re.compile(r'^Datapath: "?(.*?)"? \(([0-9a-f-]+)\)\s+Pipeline: (\w+)$')
@@ -292,6 +299,17 @@ class Outcomes:
         if isinstance(got, BaseException):
             raise got
         return got
+
+    def runner(self, scripts: Mapping[str, Script], mktemp: Callable[[str], Path]
+               ) -> Callable[[str, str], Outcome]:
+        """`get` as the corpus tests call it: a script by name, every SB table with the
+        flows, the script's probes, a fresh directory from `mktemp`. One definition, so
+        every module asks for the same outcome under the same key."""
+        def get(name: str, kind: str) -> Outcome:
+            return self.get(scripts[name], kind, lambda: mktemp(f"{name}-{kind}"),
+                            sb_tables=SB_WITH_FLOWS, probes=TRACES.get(name, ()))
+
+        return get
 
     def finished(self, kind: str) -> list[Outcome]:
         return [v for (_, k), v in self.done.items() if k == kind and isinstance(v, Outcome)]

@@ -34,7 +34,6 @@ from lflowdiff import OUTCOMES, Outcome, diff_lines, lflows_of, only_stages, tra
 from normalize import (
     NB_WRITTEN,
     SB_OWNED,
-    SB_WITH_FLOWS,
     RawDump,
     Snapshot,
     diff,
@@ -68,13 +67,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     require("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl", "ovn-sbctl",
             "ovn-northd", "ovn-trace")
 
-    def get(name: str, kind: str) -> Outcome:
-        return OUTCOMES.get(
-            SCRIPTS[name], kind,
-            lambda: tmp_path_factory.mktemp(f"{name}-{kind}", numbered=True),
-            sb_tables=SB_WITH_FLOWS, probes=TRACES.get(name, ()))
-
-    return get
+    return OUTCOMES.runner(SCRIPTS, lambda name: tmp_path_factory.mktemp(name,
+                                                                          numbered=True))
 
 
 def _pairs() -> list[object]:

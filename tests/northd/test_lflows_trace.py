@@ -31,7 +31,6 @@ from lflowdiff import (
     flow_index,
     parse_lflow_list,
 )
-from normalize import SB_WITH_FLOWS
 from traces import TRACES
 
 from procs import require
@@ -50,13 +49,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     require("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl", "ovn-sbctl",
             "ovn-northd", "ovn-trace")
 
-    def get(name: str, kind: str) -> Outcome:
-        return OUTCOMES.get(
-            SCRIPTS[name], kind,
-            lambda: tmp_path_factory.mktemp(f"{name}-{kind}", numbered=True),
-            sb_tables=SB_WITH_FLOWS, probes=TRACES.get(name, ()))
-
-    return get
+    return OUTCOMES.runner(SCRIPTS, lambda name: tmp_path_factory.mktemp(name,
+                                                                          numbered=True))
 
 
 def _probes() -> list[object]:
