@@ -386,4 +386,35 @@ TRACES: dict[str, tuple[Probe, ...]] = {
             Vif("vm2", "00:00:00:00:00:02", "10.0.0.12"))),
         Probe("dhcp-discover-no-options", "sw0", dhcp_discover(Vif("vm1", "00:00:00:00:00:01"))),
     ),
+    "50_lf_port_sec_vifs": (
+        Probe("from-disabled-port", "sw0", icmp_echo(
+            Vif("p5", "00:00:00:00:00:05", "10.0.0.5"),
+            Vif("p1", "00:00:00:00:00:01", "10.0.0.1"))),
+        Probe("to-unknown-learnt", "sw0", icmp_echo(
+            Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
+            Vif("x", "00:00:00:00:00:99", "10.0.0.99"))),
+        Probe("vlan-passthru", "sw2", icmp_echo(
+            Vif("r1", "00:00:00:00:02:01", "10.0.2.1"),
+            Vif("x", "00:00:00:00:02:99", "10.0.2.99"))),
+    ),
+    "52_lf_vtep": (
+        Probe("from-vtep", "sw0", icmp_echo(Vif("vtep1", "00:00:00:00:00:51", "10.0.0.51"),
+                                            Vif("vm0", "00:00:00:00:00:01", "10.0.0.10"))),
+        Probe("from-disabled-vtep", "sw0", icmp_echo(
+            Vif("vtep2", "00:00:00:00:00:52", "10.0.0.52"),
+            Vif("vm0", "00:00:00:00:00:01", "10.0.0.10"))),
+    ),
+    "53_lf_external_router": (
+        Probe("external-arp-for-router", "sw0", arp_request(
+            Vif("ln0", "00:00:00:00:00:0e", "10.0.0.14"), "10.0.0.1")),
+        Probe("vif-arp-for-external", "sw1", arp_request(
+            Vif("vm1", "00:00:00:00:01:01", "10.0.1.1"), "10.0.1.99")),
+    ),
+    "54_lf_debug_drop": (
+        Probe("from-disabled-port", "sw0", icmp_echo(
+            Vif("p2", "00:00:00:00:00:02", "10.0.0.2"),
+            Vif("p1", "00:00:00:00:00:01", "10.0.0.1"))),
+        Probe("to-unknown", "sw0", icmp_echo(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
+                                             Vif("x", "00:00:00:00:00:99", "10.0.0.99"))),
+    ),
 }
