@@ -1,0 +1,127 @@
+"""Logical router policies: the `lr_in_policy` and `lr_in_policy_ecmp` flows of every
+router, as ovn-northd 23.03 writes them (`build_ingress_policy_flows_for_lrouter`,
+`build_routing_policy_flow`, `build_ecmp_routing_policy_flows`).
+
+Rules kept here:
+- Every router passes what no policy matches (priority 0), lets what no ECMP policy
+  chose through `lr_in_policy_ecmp` (150) and drops the rest there (0).
+- Policies are read in the NB `policies` column's order (UUIDs); each policy with
+  several next hops takes the next ECMP group id from 1, whether or not its flows
+  could be written.
+- A policy's match is the NB text as it is; its priority the NB priority. "allow"
+  and "reroute" set `pkt.mark` first when `options:pkt_mark` is a whole number other
+  than 0 (read as `ovn_smap_get_uint` reads it).
+- A reroute's next hop must be on a network of one of the router's ports (the first
+  in the `ports` column's order that has it); otherwise the policy writes nothing.
+  Several next hops must be of one family; a next hop that no port reaches ends the
+  policy's flows there (the member flows written before it stay, as in 23.03).
+- A one-next-hop reroute reads `nexthops`, or the older `nexthop` column if that set
+  is empty; the set's members are taken in sorted order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...idl.row import IdlRow
+from ..nodes.datapaths import Datapath
+from .context import LflowContext
+from .lr_routes import member_ip, router_lrps
+from .stages import Stage
+from .table import LflowTable
+
+POLICY = Stage.LR_IN_POLICY
+POLICY_ECMP = Stage.LR_IN_POLICY_ECMP
+ECMP_GROUP = "reg8[0..15]"
+ECMP_MEMBER = "reg8[16..31]"
+_UINT = re.compile(r"[ \t\r\n\v\f]*[+-]?\d+")
+
+
+def smap_uint(options: dict[str, str], key: str) -> int:
+    """`ovn_smap_get_uint(options, key, 0)`: a decimal from 0 to UINT_MAX, else 0."""
+    text = options.get(key)
+    if text is None or _UINT.fullmatch(text) is None:
+        return 0
+    value = int(text)
+    return value if 0 <= value <= 0xFFFFFFFF else 0
+
+
+def _mark(rule: IdlRow) -> str:
+    mark = smap_uint(rule.options, "pkt_mark")
+    return f"pkt.mark = {mark}; " if mark else ""
+
+
+def _reroute_to(ctx: LflowContext, dp: Datapath, nexthop: str) -> str | None:
+    """The actions that send a packet to `nexthop` (without the ECMP group reset), or
+    None if no router port reaches it."""
+    for lrp in router_lrps(dp):
+        port = ctx.ports.ports.get(lrp.name)
+        addr = member_ip(port, nexthop)
+        if port is not None and port.networks is not None and addr is not None:
+            v4 = "." in nexthop
+            return (f"{'reg0' if v4 else 'xxreg0'} = {nexthop}; "
+                    f"{'reg1' if v4 else 'xxreg1'} = {addr}; "
+                    f"eth.src = {port.networks.ea_s}; outport = {port.json_key}; "
+                    "flags.loopback = 1; ")
+    return None
+
+
+def _nexthops(rule: IdlRow) -> list[str]:
+    return sorted(str(n) for n in rule.nexthops)
+
+
+def _policy_flow(ctx: LflowContext, out: LflowTable, dp: Datapath, rule: IdlRow) -> None:
+    action = rule.action
+    if action == "reroute":
+        hops = _nexthops(rule)
+        nexthop = hops[0] if hops else rule.nexthop
+        if nexthop is None:
+            return
+        to = _reroute_to(ctx, dp, nexthop)
+        if to is None:
+            return
+        actions = f"{_mark(rule)}{to}{ECMP_GROUP} = 0; next;"
+    elif action == "drop":
+        actions = ctx.drop_action
+    elif action == "allow":
+        actions = f"{_mark(rule)}{ECMP_GROUP} = 0; next;"
+    else:
+        actions = ""
+    out.add(dp, POLICY, rule.priority, rule.match, actions, hint=rule)
+
+
+def _ecmp_policy_flows(ctx: LflowContext, out: LflowTable, dp: Datapath, rule: IdlRow,
+                       group: int) -> None:
+    hops = _nexthops(rule)
+    if len({"." in h for h in hops}) > 1:
+        return
+    for member, nexthop in enumerate(hops, 1):
+        to = _reroute_to(ctx, dp, nexthop)
+        if to is None:
+            return
+        out.add(dp, POLICY_ECMP, 100,
+                f"{ECMP_GROUP} == {group} && {ECMP_MEMBER} == {member}",
+                f"{_mark(rule)}{to}next;", hint=rule)
+    members = ", ".join(str(i) for i in range(1, len(hops) + 1))
+    out.add(dp, POLICY, rule.priority, rule.match,
+            f"{ECMP_GROUP} = {group}; {ECMP_MEMBER} = select({members});", hint=rule)
+
+
+def _policies(dp: Datapath) -> list[IdlRow]:
+    value = dp.nb.policies
+    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
+    return sorted(rows, key=lambda r: r.uuid)
+
+
+def build_policies(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+    """The policy stages of one router (the caller names the owner)."""
+    out.add(dp, POLICY, 0, "1", f"{ECMP_GROUP} = 0; next;")
+    out.add(dp, POLICY_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
+    out.add(dp, POLICY_ECMP, 0, "1", ctx.drop_action)
+    group = 1
+    for rule in _policies(dp):
+        if rule.action == "reroute" and len(rule.nexthops) > 1:
+            _ecmp_policy_flows(ctx, out, dp, rule, group)
+            group += 1
+        else:
+            _policy_flow(ctx, out, dp, rule)

@@ -1,0 +1,362 @@
+"""Static routes of a logical router as 23.03's `parsed_routes_add` reads them, their
+route tables and ECMP groups, and the address lookups routing shares with router
+policies (`find_lrp_member_ip`, `find_static_route_outport`).
+
+Rules kept here:
+- Addresses are parsed as 23.03 parses them: a prefix or next hop with
+  `ip46_parse_cidr` (IPv4 first, "IP", "IP/len" or "IP/mask" with a CIDR mask, then
+  IPv6), a router port's member address with `inet_pton` (IPv4 if the text has a
+  dot). A route whose next hop is not one host address, whose families differ, or
+  that no router port reaches is left out; "discard" needs no port.
+- A route with a BFD session to its next hop is left out when that session is down
+  after this run's status exchange (23.03 turns "admin_down" into "down" first, so
+  only a session ovn-controller reported up or initializing keeps its route).
+- Route table ids are handed out from 1 in the order 23.03 meets the names: the
+  router ports' `options:route_table` (the NB `ports` column's order, UUIDs), then
+  the valid routes' `route_table` (the `static_routes` column's order).
+- Routes sharing (prefix as written, plen, src/dst, route table) form an ECMP group;
+  a group is numbered when its second route appears, members in route order.
+- A chassisredirect port and a switch port have no networks here (23.03 gives them
+  none): a route or policy naming one finds no address on it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..nodes.datapaths import Datapath, smap_bool
+from ..nodes.ports import Port, PortsData
+from ..nodes.ports_addresses import Addresses, format_ipv6
+from .context import LflowContext
+
+ROUTE_ORIGIN_CONNECTED = "connected"
+
+# ovs_scan's IP_SCAN_FMT: four "%hhu" (blanks skipped, value wrapped to a byte).
+_OCTET = r"[ \t\r\n\v\f]*([+-]?\d+)"
+_IPV4_SCAN = re.compile(r"\.".join([_OCTET] * 4))
+_INT_SCAN = re.compile(r"[ \t\r\n\v\f]*([+-]?\d+)")
+_IPV6_SCAN = re.compile(r"[ \t\r\n\v\f]*([0-9a-fA-F:.]{1,46})")
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """An address (IPv4 as its 32 bits) with a prefix length, as parsed."""
+
+    v4: bool
+    addr: int
+    plen: int
+
+    @property
+    def network_s(self) -> str:
+        """`build_route_prefix_s`: the address with the host bits cleared."""
+        bits = 32 if self.v4 else 128
+        mask = ((1 << bits) - 1) ^ ((1 << (bits - self.plen)) - 1)
+        if self.v4:
+            return str(ipaddress.IPv4Address(self.addr & mask))
+        return format_ipv6(ipaddress.IPv6Address(self.addr & mask))
+
+    @property
+    def normalized(self) -> str:
+        """`normalize_v46_prefix`: the network, with "/plen" unless a host."""
+        full = 32 if self.v4 else 128
+        return self.network_s if self.plen == full else f"{self.network_s}/{self.plen}"
+
+
+def _scan_ipv4(text: str, pos: int) -> tuple[int, int] | None:
+    m = _IPV4_SCAN.match(text, pos)
+    if m is None:
+        return None
+    value = 0
+    for g in m.groups():
+        value = (value << 8) | (int(g) & 0xFF)
+    return value, m.end()
+
+
+def _cidr_bits(mask: int, bits: int) -> int | None:
+    """The prefix length of a CIDR mask, None for another mask."""
+    inverted = ~mask & ((1 << bits) - 1)
+    if inverted & (inverted + 1):
+        return None
+    return bits - inverted.bit_length()
+
+
+def _parse_cidr4(text: str) -> Prefix | None:
+    """`ip_parse_cidr`."""
+    got = _scan_ipv4(text, 0)
+    if got is None:
+        return None
+    addr, pos = got
+    plen = 32
+    if text.startswith("/", pos):
+        mask = _scan_ipv4(text, pos + 1)
+        if mask is not None:
+            cidr = _cidr_bits(mask[0], 32)
+            if cidr is None:
+                return None
+            plen, pos = cidr, mask[1]
+        else:
+            m = _INT_SCAN.match(text, pos + 1)
+            if m is None or not 0 <= int(m.group(1)) <= 32:
+                return None
+            plen, pos = int(m.group(1)), m.end()
+    return Prefix(True, addr, plen) if pos == len(text) else None
+
+
+def _inet_pton6(text: str) -> int | None:
+    if "%" in text:
+        return None
+    try:
+        return int(ipaddress.IPv6Address(text))
+    except ValueError:
+        return None
+
+
+def _parse_cidr6(text: str) -> Prefix | None:
+    """`ipv6_parse_cidr`."""
+    m = _IPV6_SCAN.match(text)
+    if m is None:
+        return None
+    addr = _inet_pton6(m.group(1))
+    if addr is None:
+        return None
+    pos, plen = m.end(), 128
+    if text.startswith("/", pos):
+        n = _INT_SCAN.match(text, pos + 1)
+        if n is not None:
+            if not 0 <= int(n.group(1)) <= 128:
+                return None
+            plen, pos = int(n.group(1)), n.end()
+        else:
+            mm = _IPV6_SCAN.match(text, pos + 1)
+            mask = _inet_pton6(mm.group(1)) if mm is not None else None
+            if mm is None or mask is None:
+                return None
+            cidr = _cidr_bits(mask, 128)
+            if cidr is None:
+                return None
+            plen, pos = cidr, mm.end()
+    return Prefix(False, addr, plen) if pos == len(text) else None
+
+
+def parse_cidr(text: str) -> Prefix | None:
+    """`ip46_parse_cidr`: IPv4 first, then IPv6."""
+    return _parse_cidr4(text) or _parse_cidr6(text)
+
+
+def port_networks(port: Port | None) -> Addresses | None:
+    """A router port's networks; none for any other port (see the module rules)."""
+    return port.networks if port is not None and port.is_lrp else None
+
+
+def member_ip(port: Port | None, ip_s: str) -> str | None:
+    """`find_lrp_member_ip`: the port's address on the network that holds `ip_s`."""
+    nets = port_networks(port)
+    if nets is None:
+        return None
+    if "." in ip_s:
+        try:
+            ip4 = ipaddress.IPv4Address(ip_s)
+        except ValueError:
+            return None
+        for n4 in nets.ipv4:
+            if ip4 in n4.network:
+                return n4.addr_s
+        return None
+    value = _inet_pton6(ip_s)
+    if value is None:
+        return None
+    ip6 = ipaddress.IPv6Address(value)
+    for n6 in nets.ipv6:
+        if ip6 in n6.network:
+            return n6.addr_s
+    return None
+
+
+def router_lrps(dp: Datapath) -> list[IdlRow]:
+    """The router's NB ports in the `ports` column's order (UUIDs)."""
+    value = dp.nb.ports
+    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
+    return sorted(rows, key=lambda r: r.uuid)
+
+
+def _opt_str(value: object) -> str | None:
+    if isinstance(value, list):
+        return str(value[0]) if value else None
+    return str(value) if value is not None else None
+
+
+def static_route_outport(ports: PortsData, dp: Datapath, route: IdlRow,
+                         v4: bool) -> tuple[Port, str] | None:
+    """`find_static_route_outport`: the port a route leaves by and its address there."""
+    nexthop: str = route.nexthop
+    output = _opt_str(route.output_port)
+    addr: str | None = None
+    if output is not None:
+        port = ports.ports.get(output)
+        if port is None:
+            return None
+        if nexthop:
+            addr = member_ip(port, nexthop)
+        if addr is None:
+            nets = port_networks(port)
+            if nets is not None:
+                if v4 and nets.ipv4:
+                    addr = nets.ipv4[0].addr_s
+                elif not v4 and nets.ipv6:
+                    addr = nets.ipv6[0].addr_s
+        return (port, addr) if addr is not None else None
+    for lrp in router_lrps(dp):
+        candidate = ports.ports.get(lrp.name)
+        if candidate is None:
+            continue
+        if nexthop:
+            addr = member_ip(candidate, nexthop)
+        if addr is not None:
+            return candidate, addr
+    return None
+
+
+def bfd_status(nb_bfd: IdlRow, sb: Mapping[str, ReplicaTable]) -> str:
+    """The NB status of a BFD session once this run's exchange with SB is done
+    (`build_bfd_table`)."""
+    status = _opt_str(nb_bfd.status) or "admin_down"
+    table = sb.get("BFD")
+    session = None
+    for row in sorted(table.rows.values(), key=lambda r: r.uuid) if table else ():
+        if row.logical_port == nb_bfd.logical_port and row.dst_ip == nb_bfd.dst_ip:
+            session = row
+            break
+    if session is not None and session.status != status and \
+            "admin_down" not in (status, session.status):
+        status = str(session.status)
+    return status
+
+
+def bfd_ports(ctx: LflowContext) -> frozenset[str]:
+    """The ports 23.03 marks `has_bfd`: named by an NB session, unless a stale SB
+    session (one no NB session matches) names them too."""
+    nb = ctx.nb_rows("BFD")
+    named = {str(r.logical_port) for r in nb}
+    keys = {(r.logical_port, r.dst_ip) for r in nb}
+    table = ctx.sb.get("BFD")
+    stale = {str(r.logical_port) for r in (table.rows.values() if table else ())
+             if (r.logical_port, r.dst_ip) not in keys}
+    return frozenset(named - stale)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRoute:
+    nb: IdlRow
+    prefix: Prefix
+    is_src: bool
+    table_id: int
+    ecmp_symmetric_reply: bool
+    is_discard: bool
+
+    @property
+    def key(self) -> tuple[bool, int, int, bool, int]:
+        p = self.prefix
+        return p.v4, p.addr, p.plen, self.is_src, self.table_id
+
+    @property
+    def origin_connected(self) -> bool:
+        return bool(self.nb.options.get("origin", "") == ROUTE_ORIGIN_CONNECTED)
+
+
+@dataclass(slots=True)
+class EcmpGroup:
+    id: int
+    routes: list[ParsedRoute] = field(default_factory=list)
+
+    @property
+    def first(self) -> ParsedRoute:
+        return self.routes[0]
+
+
+@dataclass(slots=True)
+class RouterRoutes:
+    """A router's route tables (name -> id, from 1) and its valid static routes."""
+
+    tables: dict[str, int] = field(default_factory=dict)
+    routes: list[ParsedRoute] = field(default_factory=list)
+
+    def table_id(self, name: str | None) -> int:
+        if not name:
+            return 0
+        rtb = self.tables.get(name)
+        if rtb is None:
+            rtb = self.tables[name] = len(self.tables) + 1
+        return rtb
+
+    def grouped(self) -> tuple[list[EcmpGroup], list[ParsedRoute]]:
+        """The ECMP groups (by id) and the routes alone in their key (route order)."""
+        groups: dict[tuple[bool, int, int, bool, int], EcmpGroup] = {}
+        unique: dict[tuple[bool, int, int, bool, int], ParsedRoute] = {}
+        for route in self.routes:
+            group = groups.get(route.key)
+            if group is not None:
+                group.routes.append(route)
+                continue
+            alone = unique.pop(route.key, None)
+            if alone is None:
+                unique[route.key] = route
+            else:
+                groups[route.key] = EcmpGroup(len(groups) + 1, [alone, route])
+        return list(groups.values()), list(unique.values())
+
+
+def _nexthop_ok(nexthop: str) -> Prefix | bool | None:
+    """The parsed next hop; True if there is none to check; None if it is bad."""
+    if not nexthop or nexthop == "discard":
+        return True
+    hop = parse_cidr(nexthop)
+    if hop is None or hop.plen != (32 if hop.v4 else 128):
+        return None
+    return hop
+
+
+def _bfd_down(route: IdlRow, sb: Mapping[str, ReplicaTable]) -> bool:
+    bfd = route.bfd
+    if not isinstance(bfd, IdlRow) or bfd.dst_ip != route.nexthop:
+        return False
+    status = bfd_status(bfd, sb)
+    return status in ("admin_down", "down")
+
+
+def _route_rows(dp: Datapath) -> Iterable[IdlRow]:
+    value = dp.nb.static_routes
+    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
+    return sorted(rows, key=lambda r: r.uuid)
+
+
+def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
+    """The router's route tables and valid static routes (see the module rules)."""
+    out = RouterRoutes()
+    for lrp in router_lrps(dp):
+        out.table_id(lrp.options.get("route_table"))
+    for row in _route_rows(dp):
+        nexthop: str = row.nexthop
+        hop = _nexthop_ok(nexthop)
+        if hop is None:
+            continue
+        prefix = parse_cidr(row.ip_prefix)
+        if prefix is None:
+            continue
+        if isinstance(hop, Prefix) and hop.v4 != prefix.v4:
+            continue
+        discard = nexthop == "discard"
+        if not discard and static_route_outport(ctx.ports, dp, row, prefix.v4) is None:
+            continue
+        if _bfd_down(row, ctx.sb):
+            continue
+        out.routes.append(ParsedRoute(
+            nb=row, prefix=prefix, is_src=_opt_str(row.policy) == "src-ip",
+            table_id=out.table_id(row.route_table),
+            ecmp_symmetric_reply=smap_bool(row.options, "ecmp_symmetric_reply"),
+            is_discard=discard))
+    return out
