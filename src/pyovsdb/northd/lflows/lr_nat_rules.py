@@ -32,6 +32,7 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
@@ -48,6 +49,7 @@ EGRESS_LOOPBACK = "reg9[0]"
 N_LOG_REGS = 10
 
 _V4_OCTETS = 4
+_OCTET = re.compile(r"\s*[+-]?[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +109,18 @@ def _quote(name: str) -> str:
 # --- parsing as OVS's ip_parse_masked / ipv6_parse_masked -------------------------
 
 def _v4(text: str) -> int | None:
+    """Four `%hhu` fields joined by dots (`IP_SCAN_FMT`): blanks and a sign may lead a
+    field, and its value wraps to a byte ("10.0.0.300" is 10.0.0.44)."""
     parts = text.split(".")
-    if len(parts) != _V4_OCTETS or not all(p.isdigit() and len(p) <= 3 for p in parts):
+    if len(parts) != _V4_OCTETS or not all(_OCTET.fullmatch(p) for p in parts):
         return None
-    values = [int(p) for p in parts]
-    if any(v > 255 for v in values):
-        return None
-    return (values[0] << 24) | (values[1] << 16) | (values[2] << 8) | values[3]
+    value = 0
+    for part in parts:
+        number = int(part.strip())
+        if abs(number) >= 1 << 64:
+            return None  # strtoull's ERANGE
+        value = (value << 8) | (number & 0xFF)
+    return value
 
 
 def parse_v4_masked(text: str) -> tuple[int, int] | None:
