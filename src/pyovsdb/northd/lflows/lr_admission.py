@@ -1,7 +1,7 @@
 """Admission, neighbor lookup and learning, packet length checks and delivery of the
 logical router (`lr_in_admission`, `lr_in_lookup_neighbor`, `lr_in_learn_neighbor`
-(in `lr_neighbor`), `lr_in_chk_pkt_len`, `lr_in_larger_pkts`, `lr_out_delivery`, and
-the `gateway_mtu` ICMP errors of `lr_in_ip_input`), as ovn-northd 23.03 writes them.
+(in `lr_neighbor`), `lr_in_chk_pkt_len`, `lr_in_larger_pkts`, `lr_out_delivery`), as
+ovn-northd 23.03 writes them.
 
 Rules kept here (23.03's `build_adm_ctrl_flows_for_lrouter(_port)`,
 `build_gateway_mtu_flow`, `build_check_pkt_len_flows_for_lrouter`/`_for_lrp`,
@@ -17,12 +17,14 @@ Rules kept here (23.03's `build_adm_ctrl_flows_for_lrouter(_port)`,
   match whose packets skip the check, at priority 55 instead of 50. A packet too big to
   leave by such a port gets an ICMP "fragmentation needed" (IPv4, if the port it came
   from has an IPv4 address) or "packet too big" (IPv6) from the port it came in by,
-  with the Copp `icmp4-error`/`icmp6-error` meters; one too big that came in by it, in
-  `lr_in_ip_input`.
+  with the Copp `icmp4-error`/`icmp6-error` meters. (The same errors for packets too
+  big that came in by the gateway port itself are `lr_in_ip_input`'s, in
+  `lr_ip_input_nat`.)
 - The router ports that the packet-length flows walk are the NB `ports` column's, in
   UUID order (as the C IDL keeps a set), found by name.
 - Delivery outputs to each enabled router port (with `mcast_relay`, IP multicast
-  leaves with the port's MAC as source); the default drop comes with the first port.
+  leaves with the port's MAC as source); every such port asks for the default drop, so
+  a router without one has none.
 - Flows of the router come from the router, flows of a port from the port; drops use
   `ctx.drop_action`.
 """
@@ -139,25 +141,24 @@ def _pkt_len(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
             continue
         add_gateway_mtu_flow(ctx, out, port, CHK_PKT_LEN, f"outport == {port.json_key}",
                              "next;", port.nb)
-        _icmp_too_big(ctx, out, port, mtu, Stage.LR_IN_IP_INPUT, None)
         for other in ports:
             if other is not None and other is not port:
-                _icmp_too_big(ctx, out, other, mtu, LARGER_PKTS, port)
+                _icmp_too_big(ctx, out, other, mtu, port)
 
 
-def _icmp_too_big(ctx: LflowContext, out: LflowTable, port: Port, mtu: int, stage: Stage,
-                  outport: Port | None) -> None:
-    """`build_icmperr_pkt_big_flows`: the ICMP errors for packets that came in by
-    `port` and are too big for `outport` (for the gateway port itself if None)."""
+def _icmp_too_big(ctx: LflowContext, out: LflowTable, port: Port, mtu: int,
+                  outport: Port) -> None:
+    """`build_icmperr_pkt_big_flows` in `lr_in_larger_pkts`: the ICMP errors for
+    packets that came in by `port` and are too big for `outport`."""
     networks = port.networks
     if networks is None:
         return
     dp = port.dp
-    via = "" if outport is None else f"outport == {outport.json_key} && "
+    via = f"outport == {outport.json_key} && "
     admission = Stage.LR_IN_ADMISSION.table
     common = f"{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; eth.dst = {networks.ea_s}; "
     if networks.ipv4:
-        out.add(dp, stage, 150,
+        out.add(dp, LARGER_PKTS, 150,
                 f"inport == {port.json_key} && {via}ip4 && {PKT_LARGER} && "
                 f"{EGRESS_LOOPBACK} == 0",
                 f"icmp4_error {{{common}ip4.dst = ip4.src; "
@@ -167,7 +168,7 @@ def _icmp_too_big(ctx: LflowContext, out: LflowTable, port: Port, mtu: int, stag
                 f"icmp4.frag_mtu = {mtu}; next(pipeline=ingress, table={admission}); }};",
                 hint=port.nb, meter=ctx.copp_meter(dp, CoppProto.ICMP4_ERR))
     if networks.ipv6:
-        out.add(dp, stage, 150,
+        out.add(dp, LARGER_PKTS, 150,
                 f"inport == {port.json_key} && {via}ip6 && {PKT_LARGER} && "
                 f"{EGRESS_LOOPBACK} == 0",
                 f"icmp6_error {{{common}ip6.dst = ip6.src; "
