@@ -141,7 +141,10 @@ def _pkt_len(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
             continue
         add_gateway_mtu_flow(ctx, out, port, CHK_PKT_LEN, f"outport == {port.json_key}",
                              "next;", port.nb)
-        for other in ports:
+        # The ports of the gateway port's own router (another router's if an NB port
+        # row is shared and went to it).
+        siblings = ports if port.dp.key == dp.key else _router_ports(ctx, port.dp)
+        for other in siblings:
             if other is not None and other is not port:
                 _icmp_too_big(ctx, out, other, mtu, port)
 
