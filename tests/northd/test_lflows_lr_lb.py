@@ -140,3 +140,20 @@ def test_affinity_on_a_router_forcing_snat(nb: Nb, sb: LocalDb) -> None:
             'commit_lb_aff(vip = "172.16.0.100:80", backend = "10.0.0.10:80", '
             "proto = tcp, timeout = 60); /* drop */") \
         in lines(table, lr, Stage.LR_IN_LB_AFF_LEARN)
+
+
+def test_several_gateway_ports_use_the_first_in_nb_order(nb: Nb, sb: LocalDb) -> None:
+    lr = nb.lr_add("lr0")
+    uuids = {}
+    for i, name in enumerate(("lr0-a", "lr0-b")):
+        uuids[name] = nb.lrp_add("lr0", name, f"00:00:00:00:ff:0{i + 1}",
+                                 f"172.16.{i}.1/24")
+        nb.add_child("Logical_Router_Port", name, "gateway_chassis", "Gateway_Chassis",
+                     name=f"{name}-gw1", chassis_name="gw1", priority=10)
+    web(nb, "lr0")
+    first = min(uuids, key=uuids.__getitem__)
+    table = build_flows(nb.db, sb)
+    dnat = [m for p, m, _ in lines(table, lr, Stage.LR_IN_DNAT) if p == 120]
+    assert dnat == [f'{NEW} && is_chassis_resident("cr-{first}")']
+    undnat = [m for p, m, _ in lines(table, lr, Stage.LR_OUT_UNDNAT) if p == 120]
+    assert len(undnat) == 1 and f'outport == "{first}"' in undnat[0]

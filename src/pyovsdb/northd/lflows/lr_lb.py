@@ -14,11 +14,15 @@ Rules kept here:
   `ct_lb_related` feature the flag is also passed to the action (`; skip_snat)`).
 - No backends (none left online under a health check): `reject` toward `lr_out_snat`
   with `options:reject=true`, else the drop action; a reject takes the router's copp
-  meter, so it is asked for per router.
+  meter, so it is asked for per router. A VIP with no backends configured and no
+  `reject`, under `options:event=true` or NB_Global's `controller_event`, also has
+  ovn-controller report it (`trigger_event`, with the router's event-elb meter).
 - A router without distributed gateway ports (a gateway router or a plain one) gets
-  the VIP's `lr_in_dnat` flow as it is; a router with one gets it only where its first
+  the VIP's `lr_in_dnat` flow as it is; a router with one gets it only where the
   gateway port's chassisredirect port is resident (a reject is not so limited), plus an
-  `lr_out_undnat` flow for replies from the backends leaving by that port.
+  `lr_out_undnat` flow for replies from the backends leaving by that port. With several
+  gateway ports (which 23.03 warns it does not support) that is the one first in the
+  NB `ports` column, i.e. of the lowest UUID, as 23.03's `l3dgw_ports[0]`.
 - A VIP that is also a NAT `external_ip` of the router skips `lr_in_unsnat`.
 - A flow is asked for on every router the load balancer applies to (`lb.routers`), per
   router, on behalf of the load balancer; identical ones fold into a datapath group.
@@ -154,7 +158,7 @@ def _distributed_flows(ctx: LflowContext, lb: LoadBalancer, facts: RouterFacts,
                        dp: Datapath, kind: FlowType, actions: RouterVipActions,
                        matches: VipMatches, priority: int, out: LflowTable) -> None:
     """A router with a distributed gateway port load-balances on the gateway chassis."""
-    dgp = facts.l3dgw_ports[0]
+    dgp = min(facts.l3dgw_ports, key=lambda p: p.nb.uuid)
     cr = ctx.ports.ports[dgp.cr_port] if dgp.cr_port is not None else None
     cr_key = cr.json_key if cr is not None else '""'
     meter = ctx.copp_meter(dp, CoppProto.REJECT) if actions.reject else None
