@@ -239,3 +239,25 @@ def test_lb_force_snat_router_ip(nb: Nb, sb: LocalDb) -> None:
         'flags.force_snat_for_lb == 1 && ip6 && outport == "gr0-join"'}
     assert owned("gr0-lone") == set()
     assert lines(table, lr, Stage.LR_OUT_SNAT, above=0) == {(120, "nd_ns", "next;")}
+
+
+def test_established_lb_connections_on_a_router_with_vips(nb: Nb, sb: LocalDb) -> None:
+    gr = gateway_router(nb)
+    nb.lr_add("lr1")  # no VIP of its own: none of these
+    lb = nb.db.insert("Load_Balancer", name="lb0", protocol="tcp",
+                      vips={"172.16.0.100:80": "100.64.0.10:80"})
+    nb.set("Logical_Router", "gr0", load_balancer=[lb])
+    table = build_flows(nb.db, sb)
+    est = "ct.est && !ct.rel && !ct.new && ct_mark.natted"
+    rel = "ct.rel && !ct.est && !ct.new"
+    assert lines(table, gr, Stage.LR_IN_DNAT, above=0) >= {
+        (70, f"{est} && ct_mark.skip_snat == 1", "flags.skip_snat_for_lb = 1; next;"),
+        (70, f"{est} && ct_mark.force_snat == 1", "flags.force_snat_for_lb = 1; next;"),
+        (50, est, "next;"),
+        (70, f"{rel} && ct_mark.skip_snat == 1",
+         "flags.skip_snat_for_lb = 1; ct_commit_nat;"),
+        (50, rel, "ct_commit_nat;")}
+    # A gateway router with VIPs un-DNATs replies even without NAT rules.
+    assert (50, "ip", "flags.loopback = 1; ct_dnat;") in lines(table, gr, Stage.LR_OUT_UNDNAT)
+    lr1 = nb.uuid("Logical_Router", "lr1")
+    assert lines(table, lr1, Stage.LR_IN_DNAT, above=0) == set()

@@ -5,9 +5,10 @@ load-balancing stages, as ovn-northd 23.03 writes them (`build_lrouter_nat_defra
 Stages owned: lr_in_unsnat, lr_in_defrag, lr_in_dnat, lr_in_ecmp_stateful,
 lr_out_chk_dnat_local, lr_out_undnat, lr_out_post_undnat, lr_out_snat,
 lr_out_post_snat, lr_out_egr_loop: every router's defaults and the flows of its NAT
-rules. The flows of each load balancer in those stages are `lr_lb`'s; the NAT rules'
-flows in other stages (`lr_nat_gw`) are written here too, as 23.03 writes them in
-the same loop.
+rules. The flows of each load balancer in those stages are `lr_lb`'s. The NAT rules'
+flows in admission, ARP resolution and gateway redirect (`lr_nat_gw`) are written
+here too, as 23.03 writes them in the same loop; those in `lr_in_ip_input` are
+`lr_ip_input_nat`'s.
 
 Rules kept here:
 - Every router passes everything by default (priority 0), and never sends the
