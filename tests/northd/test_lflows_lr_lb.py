@@ -9,7 +9,7 @@ from typing import Any
 
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import LflowTable
-from pyovsdb.northd.testing import LocalDb, Nb, build_flows
+from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, build_flows
 
 Line = tuple[int, str, str]
 NEW = "ct.new && !ct.rel && ip4 && ip4.dst == 172.16.0.100 && tcp && tcp.dst == 80"
@@ -157,3 +157,32 @@ def test_several_gateway_ports_use_the_first_in_nb_order(nb: Nb, sb: LocalDb) ->
     assert dnat == [f'{NEW} && is_chassis_resident("cr-{first}")']
     undnat = [m for p, m, _ in lines(table, lr, Stage.LR_OUT_UNDNAT) if p == 120]
     assert len(undnat) == 1 and f'outport == "{first}"' in undnat[0]
+
+
+def test_old_chassis_get_ct_lb_without_the_snat_flag(nb: Nb, sb: LocalDb) -> None:
+    add_chassis(sb, "hv1", "192.168.0.1")  # no feature flags in other_config
+    lr = nb.lr_add("lr0")
+    web(nb, "lr0", options={"skip_snat": "true"})
+    dnat = lines(build_flows(nb.db, sb), lr, Stage.LR_IN_DNAT)
+    assert (120, NEW, f"flags.skip_snat_for_lb = 1; ct_lb({BACKENDS});") in dnat
+
+
+def test_empty_vip_reports_an_event_unless_rejected(nb: Nb, sb: LocalDb) -> None:
+    lr = nb.lr_add("lr0")
+    lb = lb_add(nb, "ev", {"172.16.0.102:80": "", "[fd01::102]:80": ""}, "lr0",
+                protocol="tcp", options={"event": "true"})
+    table = build_flows(nb.db, sb)
+    events = {(p, m, a) for p, m, a in lines(table, lr, Stage.LR_IN_DNAT) if p == 130}
+    assert events == {
+        (130, "ip4.dst == 172.16.0.102 && tcp && tcp.dst == 80",
+         'trigger_event(event = "empty_lb_backends", vip = "172.16.0.102:80", '
+         f'protocol = "tcp", load_balancer = "{lb}");'),
+        (130, "ip6.dst == fd01::102 && tcp && tcp.dst == 80",
+         'trigger_event(event = "empty_lb_backends", vip = "[fd01::102]:80", '
+         f'protocol = "tcp", load_balancer = "{lb}");')}
+    assert (120, "ct.new && !ct.rel && ip4 && ip4.dst == 172.16.0.102 && tcp && "
+            "tcp.dst == 80", "drop;") in lines(table, lr, Stage.LR_IN_DNAT)
+    nb.db.update("Load_Balancer", lb, options={"event": "true", "reject": "true"})
+    table = build_flows(nb.db, sb)
+    assert not [f for f in table.on(lr) if f.key.stage is Stage.LR_IN_DNAT
+                and f.key.priority == 130]
