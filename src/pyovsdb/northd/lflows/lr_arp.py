@@ -112,15 +112,11 @@ def _gw_redirect_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
 
 
 def _host_ipv6(text: str) -> ipaddress.IPv6Address | None:
-    """`ipv6_parse_cidr` of a next hop, if it is one IPv6 host address ("IP" or
-    "IP/128")."""
-    addr, sep, plen = text.partition("/")
-    if sep and not (plen.isdigit() and int(plen) == 128):
+    """`ipv6_parse_cidr` of a next hop, if it is one IPv6 host address."""
+    net = lr_arp_resolve.parse_masked(text, True)
+    if net is None or net.prefixlen != 128:
         return None
-    try:
-        return ipaddress.IPv6Address(addr)
-    except ValueError:
-        return None
+    return ipaddress.IPv6Address(net.network_address)
 
 
 def _multicast_mac(addr: ipaddress.IPv6Address) -> str:

@@ -68,17 +68,27 @@ def build_router(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
 
 # --- addresses ----------------------------------------------------------------------
 
-def _masked(text: str, v6: bool) -> IpNet | None:
-    """`ip_parse_masked`/`ipv6_parse_masked`: "IP", "IP/len" or "IP/MASK"."""
+def parse_masked(text: str, v6: bool) -> IpNet | None:
+    """`ip_parse_masked`/`ipv6_parse_masked` where the mask is a prefix: "IP",
+    "IP/len" or "IP/MASK"."""
     addr, sep, rest = text.partition("/")
     try:
         ip = ipaddress.IPv6Address(addr) if v6 else ipaddress.IPv4Address(addr)
+        bits: int = ip.max_prefixlen
+        plen: int
         if not sep:
-            return ipaddress.ip_network(f"{ip}/{ip.max_prefixlen}")
-        if rest.isdigit():
-            return ipaddress.ip_network(f"{ip}/{int(rest)}", strict=False)
-        mask = ipaddress.IPv6Address(rest) if v6 else ipaddress.IPv4Address(rest)
-        return ipaddress.ip_network(f"{ip}/{mask}", strict=False)
+            plen = bits
+        elif rest.isdigit():
+            plen = int(rest)
+        else:
+            mask = int(ipaddress.IPv6Address(rest) if v6 else ipaddress.IPv4Address(rest))
+            inverted = ~mask & ((1 << bits) - 1)
+            if inverted & (inverted + 1):
+                return None  # not a prefix
+            plen = bits - inverted.bit_length()
+        if v6:
+            return ipaddress.IPv6Network((int(ip), plen), strict=False)
+        return ipaddress.IPv4Network((int(ip), plen), strict=False)
     except ValueError:
         return None
 
@@ -152,8 +162,8 @@ def _check_nats(ctx: LflowContext, dp: Datapath) -> list[CheckedNat]:
             continue
         ext = str(nat.external_ip)
         is_v6 = False
-        if not _is_host(_masked(ext, False)):
-            if not _is_host(_masked(ext, True)):
+        if not _is_host(parse_masked(ext, False)):
+            if not _is_host(parse_masked(ext, True)):
                 continue
             is_v6 = True
         gateway: Port | None = None
@@ -170,7 +180,7 @@ def _check_nats(ctx: LflowContext, dp: Datapath) -> list[CheckedNat]:
             gateway = ctx.ports.ports.get(name) if name is not None else None
             if gateway is None or gateway.dp.key != dp.key or gateway.cr_port is None:
                 continue
-        logical = _masked(str(nat.logical_ip), is_v6)
+        logical = parse_masked(str(nat.logical_ip), is_v6)
         if logical is None or (nat.type != "snat" and not _is_host(logical)):
             continue
         distributed = False
@@ -391,7 +401,7 @@ def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
         if nat.type == "snat" or not smap_bool(nat.options, "add_route"):
             continue
         ext = str(nat.external_ip)
-        if not _is_host(_masked(ext, False)):
+        if not _is_host(parse_masked(ext, False)):
             continue
         if n_gateways > 1:
             gw = nat.gateway_port

@@ -13,7 +13,8 @@ Rules kept here:
   mode and the port's MAC; `mtu` only when it reads (as `atoi` reads it) as 1280 or
   more (IPv6's minimum); `router_preference` whenever it is not exactly "MEDIUM" (not
   checked further: ovn-controller reads it); `rdnss`, `dnssl`, `route_info`; then one
-  `prefix` per global network, the network address with its length. The flow takes
+  `prefix` per network outside fe80::/64 (23.03's `in6_is_lla`; another fe80::/10
+  network is advertised), the network address with its length. The flow takes
   the router's Copp `nd-ra-opts` meter.
 - The response turns the advertisement back to the solicitor from the port's MAC and
   its link-local address (derived from the MAC, as 23.03 derives it again here).
@@ -52,8 +53,8 @@ def build_router(dp: Datapath, out: LflowTable) -> None:
 
 
 def _is_lla(value: int) -> bool:
-    """`in6_is_lla`: fe80::/10."""
-    return value >> 118 == 0xFE80 >> 6
+    """`in6_is_lla`: in fe80::/64 (not all of fe80::/10)."""
+    return value >> 64 == 0xFE80 << 48
 
 
 def build_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
