@@ -52,7 +52,7 @@ from .core import CoreData, build_core, sb_feedback
 from .desired import DesiredDb, DesiredTable, Ref, overlay, patch_singleton, set_column
 from .extra import ExtraData, build_extra
 from .inputs import BuildInput
-from .lflow_node import LFLOW_TABLES, LflowData, LflowNode
+from .lflow_node import LFLOW_TABLES, LflowData, LflowDelta, LflowNode
 from .nodes.global_cfg import CfgHandshake, cfg_handshake, global_config
 from .nodes.lsp_up import port_up, switch_ports
 from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
@@ -555,9 +555,13 @@ class SyncToSbNode(Node[SyncOps, None]):
         if sb_scope is None or nb_scope is None:
             return {}, {}
         whole = {"Service_Monitor"}
+        lflow = self.inputs["lflow"]
+        flow_rows = lflow.delta.rows if lflow.updated and isinstance(lflow.delta, LflowDelta) \
+            else None
         for node, tables in (("sync_from_sb", ("HA_Chassis_Group",)),
                              ("sync_cfg", ("SB_Global",)),
-                             ("mac_binding_aging", ("MAC_Binding",)), ("lflow", LFLOW_TABLES)):
+                             ("mac_binding_aging", ("MAC_Binding",)),
+                             ("lflow", LFLOW_TABLES if flow_rows is None else LFLOW_TABLES[1:])):
             if self.inputs[node].updated:
                 whole.update(tables)
         sb: dict[str, set[Hashable]] = {}
@@ -569,6 +573,8 @@ class SyncToSbNode(Node[SyncOps, None]):
                     whole.add(table)
                 else:
                     sb[table] = keys
+        if flow_rows is not None and "Logical_Flow" not in whole:
+            sb.setdefault("Logical_Flow", set()).update(flow_rows)
         nb: dict[str, set[Hashable]] = {}
         northd = self.inputs["northd"]
         delta = northd.delta if northd.updated else None

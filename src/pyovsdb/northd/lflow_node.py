@@ -2,11 +2,14 @@
 SB `Logical_Flow` rows and the `Logical_DP_Group` rows they share.
 
 Rules kept here:
-- As in 23.03, `lflow` recomputes whenever `northd` changed (no handler yet), or an SB
-  table only flows read (`LFLOW_SB_INPUTS`), or, with `ignore_lsp_down=false`, when
-  `sync_from_sb` moved a port's `up`; its data
-  is the flows as data (`LflowTable`, by owner) plus their desired SB tables, never
-  writes: `sync_to_sb` plans them with the rest.
+- `lflow` recomputes whenever `northd` recomputed (as 23.03 does on any change); when
+  `northd` applied VIF changes in place, only the flows of the switches they are on and
+  of the routers connected to those switches are built again (`lflows.rebuild`), and
+  its delta names the Logical_Flow rows that changed, so `sync_to_sb` plans those
+  alone. It also recomputes on an SB table only flows read (`LFLOW_SB_INPUTS`), or,
+  with `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`.
+- Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
+  desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
   the flows' groups added, in a copy: the table `northd` built is not changed.
 - Pure: the NB and SB tables come from the run context.
@@ -14,15 +17,18 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..engine import Change, Handled, Input, Node
 from .desired import DesiredDb, DesiredTable
-from .lflows import LflowContext, LflowTable, build_lflows
+from .lflows import LflowContext, LflowTable, build_lflows, rebuild
+from .lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
 from .nodes.datapaths import smap_bool
 from .nodes.dp_groups import TABLE as DP_GROUP_TABLE
+from .nodes.dp_groups import dp_group_ref
+from .nodes.ports_incremental import PortsDelta
 
 if TYPE_CHECKING:
     from .graph import NorthdData, RunContext
@@ -37,6 +43,14 @@ LFLOW_SB_INPUTS = ("Service_Monitor",)
 class LflowData:
     flows: LflowTable
     sb: DesiredDb  # Logical_Flow and Logical_DP_Group
+    port_dps: dict[str, str]  # logical port -> its datapath's key, as of this data
+
+
+@dataclass(slots=True)
+class LflowDelta:
+    """The sync keys of the Logical_Flow rows a partial rebuild changed."""
+
+    rows: set[Hashable] = field(default_factory=set)
 
 
 def lflow_context(ctx: RunContext, northd: NorthdData) -> LflowContext:
@@ -45,30 +59,93 @@ def lflow_context(ctx: RunContext, northd: NorthdData) -> LflowContext:
                         config=northd.extra.config)
 
 
-def build_lflow_data(ctx: RunContext, northd: NorthdData) -> LflowData:
-    flows = build_lflows(lflow_context(ctx, northd))
+def _desired(northd: NorthdData, flows: LflowTable, rows: dict[Hashable, dict[str, Any]] | None,
+             changed: set[FlowKey]) -> DesiredDb:
+    """The desired tables of `flows`: every row built (`rows` None), or `rows` (the last
+    ones) with those of `changed` built again; the datapath groups from every flow."""
     sb = DesiredDb()
     groups = northd.sb.tables.get(DP_GROUP_TABLE)
     if groups is not None:
         sb.add(DesiredTable(groups.name, groups.columns, groups.owned, dict(groups.rows),
                             groups.fill))
-    flows.put_desired(sb)
-    return LflowData(flows, sb)
+    if rows is None:
+        flows.put_desired(sb)
+        return sb
+    table = sb.add(DesiredTable("Logical_Flow", LOGICAL_FLOW_COLUMNS,
+                                fill=("external_ids", "tags"), rows=dict(rows)))
+    for key in changed:
+        flow = flows.flows.get(key)
+        if flow is None:
+            table.rows.pop(flow_row_key(key), None)
+        else:
+            table.rows[flow_row_key(key)] = flows.row(flow, sb)
+    for flow in flows.flows.values():
+        if len(flow.datapaths) > 1:
+            dp_group_ref(sb, flow.datapaths)
+    return sb
 
 
-class LflowNode(Node[LflowData, None]):
+def _port_dps(northd: NorthdData) -> dict[str, str]:
+    return {name: port.dp.key for name, port in northd.core.ports.ports.items()}
+
+
+def build_lflow_data(ctx: RunContext, northd: NorthdData) -> LflowData:
+    flows = build_lflows(lflow_context(ctx, northd))
+    return LflowData(flows, _desired(northd, flows, None, set()), _port_dps(northd))
+
+
+class LflowNode(Node[LflowData, LflowDelta]):
     def __init__(self, ctx: RunContext, northd: Node[Any, Any],
                  sb: Mapping[str, Node[Any, Any]], feedback: Node[Any, Any]) -> None:
         self.ctx = ctx
-        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd),
+        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd, self.on_northd),
                                               "sync_from_sb": Input(feedback, self.on_up)}
         for table in LFLOW_SB_INPUTS:
             if table in sb:
                 inputs[sb[table].name] = Input(sb[table])
         super().__init__("lflow", **inputs)
 
+    def new_delta(self) -> LflowDelta:
+        return LflowDelta()
+
+    def merge_deltas(self, earlier: LflowDelta, later: LflowDelta) -> LflowDelta | None:
+        return None  # a recompute changed everything
+
     def run(self, **inputs: Any) -> LflowData:
         return build_lflow_data(self.ctx, inputs["northd"])
+
+    # `northd` applied VIFs in place (its PortsDelta names their bindings): the flows of
+    # their switches, and of the routers those switches are connected to (a router
+    # resolves its switches' VIF addresses), are built again; anything else recomputes.
+    def on_northd(self, change: Change[Any, Any]) -> Handled:
+        delta = change.delta
+        if not isinstance(delta, PortsDelta) or not self.has_data:
+            return Handled.UNHANDLED
+        northd: NorthdData = change.data
+        old = self.data
+        ports = northd.core.ports
+        dps: set[str] = set()
+        for name in delta.sb.get("Port_Binding", ()):
+            port = ports.ports.get(str(name))
+            key = port.dp.key if port is not None else old.port_dps.get(str(name))
+            if key is None:
+                return Handled.UNHANDLED
+            dps.add(key)
+        for key in list(dps):
+            for rp in ports.router_ports.get(key, ()):
+                peer = ports.peer_of(rp)
+                if peer is not None:
+                    dps.add(peer.dp.key)
+        if not dps:
+            return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
+        changed = rebuild(old.flows, lflow_context(self.ctx, northd), frozenset(dps))
+        if not changed:
+            return Handled.HANDLED_UNCHANGED
+        logical_flow = old.sb.tables["Logical_Flow"].rows
+        self.data = LflowData(old.flows, _desired(northd, old.flows, logical_flow, changed),
+                              _port_dps(northd))
+        self.track().rows.update(flow_row_key(k) for k in changed)
+        return Handled.HANDLED_UPDATED
 
     # A port's `up` (what `sync_from_sb` decides) moves flows only where the ARP/ND
     # responder skips ports that are down: with NB_Global `ignore_lsp_down=false`.

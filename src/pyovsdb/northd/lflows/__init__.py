@@ -2,8 +2,9 @@
 `Logical_Flow` table, built as data by pure builders, one module per pipeline area.
 
 Rules kept here:
-- `build_lflows` is the only entry point: it calls every area's `build(ctx, out)` in a
-  fixed order and returns the `LflowTable`; nothing here writes to a database.
+- `build_lflows` calls every area's `build(ctx, out)` in a fixed order and returns the
+  `LflowTable`; `rebuild` does the same for a few datapaths and splices the result
+  in. Nothing here writes to a database.
 - An area module owns the stages its docstring names and builds every flow of them
   (for every datapath, port, load balancer or group that asks for one), each request
   on behalf of its owner (`LflowTable.owned_by`), so flows can later be rebuilt per
@@ -30,7 +31,7 @@ from . import (
     ls_port_sec,
 )
 from .context import LflowContext
-from .table import LflowTable
+from .table import FlowKey, LflowTable
 
 Builder = Callable[[LflowContext, LflowTable], None]
 
@@ -51,12 +52,23 @@ AREAS: tuple[tuple[str, Builder], ...] = (
 )
 
 
-def build_lflows(ctx: LflowContext) -> LflowTable:
-    out = LflowTable()
+def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None) -> LflowTable:
+    """Every flow (with `only`: the flows on those datapaths, which `ctx` must be
+    narrowed to)."""
+    out = LflowTable(only=only)
     for source, build in AREAS:
         out.source = source
         build(ctx, out)
     return out
 
 
-__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows"]
+def rebuild(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str]) -> set[FlowKey]:
+    """The flows of `datapaths` built again and put in `table` in place of theirs; the
+    flows that changed. Equal to a full build as long as every area builds a
+    datapath's flows from the datapaths `ctx.switches()`/`ctx.routers()` list and
+    reaches the others only through ports and peers (a test checks it, datapath by
+    datapath)."""
+    return table.replace(datapaths, build_lflows(ctx.narrowed(datapaths), only=datapaths))
+
+
+__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild"]

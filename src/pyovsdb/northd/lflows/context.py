@@ -10,10 +10,13 @@ Rules kept here:
   by UUID unless 23.03 uses a column's own order); builders must not iterate sets or
   dicts of UUIDs without sorting.
 - A fact that one area alone needs lives in that area's module, not here.
+- `switches()`/`routers()` are the datapaths flows are built for: all of them, or in a
+  partial rebuild (`narrowed`) a few, whose flows then replace theirs in the table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -80,6 +83,12 @@ class LflowContext:
     _meters: frozenset[str] | None = None
     # Facts of one area's own, computed on first use (`router_facts` keeps its here).
     cache: dict[str, Any] = field(default_factory=dict)
+    # A partial rebuild: `switches()` and `routers()` list only these datapaths.
+    scope: frozenset[str] | None = None
+
+    def narrowed(self, scope: frozenset[str]) -> LflowContext:
+        """This context for a rebuild of the datapaths `scope` alone (facts shared)."""
+        return dataclasses.replace(self, scope=scope)
 
     @property
     def features(self) -> ChassisFeatures:
@@ -128,10 +137,17 @@ class LflowContext:
         return meter if meter is not None and meter in self.meter_names else None
 
     def switches(self) -> list[Datapath]:
-        return list(self.datapaths.switches.values())
+        """The switches to build flows for (all, or those of a partial rebuild); an
+        area loops over these for per-switch and per-port flows, and reaches other
+        datapaths only through ports and peers."""
+        scope = self.scope
+        return [dp for dp in self.datapaths.switches.values()
+                if scope is None or dp.key in scope]
 
     def routers(self) -> list[Datapath]:
-        return list(self.datapaths.routers.values())
+        scope = self.scope
+        return [dp for dp in self.datapaths.routers.values()
+                if scope is None or dp.key in scope]
 
     def ports_of(self, dp: Datapath) -> list[Port]:
         return self.ports.of_datapath(dp.key)

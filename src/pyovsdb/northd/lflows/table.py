@@ -11,9 +11,8 @@ Rules kept here:
   and, as in 23.03, those two columns are written only when the SB row is inserted (a
   flow that another owner asks for later keeps the hint it was written with).
 - Every request is made on behalf of an owner (`owned_by`): the datapath, port, load
-  balancer or group whose NB rows produced it. `owners` keeps, per owner, the flows and
-  datapaths it asked for, so an incremental node can drop one owner's flows and build
-  them again without rebuilding the others.
+  balancer or group whose NB rows produced it, kept per datapath (`by_dp`), so the
+  flows of some datapaths can be built again alone and `replace`d, the rest kept.
 - A stage's datapath type must be the datapath's: a switch stage on a router is a bug
   in a builder, caught at once.
 - Pure and deterministic: rows come out in the order flows were first asked for.
@@ -67,13 +66,15 @@ def stage_hint(row: IdlRow | str | None) -> str | None:
 
 
 class LflowTable:
-    """Flows by key, and what each owner asked for."""
+    """Flows by key, and per datapath which flows each owner asked for there."""
 
-    def __init__(self, source: str = "northd") -> None:
+    def __init__(self, source: str = "northd", only: frozenset[str] | None = None) -> None:
         self.flows: dict[FlowKey, Flow] = {}
-        self.owners: dict[Owner, list[tuple[FlowKey, str]]] = {}
+        # datapath key -> flow key -> the owners that asked for it on that datapath
+        self.by_dp: dict[str, dict[FlowKey, list[Owner]]] = {}
         self._owner: Owner = GLOBAL
         self.source = source  # `external_ids:source` of the flows asked for from now on
+        self.only = only  # requests on other datapaths are ignored (a partial rebuild)
 
     @contextmanager
     def owned_by(self, owner: Owner) -> Iterator[None]:
@@ -84,19 +85,55 @@ class LflowTable:
         finally:
             self._owner = previous
 
+    @property
+    def owners(self) -> dict[Owner, list[tuple[FlowKey, str]]]:
+        """Owner -> the (flow, datapath) pairs it asked for (tests and debugging)."""
+        out: dict[Owner, list[tuple[FlowKey, str]]] = {}
+        for dp, flows in self.by_dp.items():
+            for key, owners in flows.items():
+                for owner in owners:
+                    out.setdefault(owner, []).append((key, dp))
+        return out
+
     def add(self, dp: Datapath, stage: Stage, priority: int, match: str, actions: str, *,
             hint: IdlRow | str | None = None, io_port: str | None = None,
             meter: str | None = None) -> None:
         """Ask for one flow on `dp` (23.03's `ovn_lflow_add*`)."""
         if dp.is_switch != stage.is_switch:
             raise ValueError(f"stage {stage.stage_name} on {dp.kind.value} {dp.name}")
+        if self.only is not None and dp.key not in self.only:
+            return
         key = FlowKey(stage, priority, match, actions, meter)
         flow = self.flows.get(key)
         if flow is None:
             flow = self.flows[key] = Flow(key, io_port=io_port, hint=stage_hint(hint),
                                           source=self.source)
         flow.datapaths.setdefault(dp.key, dp)
-        self.owners.setdefault(self._owner, []).append((key, dp.key))
+        self.by_dp.setdefault(dp.key, {}).setdefault(key, []).append(self._owner)
+
+    def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
+        """Every flow on `dps` replaced by `new`'s (a rebuild of those datapaths alone);
+        the flows whose datapaths changed, or that came or went."""
+        changed: set[FlowKey] = set()
+        for dp in dps:
+            for key in self.by_dp.pop(dp, {}):
+                flow = self.flows[key]
+                del flow.datapaths[dp]
+                changed.add(key)
+                if not flow.datapaths:
+                    del self.flows[key]
+        for dp, flows in new.by_dp.items():
+            mine = self.by_dp.setdefault(dp, {})
+            for key, owners in flows.items():
+                theirs = new.flows[key]
+                mine_flow = self.flows.get(key)
+                if mine_flow is None:
+                    mine_flow = self.flows[key] = Flow(key, io_port=theirs.io_port,
+                                                       hint=theirs.hint, source=theirs.source)
+                mine_flow.datapaths[dp] = theirs.datapaths[dp]
+                mine[key] = list(owners)
+                changed.add(key)
+        return changed
 
     def add_group(self, dps: Iterable[Datapath], stage: Stage, priority: int, match: str,
                   actions: str, *, hint: IdlRow | str | None = None,
@@ -116,27 +153,31 @@ class LflowTable:
         """The SB Logical_Flow rows (and the datapath groups they refer to) of `sb`."""
         table = sb.add(DesiredTable("Logical_Flow", LOGICAL_FLOW_COLUMNS,
                                     fill=("external_ids", "tags")))
-        for key, flow in self.flows.items():
-            values: dict[str, Any] = {
-                "pipeline": key.stage.pipeline.value, "table_id": key.stage.table,
-                "priority": key.priority, "match": key.match, "actions": key.actions}
-            if len(flow.datapaths) == 1:
-                values["logical_datapath"] = Ref("Datapath_Binding",
-                                                 next(iter(flow.datapaths)))
-            else:
-                values["logical_dp_group"] = dp_group_ref(sb, flow.datapaths)
-            if flow.io_port is not None:
-                values["tags"] = {"in_out_port": flow.io_port}
-            if key.meter is not None:
-                values["controller_meter"] = key.meter
-            ids = {"stage-name": key.stage.stage_name}
-            if flow.source:
-                ids["source"] = flow.source
-            if flow.hint is not None:
-                ids["stage-hint"] = flow.hint
-            values["external_ids"] = ids
-            table.put(flow_row_key(key), **values)
+        for flow in self.flows.values():
+            table.put(flow_row_key(flow.key), **self.row(flow, sb))
         return table
+
+    def row(self, flow: Flow, sb: DesiredDb) -> dict[str, Any]:
+        """The desired SB row of one flow (its datapath group desired in `sb`)."""
+        key = flow.key
+        values: dict[str, Any] = {
+            "pipeline": key.stage.pipeline.value, "table_id": key.stage.table,
+            "priority": key.priority, "match": key.match, "actions": key.actions}
+        if len(flow.datapaths) == 1:
+            values["logical_datapath"] = Ref("Datapath_Binding", next(iter(flow.datapaths)))
+        else:
+            values["logical_dp_group"] = dp_group_ref(sb, flow.datapaths)
+        if flow.io_port is not None:
+            values["tags"] = {"in_out_port": flow.io_port}
+        if key.meter is not None:
+            values["controller_meter"] = key.meter
+        ids = {"stage-name": key.stage.stage_name}
+        if flow.source:
+            ids["source"] = flow.source
+        if flow.hint is not None:
+            ids["stage-hint"] = flow.hint
+        values["external_ids"] = ids
+        return values
 
 
 def flow_row_key(key: FlowKey) -> tuple[str, str, int, int, str, str, str]:

@@ -16,6 +16,7 @@ Rules kept here (OVN 23.03, `build_datapaths` and `ovn_datapath_update_external_
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -77,14 +78,19 @@ def is_vxlan_mode(sb: Mapping[str, ReplicaTable]) -> bool:
 
 
 def smap_int(smap: Mapping[str, str], key: str, default: int = 0) -> int:
-    """`smap_get_int`: the value as an int, `default` if absent or not a number."""
+    """`smap_get_int`: the value as a C int (`str_to_int`: leading blanks and a sign
+    allowed, nothing after the digits, within 32 bits), else `default`."""
     value = smap.get(key)
     if value is None:
         return default
-    try:
-        return int(value, 10) if "_" not in value else default
-    except ValueError:
+    text = value.lstrip(" \t\n\v\f\r")
+    if not _INT.fullmatch(text):
         return default
+    number = int(text, 10)
+    return number if -2**31 <= number < 2**31 else default
+
+
+_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def smap_bool(smap: Mapping[str, str], key: str, default: bool = False) -> bool:
