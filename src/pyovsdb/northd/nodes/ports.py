@@ -9,7 +9,9 @@ Rules kept here (OVN 23.03, `join_logical_ports` and `build_ports`):
   switch port, its kind did not change in a way 23.03 handles by deleting and
   recreating the binding (to or from "virtual"; a VIF gaining or losing a parent).
   A port without its binding is new: it keeps no tunnel key.
-- A router port with a bad MAC has no binding. A router port with a gateway chassis or
+- A router port with a bad MAC has no binding. A router's distributed gateway ports
+  are listed in NB UUID order (the first is "the" gateway port where 23.03 takes one).
+  A router port with a gateway chassis or
   an HA chassis group on a router that is not a gateway router (no `options:chassis`)
   is a distributed gateway port and gets a second port, `cr-<name>`, of the same
   router, that stands for it on the gateway chassis.
@@ -226,6 +228,8 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
             port.cr_port = cr_name
             keep(cr, existing.get(cr_name))
             data.l3dgw_ports.setdefault(dp.key, []).append(port)
+    for gateways in data.l3dgw_ports.values():
+        gateways.sort(key=lambda p: p.nb.uuid)  # 23.03 meets them in NB (UUID) order
     _connect(data, _walk_order(existing, data))
     _assign_tunnel_keys(data, both, nb_only, datapaths.vxlan_mode)
     return data
