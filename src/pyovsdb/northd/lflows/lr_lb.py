@@ -41,8 +41,8 @@ from .context import CoppProto, LflowContext
 from .lr_lb_affinity import build_affinity_flows, lb_affinity_timeout
 from .ls_lb import (
     SwitchVip,
-    _active_backends,
-    _monitors,
+    active_backends,
+    lb_monitors,
     selection_fields,
     switch_vips,
 )
@@ -80,7 +80,7 @@ def vip_actions(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
                 monitors: Monitors) -> RouterVipActions:
     """`build_lb_vip_actions` for a router: the three actions of one VIP."""
     if vip.health_check is not None:
-        active = _active_backends(ctx, lb, vip, monitors)
+        active = active_backends(ctx, lb, vip, monitors)
         backends = ",".join(f"{b.ip}:{b.port}" if vip.v4_address else f"[{b.ip}]:{b.port}"
                             for b in active)
         n_backends = len(active)
@@ -236,7 +236,7 @@ def build_lb(ctx: LflowContext, lb: LoadBalancer, routers: Sequence[Datapath],
     """Every router flow of one load balancer, on the routers it applies to."""
     vips = switch_vips(lb)
     _defrag_flows(lb, vips, routers, out)
-    monitors = _monitors(ctx) if any(v.health_check for v in vips) else {}
+    monitors = lb_monitors(ctx) if any(v.health_check for v in vips) else {}
     for vip in vips:
         _vip_flows(ctx, lb, vip, routers, monitors, out)
         _event_flow(ctx, lb, vip, routers, out)

@@ -134,7 +134,7 @@ def switch_vips(lb: LoadBalancer) -> list[SwitchVip]:
     return out
 
 
-def _uint_option(options: Mapping[str, str], key: str) -> int:
+def uint_option(options: Mapping[str, str], key: str) -> int:
     """`smap_get_uint`: the value if it is a whole number from 0 to UINT_MAX, else 0."""
     text = options.get(key, "")
     if UINT_TEXT.fullmatch(text) is None:
@@ -157,7 +157,7 @@ def selection_fields(lb: LoadBalancer) -> str:
 
 # -- health checks ---------------------------------------------------------------------
 
-def _monitors(ctx: LflowContext) -> dict[tuple[str, int, str, str], IdlRow]:
+def lb_monitors(ctx: LflowContext) -> dict[tuple[str, int, str, str], IdlRow]:
     table = ctx.sb.get("Service_Monitor")
     out: dict[tuple[str, int, str, str], IdlRow] = {}
     for row in sorted(table.rows.values(), key=lambda r: r.uuid) if table else ():
@@ -186,7 +186,7 @@ def monitor_target(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
     return MonitorTarget(name, str(src_ip))
 
 
-def _active_backends(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
+def active_backends(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
                      monitors: dict[tuple[str, int, str, str], IdlRow]) -> list[Backend]:
     protocol = lb.protocol or "tcp"
     out = []
@@ -222,7 +222,7 @@ def vip_action(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
     ct_lb = ct_lb_action(ctx)
     reject_opt = smap_bool(lb.nb.options, "reject")
     if vip.health_check is not None:
-        active = _active_backends(ctx, lb, vip, monitors)
+        active = active_backends(ctx, lb, vip, monitors)
         backends = ",".join(f"[{b.ip}]:{b.port}" if not vip.v4_address else f"{b.ip}:{b.port}"
                             for b in active)
         n_backends = len(active)
@@ -318,8 +318,8 @@ def _affinity_flows(lb: LoadBalancer, vip: SwitchVip, timeout: int,
 
 def _lb_rules(ctx: LflowContext, lb: LoadBalancer, vips: Sequence[SwitchVip],
               dps: Sequence[Datapath], out: LflowTable) -> None:
-    monitors = _monitors(ctx) if any(v.health_check for v in vips) else {}
-    timeout = min(_uint_option(lb.nb.options, "affinity_timeout"), AFFINITY_MAX)
+    monitors = lb_monitors(ctx) if any(v.health_check for v in vips) else {}
+    timeout = min(uint_option(lb.nb.options, "affinity_timeout"), AFFINITY_MAX)
     for vip in vips:
         act = vip_action(ctx, lb, vip, monitors)
         match = f"ct.new && {vip.ip_match}.dst == {vip.ip}"
