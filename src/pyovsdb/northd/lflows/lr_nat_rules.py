@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
+from ..nodes.ports_addresses import format_mac
 from .context import LflowContext
 from .ls_l2 import scan_mac
 from .router_facts import RouterFacts
@@ -65,6 +66,7 @@ class NatRule:
     distributed: bool
     mac: str  # a distributed rule's external MAC, printed as parsed
     gw_port: Port | None  # None on a gateway router
+    cr_key: str | None  # the gateway port's chassisredirect port, quoted
     stateless: bool
     port_range: str
     allowed: str | None  # Address_Set names
@@ -98,12 +100,8 @@ class NatRule:
         """Where this rule's flows apply on a distributed router."""
         if self.distributed:
             return f'is_chassis_resident("{self.logical_port}")'
-        assert self.gw_port is not None and self.gw_port.cr_port is not None
-        return f'is_chassis_resident("{_quote(self.gw_port.cr_port)}")'
-
-
-def _quote(name: str) -> str:
-    return name.replace("\\", "\\\\").replace('"', '\\"')
+        assert self.cr_key is not None
+        return f"is_chassis_resident({self.cr_key})"
 
 
 # --- parsing as OVS's ip_parse_masked / ipv6_parse_masked -------------------------
@@ -242,12 +240,13 @@ def check_rule(ctx: LflowContext, dp: Datapath, row: IdlRow,
         if value is None:
             return None
         distributed = True
-        mac = ":".join(f"{(value >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+        mac = format_mac(value)
+    cr = ctx.ports.ports.get(gw_port.cr_port or "") if gw_port is not None else None
     return NatRule(
         nb=row, type=str(row.type), external_ip=external, logical_ip=logical,
         is_v6=is_v6, cidr_bits=bits, distributed=distributed, mac=mac,
-        gw_port=gw_port, stateless=row.type == "dnat_and_snat" and
-        smap_bool(row.options, "stateless"),
+        gw_port=gw_port, cr_key=cr.json_key if cr is not None else None,
+        stateless=row.type == "dnat_and_snat" and smap_bool(row.options, "stateless"),
         port_range=str(row.external_port_range or ""), allowed=allowed,
         exempted=exempted)
 
