@@ -1,4 +1,4 @@
-"""NAT on routers (`lflows.lr_nat`, `lr_nat_rules`, `lr_nat_gw`), built from in-memory
+"""NAT on routers (`lflows.lr_nat`, `lr_nat_rules`), built from in-memory
 databases: which rules 23.03 applies, the flows of a rule on a gateway router and on a
 distributed gateway port (centralized and distributed), the priorities of SNAT and of
 exempted external IPs, the gateway port of a rule among several, and force SNAT."""
@@ -153,9 +153,6 @@ def test_dgp_centralized_and_distributed(nb: Nb, sb: LocalDb) -> None:
     assert (50, f'eth.dst == 00:00:00:00:aa:01 && inport == "lr0-public" && {vm}',
             "xreg0[0..47] = 00:00:20:20:12:10; next;") in \
         lines(table, lr, Stage.LR_IN_ADMISSION)
-    assert (100, f"ip4.src == 10.0.0.10 && {out} && {vm}",
-            "eth.src = 00:00:00:00:AA:01; reg1 = 172.168.0.120; next;") in \
-        lines(table, lr, Stage.LR_IN_GW_REDIRECT)
 
 
 def test_exempted_and_allowed_external_ips(nb: Nb, sb: LocalDb) -> None:

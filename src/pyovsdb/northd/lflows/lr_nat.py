@@ -5,10 +5,10 @@ load-balancing stages, as ovn-northd 23.03 writes them (`build_lrouter_nat_defra
 Stages owned: lr_in_unsnat, lr_in_defrag, lr_in_dnat, lr_in_ecmp_stateful,
 lr_out_chk_dnat_local, lr_out_undnat, lr_out_post_undnat, lr_out_snat,
 lr_out_post_snat, lr_out_egr_loop: every router's defaults and the flows of its NAT
-rules. The flows of each load balancer in those stages are `lr_lb`'s. The NAT rules'
-flows in admission, ARP resolution and gateway redirect (`lr_nat_gw`) are written
-here too, as 23.03 writes them in the same loop; those in `lr_in_ip_input` are
-`lr_ip_input_nat`'s.
+rules. The flows of each load balancer in those stages are `lr_lb`'s. Of the NAT
+rules' flows 23.03 writes in the same loop in other stages, the admission of
+distributed rules is written here too (no other area builds it); those of
+`lr_in_ip_input`, `lr_in_arp_resolve` and `lr_in_gw_redirect` are their areas'.
 
 Rules kept here:
 - Every router passes everything by default (priority 0), and never sends the
@@ -26,6 +26,8 @@ Rules kept here:
 - `dnat_force_snat_ip` and `lb_force_snat_ip` act on gateway routers only;
   `lb_force_snat_ip=router_ip` there SNATs to the first IPv4 (and first non
   link-local IPv6) address of each connected port instead.
+- A distributed rule's external MAC is admitted on the gateway port where its logical
+  port is, with the port's own packet-length check (`lr_admission`'s helper).
 - Owners: the router for its flows (rules included), the router port for its
   `router_ip` flows.
 """
@@ -35,12 +37,15 @@ from __future__ import annotations
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath
 from ..nodes.ports import Port
-from . import lr_nat_gw, lr_nat_rules
+from . import lr_nat_rules
 from .context import LflowContext
-from .lr_nat_rules import DST_NAT_IP_LOCAL, check_rule, gateway_ports
+from .lr_admission import add_gateway_mtu_flow
+from .lr_nat_rules import DST_NAT_IP_LOCAL, NatRule, check_rule
 from .router_facts import RouterFacts, router_facts
 from .stages import Stage
 from .table import LflowTable
+
+INPORT_ETH_ADDR = "xreg0[0..47]"
 
 DEFAULTS: tuple[tuple[Stage, str], ...] = (
     (Stage.LR_IN_DEFRAG, "next;"),
@@ -80,7 +85,7 @@ def _router(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
         out.add(dp, Stage.LR_OUT_UNDNAT, 50, "ip", "flags.loopback = 1; ct_dnat;")
         out.add(dp, Stage.LR_OUT_POST_UNDNAT, 50, "ip && ct.new", "ct_commit { } ; next; ")
     out.add(dp, Stage.LR_OUT_SNAT, 120, "nd_ns", "next;")
-    dgps = gateway_ports(ctx, dp)
+    dgps = facts.l3dgw_ports
     if not facts.is_gw_router and not dgps:
         return
     _rules(ctx, out, dp, facts, dgps)
@@ -125,30 +130,31 @@ def _lb_defaults(ctx: LflowContext, out: LflowTable, dp: Datapath,
 
 def _rules(ctx: LflowContext, out: LflowTable, dp: Datapath, facts: RouterFacts,
            dgps: list[Port]) -> None:
-    distributed_router = not facts.is_gw_router
-    redirect_bridged = any(p.is_lrp and p.options.get("redirect-type", "").lower() ==
-                           "bridged" for p in ctx.ports_of(dp))
-    resolved: set[str] = set()
     for row in _nat_rows(dp):
         rule = check_rule(ctx, dp, row, dgps)
         if rule is None:
             continue
         lr_nat_rules.unsnat(out, dp, facts, rule)
         lr_nat_rules.dnat(out, dp, facts, rule)
-        if distributed_router and rule.external_ip not in resolved:
-            lr_nat_gw.arp_resolve(out, dp, rule, dgps[0], redirect_bridged,
-                                  ctx.drop_action)
-        resolved.add(rule.external_ip)
-        if not distributed_router:
+        if facts.is_gw_router:
             lr_nat_rules.snat(out, dp, facts, rule)
             continue
         lr_nat_rules.dnat_local(out, dp, rule)
         lr_nat_rules.undnat(out, dp, rule)
         lr_nat_rules.snat(out, dp, facts, rule)
-        lr_nat_gw.ingress(ctx, out, dp, rule)
         if rule.distributed:
-            lr_nat_gw.gw_redirect(ctx, out, dp, rule)
+            _admission(ctx, out, rule)
         lr_nat_rules.egr_loop(out, dp, rule)
+
+
+def _admission(ctx: LflowContext, out: LflowTable, rule: NatRule) -> None:
+    """The admission part of `build_lrouter_ingress_flow`."""
+    gw = rule.gw_port
+    assert gw is not None and gw.networks is not None
+    match = (f"eth.dst == {rule.mac} && inport == {gw.json_key} && "
+             f'is_chassis_resident("{rule.logical_port}")')
+    add_gateway_mtu_flow(ctx, out, gw, Stage.LR_IN_ADMISSION, match,
+                         f"{INPORT_ETH_ADDR} = {gw.networks.ea_s}; next;", rule.nb)
 
 
 def _force_snat(out: LflowTable, dp: Datapath, v: str, ip: str, context: str) -> None:

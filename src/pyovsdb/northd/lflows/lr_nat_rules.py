@@ -196,11 +196,6 @@ def _in_networks(port: Port, ip_s: str) -> bool:
     return isinstance(ip, ipaddress.IPv6Address) and any(ip in n.network for n in nets.ipv6)
 
 
-def gateway_ports(ctx: LflowContext, dp: Datapath) -> list[Port]:
-    """The router's distributed gateway ports in the order of its NB `ports` column."""
-    return sorted(ctx.ports.l3dgw_ports.get(dp.key, []), key=lambda p: p.nb.uuid)
-
-
 def _set_name(value: object) -> str | None:
     return str(value.name) if isinstance(value, IdlRow) else None
 
