@@ -26,7 +26,7 @@ import re
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath
 from .context import LflowContext
-from .lr_routes import member_ip, router_lrps
+from .lr_routes import port_lookup
 from .stages import Stage
 from .table import LflowTable
 
@@ -54,16 +54,16 @@ def _mark(rule: IdlRow) -> str:
 def _reroute_to(ctx: LflowContext, dp: Datapath, nexthop: str) -> str | None:
     """The actions that send a packet to `nexthop` (without the ECMP group reset), or
     None if no router port reaches it."""
-    for lrp in router_lrps(dp):
-        port = ctx.ports.ports.get(lrp.name)
-        addr = member_ip(port, nexthop)
-        if port is not None and port.networks is not None and addr is not None:
-            v4 = "." in nexthop
-            return (f"{'reg0' if v4 else 'xxreg0'} = {nexthop}; "
-                    f"{'reg1' if v4 else 'xxreg1'} = {addr}; "
-                    f"eth.src = {port.networks.ea_s}; outport = {port.json_key}; "
-                    "flags.loopback = 1; ")
-    return None
+    found = port_lookup(ctx).first_reaching(dp, nexthop)
+    if found is None:
+        return None
+    port, addr = found
+    assert port.networks is not None
+    v4 = "." in nexthop
+    return (f"{'reg0' if v4 else 'xxreg0'} = {nexthop}; "
+            f"{'reg1' if v4 else 'xxreg1'} = {addr}; "
+            f"eth.src = {port.networks.ea_s}; outport = {port.json_key}; "
+            "flags.loopback = 1; ")
 
 
 def _nexthops(rule: IdlRow) -> list[str]:

@@ -26,6 +26,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -153,28 +154,26 @@ def port_networks(port: Port | None) -> Addresses | None:
     return port.networks if port is not None and port.is_lrp else None
 
 
-def member_ip(port: Port | None, ip_s: str) -> str | None:
-    """`find_lrp_member_ip`: the port's address on the network that holds `ip_s`."""
-    nets = port_networks(port)
-    if nets is None:
-        return None
+@lru_cache(maxsize=4096)
+def _host(ip_s: str) -> tuple[bool, int] | None:
+    """`ip_s` as `inet_pton` reads it, IPv4 if it has a dot (family, value)."""
     if "." in ip_s:
         try:
-            ip4 = ipaddress.IPv4Address(ip_s)
+            return True, int(ipaddress.IPv4Address(ip_s))
         except ValueError:
             return None
-        for n4 in nets.ipv4:
-            if ip4 in n4.network:
-                return n4.addr_s
-        return None
     value = _inet_pton6(ip_s)
-    if value is None:
-        return None
-    ip6 = ipaddress.IPv6Address(value)
-    for n6 in nets.ipv6:
-        if ip6 in n6.network:
-            return n6.addr_s
-    return None
+    return None if value is None else (False, value)
+
+
+def _member_nets(nets: Addresses) -> tuple[tuple[bool, int, int, str], ...]:
+    """(family, network, mask, address) of each network, IPv4 first."""
+    out: list[tuple[bool, int, int, str]] = []
+    for v4, bits, group in ((True, 32, nets.ipv4), (False, 128, nets.ipv6)):
+        for n in group:
+            mask = ((1 << bits) - 1) ^ ((1 << (bits - n.plen)) - 1)
+            out.append((v4, int(n.addr) & mask, mask, n.addr_s))
+    return tuple(out)
 
 
 def router_lrps(dp: Datapath) -> list[IdlRow]:
@@ -190,35 +189,73 @@ def _opt_str(value: object) -> str | None:
     return str(value) if value is not None else None
 
 
-def static_route_outport(ports: PortsData, dp: Datapath, route: IdlRow,
-                         v4: bool) -> tuple[Port, str] | None:
-    """`find_static_route_outport`: the port a route leaves by and its address there."""
-    nexthop: str = route.nexthop
-    output = _opt_str(route.output_port)
-    addr: str | None = None
-    if output is not None:
-        port = ports.ports.get(output)
+class PortLookup:
+    """The address lookups of one build, with what they parse kept: a port's
+    networks, a router's ports in NB order."""
+
+    def __init__(self, ports: PortsData) -> None:
+        self.ports = ports
+        self._nets: dict[str, tuple[tuple[bool, int, int, str], ...]] = {}
+        self._order: dict[str, list[Port | None]] = {}
+
+    def member_ip(self, port: Port | None, ip_s: str) -> str | None:
+        """`find_lrp_member_ip`: the port's address on the network that holds `ip_s`."""
+        nets = port_networks(port)
+        host = _host(ip_s) if nets is not None else None
+        if port is None or nets is None or host is None:
+            return None
+        members = self._nets.get(port.name)
+        if members is None:
+            members = self._nets[port.name] = _member_nets(nets)
+        v4, value = host
+        for family, network, mask, addr_s in members:
+            if family == v4 and value & mask == network:
+                return addr_s
+        return None
+
+    def nb_order(self, dp: Datapath) -> list[Port | None]:
+        """The port of each of the router's NB ports, in the `ports` column's order
+        (None where a port by that name was not built)."""
+        order = self._order.get(dp.key)
+        if order is None:
+            order = self._order[dp.key] = [self.ports.ports.get(r.name)
+                                           for r in router_lrps(dp)]
+        return order
+
+    def first_reaching(self, dp: Datapath, ip_s: str) -> tuple[Port, str] | None:
+        """The first router port (NB order) on a network that holds `ip_s`."""
+        for port in self.nb_order(dp):
+            addr = self.member_ip(port, ip_s)
+            if port is not None and addr is not None:
+                return port, addr
+        return None
+
+    def static_route_outport(self, dp: Datapath, route: IdlRow,
+                             v4: bool) -> tuple[Port, str] | None:
+        """`find_static_route_outport`: the port a route leaves by and its address."""
+        nexthop: str = route.nexthop
+        output = _opt_str(route.output_port)
+        if output is None:
+            return self.first_reaching(dp, nexthop) if nexthop else None
+        port = self.ports.ports.get(output)
         if port is None:
             return None
-        if nexthop:
-            addr = member_ip(port, nexthop)
-        if addr is None:
-            nets = port_networks(port)
-            if nets is not None:
-                if v4 and nets.ipv4:
-                    addr = nets.ipv4[0].addr_s
-                elif not v4 and nets.ipv6:
-                    addr = nets.ipv6[0].addr_s
+        addr = self.member_ip(port, nexthop) if nexthop else None
+        nets = port_networks(port)
+        if addr is None and nets is not None:
+            if v4 and nets.ipv4:
+                addr = nets.ipv4[0].addr_s
+            elif not v4 and nets.ipv6:
+                addr = nets.ipv6[0].addr_s
         return (port, addr) if addr is not None else None
-    for lrp in router_lrps(dp):
-        candidate = ports.ports.get(lrp.name)
-        if candidate is None:
-            continue
-        if nexthop:
-            addr = member_ip(candidate, nexthop)
-        if addr is not None:
-            return candidate, addr
-    return None
+
+
+def port_lookup(ctx: LflowContext) -> PortLookup:
+    """The build's `PortLookup` (kept in the context)."""
+    found = ctx.cache.get("lr_routes.lookup")
+    if not isinstance(found, PortLookup):
+        found = ctx.cache["lr_routes.lookup"] = PortLookup(ctx.ports)
+    return found
 
 
 def bfd_status(nb_bfd: IdlRow, sb: Mapping[str, ReplicaTable]) -> str:
@@ -257,6 +294,7 @@ class ParsedRoute:
     table_id: int
     ecmp_symmetric_reply: bool
     is_discard: bool
+    out: tuple[Port, str] | None  # the port it leaves by and the address there
 
     @property
     def key(self) -> tuple[bool, int, int, bool, int]:
@@ -337,6 +375,7 @@ def _route_rows(dp: Datapath) -> Iterable[IdlRow]:
 def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
     """The router's route tables and valid static routes (see the module rules)."""
     out = RouterRoutes()
+    lookup = port_lookup(ctx)
     for lrp in router_lrps(dp):
         out.table_id(lrp.options.get("route_table"))
     for row in _route_rows(dp):
@@ -350,7 +389,8 @@ def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
         if isinstance(hop, Prefix) and hop.v4 != prefix.v4:
             continue
         discard = nexthop == "discard"
-        if not discard and static_route_outport(ctx.ports, dp, row, prefix.v4) is None:
+        found = lookup.static_route_outport(dp, row, prefix.v4)
+        if not discard and found is None:
             continue
         if _bfd_down(row, ctx.sb):
             continue
@@ -358,5 +398,5 @@ def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
             nb=row, prefix=prefix, is_src=_opt_str(row.policy) == "src-ip",
             table_id=out.table_id(row.route_table),
             ecmp_symmetric_reply=smap_bool(row.options, "ecmp_symmetric_reply"),
-            is_discard=discard))
+            is_discard=discard, out=found))
     return out

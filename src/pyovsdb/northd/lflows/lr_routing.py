@@ -49,10 +49,9 @@ from .lr_routes import (
     EcmpGroup,
     ParsedRoute,
     bfd_ports,
-    member_ip,
     parse_routes,
+    port_lookup,
     router_lrps,
-    static_route_outport,
 )
 from .router_facts import router_facts
 from .stages import Stage
@@ -158,10 +157,9 @@ class Routes:
                            gateway=route.nb.nexthop, is_src=route.is_src,
                            table_id=route.table_id, hint=route.nb, ofs=ofs)
             return
-        found = static_route_outport(self.ctx.ports, dp, route.nb, prefix.v4)
-        if found is None:
+        if route.out is None:
             return
-        port, addr = found
+        port, addr = route.out
         self.add_route(port.dp, port, addr, prefix.network_s, prefix.plen,
                        gateway=route.nb.nexthop, is_src=route.is_src,
                        table_id=route.table_id, hint=route.nb, ofs=ofs)
@@ -181,10 +179,9 @@ class Routes:
         symmetric = "chassis" in dp.nb.options
         seen: set[str] = set()
         for member, route in enumerate(group.routes, 1):
-            found = static_route_outport(self.ctx.ports, dp, route.nb, v4)
-            if found is None:
+            if route.out is None:
                 continue
-            port, addr = found
+            port, addr = route.out
             assert port.networks is not None
             if symmetric and route.ecmp_symmetric_reply and port.name not in seen:
                 seen.add(port.name)
@@ -346,7 +343,7 @@ def routable_addresses(ctx: LflowContext, port: Port) -> list[str]:
             continue
         if n_gw > 1:
             gw = nat.gateway_port
-            if (gw is None and member_ip(port, ext) is None) or \
+            if (gw is None and port_lookup(ctx).member_ip(port, ext) is None) or \
                     (gw is not None and (not isinstance(gw, IdlRow) or gw.uuid != port.nb.uuid)):
                 continue
         if nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
