@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from pyovsdb.northd.lflows.lr_ip_input_v6 import sn_addr
+from pyovsdb.northd.lflows.lr_ip_input_v6 import is_lla, sn_addr
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import Flow, LflowTable
+from pyovsdb.northd.nodes.ports_addresses import Ipv6Net
 from pyovsdb.northd.testing import LocalDb, Nb, build_flows
 
 IP_INPUT = Stage.LR_IN_IP_INPUT
@@ -54,6 +55,15 @@ def meter(nb: Nb, name: str) -> None:
 def test_solicited_node_address() -> None:
     assert sn_addr(ipaddress.IPv6Address("fd00::1")) == "ff02::1:ff00:1"
     assert sn_addr(ipaddress.IPv6Address("fe80::200:ff:fe00:ff01")) == "ff02::1:ff00:ff01"
+
+
+def test_link_local_is_fe80_slash_64() -> None:
+    def net(text: str, plen: int) -> Ipv6Net:
+        return Ipv6Net(ipaddress.IPv6Address(text), plen)
+
+    assert is_lla(net("fe80::1", 64)) and is_lla(net("fe80::5", 10))
+    assert not is_lla(net("fe80:0:0:1::1", 64))
+    assert not is_lla(net("fd00::1", 64))
 
 
 def test_router_defaults_and_multicast_options(nb: Nb, sb: LocalDb) -> None:

@@ -51,7 +51,8 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         router_ports = [p for p in ctx.ports_of(dp) if p.is_lrp]
         with out.owned_by(("dp", dp.key)):
             for port in router_ports:
-                nat.build_port_pkt_big(ctx, port, out)
+                with out.owned_by(("port", port.name)):
+                    nat.build_port_pkt_big(ctx, port, out)
             _misc(ctx, dp, router_ports, out)
             nat.build_dp_nat(ctx, dp, out)
             nat.build_dp_nat_ingress(ctx, dp, out)

@@ -178,11 +178,10 @@ def applied_nat_gateway(ctx: LflowContext, dp: Datapath, nat: IdlRow
     valid = _masked(logical, v6) if nat.type == "snat" else _exact(logical, v6)
     if not valid:
         return None
-    if dgps and nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
-        mac = nat.external_mac[0] if isinstance(nat.external_mac, list) \
-            else nat.external_mac
-        if parse_mac(str(mac)) is None:
-            return None
+    mac = _opt(nat.external_mac)
+    if dgps and nat.type == "dnat_and_snat" and _opt(nat.logical_port) and mac \
+            and parse_mac(mac) is None:
+        return None
     return v6, gw
 
 

@@ -6,7 +6,7 @@ them (`build_lrouter_nd_flow`, `build_dhcpv6_reply_flows_for_lrouter_port`,
 Rules kept here:
 - Every IPv6 address of a port counts, the link-local one its MAC gives included
   (it is last), except for the TTL-expired reply, which names the source network and
-  so skips link-local networks.
+  so skips link-local networks (those in fe80::/64, as `in6_is_lla` tests).
 - A chassisredirect port gets none of these flows: nothing enters a router on it.
 - DHCPv6 replies to any of the port's addresses are punted on every router port,
   whether or not it asks for prefix delegation.
@@ -45,6 +45,12 @@ def sn_addr(addr: ipaddress.IPv6Address) -> str:
 
 def network_s(net: Ipv6Net) -> str:
     return format_ipv6(net.network.network_address)
+
+
+def is_lla(net: Ipv6Net) -> bool:
+    """`in6_is_lla` of the network: its first 64 bits are fe80:0:0:0 (fe80:0:0:1::/64
+    is no link-local network here, though fe80::/10 holds it)."""
+    return int(net.network.network_address) >> 64 == 0xFE80 << 48
 
 
 def v6_list(nets: tuple[Ipv6Net, ...]) -> str:
@@ -120,7 +126,7 @@ def build_port_v6(ctx: LflowContext, port: Port, out: LflowTable) -> None:
             _unreachable(ctx, out, port, net)
     meter = ctx.copp_meter(dp, CoppProto.ICMP6_ERR)
     for net in nets:
-        if net.addr.is_link_local:
+        if is_lla(net):
             continue
         swap = "ip6.dst <-> ip6.src" if port.cr_port is not None \
             else f"ip6.dst = ip6.src; ip6.src = {net.addr_s}"
