@@ -26,12 +26,13 @@ Rules kept here:
   `lr_in_policy`, `lr_in_arp_resolve`), with the reply port in `ct_mark` when
   every chassis supports it (`ct_no_masked_label`), else in `ct_label`.
 - Multicast relay (`options:mcast_relay`): each IGMP/MLD group the router relays
-  for its switches goes to its multicast group with the TTL decremented, and a
-  router whose enabled port floods (`options:mcast_flood`) also clones unregistered
-  multicast, and IGMP/MLD not from its own MACs, to `_MC_static`; without relay
-  IP multicast is dropped. Router solicitations and advertisements are dropped.
-- Per-router flows are the router's (owner `("dp", key)`), a port's connected routes
-  the port's.
+  for its switches goes to its multicast group with the TTL decremented. A relaying
+  router with an enabled flooding port (`options:mcast_flood`) also clones
+  registered and unregistered multicast, and IGMP/MLD not from its own MACs, to
+  `_MC_static`; one without drops unregistered IP multicast. Every router drops
+  router solicitations and advertisements here.
+- Per-router flows are the router's (owner `("dp", key)`); a router port's connected
+  routes are the port's, and so are the routes a router-type switch port adds.
 """
 
 from __future__ import annotations
