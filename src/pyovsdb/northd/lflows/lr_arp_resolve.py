@@ -282,12 +282,15 @@ def _drop_own_snat_ips(ctx: LflowContext, port: Port, networks: Addresses,
 def _switch_router_ports(ctx: LflowContext, switch: Datapath) -> list[Port]:
     """The router ports that the switch's router-type ports name, in the switch's
     order of them."""
-    out: list[Port] = []
-    for lsp in ctx.ports.router_ports.get(switch.key, []):
-        peer = ctx.ports.peer_of(lsp)
-        if peer is not None and peer.is_lrp:
-            out.append(peer)
-    return out
+    cache: dict[str, list[Port]] = ctx.cache.setdefault("lr_arp_switch_routers", {})
+    found = cache.get(switch.key)
+    if found is None:
+        found = cache[switch.key] = []
+        for lsp in ctx.ports.router_ports.get(switch.key, []):
+            peer = ctx.ports.peer_of(lsp)
+            if peer is not None and peer.is_lrp:
+                found.append(peer)
+    return found
 
 
 def _vif(ctx: LflowContext, port: Port, out: LflowTable) -> None:
