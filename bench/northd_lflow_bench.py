@@ -12,7 +12,7 @@ run: it returns once northd has written an SB that reflects the whole NB
 (the SB_Global nb_cfg handshake), so the time from northd's start to its return is the
 cold start. Figures: that time, northd's CPU seconds and peak RSS (VmHWM from
 /proc/PID/status) at that point, and the Logical_Flow rows in the SB (all, and those
-of switch stages): the counts differ while ours builds only the switch pipeline.
+of switch stages, so that a northd building only some pipelines shows it).
 
 Every repetition starts fresh NB and SB servers (the real ovsdb-server unless
 `--servers=ours`) on unix sockets in a temporary directory; the two northds of one
