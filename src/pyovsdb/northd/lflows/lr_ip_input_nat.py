@@ -11,16 +11,16 @@ Rules kept here:
   of the rule's logical port with its external MAC, if it is distributed, else on the
   gateway chassis) and dropped elsewhere (91). With several distributed gateway ports a
   rule belongs to its `gateway_port`, or else to the port whose networks hold its IP.
-- The flows of NAT rules 23.03 applies (`lrouter_check_nat_entry`: exact external IP,
-  valid logical IP, a known gateway port, a valid external MAC when distributed), on
-  gateway routers and routers with distributed gateway ports only: SNAT traffic from
-  the gateway port's own external IP goes on (120), and a distributed rule's packets
-  too big for the gateway port's `gateway_mtu` get an ICMP error from the rule's own
-  addresses (160).
+- The flows of NAT rules 23.03 applies (`lrouter_check_nat_entry`, checked once for
+  every router area by `lr_nat_rules.check_rule`), on gateway routers and routers with
+  distributed gateway ports only: SNAT traffic from the gateway port's own external IP
+  goes on (120), and a distributed rule's packets too big for the gateway port's
+  `gateway_mtu` get an ICMP error from the rule's own addresses (160).
 - A router port with `gateway_mtu` answers packets that are too big on it with an
   ICMP error from its first address of the family (150), through admission again.
 - NAT addresses and MACs are written as NB has them where 23.03 prints the NB strings
-  (external IP in the 120/160 matches, external MAC), parsed and reprinted elsewhere.
+  (external IP in the 120/160 matches, external MAC), parsed and reprinted elsewhere;
+  an external MAC counts if it starts with one (`eth_addr_from_string`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ import ipaddress
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_int
 from ..nodes.ports import Port
-from ..nodes.ports_addresses import parse_mac
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT, nd_flow, sn_addr
+from .lr_nat_rules import check_rule
+from .ls_l2 import scan_mac
 from .router_facts import Nat, router_facts
 from .table import LflowTable
 
@@ -95,20 +96,11 @@ def in_networks(port: Port, ip: str) -> bool:
     return any(addr in n.network for n in nets)
 
 
-def _gateway_port_row(nat: IdlRow) -> IdlRow | None:
-    value = nat.gateway_port
-    if isinstance(value, IdlRow):
-        return value
-    if isinstance(value, (list, tuple)) and value and isinstance(value[0], IdlRow):
-        return value[0]
-    return None
-
-
 def _is_nat_gateway_port(ctx: LflowContext, nat: IdlRow, port: Port) -> bool:
     if len(router_facts(ctx, port.dp).l3dgw_ports) <= 1:
         return True
-    gw = _gateway_port_row(nat)
-    if gw is None:
+    gw = nat.gateway_port
+    if not isinstance(gw, IdlRow):
         return in_networks(port, str(nat.external_ip))
     return gw.uuid == port.nb.uuid
 
@@ -120,7 +112,7 @@ def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     for nat in _replying_nats(ctx, port.dp):
         if not _is_nat_gateway_port(ctx, nat.nb, port):
             continue
-        if nat.external_mac and parse_mac(nat.external_mac) is not None \
+        if nat.external_mac and scan_mac(nat.external_mac) is not None \
                 and nat.logical_port:
             mac, resident = nat.external_mac, f'is_chassis_resident("{nat.logical_port}")'
         else:
@@ -129,108 +121,41 @@ def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         _nat_reply(ctx, out, port.dp, port, nat, mac, "", True, 91)
 
 
-def _exact(text: str, v6: bool) -> bool:
-    """An address with no mask or a full one (`ip_parse_masked`/`ipv6_parse_masked`
-    giving an exact mask)."""
-    try:
-        net = ipaddress.ip_network(text.strip(), strict=True)
-    except ValueError:
-        return False
-    return net.version == (6 if v6 else 4) and net.prefixlen == net.max_prefixlen
-
-
-def _masked(text: str, v6: bool) -> bool:
-    try:
-        net = ipaddress.ip_network(text.strip(), strict=False)
-    except ValueError:
-        return False
-    return net.version == (6 if v6 else 4)
-
-
-def applied_nat_gateway(ctx: LflowContext, dp: Datapath, nat: IdlRow
-                        ) -> tuple[bool, Port | None] | None:
-    """`lrouter_check_nat_entry`: None if 23.03 skips the rule, else whether it is
-    IPv6 and its distributed gateway port (None on a router without one)."""
-    if nat.allowed_ext_ips and nat.exempted_ext_ips:
-        return None
-    ext = str(nat.external_ip)
-    if _exact(ext, False):
-        v6 = False
-    elif _exact(ext, True):
-        v6 = True
-    else:
-        return None
-    dgps = sorted(router_facts(ctx, dp).l3dgw_ports, key=lambda p: p.nb.uuid)
-    gw_row = _gateway_port_row(nat)
-    gw: Port | None = None
-    if gw_row is None:
-        if len(dgps) == 1:
-            gw = dgps[0]
-        elif dgps:
-            gw = next((p for p in dgps if in_networks(p, ext)), None)
-            if gw is None:
-                return None
-    else:
-        gw = next((p for p in dgps if p.nb.uuid == gw_row.uuid), None)
-        if gw is None:
-            return None
-    logical = str(nat.logical_ip)
-    valid = _masked(logical, v6) if nat.type == "snat" else _exact(logical, v6)
-    if not valid:
-        return None
-    mac = _opt(nat.external_mac)
-    if dgps and nat.type == "dnat_and_snat" and _opt(nat.logical_port) and mac \
-            and parse_mac(mac) is None:
-        return None
-    return v6, gw
-
-
-def _opt(value: object) -> str | None:
-    if isinstance(value, list):
-        return str(value[0]) if value else None
-    return str(value) if value else None
-
-
 def build_dp_nat_ingress(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
-    """The flows of the NAT rules 23.03 applies (120, 160)."""
+    """The flows of the NAT rules 23.03 applies (120, 160), checked as the NAT stages
+    check them (`lr_nat_rules.check_rule`), gateway ports in NB UUID order."""
     facts = router_facts(ctx, dp)
     if not facts.is_gw_router and not facts.l3dgw_ports:
         return
+    dgps = sorted(facts.l3dgw_ports, key=lambda p: p.nb.uuid)
     rows = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
     for row in rows:
-        checked = applied_nat_gateway(ctx, dp, row)
-        if checked is None:
-            continue
-        v6, gw = checked
-        ext = str(row.external_ip)
-        family = "6" if v6 else "4"
-        if gw is None:
-            continue  # a gateway router: nothing here
-        if row.type == "snat":
-            out.add(dp, IP_INPUT, 120, f"inport == {gw.json_key} && ip{family}.src == {ext}",
+        rule = check_rule(ctx, dp, row, dgps)
+        if rule is None or rule.gw_port is None:
+            continue  # skipped, or on a gateway router: nothing here
+        gw, ext, v = rule.gw_port, rule.external_ip, rule.v
+        if rule.type == "snat":
+            out.add(dp, IP_INPUT, 120, f"inport == {gw.json_key} && ip{v}.src == {ext}",
                     "next;", hint=row)
-        logical_port, external_mac = _opt(row.logical_port), _opt(row.external_mac)
-        if row.type != "dnat_and_snat" or not logical_port or not external_mac:
-            continue
         mtu = smap_int(gw.options, "gateway_mtu")
-        if not mtu:
+        if not rule.distributed or not mtu:
             continue
-        if v6:
+        if rule.is_v6:
             error = (f"icmp6_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
-                     f"eth.dst = eth.src; eth.src = {external_mac}; ip6.dst = ip6.src; "
+                     f"eth.dst = eth.src; eth.src = {rule.external_mac}; ip6.dst = ip6.src; "
                      f"ip6.src = {ext}; ip.ttl = 254; icmp6.type = 2; /* Packet Too Big. */ "
                      f"icmp6.code = 0; icmp6.frag_mtu = {mtu}; ")
             meter = ctx.copp_meter(dp, CoppProto.ICMP6_ERR)
         else:
             error = (f"icmp4_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
-                     f"eth.dst = eth.src; eth.src = {external_mac}; ip4.dst = ip4.src; "
+                     f"eth.dst = eth.src; eth.src = {rule.external_mac}; ip4.dst = ip4.src; "
                      f"ip4.src = {ext}; ip.ttl = 254; icmp4.type = 3; /* Destination "
                      "Unreachable. */ icmp4.code = 4; /* Frag Needed and DF was Set. */ "
                      f"icmp4.frag_mtu = {mtu}; ")
             meter = ctx.copp_meter(dp, CoppProto.ICMP4_ERR)
         out.add(dp, IP_INPUT, 160,
                 f"inport == {gw.json_key} && {PKT_LARGER} && {EGRESS_LOOPBACK} == 0 && "
-                f"ip{family} && ip{family}.dst == {ext}",
+                f"ip{v} && ip{v}.dst == {ext}",
                 error + f"outport = {gw.json_key}; flags.loopback = 1; output; }};",
                 hint=row, meter=meter)
 
