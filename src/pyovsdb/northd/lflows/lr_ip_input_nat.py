@@ -30,10 +30,10 @@ import ipaddress
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_int
 from ..nodes.ports import Port
+from ..nodes.ports_addresses import parse_mac
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT, nd_flow, sn_addr
 from .lr_nat_rules import check_rule
-from .ls_l2 import scan_mac
 from .router_facts import Nat, router_facts
 from .table import LflowTable
 
@@ -112,7 +112,7 @@ def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     for nat in _replying_nats(ctx, port.dp):
         if not _is_nat_gateway_port(ctx, nat.nb, port):
             continue
-        if nat.external_mac and scan_mac(nat.external_mac) is not None \
+        if nat.external_mac and parse_mac(nat.external_mac) is not None \
                 and nat.logical_port:
             mac, resident = nat.external_mac, f'is_chassis_resident("{nat.logical_port}")'
         else:

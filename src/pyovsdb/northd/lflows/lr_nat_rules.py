@@ -32,15 +32,13 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
-from ..nodes.ports_addresses import format_mac
+from ..nodes.ports_addresses import format_mac, parse_mac, scan_ipv4
 from .context import LflowContext
-from .ls_l2 import scan_mac
 from .router_facts import RouterFacts
 from .stages import Stage
 from .table import LflowTable
@@ -49,8 +47,6 @@ DST_NAT_IP_LOCAL = "reg9[4]"
 EGRESS_LOOPBACK = "reg9[0]"
 N_LOG_REGS = 10
 
-_V4_OCTETS = 4
-_OCTET = re.compile(r"\s*[+-]?[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,30 +102,15 @@ class NatRule:
 
 # --- parsing as OVS's ip_parse_masked / ipv6_parse_masked -------------------------
 
-def _v4(text: str) -> int | None:
-    """Four `%hhu` fields joined by dots (`IP_SCAN_FMT`): blanks and a sign may lead a
-    field, and its value wraps to a byte ("10.0.0.300" is 10.0.0.44)."""
-    parts = text.split(".")
-    if len(parts) != _V4_OCTETS or not all(_OCTET.fullmatch(p) for p in parts):
-        return None
-    value = 0
-    for part in parts:
-        number = int(part.strip())
-        if abs(number) >= 1 << 64:
-            return None  # strtoull's ERANGE
-        value = (value << 8) | (number & 0xFF)
-    return value
-
-
 def parse_v4_masked(text: str) -> tuple[int, int] | None:
     """(address, mask) of "IP", "IP/LEN" or "IP/MASK"."""
     addr_s, sep, mask_s = text.partition("/")
-    addr = _v4(addr_s)
+    addr = scan_ipv4(addr_s)
     if addr is None:
         return None
     if not sep:
         return addr, 0xFFFFFFFF
-    mask = _v4(mask_s)
+    mask = scan_ipv4(mask_s)
     if mask is not None:
         return addr, mask
     if not mask_s.isdigit() or int(mask_s) > 32:
@@ -231,7 +212,7 @@ def check_rule(ctx: LflowContext, dp: Datapath, row: IdlRow,
     distributed = False
     mac = "ff:ff:ff:ff:ff:ff"
     if dgps and row.type == "dnat_and_snat" and row.logical_port and row.external_mac:
-        value = scan_mac(str(row.external_mac))
+        value = parse_mac(str(row.external_mac))
         if value is None:
             return None
         distributed = True

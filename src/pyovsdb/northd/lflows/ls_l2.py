@@ -25,12 +25,10 @@ Rules kept here (23.03's `build_lswitch_destination_lookup_bmcast`,
 
 from __future__ import annotations
 
-import re
-
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
-from ..nodes.ports_addresses import format_mac, is_dynamic
+from ..nodes.ports_addresses import format_mac, is_dynamic, parse_mac
 from . import ls_mcast, ls_rport_arp
 from .context import CoppProto, LflowContext
 from .stages import Stage
@@ -40,25 +38,6 @@ L2 = Stage.LS_IN_L2_LKUP
 # A forwarding group's flow: owner, stage, priority, match, actions, stage-hint row.
 FwdFlow = tuple[Owner, Stage, int, str, str, IdlRow]
 SVC_CHECK_MATCH = "eth.dst == $svc_monitor_mac && (tcp || icmp || icmp6)"
-
-# One byte of `ETH_ADDR_SCAN_FMT` ("%hhx:..."): optional blanks and sign, an optional
-# 0x, hex digits; the value wraps to a byte.
-_BYTE = r"\s*([+-]?)(?:0[xX](?=[0-9a-fA-F]))?([0-9a-fA-F]+)"
-_SCAN_MAC = re.compile(":".join([_BYTE] * 6))
-
-
-def scan_mac(text: str) -> int | None:
-    """The MAC `ovs_scan(text, ETH_ADDR_SCAN_FMT)` reads at the start of `text`."""
-    m = _SCAN_MAC.match(text)
-    if m is None:
-        return None
-    value = 0
-    for i in range(6):
-        sign, digits = m.group(2 * i + 1), m.group(2 * i + 2)
-        byte = int(digits, 16)
-        value = (value << 8) | ((-byte if sign == "-" else byte) & 0xFF)
-    return value
-
 
 def _rows(value: object) -> list[IdlRow]:
     if not isinstance(value, (list, tuple, set, frozenset)):
@@ -152,7 +131,7 @@ def _unicast(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     action = f"outport = {port.json_key}; output;" if port.enabled \
         else ctx.drop_action
     for address in port.nb.addresses:
-        mac = scan_mac(address)
+        mac = parse_mac(address)
         if mac is not None:
             out.add(dp, L2, 50, f"eth.dst == {format_mac(mac)}", action, hint=port.nb)
         elif address == "unknown":
@@ -171,7 +150,7 @@ def _router_address(ctx: LflowContext, port: Port, action: str, out: LflowTable)
     peer = ctx.ports.peer_of(port)
     if peer is None or not peer.is_lrp:
         return
-    mac = scan_mac(str(peer.nb.mac))
+    mac = parse_mac(str(peer.nb.mac))
     if mac is None:
         return
     match = f"eth.dst == {format_mac(mac)}"
@@ -191,7 +170,7 @@ def _router_address(ctx: LflowContext, port: Port, action: str, out: LflowTable)
     for nat in _rows(peer.dp.nb.nat):
         if nat.type != "dnat_and_snat" or not nat.logical_port or not nat.external_mac:
             continue
-        ext = scan_mac(str(nat.external_mac))
+        ext = parse_mac(str(nat.external_mac))
         if ext is not None:
             out.add(dp, L2, 50, f"eth.dst == {format_mac(ext)} && "
                     f'is_chassis_resident("{nat.logical_port}")', action, hint=port.nb)

@@ -32,6 +32,7 @@ from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
 from .datapaths import DatapathsData, smap_bool
 from .dp_groups import dp_group_ref
+from .ports_addresses import lrp_networks
 
 LB_COLUMNS = ("name", "vips", "protocol", "datapaths", "datapath_group", "options",
               "external_ids")
@@ -211,14 +212,12 @@ def switch_router_peers(nb: Mapping[str, ReplicaTable], dps: DatapathsData
 
 
 def _networks(lrp: IdlRow) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-    for n in lrp.networks:
-        try:
-            nets.append(ipaddress.ip_interface(n).network)
-        except ValueError:
-            continue
-    nets.append(ipaddress.IPv6Network("fe80::/64"))  # the port's link-local address
-    return nets
+    """The networks of a router port 23.03 has a port for (none with a bad MAC), its
+    link-local one included, parsed as `extract_lrp_networks` parses them."""
+    addrs = lrp_networks(lrp.mac, lrp.networks)
+    if addrs is None:
+        return []
+    return [*(n.network for n in addrs.ipv4), *(n.network for n in addrs.ipv6)]
 
 
 def _reachable(lb: LoadBalancer, nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network],

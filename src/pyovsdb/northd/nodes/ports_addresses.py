@@ -1,8 +1,9 @@
 """Parsing of the address strings of NB ports, as OVN 23.03's `lib/ovn-util.c` reads them.
 
 Rules kept here:
-- A MAC is six hex bytes of one or two digits separated by colons (`ETH_ADDR_SCAN_FMT`);
-  it is printed back lowercase with two digits per byte (`ETH_ADDR_FMT`).
+- A MAC is six hex bytes separated by colons, scanned as `ETH_ADDR_SCAN_FMT` does
+  (blanks, a sign or 0x may lead a byte, any number of digits wraps to a byte, text
+  may follow); it is printed back lowercase with two digits per byte (`ETH_ADDR_FMT`).
 - An LSP address is a MAC followed by IPv4/IPv6 addresses (`extract_lsp_addresses`);
   parsing stops at the first word that is neither (23.03 logs and keeps the prefix).
 - LRP networks are "IP/plen"; a bad one is skipped, a zero IPv4 address too, and every
@@ -20,19 +21,31 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-_MAC = re.compile(r"([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2}):"
-                  r"([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})")
+# One byte of `ETH_ADDR_SCAN_FMT` ("%hhx:..."): optional blanks and sign, an optional
+# 0x, hex digits; the value wraps to a byte.
+_BYTE = r"\s*([+-]?)(?:0[xX](?=[0-9a-fA-F]))?([0-9a-fA-F]+)"
+_SCAN_MAC = re.compile(":".join([_BYTE] * 6))
 
 
-def parse_mac(text: str) -> int | None:
-    """A MAC at the start of `text` (the whole of it for `eth_addr_from_string`)."""
-    m = _MAC.fullmatch(text.strip())
+def scan_mac(text: str) -> tuple[int, int] | None:
+    """The MAC `ovs_scan(text, ETH_ADDR_SCAN_FMT)` reads at the start of `text`, and
+    where it ends."""
+    m = _SCAN_MAC.match(text)
     if m is None:
         return None
     value = 0
-    for g in m.groups():
-        value = (value << 8) | int(g, 16)
-    return value
+    for i in range(6):
+        sign, digits = m.group(2 * i + 1), m.group(2 * i + 2)
+        byte = int(digits, 16)
+        value = (value << 8) | ((-byte if sign == "-" else byte) & 0xFF)
+    return value, m.end()
+
+
+def parse_mac(text: str) -> int | None:
+    """A MAC at the start of `text`, as `eth_addr_from_string` reads it (what follows
+    it is ignored)."""
+    found = scan_mac(text)
+    return found[0] if found is not None else None
 
 
 def format_mac(value: int) -> str:
@@ -114,22 +127,58 @@ def lrp_networks(mac: str, networks: list[str]) -> Addresses | None:
     return Addresses(ea, tuple(v4), tuple(v6))
 
 
+_OCTET = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")
+
+
+def scan_ipv4(text: str) -> int | None:
+    """Four `%hhu` fields joined by dots, as OVS scans `IP_SCAN_FMT`: blanks and a sign
+    may lead a field, and its value wraps to a byte ("10.0.0.300" is 10.0.0.44)."""
+    parts = text.split(".")
+    if len(parts) != 4 or not all(_OCTET.fullmatch(p) for p in parts):
+        return None
+    value = 0
+    for part in parts:
+        number = int(part.strip())
+        if abs(number) >= 1 << 64:
+            return None  # strtoull's ERANGE
+        value = (value << 8) | (number & 0xFF)
+    return value
+
+
+def _plen(mask: int, bits: int) -> int | None:
+    """The prefix length of a CIDR mask (None: not one)."""
+    inverted = ~mask & ((1 << bits) - 1)
+    if inverted & (inverted + 1):
+        return None
+    return bits - inverted.bit_length()
+
+
 def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:
+    """`ip_parse_cidr_len`, then `ipv6_parse_cidr_len`: "IP", "IP/LEN" or "IP/MASK" (a
+    CIDR mask), host bits kept."""
     addr, sep, plen_s = text.strip().partition("/")
+    v4 = scan_ipv4(addr) if ":" not in addr else None
+    if v4 is not None:
+        plen: int | None = 32
+        if sep:
+            mask = scan_ipv4(plen_s)
+            plen = _plen(mask, 32) if mask is not None else \
+                int(plen_s) if plen_s.isdigit() and int(plen_s) <= 32 else None
+        return Ipv4Net(ipaddress.IPv4Address(v4), plen) if plen is not None else None
     try:
-        ip = ipaddress.ip_address(addr)
+        ip6 = ipaddress.IPv6Address(addr)
     except ValueError:
         return None
-    max_len = 32 if ip.version == 4 else 128
+    plen = 128
     if sep:
-        if not plen_s.isdigit() or int(plen_s) > max_len:
-            return None
-        plen = int(plen_s)
-    else:
-        plen = max_len
-    if isinstance(ip, ipaddress.IPv4Address):
-        return Ipv4Net(ip, plen)
-    return Ipv6Net(ip, plen)
+        if plen_s.isdigit():
+            plen = int(plen_s) if int(plen_s) <= 128 else None
+        else:
+            try:
+                plen = _plen(int(ipaddress.IPv6Address(plen_s)), 128)
+            except ValueError:
+                plen = None
+    return Ipv6Net(ip6, plen) if plen is not None else None
 
 
 def ip_addresses(text: str) -> Addresses | None:
@@ -162,9 +211,12 @@ def lsp_addresses(text: str) -> Addresses | None:
     words = text.split()
     if not words:
         return None
-    ea = parse_mac(words[0])
-    if ea is None:
+    found = scan_mac(words[0])
+    if found is None:
         return None
+    ea, end = found
+    if end != len(words[0]):
+        return Addresses(ea)  # the scan stops inside the word: no address follows
     v4: list[Ipv4Net] = []
     v6: list[Ipv6Net] = []
     for word in words[1:]:
