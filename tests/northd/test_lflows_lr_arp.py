@@ -239,3 +239,24 @@ def test_router_solicitation_responder(nb: Nb, sb: LocalDb) -> None:
                        '00:00:00:00:ff:01, prefix = fd00::/64, prefix = fe80:0:0:1::/64); '
                        'next;')
     assert ipaddress.IPv6Address("fe80:0:0:1::") not in ipaddress.IPv6Network("fe80::/64")
+
+
+def test_gateway_router_resolves_routable_vips_of_a_gateway_port(nb: Nb, sb: LocalDb) -> None:
+    nb.ls_add("pub")
+    nb.lr_add("lr0")
+    nb.connect("pub", "lr0", "lr0-pub", "00:00:00:00:10:01", "172.16.1.1/24")
+    nb.add_child("Logical_Router_Port", "lr0-pub", "gateway_chassis", "Gateway_Chassis",
+                 name="lr0-pub-gw1", chassis_name="gw1", priority=10)
+    lb = nb.db.insert("Load_Balancer", name="lb6", vips={"[2001:db8::100]:80": "[fd00::10]:80"},
+                      options={"add_route": "true"})
+    nb.set("Logical_Router", "lr0", load_balancer=[lb])
+    gr = nb.lr_add("gr0", options={"chassis": "gw1"})
+    nb.connect("pub", "gr0", "gr0-pub", "00:00:00:00:20:01", "172.16.1.2/24")
+    routable = owned(build_flows(nb.db, sb), ("port", "pub-gr0-pub"), RESOLVE)
+    # With only IPv6 VIPs the IPv4 set is empty, and 23.03 writes it so.
+    assert (100, 'outport == "gr0-pub" && reg0 == {}', "eth.dst = 00:00:00:00:10:01; next;") \
+        in routable
+    nb.db.update("Load_Balancer", lb, options={})
+    assert lines(build_flows(nb.db, sb), gr, RESOLVE, 100) == {
+        resolve("gr0-pub", "reg0", "172.16.1.1", "00:00:00:00:10:01"),
+        resolve("gr0-pub", "xxreg0", "fe80::200:ff:fe00:1001", "00:00:00:00:10:01")}
