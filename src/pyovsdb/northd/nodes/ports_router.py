@@ -128,7 +128,7 @@ def _ipv6_options(port: Port, options: dict[str, str], pd_list: str | None) -> N
     for net in networks.ipv6 if networks is not None else ():
         network = net.network
         if int(network.network_address) >> 64 == 0xFE80 << 48:  # in6_is_lla
-            options["ipv6_ra_src_addr"] = net.addr_s
+            options.setdefault("ipv6_ra_src_addr", net.addr_s)  # the first (smap_add)
             continue
         prefixes.append(f"{network.network_address}/{net.plen}")
     if pd_list:
