@@ -99,10 +99,7 @@ class Stage(enum.Enum):
         self.pipeline = pipeline
         self.table = table
         self.stage_name = stage_name
-
-    @property
-    def is_switch(self) -> bool:
-        return self.dp_type is DatapathType.SWITCH
+        self.is_switch = dp_type is DatapathType.SWITCH
 
 
 def by_name(name: str) -> Stage:

@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable, Ref
-from ..nodes.datapaths import Datapath
+from ..nodes.datapaths import Datapath, DatapathKind
 from ..nodes.dp_groups import dp_group_ref
 from .stages import Stage
 
@@ -39,8 +39,9 @@ Owner = Hashable
 GLOBAL: Owner = ("global",)
 
 
-@dataclass(frozen=True, slots=True)
-class FlowKey:
+class FlowKey(NamedTuple):
+    """What a flow is (a tuple: made and hashed once per request, the hot path)."""
+
     stage: Stage
     priority: int
     match: str
@@ -99,17 +100,25 @@ class LflowTable:
             hint: IdlRow | str | None = None, io_port: str | None = None,
             meter: str | None = None) -> None:
         """Ask for one flow on `dp` (23.03's `ovn_lflow_add*`)."""
-        if dp.is_switch != stage.is_switch:
+        if (dp.kind is DatapathKind.SWITCH) is not stage.is_switch:
             raise ValueError(f"stage {stage.stage_name} on {dp.kind.value} {dp.name}")
-        if self.only is not None and dp.key not in self.only:
+        dp_key = dp.key
+        if self.only is not None and dp_key not in self.only:
             return
         key = FlowKey(stage, priority, match, actions, meter)
         flow = self.flows.get(key)
         if flow is None:
             flow = self.flows[key] = Flow(key, io_port=io_port, hint=stage_hint(hint),
                                           source=self.source)
-        flow.datapaths.setdefault(dp.key, dp)
-        self.by_dp.setdefault(dp.key, {}).setdefault(key, []).append(self._owner)
+        flow.datapaths.setdefault(dp_key, dp)
+        on_dp = self.by_dp.get(dp_key)
+        if on_dp is None:
+            on_dp = self.by_dp[dp_key] = {}
+        owners = on_dp.get(key)
+        if owners is None:
+            on_dp[key] = [self._owner]
+        else:
+            owners.append(self._owner)
 
     def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
         """Every flow on `dps` replaced by `new`'s (a rebuild of those datapaths alone);
