@@ -1,0 +1,260 @@
+"""An ovn-kubernetes-like cluster, written as a differential-harness script.
+
+What it owns: the NB of `corpus/155_lf_k8s_5_nodes.txt` and `corpus/156_lf_k8s_100_nodes.txt`
+(the node topology ovn-kubernetes provisions, as ovn-heater's `WorkerNode.provision`
+builds it), as `ovn-nbctl` command lines, and the text of those scripts:
+- one `ovn_cluster_router` and one `join` switch;
+- per node: a node switch (management port, pods with port security and a requested
+  chassis, an ACL letting the management port in) with its port on the cluster router;
+  a gateway router `GR_<node>` on the node's chassis (`dynamic_neigh_routers`,
+  `lb_force_snat_ip=router_ip`, `snat-ct-zone=0`, no learning from ARP requests) with
+  a join port and a port on the node's external switch (localnet, `nat-addresses=router`),
+  SNAT of the cluster subnet, a default route and a route back to the cluster; on the
+  cluster router a src-ip route of the node subnet to the GR and a reroute policy of
+  the node's traffic to its external IP through the management port; a NodePort load
+  balancer on the GR;
+- namespaces: a port group and an address set each, with allow-related ACLs, and the
+  default-deny port groups every pod is in;
+- a cluster load-balancer group (TCP and UDP services, `hairpin_snat_ip`, `reject`)
+  on every node switch and gateway router.
+
+Rules kept here:
+- Few lines, each many commands joined by `--` (one NB transaction, one northd run), so
+  the 100-node script stays fast for a northd that recomputes everything. 23.03 gives
+  the rows created in one run their tunnel keys in UUID-hash order, and a gateway
+  router's LB address sets are named after its key (`_rtr_lb_<key>_ip4`), so every
+  datapath requests its key (router 1, join 2, node i: 3i+3 switch, 3i+4 GR, 3i+5
+  external); the script renumbers only Port_Binding.
+- Nothing whose flows depend on NB UUID order (no ECMP routes, no route tables, no
+  distributed gateway ports), and no two load balancers share a backend (23.03's
+  undnat hint would then name either).
+- No line names a row by UUID (`--id=@name` inside the line instead), so the lines can
+  also be joined into one transaction (the cold-start benchmark loads them so). The
+  simulated chassis (`sim chassis`, only with `chassis=True`) come first, before any
+  NB row, so each of their steps is a northd run on an empty NB.
+- Pure and deterministic: the same text every time; regenerate the corpus files with
+  `python tests/northd/k8sgen.py 5 > tests/northd/corpus/155_lf_k8s_5_nodes.txt` and
+  `python tests/northd/k8sgen.py 100 > tests/northd/corpus/156_lf_k8s_100_nodes.txt`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+PODS = 3  # per node; pod p of every node is in namespace ns<p % NAMESPACES>
+NAMESPACES = 3
+BATCH = 20  # nodes per nbctl line
+CLUSTER_NET = "10.128.0.0/14"
+JOIN_NET_LEN = 16
+CHASSIS_WITH_SIM = 5  # scripts of at most this many nodes simulate every chassis
+
+Command = list[str]
+
+
+def node(i: int) -> str:
+    return f"node{i}"
+
+
+def gr(i: int) -> str:
+    return f"GR_{node(i)}"
+
+
+def chassis(i: int) -> str:
+    return f"chassis-{node(i)}"
+
+
+def node_ip(i: int, host: int) -> str:
+    """Address `host` of node `i`'s pod subnet 10.128.i.0/24 (1: the cluster router,
+    2: the management port, 3...: pods)."""
+    return f"10.{128 + (i >> 8)}.{i & 255}.{host}"
+
+
+def node_mac(i: int, host: int) -> str:
+    return f"0a:58:0a:{128 + (i >> 8):02x}:{i & 255:02x}:{host:02x}"
+
+
+def join_ip(k: int) -> str:
+    """The `k`-th address of the join subnet 100.64.0.0/16 (1: the cluster router,
+    node i's GR: i + 2)."""
+    return f"100.64.{k >> 8}.{k & 255}"
+
+
+def join_mac(k: int) -> str:
+    return f"0a:58:64:40:{k >> 8:02x}:{k & 255:02x}"
+
+
+def ext_ip(i: int) -> str:
+    """Node `i`'s external address on 172.18.0.0/16 (the underlay gateway is .0.1)."""
+    return f"172.18.{(i + 2) >> 8}.{(i + 2) & 255}"
+
+
+def ext_mac(i: int) -> str:
+    return f"0a:58:ac:12:{(i + 2) >> 8:02x}:{(i + 2) & 255:02x}"
+
+
+def pod(i: int, p: int) -> str:
+    return f"ns{p % NAMESPACES}_pod-{node(i)}-{p}"
+
+
+def router_lsp(switch: str, lsp: str, lrp: str, *options: str) -> list[Command]:
+    return [["lsp-add", switch, lsp], ["lsp-set-type", lsp, "router"],
+            ["lsp-set-addresses", lsp, "router"],
+            ["lsp-set-options", lsp, f"router-port={lrp}", *options]]
+
+
+def cluster_line() -> list[Command]:
+    lrp = "rtoj-ovn_cluster_router"
+    return [["lr-add", "ovn_cluster_router"],
+            ["set", "Logical_Router", "ovn_cluster_router", "options:requested-tnl-key=1"],
+            ["ls-add", "join"],
+            ["set", "Logical_Switch", "join", "other_config:requested-tnl-key=2"],
+            ["lrp-add", "ovn_cluster_router", lrp, join_mac(1),
+             f"{join_ip(1)}/{JOIN_NET_LEN}"],
+            *router_lsp("join", "jtor-ovn_cluster_router", lrp),
+            ["lr-policy-add", "ovn_cluster_router", "102",
+             f"ip4.src == {CLUSTER_NET} && ip4.dst == {CLUSTER_NET}", "allow"],
+            ["lr-policy-add", "ovn_cluster_router", "102",
+             f"ip4.src == {CLUSTER_NET} && ip4.dst == 100.64.0.0/16", "allow"]]
+
+
+def node_commands(i: int) -> list[Command]:
+    ls, lr, ext = node(i), gr(i), f"ext_{node(i)}"
+    rtos, rtoj, rtoe = f"rtos-{ls}", f"rtoj-{lr}", f"rtoe-{lr}"
+    mgmt = f"k8s-{ls}"
+    mgmt_addr = f"{node_mac(i, 2)} {node_ip(i, 2)}"
+    cmds: list[Command] = [
+        ["ls-add", ls],
+        ["set", "Logical_Switch", ls, f"other_config:requested-tnl-key={3 + 3 * i}"],
+        ["lrp-add", "ovn_cluster_router", rtos, node_mac(i, 1), f"{node_ip(i, 1)}/24"],
+        *router_lsp(ls, f"stor-{ls}", rtos),
+        ["lsp-add", ls, mgmt], ["lsp-set-addresses", mgmt, mgmt_addr],
+        ["acl-add", ls, "to-lport", "1001", f"ip4.src == {node_ip(i, 2)}",
+         "allow-related"],
+    ]
+    for p in range(PODS):
+        addr = f"{node_mac(i, 3 + p)} {node_ip(i, 3 + p)}"
+        cmds += [["lsp-add", ls, pod(i, p)], ["lsp-set-addresses", pod(i, p), addr],
+                 ["lsp-set-port-security", pod(i, p), addr],
+                 ["lsp-set-options", pod(i, p), f"requested-chassis={chassis(i)}"]]
+    cmds += [
+        ["lr-add", lr],
+        ["set", "Logical_Router", lr, f"options:chassis={chassis(i)}",
+         "options:dynamic_neigh_routers=true", "options:lb_force_snat_ip=router_ip",
+         "options:snat-ct-zone=0", "options:always_learn_from_arp_request=false",
+         f"options:requested-tnl-key={4 + 3 * i}",
+         f"external_ids:physical_ip={ext_ip(i)}"],
+        ["lrp-add", lr, rtoj, join_mac(i + 2), f"{join_ip(i + 2)}/{JOIN_NET_LEN}"],
+        *router_lsp("join", f"jtor-{lr}", rtoj),
+        ["ls-add", ext],
+        ["set", "Logical_Switch", ext, f"other_config:requested-tnl-key={5 + 3 * i}"],
+        ["lsp-add", ext, f"lnet-{ls}"], ["lsp-set-type", f"lnet-{ls}", "localnet"],
+        ["lsp-set-addresses", f"lnet-{ls}", "unknown"],
+        ["lsp-set-options", f"lnet-{ls}", "network_name=physnet"],
+        ["lrp-add", lr, rtoe, ext_mac(i), f"{ext_ip(i)}/16"],
+        *router_lsp(ext, f"etor-{lr}", rtoe, "nat-addresses=router",
+                    "exclude-lb-vips-from-garp=true"),
+        ["lr-nat-add", lr, "snat", ext_ip(i), CLUSTER_NET],
+        ["lr-route-add", lr, CLUSTER_NET, join_ip(1)],
+        ["lr-route-add", lr, "0.0.0.0/0", "172.18.0.1", rtoe],
+        ["--policy=src-ip", "lr-route-add", "ovn_cluster_router", f"{node_ip(i, 0)}/24",
+         join_ip(i + 2)],
+        ["lr-policy-add", "ovn_cluster_router", "1004",
+         f'inport == "{rtos}" && ip4.dst == {ext_ip(i)} /* {ls} */', "reroute",
+         node_ip(i, 2)],
+    ]
+    return cmds
+
+
+def node_lines(n: int) -> list[list[Command]]:
+    return [[c for i in range(start, min(start + BATCH, n)) for c in node_commands(i)]
+            for start in range(0, n, BATCH)]
+
+
+def namespace_line(n: int) -> list[Command]:
+    """Per namespace an address set of its pods' IPs and a port group of its pods,
+    ingress from the namespace itself and TCP 8080 from anywhere, egress allowed;
+    every pod also in the default-deny groups (ARP let through)."""
+    cmds: list[Command] = []
+    every = [pod(i, p) for i in range(n) for p in range(PODS)]
+    for k in range(NAMESPACES):
+        members = [pod(i, p) for i in range(n) for p in range(PODS) if p % NAMESPACES == k]
+        ips = ",".join(f'"{node_ip(i, 3 + p)}"' for i in range(n) for p in range(PODS)
+                       if p % NAMESPACES == k)
+        pg, acl = f"pg_ns{k}", ["--type=port-group", "acl-add", f"pg_ns{k}"]
+        cmds += [["create", "Address_Set", f"name=as_ns{k}", f"addresses={ips}"],
+                 ["pg-add", pg, *members],
+                 [*acl, "to-lport", "1001", f"outport == @{pg} && ip4.src == $as_ns{k}",
+                  "allow-related"],
+                 [*acl, "to-lport", "1001",
+                  f"outport == @{pg} && ip4 && tcp.dst == {8080 + k}", "allow-related"],
+                 [*acl, "from-lport", "1001", f"inport == @{pg} && ip4", "allow-related"]]
+    for name, direction, port in (("ingressDefaultDeny", "to-lport", "outport"),
+                                  ("egressDefaultDeny", "from-lport", "inport")):
+        acl = ["--type=port-group", "acl-add", name]
+        cmds += [["pg-add", name, *every],
+                 [*acl, direction, "1000", f"{port} == @{name}", "drop"],
+                 [*acl, direction, "1001", f"{port} == @{name} && arp", "allow"]]
+    return cmds
+
+
+def lb_line(n: int) -> list[Command]:
+    """Cluster services in one group on every node switch and GR (backends: pods 0
+    and 1 of the first nodes, none shared), and a NodePort LB per GR backed by that
+    node's pod 2."""
+    def backends(*hosts: tuple[int, int]) -> str:
+        return ",".join(f"{node_ip(i, 3 + p)}:8080" for i, p in hosts)
+
+    opts = ["options:reject=true", 'options:hairpin_snat_ip="169.254.169.5"']
+    a, b, c = (0, 0), (1 % n, 0), (0, 1)
+    cmds: list[Command] = [
+        ["--id=@svc_tcp", "create", "Load_Balancer", "name=cluster_tcp", "protocol=tcp",
+         f'vips:"172.30.0.1:443"="{backends(a, b)}"',
+         f'vips:"172.30.0.10:80"="{backends(c)}"', *opts],
+        ["--id=@svc_udp", "create", "Load_Balancer", "name=cluster_udp", "protocol=udp",
+         f'vips:"172.30.0.10:53"="{backends((1 % n, 1))}"', *opts],
+        ["--id=@lbg", "create", "Load_Balancer_Group", "name=cluster_lbg",
+         "load_balancer=@svc_tcp,@svc_udp"],
+    ]
+    for i in range(n):
+        cmds += [["add", "Logical_Switch", node(i), "load_balancer_group", "@lbg"],
+                 ["add", "Logical_Router", gr(i), "load_balancer_group", "@lbg"],
+                 [f"--id=@np{i}", "create", "Load_Balancer", f"name=nodeport_{node(i)}",
+                  "protocol=tcp", f'vips:"{ext_ip(i)}:30080"="{backends((i, 2))}"', *opts],
+                 ["add", "Logical_Router", gr(i), "load_balancer", f"@np{i}"]]
+    return cmds
+
+
+def nbctl_lines(n: int) -> list[list[Command]]:
+    """The script's NB lines, each the commands of one `ovn-nbctl` call, for `n`
+    nodes (1 to 250: the join and external addresses stay in one /24 byte plus 2)."""
+    if not 1 <= n <= 250:
+        raise ValueError(f"a cluster has 1 to 250 nodes: {n}")
+    return [cluster_line(), *node_lines(n), namespace_line(n), lb_line(n)]
+
+
+def joined(cmds: list[Command]) -> list[str]:
+    """The arguments of one `ovn-nbctl` call running `cmds` in one transaction."""
+    out: list[str] = []
+    for i, cmd in enumerate(cmds):
+        if i:
+            out.append("--")
+        out += cmd
+    return out
+
+
+def script_text(n: int) -> str:
+    head = ["#! renumber Port_Binding",
+            f"# An ovn-kubernetes-like cluster of {n} nodes: cluster router, join switch, "
+            "per node a node",
+            f"# switch with {PODS} pods, a gateway router and an external switch; "
+            f"{NAMESPACES} namespaces, a cluster LB group;",
+            f"# generated by `tests/northd/k8sgen.py {n}` (edit that, not this file)."]
+    sims = [f"sim chassis {chassis(i)} 192.168.1.{i + 1}"
+            for i in range(n)] if n <= CHASSIS_WITH_SIM else []
+    body = [f"nbctl {shlex.join(joined(c))}" for c in nbctl_lines(n)]
+    return "\n".join([*head, *sims, *body]) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(script_text(int(sys.argv[1]) if sys.argv[1:] else 5))
