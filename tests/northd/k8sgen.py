@@ -26,8 +26,8 @@ Rules kept here:
   datapath requests its key (router 1, join 2, node i: 3i+3 switch, 3i+4 GR, 3i+5
   external); the script renumbers only Port_Binding.
 - Nothing whose flows depend on NB UUID order (no ECMP routes, no route tables, no
-  distributed gateway ports), and no two load balancers share a backend (23.03's
-  undnat hint would then name either).
+  distributed gateway ports), and no two load balancers share a backend or a VIP's IP
+  (23.03's undnat and defrag flows would then carry the hint of either, in hash order).
 - No line names a row by UUID (`--id=@name` inside the line instead), so the lines can
   also be joined into one transaction (the cold-start benchmark loads them so). The
   simulated chassis (`sim chassis`, only with `chassis=True`) come first, before any
@@ -212,7 +212,7 @@ def lb_line(n: int) -> list[Command]:
          f'vips:"172.30.0.1:443"="{backends(a, b)}"',
          f'vips:"172.30.0.10:80"="{backends(c)}"', *opts],
         ["--id=@svc_udp", "create", "Load_Balancer", "name=cluster_udp", "protocol=udp",
-         f'vips:"172.30.0.10:53"="{backends((1 % n, 1))}"', *opts],
+         f'vips:"172.30.0.11:53"="{backends((1 % n, 1))}"', *opts],
         ["--id=@lbg", "create", "Load_Balancer_Group", "name=cluster_lbg",
          "load_balancer=@svc_tcp,@svc_udp"],
     ]
