@@ -17,8 +17,8 @@ Rules kept here:
 - Where 23.03 prints something in an order of its hash tables, the rule that makes it
   canonical is in `canonical` (for now one: the MAC set of the self-originated ARP/ND
   flood flow) and written in docs/compat.md.
-- `ovn-trace` output is compared after `canonical_trace` (no flow UUIDs or sources;
-  router pipelines cut off, the switch pipeline is what is compared).
+- `ovn-trace` output is compared after `canonical_trace` (no flow UUIDs or sources),
+  switch and router pipelines end to end.
 - `Outcomes` runs a script once per northd per process, for every module comparing it.
 
 Run as a script to see the differences of some scripts (`-` real, `+` ours):
@@ -179,10 +179,9 @@ def traces_of(run: Run, probes: Sequence[Probe], lflows: Sequence[str],
               labels: Mapping[str, str]) -> list[Trace]:
     if not probes:
         return []
-    routers = frozenset(run.nbctl("--bare", "--columns=name", "list",
-                                  "Logical_Router").split())
     flows = flow_index(lflows)
-    return [trace_of(run, p, routers, flows, labels) for p in probes]
+    # Router pipelines are compared end to end (no router's section is cut).
+    return [trace_of(run, p, frozenset(), flows, labels) for p in probes]
 
 
 def canonical_trace(text: str, routers: frozenset[str] = frozenset(),
@@ -345,12 +344,12 @@ def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scripts", nargs="+", help="corpus script names or paths")
     ap.add_argument("--stage", action="append", default=[],
-                    help="stage name prefix to compare (repeatable; default ls_)")
+                    help="stage name prefix to compare (repeatable; default ls_ and lr_)")
     ap.add_argument("--show", choices=("real", "ours"), help="print one side's flows")
     ap.add_argument("--traces", action="store_true",
                     help="also compare the traces of the script's probes (traces.py)")
     args = ap.parse_args(argv)
-    stages = args.stage or ["ls_"]
+    stages = args.stage or ["ls_", "lr_"]
     status = 0
     for name in args.scripts:
         script = load(name)

@@ -5,9 +5,9 @@ on the real ovsdb-server) and the normalized rows of the table must be equal. Pa
 our northd does not get right yet are listed in `XFAIL` with the reason; they are
 strict, so a fix makes the pair XPASS, which fails until it leaves the list.
 
-The same runs give the logical flows: `test_lflows_match_real` compares the switch
-pipeline of `ovn-sbctl lflow-list` line for line (`lflowdiff`), and
-`test_lflow_rows_match_real` the switch pipeline's `Logical_Flow` rows themselves (what
+The same runs give the logical flows: `test_lflows_match_real` compares the switch and
+router pipelines of `ovn-sbctl lflow-list` line for line (`lflowdiff`), and
+`test_lflow_rows_match_real` their `Logical_Flow` rows themselves (what
 lflow-list does not print: stage hints, `tags`, `controller_meter`, datapath groups).
 Scripts whose flows still differ are in `XFAIL_LFLOWS` / `XFAIL_LFLOW_ROWS` (strict).
 
@@ -47,14 +47,14 @@ from procs import require
 SCRIPTS: dict[str, Script] = {s.name: s for s in load_corpus()}
 TABLES: tuple[str, ...] = tuple(f"NB.{t}" for t in NB_WRITTEN) + tuple(f"SB.{t}"
                                                                          for t in SB_OWNED)
-SWITCH = ("ls_",)  # the stages compared: the logical switch pipeline
+PIPELINES = ("ls_", "lr_")  # the stages compared: the switch and router pipelines
 SHOWN = 80  # diff lines shown on a failure
 
 # (script, table) -> why our northd differs there. Shrinks as northd grows.
 XFAIL: dict[tuple[str, str], str] = {}
-# script -> why its switch flows (lflow-list lines) differ from 23.03's.
+# script -> why its flows (lflow-list lines) differ from 23.03's.
 XFAIL_LFLOWS: dict[str, str] = {}
-# script -> why its switch Logical_Flow rows differ (beyond the lflow-list lines).
+# script -> why its Logical_Flow rows differ (beyond the lflow-list lines).
 XFAIL_LFLOW_ROWS: dict[str, str] = {}
 
 Runner = Callable[[str, str], Outcome]
@@ -105,19 +105,19 @@ def _report(table: str, expected: Snapshot, actual: Snapshot, what: str) -> str:
     return _shown(diff(expected, actual, table), f"{table}: {what}")
 
 
-def switch_lines(outcome: Outcome) -> list[str]:
-    return only_stages(outcome.lflows, SWITCH)
+def pipeline_lines(outcome: Outcome) -> list[str]:
+    return only_stages(outcome.lflows, PIPELINES)
 
 
 def lflow_diff(real: Outcome, ours: Outcome) -> list[str]:
-    """The switch pipeline's lflow-list lines only in `real` (-) or only in `ours` (+)."""
-    return diff_lines(switch_lines(real), switch_lines(ours))[2:]
+    """The lflow-list lines only in `real` (-) or only in `ours` (+)."""
+    return diff_lines(pipeline_lines(real), pipeline_lines(ours))[2:]
 
 
-def switch_rows(snap: Snapshot) -> Snapshot:
-    """The switch pipeline's `Logical_Flow` rows, and the datapath groups they use."""
+def pipeline_rows(snap: Snapshot) -> Snapshot:
+    """The switch and router pipelines' `Logical_Flow` rows, and the datapath groups they use."""
     flows = {k: row for k, row in snap.tables.get("SB.Logical_Flow", {}).items()
-             if _stage_name(row).startswith(SWITCH)}
+             if _stage_name(row).startswith(PIPELINES)}
     groups = snap.tables.get("SB.Logical_DP_Group", {})
     used = {str(row.get("logical_dp_group")) for row in flows.values()}
     return Snapshot({"SB.Logical_Flow": flows,
@@ -148,24 +148,24 @@ def test_matches_real(script: str, table: str, runs: Runner) -> None:
 @pytest.mark.interop
 @pytest.mark.parametrize("script", _scripts(XFAIL_LFLOWS))
 def test_lflows_match_real(script: str, runs: Runner) -> None:
-    """`lflow-list` of the switch pipeline: ours line for line as 23.03's."""
+    """`lflow-list` of the switch and router pipelines: ours line for line as 23.03's."""
     ours = _ours(runs, script)
     real = runs(script, "real")
     lines = lflow_diff(real, ours)
     if lines:
         n = sum(1 for ln in lines if ln[:1] in "+-")
-        pytest.fail(_shown(lines, f"{n} switch flow lines differ (- real, + ours); "
-                           f"{len(switch_lines(real))} real, {len(switch_lines(ours))} ours"),
+        pytest.fail(_shown(lines, f"{n} flow lines differ (- real, + ours); "
+                           f"{len(pipeline_lines(real))} real, {len(pipeline_lines(ours))} ours"),
                     pytrace=False)
 
 
 @pytest.mark.interop
 @pytest.mark.parametrize("script", _scripts(XFAIL_LFLOW_ROWS))
 def test_lflow_rows_match_real(script: str, runs: Runner) -> None:
-    """The switch pipeline's SB rows: what lflow-list shows, and the stage hints,
+    """The pipelines' SB rows: what lflow-list shows, and the stage hints,
     `tags:in_out_port`, `controller_meter` and datapath groups it does not."""
-    ours = switch_rows(_ours(runs, script).snapshot)
-    real = switch_rows(runs(script, "real").snapshot)
+    ours = pipeline_rows(_ours(runs, script).snapshot)
+    real = pipeline_rows(runs(script, "real").snapshot)
     bad = [t for t in ("SB.Logical_Flow", "SB.Logical_DP_Group") if _differs(real, ours, t)]
     if bad:
         pytest.fail("\n".join(_report(t, real, ours, "ours differs (- real, + ours)")
@@ -204,7 +204,7 @@ def test_corpus_covers_the_tables() -> None:
 GENERATED_SEEDS = (1, 2, 3, 4, 5)
 # seed -> why our northd differs on that generated history.
 XFAIL_GENERATED: dict[int, str] = {}
-# seed -> why our switch flows differ on that generated history.
+# seed -> why our flows differ on that generated history.
 XFAIL_GENERATED_LFLOWS: dict[int, str] = {}
 
 _generated: dict[tuple[int, str], tuple[Snapshot, tuple[str, ...]] | BaseException] = {}
@@ -268,14 +268,14 @@ def test_generated_matches_real(seed: int, tmp_path_factory: pytest.TempPathFact
 @pytest.mark.parametrize("seed", _seeds(XFAIL_GENERATED_LFLOWS))
 def test_generated_lflows_match_real(seed: int, tmp_path_factory: pytest.TempPathFactory
                                      ) -> None:
-    """The same histories' switch flows (the runs of `test_generated_matches_real`)."""
+    """The same histories' flows (the runs of `test_generated_matches_real`)."""
     if not ours_available():
         pytest.skip("pyovsdb northd is not built yet")
     _, real = _generated_run(seed, "real", tmp_path_factory)
     _, ours = _generated_run(seed, "ours", tmp_path_factory)
-    lines = diff_lines(only_stages(real, SWITCH), only_stages(ours, SWITCH))[2:]
+    lines = diff_lines(only_stages(real, PIPELINES), only_stages(ours, PIPELINES))[2:]
     if lines:
-        pytest.fail(_shown(lines, "switch flow lines differ (- real, + ours)")
+        pytest.fail(_shown(lines, "flow lines differ (- real, + ours)")
                     + _history(seed), pytrace=False)
 
 

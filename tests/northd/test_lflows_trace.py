@@ -4,7 +4,7 @@ of `traces.py`) must take the same way through the switch pipeline.
 Each (script, probe) is its own test. The traces come from the runs the differential
 module makes (one per northd and script, shared through `lflowdiff.OUTCOMES`); run
 alone, this module runs each traced script once per northd. A trace is compared after
-`lflowdiff.canonical_trace` (no flow UUIDs or sources; router pipelines cut off; a
+`lflowdiff.canonical_trace` (no flow UUIDs or sources; a
 match ovn-trace may pick among equal flows printed as all of them). Probes ours does
 not pass yet are in `XFAIL_TRACES` (strict).
 
