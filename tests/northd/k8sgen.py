@@ -1,6 +1,7 @@
 """An ovn-kubernetes-like cluster, written as a differential-harness script.
 
-What it owns: the NB of `corpus/155_lf_k8s_5_nodes.txt` and `corpus/156_lf_k8s_100_nodes.txt`
+What it owns: the NB of `corpus/155_lf_k8s_5_nodes.txt`, `156_lf_k8s_100_nodes.txt` and
+`157_lf_k8s_churn.txt` (the 5 nodes, then the changes of `churn_lines`)
 (the node topology ovn-kubernetes provisions, as ovn-heater's `WorkerNode.provision`
 builds it), as `ovn-nbctl` command lines, and the text of those scripts:
 - one `ovn_cluster_router` and one `join` switch;
@@ -34,7 +35,8 @@ Rules kept here:
   NB row, so each of their steps is a northd run on an empty NB.
 - Pure and deterministic: the same text every time; regenerate the corpus files with
   `python tests/northd/k8sgen.py 5 > tests/northd/corpus/155_lf_k8s_5_nodes.txt` and
-  `python tests/northd/k8sgen.py 100 > tests/northd/corpus/156_lf_k8s_100_nodes.txt`.
+  `python tests/northd/k8sgen.py 100 > tests/northd/corpus/156_lf_k8s_100_nodes.txt` and
+  `python tests/northd/k8sgen.py 5 --churn > tests/northd/corpus/157_lf_k8s_churn.txt`.
 """
 
 from __future__ import annotations
@@ -233,6 +235,63 @@ def nbctl_lines(n: int) -> list[list[Command]]:
     return [cluster_line(), *node_lines(n), namespace_line(n), lb_line(n)]
 
 
+def churn_lines(n: int) -> list[list[Command]]:
+    """What a cluster goes through after it is up, one NB transaction each: a pod
+    started (port, namespace port group, address set), a network policy, a service
+    added and its endpoints changed, an egress reroute, a new node provisioned (its
+    pods joining their groups in the next transaction: the `uuid(...)` references are
+    the harness's and name rows of earlier transactions), and the pod stopped.
+
+    Nothing deleted was created together with other rows of its datapath (the keys
+    left would depend on 23.03's hash order), and no datapath is deleted: 23.03 keeps
+    a shared flow's SB row when its datapath group changes, stage-hint included, so
+    the hint goes on naming a deleted datapath when that one happened to add the flow
+    first (in hash order)."""
+    if n < 3:
+        raise ValueError(f"the churn needs 3 nodes or more: {n}")
+    new_pod, new_ip = f"ns0_pod-{node(1)}-9", node_ip(1, 3 + 9)
+    addr = f"{node_mac(1, 3 + 9)} {new_ip}"
+    lbg = "uuid(Load_Balancer_Group,name=cluster_lbg)"
+    new = n  # the node added
+    add_new = [*node_commands(new),
+               ["add", "Logical_Switch", node(new), "load_balancer_group", lbg],
+               ["add", "Logical_Router", gr(new), "load_balancer_group", lbg],
+               ["--id=@np", "create", "Load_Balancer", f"name=nodeport_{node(new)}",
+                "protocol=tcp", f'vips:"{ext_ip(new)}:30080"="{node_ip(new, 5)}:8080"',
+                "options:reject=true"],
+               ["add", "Logical_Router", gr(new), "load_balancer", "@np"]]
+    join_groups: list[Command] = []
+    for p in range(PODS):
+        port = f"uuid(Logical_Switch_Port,name={pod(new, p)})"
+        join_groups += [["add", "Port_Group", f"pg_ns{p % NAMESPACES}", "ports", port],
+                        ["add", "Port_Group", "ingressDefaultDeny", "ports", port],
+                        ["add", "Port_Group", "egressDefaultDeny", "ports", port],
+                        ["add", "Address_Set", f"as_ns{p % NAMESPACES}", "addresses",
+                         f'"{node_ip(new, 3 + p)}"']]
+    return [
+        [["--id=@p", "create", "Logical_Switch_Port", f"name={new_pod}",
+          f'addresses="{addr}"', f'port_security="{addr}"',
+          f"options:requested-chassis={chassis(1)}"],
+         ["add", "Logical_Switch", node(1), "ports", "@p"],
+         ["add", "Port_Group", "pg_ns0", "ports", "@p"],
+         ["add", "Port_Group", "ingressDefaultDeny", "ports", "@p"],
+         ["add", "Port_Group", "egressDefaultDeny", "ports", "@p"],
+         ["add", "Address_Set", "as_ns0", "addresses", f'"{new_ip}"']],
+        [["--type=port-group", "acl-add", "pg_ns1", "to-lport", "1001",
+          "outport == @pg_ns1 && ip4.src == $as_ns0 && tcp.dst == 5432", "allow-related"]],
+        [["set", "Load_Balancer", "cluster_tcp",
+          f'vips:"172.30.0.20:8443"="{node_ip(2, 3)}:8443,{new_ip}:8443"']],
+        [["set", "Load_Balancer", "cluster_tcp",
+          f'vips:"172.30.0.10:80"="{node_ip(0, 4)}:8080,{node_ip(2, 3)}:8080"']],
+        [["lr-policy-add", "ovn_cluster_router", "100", f"ip4.src == {node_ip(0, 3)}",
+          "reroute", join_ip(2 + 2)]],
+        add_new,
+        join_groups,
+        [["lsp-del", new_pod],
+         ["remove", "Address_Set", "as_ns0", "addresses", f'"{new_ip}"']],
+    ]
+
+
 def joined(cmds: list[Command]) -> list[str]:
     """The arguments of one `ovn-nbctl` call running `cmds` in one transaction."""
     out: list[str] = []
@@ -243,18 +302,24 @@ def joined(cmds: list[Command]) -> list[str]:
     return out
 
 
-def script_text(n: int) -> str:
+def script_text(n: int, churn: bool = False) -> str:
+    flag = " --churn" if churn else ""
     head = ["#! renumber Port_Binding",
             f"# An ovn-kubernetes-like cluster of {n} nodes: cluster router, join switch, "
             "per node a node",
             f"# switch with {PODS} pods, a gateway router and an external switch; "
             f"{NAMESPACES} namespaces, a cluster LB group;",
-            f"# generated by `tests/northd/k8sgen.py {n}` (edit that, not this file)."]
+            *(["# then a pod, a policy, services, a reroute and a node added;"]
+              if churn else []),
+            f"# generated by `tests/northd/k8sgen.py {n}{flag}` (edit that, not this file)."]
+    nodes = n + 1 if churn else n
     sims = [f"sim chassis {chassis(i)} 192.168.1.{i + 1}"
-            for i in range(n)] if n <= CHASSIS_WITH_SIM else []
-    body = [f"nbctl {shlex.join(joined(c))}" for c in nbctl_lines(n)]
+            for i in range(nodes)] if n <= CHASSIS_WITH_SIM else []
+    lines = nbctl_lines(n) + (churn_lines(n) if churn else [])
+    body = [f"nbctl {shlex.join(joined(c))}" for c in lines]
     return "\n".join([*head, *sims, *body]) + "\n"
 
 
 if __name__ == "__main__":
-    sys.stdout.write(script_text(int(sys.argv[1]) if sys.argv[1:] else 5))
+    args = [a for a in sys.argv[1:] if a != "--churn"]
+    sys.stdout.write(script_text(int(args[0]) if args else 5, "--churn" in sys.argv[1:]))
