@@ -97,6 +97,11 @@ def l4(src: Vif, dst_mac: str, dst_ip: str, proto: str, dport: int,
             f"{proto}.dst == {dport}{flags}")
 
 
+def ttl(microflow: str, hops: int) -> str:
+    """`microflow` with another IP TTL (a TTL of 1 expires in the first router)."""
+    return microflow.replace("ip.ttl == 64", f"ip.ttl == {hops}")
+
+
 def dhcp_discover(src: Vif) -> str:
     return (f"{src.inport()} && eth.dst == {BROADCAST} && ip4.src == 0.0.0.0 && "
             "ip4.dst == 255.255.255.255 && ip.ttl == 64 && udp.src == 68 && udp.dst == 67")
@@ -137,6 +142,12 @@ _VM0 = Vif("vm0", "00:00:00:00:00:01", "10.0.0.10")
 _VM1 = Vif("vm1", "00:00:00:00:01:01", "10.0.0.11")
 _VM2 = Vif("vm2", "00:00:00:00:01:02", "10.0.0.12")
 _E2 = Vif("vm2", "00:00:00:00:00:02", "10.0.0.12")
+_R0 = Vif("vm0", "00:00:00:00:00:10", "10.0.0.10")
+_R1 = Vif("vm1", "00:00:00:00:01:10", "10.0.1.10")
+_R2 = Vif("vm2", "00:00:00:00:00:20", "10.0.0.20")
+_R_LR0 = "00:00:00:00:ff:01"  # lr0-sw0, the first hop of sw0's VIFs
+_EXT = Vif("ln-public", "00:00:00:00:ee:01", "198.51.100.7")
+_GR_EXT = Vif("gr0-ext", "00:00:00:00:ee:02", "172.16.0.200")
 _NEW = ("new", "new")  # one --ct per ct_next: ingress, then egress
 _EST = ("est", "est")
 
@@ -416,5 +427,35 @@ TRACES: dict[str, tuple[Probe, ...]] = {
             Vif("p1", "00:00:00:00:00:01", "10.0.0.1"))),
         Probe("to-unknown", "sw0", icmp_echo(Vif("p1", "00:00:00:00:00:01", "10.0.0.1"),
                                              Vif("x", "00:00:00:00:00:99", "10.0.0.99"))),
+    ),
+    "142_lf_trace_routers": (
+        Probe("east-west", "sw0", icmp_echo(_R0, Vif("vm1", _R_LR0, "10.0.1.10"))),
+        Probe("east-west-back", "sw1", icmp_echo(_R1, Vif("vm0", "00:00:00:00:ff:02",
+                                                          "10.0.0.10"))),
+        Probe("snat-out", "sw0", l4(_R0, _R_LR0, "198.51.100.7", "tcp", 443), ct=_NEW * 4),
+        Probe("floating-ip-out", "sw0", icmp_echo(_R2, Vif("x", _R_LR0, "198.51.100.7")),
+              ct=_NEW * 4),
+        Probe("floating-ip-in", "public", icmp_echo(_EXT, Vif("x", "00:00:20:20:12:13",
+                                                              "172.16.0.110")),
+              ct=_NEW * 4),
+        Probe("reroute-policy", "sw1", icmp_echo(_R1, Vif("x", "00:00:00:00:ff:02",
+                                                          "192.0.2.9"))),
+        Probe("ttl-expired", "sw0", ttl(icmp_echo(_R0, Vif("vm1", _R_LR0, "10.0.1.10")),
+                                        1)),
+        Probe("arp-for-router", "sw1", arp_request(_R1, "10.0.1.1")),
+    ),
+    "135_lf_lr_lb_gw_router": (
+        Probe("udp-to-gw-router-vip", "gr0", l4(_GR_EXT, "00:00:00:00:ff:02",
+                                               "172.16.0.100", "udp", 53), ct=_NEW * 4),
+        Probe("tcp-to-vip-on-nat-ip", "gr0", l4(_GR_EXT, "00:00:00:00:ff:02",
+                                               "172.16.0.50", "tcp", 443), ct=_NEW * 4),
+    ),
+    "116_lf_policies": (
+        Probe("policy-drop", "lr0", icmp_echo(Vif("lr0-sw0", "00:00:00:00:00:05",
+                                                  "10.0.0.5"),
+                                              Vif("x", "00:00:00:00:ff:01", "10.1.0.99"))),
+        Probe("policy-reroute-pkt-mark", "lr0", icmp_echo(
+            Vif("lr0-sw0", "00:00:00:00:00:12", "10.0.0.12"),
+            Vif("x", "00:00:00:00:ff:01", "10.1.0.77"))),
     ),
 }
