@@ -5,14 +5,16 @@ the dummy datapath and `ovn-controller`) consuming the SB.
 The scenario: switches sw0 (vm1 on hv1, vm2 on hv2) and sw1 (vm3 on hv1, vm4 on hv2)
 joined by a distributed router lr0, whose default route leads over a join switch to a
 gateway router gr0 bound to hv2; gr0 has a port on the switch ext (ext1, a VIF on hv2),
-SNATs the subnets and gives vm2 a floating IP. What must hold with our northd as with
-the real one: every VIF claimed, up and ovn-installed; the same number of OpenFlow
-flows on each hypervisor, and the same flow tables once normalized; `ofproto/trace`
-taking the same datapath actions in every pass: vm1 to vm3 through lr0 on one
-hypervisor and vm1 to vm4 on the other (the port or tunnel, both MACs rewritten, the
-TTL decremented), vm1 to vm3 with a TTL of 1 (not delivered), and through the gateway
-router on its chassis: vm2 to ext1 (SNAT to its floating IP) and ext1 to vm2's
-floating IP (DNAT).
+SNATs the subnets and gives vm2 a floating IP ("bound"); then the floating IP moves to
+vm4 and a router policy of lr0 drops vm1's packets to vm3 ("changed"). What must hold
+with our northd as with the real one, in both phases: every VIF claimed, up and
+ovn-installed; the same number of OpenFlow flows on each hypervisor, and the same flow
+tables once normalized; `ofproto/trace` taking the same datapath actions in every
+pass: vm1 to vm3 through lr0 on one hypervisor (dropped once changed) and vm1 to vm4
+on the other (the port or tunnel, both MACs rewritten, the TTL decremented), vm1 to
+vm3 with a TTL of 1 (an ICMP reply from the controller, not delivered), and through
+the gateway router on its chassis: vm2 and vm4 to ext1 (SNAT to the floating IP or
+the router's address) and ext1 to the floating IP (DNAT to its VIF).
 
 Rules kept here:
 - The northd is the only thing that differs between the two runs: the databases and
@@ -76,6 +78,8 @@ ROUTER_PORTS: dict[str, tuple[str, str, str, str]] = {
 }
 FLOATING_IP = "172.16.0.50"  # vm2's
 SNAT_IP = "172.16.0.1"
+PHASES = ("bound", "changed")
+FLOATING = {"bound": "vm2", "changed": "vm4"}  # the VIF behind the floating IP
 
 
 def mac_of(port: str) -> str:
@@ -92,10 +96,11 @@ class Run:
     bindings: dict[str, str | None] = field(default_factory=dict)
     up: dict[str, bool] = field(default_factory=dict)
     installed: dict[str, bool] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)  # per hypervisor
-    flows: dict[str, list[str]] = field(default_factory=dict)  # normalized, per hypervisor
-    traces: dict[str, list[str]] = field(default_factory=dict)
-    sb_flows: int = 0
+    # per phase, then per hypervisor: the number of flows, and the normalized table
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    flows: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    traces: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # per phase
+    sb_flows: dict[str, int] = field(default_factory=dict)  # Logical_Flow rows per phase
 
     def ok(self) -> None:
         if self.error:
@@ -145,7 +150,7 @@ def topology(d: RouterDeployment, run: Run) -> None:
     cp.nbctl("--wait=sb", "lr-route-add", "gr0", "10.0.0.0/16", "100.64.0.1")
     cp.nbctl("--wait=sb", "lr-nat-add", "gr0", "snat", SNAT_IP, "10.0.0.0/16")
     cp.nbctl("--wait=sb", "lr-nat-add", "gr0", "dnat_and_snat", FLOATING_IP,
-             VIFS["vm2"].ip)
+             VIFS[FLOATING["bound"]].ip)
 
 
 def build(d: RouterDeployment, run: Run) -> None:
@@ -165,14 +170,35 @@ def build(d: RouterDeployment, run: Run) -> None:
     run.up = {p: cp.port_up(p) for p in VIFS}
     run.installed = {p: d.hvs[v.hv].interface_ids(f"if-{p}").get("ovn-installed") == "true"
                      for p, v in VIFS.items()}
+    snapshot(d, run, "bound")
+
+
+def changes(d: RouterDeployment, run: Run) -> None:
+    """The floating IP moved from vm2 to vm4, and a policy of lr0 that drops vm1's
+    packets to vm3; flows updated on the hypervisors."""
+    cp = d.cp
+    run.step = "moving the floating IP and adding a router policy"
+    cp.nbctl("--wait=sb", "lr-nat-del", "gr0", "dnat_and_snat", FLOATING_IP)
+    cp.nbctl("--wait=sb", "lr-nat-add", "gr0", "dnat_and_snat", FLOATING_IP,
+             VIFS[FLOATING["changed"]].ip)
+    cp.nbctl("--wait=sb", "lr-policy-add", "lr0", "1000",
+             f"ip4.src == {VIFS['vm1'].ip} && ip4.dst == {VIFS['vm3'].ip}", "drop")
+    cp.nbctl("--wait=hv", "sync", timeout=WAIT)
+    snapshot(d, run, "changed")
+
+
+def snapshot(d: RouterDeployment, run: Run, phase: str) -> None:
+    """Each hypervisor's settled flow table, the SB's flow count, and the traces."""
+    run.step = f"reading what the hypervisors installed ({phase})"
+    run.counts[phase], run.flows[phase] = {}, {}
     for name, hv in d.hvs.items():
         hv.wait_flows_stable()
-        run.counts[name] = hv.flow_count()
-        run.flows[name] = normalize_learned_cookies(hv.flows())
-    run.sb_flows = len(cp.sbctl("--bare", "--columns=_uuid", "list",
-                                "Logical_Flow").stdout.split())
-    run.step = "tracing packets through the routers"
-    run.traces = {name: d.trace(src, flow) for name, (src, flow) in PACKETS.items()}
+        run.counts[phase][name] = hv.flow_count()
+        run.flows[phase][name] = normalize_learned_cookies(hv.flows())
+    run.sb_flows[phase] = len(d.cp.sbctl("--bare", "--columns=_uuid", "list",
+                                         "Logical_Flow").stdout.split())
+    run.step = f"tracing packets through the routers ({phase})"
+    run.traces[phase] = {name: d.trace(src, flow) for name, (src, flow) in PACKETS.items()}
 
 
 def udp(src: str, dst_mac: str, dst_ip: str, ttl: int = 64) -> tuple[str, str]:
@@ -187,9 +213,9 @@ PACKETS: dict[str, tuple[str, str]] = {
     "vm1->vm4 (lr0, other hv)": udp("vm1", mac_of("lr0-sw0"), VIFS["vm4"].ip),
     "vm3->vm1 (lr0, back)": udp("vm3", mac_of("lr0-sw1"), VIFS["vm1"].ip),
     "vm1->vm3 ttl 1 (expires in lr0)": udp("vm1", mac_of("lr0-sw0"), VIFS["vm3"].ip, ttl=1),
-    "vm2->ext1 (gr0, SNAT to the floating IP)": udp("vm2", mac_of("lr0-sw0"),
-                                                    VIFS["ext1"].ip),
-    "ext1->floating IP (gr0, DNAT to vm2)": udp("ext1", mac_of("gr0-ext"), FLOATING_IP),
+    "vm2->ext1 (gr0, SNAT)": udp("vm2", mac_of("lr0-sw0"), VIFS["ext1"].ip),
+    "vm4->ext1 (gr0, SNAT)": udp("vm4", mac_of("lr0-sw1"), VIFS["ext1"].ip),
+    "ext1->floating IP (gr0, DNAT)": udp("ext1", mac_of("gr0-ext"), FLOATING_IP),
 }
 
 
@@ -198,6 +224,7 @@ def run_one(northd: str, workdir: Path) -> Run:
     d = RouterDeployment(SERVERS, northd, workdir)
     try:
         build(d, run)
+        changes(d, run)
     except Exception as e:  # reported by every test (Run.ok)
         run.error = f"while {run.step}: {type(e).__name__}: {e}\n{d.flow_counts()}"
     finally:
@@ -220,48 +247,67 @@ def test_every_vif_claimed_up_and_installed(runs: dict[str, Run], northd: str) -
     assert run.installed == dict.fromkeys(VIFS, True)
 
 
-def test_same_flow_count_as_real(runs: dict[str, Run]) -> None:
+@pytest.mark.parametrize("phase", PHASES)
+def test_same_flow_count_as_real(runs: dict[str, Run], phase: str) -> None:
     real, ours = runs["real"], runs["ours"]
     real.ok()
     ours.ok()
+    counts = real.counts[phase]
     for hv in ("hv1", "hv2"):
-        assert real.counts[hv] > 100, (hv, real.counts)  # router pipelines installed
+        assert counts[hv] > 100, (hv, counts)  # router pipelines installed
     # hv2 also hosts the gateway router, which hv1 has no flows for.
-    assert real.counts["hv2"] > real.counts["hv1"], real.counts
-    assert ours.counts == real.counts, (
-        f"OpenFlow flows per hypervisor: ours {ours.counts}, real {real.counts} "
-        f"(Logical_Flow rows: ours {ours.sb_flows}, real {real.sb_flows})")
+    assert counts["hv2"] > counts["hv1"], counts
+    assert ours.counts[phase] == counts, (
+        f"OpenFlow flows per hypervisor: ours {ours.counts[phase]}, real {counts} "
+        f"(Logical_Flow rows: ours {ours.sb_flows[phase]}, real {real.sb_flows[phase]})")
 
 
-def test_same_flows_as_real(runs: dict[str, Run]) -> None:
+@pytest.mark.parametrize("phase", PHASES)
+def test_same_flows_as_real(runs: dict[str, Run], phase: str) -> None:
     real, ours = runs["real"], runs["ours"]
     real.ok()
     ours.ok()
     for hv in ("hv1", "hv2"):
-        o, r = ours.flows[hv], real.flows[hv]
+        o, r = ours.flows[phase][hv], real.flows[phase][hv]
         only_o, only_r = sorted(set(o) - set(r)), sorted(set(r) - set(o))
         assert o == r, (f"{hv}: {len(only_o)} flows only with ours, {len(only_r)} only "
                         "with the real northd\n  only ours:\n    " + "\n    ".join(only_o[:15])
                         + "\n  only real:\n    " + "\n    ".join(only_r[:15]))
 
 
-def test_trace_through_routers_as_real(runs: dict[str, Run]) -> None:
+def test_changes_reach_the_hypervisors(runs: dict[str, Run]) -> None:
+    """Moving the floating IP and the policy replaced flows on both hypervisors (hv1
+    has lr0's policy, hv2 lr0's and gr0's NAT), with either northd."""
+    for run in runs.values():
+        run.ok()
+        for hv in ("hv1", "hv2"):
+            assert run.flows["changed"][hv] != run.flows["bound"][hv], (run.northd, hv)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_trace_through_routers_as_real(runs: dict[str, Run], phase: str) -> None:
     real, ours = runs["real"], runs["ours"]
     real.ok()
     # What the real northd's flows do, so that equal traces mean something.
-    t = real.traces
+    t = real.traces[phase]
     same_hv = t["vm1->vm3 (lr0, same hv)"][-1]
-    assert same_hv.endswith("if-vm3"), same_hv
-    rewritten = f"set(eth(src={mac_of('lr0-sw1')},dst={VIFS['vm3'].mac}))"
-    assert rewritten in same_hv and "ttl=63" in same_hv, same_hv
+    if phase == "bound":
+        assert same_hv.endswith("if-vm3"), same_hv
+        rewritten = f"set(eth(src={mac_of('lr0-sw1')},dst={VIFS['vm3'].mac}))"
+        assert rewritten in same_hv and "ttl=63" in same_hv, same_hv
+    else:
+        assert same_hv.endswith("drop"), same_hv  # lr0's policy
     assert t["vm1->vm4 (lr0, other hv)"][-1].endswith("ovn-hv2-0")
     assert t["vm3->vm1 (lr0, back)"][-1].endswith("if-vm1")
     expired = t["vm1->vm3 ttl 1 (expires in lr0)"][-1]
     assert "if-vm3" not in expired and "controller(" in expired, expired  # ICMP reply
-    snat = "\n".join(t["vm2->ext1 (gr0, SNAT to the floating IP)"])
-    assert snat.endswith("if-ext1") and f"nat(src={FLOATING_IP})" in snat, snat
-    dnat = "\n".join(t["ext1->floating IP (gr0, DNAT to vm2)"])
-    assert dnat.endswith("if-vm2") and f"nat(dst={VIFS['vm2'].ip})" in dnat, dnat
+    floating = FLOATING[phase]
+    for vm in ("vm2", "vm4"):
+        snat = "\n".join(t[f"{vm}->ext1 (gr0, SNAT)"])
+        to = FLOATING_IP if vm == floating else SNAT_IP
+        assert snat.endswith("if-ext1") and f"nat(src={to})" in snat, (vm, snat)
+    dnat = "\n".join(t["ext1->floating IP (gr0, DNAT)"])
+    assert dnat.endswith(f"if-{floating}") and f"nat(dst={VIFS[floating].ip})" in dnat, dnat
     ours.ok()
     for name in PACKETS:
-        assert ours.traces[name] == real.traces[name], name
+        assert ours.traces[phase][name] == t[name], name
