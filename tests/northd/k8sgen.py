@@ -1,7 +1,8 @@
 """An ovn-kubernetes-like cluster, written as a differential-harness script.
 
 What it owns: the NB of `corpus/155_lf_k8s_5_nodes.txt`, `156_lf_k8s_100_nodes.txt` and
-`157_lf_k8s_churn.txt` (the 5 nodes, then the changes of `churn_lines`)
+`157_lf_k8s_churn.txt` (the 5 nodes, then the changes of `churn_lines`) and
+`158_lf_k8s_dual_stack.txt` (the 5 nodes, every network also IPv6)
 (the node topology ovn-kubernetes provisions, as ovn-heater's `WorkerNode.provision`
 builds it), as `ovn-nbctl` command lines, and the text of those scripts:
 - one `ovn_cluster_router` and one `join` switch;
@@ -36,7 +37,8 @@ Rules kept here:
 - Pure and deterministic: the same text every time; regenerate the corpus files with
   `python tests/northd/k8sgen.py 5 > tests/northd/corpus/155_lf_k8s_5_nodes.txt` and
   `python tests/northd/k8sgen.py 100 > tests/northd/corpus/156_lf_k8s_100_nodes.txt` and
-  `python tests/northd/k8sgen.py 5 --churn > tests/northd/corpus/157_lf_k8s_churn.txt`.
+  `python tests/northd/k8sgen.py 5 --churn > tests/northd/corpus/157_lf_k8s_churn.txt` and
+  `python tests/northd/k8sgen.py 5 --dual-stack > tests/northd/corpus/158_lf_k8s_dual_stack.txt`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ PODS = 3  # per node; pod p of every node is in namespace ns<p % NAMESPACES>
 NAMESPACES = 3
 BATCH = 20  # nodes per nbctl line
 CLUSTER_NET = "10.128.0.0/14"
+CLUSTER_NET6 = "fd00:10:244::/48"
+JOIN_NET6 = "fd98::/64"
 JOIN_NET_LEN = 16
 CHASSIS_WITH_SIM = 5  # scripts of at most this many nodes simulate every chassis
 
@@ -76,10 +80,19 @@ def node_mac(i: int, host: int) -> str:
     return f"0a:58:0a:{128 + (i >> 8):02x}:{i & 255:02x}:{host:02x}"
 
 
+def node_ip6(i: int, host: int) -> str:
+    """The IPv6 twin of `node_ip`, in node `i`'s fd00:10:244:<i + 1>::/64."""
+    return f"fd00:10:244:{i + 1:x}::{host:x}"
+
+
 def join_ip(k: int) -> str:
     """The `k`-th address of the join subnet 100.64.0.0/16 (1: the cluster router,
     node i's GR: i + 2)."""
     return f"100.64.{k >> 8}.{k & 255}"
+
+
+def join_ip6(k: int) -> str:
+    return f"fd98::{k:x}"
 
 
 def join_mac(k: int) -> str:
@@ -89,6 +102,11 @@ def join_mac(k: int) -> str:
 def ext_ip(i: int) -> str:
     """Node `i`'s external address on 172.18.0.0/16 (the underlay gateway is .0.1)."""
     return f"172.18.{(i + 2) >> 8}.{(i + 2) & 255}"
+
+
+def ext_ip6(i: int) -> str:
+    """Node `i`'s external IPv6 address (the underlay gateway is EXT_NET6's ::1)."""
+    return f"fc00:f853:ccd:e793::{i + 2:x}"
 
 
 def ext_mac(i: int) -> str:
@@ -105,39 +123,57 @@ def router_lsp(switch: str, lsp: str, lrp: str, *options: str) -> list[Command]:
             ["lsp-set-options", lsp, f"router-port={lrp}", *options]]
 
 
-def cluster_line() -> list[Command]:
+def cluster_line(dual: bool = False) -> list[Command]:
     lrp = "rtoj-ovn_cluster_router"
+    v6: list[Command] = [
+        ["lr-policy-add", "ovn_cluster_router", "102",
+         f"ip6.src == {CLUSTER_NET6} && ip6.dst == {CLUSTER_NET6}", "allow"],
+        ["lr-policy-add", "ovn_cluster_router", "102",
+         f"ip6.src == {CLUSTER_NET6} && ip6.dst == {JOIN_NET6}", "allow"]]
     return [["lr-add", "ovn_cluster_router"],
             ["set", "Logical_Router", "ovn_cluster_router", "options:requested-tnl-key=1"],
             ["ls-add", "join"],
             ["set", "Logical_Switch", "join", "other_config:requested-tnl-key=2"],
             ["lrp-add", "ovn_cluster_router", lrp, join_mac(1),
-             f"{join_ip(1)}/{JOIN_NET_LEN}"],
+             f"{join_ip(1)}/{JOIN_NET_LEN}", *([f"{join_ip6(1)}/64"] if dual else [])],
             *router_lsp("join", "jtor-ovn_cluster_router", lrp),
             ["lr-policy-add", "ovn_cluster_router", "102",
              f"ip4.src == {CLUSTER_NET} && ip4.dst == {CLUSTER_NET}", "allow"],
             ["lr-policy-add", "ovn_cluster_router", "102",
-             f"ip4.src == {CLUSTER_NET} && ip4.dst == 100.64.0.0/16", "allow"]]
+             f"ip4.src == {CLUSTER_NET} && ip4.dst == 100.64.0.0/16", "allow"],
+            *(v6 if dual else [])]
 
 
-def node_commands(i: int) -> list[Command]:
+def node_commands(i: int, dual: bool = False) -> list[Command]:
+    """Node `i`'s rows; with `dual`, every network, address, SNAT, route and policy
+    also in IPv6."""
     ls, lr, ext = node(i), gr(i), f"ext_{node(i)}"
     rtos, rtoj, rtoe = f"rtos-{ls}", f"rtoj-{lr}", f"rtoe-{lr}"
     mgmt = f"k8s-{ls}"
-    mgmt_addr = f"{node_mac(i, 2)} {node_ip(i, 2)}"
+
+    def addr(host: int) -> str:
+        return " ".join([node_mac(i, host), node_ip(i, host),
+                         *([node_ip6(i, host)] if dual else [])])
+
+    def six(*net: str) -> list[str]:
+        return list(net) if dual else []
+    mgmt_addr = addr(2)
     cmds: list[Command] = [
         ["ls-add", ls],
         ["set", "Logical_Switch", ls, f"other_config:requested-tnl-key={3 + 3 * i}"],
-        ["lrp-add", "ovn_cluster_router", rtos, node_mac(i, 1), f"{node_ip(i, 1)}/24"],
+        ["lrp-add", "ovn_cluster_router", rtos, node_mac(i, 1), f"{node_ip(i, 1)}/24",
+         *six(f"{node_ip6(i, 1)}/64")],
         *router_lsp(ls, f"stor-{ls}", rtos),
         ["lsp-add", ls, mgmt], ["lsp-set-addresses", mgmt, mgmt_addr],
         ["acl-add", ls, "to-lport", "1001", f"ip4.src == {node_ip(i, 2)}",
          "allow-related"],
     ]
+    if dual:
+        cmds.append(["acl-add", ls, "to-lport", "1001", f"ip6.src == {node_ip6(i, 2)}",
+                     "allow-related"])
     for p in range(PODS):
-        addr = f"{node_mac(i, 3 + p)} {node_ip(i, 3 + p)}"
-        cmds += [["lsp-add", ls, pod(i, p)], ["lsp-set-addresses", pod(i, p), addr],
-                 ["lsp-set-port-security", pod(i, p), addr],
+        cmds += [["lsp-add", ls, pod(i, p)], ["lsp-set-addresses", pod(i, p), addr(3 + p)],
+                 ["lsp-set-port-security", pod(i, p), addr(3 + p)],
                  ["lsp-set-options", pod(i, p), f"requested-chassis={chassis(i)}"]]
     cmds += [
         ["lr-add", lr],
@@ -146,14 +182,15 @@ def node_commands(i: int) -> list[Command]:
          "options:snat-ct-zone=0", "options:always_learn_from_arp_request=false",
          f"options:requested-tnl-key={4 + 3 * i}",
          f"external_ids:physical_ip={ext_ip(i)}"],
-        ["lrp-add", lr, rtoj, join_mac(i + 2), f"{join_ip(i + 2)}/{JOIN_NET_LEN}"],
+        ["lrp-add", lr, rtoj, join_mac(i + 2), f"{join_ip(i + 2)}/{JOIN_NET_LEN}",
+         *six(f"{join_ip6(i + 2)}/64")],
         *router_lsp("join", f"jtor-{lr}", rtoj),
         ["ls-add", ext],
         ["set", "Logical_Switch", ext, f"other_config:requested-tnl-key={5 + 3 * i}"],
         ["lsp-add", ext, f"lnet-{ls}"], ["lsp-set-type", f"lnet-{ls}", "localnet"],
         ["lsp-set-addresses", f"lnet-{ls}", "unknown"],
         ["lsp-set-options", f"lnet-{ls}", "network_name=physnet"],
-        ["lrp-add", lr, rtoe, ext_mac(i), f"{ext_ip(i)}/16"],
+        ["lrp-add", lr, rtoe, ext_mac(i), f"{ext_ip(i)}/16", *six(f"{ext_ip6(i)}/64")],
         *router_lsp(ext, f"etor-{lr}", rtoe, "nat-addresses=router",
                     "exclude-lb-vips-from-garp=true"),
         ["lr-nat-add", lr, "snat", ext_ip(i), CLUSTER_NET],
@@ -165,18 +202,30 @@ def node_commands(i: int) -> list[Command]:
          f'inport == "{rtos}" && ip4.dst == {ext_ip(i)} /* {ls} */', "reroute",
          node_ip(i, 2)],
     ]
+    if dual:
+        cmds += [
+            ["lr-nat-add", lr, "snat", ext_ip6(i), CLUSTER_NET6],
+            ["lr-route-add", lr, CLUSTER_NET6, join_ip6(1)],
+            ["lr-route-add", lr, "::/0", "fc00:f853:ccd:e793::1", rtoe],
+            ["--policy=src-ip", "lr-route-add", "ovn_cluster_router",
+             f"{node_ip6(i, 0)}/64", join_ip6(i + 2)],
+            ["lr-policy-add", "ovn_cluster_router", "1004",
+             f'inport == "{rtos}" && ip6.dst == {ext_ip6(i)} /* {ls} */', "reroute",
+             node_ip6(i, 2)],
+        ]
     return cmds
 
 
-def node_lines(n: int) -> list[list[Command]]:
-    return [[c for i in range(start, min(start + BATCH, n)) for c in node_commands(i)]
+def node_lines(n: int, dual: bool = False) -> list[list[Command]]:
+    return [[c for i in range(start, min(start + BATCH, n)) for c in node_commands(i, dual)]
             for start in range(0, n, BATCH)]
 
 
-def namespace_line(n: int) -> list[Command]:
+def namespace_line(n: int, dual: bool = False) -> list[Command]:
     """Per namespace an address set of its pods' IPs and a port group of its pods,
     ingress from the namespace itself and TCP 8080 from anywhere, egress allowed;
-    every pod also in the default-deny groups (ARP let through)."""
+    every pod also in the default-deny groups (ARP let through); with `dual`, a second
+    address set `as_ns<k>_v6` and the same ACLs for IPv6."""
     cmds: list[Command] = []
     every = [pod(i, p) for i in range(n) for p in range(PODS)]
     for k in range(NAMESPACES):
@@ -191,30 +240,51 @@ def namespace_line(n: int) -> list[Command]:
                  [*acl, "to-lport", "1001",
                   f"outport == @{pg} && ip4 && tcp.dst == {8080 + k}", "allow-related"],
                  [*acl, "from-lport", "1001", f"inport == @{pg} && ip4", "allow-related"]]
+        if dual:
+            ips6 = ",".join(f'"{node_ip6(i, 3 + p)}"' for i in range(n)
+                            for p in range(PODS) if p % NAMESPACES == k)
+            cmds += [["create", "Address_Set", f"name=as_ns{k}_v6", f"addresses={ips6}"],
+                     [*acl, "to-lport", "1001",
+                      f"outport == @{pg} && ip6.src == $as_ns{k}_v6", "allow-related"],
+                     [*acl, "to-lport", "1001",
+                      f"outport == @{pg} && ip6 && tcp.dst == {8080 + k}", "allow-related"],
+                     [*acl, "from-lport", "1001", f"inport == @{pg} && ip6",
+                      "allow-related"]]
     for name, direction, port in (("ingressDefaultDeny", "to-lport", "outport"),
                                   ("egressDefaultDeny", "from-lport", "inport")):
         acl = ["--type=port-group", "acl-add", name]
         cmds += [["pg-add", name, *every],
                  [*acl, direction, "1000", f"{port} == @{name}", "drop"],
                  [*acl, direction, "1001", f"{port} == @{name} && arp", "allow"]]
+        if dual:
+            cmds.append([*acl, direction, "1001", f"{port} == @{name} && nd", "allow"])
     return cmds
 
 
-def lb_line(n: int) -> list[Command]:
+def lb_line(n: int, dual: bool = False) -> list[Command]:
     """Cluster services in one group on every node switch and GR (backends: pods 0
     and 1 of the first nodes, none shared), and a NodePort LB per GR backed by that
-    node's pod 2."""
+    node's pod 2; with `dual`, each service also has an IPv6 VIP (in the same LB, as
+    ovn-kubernetes writes a dual-stack service)."""
     def backends(*hosts: tuple[int, int]) -> str:
         return ",".join(f"{node_ip(i, 3 + p)}:8080" for i, p in hosts)
+
+    def backends6(*hosts: tuple[int, int]) -> str:
+        return ",".join(f"[{node_ip6(i, 3 + p)}]:8080" for i, p in hosts)
+
+    def vip6(vip: str, *hosts: tuple[int, int]) -> list[str]:
+        return [f'vips:"{vip}"="{backends6(*hosts)}"'] if dual else []
 
     opts = ["options:reject=true", 'options:hairpin_snat_ip="169.254.169.5"']
     a, b, c = (0, 0), (1 % n, 0), (0, 1)
     cmds: list[Command] = [
         ["--id=@svc_tcp", "create", "Load_Balancer", "name=cluster_tcp", "protocol=tcp",
          f'vips:"172.30.0.1:443"="{backends(a, b)}"',
-         f'vips:"172.30.0.10:80"="{backends(c)}"', *opts],
+         f'vips:"172.30.0.10:80"="{backends(c)}"',
+         *vip6("[fd00:10:96::1]:443", a, b), *vip6("[fd00:10:96::a]:80", c), *opts],
         ["--id=@svc_udp", "create", "Load_Balancer", "name=cluster_udp", "protocol=udp",
-         f'vips:"172.30.0.11:53"="{backends((1 % n, 1))}"', *opts],
+         f'vips:"172.30.0.11:53"="{backends((1 % n, 1))}"',
+         *vip6("[fd00:10:96::b]:53", (1 % n, 1)), *opts],
         ["--id=@lbg", "create", "Load_Balancer_Group", "name=cluster_lbg",
          "load_balancer=@svc_tcp,@svc_udp"],
     ]
@@ -222,17 +292,20 @@ def lb_line(n: int) -> list[Command]:
         cmds += [["add", "Logical_Switch", node(i), "load_balancer_group", "@lbg"],
                  ["add", "Logical_Router", gr(i), "load_balancer_group", "@lbg"],
                  [f"--id=@np{i}", "create", "Load_Balancer", f"name=nodeport_{node(i)}",
-                  "protocol=tcp", f'vips:"{ext_ip(i)}:30080"="{backends((i, 2))}"', *opts],
+                  "protocol=tcp", f'vips:"{ext_ip(i)}:30080"="{backends((i, 2))}"',
+                  *vip6(f"[{ext_ip6(i)}]:30080", (i, 2)), *opts],
                  ["add", "Logical_Router", gr(i), "load_balancer", f"@np{i}"]]
     return cmds
 
 
-def nbctl_lines(n: int) -> list[list[Command]]:
+def nbctl_lines(n: int, dual: bool = False) -> list[list[Command]]:
     """The script's NB lines, each the commands of one `ovn-nbctl` call, for `n`
-    nodes (1 to 250: the join and external addresses stay in one /24 byte plus 2)."""
+    nodes (1 to 250: the join and external addresses stay in one /24 byte plus 2),
+    IPv4 only or `dual` stack."""
     if not 1 <= n <= 250:
         raise ValueError(f"a cluster has 1 to 250 nodes: {n}")
-    return [cluster_line(), *node_lines(n), namespace_line(n), lb_line(n)]
+    return [cluster_line(dual), *node_lines(n, dual), namespace_line(n, dual),
+            lb_line(n, dual)]
 
 
 def churn_lines(n: int) -> list[list[Command]]:
@@ -302,11 +375,13 @@ def joined(cmds: list[Command]) -> list[str]:
     return out
 
 
-def script_text(n: int, churn: bool = False) -> str:
-    flag = " --churn" if churn else ""
+def script_text(n: int, churn: bool = False, dual: bool = False) -> str:
+    if churn and dual:
+        raise ValueError("the churn is written for an IPv4 cluster")
+    flag = " --churn" if churn else " --dual-stack" if dual else ""
     head = ["#! renumber Port_Binding",
-            f"# An ovn-kubernetes-like cluster of {n} nodes: cluster router, join switch, "
-            "per node a node",
+            f"# An ovn-kubernetes-like{' dual-stack' if dual else ''} cluster of {n} "
+            "nodes: cluster router, join switch, per node a node",
             f"# switch with {PODS} pods, a gateway router and an external switch; "
             f"{NAMESPACES} namespaces, a cluster LB group;",
             *(["# then a pod, a policy, services, a reroute and a node added;"]
@@ -315,11 +390,13 @@ def script_text(n: int, churn: bool = False) -> str:
     nodes = n + 1 if churn else n
     sims = [f"sim chassis {chassis(i)} 192.168.1.{i + 1}"
             for i in range(nodes)] if n <= CHASSIS_WITH_SIM else []
-    lines = nbctl_lines(n) + (churn_lines(n) if churn else [])
+    lines = nbctl_lines(n, dual) + (churn_lines(n) if churn else [])
     body = [f"nbctl {shlex.join(joined(c))}" for c in lines]
     return "\n".join([*head, *sims, *body]) + "\n"
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--churn"]
-    sys.stdout.write(script_text(int(args[0]) if args else 5, "--churn" in sys.argv[1:]))
+    flags = {"--churn", "--dual-stack"}
+    args = [a for a in sys.argv[1:] if a not in flags]
+    sys.stdout.write(script_text(int(args[0]) if args else 5, "--churn" in sys.argv[1:],
+                                 "--dual-stack" in sys.argv[1:]))
