@@ -1,5 +1,5 @@
 """`ovn-trace` through our logical flows and through 23.03's: the same packets (the probes
-of `traces.py`) must take the same way through the switch pipeline.
+of `traces.py`) must take the same way through the switch and router pipelines.
 
 Each (script, probe) is its own test. The traces come from the runs the differential
 module makes (one per northd and script, shared through `lflowdiff.OUTCOMES`); run
@@ -10,12 +10,15 @@ not pass yet are in `XFAIL_TRACES` (strict).
 
 `test_probes_are_meaningful` keeps the probes honest: each must trace on the real SB
 (a typo in a port name is an error there, not a pass), and together they must show an
-ARP reply, a DHCP offer, ICMP delivered between two VIFs, a packet an ACL drops and a
-load balancer VIP, on at least 10 scripts.
+ARP reply, a DHCP offer, ICMP delivered between two VIFs, a packet an ACL drops, a
+load balancer VIP, and across routers a packet routed from one switch to another, SNAT
+and DNAT, a router policy, an ECMP member and an expired TTL answered, on at least 10
+scripts.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -97,6 +100,18 @@ def _acl_drops(t: Trace) -> bool:
     return False
 
 
+def _routed_between_switches(t: Trace) -> bool:
+    """Into a router from one switch, routed (TTL decremented), out into another and
+    delivered to a port there."""
+    switches = re.findall(r'^\s*ingress\(dp="([^"]*)", inport="[^"]*"\)', t.text, re.M)
+    return ("ip.ttl--;" in t.text and '/* output to "' in t.text.splitlines()[-1]
+            and len(set(switches)) >= 3)
+
+
+def _policy_applies(t: Trace) -> bool:
+    return bool(re.search(r"^\s*\d+\. lr_in_policy: .*, priority [1-9]\d*$", t.text, re.M))
+
+
 # What the probes must show between them, judged on the real traces.
 SHOWS: dict[str, Callable[[Trace], bool]] = {
     "an ARP reply": lambda t: "arp.op = 2;" in t.text,
@@ -104,6 +119,12 @@ SHOWS: dict[str, Callable[[Trace], bool]] = {
     "ICMP delivered to a port": _delivers_icmp,
     "a packet an ACL drops": _acl_drops,
     "a load balancer VIP": lambda t: "ct_lb_mark(backends=" in t.text,
+    "a packet routed between switches": _routed_between_switches,
+    "SNAT to an address": lambda t: bool(re.search(r"ct_snat(_in_czone)?\(", t.text)),
+    "DNAT to an address": lambda t: bool(re.search(r"ct_dnat(_in_czone)?\(", t.text)),
+    "a router policy": _policy_applies,
+    "an ECMP member chosen": lambda t: "select: reg8[16..31] = " in t.text,
+    "an expired TTL answered": lambda t: "icmp4.type = 11;" in t.text,
 }
 
 

@@ -12,7 +12,13 @@ Rules kept here:
   `ct_next`). Probes go to VIPs with one backend and set no `lb_dst`: ovn-trace picks
   among several backends at random, and `--lb-dst` is applied already at the
   pre-stateful `ct_lb_mark` (without backends), so the VIP's own flow no longer
-  matches.
+  matches. A router's `ct_snat`/`ct_dnat` take a `--ct` too when the packet is not
+  tracked yet, so router probes give a few more `new` than they need (the rest go
+  unused). ovn-trace picks an ECMP `select` member at random: a probe through an ECMP
+  route names the member (`select_id`). On a gateway router ovn-trace stops at a
+  plain `ct_snat;` (23.03's ovn-trace returns there without tracing on), so a packet to
+  a gateway router's NAT address proves only the stages up to unsnat: probe what comes
+  before it (SNAT outwards, TTL expiry) or an LB VIP (which skips unsnat) instead.
 - A probe avoids packets that two flows of one table and priority with different
   actions both match: ovn-trace (like OpenFlow) picks either, in an order that changes
   from run to run (23.03's `ls_out_pre_lb` has `eth.mcast` and `ip && outport ==
@@ -31,18 +37,22 @@ BROADCAST = "ff:ff:ff:ff:ff:ff"
 
 @dataclass(frozen=True)
 class Probe:
-    """One `ovn-trace` run: `ovn-trace [--ct=STATE...] [--lb-dst=IP:PORT] DP 'FLOW'`."""
+    """One `ovn-trace` run: `ovn-trace [--ct=STATE...] [--lb-dst=IP:PORT]
+    [--select-id=ID] DP 'FLOW'`."""
 
     name: str
     datapath: str
     microflow: str
     ct: tuple[str, ...] = ()
     lb_dst: str | None = None
+    select_id: int | None = None
 
     def args(self) -> list[str]:
         out = [f"--ct={state}" for state in self.ct]
         if self.lb_dst:
             out.append(f"--lb-dst={self.lb_dst}")
+        if self.select_id is not None:
+            out.append(f"--select-id={self.select_id}")
         return [*out, self.datapath, self.microflow]
 
 
@@ -148,6 +158,7 @@ _R2 = Vif("vm2", "00:00:00:00:00:20", "10.0.0.20")
 _R_LR0 = "00:00:00:00:ff:01"  # lr0-sw0, the first hop of sw0's VIFs
 _EXT = Vif("ln-public", "00:00:00:00:ee:01", "198.51.100.7")
 _GR_EXT = Vif("gr0-ext", "00:00:00:00:ee:02", "172.16.0.200")
+_GR126_EXT = Vif("gr0-ext", "00:00:00:00:ee:02", "172.16.0.99")
 _NEW = ("new", "new")  # one --ct per ct_next: ingress, then egress
 _EST = ("est", "est")
 
@@ -457,5 +468,33 @@ TRACES: dict[str, tuple[Probe, ...]] = {
         Probe("policy-reroute-pkt-mark", "lr0", icmp_echo(
             Vif("lr0-sw0", "00:00:00:00:00:12", "10.0.0.12"),
             Vif("x", "00:00:00:00:ff:01", "10.1.0.77"))),
+    ),
+    "126_lf_nat_gateway_router": (
+        Probe("snat-out", "gr0", l4(Vif("gr0-join", "00:00:00:00:ee:03", "100.64.1.7"),
+                                    "00:00:00:00:01:01", "172.16.0.99", "udp", 53),
+              ct=_NEW * 4),
+        Probe("ttl-expired", "gr0", ttl(icmp_echo(_GR126_EXT, Vif(
+            "x", "00:00:00:00:01:02", "100.64.0.9")), 1)),
+    ),
+    "115_lf_ecmp_routes": (
+        Probe("ecmp-symmetric-member-2", "lr0", icmp_echo(
+            Vif("lr0-sw1", "00:00:00:00:01:50", "10.1.0.50"),
+            Vif("x", "00:00:00:00:ff:02", "10.200.0.5")), select_id=2, ct=_NEW * 4),
+        Probe("ecmp6-member-1", "lr0", icmp_echo(
+            Vif("lr0-sw0", "00:00:00:00:00:50", "fd00::50"),
+            Vif("x", "00:00:00:00:ff:01", "2001:db8:77::1")), select_id=1),
+        Probe("discard-route", "lr0", icmp_echo(
+            Vif("lr0-sw1", "00:00:00:00:01:50", "10.1.0.50"),
+            Vif("x", "00:00:00:00:ff:02", "10.99.0.5")), select_id=1),
+    ),
+    "10_gateway_chassis": (
+        Probe("distributed-floating-ip-out", "sw0", l4(
+            Vif("sw0-vm", "00:00:00:00:00:01", "10.0.0.10"), "00:00:00:00:ff:01",
+            "172.168.0.7", "tcp", 80), ct=_NEW * 4),
+        Probe("distributed-floating-ip-in", "public", icmp_echo(
+            Vif("ln-public", "00:00:00:00:ee:07", "172.168.0.7"),
+            Vif("x", "00:00:00:00:aa:01", "172.168.0.110")), ct=_NEW * 4),
+        Probe("arp-for-snat-ip", "public", arp_request(
+            Vif("ln-public", "00:00:00:00:ee:07", "172.168.0.7"), "172.168.0.100")),
     ),
 }
