@@ -1,7 +1,7 @@
 """northd cold start on an ovn-kubernetes-like cluster: our northd and the real
 ovn-northd 23.03, same machine, same run.
 
-    python bench/northd_k8s_bench.py [--nodes N] [--reps N] [--servers real|ours]
+    python bench/northd_k8s_bench.py [--nodes N] [--dual-stack] [--reps N] [--servers real|ours]
 
 The NB is the corpus's ovn-kubernetes-like cluster (`tests/northd/k8sgen.py`: the
 cluster router and join switch, and per node a node switch with a management port and
@@ -9,7 +9,8 @@ cluster router and join switch, and per node a node switch with a management por
 SNAT, routes and a NodePort load balancer, an external switch with a localnet port,
 a src-ip route and a reroute policy on the cluster router; 3 namespaces of port
 groups, address sets and ACLs; a cluster load-balancer group on every node switch and
-gateway router), loaded in one `ovn-nbctl --no-wait` transaction into a fresh NB
+gateway router; with `--dual-stack` every network, address, route, policy, ACL and
+service also in IPv6), loaded in one `ovn-nbctl --no-wait` transaction into a fresh NB
 before northd starts. Then northd is started and, right away, `ovn-nbctl --wait=sb
 sync` is run: it returns once northd has written an SB that reflects the whole NB, so
 the time from northd's start to its return is the cold start. Figures: that time,
@@ -51,9 +52,9 @@ import k8sgen  # the cluster lives beside the corpus it generates
 FIELDS = ("start_s", "cpu_s", "rss_mib", "flows", "ls_flows", "lr_flows")
 
 
-def load_cluster(nb: str, nodes: int) -> None:
+def load_cluster(nb: str, nodes: int, dual: bool) -> None:
     """The whole cluster in one NB transaction."""
-    cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
+    cmds = [c for line in k8sgen.nbctl_lines(nodes, dual) for c in line]
     tool("ovn-nbctl", nb, "--no-wait", *k8sgen.joined(cmds))
 
 
@@ -68,8 +69,8 @@ def flow_counts(sb: str) -> dict[str, float]:
             "lr_flows": float(sum(1 for s in stages if s.startswith("lr_")))}
 
 
-def cold_start(root: Path, tag: str, northd: str, servers: str, nodes: int
-               ) -> dict[str, float]:
+def cold_start(root: Path, tag: str, northd: str, servers: str, nodes: int,
+               dual: bool) -> dict[str, float]:
     d = root / tag
     d.mkdir(parents=True)
     creator = "ours" if servers == "ours" else "real"
@@ -81,7 +82,7 @@ def cold_start(root: Path, tag: str, northd: str, servers: str, nodes: int
         sb.start()
         tool("ovn-nbctl", nb.unix, "--no-wait", "init", "--", "set", "NB_Global", ".",
              f"options:mac_prefix={MAC_PREFIX}", f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"')
-        load_cluster(nb.unix, nodes)
+        load_cluster(nb.unix, nodes, dual)
         base = ["ovn-northd"] if northd == "real" else [sys.executable, "-m", "pyovsdb",
                                                          "northd"]
         cmd = [*base, f"--ovnnb-db={nb.unix}", f"--ovnsb-db={sb.unix}",
@@ -108,6 +109,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=100, help="cluster nodes (1 to 250)")
+    ap.add_argument("--dual-stack", action="store_true",
+                    help="IPv6 beside IPv4 everywhere")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--servers", choices=("real", "ours"), default="real",
                     help="which ovsdb server serves NB and SB")
@@ -125,13 +128,15 @@ def main() -> int:
             for kind in NORTHDS:
                 print(f"[cold start] rep {r + 1}/{args.reps}: {NORTHDS[kind]}",
                       file=sys.stderr, flush=True)
-                res = cold_start(Path(tmp), f"{kind}-{r}", kind, args.servers, args.nodes)
+                res = cold_start(Path(tmp), f"{kind}-{r}", kind, args.servers, args.nodes,
+                                 args.dual_stack)
                 print(f"    {json.dumps({k: round(x, 3) for k, x in res.items()})}",
                       file=sys.stderr, flush=True)
                 samples[kind].append(res)
     med = {k: {f: statistics.median(s[f] for s in ss) for f in FIELDS}
            for k, ss in samples.items()}
-    print(f"\ncold start on the {args.nodes}-node ovn-kubernetes-like cluster "
+    stack = " dual-stack" if args.dual_stack else ""
+    print(f"\ncold start on the {args.nodes}-node ovn-kubernetes-like{stack} cluster "
           f"({args.servers} ovsdb-server for NB and SB); median of {args.reps}\n")
     print("| northd | until `--wait=sb sync` returns, s | CPU s | peak RSS MiB "
           "| Logical_Flow rows | of switch stages | of router stages |")
