@@ -5,7 +5,9 @@ the dummy datapath and `ovn-controller`) consuming the SB.
 The scenario: switches sw0 (vm1 on hv1, vm2 on hv2) and sw1 (vm3 on hv1, vm4 on hv2)
 joined by a distributed router lr0, whose default route leads over a join switch to a
 gateway router gr0 bound to hv2; gr0 has a port on the switch ext (ext1, a VIF on hv2),
-SNATs the subnets and gives vm2 a floating IP ("bound"); then the floating IP moves to
+SNATs the subnets and gives vm2 a floating IP; and a router lr1 between sw2 (vm5 on
+hv1, vm6 on hv2) and the switch pub (pub1 on hv2) through a distributed gateway port
+on hv2 that SNATs sw2 ("bound"); then the floating IP moves to
 vm4 and a router policy of lr0 drops vm1's packets to vm3 ("changed"). What must hold
 with our northd as with the real one, in both phases: every VIF claimed, up and
 ovn-installed; the same number of OpenFlow flows on each hypervisor, and the same flow
@@ -14,7 +16,8 @@ pass: vm1 to vm3 through lr0 on one hypervisor (dropped once changed) and vm1 to
 on the other (the port or tunnel, both MACs rewritten, the TTL decremented), vm1 to
 vm3 with a TTL of 1 (an ICMP reply from the controller, not delivered), and through
 the gateway router on its chassis: vm2 and vm4 to ext1 (SNAT to the floating IP or
-the router's address) and ext1 to the floating IP (DNAT to its VIF).
+the router's address) and ext1 to the floating IP (DNAT to its VIF); through lr1, vm5
+to pub1 (sent to the gateway chassis) and vm6 to pub1 (SNAT there).
 
 Rules kept here:
 - The northd is the only thing that differs between the two runs: the databases and
@@ -67,6 +70,9 @@ VIFS: dict[str, Vif] = {
     "vm3": Vif("sw1", "hv1", "0a:00:00:00:01:03", "10.0.1.13"),
     "vm4": Vif("sw1", "hv2", "0a:00:00:00:01:04", "10.0.1.14"),
     "ext1": Vif("ext", GATEWAY, "0a:00:00:00:02:01", "172.16.0.10"),
+    "vm5": Vif("sw2", "hv1", "0a:00:00:00:03:05", "10.2.0.15"),
+    "vm6": Vif("sw2", GATEWAY, "0a:00:00:00:03:06", "10.2.0.16"),
+    "pub1": Vif("pub", GATEWAY, "0a:00:00:00:04:01", "172.17.0.10"),
 }
 # router port -> (router, MAC, network, switch)
 ROUTER_PORTS: dict[str, tuple[str, str, str, str]] = {
@@ -75,7 +81,10 @@ ROUTER_PORTS: dict[str, tuple[str, str, str, str]] = {
     "lr0-join": ("lr0", "00:00:00:00:ff:03", "100.64.0.1/16", "join"),
     "gr0-join": ("gr0", "00:00:00:00:fe:01", "100.64.0.2/16", "join"),
     "gr0-ext": ("gr0", "00:00:00:00:fe:02", "172.16.0.1/24", "ext"),
+    "lr1-sw2": ("lr1", "00:00:00:00:fd:01", "10.2.0.1/24", "sw2"),
+    "lr1-pub": ("lr1", "00:00:00:00:fd:02", "172.17.0.1/24", "pub"),
 }
+DGP_SNAT_IP = "172.17.0.1"  # lr1's, on its distributed gateway port lr1-pub
 FLOATING_IP = "172.16.0.50"  # vm2's
 SNAT_IP = "172.16.0.1"
 PHASES = ("bound", "changed")
@@ -132,9 +141,10 @@ def normalize_controller(actions: str) -> str:
 def topology(d: RouterDeployment, run: Run) -> None:
     cp = d.cp
     run.step = "making the switches, routers, routes and NAT"
-    for sw in ("sw0", "sw1", "join", "ext"):
+    for sw in ("sw0", "sw1", "join", "ext", "sw2", "pub"):
         cp.nbctl("--wait=sb", "ls-add", sw)
     cp.nbctl("--wait=sb", "lr-add", "lr0")
+    cp.nbctl("--wait=sb", "lr-add", "lr1")
     cp.nbctl("--wait=sb", "lr-add", "gr0", "--", "set", "Logical_Router", "gr0",
              f"options:chassis={GATEWAY}")
     for lrp, (router, mac, net, sw) in ROUTER_PORTS.items():
@@ -151,6 +161,8 @@ def topology(d: RouterDeployment, run: Run) -> None:
     cp.nbctl("--wait=sb", "lr-nat-add", "gr0", "snat", SNAT_IP, "10.0.0.0/16")
     cp.nbctl("--wait=sb", "lr-nat-add", "gr0", "dnat_and_snat", FLOATING_IP,
              VIFS[FLOATING["bound"]].ip)
+    cp.nbctl("--wait=sb", "lrp-set-gateway-chassis", "lr1-pub", GATEWAY, "10")
+    cp.nbctl("--wait=sb", "lr-nat-add", "lr1", "snat", DGP_SNAT_IP, "10.2.0.0/24")
 
 
 def build(d: RouterDeployment, run: Run) -> None:
@@ -216,6 +228,10 @@ PACKETS: dict[str, tuple[str, str]] = {
     "vm2->ext1 (gr0, SNAT)": udp("vm2", mac_of("lr0-sw0"), VIFS["ext1"].ip),
     "vm4->ext1 (gr0, SNAT)": udp("vm4", mac_of("lr0-sw1"), VIFS["ext1"].ip),
     "ext1->floating IP (gr0, DNAT)": udp("ext1", mac_of("gr0-ext"), FLOATING_IP),
+    "vm5->pub1 (lr1, to its gateway chassis)": udp("vm5", mac_of("lr1-sw2"),
+                                                   VIFS["pub1"].ip),
+    "vm6->pub1 (lr1, SNAT on the gateway chassis)": udp("vm6", mac_of("lr1-sw2"),
+                                                        VIFS["pub1"].ip),
 }
 
 
@@ -308,6 +324,10 @@ def test_trace_through_routers_as_real(runs: dict[str, Run], phase: str) -> None
         assert snat.endswith("if-ext1") and f"nat(src={to})" in snat, (vm, snat)
     dnat = "\n".join(t["ext1->floating IP (gr0, DNAT)"])
     assert dnat.endswith(f"if-{floating}") and f"nat(dst={VIFS[floating].ip})" in dnat, dnat
+    # lr1's gateway port lives on hv2: hv1 sends the packet there, hv2 SNATs it.
+    assert t["vm5->pub1 (lr1, to its gateway chassis)"][-1].endswith("ovn-hv2-0")
+    dgp = "\n".join(t["vm6->pub1 (lr1, SNAT on the gateway chassis)"])
+    assert dgp.endswith("if-pub1") and f"nat(src={DGP_SNAT_IP})" in dgp, dgp
     ours.ok()
     for name in PACKETS:
         assert ours.traces[phase][name] == t[name], name
