@@ -19,6 +19,8 @@ Rules kept here:
   plain `ct_snat;` (23.03's ovn-trace returns there without tracing on), so a packet to
   a gateway router's NAT address proves only the stages up to unsnat: probe what comes
   before it (SNAT outwards, TTL expiry) or an LB VIP (which skips unsnat) instead.
+  23.03's ovn-trace aborts on `nd_na_router` (an assertion on the action's type), so
+  no probe sends a router port a neighbor solicitation.
 - A probe avoids packets that two flows of one table and priority with different
   actions both match: ovn-trace (like OpenFlow) picks either, in an order that changes
   from run to run (23.03's `ls_out_pre_lb` has `eth.mcast` and `ip && outport ==
@@ -454,6 +456,21 @@ TRACES: dict[str, tuple[Probe, ...]] = {
         Probe("ttl-expired", "sw0", ttl(icmp_echo(_R0, Vif("vm1", _R_LR0, "10.0.1.10")),
                                         1)),
         Probe("arp-for-router", "sw1", arp_request(_R1, "10.0.1.1")),
+        Probe("east-west6", "sw0", icmp_echo(Vif("vm0", _R0.mac, "fd00::10"),
+                                             Vif("vm1", _R_LR0, "fd01::10"))),
+        Probe("hop-limit-expired6", "sw0", ttl(icmp_echo(Vif("vm0", _R0.mac, "fd00::10"),
+                                                         Vif("vm1", _R_LR0, "fd01::10")), 1)),
+    ),
+    "140_lf_lr_lb_dgp": (
+        Probe("tcp-to-vip-on-nat-ip", "public", l4(
+            Vif("ln-public", "00:00:00:00:ee:09", "172.16.0.9"), "00:00:20:20:12:13",
+            "172.16.0.50", "tcp", 443), ct=_NEW * 4),
+        Probe("udp-to-skip-snat-vip", "public", l4(
+            Vif("ln-public", "00:00:00:00:ee:09", "172.16.0.9"), "00:00:20:20:12:13",
+            "172.16.0.102", "udp", 8080), ct=_NEW * 4),
+        Probe("tcp-to-reject-vip", "public", l4(
+            Vif("ln-public", "00:00:00:00:ee:09", "172.16.0.9"), "00:00:20:20:12:13",
+            "172.16.0.103", "tcp", 80), ct=_NEW * 4),
     ),
     "135_lf_lr_lb_gw_router": (
         Probe("udp-to-gw-router-vip", "gr0", l4(_GR_EXT, "00:00:00:00:ff:02",
