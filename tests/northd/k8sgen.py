@@ -1,10 +1,10 @@
 """An ovn-kubernetes-like cluster, written as a differential-harness script.
 
-What it owns: the NB of `corpus/155_lf_k8s_5_nodes.txt`, `156_lf_k8s_100_nodes.txt` and
+What it owns: the NB of `corpus/155_lf_k8s_5_nodes.txt`, `156_lf_k8s_100_nodes.txt`,
 `157_lf_k8s_churn.txt` (the 5 nodes, then the changes of `churn_lines`) and
-`158_lf_k8s_dual_stack.txt` (the 5 nodes, every network also IPv6)
-(the node topology ovn-kubernetes provisions, as ovn-heater's `WorkerNode.provision`
-builds it), as `ovn-nbctl` command lines, and the text of those scripts:
+`158_lf_k8s_dual_stack.txt` (the 5 nodes, every network also IPv6), as `ovn-nbctl`
+command lines, and the text of those scripts. The topology is the one ovn-kubernetes
+provisions per node (as ovn-heater's `WorkerNode.provision` builds it):
 - one `ovn_cluster_router` and one `join` switch;
 - per node: a node switch (management port, pods with port security and a requested
   chassis, an ACL letting the management port in) with its port on the cluster router;
@@ -32,8 +32,8 @@ Rules kept here:
   (23.03's undnat and defrag flows would then carry the hint of either, in hash order).
 - No line names a row by UUID (`--id=@name` inside the line instead), so the lines can
   also be joined into one transaction (the cold-start benchmark loads them so). The
-  simulated chassis (`sim chassis`, only with `chassis=True`) come first, before any
-  NB row, so each of their steps is a northd run on an empty NB.
+  simulated chassis (`sim chassis`, in scripts of at most CHASSIS_WITH_SIM nodes) come
+  first, before any NB row, so each of their steps is a northd run on an empty NB.
 - Pure and deterministic: the same text every time; regenerate the corpus files with
   `python tests/northd/k8sgen.py 5 > tests/northd/corpus/155_lf_k8s_5_nodes.txt` and
   `python tests/northd/k8sgen.py 100 > tests/northd/corpus/156_lf_k8s_100_nodes.txt` and
