@@ -88,3 +88,35 @@ def test_a_rebuild_that_loses_a_flow_is_seen() -> None:
     del part.by_dp[dp][key]
     table.replace({dp}, part)
     assert _flows(table) != _flows(build_lflows(ctx))
+
+
+def test_rebuild_of_a_routed_topology() -> None:
+    """Switches with VIFs behind a router with a gateway port, NAT and a load balancer,
+    and a gateway router: a port's flows land on its switch and on the routers (a VIF's
+    address resolved by the router), so each datapath rebuilt alone must find them."""
+    from pyovsdb.northd.testing import Nb
+
+    world = World(())
+    transact = world.nb.transact
+
+    def push(ops: list[dict[str, Any]]) -> Any:
+        cs = transact(ops)
+        world.nb_pending.append(cs)
+        return cs
+
+    world.nb.transact = push  # type: ignore[method-assign]
+    nb = Nb(world.nb)
+    for i in (0, 1):
+        nb.ls_add(f"sw{i}")
+        for j in (1, 2):
+            nb.lsp_add(f"sw{i}", f"vm{i}{j}",
+                       addresses=[f"00:00:00:00:0{i}:0{j} 10.0.{i}.{j + 10} fd0{i}::{j}"])
+    nb.lr_add("lr0")
+    nb.connect("sw0", "lr0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.1/24", "fd00::1/64")
+    nb.connect("sw1", "lr0", "lr0-sw1", "00:00:00:00:ff:02", "10.0.1.1/24")
+    nb.ls_add("join")
+    nb.connect("join", "lr0", "lr0-join", "00:00:00:00:ff:03", "100.64.0.1/16")
+    nb.lr_add("gr0", options={"chassis": "hv1", "dynamic_neigh_routers": "true"})
+    nb.connect("join", "gr0", "gr0-join", "00:00:00:00:ff:04", "100.64.0.2/16")
+    world.settle()
+    assert check_rebuilds(world) == 5

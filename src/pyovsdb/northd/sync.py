@@ -113,9 +113,21 @@ def _external_id(key: str) -> KeyFn:
     return lambda row, _: row.external_ids.get(key)
 
 
-def _flow_key(row: IdlRow, _: Tables) -> Hashable | None:
+def _flow_key(row: IdlRow, tables: Tables) -> Hashable | None:
     """A logical flow by what it is, whatever datapaths it is on (`table.flow_row_key`);
-    its datapath type from its datapath or the first of its group's."""
+    its datapath type from its datapath or the first of its group's. Kept in the
+    replica row's cache: a row never changes (an update makes a new one), and a plan
+    of a few keys must not compute the keys of every flow."""
+    cache = row.cache
+    if cache is None:
+        cache = row.cache = {}
+    elif "sync_key" in cache:
+        return cache["sync_key"]  # type: ignore[no-any-return]
+    key = cache["sync_key"] = _compute_flow_key(row)
+    return key
+
+
+def _compute_flow_key(row: IdlRow) -> Hashable | None:
     dp = row.logical_datapath
     if not isinstance(dp, IdlRow):
         group = row.logical_dp_group

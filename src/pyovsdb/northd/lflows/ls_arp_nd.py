@@ -65,10 +65,16 @@ def walk_order(ctx: LflowContext) -> list[Port]:
     (the names of the existing bindings inserted first, then the new ports): where two
     ports ask for the same flow (one address on two switches), the first fixes the
     flow's stage hint."""
-    ports = ctx.ports.ports
-    existing = existing_port_bindings(ctx.sb)
-    names = [*existing, *(n for n in ports if n not in existing)]
-    return [ports[n] for n in hmap_order((hash_string(n), n) for n in names) if n in ports]
+    cached: list[Port] | None = ctx.cache.get("walk_order")
+    if cached is None:
+        ports = ctx.ports.ports
+        existing = existing_port_bindings(ctx.sb)
+        names = [*existing, *(n for n in ports if n not in existing)]
+        cached = ctx.cache["walk_order"] = [
+            ports[n] for n in hmap_order((hash_string(n), n) for n in names) if n in ports]
+    # Every port even in a partial rebuild: a port builds flows on other datapaths too
+    # (a VIF's address on the routers of its switch), which the table keeps or drops.
+    return cached
 
 
 def solicited_node(addr: ipaddress.IPv6Address) -> ipaddress.IPv6Address:

@@ -66,6 +66,10 @@ def n_port_security(port: Port) -> int:
 def queue_ids(ctx: LflowContext) -> dict[str, int]:
     """The `qdisc_queue_id` each switch port's binding gets in this run (by name; ports
     without one left out), allocated as the Port_Binding builder allocates them."""
+    # Only ports with QoS settings get a queue (23.03 frees the others' in the same
+    # run): without one among the ports built, there is nothing to allocate.
+    if not any(_has_qos(p) for dp in ctx.switches() for p in ctx.ports_of(dp)):
+        return {}
     state = SwitchPortState.start(ctx.sb, ctx.ports)
     out: dict[str, int] = {}
     for port in ctx.ports.ports.values():
@@ -74,6 +78,11 @@ def queue_ids(ctx: LflowContext) -> dict[str, int]:
             if queue:
                 out[port.name] = queue
     return out
+
+
+def _has_qos(port: Port) -> bool:
+    options = port.options
+    return "qos_max_rate" in options or "qos_min_rate" in options or "qos_burst" in options
 
 
 def floods_unknown(ports: list[Port]) -> bool:
