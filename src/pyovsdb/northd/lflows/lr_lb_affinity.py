@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from ..nodes.datapaths import Datapath
 from ..nodes.lb import LoadBalancer
-from .ls_lb import AFFINITY_MAX, SwitchVip, uint_option
+from .ls_lb import AFFINITY_MAX, SwitchVip, affinity_rules, uint_option
 from .stages import Stage
 from .table import LflowTable
 
@@ -64,27 +64,9 @@ def build_affinity_flows(lb: LoadBalancer, vip: SwitchVip, new_match: str,
         action += f"flags.{flag}_for_lb = 1; "
     action += "ct_lb_mark(backends="
     ct_flag = f"; {flag}" if flag is not None else ""
-    if vip.port_str:
-        learned_vip = f"[{vip.ip}]:{vip.port_str}" if v6 else f"{vip.ip}:{vip.port_str}"
-        learn_match = (f"{REGBIT_KNOWN_LB_SESSION} == 0 && ct.new && {ip} && "
-                       f"{reg_vip} == {vip.ip} && {REG_ORIG_TP_DPORT_ROUTER} == "
-                       f"{vip.port_str} && {ip}.dst == ")
-    else:
-        learned_vip = vip.ip
-        learn_match = (f"{REGBIT_KNOWN_LB_SESSION} == 0 && ct.new && {ip} && "
-                       f"{reg_vip} == {vip.ip} && {ip}.dst == ")
-    known_match = f"{REGBIT_KNOWN_LB_SESSION} == 1 && ct.new && {ip} && {reg_backend} == "
-    for be in vip.backends:
-        if be.port:
-            backend = f"[{be.ip}]:{be.port}" if v6 else f"{be.ip}:{be.port}"
-            learn = f"{learn_match}{be.ip} && {proto}.dst == {be.port}"
-            known = f"{known_match}{be.ip} && {REG_LB_AFF_MATCH_PORT} == {be.port}"
-        else:
-            backend, learn, known = be.ip, learn_match + be.ip, known_match + be.ip
-        commit = f'commit_lb_aff(vip = "{learned_vip}", backend = "{backend}"'
-        if vip.port_str:
-            commit += f", proto = {proto}"
-        commit += f", timeout = {timeout}); /* drop */"
-        out.add_group(routers, Stage.LR_IN_LB_AFF_LEARN, 100, learn, commit, hint=lb.nb)
-        out.add_group(routers, Stage.LR_IN_DNAT, 150, known,
-                      f"{action}{backend}{ct_flag});", hint=lb.nb)
+    for rule in affinity_rules(vip, proto, reg_vip, reg_backend, REG_ORIG_TP_DPORT_ROUTER,
+                               timeout):
+        out.add_group(routers, Stage.LR_IN_LB_AFF_LEARN, 100, rule.learn, rule.commit,
+                      hint=lb.nb)
+        out.add_group(routers, Stage.LR_IN_DNAT, 150, rule.known,
+                      f"{action}{rule.backend}{ct_flag});", hint=lb.nb)

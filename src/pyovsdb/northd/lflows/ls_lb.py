@@ -304,29 +304,54 @@ def _affinity_flows(lb: LoadBalancer, vip: SwitchVip, timeout: int,
     action = f"{REGBIT_CONNTRACK_COMMIT} = 0; {reg_vip} = {vip.ip}; "
     if vip.port_str:
         action += f"{REG_ORIG_TP_DPORT} = {vip.port_str}; "
+    for rule in affinity_rules(vip, lb.proto, reg_vip, reg_backend, REG_ORIG_TP_DPORT, timeout):
+        out.add_group(dps, Stage.LS_IN_LB_AFF_LEARN, 100, rule.learn, rule.commit,
+                      hint=lb.nb)
+        out.add_group(dps, Stage.LS_IN_LB, 150, rule.known,
+                      f"{action}ct_lb_mark(backends={rule.backend});", hint=lb.nb)
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityRule:
+    """One backend of a VIP with affinity: the learn flow's match and action, the
+    known-session match, the backend as `ct_lb_mark` names it."""
+
+    backend: str
+    learn: str
+    commit: str
+    known: str
+
+
+def affinity_rules(vip: SwitchVip, proto: str, reg_vip: str, reg_backend: str,
+                   reg_dport: str, timeout: int) -> list[AffinityRule]:
+    """The per-backend part of `build_lb_affinity_ls_flows` and `_lr_flows` (the same
+    but for the registers a switch and a router keep the VIP and port in)."""
+    v6 = not vip.v4_address
+    ip = "ip6" if v6 else "ip4"
+    if vip.port_str:
         learned_vip = f"[{vip.ip}]:{vip.port_str}" if v6 else f"{vip.ip}:{vip.port_str}"
         learn_match = (f"{REGBIT_KNOWN_LB_SESSION} == 0 && ct.new && {ip} && "
-                       f"{reg_vip} == {vip.ip} && {REG_ORIG_TP_DPORT} == {vip.port_str} && "
+                       f"{reg_vip} == {vip.ip} && {reg_dport} == {vip.port_str} && "
                        f"{ip}.dst == ")
     else:
         learned_vip = vip.ip
         learn_match = (f"{REGBIT_KNOWN_LB_SESSION} == 0 && ct.new && {ip} && "
                        f"{reg_vip} == {vip.ip} && {ip}.dst == ")
     known_match = f"{REGBIT_KNOWN_LB_SESSION} == 1 && ct.new && {ip} && {reg_backend} == "
+    out = []
     for be in vip.backends:
         if be.port:
             backend = f"[{be.ip}]:{be.port}" if v6 else f"{be.ip}:{be.port}"
-            learn = f"{learn_match}{be.ip} && {lb.proto}.dst == {be.port}"
+            learn = f"{learn_match}{be.ip} && {proto}.dst == {be.port}"
             known = f"{known_match}{be.ip} && {REG_LB_AFF_MATCH_PORT} == {be.port}"
         else:
             backend, learn, known = be.ip, learn_match + be.ip, known_match + be.ip
         commit = f'commit_lb_aff(vip = "{learned_vip}", backend = "{backend}"'
         if vip.port_str:
-            commit += f", proto = {lb.proto}"
+            commit += f", proto = {proto}"
         commit += f", timeout = {timeout}); /* drop */"
-        out.add_group(dps, Stage.LS_IN_LB_AFF_LEARN, 100, learn, commit, hint=lb.nb)
-        out.add_group(dps, Stage.LS_IN_LB, 150, known,
-                      f"{action}ct_lb_mark(backends={backend});", hint=lb.nb)
+        out.append(AffinityRule(backend, learn, commit, known))
+    return out
 
 
 def _lb_rules(ctx: LflowContext, lb: LoadBalancer, vips: Sequence[SwitchVip],

@@ -181,12 +181,11 @@ def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:
     return Ipv6Net(ip6, plen) if plen is not None else None
 
 
-def ip_addresses(text: str) -> Addresses | None:
-    """`extract_ip_addresses`: "IP[/plen] ..." up to the first word that is neither
-    (MAC 0); None if no address comes first."""
+def _ip_words(words: list[str]) -> tuple[tuple[Ipv4Net, ...], tuple[Ipv6Net, ...]]:
+    """IP[/plen] words up to the first that is neither."""
     v4: list[Ipv4Net] = []
     v6: list[Ipv6Net] = []
-    for word in text.split():
+    for word in words:
         parsed = _cidr(word)
         if parsed is None:
             break
@@ -194,7 +193,14 @@ def ip_addresses(text: str) -> Addresses | None:
             v4.append(parsed)
         else:
             v6.append(parsed)
-    return Addresses(0, tuple(v4), tuple(v6)) if v4 or v6 else None
+    return tuple(v4), tuple(v6)
+
+
+def ip_addresses(text: str) -> Addresses | None:
+    """`extract_ip_addresses`: "IP[/plen] ..." up to the first word that is neither
+    (MAC 0); None if no address comes first."""
+    v4, v6 = _ip_words(text.split())
+    return Addresses(0, v4, v6) if v4 or v6 else None
 
 
 def ip_address(text: str) -> Addresses | None:
@@ -217,17 +223,8 @@ def lsp_addresses(text: str) -> Addresses | None:
     ea, end = found
     if end != len(words[0]):
         return Addresses(ea)  # the scan stops inside the word: no address follows
-    v4: list[Ipv4Net] = []
-    v6: list[Ipv6Net] = []
-    for word in words[1:]:
-        parsed = _cidr(word)
-        if parsed is None:
-            break
-        if isinstance(parsed, Ipv4Net):
-            v4.append(parsed)
-        else:
-            v6.append(parsed)
-    return Addresses(ea, tuple(v4), tuple(v6))
+    v4, v6 = _ip_words(words[1:])
+    return Addresses(ea, v4, v6)
 
 
 def is_dynamic(address: str) -> bool:
