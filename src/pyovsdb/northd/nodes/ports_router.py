@@ -128,7 +128,11 @@ def _ipv6_options(port: Port, options: dict[str, str], pd_list: str | None) -> N
     for net in networks.ipv6 if networks is not None else ():
         network = net.network
         if int(network.network_address) >> 64 == 0xFE80 << 48:  # in6_is_lla
-            options.setdefault("ipv6_ra_src_addr", net.addr_s)  # the first (smap_add)
+            # 23.03 smap_adds one key per link-local address; which one the SB keeps
+            # follows its hash map and sort of the options. With the derived one last
+            # that is the derived one (checked against 23.03 with one configured
+            # link-local address; another case kept the configured one).
+            options["ipv6_ra_src_addr"] = net.addr_s
             continue
         prefixes.append(f"{network.network_address}/{net.plen}")
     if pd_list:
