@@ -383,7 +383,11 @@ def _flow_ids(ids: Any, hints: Mapping[str, str], *, shared: bool) -> Any:
     out = dict(ids)
     if "stage-hint" in out:
         hint = hints.get(str(out["stage-hint"]), "<hint>")
-        if shared and hint.startswith(("@nb.Logical_Switch(", "@nb.Logical_Router(")):
+        # A shared flow keeps the hint it was inserted with (23.03 rewrites external_ids
+        # only on a version change), so after its first datapath is deleted the hint
+        # names no row: that counts as a datapath of the group too.
+        if shared and (hint == "<hint>" or hint.startswith(("@nb.Logical_Switch(",
+                                                             "@nb.Logical_Router("))):
             hint = "<a datapath of the group>"
         elif shared and hint.startswith(("@nb.Logical_Switch_Port(",
                                          "@nb.Logical_Router_Port(")):

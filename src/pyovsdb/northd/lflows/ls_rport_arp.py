@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 
 from ...idl.row import IdlRow
-from ...util.ovshash import shash_order
+from ...ovsdb.hashorder import shash_order
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import Addresses, lsp_addresses
 from .context import LflowContext
