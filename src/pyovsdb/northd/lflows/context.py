@@ -30,7 +30,9 @@ from ..nodes.lb import LbData, LoadBalancer
 from ..nodes.ports import Port, PortsData
 
 
-def _rows(value: object) -> list[IdlRow]:
+def ref_rows(value: object) -> list[IdlRow]:
+    """The rows a reference column names, in UUID order (the order the C IDL keeps a
+    set in, so the order 23.03 walks them)."""
     if not isinstance(value, (list, tuple, set, frozenset)):
         return []
     return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
@@ -163,11 +165,11 @@ class LflowContext:
             where: dict[str, str] = {}
             order = {key: i for i, key in enumerate(self.datapaths.switches)}
             for key, dp in self.datapaths.switches.items():
-                for lsp in _rows(dp.nb.ports):
+                for lsp in ref_rows(dp.nb.ports):
                     where.setdefault(lsp.uuid, key)
             out: dict[str, list[str]] = {}
             for pg in self.nb_rows("Port_Group"):
-                keys = {where[p.uuid] for p in _rows(pg.ports) if p.uuid in where}
+                keys = {where[p.uuid] for p in ref_rows(pg.ports) if p.uuid in where}
                 out[pg.uuid] = sorted(keys, key=order.__getitem__)
             self._pg_switches = out
         return self._pg_switches
@@ -181,8 +183,8 @@ class LflowContext:
     def _switch_facts(self, dp: Datapath) -> SwitchFacts:
         pg_of = self.port_group_switches()
         pgs = [pg for pg in self.nb_rows("Port_Group") if dp.key in pg_of.get(pg.uuid, ())]
-        own = _rows(dp.nb.acls)
-        acls = own + [acl for pg in pgs for acl in _rows(pg.acls)]
+        own = ref_rows(dp.nb.acls)
+        acls = own + [acl for pg in pgs for acl in ref_rows(pg.acls)]
         lbs = [lb for lb in self.lbs.lbs.values() if dp.key in lb.switches]
         return SwitchFacts(
             acls=acls, port_groups=pgs, has_acls=bool(acls),
@@ -193,7 +195,7 @@ class LflowContext:
 def _has_lb_vip(nb: IdlRow) -> bool:
     """`ls_has_lb_vip`/`lr_has_lb_vip`: a load balancer of the datapath's own, or of one
     of its groups, with any NB `vips` (parsed or not; not those a router lends)."""
-    lbs = _rows(nb.load_balancer)
-    for group in _rows(nb.load_balancer_group):
-        lbs += _rows(group.load_balancer)
+    lbs = ref_rows(nb.load_balancer)
+    for group in ref_rows(nb.load_balancer_group):
+        lbs += ref_rows(group.load_balancer)
     return any(lb.vips for lb in lbs)

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports_addresses import format_ipv6, format_mac
 from . import lr_arp_resolve, lr_nd_ra
-from .context import CoppProto, LflowContext
+from .context import CoppProto, LflowContext, ref_rows
 from .ls_arp_nd import solicited_node, walk_order
 from .router_facts import router_facts
 from .stages import Stage
@@ -124,15 +123,9 @@ def _multicast_mac(addr: ipaddress.IPv6Address) -> str:
     return format_mac((0x3333 << 32) | (int(addr) & 0xFFFFFFFF))
 
 
-def _static_routes(dp: Datapath) -> list[IdlRow]:
-    routes = dp.nb.static_routes
-    rows = [r for r in routes if isinstance(r, IdlRow)] if isinstance(routes, list) else []
-    return sorted(rows, key=lambda r: r.uuid)
-
-
 def _arp_request(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     ns_meter = ctx.copp_meter(dp, CoppProto.ND_NS_RESOLVE)
-    for route in _static_routes(dp):
+    for route in ref_rows(dp.nb.static_routes):
         nexthop = str(route.nexthop)
         gw = _host_ipv6(nexthop)
         if gw is None:

@@ -42,6 +42,7 @@ from .lr_lb_affinity import build_affinity_flows, lb_affinity_timeout
 from .ls_lb import (
     SwitchVip,
     active_backends,
+    event_flow,
     lb_monitors,
     selection_fields,
     switch_vips,
@@ -212,25 +213,6 @@ def _vip_flows(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
                              timeout, out)
 
 
-def _event_flow(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
-                routers: Sequence[Datapath], out: LflowTable) -> None:
-    """`build_empty_lb_event_flow` on a router: report a VIP without backends."""
-    options = lb.nb.options
-    enabled = smap_bool(options, "event") or smap_bool(ctx.nb_options, "controller_event")
-    if not enabled or vip.backends or smap_bool(options, "reject"):
-        return
-    match = f"{vip.ip_match}.dst == {vip.ip} && {lb.proto}"
-    shown = vip.ip
-    if vip.port_str:
-        match += f" && {lb.proto}.dst == {vip.port_str}"
-        shown = f"{vip.ip}:{vip.port_str}" if vip.ipv4 else f"[{vip.ip}]:{vip.port_str}"
-    actions = (f'trigger_event(event = "empty_lb_backends", vip = "{shown}", '
-               f'protocol = "{lb.proto}", load_balancer = "{lb.key}");')
-    for dp in routers:
-        out.add(dp, Stage.LR_IN_DNAT, 130, match, actions, hint=lb.nb,
-                meter=ctx.copp_meter(dp, CoppProto.EVENT_ELB))
-
-
 def build_lb(ctx: LflowContext, lb: LoadBalancer, routers: Sequence[Datapath],
              out: LflowTable) -> None:
     """Every router flow of one load balancer, on the routers it applies to."""
@@ -239,7 +221,7 @@ def build_lb(ctx: LflowContext, lb: LoadBalancer, routers: Sequence[Datapath],
     monitors = lb_monitors(ctx) if any(v.health_check for v in vips) else {}
     for vip in vips:
         _vip_flows(ctx, lb, vip, routers, monitors, out)
-        _event_flow(ctx, lb, vip, routers, out)
+        event_flow(ctx, lb, vip, routers, Stage.LR_IN_DNAT, out)
     if smap_bool(lb.nb.options, "skip_snat"):
         for dp in routers:
             out.add(dp, Stage.LR_OUT_SNAT, 120, "flags.skip_snat_for_lb == 1 && ip", "next;")

@@ -34,11 +34,10 @@ Rules kept here:
 
 from __future__ import annotations
 
-from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath
 from ..nodes.ports import Port
 from . import lr_nat_rules
-from .context import LflowContext
+from .context import LflowContext, ref_rows
 from .lr_admission import add_gateway_mtu_flow
 from .lr_nat_rules import DST_NAT_IP_LOCAL, NatRule, check_rule
 from .router_facts import RouterFacts, router_facts
@@ -79,7 +78,7 @@ def _router(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
     for stage, actions in DEFAULTS:
         out.add(dp, stage, 0, "1", actions)
     _lb_defaults(ctx, out, dp, facts)
-    nat_rows = _nat_rows(dp)
+    nat_rows = ref_rows(dp.nb.nat)
     if facts.is_gw_router and (nat_rows or facts.has_lb_vip):
         out.add(dp, Stage.LR_OUT_UNDNAT, 100, "nd || nd_rs || nd_ra", "next;")
         out.add(dp, Stage.LR_OUT_UNDNAT, 50, "ip", "flags.loopback = 1; ct_dnat;")
@@ -100,12 +99,6 @@ def _router(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
             for v, nets in (("4", addrs.ipv4), ("6", addrs.ipv6)):
                 if nets:
                     _force_snat(out, dp, v, nets[0].addr_s, context)
-
-
-def _nat_rows(dp: Datapath) -> list[IdlRow]:
-    value = dp.nb.nat
-    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
-    return sorted(rows, key=lambda r: r.uuid)
 
 
 def _lb_defaults(ctx: LflowContext, out: LflowTable, dp: Datapath,
@@ -130,7 +123,7 @@ def _lb_defaults(ctx: LflowContext, out: LflowTable, dp: Datapath,
 
 def _rules(ctx: LflowContext, out: LflowTable, dp: Datapath, facts: RouterFacts,
            dgps: list[Port]) -> None:
-    for row in _nat_rows(dp):
+    for row in ref_rows(dp.nb.nat):
         rule = check_rule(ctx, dp, row, dgps)
         if rule is None:
             continue

@@ -25,7 +25,7 @@ import re
 
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath
-from .context import LflowContext
+from .context import LflowContext, ref_rows
 from .lr_routes import port_lookup
 from .stages import Stage
 from .table import LflowTable
@@ -107,19 +107,13 @@ def _ecmp_policy_flows(ctx: LflowContext, out: LflowTable, dp: Datapath, rule: I
             f"{ECMP_GROUP} = {group}; {ECMP_MEMBER} = select({members});", hint=rule)
 
 
-def _policies(dp: Datapath) -> list[IdlRow]:
-    value = dp.nb.policies
-    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
-    return sorted(rows, key=lambda r: r.uuid)
-
-
 def build_policies(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
     """The policy stages of one router (the caller names the owner)."""
     out.add(dp, POLICY, 0, "1", f"{ECMP_GROUP} = 0; next;")
     out.add(dp, POLICY_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
     out.add(dp, POLICY_ECMP, 0, "1", ctx.drop_action)
     group = 1
-    for rule in _policies(dp):
+    for rule in ref_rows(dp.nb.policies):
         if rule.action == "reroute" and len(rule.nexthops) > 1:
             _ecmp_policy_flows(ctx, out, dp, rule, group)
             group += 1

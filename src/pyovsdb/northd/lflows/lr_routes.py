@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -33,7 +33,7 @@ from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port, PortsData
 from ..nodes.ports_addresses import Addresses, format_ipv6
-from .context import LflowContext
+from .context import LflowContext, ref_rows
 
 ROUTE_ORIGIN_CONNECTED = "connected"
 
@@ -178,9 +178,7 @@ def _member_nets(nets: Addresses) -> tuple[tuple[bool, int, int, str], ...]:
 
 def router_lrps(dp: Datapath) -> list[IdlRow]:
     """The router's NB ports in the `ports` column's order (UUIDs)."""
-    value = dp.nb.ports
-    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
-    return sorted(rows, key=lambda r: r.uuid)
+    return ref_rows(dp.nb.ports)
 
 
 def _opt_str(value: object) -> str | None:
@@ -366,19 +364,13 @@ def _bfd_down(route: IdlRow, sb: Mapping[str, ReplicaTable]) -> bool:
     return status in ("admin_down", "down")
 
 
-def _route_rows(dp: Datapath) -> Iterable[IdlRow]:
-    value = dp.nb.static_routes
-    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
-    return sorted(rows, key=lambda r: r.uuid)
-
-
 def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
     """The router's route tables and valid static routes (see the module rules)."""
     out = RouterRoutes()
     lookup = port_lookup(ctx)
     for lrp in router_lrps(dp):
         out.table_id(lrp.options.get("route_table"))
-    for row in _route_rows(dp):
+    for row in ref_rows(dp.nb.static_routes):
         nexthop: str = row.nexthop
         hop = _nexthop_ok(nexthop)
         if hop is None:

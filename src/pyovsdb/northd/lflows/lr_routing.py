@@ -44,7 +44,7 @@ from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.mcast_groups import Groups, build_igmp_groups
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import format_ipv6, format_mac, lsp_addresses, parse_mac
-from .context import LflowContext
+from .context import LflowContext, ref_rows
 from .lr_policy import ECMP_GROUP, ECMP_MEMBER, build_policies
 from .lr_routes import (
     EcmpGroup,
@@ -302,12 +302,6 @@ def _is_ipv4_group(name: str) -> bool:
     return isinstance(ip, ipaddress.IPv4Address) or ip.ipv4_mapped is not None
 
 
-def _nat_rows(dp: Datapath) -> list[IdlRow]:
-    value = dp.nb.nat
-    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
-    return sorted(rows, key=lambda r: r.uuid)
-
-
 def _full_ipv4(text: str) -> bool:
     """`ip_parse_masked` with an all-ones mask."""
     addr, sep, mask = text.partition("/")
@@ -327,7 +321,7 @@ def routable_addresses(ctx: LflowContext, port: Port) -> list[str]:
         return []
     dp = port.dp
     facts = router_facts(ctx, dp)
-    nats = _nat_rows(dp)
+    nats = ref_rows(dp.nb.nat)
     if not nats and not facts.has_lb_vip:
         return []
     gateways = [r.uuid for r in router_lrps(dp)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports_addresses import lla, parse_mac
-from .context import CoppProto, LflowContext
+from .context import CoppProto, LflowContext, ref_rows
 from .ls_acl_rules import (
     CT_COMMIT,
     CT_DEFRAG,
@@ -50,12 +50,6 @@ IPV6_CT_OMIT = "nd || nd_ra || nd_rs || mldv1 || mldv2"
 # The same, and DHCPv6 replies, kept out of conntrack in pre_acl.
 NO_CT_PRE_ACL = "nd || nd_rs || nd_ra || mldv1 || mldv2 || " \
     "(udp && udp.src == 546 && udp.dst == 547)"
-
-
-def _rows(value: object) -> list[IdlRow]:
-    if not isinstance(value, list):
-        return []
-    return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
 
 
 def settings(ctx: LflowContext) -> AclSettings:
@@ -191,7 +185,7 @@ def _acls(ctx: LflowContext, out: LflowTable, dp: Datapath, s: AclSettings) -> N
 def _server_replies(out: LflowTable, dp: Datapath, stateful: bool) -> None:
     """Let the DHCP and DNS replies ovn-controller makes past the egress ACLs."""
     actions = "ct_commit; next;" if stateful else "next;"
-    for lsp in _rows(dp.nb.ports):
+    for lsp in ref_rows(dp.nb.ports):
         if lsp.type == "external":
             continue
         with out.owned_by(("port", lsp.name)):
@@ -213,5 +207,5 @@ def _server_replies(out: LflowTable, dp: Datapath, stateful: bool) -> None:
                             f'outport == "{lsp.name}" && eth.src == {server} && '
                             f"ip6.src == {lla(mac)} && udp && udp.src == 547 && "
                             "udp.dst == 546", actions, io_port=lsp.name, hint=v6)
-    if any(r.records for r in _rows(dp.nb.dns_records)):
+    if any(r.records for r in ref_rows(dp.nb.dns_records)):
         out.add(dp, Stage.LS_OUT_ACL, 34000, "udp.src == 53", actions)

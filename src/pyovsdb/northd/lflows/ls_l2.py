@@ -30,7 +30,7 @@ from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import format_mac, is_dynamic, parse_mac
 from . import ls_mcast, ls_rport_arp
-from .context import CoppProto, LflowContext
+from .context import CoppProto, LflowContext, ref_rows
 from .stages import Stage
 from .table import LflowTable, Owner
 
@@ -38,12 +38,6 @@ L2 = Stage.LS_IN_L2_LKUP
 # A forwarding group's flow: owner, stage, priority, match, actions, stage-hint row.
 FwdFlow = tuple[Owner, Stage, int, str, str, IdlRow]
 SVC_CHECK_MATCH = "eth.dst == $svc_monitor_mac && (tcp || icmp || icmp6)"
-
-def _rows(value: object) -> list[IdlRow]:
-    if not isinstance(value, (list, tuple, set, frozenset)):
-        return []
-    return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
-
 
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
@@ -65,7 +59,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
 
 def _fwd_group_flows(dp: Datapath) -> list[FwdFlow]:
     """The flows 23.03's forwarding-group loop writes for `dp`, in its order."""
-    groups = _rows(dp.nb.forwarding_groups)
+    groups = ref_rows(dp.nb.forwarding_groups)
     flows: list[FwdFlow] = []
     match = actions = ""
     i = 0
@@ -167,7 +161,7 @@ def _router_address(ctx: LflowContext, port: Port, action: str, out: LflowTable)
     out.add(dp, L2, 50, match, action, hint=port.nb)
     if peer.cr_port is None:
         return
-    for nat in _rows(peer.dp.nb.nat):
+    for nat in ref_rows(peer.dp.nb.nat):
         if nat.type != "dnat_and_snat" or not nat.logical_port or not nat.external_mac:
             continue
         ext = parse_mac(str(nat.external_mac))

@@ -255,14 +255,15 @@ def vip_action(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
 
 # -- flows -----------------------------------------------------------------------------
 
-def _event_flow(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
-                dps: Sequence[Datapath], out: LflowTable) -> None:
-    """`build_empty_lb_event_flow`: ask ovn-controller to report a VIP without backends."""
+def event_flow(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
+               dps: Sequence[Datapath], stage: Stage, out: LflowTable) -> None:
+    """`build_empty_lb_event_flow`: ask ovn-controller to report a VIP without backends
+    (in `ls_in_pre_lb` on switches, `lr_in_dnat` on routers)."""
     enabled = smap_bool(lb.nb.options, "event") or smap_bool(ctx.nb_options,
                                                                "controller_event")
     if not enabled or vip.backends or smap_bool(lb.nb.options, "reject"):
         return
-    match = f"{'ip4' if vip.ipv4 else 'ip6'}.dst == {vip.ip} && {lb.proto}"
+    match = f"{vip.ip_match}.dst == {vip.ip} && {lb.proto}"
     shown = vip.ip
     if vip.port_str:
         match += f" && {lb.proto}.dst == {vip.port_str}"
@@ -270,7 +271,7 @@ def _event_flow(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
     actions = (f'trigger_event(event = "empty_lb_backends", vip = "{shown}", '
                f'protocol = "{lb.proto}", load_balancer = "{lb.key}");')
     for dp in dps:
-        out.add(dp, Stage.LS_IN_PRE_LB, 130, match, actions, hint=lb.nb,
+        out.add(dp, stage, 130, match, actions, hint=lb.nb,
                 meter=ctx.copp_meter(dp, CoppProto.EVENT_ELB))
 
 
@@ -417,7 +418,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
             if not dps:
                 continue
             for vip in vips:
-                _event_flow(ctx, lb, vip, dps, out)
+                event_flow(ctx, lb, vip, dps, Stage.LS_IN_PRE_LB, out)
             for vip in vips:
                 _pre_stateful_flow(ctx, lb, vip, dps, out)
             _lb_rules(ctx, lb, vips, dps, out)

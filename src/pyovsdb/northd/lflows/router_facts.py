@@ -24,7 +24,7 @@ from ..nodes.datapaths import Datapath
 from ..nodes.lb import LoadBalancer
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import Addresses, ip_address, ip_addresses
-from .context import LflowContext
+from .context import LflowContext, ref_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +72,6 @@ class RouterFacts:
     lb_ips_v6_routable: list[str] = field(default_factory=list)
 
 
-def _nat_rows(dp: Datapath) -> list[IdlRow]:
-    value = dp.nb.nat
-    rows = [r for r in value if isinstance(r, IdlRow)] if isinstance(value, list) else []
-    return sorted(rows, key=lambda r: r.uuid)
-
-
 def _opt(value: object) -> str | None:
     if isinstance(value, list):
         return str(value[0]) if value else None
@@ -86,7 +80,7 @@ def _opt(value: object) -> str | None:
 
 def parse_nats(dp: Datapath) -> list[Nat]:
     out: list[Nat] = []
-    for row in _nat_rows(dp):
+    for row in ref_rows(dp.nb.nat):
         ext = ip_addresses(row.external_ip)
         if ext is None or len(ext.ipv4) + len(ext.ipv6) != 1:
             continue
@@ -147,22 +141,18 @@ def _build(ctx: LflowContext, dp: Datapath) -> RouterFacts:
             (v6s if vip.vip.family == 6 else v4).add(ip)
             if lb.routable:
                 (v6r if vip.vip.family == 6 else v4r).add(ip)
-    own = _rows(dp.nb.load_balancer)
-    for group in _rows(dp.nb.load_balancer_group):
-        own += _rows(group.load_balancer)
+    own = ref_rows(dp.nb.load_balancer)
+    for group in ref_rows(dp.nb.load_balancer_group):
+        own += ref_rows(group.load_balancer)
     return RouterFacts(
         nats=nats, snat_ips=snat_ips,
         has_distributed_nat=any(n.is_distributed for n in nats),
         dnat_force_snat=dnat_force, lb_force_snat=lb_force,
         lb_force_snat_router_ip=router_ip, is_gw_router=is_gw,
         l3dgw_ports=list(ctx.ports.l3dgw_ports.get(dp.key, [])),
-        external_ips=sorted({r.external_ip for r in _nat_rows(dp)}),
+        external_ips=sorted({r.external_ip for r in ref_rows(dp.nb.nat)}),
         lbs=lbs, has_lb_vip=any(lb.vips for lb in own),
         lb_ips_v4=sorted(v4), lb_ips_v6=sorted(v6s),
         lb_ips_v4_routable=sorted(v4r), lb_ips_v6_routable=sorted(v6r))
 
 
-def _rows(value: object) -> list[IdlRow]:
-    if not isinstance(value, (list, tuple, set, frozenset)):
-        return []
-    return sorted((r for r in value if isinstance(r, IdlRow)), key=lambda r: r.uuid)
