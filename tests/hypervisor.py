@@ -465,14 +465,19 @@ def _ovs_atom(s: str, i: int) -> tuple[str, int]:
 
 
 class ControlPlane:
-    """NB and SB databases on a `kind` server ("ours" or "real") and the real
-    ovn-northd between them; with `sb_cluster=N` the SB is an N-member Raft cluster
-    (made with the kind's own tool, Raft on loopback ports) and every client is given
-    all members' remotes, as central nodes are deployed."""
+    """NB and SB databases on a `kind` server ("ours" or "real") and a northd between
+    them (`northd`: "real" for ovn-northd, "ours" for `pyovsdb northd`, with the same
+    options); with `sb_cluster=N` the SB is an N-member Raft cluster (made with the
+    kind's own tool, Raft on loopback ports) and every client is given all members'
+    remotes, as central nodes are deployed."""
 
     def __init__(self, kind: str, workdir: Path, *, tcp: bool = False,
-                 server_extra: list[str] | None = None, sb_cluster: int = 0) -> None:
+                 server_extra: list[str] | None = None, sb_cluster: int = 0,
+                 northd: str = "real") -> None:
+        if northd not in ("real", "ours"):
+            raise ValueError(f"unknown northd {northd!r}")
         self.kind = kind
+        self.northd_kind = northd
         self.workdir = Path(workdir)
         self.tcp = tcp  # NB and SB also on loopback TCP ports (ServerProcess.tcp)
         self.server_extra = list(server_extra or [])  # more options for NB and SB servers
@@ -537,8 +542,15 @@ class ControlPlane:
     def northd_ctl(self) -> str:
         return str(self.workdir / "ovn-northd.ctl")
 
+    def northd_command(self) -> list[str]:
+        base = ["ovn-northd"] if self.northd_kind == "real" \
+            else [sys.executable, "-m", "pyovsdb", "northd"]
+        return [*base, f"--ovnnb-db={self.nb_remote}", f"--ovnsb-db={self.sb_remote}",
+                f"--unixctl={self.northd_ctl}"]
+
     def start(self) -> ControlPlane:
-        require("ovn-northd", "ovn-nbctl", "ovn-sbctl")
+        require("ovn-nbctl", "ovn-sbctl", *(["ovn-northd"] if self.northd_kind == "real"
+                                            else []))
         if self.kind == "real":
             require("ovsdb-server", "ovsdb-tool")
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -552,16 +564,14 @@ class ControlPlane:
             self.nbctl("init", "--", "set", "NB_Global", ".",
                        f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"',
                        f'options:mac_prefix="{MAC_PREFIX}"')
-            self.northd = Daemon("ovn-northd", [
-                "ovn-northd", f"--ovnnb-db={self.nb_remote}", f"--ovnsb-db={self.sb_remote}",
-                f"--unixctl={self.northd_ctl}",
-            ], self.workdir, self.env)
+            self.northd = Daemon("ovn-northd", self.northd_command(), self.workdir,
+                                 self.env)
             self.northd.start()
             self.northd.wait_started(self.logs)
             # northd has connected to both when it has written SB_Global.
             poll(lambda: bool(self.sbctl("--bare", "--columns=_uuid", "list",
                                          "SB_Global").stdout.strip()),
-                 "ovn-northd to fill SB_Global", self.logs)
+                 f"the {self.northd_kind} northd to fill SB_Global", self.logs)
         except BaseException:
             self.stop()
             raise
@@ -648,3 +658,49 @@ class ControlPlane:
             return up is None or self.port_up(lport) == up
         poll(done, f"{lport} bound to {chassis} (up={up})",
              lambda: self.logs() + ("\n" + logs() if logs else ""), timeout)
+
+
+class Deployment:
+    """A control plane (`ControlPlane`: servers of `kind`, either northd) and two
+    hypervisors, hv1 and hv2 (on 127.0.0.2 and .3), started and stopped together."""
+
+    def __init__(self, kind: str, workdir: Path, *, northd: str = "real",
+                 monitor_all: bool = False, sb_cluster: int = 0) -> None:
+        self.cp = ControlPlane(kind, workdir / "cp", sb_cluster=sb_cluster, northd=northd)
+        self.kind = kind
+        self.monitor_all = monitor_all
+        self.workdir = workdir
+        self.hvs: dict[str, Hypervisor] = {}
+
+    def start(self) -> None:
+        self.cp.start()
+        for i, name in enumerate(("hv1", "hv2")):
+            hv = Hypervisor(name, self.workdir / name, self.cp.sb_remote, f"127.0.0.{i + 2}",
+                            self.kind, monitor_all=self.monitor_all)
+            self.hvs[name] = hv
+            hv.start()
+
+    def stop(self) -> None:
+        """Stop everything, each part even if stopping another one failed."""
+        errors: list[BaseException] = []
+        parts: list[Hypervisor | ControlPlane] = [*self.hvs.values(), self.cp]
+        for part in parts:
+            try:
+                part.stop()
+            except BaseException as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    def logs(self) -> str:
+        return "\n".join([self.cp.logs(), *(hv.logs() for hv in self.hvs.values())])
+
+    def flow_counts(self) -> str:
+        """The flow count of each hypervisor still up (for a failure's report)."""
+        counts = []
+        for name, hv in self.hvs.items():
+            try:
+                counts.append(f"{name}={hv.flow_count()}")
+            except Exception as e:
+                counts.append(f"{name}=? ({type(e).__name__})")
+        return "flow counts when it broke off: " + ", ".join(counts)

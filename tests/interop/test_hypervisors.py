@@ -32,7 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from hypervisor import ControlPlane, Hypervisor, split_actions
+import hypervisor
+from hypervisor import Hypervisor, split_actions
 
 pytestmark = pytest.mark.interop
 
@@ -88,49 +89,13 @@ class Run:
                         f" broke off:\n{self.error}", pytrace=False)
 
 
-class Deployment:
+class Deployment(hypervisor.Deployment):
     """The control plane and both hypervisors of one run."""
 
     def __init__(self, kind: str, monitor_all: bool, workdir: Path, *,
                  sb_cluster: int = 0) -> None:
-        self.cp = ControlPlane(kind, workdir / "cp", sb_cluster=sb_cluster)
-        self.kind = kind
-        self.monitor_all = monitor_all
-        self.workdir = workdir
-        self.hvs: dict[str, Hypervisor] = {}
+        super().__init__(kind, workdir, monitor_all=monitor_all, sb_cluster=sb_cluster)
         self.where: dict[str, str] = {}  # lport -> hypervisor it sits on
-
-    def start(self) -> None:
-        self.cp.start()
-        for i, name in enumerate(("hv1", "hv2")):
-            hv = Hypervisor(name, self.workdir / name, self.cp.sb_remote, f"127.0.0.{i + 2}",
-                            self.kind, monitor_all=self.monitor_all)
-            self.hvs[name] = hv
-            hv.start()
-
-    def stop(self) -> None:
-        """Stop everything, each part even if stopping another one failed."""
-        errors: list[BaseException] = []
-        for part in [*self.hvs.values(), self.cp]:
-            try:
-                part.stop()
-            except BaseException as e:
-                errors.append(e)
-        if errors:
-            raise errors[0]
-
-    def logs(self) -> str:
-        return "\n".join([self.cp.logs(), *(hv.logs() for hv in self.hvs.values())])
-
-    def flow_counts(self) -> str:
-        """The flow count of each hypervisor still up (for a failure's report)."""
-        counts = []
-        for name, hv in self.hvs.items():
-            try:
-                counts.append(f"{name}={hv.flow_count()}")
-            except Exception as e:
-                counts.append(f"{name}=? ({type(e).__name__})")
-        return "flow counts when it broke off: " + ", ".join(counts)
 
     def add_vif(self, lport: str, hv: str) -> None:
         self.hvs[hv].add_vif(f"if-{lport}", lport, mac(lport))

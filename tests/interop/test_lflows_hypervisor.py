@@ -35,23 +35,16 @@ Rules kept here:
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+import hypervisor
 from hypervisor import (
-    MAC_PREFIX,
-    SVC_MONITOR_MAC,
-    ControlPlane,
-    Daemon,
     Hypervisor,
-    poll,
     split_actions,
 )
-from procs import require
-from pyovsdb.testing import NB_SCHEMA, ServerProcess, create_db
 
 pytestmark = pytest.mark.interop
 
@@ -72,44 +65,6 @@ def mac(lport: str) -> str:
 
 def ip(lport: str) -> str:
     return f"10.0.0.{int(lport[2:]) + 10}"
-
-
-class NorthdPlane(ControlPlane):
-    """A control plane whose northd is the real one or ours (`northd`), its databases
-    on a `servers` server."""
-
-    def __init__(self, servers: str, northd: str, workdir: Path) -> None:
-        super().__init__(servers, workdir)
-        self.northd_kind = northd
-
-    def northd_command(self) -> list[str]:
-        base = ["ovn-northd"] if self.northd_kind == "real" \
-            else [sys.executable, "-m", "pyovsdb", "northd"]
-        return [*base, f"--ovnnb-db={self.nb_remote}", f"--ovnsb-db={self.sb_remote}",
-                f"--unixctl={self.northd_ctl}"]
-
-    def start(self) -> NorthdPlane:
-        """ControlPlane.start with the northd of our choice."""
-        require("ovn-nbctl", "ovn-sbctl", "ovsdb-server", "ovsdb-tool",
-                *(["ovn-northd"] if self.northd_kind == "real" else []))
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        try:
-            nb_db = create_db(self.kind, self.workdir / "nb.db", NB_SCHEMA)
-            self.nb = ServerProcess(self.kind, self.workdir, [nb_db], name="nb").start()
-            self._start_sb()
-            self.nbctl("init", "--", "set", "NB_Global", ".",
-                       f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"',
-                       f'options:mac_prefix="{MAC_PREFIX}"')
-            self.northd = Daemon("ovn-northd", self.northd_command(), self.workdir, self.env)
-            self.northd.start()
-            self.northd.wait_started(self.logs)
-            poll(lambda: bool(self.sbctl("--bare", "--columns=_uuid", "list",
-                                         "SB_Global").stdout.strip()),
-                 f"the {self.northd_kind} northd to fill SB_Global", self.logs)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
 
 @dataclass
@@ -135,43 +90,12 @@ class Run:
                         f"broke off:\n{self.error}", pytrace=False)
 
 
-class Deployment:
+class Deployment(hypervisor.Deployment):
+    """hv1 and hv2 on a control plane with `northd`, its databases on `servers`."""
+
     def __init__(self, servers: str, northd: str, workdir: Path) -> None:
+        super().__init__(servers, workdir, northd=northd)
         self.servers = servers
-        self.cp = NorthdPlane(servers, northd, workdir / "cp")
-        self.workdir = workdir
-        self.hvs: dict[str, Hypervisor] = {}
-
-    def start(self) -> None:
-        self.cp.start()
-        for i, name in enumerate(("hv1", "hv2")):
-            hv = Hypervisor(name, self.workdir / name, self.cp.sb_remote, f"127.0.0.{i + 2}",
-                            self.servers)
-            self.hvs[name] = hv
-            hv.start()
-
-    def stop(self) -> None:
-        errors: list[BaseException] = []
-        parts: list[Hypervisor | ControlPlane] = [*self.hvs.values(), self.cp]
-        for part in parts:
-            try:
-                part.stop()
-            except BaseException as e:
-                errors.append(e)
-        if errors:
-            raise errors[0]
-
-    def logs(self) -> str:
-        return "\n".join([self.cp.logs(), *(hv.logs() for hv in self.hvs.values())])
-
-    def flow_counts(self) -> str:
-        counts = []
-        for name, hv in self.hvs.items():
-            try:
-                counts.append(f"{name}={hv.flow_count()}")
-            except Exception as e:
-                counts.append(f"{name}=? ({type(e).__name__})")
-        return "flow counts when it broke off: " + ", ".join(counts)
 
     def trace(self, src: str, flow: str) -> list[str]:
         """`ofproto/trace` of `flow` entering from VIF `src`: the datapath actions of

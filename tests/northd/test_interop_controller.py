@@ -9,21 +9,17 @@ claims from the `Port_Binding` and the OVS interface's `iface-id` alone."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hypervisor import (
-    MAC_PREFIX,
-    SVC_MONITOR_MAC,
     ControlPlane,
-    Daemon,
     Hypervisor,
     poll,
 )
-from procs import NB_SCHEMA, ServerProcess, create_db, require, run
+from procs import run
 from pyovsdb.cli.sandbox import ours_available
 
 pytestmark = pytest.mark.interop
@@ -31,41 +27,11 @@ pytestmark = pytest.mark.interop
 OURS = ours_available()
 
 
-class OurNorthdControlPlane(ControlPlane):
-    """A ControlPlane whose northd is `pyovsdb northd`, with the options ControlPlane
-    gives ovn-northd (the same steps as its `start`, our command instead)."""
-
-    def start(self) -> ControlPlane:
-        require("ovn-nbctl", "ovn-sbctl")
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        try:
-            nb_db = create_db(self.kind, self.workdir / "nb.db", NB_SCHEMA)
-            self.nb = ServerProcess(self.kind, self.workdir, [nb_db], name="nb",
-                                    tcp=self.tcp, extra=self.server_extra).start()
-            self._start_sb()
-            self.nbctl("init", "--", "set", "NB_Global", ".",
-                       f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"',
-                       f'options:mac_prefix="{MAC_PREFIX}"')
-            self.northd = Daemon("ovn-northd", [
-                sys.executable, "-m", "pyovsdb", "northd", f"--ovnnb-db={self.nb_remote}",
-                f"--ovnsb-db={self.sb_remote}", f"--unixctl={self.northd_ctl}",
-            ], self.workdir, self.env)
-            self.northd.start()
-            self.northd.wait_started(self.logs)
-            poll(lambda: bool(self.sbctl("--bare", "--columns=_uuid", "list",
-                                         "SB_Global").stdout.strip()),
-                 "our northd to fill SB_Global", self.logs)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-
 @pytest.fixture(params=["ovn-northd", pytest.param("ours", marks=pytest.mark.skipif(
     not OURS, reason="pyovsdb northd is not in this build"))])
 def plane(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ControlPlane]:
-    cls = OurNorthdControlPlane if request.param == "ours" else ControlPlane
-    cp = cls("ours", tmp_path / "cp")
+    cp = ControlPlane("ours", tmp_path / "cp",
+                      northd="ours" if request.param == "ours" else "real")
     with cp:
         yield cp
 
