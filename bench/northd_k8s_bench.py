@@ -27,24 +27,15 @@ ours / real of each. Only processes this script started are stopped, by pid.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 from northd_lflow_bench import (  # the switch mix's benchmark, beside this file
-    MAC_PREFIX,
     NORTHDS,
-    SVC_MONITOR_MAC,
-    cpu_seconds,
-    peak_rss_mib,
+    medians,
+    missing_tools,
     tool,
 )
-from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
 import k8sgen  # the cluster lives beside the corpus it generates
@@ -58,53 +49,6 @@ def load_cluster(nb: str, nodes: int, dual: bool) -> None:
     tool("ovn-nbctl", nb, "--no-wait", *k8sgen.joined(cmds))
 
 
-def flow_counts(sb: str) -> dict[str, float]:
-    """Logical_Flow rows in the SB: all of them, of switch stages, of router stages."""
-    out = tool("ovn-sbctl", sb, "--format=json", "--columns=external_ids", "list",
-               "Logical_Flow")
-    rows = json.loads(out)["data"]
-    stages = [dict(ids[1]).get("stage-name", "") for (ids,) in rows]
-    return {"flows": float(len(rows)),
-            "ls_flows": float(sum(1 for s in stages if s.startswith("ls_"))),
-            "lr_flows": float(sum(1 for s in stages if s.startswith("lr_")))}
-
-
-def cold_start(root: Path, tag: str, northd: str, servers: str, nodes: int,
-               dual: bool) -> dict[str, float]:
-    d = root / tag
-    d.mkdir(parents=True)
-    creator = "ours" if servers == "ours" else "real"
-    nb = ServerProcess(servers, d, [create_db(creator, d / "nb.db", NB_SCHEMA)], name="nb")
-    sb = ServerProcess(servers, d, [create_db(creator, d / "sb.db", SB_SCHEMA)], name="sb")
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        nb.start()
-        sb.start()
-        tool("ovn-nbctl", nb.unix, "--no-wait", "init", "--", "set", "NB_Global", ".",
-             f"options:mac_prefix={MAC_PREFIX}", f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"')
-        load_cluster(nb.unix, nodes, dual)
-        base = ["ovn-northd"] if northd == "real" else [sys.executable, "-m", "pyovsdb",
-                                                         "northd"]
-        cmd = [*base, f"--ovnnb-db={nb.unix}", f"--ovnsb-db={sb.unix}",
-               f"--unixctl={d / 'northd.ctl'}", f"--pidfile={d / 'northd.pid'}",
-               f"--log-file={d / 'northd.log'}", "-vconsole:off", "--no-chdir"]
-        with open(d / "northd.stderr", "wb") as err:
-            t0 = time.monotonic()
-            proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
-        tool("ovn-nbctl", nb.unix, "--wait=sb", "sync")
-        elapsed = time.monotonic() - t0
-        if proc.poll() is not None:
-            raise SystemExit(f"{northd} northd exited {proc.returncode}: "
-                             f"{(d / 'northd.stderr').read_text()[-2000:]}")
-        cpu, rss = cpu_seconds(proc.pid), peak_rss_mib(proc.pid)
-        return {"start_s": elapsed, "cpu_s": cpu, "rss_mib": rss, **flow_counts(sb.unix)}
-    finally:
-        if proc is not None:
-            stop_process(proc)
-        sb.stop()
-        nb.stop()
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -115,26 +59,13 @@ def main() -> int:
     ap.add_argument("--servers", choices=("real", "ours"), default="real",
                     help="which ovsdb server serves NB and SB")
     args = ap.parse_args()
-    need = ["ovn-northd", "ovn-nbctl", "ovn-sbctl"] + (
-        ["ovsdb-server", "ovsdb-tool"] if args.servers == "real" else [])
-    missing = [b for b in need if shutil.which(b) is None]
+    missing = missing_tools(args.servers)
     if missing:
         print(f"bench: not installed: {', '.join(missing)} (Debian: ovn-central)",
               file=sys.stderr)
         return 1
-    samples: dict[str, list[dict[str, float]]] = {k: [] for k in NORTHDS}
-    with tempfile.TemporaryDirectory(prefix="pyovsdb-k8s-bench-") as tmp:
-        for r in range(args.reps):
-            for kind in NORTHDS:
-                print(f"[cold start] rep {r + 1}/{args.reps}: {NORTHDS[kind]}",
-                      file=sys.stderr, flush=True)
-                res = cold_start(Path(tmp), f"{kind}-{r}", kind, args.servers, args.nodes,
-                                 args.dual_stack)
-                print(f"    {json.dumps({k: round(x, 3) for k, x in res.items()})}",
-                      file=sys.stderr, flush=True)
-                samples[kind].append(res)
-    med = {k: {f: statistics.median(s[f] for s in ss) for f in FIELDS}
-           for k, ss in samples.items()}
+    med = medians(args.reps, args.servers, "pyovsdb-k8s-bench-",
+                  lambda nb: load_cluster(nb, args.nodes, args.dual_stack))
     stack = " dual-stack" if args.dual_stack else ""
     print(f"\ncold start on the {args.nodes}-node ovn-kubernetes-like{stack} cluster "
           f"({args.servers} ovsdb-server for NB and SB); median of {args.reps}\n")

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
@@ -76,18 +77,22 @@ def load_mix(nb: str, switches: int) -> None:
     tool("ovn-nbctl", nb, "--no-wait", *mixgen.joined(cmds))
 
 
-def flow_counts(sb: str) -> tuple[int, int]:
-    """Logical_Flow rows in the SB: all of them, and those of switch stages."""
+def flow_counts(sb: str) -> dict[str, float]:
+    """Logical_Flow rows in the SB: all of them, of switch stages, of router stages."""
     out = tool("ovn-sbctl", sb, "--format=json", "--columns=external_ids", "list",
                "Logical_Flow")
     rows = json.loads(out)["data"]
-    switch = sum(1 for (ids,) in rows
-                 if any(k == "stage-name" and v.startswith("ls_") for k, v in ids[1]))
-    return len(rows), switch
+    stages = [dict(ids[1]).get("stage-name", "") for (ids,) in rows]
+    return {"flows": float(len(rows)),
+            "ls_flows": float(sum(1 for s in stages if s.startswith("ls_"))),
+            "lr_flows": float(sum(1 for s in stages if s.startswith("lr_")))}
 
 
-def cold_start(root: Path, tag: str, northd: str, servers: str, switches: int
-               ) -> dict[str, float]:
+def cold_start(root: Path, tag: str, northd: str, servers: str,
+               load: Callable[[str], None]) -> dict[str, float]:
+    """One cold start: fresh NB and SB (`servers`), `load(nb socket)` fills NB, then
+    `northd` starts; the time until `--wait=sb sync` returns, its CPU, peak RSS, and
+    the flows it wrote."""
     d = root / tag
     d.mkdir(parents=True)
     creator = "ours" if servers == "ours" else "real"
@@ -99,7 +104,7 @@ def cold_start(root: Path, tag: str, northd: str, servers: str, switches: int
         sb.start()
         tool("ovn-nbctl", nb.unix, "--no-wait", "init", "--", "set", "NB_Global", ".",
              f"options:mac_prefix={MAC_PREFIX}", f'options:svc_monitor_mac="{SVC_MONITOR_MAC}"')
-        load_mix(nb.unix, switches)
+        load(nb.unix)
         base = ["ovn-northd"] if northd == "real" else [sys.executable, "-m", "pyovsdb",
                                                          "northd"]
         cmd = [*base, f"--ovnnb-db={nb.unix}", f"--ovnsb-db={sb.unix}",
@@ -114,14 +119,35 @@ def cold_start(root: Path, tag: str, northd: str, servers: str, switches: int
             raise SystemExit(f"{northd} northd exited {proc.returncode}: "
                              f"{(d / 'northd.stderr').read_text()[-2000:]}")
         cpu, rss = cpu_seconds(proc.pid), peak_rss_mib(proc.pid)
-        total, switch = flow_counts(sb.unix)
-        return {"start_s": elapsed, "cpu_s": cpu, "rss_mib": rss, "flows": float(total),
-                "ls_flows": float(switch)}
+        return {"start_s": elapsed, "cpu_s": cpu, "rss_mib": rss, **flow_counts(sb.unix)}
     finally:
         if proc is not None:
             stop_process(proc)
         sb.stop()
         nb.stop()
+
+
+def missing_tools(servers: str) -> list[str]:
+    need = ["ovn-northd", "ovn-nbctl", "ovn-sbctl"] + (
+        ["ovsdb-server", "ovsdb-tool"] if servers == "real" else [])
+    return [b for b in need if shutil.which(b) is None]
+
+
+def medians(reps: int, servers: str, prefix: str, load: Callable[[str], None]
+            ) -> dict[str, dict[str, float]]:
+    """`reps` cold starts of each northd, interleaved; the median of each figure."""
+    samples: dict[str, list[dict[str, float]]] = {k: [] for k in NORTHDS}
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        for r in range(reps):
+            for kind in NORTHDS:
+                print(f"[cold start] rep {r + 1}/{reps}: {NORTHDS[kind]}",
+                      file=sys.stderr, flush=True)
+                res = cold_start(Path(tmp), f"{kind}-{r}", kind, servers, load)
+                print(f"    {json.dumps({k: round(x, 3) for k, x in res.items()})}",
+                      file=sys.stderr, flush=True)
+                samples[kind].append(res)
+    return {k: {f: statistics.median(s[f] for s in ss) for f in ss[0]}
+            for k, ss in samples.items()}
 
 
 def main() -> int:
@@ -133,26 +159,13 @@ def main() -> int:
     ap.add_argument("--switches", type=int, default=mixgen.SWITCHES,
                     help="switches in the mix (a multiple of 20)")
     args = ap.parse_args()
-    need = ["ovn-northd", "ovn-nbctl", "ovn-sbctl"] + (
-        ["ovsdb-server", "ovsdb-tool"] if args.servers == "real" else [])
-    missing = [b for b in need if shutil.which(b) is None]
+    missing = missing_tools(args.servers)
     if missing:
         print(f"bench: not installed: {', '.join(missing)} (Debian: ovn-central)",
               file=sys.stderr)
         return 1
-    samples: dict[str, list[dict[str, float]]] = {k: [] for k in NORTHDS}
-    with tempfile.TemporaryDirectory(prefix="pyovsdb-lflow-bench-") as tmp:
-        for r in range(args.reps):
-            for kind in NORTHDS:
-                print(f"[cold start] rep {r + 1}/{args.reps}: {NORTHDS[kind]}",
-                      file=sys.stderr, flush=True)
-                res = cold_start(Path(tmp), f"{kind}-{r}", kind, args.servers,
-                                 args.switches)
-                print(f"    {json.dumps({k: round(x, 3) for k, x in res.items()})}",
-                      file=sys.stderr, flush=True)
-                samples[kind].append(res)
-    med = {k: {f: statistics.median(s[f] for s in ss) for f in ss[0]}
-           for k, ss in samples.items()}
+    med = medians(args.reps, args.servers, "pyovsdb-lflow-bench-",
+                  lambda nb: load_mix(nb, args.switches))
     print(f"\ncold start on the {args.switches}-switch mix ({args.servers} ovsdb-server for "
           f"NB and SB); median of {args.reps}\n")
     print("| northd | until `--wait=sb sync` returns, s | CPU s | peak RSS MiB "
