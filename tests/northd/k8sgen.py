@@ -46,6 +46,8 @@ from __future__ import annotations
 import shlex
 import sys
 
+from mixgen import Command, joined  # one nbctl call of several commands, as the mix has
+
 PODS = 3  # per node; pod p of every node is in namespace ns<p % NAMESPACES>
 NAMESPACES = 3
 BATCH = 20  # nodes per nbctl line
@@ -54,8 +56,6 @@ CLUSTER_NET6 = "fd00:10:244::/48"
 JOIN_NET6 = "fd98::/64"
 JOIN_NET_LEN = 16
 CHASSIS_WITH_SIM = 5  # scripts of at most this many nodes simulate every chassis
-
-Command = list[str]
 
 
 def node(i: int) -> str:
@@ -363,16 +363,6 @@ def churn_lines(n: int) -> list[list[Command]]:
         [["lsp-del", new_pod],
          ["remove", "Address_Set", "as_ns0", "addresses", f'"{new_ip}"']],
     ]
-
-
-def joined(cmds: list[Command]) -> list[str]:
-    """The arguments of one `ovn-nbctl` call running `cmds` in one transaction."""
-    out: list[str] = []
-    for i, cmd in enumerate(cmds):
-        if i:
-            out.append("--")
-        out += cmd
-    return out
 
 
 def script_text(n: int, churn: bool = False, dual: bool = False) -> str:
