@@ -37,14 +37,6 @@ def acl(nb: Nb, table: str, parent: str, direction: str, priority: int, match: s
                         priority=priority, match=match, action=action, **cols)
 
 
-def meter(nb: Nb, name: str, **cols: Any) -> None:
-    nb.db.transact([{"op": "insert", "table": "Meter_Band", "uuid-name": "band",
-                     "row": {"action": "drop", "rate": 10}},
-                    {"op": "insert", "table": "Meter",
-                     "row": {"name": name, "unit": "pktps", "bands": ["named-uuid", "band"],
-                             **nb.db.json_row("Meter", cols)}}])
-
-
 BARE = {
     ("ls_in_pre_acl", 0, "1", "next;"),
     ("ls_out_pre_acl", 0, "1", "next;"),
@@ -162,8 +154,8 @@ def test_port_group_acl_follows_each_switch_of_the_group(nb: Nb, sb: LocalDb) ->
 
 def test_logging_meters_and_log_related(nb: Nb, sb: LocalDb) -> None:
     sw = nb.ls_add("sw0")
-    meter(nb, "plain")
-    meter(nb, "fair", fair=True)
+    nb.meter_add("plain")
+    nb.meter_add("fair", fair=True)
     acl(nb, "Logical_Switch", "sw0", "to-lport", 1000, "tcp", "drop", log=True,
         name="d", severity="alert", meter="plain")
     fair = acl(nb, "Logical_Switch", "sw0", "to-lport", 1001, "udp", "reject", log=True,
@@ -190,7 +182,7 @@ def test_logging_meters_and_log_related(nb: Nb, sb: LocalDb) -> None:
 
 def test_reject_uses_the_switch_copp_meter_only_if_it_exists(nb: Nb, sb: LocalDb) -> None:
     sw0, sw1 = nb.ls_add("sw0"), nb.ls_add("sw1")
-    meter(nb, "mrej")
+    nb.meter_add("mrej")
     nb.set("Logical_Switch", "sw0", copp=nb.db.insert("Copp", name="c0",
                                                       meters={"reject": "mrej"}))
     nb.set("Logical_Switch", "sw1", copp=nb.db.insert("Copp", name="c1",

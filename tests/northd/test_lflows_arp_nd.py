@@ -117,10 +117,7 @@ def test_router_port_answers_for_its_networks_and_proxies(nb: Nb, sb: LocalDb) -
     nb.set("Logical_Switch_Port", "sw0-lrp0",
            options={"router-port": "lrp0", "arp_proxy": "10.0.0.100 fd00::1 10.0.0.101"})
     copp = nb.db.insert("Copp", name="c1", meters={"nd-na": "m1"})
-    nb.db.transact([{"op": "insert", "table": "Meter_Band", "uuid-name": "band",
-                     "row": {"action": "drop", "rate": 10}},
-                    {"op": "insert", "table": "Meter",
-                     "row": {"name": "m1", "unit": "pktps", "bands": ["named-uuid", "band"]}}])
+    nb.meter_add("m1")
     nb.set("Logical_Switch", "sw0", copp=copp)
     table = build_flows(nb.db, sb)
     mac = "00:00:00:00:ff:01"

@@ -160,10 +160,7 @@ def test_external_port_answers_through_localnet(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_copp_meters_and_dns(nb: Nb, sb: LocalDb) -> None:
-    nb.db.transact([{"op": "insert", "table": "Meter_Band", "uuid-name": "b",
-                     "row": {"action": "drop", "rate": 10}},
-                    {"op": "insert", "table": "Meter",
-                     "row": {"name": "m1", "unit": "pktps", "bands": ["named-uuid", "b"]}}])
+    nb.meter_add("m1")
     copp = nb.db.insert("Copp", name="c", meters={"dhcpv6-opts": "m1", "dns": "m1",
                                                   "dhcpv4-opts": "missing"})
     dns = nb.db.insert("DNS", records={"vm1.ovn.org": "10.0.0.1"})

@@ -137,16 +137,8 @@ def test_gateway_port_mac_is_resident_on_the_gateway(nb: Nb, sb: LocalDb) -> Non
     assert (50, "eth.dst == 00:00:00:00:ff:01", to("pub-lr0-pub")) in unicast
 
 
-def _meter(nb: Nb, name: str) -> None:
-    nb.db.transact([
-        {"op": "insert", "table": "Meter_Band", "uuid-name": "b",
-         "row": {"action": "drop", "rate": 10}},
-        {"op": "insert", "table": "Meter", "row": {
-            "name": name, "unit": "pktps", "bands": ["named-uuid", "b"]}}])
-
-
 def test_snooping_relay_static_and_meters(nb: Nb, sb: LocalDb) -> None:
-    _meter(nb, "m1")
+    nb.meter_add("m1")
     copp = nb.db.insert("Copp", name="c", meters={"igmp": "m1", "svc-monitor": "none"})
     sw = nb.ls_add("sw0", other_config={"mcast_snoop": "true"}, copp=copp)
     nb.lsp_add("sw0", "p1", addresses=["00:00:00:00:00:01"])

@@ -38,14 +38,6 @@ def gateway(nb: Nb, lrp: str, chassis: str = "gw1") -> None:
                  name=f"{lrp}-{chassis}", chassis_name=chassis, priority=10)
 
 
-def meter(nb: Nb, name: str) -> None:
-    nb.db.transact([
-        {"op": "insert", "table": "Meter_Band", "uuid-name": "b",
-         "row": {"action": "drop", "rate": 10}},
-        {"op": "insert", "table": "Meter", "row": {
-            "name": name, "unit": "pktps", "bands": ["named-uuid", "b"]}}])
-
-
 def test_router_defaults_without_ports(nb: Nb, sb: LocalDb) -> None:
     lr = nb.lr_add("lr0")
     table = build_flows(nb.db, sb)
@@ -127,8 +119,8 @@ def test_learning_only_known_senders(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_learning_meters_from_copp(nb: Nb, sb: LocalDb) -> None:
-    meter(nb, "m-arp")
-    meter(nb, "m-nd")
+    nb.meter_add("m-arp")
+    nb.meter_add("m-nd")
     copp = nb.db.insert("Copp", name="c", meters={"arp": "m-arp", "nd-na": "m-nd",
                                                   "nd-ns": "m-none"})
     lr = nb.lr_add("lr0", copp=copp)
@@ -190,8 +182,8 @@ def test_gateway_mtu_header_size_and_bad_values(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_icmp_error_meters(nb: Nb, sb: LocalDb) -> None:
-    meter(nb, "m4")
-    meter(nb, "m6")
+    nb.meter_add("m4")
+    nb.meter_add("m6")
     lr = _mtu_topology(nb, gateway_mtu="1400")
     copp = nb.db.insert("Copp", name="c", meters={"icmp4-error": "m4", "icmp6-error": "m6"})
     nb.set("Logical_Router", "lr0", copp=copp)

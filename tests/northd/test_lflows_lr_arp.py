@@ -36,14 +36,6 @@ def resolve(port: str, reg: str, ip: str, mac: str) -> Line:
     return (100, f'outport == "{port}" && {reg} == {ip}', f"eth.dst = {mac}; next;")
 
 
-def meter(nb: Nb, name: str) -> None:
-    nb.db.transact([
-        {"op": "insert", "table": "Meter_Band", "uuid-name": "b",
-         "row": {"action": "drop", "rate": 10}},
-        {"op": "insert", "table": "Meter", "row": {
-            "name": name, "unit": "pktps", "bands": ["named-uuid", "b"]}}])
-
-
 def test_helpers() -> None:
     assert str(parse_masked("10.0.0.1/255.255.255.0", False)) == "10.0.0.0/24"
     assert parse_masked("10.0.0.1/255.0.255.0", False) is None  # not a prefix
@@ -181,7 +173,7 @@ def test_distributed_gateway_port(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_static_route_ipv6_next_hops(nb: Nb, sb: LocalDb) -> None:
-    meter(nb, "m-ns")
+    nb.meter_add("m-ns")
     copp = nb.db.insert("Copp", name="c", meters={"nd-ns-resolve": "m-ns",
                                                   "arp-resolve": "missing"})
     lr = nb.lr_add("lr0", copp=copp)
@@ -205,7 +197,7 @@ def test_static_route_ipv6_next_hops(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_router_solicitation_responder(nb: Nb, sb: LocalDb) -> None:
-    meter(nb, "m-ra")
+    nb.meter_add("m-ra")
     copp = nb.db.insert("Copp", name="c", meters={"nd-ra-opts": "m-ra"})
     nb.ls_add("sw0")
     nb.ls_add("sw1")

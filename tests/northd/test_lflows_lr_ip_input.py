@@ -44,14 +44,6 @@ def nat(nb: Nb, lr: str, kind: str, external: str, logical: str, **cols: object)
                         logical_ip=logical, **cols)
 
 
-def meter(nb: Nb, name: str) -> None:
-    nb.db.transact([
-        {"op": "insert", "table": "Meter_Band", "uuid-name": "b",
-         "row": {"action": "drop", "rate": 10}},
-        {"op": "insert", "table": "Meter", "row": {
-            "name": name, "unit": "pktps", "bands": ["named-uuid", "b"]}}])
-
-
 def test_solicited_node_address() -> None:
     assert sn_addr(ipaddress.IPv6Address("fd00::1")) == "ff02::1:ff00:1"
     assert sn_addr(ipaddress.IPv6Address("fe80::200:ff:fe00:ff01")) == "ff02::1:ff00:ff01"
@@ -214,7 +206,7 @@ def test_bfd_and_meters(nb: Nb, sb: LocalDb) -> None:
     nb.lrp_add("lr0", "lr0-a", "00:00:00:00:ff:01", "10.0.0.1/24")
     nb.db.insert("BFD", logical_port="lr0-a", dst_ip="10.0.0.2")
     for name in ("m-bfd", "m-icmp", "m-nd"):
-        meter(nb, name)
+        nb.meter_add(name)
     copp = nb.db.insert("Copp", name="copp0", meters={
         "bfd": "m-bfd", "icmp4-error": "m-icmp", "nd-na": "m-nd", "tcp-reset": "m-gone"})
     nb.db.update("Logical_Router", lr, copp=[copp])

@@ -189,6 +189,15 @@ class Nb:
     def set(self, table: str, name: str, **cols: Any) -> None:
         self.db.update(table, self.uuid(table, name), **cols)
 
+    def meter_add(self, name: str, **cols: Any) -> None:
+        """A meter `name` (pktps, one drop band of rate 10; `cols` set more columns)."""
+        self.db.transact([
+            {"op": "insert", "table": "Meter_Band", "uuid-name": "band",
+             "row": {"action": "drop", "rate": 10}},
+            {"op": "insert", "table": "Meter",
+             "row": {"name": name, "unit": "pktps", "bands": ["named-uuid", "band"],
+                     **self.db.json_row("Meter", cols)}}])
+
 
 def _atom(atype: str | None, value: Any) -> Any:
     if atype == "uuid":
