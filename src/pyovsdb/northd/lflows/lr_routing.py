@@ -43,18 +43,17 @@ from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.mcast_groups import Groups, build_igmp_groups
 from ..nodes.ports import Port
-from ..nodes.ports_addresses import format_ipv6, format_mac, lsp_addresses, parse_mac
-from .context import LflowContext, ref_rows
+from ..nodes.ports_addresses import format_ipv6
+from .context import LflowContext
+from .lr_arp_resolve import routable_addresses
 from .lr_policy import ECMP_GROUP, ECMP_MEMBER, build_policies
 from .lr_routes import (
     EcmpGroup,
     ParsedRoute,
     bfd_ports,
     parse_routes,
-    port_lookup,
     router_lrps,
 )
-from .router_facts import router_facts
 from .stages import Stage
 from .table import LflowTable
 
@@ -233,7 +232,7 @@ class Routes:
         if not smap_bool(dp.nb.options, "mcast_relay"):
             return
         lrps = [p for p in self.ctx.ports_of(dp) if p.is_lrp]
-        static = any(_enabled(p) and smap_bool(p.options, "mcast_flood") for p in lrps)
+        static = any(p.enabled and smap_bool(p.options, "mcast_flood") for p in lrps)
         clone = f'clone {{ outport = "{MC_STATIC}"; ip.ttl--; next; }};' if static else ""
         for (key, name) in sorted(groups):
             if key != dp.key:
@@ -280,18 +279,10 @@ class Routes:
             rp = ports.ports.get(other.options.get("router-port", ""))
             if rp is None or not rp.is_lrp or rp is peer:
                 continue
-            for address in routable_addresses(self.ctx, rp):
-                parsed = lsp_addresses(address)
-                if parsed is None:
-                    continue
+            for parsed in routable_addresses(self.ctx, rp):
                 for n4 in parsed.ipv4:
                     self.add_route(peer.dp, peer, src, str(n4.network.network_address),
                                    n4.plen, hint=peer.nb)
-
-
-def _enabled(port: Port) -> bool:
-    enabled = port.nb.value("enabled")
-    return not enabled or bool(enabled[0])
 
 
 def _is_ipv4_group(name: str) -> bool:
@@ -300,57 +291,6 @@ def _is_ipv4_group(name: str) -> bool:
     except ValueError:
         return False
     return isinstance(ip, ipaddress.IPv4Address) or ip.ipv4_mapped is not None
-
-
-def _full_ipv4(text: str) -> bool:
-    """`ip_parse_masked` with an all-ones mask."""
-    addr, sep, mask = text.partition("/")
-    try:
-        ipaddress.IPv4Address(addr)
-    except ValueError:
-        return False
-    return not sep or mask in ("32", "255.255.255.255")
-
-
-def routable_addresses(ctx: LflowContext, port: Port) -> list[str]:
-    """`get_nat_addresses(port, routable_only, include_lb_ips)` as 23.03 computes it
-    for a distributed gateway port while it is joining ports (`routables`): empty for
-    any other port. The NAT entries' gateway port is checked against the gateway
-    ports met so far (the NB `ports` column's order)."""
-    if port.cr_port is None or port.networks is None:
-        return []
-    dp = port.dp
-    facts = router_facts(ctx, dp)
-    nats = ref_rows(dp.nb.nat)
-    if not nats and not facts.has_lb_vip:
-        return []
-    gateways = [r.uuid for r in router_lrps(dp)
-                if any(p.nb.uuid == r.uuid for p in facts.l3dgw_ports)]
-    n_gw = gateways.index(port.nb.uuid) + 1 if port.nb.uuid in gateways else 1
-    own = {n.addr_s for n in port.networks.ipv4} | {n.addr_s for n in port.networks.ipv6}
-    out: list[str] = []
-    central = [port.networks.ea_s]
-    for nat in nats:
-        if nat.type == "snat" or not smap_bool(nat.options, "add_route"):
-            continue
-        ext: str = nat.external_ip
-        if not _full_ipv4(ext):
-            continue
-        if n_gw > 1:
-            gw = nat.gateway_port
-            if (gw is None and port_lookup(ctx).member_ip(port, ext) is None) or \
-                    (gw is not None and (not isinstance(gw, IdlRow) or gw.uuid != port.nb.uuid)):
-                continue
-        if nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
-            mac = parse_mac(str(nat.external_mac))
-            if mac is not None:
-                out.append(f"{format_mac(mac)} {ext}")
-        elif ext not in own:
-            central.append(ext)
-    central += facts.lb_ips_v4_routable + facts.lb_ips_v6_routable
-    if len(central) > 1:
-        out.append(" ".join(central))
-    return out
 
 
 def build(ctx: LflowContext, out: LflowTable) -> None:
