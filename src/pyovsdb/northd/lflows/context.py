@@ -155,9 +155,15 @@ class LflowContext:
         return self.ports.of_datapath(dp.key)
 
     def nb_rows(self, table: str) -> list[IdlRow]:
-        """Every row of an NB table, in UUID order."""
-        t = self.nb.get(table)
-        return [] if t is None else sorted(t.rows.values(), key=lambda r: r.uuid)
+        """Every row of an NB table, in UUID order (sorted once per build: the per-switch
+        facts ask for the port groups once per switch). Not to be changed."""
+        rows: dict[str, list[IdlRow]] = self.cache.setdefault("nb_rows", {})
+        found = rows.get(table)
+        if found is None:
+            t = self.nb.get(table)
+            found = rows[table] = [] if t is None else sorted(t.rows.values(),
+                                                                key=lambda r: r.uuid)
+        return found
 
     def port_group_switches(self) -> dict[str, list[str]]:
         """NB port group UUID -> keys of the switches it has ports on (build order)."""
