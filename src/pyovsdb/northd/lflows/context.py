@@ -27,7 +27,7 @@ from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, DatapathsData, smap_int
 from ..nodes.global_cfg import ChassisFeatures, GlobalConfig
 from ..nodes.lb import LbData, LoadBalancer
-from ..nodes.ports import Port, PortsData
+from ..nodes.ports import Port, PortsData, existing_port_bindings
 
 
 def ref_rows(value: object) -> list[IdlRow]:
@@ -153,6 +153,14 @@ class LflowContext:
 
     def ports_of(self, dp: Datapath) -> list[Port]:
         return self.ports.of_datapath(dp.key)
+
+    def bindings(self) -> dict[str, IdlRow]:
+        """The SB Port_Binding rows by logical port as the SB has them in this run (a
+        claim's `up` included: claims rebuild no ports), read once per build."""
+        found: dict[str, IdlRow] | None = self.cache.get("bindings")
+        if found is None:
+            found = self.cache["bindings"] = existing_port_bindings(self.sb)
+        return found
 
     def nb_rows(self, table: str) -> list[IdlRow]:
         """Every row of an NB table, in UUID order (sorted once per build: the per-switch

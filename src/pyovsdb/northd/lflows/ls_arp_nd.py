@@ -38,7 +38,7 @@ import ipaddress
 from ...ovsdb.hashorder import hash_string, hmap_order
 from ..nodes.datapaths import smap_bool
 from ..nodes.lsp_up import port_up
-from ..nodes.ports import Port, datapath_keys, existing_port_bindings
+from ..nodes.ports import Port, datapath_keys
 from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable
@@ -68,7 +68,7 @@ def walk_order(ctx: LflowContext) -> list[Port]:
     cached: list[Port] | None = ctx.cache.get("walk_order")
     if cached is None:
         ports = ctx.ports.ports
-        existing = existing_port_bindings(ctx.sb)
+        existing = ctx.bindings()
         names = [*existing, *(n for n in ports if n not in existing)]
         cached = ctx.cache["walk_order"] = [
             ports[n] for n in hmap_order((hash_string(n), n) for n in names) if n in ports]
@@ -114,7 +114,7 @@ class _Responder:
         self.ctx = ctx
         self.out = out
         self.check_up = not smap_bool(ctx.nb_options, "ignore_lsp_down", True)
-        self.bindings = existing_port_bindings(ctx.sb) if self.check_up else {}
+        self.bindings = ctx.bindings() if self.check_up else {}
         self.dp_keys = datapath_keys(ctx.sb) if self.check_up else {}
 
     def port(self, port: Port) -> None:

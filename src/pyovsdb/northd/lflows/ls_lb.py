@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.lb import LoadBalancer, parse_address, parse_endpoint
-from ..nodes.ports import Port
 from ..nodes.service_monitor import lsp_enabled
 from .context import CoppProto, LflowContext
 from .ls_stateful import (
@@ -158,16 +157,6 @@ def selection_fields(lb: LoadBalancer) -> str:
 
 # -- health checks ---------------------------------------------------------------------
 
-def current_binding(ctx: LflowContext, port: Port) -> IdlRow | None:
-    """The port's SB binding in this run's replica (None: not there yet)."""
-    index: dict[str, IdlRow] | None = ctx.cache.get("bindings")
-    if index is None:
-        table = ctx.sb.get("Port_Binding")
-        index = ctx.cache["bindings"] = {} if table is None else {
-            str(r.logical_port): r for r in sorted(table.rows.values(), key=lambda r: r.uuid)}
-    return index.get(port.name)
-
-
 def lb_monitors(ctx: LflowContext) -> dict[tuple[str, int, str, str], IdlRow]:
     table = ctx.sb.get("Service_Monitor")
     out: dict[tuple[str, int, str, str], IdlRow] = {}
@@ -211,7 +200,7 @@ def active_backends(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
         row = monitors.get((be.ip, be.port, protocol, target.port))
         status = row.status if row is not None else None
         # The binding as the SB has it now (a claim does not rebuild the ports).
-        pb = current_binding(ctx, port)
+        pb = ctx.bindings().get(port.name)
         up = pb is not None and pb.up is True
         if status == "online" and not up:
             status = "offline"
