@@ -16,12 +16,16 @@ Rules kept here:
   without receiving anything, send an `echo` request; if another interval passes in
   silence, close. Zero disables probes (the real server does not probe unix sockets).
 - Echo requests from the peer are answered here, whoever owns the connection.
+- Every TCP stream has `TCP_NODELAY`, whichever side opened it (as the real server's
+  streams): a message is written whole, so Nagle's algorithm can only delay it, for a
+  delayed ACK's 40 ms when the peer has not yet answered the previous segment.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +37,15 @@ log = logging.getLogger("jsonrpc")
 
 DEFAULT_MAX_BACKLOG = 512 * 1024 * 1024
 CLOSE_GRACE = 2.0
+
+
+def set_nodelay(transport: asyncio.BaseTransport) -> None:
+    """TCP_NODELAY on the transport's socket, if it is a TCP one. (asyncio sets it only
+    on sockets created with proto IPPROTO_TCP, which a listening socket made by hand and
+    then accepted from is not.)"""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class Connection(asyncio.Protocol):
@@ -64,6 +77,7 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        set_nodelay(transport)
         if not self.name:
             peer = transport.get_extra_info("peername")
             self.name = str(peer) if peer else "unix"

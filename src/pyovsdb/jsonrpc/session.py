@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import socket
 from collections.abc import Callable, Generator
 from typing import Any, Protocol
 
@@ -546,8 +545,5 @@ async def connect(remote: str, factory: Callable[[], Connection],
         coro = loop.create_connection(factory, host.strip("[]"), int(port))
     else:
         raise ValueError(f"{remote}: unsupported remote (expected unix: or tcp:)")
-    transport, conn = await asyncio.wait_for(coro, timeout)
-    sock = transport.get_extra_info("socket")
-    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _, conn = await asyncio.wait_for(coro, timeout)  # TCP_NODELAY set as it is made
     return conn

@@ -145,7 +145,7 @@ class Listener:
         target = r.name[len("ptcp:"):]
         family, _, _, _, addr = socket.getaddrinfo(r.host, r.port, type=socket.SOCK_STREAM,
                                                    flags=socket.AI_PASSIVE)[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
