@@ -9,6 +9,10 @@ Rules kept here:
   flushes. So no client, not even one watching through a monitor, ever sees a change
   before its record is written: the order that writing each commit immediately gives,
   at the cost of one write per burst instead of one per transaction.
+- What a storage flush sends (a clustered member applies the entries a message
+  committed, and answers and updates the clients) is queued too and goes out in the
+  same connection flushes: the updates and the reply that one commit causes leave in
+  one write, not one each.
 - Outside a batch, every send and every commit is written at once.
 """
 
@@ -38,15 +42,20 @@ def end() -> None:
 
 
 def flush() -> None:
-    while _storage or _outputs:
-        storage = list(_storage.values())
-        _storage.clear()
-        for f in storage:
-            f()
-        outputs = list(_outputs.values())
-        _outputs.clear()
-        for f in outputs:
-            f()
+    global _depth
+    _depth += 1  # sends made by the flushes below are queued, and flushed here
+    try:
+        while _storage or _outputs:
+            storage = list(_storage.values())
+            _storage.clear()
+            for f in storage:
+                f()
+            outputs = list(_outputs.values())
+            _outputs.clear()
+            for f in outputs:
+                f()
+    finally:
+        _depth -= 1
 
 
 def defer_storage(key: object, flush_fn: Callable[[], None]) -> None:
