@@ -4,9 +4,14 @@ Every figure is a time (per operation, or for the whole job), so the ratio ours/
 is below 1.0 where we are faster. Usage:
 
     python bench/run.py [--reps N] [--quick] [--only NAME[,NAME...]]
+                        [--transport unix,tcp]
 
-Each server runs standalone on a unix socket in a fresh temporary directory; nothing
-else is started or stopped.
+Each server runs standalone in a fresh temporary directory, with a unix socket and a
+loopback TCP port; every figure is measured over each transport asked for (both by
+default: deployments reach their databases over TCP). The repetitions of the two
+servers are interleaved (real, ours, ours, real, ...), so that load from elsewhere
+falls on both alike; each figure is the median of its repetitions. Nothing else is
+started or stopped.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pyovsdb.jsonrpc.client import Client
 from pyovsdb.testing import NB_SCHEMA, ServerProcess, create_db
@@ -31,7 +38,11 @@ def fresh_server(kind: str, root: Path, tag: str) -> ServerProcess:
     d = root / f"{kind}-{tag}"
     d.mkdir()
     db = create_db("real", d / "nb.db", NB_SCHEMA)
-    return ServerProcess(kind, d, [db], name="nb").start()
+    return ServerProcess(kind, d, [db], name="nb", tcp=True).start()
+
+
+def address(srv: ServerProcess, transport: str) -> str:
+    return srv.tcp if transport == "tcp" else srv.unix
 
 
 def check(reply: dict) -> None:
@@ -49,24 +60,24 @@ def insert_op(name: str) -> dict:
 # -- benchmarks: each returns seconds for the measured job ----------------------------------
 
 
-def bench_lsadd(srv: ServerProcess, n: int) -> float:
-    subprocess.run(["ovn-nbctl", f"--db={srv.unix}", "init"], check=True)
+def bench_lsadd(remote: str, n: int) -> float:
+    subprocess.run(["ovn-nbctl", f"--db={remote}", "init"], check=True)
     t0 = time.perf_counter()
     for i in range(n):
-        subprocess.run(["ovn-nbctl", f"--db={srv.unix}", "ls-add", f"ls{i}"], check=True)
+        subprocess.run(["ovn-nbctl", f"--db={remote}", "ls-add", f"ls{i}"], check=True)
     return (time.perf_counter() - t0) / n
 
 
-def bench_seq(srv: ServerProcess, n: int) -> float:
-    with Client(srv.unix) as c:
+def bench_seq(remote: str, n: int) -> float:
+    with Client(remote) as c:
         t0 = time.perf_counter()
         for i in range(n):
             check(c.wait(c.send("transact", ["OVN_Northbound", insert_op(f"s{i}")])))
         return (time.perf_counter() - t0) / n
 
 
-def bench_pipe(srv: ServerProcess, n: int, window: int = 64) -> float:
-    with Client(srv.unix) as c:
+def bench_pipe(remote: str, n: int, window: int = 64) -> float:
+    with Client(remote) as c:
         t0 = time.perf_counter()
         pending: list[int] = []
         sent = 0
@@ -78,9 +89,9 @@ def bench_pipe(srv: ServerProcess, n: int, window: int = 64) -> float:
         return (time.perf_counter() - t0) / n
 
 
-def bench_bulk(srv: ServerProcess, n: int) -> float:
+def bench_bulk(remote: str, n: int) -> float:
     ops = ["OVN_Northbound"] + [insert_op(f"b{i}") for i in range(n)]
-    with Client(srv.unix) as c:
+    with Client(remote) as c:
         t0 = time.perf_counter()
         check(c.wait(c.send("transact", ops)))
         return time.perf_counter() - t0
@@ -107,9 +118,9 @@ def populate(srv: ServerProcess, nsw: int, nport: int, batch: int = 100) -> None
             check(c.wait(c.send("transact", ops)))
 
 
-def bench_dump(srv: ServerProcess) -> float:
+def bench_dump(remote: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["ovsdb-client", "dump", srv.unix, "OVN_Northbound"], check=True,
+    subprocess.run(["ovsdb-client", "dump", remote, "OVN_Northbound"], check=True,
                    stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
@@ -117,25 +128,30 @@ def bench_dump(srv: ServerProcess) -> float:
 # -- driver ----------------------------------------------------------------------------------
 
 
-def measure(root: Path, reps: int, name: str,
-            job: Callable[[ServerProcess], float], setup: Callable[[ServerProcess], None]
+def measure(root: Path, reps: int, name: str, transport: str,
+            job: Callable[[str], float], setup: Callable[[ServerProcess], None]
             | None = None, fresh_each: bool = True) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for kind in KINDS:
-        samples = []
-        srv = None
+    """Median of `reps` runs of `job(remote)` per kind, the kinds taking turns (and
+    going first in turn). A server is fresh for each run unless `fresh_each` is
+    false; `setup` runs on each new server."""
+    samples: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    servers: dict[str, ServerProcess] = {}
+    try:
         for r in range(reps):
-            if srv is None or fresh_each:
-                if srv is not None:
-                    srv.stop()
-                srv = fresh_server(kind, root, f"{name}-{r}")
-                if setup is not None:
-                    setup(srv)
-            samples.append(job(srv))
-        assert srv is not None
-        srv.stop()
-        out[kind] = statistics.median(samples)
-    return out
+            for kind in (KINDS if r % 2 == 0 else KINDS[::-1]):
+                srv = servers.get(kind)
+                if srv is None or fresh_each:
+                    if srv is not None:
+                        srv.stop()
+                    srv = servers[kind] = fresh_server(kind, root,
+                                                       f"{name}-{transport}-{r}")
+                    if setup is not None:
+                        setup(srv)
+                samples[kind].append(job(address(srv, transport)))
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    return {kind: statistics.median(v) for kind, v in samples.items()}
 
 
 def main() -> int:
@@ -144,7 +160,12 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     ap.add_argument("--only", default="", help="comma-separated benchmark names")
+    ap.add_argument("--transport", default="unix,tcp",
+                    help="comma-separated client transports to measure over")
     args = ap.parse_args()
+    transports = [t for t in args.transport.split(",") if t]
+    if not transports or any(t not in ("unix", "tcp") for t in transports):
+        ap.error("--transport takes unix, tcp or unix,tcp")
     for b in ("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl"):
         if shutil.which(b) is None:
             print(f"bench: {b} is not installed (Debian: openvswitch-common, ovn-central)",
@@ -160,45 +181,41 @@ def main() -> int:
         "dump_port": 10,
     }
     only = set(filter(None, args.only.split(",")))
-    rows: list[tuple[str, str, dict[str, float]]] = []
+    rows: list[tuple[str, str, str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="pyovsdb-bench-") as tmp:
         root = Path(tmp)
 
         def want(name: str) -> bool:
             return not only or name in only
 
-        if want("lsadd"):
-            n = sizes["lsadd"]
-            rows.append((f"{n} sequential ovn-nbctl ls-add, per op", "ms",
-                         _scale(measure(root, args.reps, "lsadd",
-                                        lambda s: bench_lsadd(s, n)), 1e3)))
-        if want("seq"):
-            n = sizes["seq"]
-            rows.append((f"raw single-insert txn, 1 in flight ({n}), per txn", "us",
-                         _scale(measure(root, args.reps, "seq",
-                                        lambda s: bench_seq(s, n)), 1e6)))
-        if want("pipe"):
-            n = sizes["pipe"]
-            rows.append((f"raw single-insert txn, 64 in flight ({n}), per txn", "us",
-                         _scale(measure(root, args.reps, "pipe",
-                                        lambda s: bench_pipe(s, n)), 1e6)))
-        if want("bulk"):
-            n = sizes["bulk"]
-            rows.append((f"one txn of {n} inserts", "ms",
-                         _scale(measure(root, args.reps, "bulk",
-                                        lambda s: bench_bulk(s, n)), 1e3)))
-        if want("dump"):
-            nsw, npt = sizes["dump_sw"], sizes["dump_port"]
-            rows.append((f"ovsdb-client dump, NB {nsw} LS x {npt} LSP", "ms",
-                         _scale(measure(root, args.reps, "dump", bench_dump,
-                                        setup=lambda s: populate(s, nsw, npt),
-                                        fresh_each=False), 1e3)))
+        n_ls, n_seq, n_pipe, n_bulk = (sizes[k] for k in ("lsadd", "seq", "pipe", "bulk"))
+        nsw, npt = sizes["dump_sw"], sizes["dump_port"]
+        # name, label, unit, scale, job, keyword arguments of `measure`
+        benches: list[tuple[str, str, str, float, Callable[[str], float], dict[str, Any]]] = [
+            ("lsadd", f"{n_ls} sequential ovn-nbctl ls-add, per op", "ms", 1e3,
+             partial(bench_lsadd, n=n_ls), {}),
+            ("seq", f"raw single-insert txn, 1 in flight ({n_seq}), per txn", "us", 1e6,
+             partial(bench_seq, n=n_seq), {}),
+            ("pipe", f"raw single-insert txn, 64 in flight ({n_pipe}), per txn", "us", 1e6,
+             partial(bench_pipe, n=n_pipe), {}),
+            ("bulk", f"one txn of {n_bulk} inserts", "ms", 1e3,
+             partial(bench_bulk, n=n_bulk), {}),
+            ("dump", f"ovsdb-client dump, NB {nsw} LS x {npt} LSP", "ms", 1e3, bench_dump,
+             {"setup": partial(populate, nsw=nsw, nport=npt), "fresh_each": False}),
+        ]
+        for name, label, unit, scale, job, kw in benches:
+            if not want(name):
+                continue
+            for tr in transports:
+                r = measure(root, args.reps, name, tr, job, **kw)
+                rows.append((label, tr, unit, _scale(r, scale)))
     print()
-    print("| benchmark | unit | real ovsdb-server | pyovsdb | ratio ours/real |")
-    print("|---|---|---|---|---|")
-    for label, unit, r in rows:
+    print("| benchmark | over | unit | real ovsdb-server | pyovsdb | ratio ours/real |")
+    print("|---|---|---|---|---|---|")
+    for label, tr, unit, r in rows:
         ratio = r["ours"] / r["real"] if r["real"] else float("nan")
-        print(f"| {label} | {unit} | {r['real']:.3g} | {r['ours']:.3g} | {ratio:.2f} |")
+        print(f"| {label} | {tr} | {unit} | {r['real']:.3g} | {r['ours']:.3g} | "
+              f"{ratio:.2f} |")
     return 0
 
 
