@@ -13,7 +13,11 @@ Every figure is turned into a time (ms per operation), so ratio ours/real < 1 me
 are faster and the on/off ratio < 1 means commit sync helps. Usage:
 
     python bench/cluster_bench.py [--n 100] [--reps 3] [--txns 2000] [--raft unix|tcp]
+                                  [--transport tcp,unix] [--only real,ours,ours-nosync]
 
+Clients reach the members over TCP and over unix sockets (both reported, TCP first:
+deployments run over TCP). The three clusters run at once, and each repetition measures
+every one of them in turn, in alternating order.
 Servers run as our children in a temporary directory, on loopback TCP client ports,
 and are stopped by pid at the end, whatever happens.
 """
@@ -30,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "cluster"))
 
-from cluster_helpers import OURS, REAL, Cluster
+from cluster_helpers import OURS, REAL, Cluster, Member
 
 from pyovsdb.jsonrpc.client import Client
 from pyovsdb.testing import NB_SCHEMA
@@ -72,38 +76,63 @@ def _check(reply: dict) -> None:
         raise SystemExit(f"transaction failed: {reply}")
 
 
-def run_config(root: Path, label: str, kind: str, extra: list[str], args: argparse.Namespace
-               ) -> dict[str, float]:
+FIGURES = [("ls-add via follower, `--no-leader-only` (ms/op)", "follower"),
+           ("ls-add via leader (ms/op)", "leader"),
+           ("single-insert txn on leader, 1 in flight (ms/txn)", "seq"),
+           ("single-insert txn on leader, 64 in flight (ms/txn)", "pipe")]
+
+
+def start_cluster(root: Path, label: str, kind: str, extra: list[str],
+                  args: argparse.Namespace) -> Cluster:
     d = root / label
     d.mkdir()
     c = Cluster(d, NB_SCHEMA, "OVN_Northbound", [kind] * 3, extra=extra,
                 raft_tcp=args.raft == "tcp")
-    try:
-        c.create()
-        t0 = time.perf_counter()
-        c.start()
-        leader = c.wait_formed()
-        form = time.perf_counter() - t0
-        follower = c.followers(leader)[0]
-        lm, fm = c.members[leader - 1], c.members[follower - 1]
-        res: dict[str, list[float]] = {"follower": [], "leader": []}
-        for r in range(args.reps):
-            res["follower"].append(lsadd(fm.tcp, [f"f{r}-{i}" for i in range(args.n)],
-                                         False))
-            res["leader"].append(lsadd(lm.tcp, [f"l{r}-{i}" for i in range(args.n)],
-                                       True))
-        seq = [txns(lm.tcp, args.txns, 1, f"s{r}") for r in range(args.reps)]
-        pipe = [txns(lm.tcp, args.txns, 64, f"p{r}") for r in range(args.reps)]
-        out = {"follower": statistics.median(res["follower"]),
-               "leader": statistics.median(res["leader"]),
-               "seq": statistics.median(seq), "pipe": statistics.median(pipe),
-               "form_s": form}
-        print(f"{label}: " + " ".join(f"{k}={v:.3f}" for k, v in out.items())
-              + f"  (follower reps {[round(x, 2) for x in res['follower']]})",
-              file=sys.stderr)
-        return out
-    finally:
-        c.close()
+    c.create()
+    t0 = time.perf_counter()
+    c.start()
+    c.wait_formed()
+    print(f"{label}: formed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return c
+
+
+def one_rep(c: Cluster, transport: str, r: int, args: argparse.Namespace
+            ) -> dict[str, float]:
+    """One repetition of every figure on cluster `c`, clients over `transport`."""
+    leader = c.leader()
+    lm, fm = c.members[leader - 1], c.members[c.followers(leader)[0] - 1]
+
+    def at(m: Member) -> str:
+        return m.tcp if transport == "tcp" else m.unix
+
+    tag = f"{transport}{r}"
+    return {"follower": lsadd(at(fm), [f"f{tag}-{i}" for i in range(args.n)], False),
+            "leader": lsadd(at(lm), [f"l{tag}-{i}" for i in range(args.n)], True),
+            "seq": txns(at(lm), args.txns, 1, f"s{tag}"),
+            "pipe": txns(at(lm), args.txns, 64, f"p{tag}")}
+
+
+def report(results: dict[str, dict[str, float]], transport: str,
+           args: argparse.Namespace) -> None:
+    real, ours, off = (results.get(k) for k in ("real", "ours", "ours-nosync"))
+
+    def f(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    def ratio(a: dict[str, float] | None, b: dict[str, float] | None, key: str) -> str:
+        return "-" if a is None or b is None else f"{a[key] / b[key]:.2f}"
+
+    print(f"\nclients over {transport}, raft over {args.raft}: {args.n} ls-add per mode, "
+          f"{args.txns} txns per rate, median of {args.reps}\n")
+    print("| figure | real | ours (sync on) | ours/real | ours (sync off) | on/off |")
+    print("|---|---|---|---|---|---|")
+    for title, key in FIGURES:
+        print(f"| {title} | {f(real and real[key])} | {f(ours and ours[key])} | "
+              f"{ratio(ours, real, key)} | {f(off and off[key])} | {ratio(ours, off, key)} |")
+    for title, key in FIGURES[2:]:
+        vals = [f"{1000 / r[key]:,.0f}" if r else "-" for r in (real, ours, off)]
+        print(f"| {title.replace('(ms/txn)', '(txn/s)')} | {vals[0]} | {vals[1]} | "
+              f"{ratio(real, ours, key)} | {vals[2]} | - |")
 
 
 def main() -> None:
@@ -112,37 +141,39 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--txns", type=int, default=2000, help="transactions per txn/s rep")
     ap.add_argument("--raft", choices=("unix", "tcp"), default="tcp")
+    ap.add_argument("--transport", default="tcp,unix",
+                    help="comma-separated client transports to measure over")
     ap.add_argument("--only", default="", help="comma-separated config labels")
     args = ap.parse_args()
-    results = {}
+    transports = [t for t in args.transport.split(",") if t]
+    if not transports or any(t not in ("unix", "tcp") for t in transports):
+        ap.error("--transport takes unix, tcp or both")
+    configs = [c for c in CONFIGS if not args.only or c[0] in args.only.split(",")]
+    samples: dict[tuple[str, str], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="cbench") as tmp:
-        for label, kind, extra in CONFIGS:
-            if args.only and label not in args.only.split(","):
-                continue
-            results[label] = run_config(Path(tmp), label, kind, extra, args)
-    rows = [("ls-add via follower, `--no-leader-only` (ms/op)", "follower"),
-            ("ls-add via leader (ms/op)", "leader"),
-            ("single-insert txn on leader, 1 in flight (ms/txn)", "seq"),
-            ("single-insert txn on leader, 64 in flight (ms/txn)", "pipe")]
-    real, ours, off = (results.get(k) for k in ("real", "ours", "ours-nosync"))
-
-    def f(v: float | None) -> str:
-        return "-" if v is None else f"{v:.3f}"
-
-    def ratio(a: dict | None, b: dict | None, key: str) -> str:
-        return "-" if a is None or b is None else f"{a[key] / b[key]:.2f}"
-
-    print(f"\n{args.n} ls-add per mode, {args.txns} txns per rate, median of {args.reps}, "
-          f"raft over {args.raft}\n")
-    print("| figure | real | ours (sync on) | ours/real | ours (sync off) | on/off |")
-    print("|---|---|---|---|---|---|")
-    for title, key in rows:
-        print(f"| {title} | {f(real and real[key])} | {f(ours and ours[key])} | "
-              f"{ratio(ours, real, key)} | {f(off and off[key])} | {ratio(ours, off, key)} |")
-    for title, key in rows[2:]:
-        vals = [f"{1000 / r[key]:,.0f}" if r else "-" for r in (real, ours, off)]
-        print(f"| {title.replace('(ms/txn)', '(txn/s)')} | {vals[0]} | {vals[1]} | "
-              f"{ratio(real, ours, key)} | {vals[2]} | - |")
+        clusters: dict[str, Cluster] = {}
+        try:
+            for label, kind, extra in configs:
+                clusters[label] = start_cluster(Path(tmp), label, kind, extra, args)
+            for r in range(args.reps):
+                # every configuration in each repetition, in turn, the order reversed
+                # every other time: load from elsewhere falls on all of them alike
+                order = configs if r % 2 == 0 else configs[::-1]
+                for transport in transports:
+                    for label, _, _ in order:
+                        got = one_rep(clusters[label], transport, r, args)
+                        samples.setdefault((label, transport), []).append(got)
+                        print(f"rep {r} {label} over {transport}: "
+                              + " ".join(f"{k}={v:.3f}" for k, v in got.items()),
+                              file=sys.stderr)
+        finally:
+            for c in clusters.values():
+                c.close()
+    for transport in transports:
+        results = {label: {key: statistics.median(s[key] for s in samples[(label, transport)])
+                           for _, key in FIGURES}
+                   for label, _, _ in configs}
+        report(results, transport, args)
 
 
 if __name__ == "__main__":
