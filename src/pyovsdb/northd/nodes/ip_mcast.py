@@ -8,7 +8,8 @@ lib/ip-mcast-index.h):
 - From the switch's other_config: `mcast_snoop` (false), `mcast_querier` (true),
   `mcast_table_size` (2048), `mcast_idle_timeout` (300, clamped to 15..3600),
   `mcast_query_interval` (half the idle timeout, clamped to 1..3600),
-  `mcast_query_max_response` (1), `mcast_eth_src`/`mcast_ip4_src`/`mcast_ip6_src`.
+  `mcast_query_max_response` (1), `mcast_eth_src`/`mcast_ip4_src`/`mcast_ip6_src`
+  (written only while the switch has them: a removed key leaves the last value).
 - `seq_no` is ovn-controller's and never managed here.
 """
 
@@ -27,6 +28,10 @@ MIN_IDLE_TIMEOUT_S, MAX_IDLE_TIMEOUT_S = 15, 3600
 MIN_QUERY_INTERVAL_S, MAX_QUERY_INTERVAL_S = 1, MAX_IDLE_TIMEOUT_S
 DEFAULT_QUERY_MAX_RESPONSE_S = 1
 ULLONG_MAX = (1 << 64) - 1
+# The querier's sources: set only from a key the switch has, so a key taken away leaves
+# the row's last value (23.03 sets these columns only `if (mcast_sw_info->eth_src)`).
+SOURCES = (("eth_src", "mcast_eth_src"), ("ip4_src", "mcast_ip4_src"),
+           ("ip6_src", "mcast_ip6_src"))
 
 
 def smap_ullong(smap: Mapping[str, str], key: str, default: int) -> int:
@@ -55,14 +60,12 @@ def mcast_settings(other_config: Mapping[str, str]) -> dict[str, object]:
         "query_interval": query,
         "query_max_resp": _u32(smap_ullong(other_config, "mcast_query_max_response",
                                            DEFAULT_QUERY_MAX_RESPONSE_S)),
-        "eth_src": other_config.get("mcast_eth_src", ""),
-        "ip4_src": other_config.get("mcast_ip4_src", ""),
-        "ip6_src": other_config.get("mcast_ip6_src", ""),
+        **{column: other_config[key] for column, key in SOURCES if key in other_config},
     }
 
 
 def build_ip_mcast(dps: DatapathsData, sb: DesiredDb) -> None:
-    table = sb.add(DesiredTable("IP_Multicast", COLUMNS))
+    table = sb.add(DesiredTable("IP_Multicast", COLUMNS, keep=tuple(c for c, _ in SOURCES)))
     for key, dp in dps.switches.items():
         table.put(key, datapath=Ref("Datapath_Binding", key), **mcast_settings(
             dp.nb.other_config))
