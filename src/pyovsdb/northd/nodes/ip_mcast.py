@@ -15,6 +15,7 @@ lib/ip-mcast-index.h):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ..desired import DesiredDb, DesiredTable, Ref
@@ -34,12 +35,18 @@ SOURCES = (("eth_src", "mcast_eth_src"), ("ip4_src", "mcast_ip4_src"),
            ("ip6_src", "mcast_ip6_src"))
 
 
+_ULLONG = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
+
+
 def smap_ullong(smap: Mapping[str, str], key: str, default: int) -> int:
-    """`smap_get_ullong`: a decimal unsigned number, else the default."""
+    """`smap_get_ullong` (`str_to_ullong`: strtoull in base 10, whole): leading blanks
+    and a sign allowed; a negative number wraps, as strtoull negates in unsigned
+    arithmetic; past 64 bits (ERANGE) or not a number, the default."""
     value = smap.get(key)
-    if value is None or not value.isdigit() or int(value) > ULLONG_MAX:
+    m = None if value is None else _ULLONG.fullmatch(value)
+    if m is None or int(m[2]) > ULLONG_MAX:
         return default
-    return int(value)
+    return -int(m[2]) & ULLONG_MAX if m[1] == "-" else int(m[2])
 
 
 def _u32(value: int) -> int:
