@@ -201,22 +201,17 @@ def _column_items(table: str, args: Sequence[str], *, with_values: bool) -> set[
     return out
 
 
-def _command_items(words: Sequence[str]) -> set[Item]:
-    """The items one ovn-nbctl command (its options already removed) sets."""
-    if not words:
-        return set()
+def _command_items(options: Sequence[str], words: Sequence[str]) -> set[Item]:
+    """The items one ovn-nbctl command (`words`, after its `options`) sets."""
     cmd, args = words[0], list(words[1:])
     out = {Item(t, c) for t, c in _COMMANDS.get(cmd, ())}
     if cmd in _DB_COMMANDS:
         table = _table(args[0]) if args else ""
-        if not table:
-            return out
-        if cmd == "create":
-            return out | _column_items(table, args[1:], with_values=True)
-        if cmd == "set":
-            return out | _column_items(table, args[2:], with_values=True)
-        return out | _column_items(table, args[2:], with_values=False)
-    if cmd in ("lsp-set-options", "lrp-set-options"):
+        if table and cmd in ("create", "set"):
+            out |= _column_items(table, args[1 if cmd == "create" else 2:], with_values=True)
+        elif table:
+            out |= _column_items(table, args[2:], with_values=False)
+    elif cmd in ("lsp-set-options", "lrp-set-options"):
         table = LSP if cmd == "lsp-set-options" else LRP
         out.add(Item(table, "options"))
         out.update(Item(table, "options", a.split("=", 1)[0]) for a in args[1:] if "=" in a)
@@ -228,24 +223,26 @@ def _command_items(words: Sequence[str]) -> set[Item]:
             out.add(Item(LSP, "parent_name"))
     elif cmd == "lrp-add" and any(a.startswith("peer=") for a in args):
         out.add(Item(LRP, "peer"))
-    elif cmd == "acl-add":
+    elif cmd == "acl-add" and "--type=port-group" not in options:
         out.add(Item(LS, "acls"))
+    if Item(LSP, "addresses") in out and any(re.search(r"\bdynamic\b", a) for a in args):
+        out.add(Item(LSP, "dynamic_addresses"))
     return out
 
 
-def _commands(args: Sequence[str]) -> Iterable[list[str]]:
-    """The commands of one ovn-nbctl call (split at `--`), each without its options."""
+def _commands(args: Sequence[str]) -> Iterable[tuple[list[str], list[str]]]:
+    """The commands of one ovn-nbctl call (split at `--`): (options, words)."""
     current: list[str] = []
     for a in [*args, "--"]:
-        if a == "--":
-            words = list(current)
-            while words and words[0].startswith("--"):
-                words.pop(0)
-            if words:
-                yield words
-            current = []
-        else:
+        if a != "--":
             current.append(a)
+            continue
+        n = 0
+        while n < len(current) and current[n].startswith("--"):
+            n += 1
+        if n < len(current):
+            yield current[:n], current[n:]
+        current = []
 
 
 def script_items(text: str) -> set[Item]:
@@ -257,34 +254,15 @@ def script_items(text: str) -> set[Item]:
             continue
         words = shlex.split(line)
         if words[0] == "nbctl":
-            for cmd in _commands(words[1:]):
-                got = _command_items(cmd)
-                if cmd[0] == "acl-add" and "--type=port-group" in _options_of(words[1:], cmd):
-                    got.discard(Item(LS, "acls"))
-                out |= got
+            for options, cmd in _commands(words[1:]):
+                out |= _command_items(options, cmd)
         elif words[0] == "sbctl" and any("ipv6_ra_pd_list" in w for w in words):
             out.add(Item(LRP, "ipv6_prefix"))
     if Item(LSP, "name") in out:
         out.add(Item(LSP, "up"))
     if Item(LSP, "tag_request") in out:
         out.add(Item(LSP, "tag"))
-    if Item(LSP, "addresses") in out and re.search(r"\bdynamic\b", text):
-        out.add(Item(LSP, "dynamic_addresses"))
     return out
-
-
-def _options_of(args: Sequence[str], cmd: Sequence[str]) -> list[str]:
-    """The options written before `cmd` in its segment of an ovn-nbctl call."""
-    segment: list[str] = []
-    for a in [*args, "--"]:
-        if a == "--":
-            words = [w for w in segment if not w.startswith("--")]
-            if words == list(cmd):
-                return [w for w in segment if w.startswith("--")]
-            segment = []
-        else:
-            segment.append(a)
-    return []
 
 
 # -- the checklist -----------------------------------------------------------------------
