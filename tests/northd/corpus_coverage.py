@@ -11,7 +11,8 @@ neutron:port_name`, `ipv6_ra_configs : mtu`). Each item lists the corpus scripts
 Rules kept here:
 - The manual is the groff source of ovn-nb(5) as installed with OVN 23.03; the items
   come from its "Details" entries only (prose mentions of other tables' keys are not
-  items).
+  items). The committed checklist lists them too (`checklist_keys`), so the scripts'
+  coverage can be checked where the manual is not installed.
 - A script sets an item when one of its `nbctl` commands writes that column or key:
   the database commands (`set`, `add`, `create`, `remove`, `clear`) name it, and the
   `ovn-nbctl` commands that write one (`lsp-set-options P K=V`, `lrp-add ... peer=P`,
@@ -280,10 +281,12 @@ class Coverage:
         return sorted(i for i in EXCLUDED if self.scripts.get(i) or i not in self.items)
 
 
-def coverage(manual: str, schema: Mapping[str, object], scripts: Mapping[str, str]
-             ) -> Coverage:
+def coverage(keys: Mapping[Item, str], schema: Mapping[str, object],
+             scripts: Mapping[str, str]) -> Coverage:
+    """`keys`: the documented keys (`manual_items`, or `checklist_keys` of the
+    committed checklist)."""
     items: dict[Item, str] = {i: "" for i in schema_items(schema)}
-    items.update(manual_items(manual))
+    items.update(keys)
     sets = {name: script_items(text) for name, text in scripts.items()}
     by_item = {i: sorted((n for n, got in sets.items() if i in got), key=_script_order)
                for i in items}
@@ -333,15 +336,39 @@ def _cell(cov: Coverage, item: Item) -> str:
 # -- I/O ---------------------------------------------------------------------------------
 
 
+_ROW = re.compile(r"^\| `([\w-]+):([^`]+)` \| ([^|]*) \|")
+
+
+def checklist_keys(text: str) -> dict[Item, str]:
+    """The documented keys a rendered checklist lists (its `COLUMN:KEY` rows)."""
+    out: dict[Item, str] = {}
+    table = ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            table = line[3:].strip()
+            continue
+        m = _ROW.match(line)
+        if m is not None and table:
+            out[Item(table, m.group(1), m.group(2))] = m.group(3).strip()
+    return out
+
+
+MAN_PATHS = ("/usr/share/man/man5/ovn-nb.5.gz", "/usr/share/man/man5/ovn-nb.5",
+             "/usr/local/share/man/man5/ovn-nb.5.gz", "/usr/local/share/man/man5/ovn-nb.5")
+
+
 def find_manual() -> Path | None:
-    """The installed ovn-nb(5) (`man -w`), or None."""
+    """The installed ovn-nb(5) (`man -w`, else the usual places), or None."""
     try:
         p = subprocess.run(["man", "-w", "5", "ovn-nb"], capture_output=True, text=True,
                            timeout=30)
+        found = p.stdout.strip() if p.returncode == 0 else ""
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    path = Path(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else None
-    return path if path is not None and path.exists() else None
+        found = ""
+    for path in (Path(c) for c in (found, *MAN_PATHS) if c):
+        if path.exists():
+            return path
+    return None
 
 
 def read_manual(path: Path) -> str:
@@ -355,10 +382,11 @@ def corpus_texts(directory: Path = CORPUS) -> dict[str, str]:
     return {p.stem: p.read_text() for p in sorted(directory.glob("*.txt"))}
 
 
-def current(manual: str) -> Coverage:
+def current(keys: Mapping[Item, str]) -> Coverage:
+    """The corpus's coverage of the schema's columns and `keys`."""
     with open(SCHEMA) as f:
         schema = json.load(f)
-    return coverage(manual, schema, corpus_texts())
+    return coverage(keys, schema, corpus_texts())
 
 
 def main(argv: Sequence[str]) -> int:
@@ -376,7 +404,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"{path} is OVN {manual_version(manual)!r}, not {MANUAL_VERSION}",
               file=sys.stderr)
         return 2
-    cov = current(manual)
+    cov = current(manual_items(manual))
     text = render(cov)
     for item in cov.uncovered():
         print(f"no script sets {item.table}.{item}", file=sys.stderr)
