@@ -32,6 +32,8 @@ POLICY = Stage.LR_IN_POLICY
 POLICY_ECMP = Stage.LR_IN_POLICY_ECMP
 ECMP_GROUP = "reg8[0..15]"
 ECMP_MEMBER = "reg8[16..31]"
+
+
 def _mark(rule: IdlRow) -> str:
     mark = smap_uint(rule.options, "pkt_mark")
     return f"pkt.mark = {mark}; " if mark else ""

@@ -33,8 +33,6 @@ ULLONG_MAX = (1 << 64) - 1
 # the row's last value (23.03 sets these columns only `if (mcast_sw_info->eth_src)`).
 SOURCES = (("eth_src", "mcast_eth_src"), ("ip4_src", "mcast_ip4_src"),
            ("ip6_src", "mcast_ip6_src"))
-
-
 _ULLONG = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
 
 
