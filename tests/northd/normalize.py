@@ -52,14 +52,16 @@ SB_OWNED: tuple[str, ...] = (
     "Datapath_Binding", "Port_Binding", "Multicast_Group", "Logical_DP_Group",
     "HA_Chassis_Group", "HA_Chassis", "SB_Global", "RBAC_Role", "RBAC_Permission",
     "DHCP_Options", "DHCPv6_Options", "Load_Balancer", "Service_Monitor", "Meter",
-    "Meter_Band", "IP_Multicast", "DNS", "Port_Group", "Address_Set",
+    "Meter_Band", "IP_Multicast", "DNS", "Port_Group", "Address_Set", "Mirror",
+    "MAC_Binding",
 )
 # With logical flows (the next step of the comparison).
 SB_WITH_FLOWS: tuple[str, ...] = (*SB_OWNED, "Logical_Flow")
 # SB tables dumped only to name what the owned rows point to.
 SB_CONTEXT: tuple[str, ...] = ("Chassis", "Chassis_Private", "Encap")
-# NB tables northd writes back to (LSP up/dynamic_addresses, NB_Global cfg and options).
-NB_WRITTEN: tuple[str, ...] = ("NB_Global", "Logical_Switch_Port")
+# NB tables northd writes back to (LSP up/dynamic_addresses, NB_Global cfg and options,
+# LRP ipv6_prefix).
+NB_WRITTEN: tuple[str, ...] = ("NB_Global", "Logical_Switch_Port", "Logical_Router_Port")
 
 # Columns masked in every run (table, column).
 TIMESTAMPS: frozenset[tuple[str, str]] = frozenset({
@@ -73,7 +75,7 @@ NAME_COLUMN: dict[str, str] = {
     "HA_Chassis_Group": "name", "RBAC_Role": "name", "RBAC_Permission": "table",
     "DHCP_Options": "name", "DHCPv6_Options": "name", "Load_Balancer": "name",
     "Meter": "name", "Port_Group": "name", "Address_Set": "name",
-    "Gateway_Chassis": "name",
+    "Gateway_Chassis": "name", "Mirror": "name",
 }
 NB_NAME_COLUMN: dict[str, str] = {"HA_Chassis": "chassis_name", "DHCP_Options": "cidr"}
 # NB rows without a name, named by a few columns (stage hints of logical flows).
@@ -270,6 +272,8 @@ def _row_key(db: str, table: str, row: dict[str, Any], label: str) -> str:
                 f"{row.get('protocol')}")
     if db == "SB" and table == "IP_Multicast":
         return _short(row.get("datapath"))
+    if db == "SB" and table == "MAC_Binding":
+        return f"{_short(row.get('datapath'))}/{row.get('logical_port')}/{row.get('ip')}"
     if table in ("SB_Global", "NB_Global"):
         return "."
     if db == "NB" and table == "Logical_Switch_Port":

@@ -10,6 +10,7 @@ from pyovsdb.northd.nodes.mac_binding_aging import (
     BULK_REMOVAL_DELAY_MS,
     age_mac_bindings,
     mac_binding_aging,
+    router_thresholds,
 )
 from pyovsdb.northd.testing import LocalDb, Nb
 
@@ -51,6 +52,17 @@ def test_expired_rows_and_next_wake(nb: Nb, sb: LocalDb, inp: BuildInput) -> Non
     result = mac_binding_aging(dps, inp.nb, inp.sb, now_ms=now)
     assert _ips(sb, result.delete) == ["10.0.0.2", "10.0.0.1"]  # oldest first
     assert result.wake_in_ms == 10_000
+
+
+def test_threshold_is_read_and_scaled_as_23_03_does(nb: Nb, sb: LocalDb,
+                                                    inp: BuildInput) -> None:
+    """`smap_get_uint` (a whole number from 0 to UINT_MAX, leading blanks and a sign
+    taken), times 1000 in 32-bit unsigned arithmetic."""
+    values = {"r0": " +60", "r1": "60 ", "r2": "-5", "r3": "4294968", "r4": "4294967296",
+              "r5": "1_0"}
+    dps, dp = _setup(nb, sb, inp, values)
+    got = router_thresholds(dps, inp.sb)
+    assert got == {dp["r0"]: 60_000, dp["r3"]: 4294968000 - (1 << 32)}
 
 
 def test_nothing_to_age(nb: Nb, sb: LocalDb, inp: BuildInput) -> None:

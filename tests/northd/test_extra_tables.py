@@ -90,8 +90,7 @@ def test_meters_and_fair_copies(nb: Nb, inp: BuildInput) -> None:
 def test_ip_multicast_settings(nb: Nb, inp: BuildInput) -> None:
     assert mcast_settings({}) == {
         "enabled": False, "querier": True, "table_size": 2048, "idle_timeout": 300,
-        "query_interval": 150, "query_max_resp": 1, "eth_src": "", "ip4_src": "",
-        "ip6_src": ""}
+        "query_interval": 150, "query_max_resp": 1}
     s = mcast_settings({"mcast_snoop": "true", "mcast_idle_timeout": "5",
                         "mcast_query_max_response": "3", "mcast_ip4_src": "1.1.1.1"})
     assert (s["enabled"], s["idle_timeout"], s["query_interval"]) == (True, 15, 7)

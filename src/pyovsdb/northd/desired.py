@@ -13,6 +13,8 @@ Rules kept here:
   (written by ovn-controller, e.g. `Port_Binding.chassis`) are never compared or written.
 - `owned` says whether SB rows without a desired row are deleted (True for the tables
   northd owns outright) or left alone (False: northd only updates the rows it names).
+- A `keep` column left out of a desired row keeps what the SB row holds (23.03 sets
+  such a column only when it has a value for it, e.g. `IP_Multicast.eth_src`).
 - NB write-backs use the same types with `owned=False`, rows keyed by NB row UUID.
 - Overlays (`overlay`, `set_column`, `patch_singleton`) copy what they change: the
   desired tables a node built are never modified by the nodes that lay over them.
@@ -43,6 +45,7 @@ class DesiredTable:
     owned: bool = True
     rows: dict[Hashable, dict[str, Any]] = field(default_factory=dict)
     fill: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
     replace: set[Hashable] = field(default_factory=set)
     delete: set[str] = field(default_factory=set)
 

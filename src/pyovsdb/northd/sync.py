@@ -14,7 +14,8 @@ Rules kept here:
 - Only managed columns are compared, in the replica's canonical form, and an Update
   carries only the columns that differ: an engine run that changed nothing plans
   nothing, and the transaction is never sent. `fill` columns are written only where
-  the row holds the column's default.
+  the row holds the column's default; a `keep` column a desired row leaves out is not
+  compared.
 - In a table that is not owned (NB write-backs), nothing is inserted, nothing is
   deleted but the rows its `delete` names, and a desired row names the only columns
   compared.
@@ -330,6 +331,7 @@ def plan(desired: DesiredDb, tables: Tables,
                 if codecs[c].key_type == "uuid" or codecs[c].value_type == "uuid"}
         matched = p.matched[name]
         fill = set(dt.fill)
+        keep = set(dt.keep)
         only = p.keys.get(name)
         wanted_keys = dt.rows.keys() if only is None else only & dt.rows.keys()
         for key in sorted(wanted_keys, key=_sort_key):
@@ -353,7 +355,7 @@ def plan(desired: DesiredDb, tables: Tables,
                 if col in fill and current != codecs[col].default:
                     continue
                 if col not in wanted:
-                    if current != codecs[col].default:
+                    if col not in keep and current != codecs[col].default:
                         changed[col] = codecs[col].default
                     continue
                 if col in refs:

@@ -21,10 +21,8 @@ Rules kept here:
 
 from __future__ import annotations
 
-import re
-
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath
+from ..nodes.datapaths import Datapath, smap_uint
 from .context import LflowContext, ref_rows
 from .lr_routes import port_lookup
 from .stages import Stage
@@ -34,16 +32,6 @@ POLICY = Stage.LR_IN_POLICY
 POLICY_ECMP = Stage.LR_IN_POLICY_ECMP
 ECMP_GROUP = "reg8[0..15]"
 ECMP_MEMBER = "reg8[16..31]"
-_UINT = re.compile(r"[ \t\r\n\v\f]*[+-]?\d+")
-
-
-def smap_uint(options: dict[str, str], key: str) -> int:
-    """`ovn_smap_get_uint(options, key, 0)`: a decimal from 0 to UINT_MAX, else 0."""
-    text = options.get(key)
-    if text is None or _UINT.fullmatch(text) is None:
-        return 0
-    value = int(text)
-    return value if 0 <= value <= 0xFFFFFFFF else 0
 
 
 def _mark(rule: IdlRow) -> str:

@@ -91,6 +91,17 @@ def smap_int(smap: Mapping[str, str], key: str, default: int = 0) -> int:
 
 
 _INT = re.compile(r"[+-]?[0-9]+")
+UINT_MAX = (1 << 32) - 1
+
+
+def smap_uint(smap: Mapping[str, str], key: str, default: int = 0) -> int:
+    """`smap_get_uint` (and OVN's `ovn_smap_get_uint`): `str_to_uint`, a number as
+    `smap_int` reads it (strtoll, whole) from 0 to UINT_MAX, else `default`."""
+    text = smap.get(key, "").lstrip(" \t\n\v\f\r")
+    if not _INT.fullmatch(text):
+        return default
+    number = int(text, 10)
+    return number if 0 <= number <= UINT_MAX else default
 
 
 def smap_bool(smap: Mapping[str, str], key: str, default: bool = False) -> bool:

@@ -8,12 +8,14 @@ lib/ip-mcast-index.h):
 - From the switch's other_config: `mcast_snoop` (false), `mcast_querier` (true),
   `mcast_table_size` (2048), `mcast_idle_timeout` (300, clamped to 15..3600),
   `mcast_query_interval` (half the idle timeout, clamped to 1..3600),
-  `mcast_query_max_response` (1), `mcast_eth_src`/`mcast_ip4_src`/`mcast_ip6_src`.
+  `mcast_query_max_response` (1), `mcast_eth_src`/`mcast_ip4_src`/`mcast_ip6_src`
+  (written only while the switch has them: a removed key leaves the last value).
 - `seq_no` is ovn-controller's and never managed here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ..desired import DesiredDb, DesiredTable, Ref
@@ -27,14 +29,22 @@ MIN_IDLE_TIMEOUT_S, MAX_IDLE_TIMEOUT_S = 15, 3600
 MIN_QUERY_INTERVAL_S, MAX_QUERY_INTERVAL_S = 1, MAX_IDLE_TIMEOUT_S
 DEFAULT_QUERY_MAX_RESPONSE_S = 1
 ULLONG_MAX = (1 << 64) - 1
+# The querier's sources: set only from a key the switch has, so a key taken away leaves
+# the row's last value (23.03 sets these columns only `if (mcast_sw_info->eth_src)`).
+SOURCES = (("eth_src", "mcast_eth_src"), ("ip4_src", "mcast_ip4_src"),
+           ("ip6_src", "mcast_ip6_src"))
+_ULLONG = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
 
 
 def smap_ullong(smap: Mapping[str, str], key: str, default: int) -> int:
-    """`smap_get_ullong`: a decimal unsigned number, else the default."""
+    """`smap_get_ullong` (`str_to_ullong`: strtoull in base 10, whole): leading blanks
+    and a sign allowed; a negative number wraps, as strtoull negates in unsigned
+    arithmetic; past 64 bits (ERANGE) or not a number, the default."""
     value = smap.get(key)
-    if value is None or not value.isdigit() or int(value) > ULLONG_MAX:
+    m = None if value is None else _ULLONG.fullmatch(value)
+    if m is None or int(m[2]) > ULLONG_MAX:
         return default
-    return int(value)
+    return -int(m[2]) & ULLONG_MAX if m[1] == "-" else int(m[2])
 
 
 def _u32(value: int) -> int:
@@ -55,14 +65,12 @@ def mcast_settings(other_config: Mapping[str, str]) -> dict[str, object]:
         "query_interval": query,
         "query_max_resp": _u32(smap_ullong(other_config, "mcast_query_max_response",
                                            DEFAULT_QUERY_MAX_RESPONSE_S)),
-        "eth_src": other_config.get("mcast_eth_src", ""),
-        "ip4_src": other_config.get("mcast_ip4_src", ""),
-        "ip6_src": other_config.get("mcast_ip6_src", ""),
+        **{column: other_config[key] for column, key in SOURCES if key in other_config},
     }
 
 
 def build_ip_mcast(dps: DatapathsData, sb: DesiredDb) -> None:
-    table = sb.add(DesiredTable("IP_Multicast", COLUMNS))
+    table = sb.add(DesiredTable("IP_Multicast", COLUMNS, keep=tuple(c for c, _ in SOURCES)))
     for key, dp in dps.switches.items():
         table.put(key, datapath=Ref("Datapath_Binding", key), **mcast_settings(
             dp.nb.other_config))

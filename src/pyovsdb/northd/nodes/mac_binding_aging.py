@@ -8,7 +8,8 @@ Rules kept here (OVN 23.03, mac-binding-aging.c):
   daemon's, in its SB transaction.
 - Aging runs only when every local chassis reports `mac-binding-timestamp` (older
   controllers write no timestamps); the caller checks `ChassisFeatures`.
-- A row expires when `now - timestamp >= threshold` (seconds in the option, ms here);
+- A row expires when `now - timestamp >= threshold` (seconds in the option, read as
+  `smap_get_uint`; ms here, computed in 32 bits as 23.03 does, so it wraps);
   rows stamped in the future are skipped. When the limit is reached the run stops and
   the next one is due in 5 s (MAC_BINDING_BULK_REMOVAL_DELAY_MSEC).
 - Deterministic: routers in datapath tunnel key order, rows in (timestamp, logical_port,
@@ -22,27 +23,15 @@ from dataclasses import dataclass
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from .datapaths import DatapathsData
+from .datapaths import UINT_MAX, DatapathsData, smap_uint
 
 BULK_REMOVAL_DELAY_MS = 5000
-UINT_MAX = (1 << 32) - 1
 
 
 @dataclass(frozen=True, slots=True)
 class AgingResult:
     delete: tuple[str, ...]  # MAC_Binding row UUIDs
     wake_in_ms: int | None  # None: nothing left to age
-
-
-def smap_uint(smap: Mapping[str, str], key: str, default: int = 0) -> int:
-    """`smap_get_uint`: a decimal number (as `atoi` reads it, cast to unsigned)."""
-    value = smap.get(key)
-    if value is None:
-        return default
-    try:
-        return int(value, 10) & UINT_MAX
-    except ValueError:
-        return default
 
 
 def age_mac_bindings(bindings: Iterable[IdlRow], thresholds_ms: Mapping[str, int], *,
@@ -84,7 +73,8 @@ def router_thresholds(dps: DatapathsData, sb: Mapping[str, ReplicaTable]) -> dic
             by_router.setdefault(key, row)
     out: dict[str, int] = {}
     for key, dp in sorted(dps.routers.items(), key=lambda kv: kv[1].tunnel_key):
-        threshold = smap_uint(dp.nb.options, "mac_binding_age_threshold") * 1000
+        # seconds * 1000 in C's unsigned int: it wraps at 2^32 ms (49.7 days)
+        threshold = smap_uint(dp.nb.options, "mac_binding_age_threshold") * 1000 & UINT_MAX
         if threshold and key in by_router:
             out[by_router[key].uuid] = threshold
     return out
