@@ -308,9 +308,10 @@ class Northd:
             self._drop_changes(Recompute.NOT_ACTIVE)
             return None
         await self._accumulate()
+        nb_global = self._nb_global_options()  # as it was before this turn's writes
         decision = self.policy.decide(mono_ms())
         if not decision.run:
-            return _earliest(decision.wake_at_ms, self._trim(False))
+            return _earliest(decision.wake_at_ms, self._trim(nb_global, False))
         log.debug("engine run%s", " (recompute: " + ", ".join(
             r.value for r in self.policy.recompute) + ")" if decision.recompute else "")
         updated = await self._run_engine(decision.recompute)
@@ -319,16 +320,22 @@ class Northd:
         # failed one only makes the next run a recompute; like ovn-northd, that run
         # waits for the next change (a TRY_AGAIN's conflicting change, a reconnect),
         # so a server refusing every commit is not retried in a loop.
-        return _earliest(mono_ms() if self.policy.poked else None, self._trim(updated))
+        return _earliest(mono_ms() if self.policy.poked else None,
+                         self._trim(nb_global, updated))
 
-    def _trim(self, activity: bool) -> float | None:
-        """ovn-northd's `run_memory_trimmer`, after every turn of an active instance:
-        when to come back for it (monotonic ms)."""
-        trimmer = self.trimmer
+    def _nb_global_options(self) -> dict[str, str] | None:
         table = self.nb.tables.get("NB_Global") if self.nb.replica is not None else None
-        if table is not None and table.rows:
-            nb = min(table.rows.values(), key=lambda r: r.uuid)
-            value = appctl.parse_uint(nb.options.get("northd_trim_timeout", ""))
+        if table is None or not table.rows:
+            return None
+        return dict(min(table.rows.values(), key=lambda r: r.uuid).options)
+
+    def _trim(self, nb_global: dict[str, str] | None, activity: bool) -> float | None:
+        """ovn-northd's `run_memory_trimmer`, after every turn of an active instance
+        (`nb_global`: NB_Global's options, None without the row, which is 23.03's view
+        in the turn that creates it): when to come back for it (monotonic ms)."""
+        trimmer = self.trimmer
+        if nb_global is not None:
+            value = appctl.parse_uint(nb_global.get("northd_trim_timeout", ""))
             warning = trimmer.set_timeout(DEFAULT_TRIM_TIMEOUT_MS if value is None
                                           else value)
             if warning is not None:
