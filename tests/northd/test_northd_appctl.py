@@ -97,7 +97,7 @@ def test_control_commands_as_the_real_northd(tmp_path: Path) -> None:
         for name, total in real_totals.items():
             cov.inc(name, total)
         assert f"{cov.hash():08x}" == real_hash
-        ours_hash, ours_totals, ours_never = _coverage(ours.appctl("coverage/show").stdout)
+        _, ours_totals, _ = _coverage(ours.appctl("coverage/show").stdout)
         assert ours_totals["txn_success"] >= 1 and ours_totals["pstream_open"] == 1
         for name in (*ours_totals, "txn_error", "txn_try_again"):  # names the real one has
             assert real.appctl("coverage/read-counter", name).stdout.strip().isdigit()

@@ -27,14 +27,50 @@ from procs import require, run
 
 pytestmark = pytest.mark.interop
 
-# Each line one transaction; rows named by uuid(...) exist from an earlier line.
-SCRIPT = r"""
-nbctl ls-add sw0 -- lsp-add sw0 p1 -- set Logical_Switch_Port p1 'addresses="00:00:00:00:00:01 10.0.0.1 fe80::zz"' -- lsp-add sw0 p2 -- set Logical_Switch_Port p2 'addresses="garbage 10.0.0.2"' -- lsp-add sw0 p3 -- set Logical_Switch_Port p3 'port_security="zz:00 10.0.0.3"' -- lsp-add sw0 p4 -- lsp-set-addresses p4 "00:00:00:00:00:04 10.0.0.4" -- lr-add lr0 -- lrp-add lr0 lrp0 00:00:00:00:01:01 10.1.0.1/24 -- lr-add lr1 -- lrp-add lr1 lrpd 00:00:00:00:01:0d 10.13.0.1/24
-nbctl ls-add sw1 -- add Logical_Switch sw1 ports uuid(Logical_Switch_Port,name=p4) -- lr-add lr2 -- add Logical_Router lr2 ports uuid(Logical_Router_Port,name=lrpd) -- lrp-add lr0 lrp1 00:00:00:00:01:02 10.2.0.1/24 -- set Logical_Router_Port lrp1 'networks="0.0.0.0/24","10.2.0.1/24","bogus"' -- lrp-add lr0 lrp2 00:00:00:00:01:03 10.3.0.1/24 -- set Logical_Router_Port lrp2 mac=zz -- lb-add lb0 10.0.0.100:80 10.0.0.2:80 -- set Load_Balancer lb0 'vips={"10.0.0.100:80"="10.0.0.2:80,bad", "x:y"="10.0.0.3"}' -- ls-lb-add sw0 lb0 -- lsp-add sw0 dup -- lrp-add lr0 dup 00:00:00:00:01:09 10.19.0.1/24
-nbctl -- --id=@a create Logical_Router_Static_Route ip_prefix=10.6.0.0/16 nexthop=10.1.0.254/24 -- --id=@b create Logical_Router_Static_Route ip_prefix=bogus nexthop=10.1.0.254 -- --id=@c create Logical_Router_Static_Route ip_prefix=10.7.0.0/16 nexthop=zz -- --id=@d create Logical_Router_Static_Route ip_prefix='"fd00::/64"' nexthop=10.1.0.254 -- --id=@e create Logical_Router_Static_Route ip_prefix=10.8.0.0/16 nexthop=192.168.9.9 -- --id=@f create Logical_Router_Static_Route ip_prefix=10.9.0.0/16 nexthop=10.1.0.254 output_port=nosuch -- add Logical_Router lr0 static_routes @a @b @c @d @e @f
-nbctl ls-add sw2 -- set Logical_Switch sw2 other_config:subnet=10.20.0.0/30 -- lsp-add sw2 d1 -- lsp-set-addresses d1 dynamic -- ls-add sw3 -- set Logical_Switch sw3 other_config:subnet=bogus -- ls-add sw4 -- set Logical_Switch sw4 other_config:subnet=10.40.0.0/24 other_config:exclude_ips=foo -- lsp-add sw4 d3 -- lsp-set-addresses d3 dynamic "00:00:00:00:00:99 dynamic" -- lsp-add sw4 s1 -- lsp-set-addresses s1 "00:00:00:00:00:41 10.40.0.1" -- lsp-add sw4 s2 -- lsp-set-addresses s2 "0a:00:00:00:00:51 10.40.0.51" -- lsp-add sw4 s3 -- lsp-set-addresses s3 "0a:00:00:00:00:51 10.40.0.52" -- ls-add sw5 -- set Logical_Switch sw5 other_config:ipv6_prefix='"fd00::/48"' -- ls-add sw6 -- set Logical_Switch sw6 other_config:ipv6_prefix=zz -- ls-add sw7 -- set Logical_Switch sw7 other_config:ipv6_prefix='"fd00::/129"'
-nbctl lsp-add sw2 d2 -- lsp-set-addresses d2 dynamic
-"""
+# One transaction each (its commands joined with "--"); rows named by uuid(...) exist
+# from an earlier one.
+TRANSACTIONS = [
+    ["ls-add sw0",
+     "lsp-add sw0 p1",
+     """set Logical_Switch_Port p1 'addresses="00:00:00:00:00:01 10.0.0.1 fe80::zz"'""",
+     "lsp-add sw0 p2", """set Logical_Switch_Port p2 'addresses="garbage 10.0.0.2"'""",
+     "lsp-add sw0 p3", """set Logical_Switch_Port p3 'port_security="zz:00 10.0.0.3"'""",
+     "lsp-add sw0 p4", 'lsp-set-addresses p4 "00:00:00:00:00:04 10.0.0.4"',
+     "lr-add lr0", "lrp-add lr0 lrp0 00:00:00:00:01:01 10.1.0.1/24",
+     "lr-add lr1", "lrp-add lr1 lrpd 00:00:00:00:01:0d 10.13.0.1/24"],
+    # a switch port on two switches, a router port on two routers
+    ["ls-add sw1", "add Logical_Switch sw1 ports uuid(Logical_Switch_Port,name=p4)",
+     "lr-add lr2", "add Logical_Router lr2 ports uuid(Logical_Router_Port,name=lrpd)",
+     "lrp-add lr0 lrp1 00:00:00:00:01:02 10.2.0.1/24",
+     """set Logical_Router_Port lrp1 'networks="0.0.0.0/24","10.2.0.1/24","bogus"'""",
+     "lrp-add lr0 lrp2 00:00:00:00:01:03 10.3.0.1/24", "set Logical_Router_Port lrp2 mac=zz",
+     "lb-add lb0 10.0.0.100:80 10.0.0.2:80",
+     """set Load_Balancer lb0 'vips={"10.0.0.100:80"="10.0.0.2:80,bad", "x:y"="10.0.0.3"}'""",
+     "ls-lb-add sw0 lb0",
+     "lsp-add sw0 dup", "lrp-add lr0 dup 00:00:00:00:01:09 10.19.0.1/24"],
+    [*(f"--id=@{rid} create Logical_Router_Static_Route {route}" for rid, route in (
+        ("a", "ip_prefix=10.6.0.0/16 nexthop=10.1.0.254/24"),
+        ("b", "ip_prefix=bogus nexthop=10.1.0.254"),
+        ("c", "ip_prefix=10.7.0.0/16 nexthop=zz"),
+        ("d", """ip_prefix='"fd00::/64"' nexthop=10.1.0.254"""),
+        ("e", "ip_prefix=10.8.0.0/16 nexthop=192.168.9.9"),
+        ("f", "ip_prefix=10.9.0.0/16 nexthop=10.1.0.254 output_port=nosuch"))),
+     "add Logical_Router lr0 static_routes @a @b @c @d @e @f"],
+    ["ls-add sw2", "set Logical_Switch sw2 other_config:subnet=10.20.0.0/30",
+     "lsp-add sw2 d1", "lsp-set-addresses d1 dynamic",
+     "ls-add sw3", "set Logical_Switch sw3 other_config:subnet=bogus",
+     "ls-add sw4",
+     "set Logical_Switch sw4 other_config:subnet=10.40.0.0/24 other_config:exclude_ips=foo",
+     "lsp-add sw4 d3", 'lsp-set-addresses d3 dynamic "00:00:00:00:00:99 dynamic"',
+     "lsp-add sw4 s1", 'lsp-set-addresses s1 "00:00:00:00:00:41 10.40.0.1"',
+     "lsp-add sw4 s2", 'lsp-set-addresses s2 "0a:00:00:00:00:51 10.40.0.51"',
+     "lsp-add sw4 s3", 'lsp-set-addresses s3 "0a:00:00:00:00:51 10.40.0.52"',
+     "ls-add sw5", """set Logical_Switch sw5 other_config:ipv6_prefix='"fd00::/48"'""",
+     "ls-add sw6", "set Logical_Switch sw6 other_config:ipv6_prefix=zz",
+     "ls-add sw7", """set Logical_Switch sw7 other_config:ipv6_prefix='"fd00::/129"'"""],
+    ["lsp-add sw2 d2", "lsp-set-addresses d2 dynamic"],  # the subnet is full by now
+]
+SCRIPT = "\n".join("nbctl -- " + " -- ".join(t) for t in TRANSACTIONS)
 MODULES = ("northd", "ovn_util", "lb", "ipam")
 LINE = re.compile(r"\|\d+\|(" + "|".join(MODULES) + r")\|(\w+)\|(.*)$")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
