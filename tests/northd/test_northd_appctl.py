@@ -1,7 +1,8 @@
 """The control commands ovn-northd 23.03 has besides its own (`debug/...`,
 `coverage/...`, `stopwatch/...`, the vlog rate limits), asked with the real
 `ovn-appctl` of `pyovsdb northd` and of the real ovn-northd side by side, each on its
-own real NB and SB servers; and the memory trimmer's line at startup.
+own real NB and SB servers; the memory trimmer's line at startup; and the reconnect
+lines once the SB server is gone.
 
 Where values differ by nature (counters, timings) the structure is compared: the
 commands and their usage, the names and order of the stopwatches, every line in the
@@ -130,3 +131,24 @@ def test_control_commands_as_the_real_northd(tmp_path: Path) -> None:
 
         for n in (real, ours):
             assert f"|{TRIM}\n" in n.log(), n.logs()
+
+        # The SB server goes away: the reconnect lines, as lib/reconnect.c words them.
+        for p, _ in northds.values():
+            p.sb.stop()
+        for _, n in northds.values():
+            poll("the backoff", lambda n=n: "waiting 2 seconds" in n.log(),  # type: ignore[misc]
+                 logs=n.logs)
+        reconnects = {}
+        for kind, (p, n) in northds.items():
+            lines = [line.split("|", 2)[2].replace(p.sb.unix, "SB")
+                     for line in n.log().splitlines()
+                     if "|reconnect|" in line and p.sb.unix in line]
+            assert lines[:2] == ["reconnect|INFO|SB: connecting...",
+                                 "reconnect|INFO|SB: connected"]
+            drop = next(i for i, line in enumerate(lines) if "dropped" in line
+                        or "closed by peer" in line)
+            reconnects[kind] = lines[drop + 1:drop + 4]
+        assert reconnects["ours"] == reconnects["real"] == [
+            "reconnect|INFO|SB: connecting...",
+            "reconnect|INFO|SB: connection attempt failed (No such file or directory)",
+            "reconnect|INFO|SB: waiting 2 seconds before reconnect"]

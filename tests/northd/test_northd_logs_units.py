@@ -18,6 +18,7 @@ from pyovsdb.northd.nodes.ports_addresses import (
 )
 from pyovsdb.util import ratelimit
 from pyovsdb.util.memory import MemoryReport, MemoryTrimmer
+from pyovsdb.util.reconnect import ReconnectLog
 from pyovsdb.util.stopwatch import Stopwatches
 
 
@@ -146,3 +147,35 @@ def test_memory_report_and_trimmer() -> None:
     assert t.wake_at() == 31000 and t.can_run(30999) is None
     assert t.can_run(31000) == ("Detected inactivity (last active 30000 ms ago): trimming "
                                 "memory")
+
+
+def test_reconnect_lines_and_backoff(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="reconnect")
+    rc = ReconnectLog()
+    waits = []
+    rc.connecting("unix:sb")
+    rc.connected()
+    rc.disconnected(None)
+    waits.append(rc.backoff_ms)
+    for _ in range(5):
+        rc.connecting("unix:sb")
+        rc.failed("No such file or directory")
+        waits.append(rc.backoff_ms)
+    rc.connecting("unix:sb")
+    rc.connected()
+    rc.disconnected("Connection reset by peer")
+    waits.append(rc.backoff_ms)
+    assert waits == [1000, 2000, 4000, 8000, 8000, 8000, 1000]
+    failed = "unix:sb: connection attempt failed (No such file or directory)"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "unix:sb: connecting..."), ("INFO", "unix:sb: connected"),
+        ("INFO", "unix:sb: connection closed by peer"),
+        ("INFO", "unix:sb: connecting..."), ("INFO", failed),
+        ("INFO", "unix:sb: waiting 2 seconds before reconnect"),
+        ("INFO", "unix:sb: connecting..."), ("INFO", failed),
+        ("INFO", "unix:sb: waiting 4 seconds before reconnect"),
+        ("INFO", "unix:sb: connecting..."), ("INFO", failed),
+        ("INFO", "unix:sb: continuing to reconnect in the background but suppressing "
+                 "further logging"),
+        ("INFO", "unix:sb: connected"),  # attempts at the maximum backoff go unlogged
+        ("WARNING", "unix:sb: connection dropped (Connection reset by peer)")]

@@ -180,11 +180,11 @@ class Northd:
         log.info("OVN internal version is : [%s]", INTERNAL_VERSION)
         self.nb = Idl(self.config.nb_remotes, "OVN_Northbound", modes=NB_QUIET,
                       leader_only=self.config.leader_only, write_changed_only=NB_WRITES,
-                      probe_interval=DEFAULT_PROBE_MS / 1000)
+                      probe_interval=DEFAULT_PROBE_MS / 1000, reconnect_log=True)
         self.sb = Idl(self.config.sb_remotes, "OVN_Southbound", modes=SB_QUIET,
                       leader_only=self.config.leader_only, write_changed_only=True,
                       probe_interval=DEFAULT_PROBE_MS / 1000,
-                      lock=None if self.state.paused else LOCK_NAME)
+                      lock=None if self.state.paused else LOCK_NAME, reconnect_log=True)
         for idl in (self.nb, self.sb):
             idl.on_change(lambda _cs: self.seq.change())
             self._tasks.append(loop.create_task(idl.start(timeout=None)))
