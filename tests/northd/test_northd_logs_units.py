@@ -179,3 +179,20 @@ def test_reconnect_lines_and_backoff(caplog: pytest.LogCaptureFixture) -> None:
                  "further logging"),
         ("INFO", "unix:sb: connected"),  # attempts at the maximum backoff go unlogged
         ("WARNING", "unix:sb: connection dropped (Connection reset by peer)")]
+
+
+def test_reconnect_several_remotes_and_forced(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="reconnect")
+    rc = ReconnectLog(free_tries=3)  # one try each before backing off
+    waits = []
+    for name in ("a", "b", "c", "a"):
+        rc.connecting(name)
+        rc.failed("Connection refused")
+        waits.append(rc.backoff_ms)
+    rc.connecting("b")
+    rc.connected()
+    rc.force_reconnect()  # a follower in leader-only mode, say
+    rc.disconnected(None, used=False)
+    assert [*waits, rc.backoff_ms] == [0, 0, 1000, 2000, 4000]
+    assert [r.getMessage() for r in caplog.records][-2:] == [
+        "b: connection attempt timed out", "b: waiting 4 seconds before reconnect"]

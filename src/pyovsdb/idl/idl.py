@@ -196,7 +196,8 @@ class Idl:
         self.backoff = Backoff(min_backoff, max_backoff)
         # With `reconnect_log`, connections are logged and backed off as the C IDL's
         # (lib/reconnect.c) instead.
-        self.reconnect = ReconnectLog() if reconnect_log else None
+        self.reconnect = ReconnectLog(free_tries=len(self.remotes)) if reconnect_log \
+            else None
         self.connect_timeout = connect_timeout
         self.commit_timeout = commit_timeout
 
@@ -303,6 +304,8 @@ class Idl:
     def force_reconnect(self, full_resync: bool = False) -> None:
         if full_resync:
             self._full_resync = True
+        if self.reconnect is not None:
+            self.reconnect.force_reconnect()
         if self._conn is not None:
             self._conn.close()
 
@@ -313,6 +316,7 @@ class Idl:
             order = list(self.remotes)
             if self.shuffle:
                 random.shuffle(order)
+            rc = self.reconnect
             for remote in order:
                 if self._closing:
                     return
@@ -320,10 +324,12 @@ class Idl:
                     self.backoff.reset()
                 if self._fatal is not None:
                     return
-            if self._closing:
-                return
-            rc = self.reconnect
-            delay = rc.backoff_ms / 1000 if rc is not None else self.backoff.next()
+                if rc is not None and not self._closing:  # reconnect.c: between attempts
+                    self.reconnect_delays.append(rc.backoff_ms / 1000)
+                    await asyncio.sleep(rc.backoff_ms / 1000)
+            if self._closing or rc is not None:
+                continue
+            delay = self.backoff.next()
             self.reconnect_delays.append(delay)
             await asyncio.sleep(delay)
 
@@ -358,6 +364,8 @@ class Idl:
         except _Unsuitable as e:
             log.info("%s: %s", remote, e)
             self.last_errors[remote] = str(e)
+            if rc is not None:
+                rc.force_reconnect()
         except (OSError, ConnectionLost, TimeoutError, ValueError) as e:
             if rc is not None and conn is None:
                 rc.failed(None if isinstance(e, TimeoutError) else

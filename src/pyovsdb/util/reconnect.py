@@ -11,7 +11,9 @@ Rules kept here:
   background but suppressing further logging". While backed off at the maximum,
   attempts and their failures are not logged; "connected" always is.
 - `backoff_ms` is the delay before the next attempt. The remote's name is given per
-  attempt (a client with several remotes names the one it tries).
+  attempt (a client with several remotes names the one it tries); a client of N
+  remotes gets N-1 attempts without backoff first (`backoff_free_tries`, set once
+  when the session opens, as jsonrpc.c does).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ MAX_BACKOFF_MS = 8000
 
 class ReconnectLog:
     def __init__(self, min_backoff_ms: int = MIN_BACKOFF_MS,
-                 max_backoff_ms: int = MAX_BACKOFF_MS) -> None:
+                 max_backoff_ms: int = MAX_BACKOFF_MS, free_tries: int = 0) -> None:
+        self.free_tries = free_tries
         self.min_backoff = min_backoff_ms
         self.max_backoff = max(max_backoff_ms, min_backoff_ms)
         self.backoff_ms = 0
@@ -45,30 +48,39 @@ class ReconnectLog:
             log.info("%s: connected", self.name)
             self.state = "active"
 
+    def force_reconnect(self) -> None:
+        """The client itself drops the session (a server it will not use): the end is
+        then reported as reconnect.c reports a forced reconnection."""
+        if self.state in ("connecting", "active"):
+            self.state = "reconnect"
+
     def failed(self, error: str | None) -> None:
         """The attempt failed (None: it timed out)."""
-        if self.state not in ("backoff", "void") and self.backoff_ms < self.max_backoff:
-            if error is not None:
-                log.info("%s: connection attempt failed (%s)", self.name, error)
-            else:
-                log.info("%s: connection attempt timed out", self.name)
-        self._back_off(used=False)
+        self.disconnected(error, used=False)
 
     def disconnected(self, error: str | None, used: bool = True) -> None:
-        """The session ended: closed by the peer (None) or dropped with `error`;
-        `used`: it carried traffic after connecting (a short-lived one keeps
-        backing off)."""
+        """The session or the attempt ended: an active session closed by the peer
+        (None) or dropped with `error`; `used`: it carried traffic after connecting (a
+        short-lived one keeps backing off)."""
         if self.state == "active":
             if error is not None:
                 log.warning("%s: connection dropped (%s)", self.name, error)
             else:
                 log.info("%s: connection closed by peer", self.name)
+        elif self.state not in ("backoff", "void") and self.backoff_ms < self.max_backoff:
+            if error is not None:
+                log.info("%s: connection attempt failed (%s)", self.name, error)
+            else:
+                log.info("%s: connection attempt timed out", self.name)
         self._back_off(used=self.state == "active" and used)
 
     def _back_off(self, *, used: bool) -> None:
         if self.state in ("backoff", "void"):
             return
-        if used or self.backoff_ms < self.min_backoff:
+        if self.free_tries > 1:
+            self.free_tries -= 1
+            self.backoff_ms = 0
+        elif used or self.backoff_ms < self.min_backoff:
             self.backoff_ms = self.min_backoff
         elif self.backoff_ms < self.max_backoff // 2:
             self.backoff_ms *= 2
