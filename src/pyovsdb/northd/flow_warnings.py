@@ -31,7 +31,7 @@ from .lflows.context import ref_rows
 from .lflows.lr_routes import PortLookup, parse_cidr
 from .nodes.datapaths import Datapath, DatapathsData
 from .nodes.ports import PortsData
-from .nodes.ports_addresses import is_dynamic, parse_mac
+from .nodes.ports_addresses import is_dynamic, parse_lsp_address
 
 
 def report_flow_warnings(datapaths: DatapathsData, ports: PortsData) -> None:
@@ -43,8 +43,9 @@ def report_flow_warnings(datapaths: DatapathsData, ports: PortsData) -> None:
         if not port.is_lsp or port.type == "external":
             continue
         for address in port.nb.addresses:
-            if parse_mac(address) is None and address not in ("unknown", "router") \
-                    and not is_dynamic(address):
+            # (no MAC leads it: parse_lsp_address is the cached ETH_ADDR_SCAN_FMT scan)
+            if parse_lsp_address(address)[0] is None and \
+                    address not in ("unknown", "router") and not is_dynamic(address):
                 report(ADDRESSES_COLUMN, port.name, address)
 
 

@@ -17,6 +17,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -331,9 +332,11 @@ def ip_address(text: str) -> Addresses | None:
     return found
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def parse_lsp_address(text: str) -> tuple[Addresses | None, int]:
     """`extract_addresses`: "MAC [IP...]" (IPs with an optional /plen), and the offset
-    where what follows them begins; None without a leading MAC."""
+    where what follows them begins; None without a leading MAC. (Cached: every
+    recompute parses every port's addresses again, and the result is immutable.)"""
     found = scan_mac(text)
     if found is None:
         return None, 0
