@@ -5,7 +5,8 @@ Each northd runs with `--pidfile --log-file` and no `--unixctl` in a private mou
 namespace (`unshare -m`) whose /run, /var/log/ovn and /var/log/openvswitch are empty
 tmpfs mounts, so the defaults under /var are used for real without touching the
 machine's; the test lists what each one created, in those places and in the
-directories the variables name, while it runs (the pid written as PID).
+directories the variables name, while it runs (the pid written as PID), and the
+databases it tries first (its log's "connecting..." lines).
 """
 
 from __future__ import annotations
@@ -39,13 +40,19 @@ p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 signal.signal(signal.SIGTERM, lambda *a: (p.kill(), sys.exit(1)))
 def files():
     return sorted(f for d in places for f in glob.glob(d + "/*"))
+def remotes():
+    logs = [f for f in files() if f.endswith(".log")]
+    text = open(logs[0]).read() if logs else ""
+    return sorted(line.split("|")[4] for line in text.splitlines()
+                  if line.endswith(": connecting..."))
 deadline = time.monotonic() + 15
 while time.monotonic() < deadline and p.poll() is None:
     found = files()
-    if all(any(f.endswith(e) for f in found) for e in (".pid", ".ctl", ".log")):
+    if all(any(f.endswith(e) for f in found) for e in (".pid", ".ctl", ".log")) \
+            and len(remotes()) == 2:
         break
     time.sleep(0.05)
-found = [f.replace(str(p.pid), "PID") for f in files()]
+found = [f.replace(str(p.pid), "PID") for f in files()] + remotes()
 p.kill()
 p.wait()
 print(json.dumps(found))
@@ -102,10 +109,12 @@ def test_default_paths_as_the_real_northd(tmp_path: Path) -> None:
         assert found[(variant, "ours")] == found[(variant, "real")], variant
     # That is: the pidfile and control socket in OVN's run directory, the log in OVS's.
     pid, ctl = "ovn-northd.pid", "ovn-northd.PID.ctl"
+    dbs = [f"unix:/var/run/ovn/{db}_db.sock: connecting..." for db in ("ovnnb", "ovnsb")]
     assert sorted(found[("neither", "ours")]) == [
-        f"/run/ovn/{ctl}", f"/run/ovn/{pid}", "/var/log/openvswitch/ovn-northd.log"]
+        f"/run/ovn/{ctl}", f"/run/ovn/{pid}", "/var/log/openvswitch/ovn-northd.log", *dbs]
     assert sorted(found[("ovs", "ours")]) == [
-        f"/run/ovn/{ctl}", f"/run/ovn/{pid}", "TMP/ovs_logdir/ovn-northd.log"]
+        f"/run/ovn/{ctl}", f"/run/ovn/{pid}", "TMP/ovs_logdir/ovn-northd.log", *dbs]
     assert sorted(found[("ovn", "ours")]) == [
         "/var/log/openvswitch/ovn-northd.log", f"TMP/ovn_rundir/{ctl}",
-        f"TMP/ovn_rundir/{pid}"]
+        f"TMP/ovn_rundir/{pid}",
+        *(f"unix:TMP/ovn_rundir/{db}_db.sock: connecting..." for db in ("ovnnb", "ovnsb"))]
