@@ -29,6 +29,14 @@ what to write of `graph.NorthdGraph`):
   `northd_probe_interval` (ms; 0 off, below 1000 is 1000; default 5000 on TCP and off
   on unix sockets) are read after every run.
 - The engine's timers (MAC binding aging) wake the loop at the time the run asked.
+- What the operator sees besides the work, as ovn-northd shows it: what the builders
+  report about bad NB data (`diagnostics`, and `flow_warnings` when the `lflow` node
+  recomputed) logged with a rate limit per call site; the connection lines of
+  lib/reconnect.c; ovn-northd's stopwatches (sampled from the engine nodes doing that
+  work, and the loop), coverage counters (transactions, connections), the memory
+  report every 10 s that grows, and the memory trimmer after `northd_trim_timeout` of
+  inactivity; `debug/chassis-features-list`, `coverage/*`, `stopwatch/*` and
+  `vlog/{en,dis}able-rate-limit`.
 """
 
 from __future__ import annotations
