@@ -196,3 +196,8 @@ def test_reconnect_several_remotes_and_forced(caplog: pytest.LogCaptureFixture) 
     assert [*waits, rc.backoff_ms] == [0, 0, 1000, 2000, 4000]
     assert [r.getMessage() for r in caplog.records][-2:] == [
         "b: connection attempt timed out", "b: waiting 4 seconds before reconnect"]
+    rc.connecting("c")
+    rc.connected()
+    rc.force_reconnect(monitoring=True, n_remotes=3)  # the leader stepped down
+    rc.disconnected(None)
+    assert rc.backoff_ms == 0  # retried at once, with a free try per remote

@@ -305,7 +305,8 @@ class Idl:
         if full_resync:
             self._full_resync = True
         if self.reconnect is not None:
-            self.reconnect.force_reconnect()
+            self.reconnect.force_reconnect(monitoring=self._synced.is_set(),
+                                           n_remotes=len(self.remotes))
         if self._conn is not None:
             self._conn.close()
 

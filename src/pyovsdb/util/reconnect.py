@@ -10,7 +10,9 @@ Rules kept here:
   reconnect", then the maximum (8 s), logging once "continuing to reconnect in the
   background but suppressing further logging". While backed off at the maximum,
   attempts and their failures are not logged; "connected" always is.
-- `backoff_ms` is the delay before the next attempt. The remote's name is given per
+- `backoff_ms` is the delay before the next attempt. A session dropped on purpose
+  while it was in use (the server stopped being the leader, say) first resets the
+  backoff: one free try per remote, as ovsdb-cs.c does. The remote's name is given per
   attempt (a client with several remotes names the one it tries); a client of N
   remotes gets N-1 attempts without backoff first (`backoff_free_tries`, set once
   when the session opens, as jsonrpc.c does).
@@ -48,9 +50,13 @@ class ReconnectLog:
             log.info("%s: connected", self.name)
             self.state = "active"
 
-    def force_reconnect(self) -> None:
+    def force_reconnect(self, *, monitoring: bool = False, n_remotes: int = 1) -> None:
         """The client itself drops the session (a server it will not use): the end is
-        then reported as reconnect.c reports a forced reconnection."""
+        then reported as reconnect.c reports a forced reconnection. `monitoring`: the
+        session was in use, and the client retries without backing off first
+        (`jsonrpc_session_reset_backoff`: a free try per remote, and one for this)."""
+        if monitoring:
+            self.free_tries = n_remotes + (1 if self.state == "active" else 0)
         if self.state in ("connecting", "active"):
             self.state = "reconnect"
 
