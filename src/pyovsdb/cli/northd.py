@@ -2,11 +2,15 @@
 
 Rules kept here:
 - It is `ovn-northd` to the tools around it: process name, the `ovn-northd: ` prefix
-  of its fatal errors, default files in OVN's directories ($OVN_RUNDIR/ovn-northd.pid,
-  $OVN_RUNDIR/ovn-northd.PID.ctl, $OVN_LOGDIR/ovn-northd.log; a relative --pidfile or
-  --unixctl is in $OVN_RUNDIR), so `ovn-appctl -t ovn-northd` finds it by name, and
-  the default databases `unix:$OVN_RUNDIR/ovnnb_db.sock` and `.../ovnsb_db.sock`
-  ($OVN_NB_DB and $OVN_SB_DB first, as the real one reads them).
+  of its fatal errors, default files where the real one puts them: the pidfile and
+  control socket in OVN's run directory ($OVN_RUNDIR/ovn-northd.pid,
+  $OVN_RUNDIR/ovn-northd.PID.ctl; a relative --pidfile or --unixctl is in
+  $OVN_RUNDIR), so `ovn-appctl -t ovn-northd` finds it by name, but the log file in
+  Open vSwitch's log directory ($OVS_LOGDIR/ovn-northd.log, the logging library's
+  rule), and the default databases `unix:$OVN_RUNDIR/ovnnb_db.sock` and
+  `.../ovnsb_db.sock` ($OVN_NB_DB and $OVN_SB_DB first, as the real one reads them).
+  A directory variable set to the empty string counts as unset. `--help` names these
+  defaults (23.03's names the pidfile in $OVS_RUNDIR, where it does not put it).
 - Options are the real ones (`--ovnnb-db`, `--ovnsb-db` each a comma-separated list of
   remotes, `--dry-run` starts paused, `--n-threads` accepted and clamped with the real
   warnings: the engine runs in one thread, `--unixctl`, `-o/--options`, the daemon,
@@ -84,11 +88,7 @@ HIDDEN = ("seq-delay-ms",)
 
 
 def ovn_rundir() -> str:
-    return os.environ.get("OVN_RUNDIR", "/var/run/ovn")
-
-
-def ovn_logdir() -> str:
-    return os.environ.get("OVN_LOGDIR", "/var/log/ovn")
+    return os.environ.get("OVN_RUNDIR") or "/var/run/ovn"
 
 
 def default_nb_db() -> str:
@@ -145,7 +145,7 @@ def main(argv: list[str]) -> int:
         print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
     if parsed.has("help"):
-        places = {"prog": PROGRAM, "rundir": ovn_rundir(), "logdir": ovn_logdir()}
+        places = {"prog": PROGRAM, "rundir": ovn_rundir(), "logdir": daemon.logdir()}
         print(USAGE.format(daemon_usage=opt.DAEMON_USAGE.format(**places), **places,
                            nb=default_nb_db(), sb=default_sb_db()), end="")
         return 0
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
     procname.set_name(PROGRAM)
     logs = vlog.current()
     logs.program = PROGRAM
-    rc = dm.logging_options(PROGRAM, ovn_logdir(), parsed, logs)
+    rc = dm.logging_options(PROGRAM, daemon.logdir(), parsed, logs)
     if rc:
         return rc
     for name in ("ovnnb-db", "ovnsb-db"):

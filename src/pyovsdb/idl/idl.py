@@ -55,6 +55,7 @@ from ..ovsdb.changeset import Changeset, RowChange, merge
 from ..ovsdb.schema import DatabaseSchema
 from ..storage.schemafile import load_schema
 from ..util import gctune
+from ..util.reconnect import ReconnectLog
 from .replica import Batch, Index, Replica, ReplicaTable
 from .row import IdlRow, typed
 from .tracking import EVENTS, EventCallback, Watch
@@ -167,6 +168,7 @@ class Idl:
         history: int = 1000,
         history_rows: int = 500_000,
         lock: str | None = None,
+        reconnect_log: bool = False,
     ) -> None:
         self.remotes = [remotes] if isinstance(remotes, str) else list(remotes)
         if len(self.remotes) == 1 and "," in self.remotes[0]:
@@ -192,6 +194,10 @@ class Idl:
             self._wco = set(write_changed_only)
         self.probe_interval = probe_interval
         self.backoff = Backoff(min_backoff, max_backoff)
+        # With `reconnect_log`, connections are logged and backed off as the C IDL's
+        # (lib/reconnect.c) instead.
+        self.reconnect = ReconnectLog(free_tries=len(self.remotes)) if reconnect_log \
+            else None
         self.connect_timeout = connect_timeout
         self.commit_timeout = commit_timeout
 
@@ -298,6 +304,9 @@ class Idl:
     def force_reconnect(self, full_resync: bool = False) -> None:
         if full_resync:
             self._full_resync = True
+        if self.reconnect is not None:
+            self.reconnect.force_reconnect(monitoring=self._synced.is_set(),
+                                           n_remotes=len(self.remotes))
         if self._conn is not None:
             self._conn.close()
 
@@ -308,6 +317,7 @@ class Idl:
             order = list(self.remotes)
             if self.shuffle:
                 random.shuffle(order)
+            rc = self.reconnect
             for remote in order:
                 if self._closing:
                     return
@@ -315,8 +325,11 @@ class Idl:
                     self.backoff.reset()
                 if self._fatal is not None:
                     return
-            if self._closing:
-                return
+                if rc is not None and not self._closing:  # reconnect.c: between attempts
+                    self.reconnect_delays.append(rc.backoff_ms / 1000)
+                    await asyncio.sleep(rc.backoff_ms / 1000)
+            if self._closing or rc is not None:
+                continue
             delay = self.backoff.next()
             self.reconnect_delays.append(delay)
             await asyncio.sleep(delay)
@@ -326,10 +339,15 @@ class Idl:
         conn: ClientConnection | None = None
         synced = False
         self.n_attempts += 1
+        rc = self.reconnect
+        if rc is not None:
+            rc.connecting(remote)
         try:
             conn = await connect(remote, lambda: ClientConnection(
                 remote, self._on_notify, self._probe(remote)), timeout=self.connect_timeout)
             assert conn is not None
+            if rc is not None:
+                rc.connected()
             conn.notify_sink = self._notify_sink
             self._conn = conn
             self.remote = remote
@@ -347,8 +365,14 @@ class Idl:
         except _Unsuitable as e:
             log.info("%s: %s", remote, e)
             self.last_errors[remote] = str(e)
+            if rc is not None:
+                rc.force_reconnect()
         except (OSError, ConnectionLost, TimeoutError, ValueError) as e:
-            log.info("%s: connection failed: %s", remote, e or type(e).__name__)
+            if rc is not None and conn is None:
+                rc.failed(None if isinstance(e, TimeoutError) else
+                          getattr(e, "strerror", None) or str(e))
+            elif rc is None:
+                log.info("%s: connection failed: %s", remote, e or type(e).__name__)
             self.last_errors[remote] = f"connection failed: {e or type(e).__name__}"
         except RpcError as e:
             log.warning("%s: %s", remote, e)
@@ -360,6 +384,8 @@ class Idl:
             self._synced.clear()
             self.has_lock = False
             if conn is not None:
+                if rc is not None and not self._closing:
+                    rc.disconnected(None, used=synced)
                 conn.close()
             self._conn = None
         return synced

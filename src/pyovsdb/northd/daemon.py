@@ -29,12 +29,22 @@ what to write of `graph.NorthdGraph`):
   `northd_probe_interval` (ms; 0 off, below 1000 is 1000; default 5000 on TCP and off
   on unix sockets) are read after every run.
 - The engine's timers (MAC binding aging) wake the loop at the time the run asked.
+- What the operator sees besides the work, as ovn-northd shows it: what the builders
+  report about bad NB data (`diagnostics`, and `flow_warnings` when the `lflow` node
+  recomputed) logged with a rate limit per call site; the connection lines of
+  lib/reconnect.c; ovn-northd's stopwatches (sampled from the engine nodes doing that
+  work, and the loop), coverage counters (transactions, connections), the memory
+  report every 10 s that grows, and the memory trimmer after `northd_trim_timeout` of
+  inactivity; `debug/chassis-features-list`, `coverage/*`, `stopwatch/*` and
+  `vlog/{en,dis}able-rate-limit`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
+import resource
 import signal
 import time
 from collections.abc import Callable
@@ -44,8 +54,13 @@ from typing import Any
 from ..idl import MONITOR, Idl, Result, Status
 from ..jsonrpc.session import ConnectionLost, RpcError
 from ..server.appctl import CommandError, UnixctlServer, register_vlog
+from ..util import ratelimit, vlog
+from ..util.coverage import Coverage
+from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
 from ..util.seq import Seq
-from . import appctl
+from ..util.stopwatch import Stopwatches
+from . import appctl, diagnostics
+from .flow_warnings import report_flow_warnings
 from .graph import NorthdGraph, RunOutput
 from .loop import LoopPolicy, Recompute
 
@@ -57,6 +72,26 @@ DEFAULT_PROBE_MS = 5000
 STATE_POLL_S = 0.1
 FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 ERROR_RETRY_MS = 1000
+
+# ovn-northd's stopwatches (lib/stopwatch-names.h), in the order it creates them; ours
+# take samples from the engine nodes that do that work (`NODE_STOPWATCHES`) and from
+# the main loop, the others stay at zero samples.
+LOOP_STOPWATCH = "ovn-northd-loop"
+STOPWATCHES = (LOOP_STOPWATCH, "ovnnb_db_run", "ovnsb_db_run", "build_flows_ctx",
+               "clear_lflows_ctx", "build_lflows", "lflows_datapaths", "lflows_ports",
+               "lflows_lbs", "lflows_igmp", "lflows_dp_groups", "lflows_to_sb")
+NODE_STOPWATCHES = (("ovnnb_db_run", "northd"), ("ovnsb_db_run", "sync_from_sb"),
+                    ("build_lflows", "lflow"), ("lflows_to_sb", "sync_to_sb"))
+# The coverage counters of ovn-northd this process counts (lib/ovsdb-idl.c's
+# transaction outcomes, lib/stream.c's connections).
+COVERAGE = ("txn_uncommitted", "txn_unchanged", "txn_incomplete", "txn_aborted",
+            "txn_success", "txn_try_again", "txn_not_locked", "txn_error", "pstream_open",
+            "stream_open")
+TXN_COUNTER = {Status.UNCHANGED: "txn_unchanged", Status.SUCCESS: "txn_success",
+               Status.TRY_AGAIN: "txn_try_again", Status.NOT_LOCKED: "txn_not_locked",
+               Status.ERROR: "txn_error"}
+LOG_LEVELS = {diagnostics.ERR: logging.ERROR, diagnostics.WARN: logging.WARNING,
+              diagnostics.INFO: logging.INFO}
 
 NB_QUIET = {"NB_Global": {c: MONITOR for c in (
     "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp", "hv_cfg", "hv_cfg_timestamp")}}
@@ -81,6 +116,7 @@ class Config:
     unixctl: str | None = None
     version_text: str = "ovn-northd"
     leader_only: bool = True
+    boot_ms: int | None = None  # monotonic ms the process started at (now if None)
 
 
 def wall_ms() -> int:
@@ -89,6 +125,10 @@ def wall_ms() -> int:
 
 def mono_ms() -> float:
     return time.monotonic() * 1000.0
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 @dataclass
@@ -125,6 +165,16 @@ class Northd:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        # What the operator sees besides the work: rate-limited diagnostics, the
+        # stopwatches, coverage counters and memory reports of ovn-northd.
+        self._limits: dict[diagnostics.Site, ratelimit.RateLimit] = {}
+        self.stopwatches = Stopwatches(STOPWATCHES)
+        self._node_totals: dict[str, tuple[int, float]] = {}
+        self.coverage = Coverage(COVERAGE)
+        self._attempts = 0
+        boot = config.boot_ms if config.boot_ms is not None else _now_ms()
+        self.memory = MemoryReport(boot)
+        self.trimmer = MemoryTrimmer()
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -138,11 +188,11 @@ class Northd:
         log.info("OVN internal version is : [%s]", INTERNAL_VERSION)
         self.nb = Idl(self.config.nb_remotes, "OVN_Northbound", modes=NB_QUIET,
                       leader_only=self.config.leader_only, write_changed_only=NB_WRITES,
-                      probe_interval=DEFAULT_PROBE_MS / 1000)
+                      probe_interval=DEFAULT_PROBE_MS / 1000, reconnect_log=True)
         self.sb = Idl(self.config.sb_remotes, "OVN_Southbound", modes=SB_QUIET,
                       leader_only=self.config.leader_only, write_changed_only=True,
                       probe_interval=DEFAULT_PROBE_MS / 1000,
-                      lock=None if self.state.paused else LOCK_NAME)
+                      lock=None if self.state.paused else LOCK_NAME, reconnect_log=True)
         for idl in (self.nb, self.sb):
             idl.on_change(lambda _cs: self.seq.change())
             self._tasks.append(loop.create_task(idl.start(timeout=None)))
@@ -200,6 +250,7 @@ class Northd:
     async def _main(self) -> None:
         while not self.state.exiting:
             seqno = self.seq.read()
+            self._housekeeping()
             try:
                 wake_at = await self._iterate()
             except (ConnectionLost, RpcError, OSError) as e:
@@ -212,10 +263,30 @@ class Northd:
                 wake_at = mono_ms() + ERROR_RETRY_MS
             timeout = None if wake_at is None else max(0.0, (wake_at - mono_ms()) / 1000)
             waiter = self.seq.wait(seqno, self.config.seq_delay_ms)
+            self.stopwatches.stop(LOOP_STOPWATCH, _now_ms())
             try:
                 await asyncio.wait_for(waiter, timeout)
             except TimeoutError:
                 pass
+            self.stopwatches.start(LOOP_STOPWATCH, _now_ms())
+
+    def _housekeeping(self) -> None:
+        """What ovn-northd's loop does on every turn besides its work: the memory
+        report (memory_run), the coverage slots, the connections counted."""
+        now = _now_ms()
+        line = self.memory.run(now, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        memory_log = logging.getLogger("memory")
+        if line is not None:
+            memory_log.info("%s", line)
+        if self.memory.take_report():
+            usage = self._memory().rstrip("\n")
+            if usage:
+                memory_log.info("%s", usage)
+        attempts = sum(idl.n_attempts for idl in (self.nb, self.sb) if idl is not None)
+        if attempts > self._attempts:
+            self.coverage.inc("stream_open", attempts - self._attempts)
+            self._attempts = attempts
+        self.coverage.run(now)
 
     async def _iterate(self) -> float | None:
         """One turn of ovn-northd's loop; returns when (monotonic ms) the policy wants
@@ -245,18 +316,48 @@ class Northd:
             self._drop_changes(Recompute.NOT_ACTIVE)
             return None
         await self._accumulate()
+        nb_global = self._nb_global_options()  # as it was before this turn's writes
         decision = self.policy.decide(mono_ms())
         if not decision.run:
-            return decision.wake_at_ms
+            return _earliest(decision.wake_at_ms, self._trim(nb_global, False))
         log.debug("engine run%s", " (recompute: " + ", ".join(
             r.value for r in self.policy.recompute) + ")" if decision.recompute else "")
-        await self._run_engine(decision.recompute)
+        updated = await self._run_engine(decision.recompute)
         self._read_options()
         # A commit that wants a run (the cfg it carried to report): ask again at once. A
         # failed one only makes the next run a recompute; like ovn-northd, that run
         # waits for the next change (a TRY_AGAIN's conflicting change, a reconnect),
         # so a server refusing every commit is not retried in a loop.
-        return mono_ms() if self.policy.poked else None
+        return _earliest(mono_ms() if self.policy.poked else None,
+                         self._trim(nb_global, updated))
+
+    def _nb_global_options(self) -> dict[str, str] | None:
+        table = self.nb.tables.get("NB_Global") if self.nb.replica is not None else None
+        if table is None or not table.rows:
+            return None
+        return dict(min(table.rows.values(), key=lambda r: r.uuid).options)
+
+    def _trim(self, nb_global: dict[str, str] | None, activity: bool) -> float | None:
+        """ovn-northd's `run_memory_trimmer`, after every turn of an active instance
+        (`nb_global`: NB_Global's options, None without the row, which is 23.03's view
+        in the turn that creates it): when to come back for it (monotonic ms)."""
+        trimmer = self.trimmer
+        if nb_global is not None:
+            value = appctl.parse_uint(nb_global.get("northd_trim_timeout", ""))
+            warning = trimmer.set_timeout(DEFAULT_TRIM_TIMEOUT_MS if value is None
+                                          else value)
+            if warning is not None:
+                ratelimit.log("memory_trim", logging.WARNING, trimmer.rate_limit, warning)
+        now = _now_ms()
+        if activity:
+            trimmer.record_activity(now)
+        line = trimmer.can_run(now)
+        if line is not None:
+            level = logging.INFO if line.startswith("Detected inactivity") else logging.WARNING
+            ratelimit.log("memory_trim", level, trimmer.rate_limit, line, now)
+            _malloc_trim()
+        wake = trimmer.wake_at()
+        return None if wake is None else float(wake)
 
     def _drop_changes(self, reason: Recompute) -> None:
         self.nb.track_clear()
@@ -284,26 +385,67 @@ class Northd:
         if self.nb.tracked or self.sb.tracked:
             self.policy.changed()
 
-    async def _run_engine(self, recompute: bool) -> None:
+    async def _run_engine(self, recompute: bool) -> bool:
+        """One engine run and its commit; whether any node updated."""
         nb, sb = self.nb, self.sb
         nb_changes = nb.track_take()
         sb_changes = sb.track_take()
         start = mono_ms()
-        try:
-            out = self.graph.run(nb.tables, sb.tables, nb_changes, sb_changes,
-                                 recompute=recompute, now_ms=wall_ms(),
-                                 sb_cfg=self.cur_cfg)
-        except Exception:
-            # A builder's bug: logged, and the next change recomputes everything (the
-            # graph forces it); retrying at once would only spin on it.
-            log.exception("engine run failed")
-            self.graph.force_recompute()
-            self.policy.ran(start, mono_ms())
-            return
+        with diagnostics.collecting() as found:
+            try:
+                lflow_runs = self._node_recomputes("lflow")
+                out = self.graph.run(nb.tables, sb.tables, nb_changes, sb_changes,
+                                     recompute=recompute, now_ms=wall_ms(),
+                                     sb_cfg=self.cur_cfg)
+                if self._node_recomputes("lflow") != lflow_runs:
+                    core = self.graph.engine.node_data("northd").core  # type: ignore[union-attr]
+                    report_flow_warnings(core.datapaths, core.ports)
+            except Exception:
+                # A builder's bug: logged, and the next change recomputes everything
+                # (the graph forces it); retrying at once would only spin on it.
+                log.exception("engine run failed")
+                self.graph.force_recompute()
+                self.policy.ran(start, mono_ms())
+                return False
+            finally:
+                self._log_diagnostics(found)
         end = mono_ms()
         self.policy.ran(start, end, canceled=out.canceled)
+        self._sample_stopwatches()
         self._set_timer(out.wake_at_ms)
         await self._commit(out)
+        return out.updated
+
+    def _log_diagnostics(self, found: list[diagnostics.Diagnostic]) -> None:
+        """What the builders reported, each site with its own rate limit."""
+        for d in found:
+            site = d.site
+            limit = None
+            if site.rate:
+                limit = self._limits.get(site)
+                if limit is None:
+                    limit = self._limits[site] = ratelimit.RateLimit(site.rate, site.burst)
+            ratelimit.log(site.module, LOG_LEVELS[site.level], limit, d.message)
+
+    def _node_recomputes(self, name: str) -> int:
+        engine = self.graph.engine
+        return engine.stats[name].recompute if engine is not None and \
+            name in engine.stats else 0
+
+    def _sample_stopwatches(self) -> None:
+        """A sample for each stopwatch whose node recomputed in the last run: the
+        time the engine measured it take."""
+        engine = self.graph.engine
+        if engine is None:
+            return
+        for stopwatch, node in NODE_STOPWATCHES:
+            if node not in engine.stats:
+                continue
+            st = engine.stats[node]
+            count, spent = self._node_totals.get(node, (0, 0.0))
+            if st.recompute > count and st.recompute_time >= spent:
+                self.stopwatches.sample(stopwatch, int((st.recompute_time - spent) * 1000))
+            self._node_totals[node] = (st.recompute, st.recompute_time)
 
     async def _commit(self, out: RunOutput) -> None:
         sb_txn = self.sb.transaction()
@@ -317,6 +459,10 @@ class Northd:
             return
         next_cfg = out.nb_cfg
         nb_result, sb_result = await asyncio.gather(nb_txn.commit(), sb_txn.commit())
+        for result in (nb_result, sb_result):
+            if result.status is not Status.UNCHANGED:
+                self.coverage.inc("txn_incomplete")
+            self.coverage.inc(TXN_COUNTER[result.status])
         if not _committed(nb_result):
             log.info("%s", Recompute.NB_COMMIT_FAILED.log_text)
             log.debug("NB commit: %s", nb_result)
@@ -383,6 +529,7 @@ class Northd:
 
             raise Fatal(f"{path}: could not initialize control socket "
                         f"({e.strerror})") from None
+        self.coverage.inc("pstream_open")
         reg = uc.register
         reg("exit", "", 0, 0, self._cmd_exit)
         reg("pause", "", 0, 0, self._cmd_pause)
@@ -403,7 +550,16 @@ class Northd:
         reg("inc-engine/compute-log-timeout", "", 1, 1, self._cmd_log_timeout)
         reg("inc-engine/dump-graph", "", 0, 0, lambda a: self.graph.dump_dot())
         reg("memory/show", "", 0, 0, lambda a: self._memory())
+        reg("debug/chassis-features-list", "", 0, 0, lambda a: self._features())
+        reg("coverage/show", "", 0, 0, lambda a: self.coverage.show())
+        reg("coverage/read-counter", "COUNTER", 1, 1, self._cmd_read_counter)
+        reg("stopwatch/show", "[NAME]", 0, 1, self._cmd_stopwatch_show)
+        reg("stopwatch/reset", "[NAME]", 0, 1, self._cmd_stopwatch_reset)
         register_vlog(uc)
+        reg("vlog/enable-rate-limit", "[module]...", 0, 2**31,
+            lambda a: _set_rate_limits(a, True))
+        reg("vlog/disable-rate-limit", "[module]...", 0, 2**31,
+            lambda a: _set_rate_limits(a, False))
 
     def _wake(self) -> None:
         self.seq.change()
@@ -454,6 +610,31 @@ class Northd:
         self.graph.set_log_timeout(value)
         return ""
 
+    def _features(self) -> str:
+        """`debug/chassis-features-list`: what the last build found every chassis
+        supports (all of it before the first)."""
+        engine = self.graph.engine
+        node = engine.node("northd") if engine is not None else None
+        features = node.data.extra.config.features if node is not None and \
+            node.has_data else None
+        return appctl.chassis_features(features)
+
+    def _cmd_read_counter(self, args: list[str]) -> str:
+        count = self.coverage.read(args[0])
+        if count is None:
+            raise CommandError("No such counter")
+        return f"{count}\n"
+
+    def _cmd_stopwatch_show(self, args: list[str]) -> str:
+        found, text = self.stopwatches.show(args[0] if args else None)
+        if not found:
+            raise CommandError(text)
+        return text
+
+    def _cmd_stopwatch_reset(self, args: list[str]) -> str:
+        self.stopwatches.reset(args[0] if args else None)
+        return ""
+
     def _memory(self) -> str:
         usage: dict[str, int] = {}
         for idl in (self.nb, self.sb):
@@ -461,6 +642,31 @@ class Northd:
                 usage[f"idl-cells-{idl.database}"] = sum(
                     len(t.rows) * len(t.columns) for t in idl.tables.values())
         return appctl.memory(usage)
+
+
+def _set_rate_limits(modules: list[str], enable: bool) -> str:
+    """`vlog/enable-rate-limit`, `vlog/disable-rate-limit` (lib/vlog.c): every module,
+    or those named ("any": all); an unknown name ends the command with an error, the
+    names before it applied."""
+    if not modules:
+        ratelimit.honors.set(None, enable)
+    for name in modules:
+        if name.lower() != "any" and name.lower() not in vlog.MODULES:
+            raise CommandError("unknown module")
+        ratelimit.honors.set([name], enable)
+    return ""
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _malloc_trim() -> None:
+    """Give freed heap memory back to the system, where the C library can."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _committed(result: Result) -> bool:

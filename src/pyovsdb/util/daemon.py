@@ -2,8 +2,9 @@
 directories, locked pidfiles, `--detach`, `--monitor` and `--no-chdir`.
 
 Rules kept here:
-- Default directories come from OVS_RUNDIR, OVS_LOGDIR and OVS_DBDIR, else the
-  packaged locations, so scripts written for the real daemons find our files.
+- Default directories come from OVS_RUNDIR, OVS_LOGDIR and OVS_DBDIR (an empty one
+  counts as unset, as lib/dirs.c reads them), else the packaged locations, so scripts
+  written for the real daemons find our files.
 - A pidfile holds the pid and a newline and is fcntl-write-locked (the whole file) by
   the serving process for its whole life: `ovs-appctl -t NAME` and the real tools
   believe a pidfile only if the process named in it holds that lock. It is made by
@@ -39,15 +40,15 @@ from . import vlog
 log = logging.getLogger("daemon_unix")
 
 def rundir() -> str:
-    return os.environ.get("OVS_RUNDIR", "/var/run/openvswitch")
+    return os.environ.get("OVS_RUNDIR") or "/var/run/openvswitch"
 
 
 def logdir() -> str:
-    return os.environ.get("OVS_LOGDIR", "/var/log/openvswitch")
+    return os.environ.get("OVS_LOGDIR") or "/var/log/openvswitch"
 
 
 def dbdir() -> str:
-    return os.environ.get("OVS_DBDIR", "/etc/openvswitch")
+    return os.environ.get("OVS_DBDIR") or "/etc/openvswitch"
 
 
 class Fatal(Exception):

@@ -36,6 +36,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from . import ratelimit
+
 LEVELS = {
     "off": logging.CRITICAL + 10,
     "emer": logging.CRITICAL,
@@ -73,6 +75,9 @@ MODULES = frozenset((
     "coverage", "stopwatch", "backtrace", "ovn_northd", "inc_proc_eng", "replication",
     "relay", "ovsdb_relay", "transaction_forward", "ovsdb_error", "json",
     "pstream", "stream_replay", "netlink_socket", "timer", "process",
+    # ovn-northd's, where it reports bad NB data and its housekeeping
+    "ovn_util", "lb", "ipam", "memory_trim", "en_northd", "en_lflow", "en_sync_to_sb",
+    "inc_proc_northd", "mac_binding_aging",
 ))
 _SEPARATORS = " ,:\t"
 
@@ -325,7 +330,8 @@ class Vlog:
         lines = []
         for m in MODULES:
             c, s, f = (_LEVEL_NAMES[self.level(m, d)] for d in DESTINATIONS)
-            lines.append(f"{m:<16}  {c:>4}       {s:>4}       {f:>4}\n")
+            limits = "" if ratelimit.honors(m) else "    (rate limiting disabled)"
+            lines.append(f"{m:<16}  {c:>4}       {s:>4}       {f:>4}{limits}\n")
         return ("                 console    syslog    file\n"
                 "                 -------    ------    ------\n" + "".join(sorted(lines)))
 

@@ -33,15 +33,39 @@ from dataclasses import dataclass, field
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb
+from ..diagnostics import (
+    ASSIGNED_IPV4,
+    ASSIGNED_IPV6,
+    ASSIGNED_MAC,
+    BAD_EXCLUDE_IPS,
+    BAD_IPV6_PREFIX,
+    BAD_IPV6_PREFIX_ERROR,
+    BAD_IPV6_PREFIX_LEN,
+    BAD_SUBNET,
+    DUPLICATE_IP,
+    DUPLICATE_MAC,
+    MORE_THAN_ONE_DYNAMIC,
+    SUBNET_EXHAUSTED,
+    report,
+)
 from .datapaths import Datapath, DatapathsData, smap_bool
 from .ports import Port, PortsData
-from .ports_addresses import Addresses, format_mac, is_dynamic, lsp_addresses, parse_mac
+from .ports_addresses import (
+    Addresses,
+    extract_lsp_addresses,
+    format_ipv6,
+    format_mac,
+    ip_parse_masked,
+    ipv6_parse_masked,
+    is_dynamic,
+    lsp_addresses,
+    parse_mac,
+)
 
 MAC_ADDR_SPACE = 0xFFFFFF
 NB_LSP_COLUMNS = ("dynamic_addresses",)
 
 _PREFIX = re.compile(r"\s*([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})")
-_IPV4 = r"\d+\.\d+\.\d+\.\d+"
 
 
 def parse_mac_prefix(text: str | None) -> int | None:
@@ -66,7 +90,8 @@ def nb_mac_prefix(nb: Mapping[str, ReplicaTable]) -> int | None:
 
 @dataclass(slots=True)
 class SwitchIpam:
-    """`struct ipam_info` of one switch."""
+    """`struct ipam_info` of one switch (`id`: its NB UUID, which 23.03's IPAM
+    warnings name; empty: report nothing)."""
 
     start: int = 0  # first IPv4 of the subnet after the network address
     total: int = 0  # ~mask: addresses from `start` on, the last one never assigned
@@ -74,14 +99,21 @@ class SwitchIpam:
     has_ipv4: bool = False
     ipv6_prefix: ipaddress.IPv6Address | None = None
     mac_only: bool = False
+    id: str = ""
 
     @property
     def active(self) -> bool:
         return self.has_ipv4 or self.ipv6_prefix is not None or self.mac_only
 
     def insert(self, ip: int) -> None:
+        """`ipam_insert_ip`."""
         if self.has_ipv4 and self.start <= ip < self.start + self.total:
-            self.taken.add(ip - self.start)
+            index = ip - self.start
+            if index in self.taken:
+                if self.id:
+                    report(DUPLICATE_IP, self.id, ipaddress.IPv4Address(ip))
+                return
+            self.taken.add(index)
 
     def unused(self) -> int:
         if not self.has_ipv4:
@@ -89,86 +121,138 @@ class SwitchIpam:
         for index in range(self.total - 1):
             if index not in self.taken:
                 return self.start + index
-        return 0  # "Subnet address space has been exhausted"
+        if self.id:
+            report(SUBNET_EXHAUSTED, self.id)
+        return 0
 
 
-def switch_ipam(config: Mapping[str, str]) -> SwitchIpam:
-    info = SwitchIpam()
+def switch_ipam(config: Mapping[str, str], uuid: str = "") -> SwitchIpam:
+    """The switch's IPAM from its `other_config`; with its `uuid`, what is wrong with
+    that configuration is reported, as 23.03 does when it joins the datapaths."""
+    info = SwitchIpam(id=uuid)
     subnet = config.get("subnet")
     if subnet is not None:
         _init_ipv4(info, subnet, config.get("exclude_ips"))
     prefix = config.get("ipv6_prefix")
     if prefix is not None:
-        info.ipv6_prefix = _ipv6_prefix(prefix)
+        info.ipv6_prefix = _ipv6_prefix(prefix, uuid)
     if subnet is None and prefix is None:
         info.mac_only = smap_bool(config, "mac_only", False)
     return info
 
 
 def _init_ipv4(info: SwitchIpam, subnet: str, exclude: str | None) -> None:
-    addr, sep, mask_s = subnet.strip().partition("/")
-    try:
-        ip = int(ipaddress.IPv4Address(addr))
-        if not sep:
-            return  # a full mask: "bad 'subnet'"
-        if mask_s.isdigit():
-            plen = int(mask_s)
-        else:
-            mask_v = int(ipaddress.IPv4Address(mask_s))
-            plen = bin(mask_v).count("1")
-            if mask_v != (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF:
-                return
-    except ValueError:
+    parsed = ip_parse_masked(subnet)
+    if isinstance(parsed, str) or parsed[1] == 0xFFFFFFFF or \
+            _plen_of(parsed[1]) is None:
+        if info.id:
+            report(BAD_SUBNET, info.id, subnet)
         return
-    if plen >= 32 or plen < 0:
-        return
-    mask = (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF
+    ip, mask = parsed
     info.has_ipv4 = True
     info.start = (ip & mask) + 1
     info.total = ~mask & 0xFFFFFFFF
     info.taken.add(0)
-    if not exclude:
-        return
-    tokens = re.findall(_IPV4 + r"|\.\.|\S", exclude)
+    if exclude:
+        error = _exclude(info, exclude)
+        if error is not None and info.id:
+            report(BAD_EXCLUDE_IPS, info.id, error)
+
+
+def _plen_of(mask: int) -> int | None:
+    inverted = ~mask & 0xFFFFFFFF
+    return None if inverted & (inverted + 1) else 32 - inverted.bit_length()
+
+
+# The tokens of `exclude_ips` as OVN's lexer reads them: "..", a number-like word
+# (digits and letters, ':' before any '.', '.' not doubled), a masked one ("A/B"), an
+# identifier, or one other character.
+_LEX = re.compile(r"\.\.|[0-9][0-9A-Za-z:]*(?:\.(?!\.)[0-9A-Za-z]*)*(?:/\S*)?"
+                  r"|[A-Za-z_][0-9A-Za-z_.]*|\S")
+
+
+def _exclude(info: SwitchIpam, text: str) -> str | None:
+    """`init_ipam_ipv4`'s walk of `exclude_ips` ("IP" and "IP..IP"): marks what is in
+    the subnet; the lexer's error (None if none). As 23.03, an error stops the walk,
+    but a range outside the subnet only records one."""
+    tokens = _LEX.findall(text)
+    error: str | None = None
     i = 0
     while i < len(tokens):
-        first = _ip4(tokens[i])
-        if first is None:
-            return  # "expecting address": the rest is ignored
+        first = _address(tokens[i])
+        if isinstance(first, str):
+            return error or first.format(what="expecting address")
         end = first + 1
         i += 1
         if i < len(tokens) and tokens[i] == "..":
-            last = _ip4(tokens[i + 1]) if i + 1 < len(tokens) else None
-            if last is None:
-                return
+            last = _address(tokens[i + 1]) if i + 1 < len(tokens) else \
+                "Syntax error at end of input {what}."
+            if isinstance(last, str):
+                return error or last.format(what="expecting address range")
             end = last + 1
             i += 2
         lo = max(info.start, first)
         hi = min(info.start + info.total, end)
         if hi > lo:
             info.taken.update(range(lo - info.start, hi - info.start))
-        else:
-            return  # "excluded addresses not in subnet": lexer error, stop
+        elif error is None:
+            error = "excluded addresses not in subnet"
+    return error
 
 
-def _ip4(text: str) -> int | None:
-    try:
-        return int(ipaddress.IPv4Address(text))
-    except ValueError:
-        return None
+def _address(token: str) -> int | str:
+    """A lexer token as an IPv4 address of `exclude_ips` (a decimal integer counts as
+    one), or the error text (`{what}` to fill)."""
+    if token[0].isdigit():
+        if "/" in token:
+            return f"Syntax error at `{token}' {{what}}."
+        if token.isdigit():
+            if token[0] == "0" and len(token) > 1:
+                return "Decimal constants must not have leading zeros."
+            return int(token) & 0xFFFFFFFF
+        try:
+            return int(ipaddress.IPv4Address(token))
+        except ValueError:
+            return "Invalid numeric constant."
+    if token == "..":
+        return "Syntax error at `..' {what}."
+    return f"Syntax error at `{token}' {{what}}."
 
 
-def _ipv6_prefix(text: str) -> ipaddress.IPv6Address | None:
-    try:
-        if "/" in text:
-            net = ipaddress.IPv6Network(text, strict=False)
-            if net.prefixlen != 64:
-                return None
-            addr = int(ipaddress.IPv6Address(text.split("/", 1)[0]))
-        else:
+def _count_cidr_bits(mask: int) -> int:
+    """`ipv6_count_cidr_bits`, which does not check that the mask is a CIDR one."""
+    count = 0
+    for byte in mask.to_bytes(16, "big"):
+        if byte == 0xFF:
+            count += 8
+            continue
+        while byte:
+            count += 1
+            byte = (byte << 1) & 0xFF
+        break
+    return count
+
+
+def _ipv6_prefix(text: str, uuid: str = "") -> ipaddress.IPv6Address | None:
+    """`init_ipam_ipv6_prefix`: a /64 (or a bare address), its host half cleared."""
+    if "/" in text:
+        parsed = ipv6_parse_masked(text)
+        if isinstance(parsed, str):
+            if uuid:
+                report(BAD_IPV6_PREFIX_ERROR, uuid, text, parsed)
+            return None
+        if _count_cidr_bits(parsed[1]) != 64:
+            if uuid:
+                report(BAD_IPV6_PREFIX_LEN, uuid, text)
+            return None
+        addr = parsed[0]
+    else:
+        try:
             addr = int(ipaddress.IPv6Address(text))
-    except ValueError:
-        return None
+        except ValueError:
+            if uuid:
+                report(BAD_IPV6_PREFIX, uuid, text)
+            return None
     return ipaddress.IPv6Address(addr & ~((1 << 64) - 1))
 
 
@@ -200,9 +284,15 @@ class Ipam:
         self.macs: set[int] = set()
         self.switches: dict[str, SwitchIpam] = {}
 
-    def insert_mac(self, mac: int) -> None:
-        if self.prefix is not None and (mac ^ self.prefix) >> 24 == 0:
-            self.macs.add(mac)
+    def insert_mac(self, mac: int, check: bool = True) -> None:
+        """`ipam_insert_mac`: a MAC of the prefix is taken; `check` reports one
+        already taken."""
+        if self.prefix is None or (mac ^ self.prefix) >> 24:
+            return
+        if check and mac in self.macs:
+            report(DUPLICATE_MAC, format_mac(mac))
+            return
+        self.macs.add(mac)
 
     def unused_mac(self, ip4: int) -> int | None:
         if self.prefix is None:
@@ -307,6 +397,7 @@ def _assign(update: _Update, info: SwitchIpam, ipam: Ipam) -> str | None:
         ip4 = update.static_ip
     elif update.ipv4 == "dynamic":
         ip4 = info.unused()
+        report(ASSIGNED_IPV4, ipaddress.IPv4Address(ip4), update.port.name)
     if update.mac == "none":
         assert cur is not None
         mac: int | None = cur.mac
@@ -316,6 +407,7 @@ def _assign(update: _Update, info: SwitchIpam, ipam: Ipam) -> str | None:
         mac = ipam.unused_mac(ip4)
         if mac is None:
             return None  # no prefix yet (or the space is exhausted)
+        report(ASSIGNED_MAC, format_mac(mac), update.port.name)
     assert mac is not None
     ip6: ipaddress.IPv6Address | None = None
     if update.ipv6 == "none":
@@ -324,6 +416,7 @@ def _assign(update: _Update, info: SwitchIpam, ipam: Ipam) -> str | None:
         ip6 = update.static_ipv6
     elif update.ipv6 == "dynamic" and info.ipv6_prefix is not None:
         ip6 = eui64(mac, info.ipv6_prefix)
+        report(ASSIGNED_IPV6, format_ipv6(ip6), update.port.name)
     ipam.insert_mac(mac)
     parts = [format_mac(mac)]
     if ip4:
@@ -364,7 +457,7 @@ def build_ipam(datapaths: DatapathsData, ports: PortsData, nb: DesiredDb,
     (None: cleared), by port name. Writes the NB values into `nb`."""
     ipam = Ipam(mac_prefix)
     for dp in datapaths.switches.values():
-        ipam.switches[dp.key] = switch_ipam(dp.nb.other_config)
+        ipam.switches[dp.key] = switch_ipam(dp.nb.other_config, dp.key)
     for port in ports.ports.values():
         _take_static(port, ports, ipam)
     result: dict[str, str | None] = {}
@@ -407,11 +500,14 @@ def _collect(port: Port, dp: Datapath, info: SwitchIpam, ipam: Ipam,
         if current_s is not None:
             result[port.name] = None
         return
-    update = _Update(port, specs[0], lsp_addresses(current_s) if current_s else None)
+    for _ in specs[1:]:
+        report(MORE_THAN_ONE_DYNAMIC, port.name)
+    update = _Update(port, specs[0],
+                     extract_lsp_addresses(current_s) if current_s else None)
     if update.current is not None:
         changed = _check(update, info, ipam)
         if update.mac == "none":
-            ipam.insert_mac(update.current.mac)
+            ipam.insert_mac(update.current.mac, check=False)
         if update.ipv4 == "none" and update.current.ipv4:
             info.insert(int(update.current.ipv4[0].addr))
         if changed:

@@ -8,7 +8,8 @@ northd.c):
   `inet_parse_active` does (a host with more than one colon outside brackets has no
   port) and formatted back without brackets; a VIP with a backend that does not parse,
   is of the other family or disagrees on having a port is dropped from the parsed
-  model (the SB row still copies NB's `vips` as they are).
+  model (the SB row still copies NB's `vips` as they are) and reported with 23.03's
+  error text.
 - An LB applies to the switches that list it or one of its groups, and to the enabled
   routers likewise; with `NB_Global.options:install_ls_lb_from_router=true` also to
   the switches attached to those routers.
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
+from ..diagnostics import LB_VIP, report
 from .datapaths import DatapathsData, smap_bool
 from .dp_groups import dp_group_ref
 from .ports_addresses import lrp_networks
@@ -112,19 +114,36 @@ class Vip:
     health_check: IdlRow | None
 
 
-def parse_vip(key: str, value: str) -> tuple[Endpoint, tuple[Endpoint, ...]] | None:
+def init_vip(key: str, value: str) -> tuple[Endpoint, tuple[Endpoint, ...]] | str:
+    """`ovn_lb_vip_init_explicit`: the VIP and its backends, or the error 23.03 logs
+    ("Failed to initialize LB VIP: ...")."""
     vip = parse_endpoint(key)
     if vip is None:
-        return None
+        return (f"{key}: should be an IP address (or an IP address and a port number "
+                "with : as a separator).")
+    with_port = ("should be an IP address and a port number with : as a separator"
+                 if vip.port else "should be an IP address")
     backends: list[Endpoint] = []
-    ok = True
+    errors: list[str] = []
     for token in (t for t in value.split(",") if t):
         be = parse_endpoint(token)
-        if be is None or be.family != vip.family or bool(vip.port) != bool(be.port):
-            ok = False
-            continue
-        backends.append(be)
-    return (vip, tuple(backends)) if ok else None
+        if be is None:
+            errors.append(f"{token}: {with_port}")
+        elif be.family != vip.family:
+            errors.append(f"{token}: IP address family is different from VIP "
+                          f"{vip.ip_str}")
+        elif bool(vip.port) != bool(be.port):
+            errors.append(f"{token}: {with_port}")
+        else:
+            backends.append(be)
+    if errors:
+        return ", ".join(errors) + "."
+    return vip, tuple(backends)
+
+
+def parse_vip(key: str, value: str) -> tuple[Endpoint, tuple[Endpoint, ...]] | None:
+    found = init_vip(key, value)
+    return None if isinstance(found, str) else found
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +192,12 @@ def parse_lb(row: IdlRow) -> LoadBalancer:
     vips: list[Vip] = []
     if not template:  # template VIPs are expanded by ovn-controller, not parsed here
         for key, value in sorted(row.vips.items()):
-            parsed = parse_vip(key, value)
-            if parsed is not None:
-                vips.append(Vip(key, value, parsed[0], parsed[1],
-                                _health_check(row, key, template)))
+            parsed = init_vip(key, value)
+            if isinstance(parsed, str):
+                report(LB_VIP, parsed)
+                continue
+            vips.append(Vip(key, value, parsed[0], parsed[1],
+                            _health_check(row, key, template)))
     return LoadBalancer(key=row.uuid, nb=row, name=row.name, protocol=row.protocol,
                         template=template, routable=routable, neigh_mode=mode,
                         vips=tuple(vips))

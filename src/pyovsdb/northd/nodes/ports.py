@@ -4,7 +4,9 @@ tunnel keys assigned; then their desired Port_Binding rows.
 
 Rules kept here (OVN 23.03, `join_logical_ports` and `build_ports`):
 - A port is named by its NB name, which is the binding's `logical_port`. A name used
-  twice is kept for the first port met (23.03 warns "duplicate logical port").
+  twice is kept for the first port met, and the others are reported (23.03's
+  "duplicate logical port", "duplicate logical router port"); so is a router port
+  with a bad MAC, which is left out.
 - An existing binding is this port's only if it is on the port's datapath and, for a
   switch port, its kind did not change in a way 23.03 handles by deleting and
   recreating the binding (to or from "virtual"; a VIF gaining or losing a parent).
@@ -40,9 +42,10 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
 from ..alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
+from ..diagnostics import DUPLICATE_LRP, DUPLICATE_LSP, LRP_BAD_MAC, LSP_NO_MAC, PS_NO_MAC, report
 from ..inputs import BuildInput
 from .datapaths import Datapath, DatapathsData, smap_int
-from .ports_addresses import Addresses, is_dynamic, lrp_networks, lsp_addresses
+from .ports_addresses import Addresses, extract_lsp_addresses, is_dynamic, lrp_networks
 
 
 class PortKind(enum.Enum):
@@ -199,6 +202,7 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
         for lsp in sorted(dp.nb.ports, key=lambda r: (r.value("name"), r.uuid)):
             name = lsp.value("name")
             if name in ports:
+                report(DUPLICATE_LSP, name)
                 continue
             port = Port(name, dp, PortKind.SWITCH, lsp)
             pb = existing.get(name)
@@ -213,8 +217,12 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
             parse_switch_addresses(port)
     for dp in datapaths.routers.values():
         for lrp in sorted(dp.nb.ports, key=lambda r: (r.name, r.uuid)):
-            networks = lrp_networks(lrp.mac, lrp.networks)
-            if networks is None or lrp.name in ports:
+            networks = lrp_networks(lrp.mac, lrp.networks, log=True)
+            if networks is None:
+                report(LRP_BAD_MAC, lrp.mac)
+                continue
+            if lrp.name in ports:
+                report(DUPLICATE_LRP, lrp.name)
                 continue
             port = Port(lrp.name, dp, PortKind.ROUTER, lrp, networks=networks)
             keep(port, existing.get(lrp.name))
@@ -237,17 +245,22 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
 
 def parse_switch_addresses(port: Port) -> None:
     """A switch port's own addresses ("unknown" noted, "router" and dynamic ones left
-    to the peer and IPAM)."""
+    to the peer and IPAM), and its port security checked as 23.03 checks it."""
     for address in port.nb.addresses:
         if address == "unknown":
             port.has_unknown = True
         elif address == "router" or is_dynamic(address):
             continue
         else:
-            parsed = lsp_addresses(address)
+            parsed = extract_lsp_addresses(address)
             if parsed is not None:
                 port.lsp_addrs.append(parsed)
+            else:
+                report(LSP_NO_MAC, address)
     port.n_static_addrs = len(port.lsp_addrs)
+    for entry in port.nb.port_security:
+        if extract_lsp_addresses(entry) is None:
+            report(PS_NO_MAC, entry)
 
 
 def _walk_order(existing: Mapping[str, IdlRow], data: PortsData) -> list[Port]:

@@ -17,9 +17,12 @@ Rules kept here:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass, field
+
+from ..diagnostics import ADDRESS_SYNTAX, NETWORKS_SYNTAX, NETWORKS_ZERO, report
 
 # One byte of `ETH_ADDR_SCAN_FMT` ("%hhx:..."): optional blanks and sign, an optional
 # 0x, hex digits; the value wraps to a byte.
@@ -110,7 +113,8 @@ def lla(mac: int) -> ipaddress.IPv6Address:
     return ipaddress.IPv6Address((0xFE80 << 112) | eui)
 
 
-def lrp_networks(mac: str, networks: list[str]) -> Addresses | None:
+def lrp_networks(mac: str, networks: list[str], *, log: bool = False) -> Addresses | None:
+    """`extract_lrp_networks`; `log`: report the networks it skips, as 23.03 does."""
     ea = parse_mac(mac)
     if ea is None:
         return None
@@ -121,8 +125,12 @@ def lrp_networks(mac: str, networks: list[str]) -> Addresses | None:
         if isinstance(parsed, Ipv4Net):
             if int(parsed.addr) != 0:
                 v4.append(parsed)
+            elif log:
+                report(NETWORKS_ZERO, net)
         elif isinstance(parsed, Ipv6Net):
             v6.append(parsed)
+        elif log:
+            report(NETWORKS_SYNTAX, net)
     v6.append(Ipv6Net(lla(ea), 64))
     return Addresses(ea, tuple(v4), tuple(v6))
 
@@ -153,53 +161,165 @@ def _plen(mask: int, bits: int) -> int | None:
     return bits - inverted.bit_length()
 
 
-def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:
-    """`ip_parse_cidr_len`, then `ipv6_parse_cidr_len`: "IP", "IP/LEN" or "IP/MASK" (a
-    CIDR mask), host bits kept."""
-    addr, sep, plen_s = text.strip().partition("/")
-    v4 = scan_ipv4(addr) if ":" not in addr else None
-    if v4 is not None:
-        plen: int | None = 32
-        if sep:
-            mask = scan_ipv4(plen_s)
-            plen = _plen(mask, 32) if mask is not None else \
-                int(plen_s) if plen_s.isdigit() and int(plen_s) <= 32 else None
-        return Ipv4Net(ipaddress.IPv4Address(v4), plen) if plen is not None else None
+# ovs_scan's pieces (lib/util.c): `%hhu`/`%d` skip C blanks, take a sign and decimal
+# digits (the value wraps); `%46[0123456789abcdefABCDEF:.]` skips nothing.
+_WS = "[ \t\n\v\f\r]*"
+_NUM = "([+-]?[0-9]+)"
+_SCAN_IP4 = re.compile("\\.".join([_WS + _NUM] * 4))
+_SCAN_INT = re.compile(_WS + _NUM)
+_SCAN_IP6 = re.compile("[0-9a-fA-F:.]{1,46}")
+_SKIP_WS = re.compile(_WS)
+
+
+def _int32(digits: str) -> int:
+    """A `%d` conversion: the value modulo 2**64, stored in an int."""
+    value = int(digits) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _ip4_at(text: str, pos: int) -> tuple[int, int] | None:
+    """`IP_SCAN_FMT` at `pos`: the address and where it ends."""
+    m = _SCAN_IP4.match(text, pos)
+    if m is None:
+        return None
+    value = 0
+    for g in m.groups():
+        value = (value << 8) | (int(g) & 0xFF)
+    return value, m.end()
+
+
+def _pton6(text: str) -> int | None:
     try:
-        ip6 = ipaddress.IPv6Address(addr)
+        return int(ipaddress.IPv6Address(text))
     except ValueError:
         return None
-    plen = 128
-    if sep:
-        if plen_s.isdigit():
-            plen = int(plen_s) if int(plen_s) <= 128 else None
-        else:
-            try:
-                plen = _plen(int(ipaddress.IPv6Address(plen_s)), 128)
-            except ValueError:
-                plen = None
-    return Ipv6Net(ip6, plen) if plen is not None else None
 
 
-def _ip_words(words: list[str]) -> tuple[tuple[Ipv4Net, ...], tuple[Ipv6Net, ...]]:
-    """IP[/plen] words up to the first that is neither."""
+def _masked4_at(text: str, pos: int) -> tuple[int, int, int] | str:
+    """`ip_parse_masked_len` at `pos`: "IP/IP", "IP/LEN" or "IP" (address, mask, end),
+    or its error text."""
+    got = _ip4_at(text, pos)
+    if got is None:
+        return f"{text[pos:]}: invalid IP address"
+    addr, end = got
+    if text.startswith("/", end):
+        mask = _ip4_at(text, end + 1)
+        if mask is not None:
+            return addr, mask[0], mask[1]
+        m = _SCAN_INT.match(text, end + 1)
+        if m is not None:
+            plen = _int32(m.group(1))
+            if not 0 <= plen <= 32:
+                return (f"{text[pos:]}: IPv4 network prefix bits not between 0 and 32, "
+                        "inclusive")
+            return addr, (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF, m.end()
+    return addr, 0xFFFFFFFF, end
+
+
+def ip_parse_masked(text: str) -> tuple[int, int] | str:
+    """`ip_parse_masked`: the whole text "IP/IP", "IP/LEN" or "IP"; or the error."""
+    found = _masked4_at(text, 0)
+    if isinstance(found, str):
+        return found
+    if found[2] != len(text):
+        return f"{text}: invalid IP address"
+    return found[0], found[1]
+
+
+def _cidr4_at(text: str, pos: int) -> tuple[Ipv4Net, int] | None:
+    """`ip_parse_cidr_len` at `pos`: a masked address whose mask is a CIDR mask."""
+    found = _masked4_at(text, pos)
+    if isinstance(found, str):
+        return None
+    addr, mask, end = found
+    plen = _plen(mask, 32)
+    if plen is None:
+        return None  # "CIDR network required"
+    return Ipv4Net(ipaddress.IPv4Address(addr), plen), end
+
+
+_ALL6 = (1 << 128) - 1
+
+
+def _masked6_at(text: str, pos: int) -> tuple[int, int, int] | str:
+    """`ipv6_parse_masked_len` at `pos`: blanks, then "IP6", "IP6/LEN" or "IP6/MASK"
+    (address, mask, end), or its error text."""
+    blanks = _SKIP_WS.match(text, pos)
+    m = _SCAN_IP6.match(text, blanks.end() if blanks is not None else pos)
+    addr = _pton6(m.group()) if m is not None else None
+    if m is None or addr is None:
+        return f"{text[pos:]}: invalid IPv6 address"
+    end = m.end()
+    if text.startswith("/", end):
+        n = _SCAN_INT.match(text, end + 1)
+        if n is not None:
+            plen = _int32(n.group(1))
+            if not 0 <= plen <= 128:
+                return (f"{text[pos:]}: IPv6 network prefix bits not between 0 and 128, "
+                        "inclusive")
+            return addr, _ALL6 ^ (_ALL6 >> plen), n.end()
+        mm = _SCAN_IP6.match(text, end + 1)
+        if mm is not None:
+            mask = _pton6(mm.group())
+            if mask is None:
+                return f"{text[pos:]}: Invalid IPv6 mask"
+            return addr, mask, mm.end()
+    return addr, _ALL6, end
+
+
+def ipv6_parse_masked(text: str) -> tuple[int, int] | str:
+    """`ipv6_parse_masked`: the whole text one masked IPv6 address; or the error."""
+    found = _masked6_at(text, 0)
+    if isinstance(found, str):
+        return found
+    if found[2] != len(text):
+        return f"{text}: invalid IPv6 address"
+    return found[0], found[1]
+
+
+def _cidr6_at(text: str, pos: int) -> tuple[Ipv6Net, int] | None:
+    """`ipv6_parse_cidr_len` at `pos`: a masked IPv6 address, a CIDR mask."""
+    found = _masked6_at(text, pos)
+    if isinstance(found, str):
+        return None
+    addr, mask, end = found
+    plen = _plen(mask, 128)
+    if plen is None:
+        return None  # "IPv6 CIDR network required"
+    return Ipv6Net(ipaddress.IPv6Address(addr), plen), end
+
+
+def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:
+    """`ip_parse_cidr`, then `ipv6_parse_cidr`: the whole text one network."""
+    found: tuple[Ipv4Net | Ipv6Net, int] | None = _cidr4_at(text, 0)
+    if found is None or found[1] != len(text):
+        found = _cidr6_at(text, 0)
+    return found[0] if found is not None and found[1] == len(text) else None
+
+
+def _scan_ips(text: str, pos: int) -> tuple[tuple[Ipv4Net, ...], tuple[Ipv6Net, ...], int]:
+    """`parse_and_store_addresses` after the MAC: IPv4 or IPv6 networks, one after
+    the other, until neither parses; and where that happened."""
     v4: list[Ipv4Net] = []
     v6: list[Ipv6Net] = []
-    for word in words:
-        parsed = _cidr(word)
-        if parsed is None:
+    while pos < len(text):
+        found4 = _cidr4_at(text, pos)
+        if found4 is not None:
+            v4.append(found4[0])
+            pos = found4[1]
+            continue
+        found6 = _cidr6_at(text, pos)
+        if found6 is None:
             break
-        if isinstance(parsed, Ipv4Net):
-            v4.append(parsed)
-        else:
-            v6.append(parsed)
-    return tuple(v4), tuple(v6)
+        v6.append(found6[0])
+        pos = found6[1]
+    return tuple(v4), tuple(v6), pos
 
 
 def ip_addresses(text: str) -> Addresses | None:
-    """`extract_ip_addresses`: "IP[/plen] ..." up to the first word that is neither
-    (MAC 0); None if no address comes first."""
-    v4, v6 = _ip_words(text.split())
+    """`extract_ip_addresses`: "IP[/plen] ..." up to where neither parses (MAC 0);
+    None if no address comes first."""
+    v4, v6, _ = _scan_ips(text, 0)
     return Addresses(0, v4, v6) if v4 or v6 else None
 
 
@@ -212,19 +332,31 @@ def ip_address(text: str) -> Addresses | None:
     return found
 
 
-def lsp_addresses(text: str) -> Addresses | None:
-    """"MAC [IP...]" (IPs with an optional /plen); None without a leading MAC."""
-    words = text.split()
-    if not words:
-        return None
-    found = scan_mac(words[0])
+@functools.lru_cache(maxsize=1 << 15)
+def parse_lsp_address(text: str) -> tuple[Addresses | None, int]:
+    """`extract_addresses`: "MAC [IP...]" (IPs with an optional /plen), and the offset
+    where what follows them begins; None without a leading MAC. (Cached: every
+    recompute parses every port's addresses again, and the result is immutable.)"""
+    found = scan_mac(text)
     if found is None:
-        return None
+        return None, 0
     ea, end = found
-    if end != len(words[0]):
-        return Addresses(ea)  # the scan stops inside the word: no address follows
-    v4, v6 = _ip_words(words[1:])
-    return Addresses(ea, v4, v6)
+    v4, v6, end = _scan_ips(text, end)
+    return Addresses(ea, v4, v6), end
+
+
+def lsp_addresses(text: str) -> Addresses | None:
+    """"MAC [IP...]" as `extract_lsp_addresses` keeps it, without its log line."""
+    return parse_lsp_address(text)[0]
+
+
+def extract_lsp_addresses(text: str) -> Addresses | None:
+    """`extract_lsp_addresses`: `lsp_addresses`, reporting text after the addresses
+    (23.03 keeps what parsed: "MAC IP fe80::zz" is the MAC, the IP and fe80::)."""
+    found, end = parse_lsp_address(text)
+    if found is not None and end < len(text):
+        report(ADDRESS_SYNTAX, text)
+    return found
 
 
 def is_dynamic(address: str) -> bool:
