@@ -210,16 +210,19 @@ class ClusteredDb:
         applied_before = self.applied_index
         while core.has_ready() and not self.closed:
             r = core.ready()
-            if failure_test.current is not None:
-                failure_test.before_send(self, r.messages, r.records)
             # Messages first: they are cleared for sending whatever this batch writes
             # (append requests go out while the leader writes the same entries).
-            for m in r.messages:
-                self.net.send(m)
-            if r.records:
-                self._write(r.records)
-            if failure_test.current is not None:
-                failure_test.after_send(self, r.messages)
+            if failure_test.current is None:
+                for m in r.messages:
+                    self.net.send(m)
+                if r.records:
+                    self._write(r.records)
+            else:
+                failure_test.before_send(self, r)
+                sent = [m for m in r.messages if self.net.send(m)]
+                if r.records:
+                    self._write(r.records)
+                failure_test.after_send(self, r, sent)
             for c in r.committed:
                 self._apply(c)
             for cmd in r.completed:
@@ -287,8 +290,8 @@ class ClusteredDb:
     def _on_rpc(self, msg: Any) -> None:
         if self.closed:
             return
-        if failure_test.current is not None and not failure_test.received(self, msg):
-            return
+        if failure_test.current is not None:
+            failure_test.received(self, msg)
         if msg.src in self.core.servers:
             self.last_msg[msg.src] = now_ms()
         if self.net.cluster_id is None and self.core.cid is not None:
