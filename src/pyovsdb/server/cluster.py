@@ -14,6 +14,8 @@ Rules kept here:
 - Monitors and reads are served from the local copy. The `_Server` row tells clients
   whether this member is connected, whether it is the leader, and its applied index;
   a client hears of the new index before the reply of the transaction that moved it.
+  Blocked transactions (`wait`, on this database or on `_Server`) run again after
+  every turn, as the real server runs its triggers after reading from its storage.
 - Role changes are logged as the real server logs them (`raft_log`); the real
   server's fault injection (`cluster/failure-test`) acts at the same points
   (`failure_test`).
@@ -252,6 +254,10 @@ class ClusteredDb:
             self.left = True
             log.info("%s: left the cluster", self.name)
             asyncio.get_running_loop().call_soon(self.server.cluster_left, self)
+        # Blocked transactions (`wait`) see what this turn applied and the new _Server
+        # row, as the real server runs its triggers after reading from the cluster:
+        # `ovsdb-client wait DB connected` returns once the member is connected.
+        self.server.after_request()
         self._schedule()
 
     def _process_soon(self) -> None:
@@ -687,7 +693,9 @@ class ClusteredDb:
         if row == self._server_row:
             return
         self._server_row = row
-        self.server.server_db.set_cluster_row(self, connected=row[0], leader=row[1])
+        server_db = self.server.server_db
+        server_db.set_cluster_row(self, connected=row[0], leader=row[1])
+        self.server.note_commit(server_db.hosted)
 
     def nickname(self, sid: str | None) -> str:
         """What the real server calls a server in logs and status: the file name of a
