@@ -823,6 +823,34 @@ def test_a_lagging_follower_gets_the_snapshot() -> None:
     assert snap[-1].data == {"compacted": True} and snap[-1].index == f.log_start - 1
 
 
+def test_a_follower_back_behind_the_leaders_snapshot_catches_up_on_heartbeats() -> None:
+    """Stopped while the leader committed and compacted (`ovsdb-server/compact` on a
+    leader), a follower restarts in a quiet cluster: within one heartbeat interval
+    and a few message delays it has the snapshot, has applied everything committed
+    and counts as connected, with no new entry anywhere."""
+    net = committed_cluster(3)
+    lead = net.core(0)
+    net.down.add(SIDS[2])
+    for i in range(4):
+        lead.propose(cmd_data(i), net.now)
+    net.flush(lead)
+    net.run()
+    lead.store_snapshot({"compacted": True}, net.now)
+    net.flush(lead)
+    end = lead.log_end
+    net.down.discard(SIDS[2])
+    lag = net.restart(2)
+    assert lag.log_end < lead.log_start and not lag.is_connected
+    net.sent.clear()
+    net.advance(lead.election_timer // 3 + 10)
+    assert lead.is_leader and lead.log_end == end
+    assert [type(m) for m in net.sent if m.dst == lag.sid] == [
+        rpc.AppendRequest, rpc.InstallSnapshotRequest, rpc.AppendRequest]
+    assert lag.log_start == lead.log_start and lag.last_applied == lead.commit_index
+    assert lag.is_connected
+    assert [c.data for c in net.committed[lag.sid] if c.is_snapshot][-1] == {"compacted": True}
+
+
 # --- leadership transfer and the election timer ------------------------------------------
 
 
