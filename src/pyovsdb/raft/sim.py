@@ -980,7 +980,8 @@ class Simulation:
         connected would otherwise wait for somebody else's write)."""
         lead = self.leader()
         assert lead is not None and lead.core is not None
-        followers = [self.nodes[sid] for sid in lead.core.servers if sid != lead.sid]
+        core = lead.core
+        followers = [self.nodes[sid] for sid in core.servers if sid != lead.sid]
         if len(followers) < 2:
             return
         node = self.rng.choice(followers)
@@ -989,30 +990,30 @@ class Simulation:
         for _ in range(3):
             self.next_cmd += 1
             data = [None, {"_sim": {"cmd": self.next_cmd, "prereq": None}}]
-            cmds.append(lead.core.propose(data, self.now))
+            cmds.append(core.propose(data, self.now))
         self.after_input(lead)
-        if not self.run_until(self.now + 10 * lead.core.election_timer,
+        if not self.run_until(self.now + 10 * core.election_timer,
                               lambda: all(c.done for c in cmds)
-                              and lead.sm.index >= lead.core.commit_index):
+                              and lead.sm.index >= core.commit_index):
             raise self.violation("liveness: the leader did not commit with one server down")
-        lead.core.store_snapshot(lead.sm.snapshot_data(), self.now)
+        core.store_snapshot(lead.sm.snapshot_data(), self.now)
         self.res.snapshots += 1
         self.after_input(lead)
-        term, target = lead.core.term, lead.core.commit_index
-        self.log(f"{node.name} comes back behind the snapshot at {lead.core.log_start - 1}")
+        term, target = core.term, core.commit_index
+        self.log(f"{node.name} comes back behind the snapshot at {core.log_start - 1}")
         self.restart(node)
 
         def caught_up() -> bool:
             return (node.core is not None and node.core.is_connected
                     and node.sm.index >= target)
 
-        if not self.run_until(self.now + 3 * lead.core.election_timer, caught_up):
-            core = node.core
+        if not self.run_until(self.now + 3 * core.election_timer, caught_up):
+            back = node.core
             raise self.violation(
                 f"liveness: {node.name}, back behind the leader's snapshot, did not catch "
                 f"up from heartbeats (applied {node.sm.index} of {target}, connected "
-                f"{core is not None and core.is_connected})")
-        if lead.core.role != LEADER or lead.core.term != term:
+                f"{back is not None and back.is_connected})")
+        if lead.core is not core or core.role != LEADER or core.term != term:
             raise self.violation(f"{node.name} caught up only through an election")
 
     def _members_state(self, lead: SimNode | None) -> list[tuple[str, bool, int]]:
