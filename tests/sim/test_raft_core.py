@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,62 @@ def test_follower_log_end_caps_next_index_in_one_step() -> None:
                and m.dst == lagging.sid and m.log]
     assert len(catchup[0].log) == 5                    # all missing entries at once
     assert lagging.log_end == lead.log_end and lagging.commit_index == lead.commit_index
+
+
+def test_ready_names_the_entries_appended_as_leader() -> None:
+    """`Ready.initiated`: the entries this server appended as leader (the no-op of its
+    term, commands), where the real server's append-request crashes happen; none for
+    what a follower receives."""
+    sid = SIDS[0]
+    alone = RaftCore.create(sid, addr(0), CID, initial_snapshot(sid, addr(0), DATA0, EID0))
+    assert alone.ready().initiated == [2]
+    net = committed_cluster(3)
+    lead, f = net.core(0), net.core(1)
+    lead.propose(cmd_data(1), net.now)
+    lead.propose(cmd_data(2), net.now)
+    rd = lead.ready()
+    assert rd.initiated == [lead.log_end - 2, lead.log_end - 1]
+    assert [r.index for r in rd.records if isinstance(r, EntryRecord)] == rd.initiated
+    rq = next(m for m in rd.messages if isinstance(m, rpc.AppendRequest) and m.dst == f.sid)
+    f.step(rq, net.now)
+    frd = f.ready()
+    assert [r.index for r in frd.records if isinstance(r, EntryRecord)] == rd.initiated
+    assert frd.initiated == []
+    assert lead.ready().initiated == []
+
+
+def test_would_append_says_whether_a_request_adds_entries() -> None:
+    """Where `crash-after-receiving-append-request-update` fires: a request from an
+    accepted leader whose entries are not all in the log yet (past its end, or in
+    place of conflicting ones)."""
+    net = committed_cluster(3)
+    lead, f = net.core(0), net.core(1)
+    net.sent.clear()
+    lead.propose(cmd_data(1), net.now)
+    net.flush(lead)
+    rq = next(m for m in net.sent if isinstance(m, rpc.AppendRequest) and m.dst == f.sid)
+    assert rq.log and f.would_append(rq)
+    assert not f.would_append(replace(rq, log=[]))                  # a heartbeat
+    assert not f.would_append(replace(rq, term=rq.term - 1))        # a stale term
+    assert not f.would_append(replace(rq, prev_log_index=rq.prev_log_index + 5))
+    assert not f.would_append(replace(rq, prev_log_term=rq.prev_log_term + 1))
+    assert not lead.would_append(rq)                                # we lead this term
+    net.run()
+    assert f.last_applied == lead.commit_index == lead.log_end - 1
+    assert not f.would_append(rq)                                   # a duplicate
+    last = f.log_end - 1
+    newer = replace(rq, term=rq.term + 1, prev_log_index=last - 1,
+                    prev_log_term=f.term_at(last - 1), log=[rpc.Entry(rq.term + 1)])
+    assert f.would_append(newer)                                    # a conflict
+    assert lead.would_append(newer)                                 # from a newer leader
+    # Reaching back into the snapshot: only what lies past it counts.
+    f.store_snapshot({"at": f.last_applied}, net.now)
+    net.flush(f)
+    assert f.log_start == f.log_end == last + 1
+    early = replace(rq, prev_log_index=last - 2, prev_log_term=f.snap.term,
+                    log=[rpc.Entry(f.snap.term), rpc.Entry(f.snap.term)])
+    assert not f.would_append(early)
+    assert f.would_append(replace(early, log=[*early.log, rpc.Entry(f.snap.term)]))
 
 
 def test_conflicting_uncommitted_entries_are_truncated() -> None:
@@ -764,6 +821,34 @@ def test_a_lagging_follower_gets_the_snapshot() -> None:
     assert lag.log_start == f.log_start and lag.commit_index == f.commit_index
     snap = [c for c in net.committed[lag.sid] if c.is_snapshot]
     assert snap[-1].data == {"compacted": True} and snap[-1].index == f.log_start - 1
+
+
+def test_a_follower_back_behind_the_leaders_snapshot_catches_up_on_heartbeats() -> None:
+    """Stopped while the leader committed and compacted (`ovsdb-server/compact` on a
+    leader), a follower restarts in a quiet cluster: within one heartbeat interval
+    and a few message delays it has the snapshot, has applied everything committed
+    and counts as connected, with no new entry anywhere."""
+    net = committed_cluster(3)
+    lead = net.core(0)
+    net.down.add(SIDS[2])
+    for i in range(4):
+        lead.propose(cmd_data(i), net.now)
+    net.flush(lead)
+    net.run()
+    lead.store_snapshot({"compacted": True}, net.now)
+    net.flush(lead)
+    end = lead.log_end
+    net.down.discard(SIDS[2])
+    lag = net.restart(2)
+    assert lag.log_end < lead.log_start and not lag.is_connected
+    net.sent.clear()
+    net.advance(lead.election_timer // 3 + 10)
+    assert lead.is_leader and lead.log_end == end
+    assert [type(m) for m in net.sent if m.dst == lag.sid] == [
+        rpc.AppendRequest, rpc.InstallSnapshotRequest, rpc.AppendRequest]
+    assert lag.log_start == lead.log_start and lag.last_applied == lead.commit_index
+    assert lag.is_connected
+    assert [c.data for c in net.committed[lag.sid] if c.is_snapshot][-1] == {"compacted": True}
 
 
 # --- leadership transfer and the election timer ------------------------------------------

@@ -229,6 +229,9 @@ class Ready:
     committed: list[Committed] = field(default_factory=list)
     completed: list[Command] = field(default_factory=list)
     snapshot_request: bool = False
+    # Indexes of the entries this server appended as leader (each also in `records`):
+    # where the real server's fault injection places its append-request crashes.
+    initiated: list[int] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.records or self.committed or self.completed
@@ -321,6 +324,7 @@ class RaftCore:
         self._records: list[Record] = []
         self._committed: list[Committed] = []
         self._completed: list[Command] = []
+        self._initiated: list[int] = []
         self._snapshot_request = False
         self._snapshot_requested = False
         self._ticket = 0
@@ -559,8 +563,9 @@ class RaftCore:
         self._commit_waiters.clear()
         self._sent_commit.clear()
         rd = Ready(self._messages, self._records, self._committed, self._completed,
-                   self._snapshot_request)
+                   self._snapshot_request, self._initiated)
         self._messages, self._records, self._committed, self._completed = [], [], [], []
+        self._initiated = []
         self._snapshot_request = False
         return rd
 
@@ -871,6 +876,7 @@ class RaftCore:
         index = self.log_end
         self.entries.append(entry)
         self._persist(EntryRecord(index=index, entry=entry))
+        self._initiated.append(index)
         for s in self.servers.values():
             if s.sid != self.sid and s.next_index == index:
                 # Sent from `ready()`: the entries appended in one batch of input go
@@ -1083,6 +1089,26 @@ class RaftCore:
             return
         ofs = self.log_start - first
         self._append_entries(rq, self.log_start - 1, rq.log[ofs - 1].term, rq.log[ofs:])
+
+    def would_append(self, rq: AppendRequest) -> bool:
+        """Would handling `rq` write entries to our log (past its end, or over
+        conflicting ones)? The point of the real server's fault injection
+        `crash-after-receiving-append-request-update`: a request it takes, from a
+        leader, whose entries are not all in the log already."""
+        if rq.term < self.term or (self.role == LEADER and rq.term == self.term):
+            return False
+        prev, prev_term, entries = rq.prev_log_index, rq.prev_log_term, rq.log
+        if prev + 1 < self.log_start:
+            # The part the snapshot covers is committed; compare from its end.
+            ofs = self.log_start - (prev + 1)
+            if len(entries) <= ofs:
+                return False
+            prev, prev_term, entries = self.log_start - 1, entries[ofs - 1].term, \
+                entries[ofs:]
+        if self._mismatch(prev, prev_term) is not None:
+            return False
+        return any(prev + 1 + i >= self.log_end or self.term_at(prev + 1 + i) != e.term
+                   for i, e in enumerate(entries))
 
     def _mismatch(self, prev_index: int, prev_term: int) -> str | None:
         if prev_index < self.log_start - 1:

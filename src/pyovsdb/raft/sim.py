@@ -26,7 +26,10 @@ Rules kept here:
   a committed configuration lacks it; no core leaves a deadline in the past.
 - Liveness: after the chaos phase every fault is healed; within a bounded simulated
   time a leader must exist, a probe command must commit, every member must apply
-  every successful command and no server may still be joining or leaving.
+  every successful command and no server may still be joining or leaving. Then one
+  follower is stopped while the leader commits and compacts past its log; restarted
+  in a quiet cluster, it must be connected and up to date within three election
+  timers, from the leader's heartbeats alone (no write, no election).
 This module knows no OVSDB and does no I/O beyond printing the trace.
 """
 
@@ -916,6 +919,7 @@ class Simulation:
         self.at(self.now + self.rng.randint(*self.p.fault_every), "fault")
         self.run_until(self.now + self.p.chaos_ms)
         self.heal()
+        self.quiet_catch_up()
         self.res.sim_ms = self.now
         self.final_checks()
         return self.res
@@ -967,6 +971,50 @@ class Simulation:
                 f"{[n.name for n in self.nodes.values() if n.leaving]}, members "
                 f"{self._members_state(lead)}")
         self.res.heal_ms = self.now - start
+
+    def quiet_catch_up(self) -> None:
+        """A follower that was down while the leader compacted past its log (as
+        `ovsdb-server/compact` does on a leader) comes back to a quiet cluster: the
+        leader's heartbeats alone must bring it up to date and connected, with no
+        write and no election (OVS 3.1 does; a client waiting for the member to be
+        connected would otherwise wait for somebody else's write)."""
+        lead = self.leader()
+        assert lead is not None and lead.core is not None
+        core = lead.core
+        followers = [self.nodes[sid] for sid in core.servers if sid != lead.sid]
+        if len(followers) < 2:
+            return
+        node = self.rng.choice(followers)
+        self.crash(node)
+        cmds = []
+        for _ in range(3):
+            self.next_cmd += 1
+            data = [None, {"_sim": {"cmd": self.next_cmd, "prereq": None}}]
+            cmds.append(core.propose(data, self.now))
+        self.after_input(lead)
+        if not self.run_until(self.now + 10 * core.election_timer,
+                              lambda: all(c.done for c in cmds)
+                              and lead.sm.index >= core.commit_index):
+            raise self.violation("liveness: the leader did not commit with one server down")
+        core.store_snapshot(lead.sm.snapshot_data(), self.now)
+        self.res.snapshots += 1
+        self.after_input(lead)
+        term, target = core.term, core.commit_index
+        self.log(f"{node.name} comes back behind the snapshot at {core.log_start - 1}")
+        self.restart(node)
+
+        def caught_up() -> bool:
+            return (node.core is not None and node.core.is_connected
+                    and node.sm.index >= target)
+
+        if not self.run_until(self.now + 3 * core.election_timer, caught_up):
+            back = node.core
+            raise self.violation(
+                f"liveness: {node.name}, back behind the leader's snapshot, did not catch "
+                f"up from heartbeats (applied {node.sm.index} of {target}, connected "
+                f"{back is not None and back.is_connected})")
+        if lead.core is not core or core.role != LEADER or core.term != term:
+            raise self.violation(f"{node.name} caught up only through an election")
 
     def _members_state(self, lead: SimNode | None) -> list[tuple[str, bool, int]]:
         if lead is None or lead.core is None:

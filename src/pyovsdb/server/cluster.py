@@ -14,6 +14,8 @@ Rules kept here:
 - Monitors and reads are served from the local copy. The `_Server` row tells clients
   whether this member is connected, whether it is the leader, and its applied index;
   a client hears of the new index before the reply of the transaction that moved it.
+  Blocked transactions (`wait`, on this database or on `_Server`) run again after
+  every turn, as the real server runs its triggers after reading from its storage.
 - Role changes are logged as the real server logs them (`raft_log`); the real
   server's fault injection (`cluster/failure-test`) acts at the same points
   (`failure_test`).
@@ -210,16 +212,19 @@ class ClusteredDb:
         applied_before = self.applied_index
         while core.has_ready() and not self.closed:
             r = core.ready()
-            if failure_test.current is not None:
-                failure_test.before_send(self, r.messages, r.records)
             # Messages first: they are cleared for sending whatever this batch writes
             # (append requests go out while the leader writes the same entries).
-            for m in r.messages:
-                self.net.send(m)
-            if r.records:
-                self._write(r.records)
-            if failure_test.current is not None:
-                failure_test.after_send(self, r.messages)
+            if failure_test.current is None:
+                for m in r.messages:
+                    self.net.send(m)
+                if r.records:
+                    self._write(r.records)
+            else:
+                failure_test.before_send(self, r)
+                sent = [m for m in r.messages if self.net.send(m)]
+                if r.records:
+                    self._write(r.records)
+                failure_test.after_send(self, r, sent)
             for c in r.committed:
                 self._apply(c)
             for cmd in r.completed:
@@ -249,6 +254,10 @@ class ClusteredDb:
             self.left = True
             log.info("%s: left the cluster", self.name)
             asyncio.get_running_loop().call_soon(self.server.cluster_left, self)
+        # Blocked transactions (`wait`) see what this turn applied and the new _Server
+        # row, as the real server runs its triggers after reading from the cluster:
+        # `ovsdb-client wait DB connected` returns once the member is connected.
+        self.server.after_request()
         self._schedule()
 
     def _process_soon(self) -> None:
@@ -287,8 +296,8 @@ class ClusteredDb:
     def _on_rpc(self, msg: Any) -> None:
         if self.closed:
             return
-        if failure_test.current is not None and not failure_test.received(self, msg):
-            return
+        if failure_test.current is not None:
+            failure_test.received(self, msg)
         if msg.src in self.core.servers:
             self.last_msg[msg.src] = now_ms()
         if self.net.cluster_id is None and self.core.cid is not None:
@@ -684,7 +693,9 @@ class ClusteredDb:
         if row == self._server_row:
             return
         self._server_row = row
-        self.server.server_db.set_cluster_row(self, connected=row[0], leader=row[1])
+        server_db = self.server.server_db
+        server_db.set_cluster_row(self, connected=row[0], leader=row[1])
+        self.server.note_commit(server_db.hosted)
 
     def nickname(self, sid: str | None) -> str:
         """What the real server calls a server in logs and status: the file name of a

@@ -8,21 +8,31 @@ Rules kept here:
 - A crash scenario ends the process at that point the way the real one does
   (`ovs_fatal`): the message `PROGRAM: Raft test: crash ...` on stderr and exit
   status 1, with no clean-up of any kind (no leadership transfer, no final writes);
-  what was written to the log before that point stays there.
-  - crash-before-sending-append-request: a leader that has written new entries to
-    its log dies before the append requests carrying them leave;
-    crash-after-sending-append-request: just after they left.
+  what was written to the log before that point stays there. (The real one's
+  `exit()` also unlinks its pidfile and unix sockets; ours leaves them, stale files
+  that our server and the OVS tools both recognise as such.)
+  - crash-before-sending-append-request: a leader appending an entry (a client's
+    transaction, a forwarded one, the no-op of its new term, a configuration or an
+    election timer change) dies once the entry is written, before any append request
+    carrying it leaves, even with no follower to send it to (a cluster of one, or
+    followers all behind); crash-after-sending-append-request: just after they left.
   - crash-before/after-sending-execute-command-request: a follower forwarding a
-    client's transaction to the leader, before or after the request left.
-  - crash-before/after-sending-execute-command-reply: a leader answering a forwarded
-    transaction, before or after the answer left.
-  - crash-after-receiving-append-request-update: a follower receiving entries.
-  - crash-before-sending-install-snapshot-reply: a server receiving a snapshot.
+    client's transaction to the leader, before or after the request left (after: only
+    if it found a connection).
+  - crash-before/after-sending-execute-command-reply: a server answering a forwarded
+    transaction (the leader once it commits or refuses it, or while it is in
+    progress; a follower that is asked by mistake), before or after the answer left.
+  - crash-after-receiving-append-request-update: a follower receiving, from a leader
+    it accepts, entries that are not all in its log yet (not a heartbeat, not a
+    duplicate, not a request it rejects).
+  - crash-before-sending-install-snapshot-reply: a server receiving a snapshot of
+    the current term (or a newer one).
 - The other scenarios change behaviour until cleared: delay-election (a follower's
   election timer gets one more election timer's worth, so it loses the next
   election), dont-send-vote-request (a candidate asks nobody for votes),
-  stop-raft-rpc (no Raft message is sent or handled, no connection accepted: the
-  server is cut off from its cluster), transfer-leadership (a leader hands
+  stop-raft-rpc (the server is cut off from its cluster: it sends nothing, and reads
+  nothing from its peers, whose messages wait unread until the test ends, as when the
+  real server leaves its Raft sessions unrun), transfer-leadership (a leader hands
   leadership over at the next turn, then the test ends by itself), and
   transfer-leadership-after-sending-append-request / -after-starting-to-add (the
   same, once a leader has sent new entries / started adding a server).
@@ -36,6 +46,7 @@ import sys
 from typing import Any
 
 from ..raft import rpc
+from ..raft.core import Ready
 from ..util import vlog
 
 log = logging.getLogger("raft")
@@ -81,6 +92,7 @@ def register(member: Any) -> None:
     _members.append(member)
     if current == DELAY_ELECTION:
         member.core.set_election_delay(True)
+    member.net.set_paused(current == STOP_RAFT_RPC)
 
 
 def unregister(member: Any) -> None:
@@ -95,12 +107,14 @@ def engage(scenario: str) -> str:
         current = None
         for m in _members:
             m.core.set_election_delay(False)
+            m.net.set_paused(False)
         return "test dismissed"
     if scenario not in SCENARIOS:
         raise ValueError("unknown test scenario")
     current = scenario
     for m in _members:
         m.core.set_election_delay(scenario == DELAY_ELECTION)
+        m.net.set_paused(scenario == STOP_RAFT_RPC)
         m.process()
     return "test engaged"
 
@@ -117,67 +131,61 @@ def crash(scenario: str) -> None:
         os._exit(1)
 
 
-def _has_entries(m: rpc.RaftRpc) -> bool:
-    return isinstance(m, rpc.AppendRequest) and bool(m.log)
-
-
-def before_send(member: Any, messages: list[rpc.RaftRpc], records: list[Any]) -> None:
-    """Called with a batch the member is about to send (`messages`, which a scenario
-    may thin out) and write (`records`, which a crash before sending writes first, as
-    the real leader has written its entry by then)."""
+def before_send(member: Any, rd: Ready) -> None:
+    """Called with a batch the member is about to send and write (`rd`, whose
+    messages a scenario may thin out)."""
     scenario = current
     if scenario is None:
         return
-    core = member.core
-    if scenario == CRASH_BEFORE_APPEND and core.is_leader and any(
-            map(_has_entries, messages)):
-        if records:
-            member._write(records)
+    if scenario == CRASH_BEFORE_APPEND and rd.initiated:
+        # `raft_command_initiate`: the leader has written the new entry (it is in the
+        # file after the crash) and sent nothing yet. A leader with no follower to
+        # send to (alone, or all behind) crashes all the same.
+        member._write(rd.records)
         crash(scenario)
     if scenario == CRASH_BEFORE_EXEC_REQUEST and any(
-            isinstance(m, rpc.ExecuteCommandRequest) for m in messages):
+            isinstance(m, rpc.ExecuteCommandRequest) for m in rd.messages):
         crash(scenario)
     if scenario == CRASH_BEFORE_EXEC_REPLY and any(
-            isinstance(m, rpc.ExecuteCommandReply) for m in messages):
+            isinstance(m, rpc.ExecuteCommandReply) for m in rd.messages):
         crash(scenario)
     if scenario == STOP_RAFT_RPC:
-        messages.clear()
+        rd.messages.clear()
     elif scenario == DONT_SEND_VOTE_REQUEST:
-        messages[:] = [m for m in messages if not isinstance(m, rpc.VoteRequest)]
+        rd.messages[:] = [m for m in rd.messages if not isinstance(m, rpc.VoteRequest)]
 
 
-def after_send(member: Any, sent: list[rpc.RaftRpc]) -> None:
+def after_send(member: Any, rd: Ready, sent: list[rpc.RaftRpc]) -> None:
+    """Called once the batch `rd` is sent (`sent`: the messages that found a
+    connection) and written."""
     global current
     scenario = current
     if scenario is None:
         return
-    if scenario == CRASH_AFTER_APPEND and member.core.is_leader and any(
-            map(_has_entries, sent)):
+    if scenario == CRASH_AFTER_APPEND and rd.initiated:
         crash(scenario)
     if scenario == CRASH_AFTER_EXEC_REQUEST and any(
             isinstance(m, rpc.ExecuteCommandRequest) for m in sent):
+        # Only once sent: the real follower's command fails at once ("not leader")
+        # when there is no connection to the leader, before this point.
         crash(scenario)
     if scenario == CRASH_AFTER_EXEC_REPLY and any(
-            isinstance(m, rpc.ExecuteCommandReply) for m in sent):
+            isinstance(m, rpc.ExecuteCommandReply) for m in rd.messages):
         crash(scenario)
-    if scenario == TRANSFER_AFTER_APPEND and member.core.is_leader and any(
-            map(_has_entries, sent)):
+    if scenario == TRANSFER_AFTER_APPEND and rd.initiated:
         current = TRANSFER_LEADERSHIP
 
 
-def received(member: Any, msg: rpc.RaftRpc) -> bool:
-    """Called for each Raft message received; False means: do not handle it."""
+def received(member: Any, msg: rpc.RaftRpc) -> None:
+    """Called for each Raft message received, before it is handled."""
     scenario = current
-    if scenario is None:
-        return True
-    if scenario == STOP_RAFT_RPC:
-        return False
-    if scenario == CRASH_AFTER_APPEND_UPDATE and _has_entries(msg):
+    core = member.core
+    if (scenario == CRASH_AFTER_APPEND_UPDATE and isinstance(msg, rpc.AppendRequest)
+            and core.would_append(msg)):
         crash(scenario)
-    if scenario == CRASH_BEFORE_SNAPSHOT_REPLY and isinstance(
-            msg, rpc.InstallSnapshotRequest):
+    if (scenario == CRASH_BEFORE_SNAPSHOT_REPLY
+            and isinstance(msg, rpc.InstallSnapshotRequest) and msg.term >= core.term):
         crash(scenario)
-    return True
 
 
 def turn(member: Any) -> None:

@@ -13,6 +13,8 @@ Rules kept here:
   dropped; echo probes are answered by the connection layer.
 - Nothing here knows Raft's rules: messages in, messages out. Messages that find no
   connection are dropped (Raft retransmits).
+- Paused (`set_paused`), no connection is read, new ones included: what arrives stays
+  in the sockets until reading resumes.
 """
 
 from __future__ import annotations
@@ -44,6 +46,16 @@ class _RaftConn(Connection):
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.net.conns[self] = None
+        if self.net.paused:
+            self.set_reading(False)
+
+    def set_reading(self, on: bool) -> None:
+        t = self.transport
+        if t is not None and not self.closed and t.is_reading() != on:
+            if on:
+                t.resume_reading()
+            else:
+                t.pause_reading()
 
     def on_message(self, kind: str, msg: dict[str, Any]) -> None:
         if kind != NOTIFY:
@@ -81,6 +93,7 @@ class RaftNet:
         self.on_down: Callable[[str], None] | None = None
         self.closed = False
         self.disconnections = 0
+        self.paused = False
 
     # -- listening ---------------------------------------------------------------------
 
@@ -171,6 +184,14 @@ class RaftNet:
             return False
         conn.send(msg.to_jsonrpc())
         return True
+
+    def set_paused(self, paused: bool) -> None:
+        """Stop reading from every connection, or go on (`cluster/failure-test
+        stop-raft-rpc`): what peers send meanwhile waits unread, and is handled once
+        reading resumes, as when the real server leaves its sessions unrun."""
+        self.paused = paused
+        for c in self.conns:
+            c.set_reading(not paused)
 
     def connected_peers(self) -> set[str]:
         return {c.peer_sid for c in self.conns if not c.closed and c.peer_sid is not None}

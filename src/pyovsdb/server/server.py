@@ -116,7 +116,16 @@ class Server:
 
     def replace_db_contents(self, hosted: HostedDb, db: Any, why: str) -> None:
         """New contents for a database (a snapshot installed from the leader, or a
-        schema change): monitors do not carry over."""
+        schema change): monitors do not carry over, and every transaction still
+        waiting is answered "canceled", as the real server's `ovsdb_replace` does.
+        (`_drop_monitors` answers db-change-aware clients and disconnects the others
+        that monitor the database; the remaining ones are answered here.)"""
+        for t in list(hosted.triggers):
+            s = t.session
+            if not s.db_change_aware and not any(m.db_name == hosted.name
+                                                 for m in s.monitors.values()):
+                hosted.cancel_triggers(s, t.request_id)
+                s.send(error_reply("canceled", t.request_id))
         self._drop_monitors(hosted.name, why)
         hosted.replace_db(db)
 
