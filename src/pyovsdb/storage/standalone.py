@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ovsdb.changeset import Changeset
+from ..ovsdb.convert import replay
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError, ovs_json_string
 from ..ovsdb.schema import DatabaseSchema
@@ -83,6 +84,34 @@ def create(path: str, schema_json: dict[str, Any]) -> None:
     write_new_file(path, [jsonorder.schema_record(schema)])
 
 
+def _read_standalone(path: str, name: str) -> ReadResult:
+    """A standalone file's records (ovsdb_storage_open_standalone): a clustered file
+    is refused, a file without a schema record is an error."""
+    res = read_file(path, name=name)
+    if res.magic is not None and res.magic != MAGIC_STANDALONE:
+        raise OvsdbError("ovsdb error", f"{name}: cannot apply this operation to "
+                                        "clustered database file")
+    if not res.records:
+        raise res.problem or OvsdbError("syntax error", f"{name}: database file is empty")
+    return res
+
+
+def read_schema(path: str) -> DatabaseSchema:
+    """The schema of a standalone file (its first record)."""
+    return DatabaseSchema.from_json(_read_standalone(path, path).records[0])
+
+
+def load_as_schema(path: str, schema: DatabaseSchema) -> Database:
+    """A standalone file read as `schema` (`ovsdb-tool convert`): its own schema record
+    is checked and then ignored, its transactions replayed (`ovsdb.convert.replay`).
+    Anything unreadable is fatal, as in the real tool."""
+    res = _read_standalone(path, path)
+    DatabaseSchema.from_json(res.records[0])
+    if res.problem is not None:
+        raise res.problem
+    return replay(schema, res.records[1:], uuids=new_uuid, versions=sequential_uuid)
+
+
 def load(path: str, name: str | None = None, *, skip_bad: bool = False
          ) -> tuple[Database, ReadResult, list[str]]:
     """Read a standalone file: the database, the raw read result, and the problems met,
@@ -93,12 +122,7 @@ def load(path: str, name: str | None = None, *, skip_bad: bool = False
     schema lacks) is dropped and reported with `skip_bad`, as the real server does, and
     the later records are still read; otherwise it is fatal, as in the real tool."""
     name = path if name is None else name
-    res = read_file(path, name=name)
-    if res.magic is not None and res.magic != MAGIC_STANDALONE:
-        raise OvsdbError("ovsdb error", f"{name}: cannot apply this operation to "
-                                        "clustered database file")
-    if not res.records:
-        raise res.problem or OvsdbError("syntax error", f"{name}: database file is empty")
+    res = _read_standalone(path, name)
     schema = DatabaseSchema.from_json(res.records[0])
     schema.json = res.records[0]
     db = Database(schema, uuids=new_uuid, versions=sequential_uuid)
