@@ -21,7 +21,7 @@ import orjson
 from .. import __version__
 from ..ovsdb.changeset import Changeset
 from ..ovsdb.datum import is_uuid_string
-from ..ovsdb.errors import NO_SYNTAX, OvsdbError
+from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Blocked, Committed, execute
 from ..raft.core import initial_snapshot
@@ -33,6 +33,7 @@ from ..util import daemon, vlog
 from ..util.ovsjson import json_to_string
 from ..util.uuidgen import new_uuid
 from . import options as opt
+from .errortext import error_to_string
 
 USAGE = """\
 {prog}: Open vSwitch database management utility
@@ -167,21 +168,10 @@ def _atoll(text: str) -> int:
 
 def _message(e: Exception) -> str:
     if isinstance(e, OvsdbError):
-        return error_text(e)
+        return error_to_string(e)
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: {e.strerror}"
     return str(e)
-
-
-def error_text(e: OvsdbError) -> str:
-    """`ovsdb_error_to_string`: `syntax "JSON": tag: details`, the JSON in the real
-    tools' member order."""
-    out = f'syntax "{json_to_string(e.syntax, sort=False)}": ' if e.syntax is not NO_SYNTAX \
-        else ""
-    out += e.tag
-    if e.details:
-        out += f": {e.details}"
-    return out
 
 
 # -- commands ------------------------------------------------------------------------------

@@ -44,7 +44,15 @@ from ..ovsdb.schema import DatabaseSchema
 from ..util import batch
 from ..util.uuidgen import new_uuid, sequential_uuid
 from . import jsonorder
-from .log import MAGIC_STANDALONE, LogWriter, ReadResult, frame, read_file, write_new_file
+from .log import (
+    MAGIC_STANDALONE,
+    LogWriter,
+    ReadResult,
+    frame,
+    parse_records,
+    read_file,
+    write_new_file,
+)
 
 
 def snapshot_record(db: Database, comment: str, date_ms: int | None = None,
@@ -84,10 +92,16 @@ def create(path: str, schema_json: dict[str, Any]) -> None:
     write_new_file(path, [jsonorder.schema_record(schema)])
 
 
-def _read_standalone(path: str, name: str) -> ReadResult:
+def _read_standalone(path: str, name: str, data: bytes | None = None) -> ReadResult:
     """A standalone file's records (ovsdb_storage_open_standalone): a clustered file
-    is refused, a file without a schema record is an error."""
-    res = read_file(path, name=name)
+    is refused, a file without a schema record is an error. `data`, if given, is the
+    file's contents (read from a stream)."""
+    if data is None:
+        res = read_file(path, name=name)
+    elif not data:
+        raise OvsdbError("ovsdb error", f"{name}: cannot identify file type")
+    else:
+        res = parse_records(data, None, name)
     if res.magic is not None and res.magic != MAGIC_STANDALONE:
         raise OvsdbError("ovsdb error", f"{name}: cannot apply this operation to "
                                         "clustered database file")
@@ -122,7 +136,19 @@ def load(path: str, name: str | None = None, *, skip_bad: bool = False
     schema lacks) is dropped and reported with `skip_bad`, as the real server does, and
     the later records are still read; otherwise it is fatal, as in the real tool."""
     name = path if name is None else name
-    res = _read_standalone(path, name)
+    return _load(_read_standalone(path, name), skip_bad)
+
+
+def load_data(data: bytes, name: str) -> Database:
+    """The database in a standalone file's contents (read from a stream: `ovsdb-client
+    restore`); anything unreadable is fatal."""
+    db, res, _ = _load(_read_standalone(name, name, data), False)
+    if res.problem is not None:
+        raise res.problem
+    return db
+
+
+def _load(res: ReadResult, skip_bad: bool) -> tuple[Database, ReadResult, list[str]]:
     schema = DatabaseSchema.from_json(res.records[0])
     schema.json = res.records[0]
     db = Database(schema, uuids=new_uuid, versions=sequential_uuid)
