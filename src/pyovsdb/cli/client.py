@@ -992,6 +992,13 @@ def all_commands() -> dict[str, tuple[str, int, int, Any]]:
 FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM)
 
 
+def logger(module: str) -> logging.Logger:
+    """A module's log, written as the real tool's (on the console at info and above
+    unless -v says otherwise)."""
+    vlog.current().program = "ovsdb-client"
+    return logging.getLogger(module)
+
+
 def log_fatal_signal(signum: int) -> None:
     """What the real tool's fatal_signal module logs before it dies of a signal (on the
     console unless -vconsole:off)."""
@@ -999,7 +1006,7 @@ def log_fatal_signal(signum: int) -> None:
         sys.stdout.flush()
     except Exception:
         pass
-    logging.getLogger("fatal_signal").warning("terminating with signal %d (%s)", signum,
+    logger("fatal_signal").warning("terminating with signal %d (%s)", signum,
                                               signal.strsignal(signum))
 
 
@@ -1011,7 +1018,6 @@ def _on_fatal_signal(signum: int, frame: Any) -> None:
 
 
 def run(argv: list[str]) -> int:
-    vlog.current().program = "ovsdb-client"
     # Values are UTF-8 on the wire and the real tool writes their bytes as they are.
     encoding = getattr(sys.stdout, "encoding", None)
     if encoding and encoding.lower().replace("-", "") != "utf8" \
@@ -1067,6 +1073,17 @@ def run(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    # Run in a test's process, leave it as it was: signal handlers, no alarm.
+    handlers = {signum: signal.getsignal(signum) for signum in FATAL_SIGNALS}
+    try:
+        return _main(argv)
+    finally:
+        signal.alarm(0)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _main(argv: list[str]) -> int:
     try:
         return run(argv)
     except Fatal as e:

@@ -20,7 +20,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import logging
 import os
 import select
 import socket
@@ -48,15 +47,13 @@ from .client import (
     error_to_string,
     fatal,
     fetch_schema,
+    logger,
     open_rpc,
     send_db_change_aware,
     transact_block,
     warn,
     with_default_port,
 )
-
-log = logging.getLogger("ovsdb_client")
-
 
 # -- convert, needs-conversion -----------------------------------------------------------
 
@@ -72,12 +69,13 @@ def _is_clustered(ctx: Context, client: Client, database: str) -> bool:
     op = {"op": "select", "table": "Database", "where": [["name", "==", database]]}
     result = check_txn(ctx, transact_block(client, "transact", ["_Server", op]))
     if type(result) is not list or len(result) != 1 or type(result[0]) is not dict:
-        log.warning("%s: unexpected reply to _Server request for %s", client.remote, database)
+        logger("ovsdb_client").warning("%s: unexpected reply to _Server request for %s",
+                                       client.remote, database)
         return False
     rows = result[0].get("rows")
     if type(rows) is not list:
-        log.warning('%s: missing "rows" member in  _Server reply for %s', client.remote,
-                    database)
+        logger("ovsdb_client").warning('%s: missing "rows" member in  _Server reply for %s',
+                                       client.remote, database)
         return False
     for row in rows:
         if type(row) is dict and row.get("name") == database:
@@ -92,7 +90,7 @@ def _as_clustered(schema: DatabaseSchema, path: str) -> DatabaseSchema:
     if not changed:
         return schema
     table, _, column = changed[-1].partition(".")
-    logging.getLogger("ovsdb").warning(
+    logger("ovsdb").warning(
         "%s: changed %d columns in '%s' database from ephemeral to persistent, including "
         "'%s' column in '%s' table, because clusters do not support ephemeral columns",
         path, len(changed), schema.name, column, table)
@@ -142,7 +140,7 @@ class Reconnect:
     def __init__(self, name: str) -> None:
         self.name = name
         self.backoff = 0.0
-        self.log = logging.getLogger("reconnect")
+        self.log = logger("reconnect")
 
     def connecting(self) -> None:
         self.log.info("%s: connecting...", self.name)
@@ -243,8 +241,7 @@ def _wait_on(sock: socket.socket, remote: str, txn: list[Any]) -> None:
                 sys.exit(1)
             elif kind in (REPLY, ERROR) and msg.get("id") == 2:
                 check_transaction_reply(msg.get("result"))
-                sys.stdout.flush()
-                os._exit(0)
+                sys.exit(0)
 
 
 # -- backup ------------------------------------------------------------------------------
@@ -376,6 +373,6 @@ def cmd_restore(ctx: Context, client: Client, database: str | None, args: list[s
         if not ctx.force:
             fatal(f'{why} (use --force to override differences, or "ovsdb-client convert" '
                   "to change the schema)")
-        log.info("%s", why)
+        logger("ovsdb_client").info("%s", why)
     result = check_txn(ctx, transact_block(client, "transact", restore_transaction(backup)))
     check_transaction_reply(result)

@@ -1,6 +1,6 @@
 """How the real command-line tools print an OVSDB error (`ovsdb_error_to_string`):
-`syntax "JSON": tag: details`, the offending JSON in the real tools' member order, each
-part only if present."""
+`syntax "JSON": tag: details`, the offending JSON with its members sorted (as
+`ovsdb_syntax_error` keeps it), each part only if present."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..util.ovsjson import json_to_string
 def error_to_string(e: OvsdbError) -> str:
     out = ""
     if e.syntax is not NO_SYNTAX:
-        out = f'syntax "{json_to_string(e.syntax, sort=False)}": '
+        out = f'syntax "{json_to_string(e.syntax)}": '
     out += e.tag
     if e.details:
         out += f": {e.details}"

@@ -144,11 +144,10 @@ def main(argv: list[str]) -> int:
 
 def _check_options(parsed: opt.Parsed) -> None:
     """What the real tool checks while it parses its options, in their order."""
-    logs = vlog.current()
     for name, value in parsed.options:
         if name == "verbose":
             try:
-                logs.set_verbosity(value)
+                _logs().set_verbosity(value)
             except ValueError as e:
                 raise ToolError(str(e)) from None
         elif name == "cid":
@@ -158,6 +157,14 @@ def _check_options(parsed: opt.Parsed) -> None:
                 ELECTION_TIMER_MIN <= _atoll(value) <= ELECTION_TIMER_MAX):
             raise ToolError(f"ovsdb error: election timer must be between "
                                 f"{ELECTION_TIMER_MIN} and {ELECTION_TIMER_MAX}, in msec.")
+
+
+def _logs() -> vlog.Vlog:
+    """The log, as the real tool's (the console at info and above unless -v says
+    otherwise); set up only by a command that logs or a -v option."""
+    logs = vlog.current()
+    logs.program = "ovsdb-tool"
+    return logs
 
 
 def _atoll(text: str) -> int:
@@ -429,6 +436,7 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
     if changed:
         # The real tool's VLOG_WARN (on the console unless `-vconsole:off`).
         table, _, column = changed[-1].partition(".")
+        _logs()
         logging.getLogger("ovsdb").warning(
             "%s: changed %d columns in '%s' database from ephemeral to persistent, "
             "including '%s' column in '%s' table, because clusters do not support "

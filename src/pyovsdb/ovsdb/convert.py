@@ -26,6 +26,7 @@ from typing import Any
 from .changeset import Changeset
 from .database import Database
 from .errors import OvsdbError
+from .hashorder import shash_order
 from .ids import UuidSource
 from .row import Row
 from .schema import DatabaseSchema
@@ -87,18 +88,21 @@ def replay(schema: DatabaseSchema, records: list[Any], *, uuids: UuidSource | No
 
 
 def _known_only(schema: DatabaseSchema, rec: Any) -> Any:
-    """The record without the tables and columns `schema` lacks."""
+    """The record without the tables and columns `schema` lacks, its tables, rows and
+    columns in the order the real tool reads them (the hash order of the JSON objects),
+    so that the first value the new schema refuses is the one it names."""
     if not isinstance(rec, dict):
         return rec
     out: dict[str, Any] = {}
-    for tname, rows in rec.items():
+    for tname in shash_order(rec):
+        rows = rec[tname]
         ts = schema.tables.get(tname)
         if ts is None:
             if tname.startswith("_"):
                 out[tname] = rows
             continue
         if isinstance(rows, dict):
-            rows = {u: {c: v for c, v in r.items() if c in ts.columns}
-                    if isinstance(r, dict) else r for u, r in rows.items()}
+            rows = {u: {c: rows[u][c] for c in shash_order(rows[u]) if c in ts.columns}
+                    if isinstance(rows[u], dict) else rows[u] for u in shash_order(rows)}
         out[tname] = rows
     return out

@@ -280,19 +280,24 @@ def fsync_dir(path: str) -> None:
 
 
 def write_new_file(path: str, records: list[Any], magic: str = MAGIC_STANDALONE) -> None:
-    """Create a log file that must not exist yet (ovsdb-tool create semantics)."""
+    """Create a log file that must not exist yet (ovsdb-tool create semantics), holding
+    its lock meanwhile as the real tools do (the lock file stays)."""
+    lock = FileLock(path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    except FileExistsError:
-        raise OvsdbError("I/O error", f"{path}: create failed (File exists)") from None
-    except OSError as e:
-        raise OvsdbError("I/O error", f"{path}: create failed ({e.strerror})") from None
-    try:
-        data = b"".join(frame(r, magic) for r in records)
-        os.write(fd, data)
-        os.fsync(fd)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except FileExistsError:
+            raise OvsdbError("I/O error", f"{path}: create failed (File exists)") from None
+        except OSError as e:
+            raise OvsdbError("I/O error", f"{path}: create failed ({e.strerror})") from None
+        try:
+            data = b"".join(frame(r, magic) for r in records)
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        lock.release()
 
 
 def overwrite_file(path: str, records: list[Any], magic: str = MAGIC_STANDALONE) -> None:
