@@ -20,7 +20,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import os
 import select
 import socket
 import sys
@@ -256,7 +255,7 @@ def _backup_columns(ts: TableSchema, order: list[str]) -> list[str]:
 
 def cmd_backup(ctx: Context, client: Client, database: str | None, args: list[str]) -> None:
     assert database is not None
-    if os.isatty(1):
+    if sys.stdout.isatty():
         fatal("not writing backup to a terminal; please redirect stdout to a file")
     schema = fetch_schema(ctx, client, database)
     tables = [(name, schema.schema.tables[name]) for name in schema.table_order]
@@ -299,10 +298,8 @@ def cmd_backup(ctx: Context, client: Client, database: str | None, args: list[st
     data = ovslog.frame(jsonorder.schema_record(schema.schema)) \
         + ovslog.frame({k: record[k] for k in shash_order(record)})
     sys.stdout.flush()
-    out_fd = sys.stdout.fileno()
-    view = memoryview(data)
-    while view:
-        view = view[os.write(out_fd, view):]
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
 
 
 # -- restore -----------------------------------------------------------------------------
@@ -355,7 +352,7 @@ def restore_transaction(db: Any) -> list[Any]:
 
 def cmd_restore(ctx: Context, client: Client, database: str | None, args: list[str]) -> None:
     assert database is not None
-    if os.isatty(0):
+    if sys.stdin.isatty():
         fatal("not reading backup from a terminal; please redirect stdin from a file")
     data = sys.stdin.buffer.read()
     try:
