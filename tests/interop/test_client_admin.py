@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -107,7 +108,10 @@ def test_convert_needs_conversion_and_wait(pair: dict[str, ServerProcess],
     """On either server: `needs-conversion` answers yes/no as the real client does,
     `convert` (ours, then the real one back) changes the schema keeping the rows,
     `wait` returns at once for a reached state; bad arguments and files, the same
-    errors."""
+    errors. The servers' conversion and compaction leave the file with the mode of a
+    new file, whatever it had."""
+    umask = os.umask(0)
+    os.umask(umask)  # the servers' too
     new = schema_file(tmp_path / "new.ovsschema", "7.0.1")
     (tmp_path / "bad.json").write_text("root:x:0:0")
     for srv in pair.values():
@@ -120,8 +124,15 @@ def test_convert_needs_conversion_and_wait(pair: dict[str, ServerProcess],
                      ["convert", "a", "b", "c"], ["wait", u, DB, "bogus"], ["wait", DB],
                      ["wait", "a", "b", "c", "d"]):
             assert same(*args)[0] == 1
+        path = Path(srv.dbs[0])
+        path.chmod(0o604)
         assert ours("convert", u, new) == (0, b"", "")
         assert same("get-schema-version", u, DB)[:2] == (0, b"7.0.1\n")
+        # The server wrote the file anew: mode 0660 less its umask, as a new file.
+        assert stat.S_IMODE(path.stat().st_mode) == 0o660 & ~umask
+        path.chmod(0o604)
+        srv.appctl("ovsdb-server/compact")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o660 & ~umask
         rows = dump_json(u, DB, "Logical_Switch", "name", "extra")[0]["data"]
         assert sorted(rows) == [[["set", []], "sw0"], [["set", []], "sw1"]]
         assert same("needs-conversion", u, new)[:2] == (0, b"no\n")
