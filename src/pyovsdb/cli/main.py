@@ -27,16 +27,20 @@ commands:
 """
 
 
-def _commands() -> dict[str, Callable[[list[str]], int]]:
-    from . import client, northd, sandbox, server, tool
+COMMANDS = ("server", "tool", "client", "sandbox", "northd")
 
-    return {
-        "server": server.main,
-        "tool": tool.main,
-        "client": client.main,
-        "sandbox": sandbox.main,
-        "northd": northd.main,
-    }
+
+def _command(name: str) -> Callable[[list[str]], int]:
+    """The command's `main`, importing only its own module (a tool run stays quick)."""
+    import importlib
+
+    main: Callable[[list[str]], int] = importlib.import_module(f"{__package__}.{name}").main
+    return main
+
+
+def _commands() -> dict[str, Callable[[list[str]], int]]:
+    """Every command's `main` (importing them all)."""
+    return {name: _command(name) for name in COMMANDS}
 
 
 DROP_INS = {"ovsdb-server": "server", "ovsdb-tool": "tool", "ovsdb-client": "client",
@@ -56,11 +60,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"pyovsdb {__version__}")
         return 0
-    commands = _commands()
-    cmd = commands.get(args[0])
-    if cmd is None:
+    if args[0] not in COMMANDS:
         print(f"pyovsdb: unknown command '{args[0]}'; use --help for help", file=sys.stderr)
         return 1
+    cmd = _command(args[0])
     try:
         return cmd(args[1:])
     except KeyboardInterrupt:
