@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from old_schemas import OLD_NB_TXNS, old_nb_schema
 from procs import NB_SCHEMA, require
 from pyovsdb.cli import tool
 
@@ -49,7 +50,7 @@ def dbdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     clustered database, the current schema and an old one; the default database
     directory (OVS_DBDIR) points here, for both tools."""
     monkeypatch.setenv("OVS_DBDIR", str(tmp_path))
-    old = old_schema()
+    old = old_nb_schema()
     (tmp_path / "old.ovsschema").write_text(json.dumps(old))
     (tmp_path / "new.ovsschema").write_text(Path(NB_SCHEMA).read_text())
     for name, text in BAD_FILES.items():
@@ -58,40 +59,11 @@ def dbdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
                  ["create-cluster", "c.db", "new.ovsschema", "unix:c.raft"]):
         rc, _, err = real(*args, cwd=tmp_path)
         assert rc == 0, err
-    for txn in OLD_TXNS:
+    for txn in OLD_NB_TXNS:
         rc, out, err = real("transact", "old.db", json.dumps(txn), cwd=tmp_path)
         assert rc == 0 and '"error"' not in out, out + err
     yield tmp_path
 
-
-def old_schema() -> dict[str, Any]:
-    """The shipped NB schema as an older release might have had it: a lower version,
-    without the Copp table (and the columns that refer to it), with a column since
-    dropped."""
-    schema = json.loads(Path(NB_SCHEMA).read_text())
-    schema["version"] = "6.3.0"
-    del schema["tables"]["Copp"]
-    for table in schema["tables"].values():
-        for column in [c for c, v in table["columns"].items() if "Copp" in json.dumps(v)]:
-            del table["columns"][column]
-    schema["tables"]["Logical_Switch"]["columns"]["old_col"] = {
-        "type": {"key": "string", "min": 0, "max": 1}}
-    return schema
-
-
-OLD_TXNS: list[list[Any]] = [
-    [DB, {"op": "insert", "table": "NB_Global", "row": {}},
-     {"op": "insert", "table": "Logical_Switch", "uuid-name": "s",
-      "row": {"name": "sw0", "old_col": "x", "ports": ["named-uuid", "p"]}},
-     {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
-      "row": {"name": "p0", "addresses": "00:00:00:00:00:01 10.0.0.1"}}],
-    [DB, {"op": "insert", "table": "Logical_Switch",
-          "row": {"name": "sw1", "external_ids": ["map", [["a", "b"]]]}},
-     {"op": "update", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
-      "row": {"old_col": "y", "other_config": ["map", [["k", "v"]]]}}],
-    [DB, {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]},
-     {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw2"}}],
-]
 
 BAD_FILES = {
     "empty.json": "",
@@ -237,7 +209,7 @@ def modes(run: Any, d: Path) -> dict[str, str]:
             # Rewritten in place: a new file, whatever the mode of the old one.
             (d / args[1]).write_bytes((d / "a.db").read_bytes())
             (d / args[1]).chmod(0o604)
-        rc, _, err = run("-vconsole:off", *args, cwd=d)
+        rc, _, err = run(*args, cwd=d)
         assert rc == 0, (args, err)
     return {p.name: oct(stat.S_IMODE(p.lstat().st_mode)) for p in sorted(d.iterdir())}
 

@@ -234,10 +234,10 @@ def test_backup_and_restore(pair: dict[str, ServerProcess], tmp_path: Path) -> N
 
 def _lock_run(cmd: list[str], srv: ServerProcess, run: Path, env: dict[str, str]
               ) -> tuple[str, str]:
-    """The lock scenario of ovsdb-client's tests with `cmd`: a detached client takes L
-    and waits on its control socket; a second one queues for L; the first unlocks
-    (the second gets it), asks again (and waits), and exits. Returns what each one
-    printed."""
+    """The lock scenario with `cmd`: a detached client takes L and serves its control
+    socket; a second one queues for L; the first unlocks (the second gets L) and asks
+    again (and queues); the second goes away (the first gets L back) and the first
+    exits. Returns what each one printed."""
     first, second = run / "first.out", run / "second.out"
     with open(first, "wb") as f:
         p = subprocess.run([*cmd, "--detach", "--pidfile", "--no-chdir", "lock", srv.unix,
@@ -245,25 +245,26 @@ def _lock_run(cmd: list[str], srv: ServerProcess, run: Path, env: dict[str, str]
     assert p.returncode == 0, p.stderr
     pid = int((run / "ovsdb-client.pid").read_text())
     assert (run / f"ovsdb-client.{pid}.ctl").exists()
+
+    def appctl(*args: str) -> None:
+        subprocess.run(["ovs-appctl", "-t", "ovsdb-client", *args], env=env, check=True,
+                       capture_output=True, timeout=10)
+
     with open(second, "wb") as f:
         waiter = subprocess.Popen([*cmd, "-vconsole:off", "lock", srv.unix, "L"], stdout=f,
                                   env=env)
     try:
         assert wait_until(lambda: second.read_text() == '{"locked":false}\n', 10)
-
-        def appctl(*args: str) -> None:
-            subprocess.run(["ovs-appctl", "-t", "ovsdb-client", *args], env=env,
-                           check=True, capture_output=True, timeout=10)
-
         appctl("unlock", "L")
         assert wait_until(lambda: second.read_text().endswith('locked\n["L"]\n'), 10)
         appctl("lock", "L")
         assert wait_until(lambda: first.read_text().endswith('{"locked":false}\n'), 10)
-        appctl("exit")
-        assert wait_until(lambda: not (run / "ovsdb-client.pid").exists(), 10)
     finally:
         waiter.terminate()
         waiter.wait(10)
+    assert wait_until(lambda: first.read_text().endswith('locked\n["L"]\n'), 10)
+    appctl("exit")
+    assert wait_until(lambda: not (run / "ovsdb-client.pid").exists(), 10)
     assert not (run / f"ovsdb-client.{pid}.ctl").exists()
     return first.read_text(), second.read_text()
 
@@ -289,7 +290,7 @@ def test_lock_steal_unlock(tmp_path: Path) -> None:
             seen[kind] += (str(p.returncode), out, _STAMP.sub("", err))
     assert seen["ours"] == seen["real"]
     assert seen["real"] == (
-        '{"locked":true}\n{}\n{"locked":false}\n',
-        '{"locked":false}\nlocked\n["L"]\nlocked\n["L"]\n',
+        '{"locked":true}\n{}\n{"locked":false}\nlocked\n["L"]\n',
+        '{"locked":false}\nlocked\n["L"]\n',
         "-14", '{"locked":true}\n',
         "00001|fatal_signal|WARN|terminating with signal 14 (Alarm clock)\n")

@@ -968,22 +968,29 @@ COMMANDS: dict[str, tuple[str, int, int, Any]] = {
 }
 
 
-def all_commands() -> dict[str, tuple[str, int, int, Any]]:
-    """COMMANDS and those kept in modules of their own (they build on this one)."""
-    from . import client_admin as admin
-    from . import client_lock as locks
+# Commands kept in modules of their own (they build on this one), imported only when
+# run: name -> (what it needs, min args, max args, module, handler).
+MORE_COMMANDS: dict[str, tuple[str, int, int, str, str]] = {
+    "wait": (NEED_NONE, 2, 3, "client_admin", "cmd_wait"),
+    "convert": (NEED_NONE, 1, 2, "client_admin", "cmd_convert"),
+    "needs-conversion": (NEED_NONE, 1, 2, "client_admin", "cmd_needs_conversion"),
+    "backup": (NEED_DATABASE, 0, 0, "client_admin", "cmd_backup"),
+    "restore": (NEED_DATABASE, 0, 0, "client_admin", "cmd_restore"),
+    "lock": (NEED_RPC, 1, 1, "client_lock", "cmd_lock"),
+    "steal": (NEED_RPC, 1, 1, "client_lock", "cmd_steal"),
+    "unlock": (NEED_RPC, 1, 1, "client_lock", "cmd_unlock"),
+}
 
-    return {
-        **COMMANDS,
-        "wait": (NEED_NONE, 2, 3, admin.cmd_wait),
-        "convert": (NEED_NONE, 1, 2, admin.cmd_convert),
-        "needs-conversion": (NEED_NONE, 1, 2, admin.cmd_needs_conversion),
-        "backup": (NEED_DATABASE, 0, 0, admin.cmd_backup),
-        "restore": (NEED_DATABASE, 0, 0, admin.cmd_restore),
-        "lock": (NEED_RPC, 1, 1, locks.cmd_lock),
-        "steal": (NEED_RPC, 1, 1, locks.cmd_steal),
-        "unlock": (NEED_RPC, 1, 1, locks.cmd_unlock),
-    }
+
+def command(name: str) -> tuple[str, int, int, Any] | None:
+    if name in COMMANDS:
+        return COMMANDS[name]
+    if name not in MORE_COMMANDS:
+        return None
+    import importlib
+
+    need, lo, hi, module, handler = MORE_COMMANDS[name]
+    return need, lo, hi, getattr(importlib.import_module(f"{__package__}.{module}"), handler)
 
 
 # --------------------------------------------------------------------------------------
@@ -1045,7 +1052,7 @@ def run(argv: list[str]) -> int:
     if not parsed.args:
         fatal("missing command name; use --help for help")
     name, args = parsed.args[0], parsed.args[1:]
-    entry = all_commands().get(name)
+    entry = command(name)
     if entry is None:
         fatal(f"unknown command '{name}'; use --help for help")
     need, lo, hi, handler = entry

@@ -33,7 +33,7 @@ from ..jsonrpc.message import ERROR, REPLY, REQUEST, classify, reply
 from ..jsonrpc.stream import JsonStream
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, TableSchema
-from ..storage import clustered, jsonorder, standalone
+from ..storage import jsonorder, standalone
 from ..storage import log as ovslog
 from ..storage.schemafile import read_schema_file
 from ..util.ovsjson import json_to_string, shash_order
@@ -84,6 +84,8 @@ def _is_clustered(ctx: Context, client: Client, database: str) -> bool:
 
 def _as_clustered(schema: DatabaseSchema, path: str) -> DatabaseSchema:
     """`ovsdb_schema_persist_ephemeral_columns`, with its warning."""
+    from ..storage import clustered
+
     raw = schema.raw_json if schema.raw_json is not None else schema.to_json()
     persisted, changed = clustered.schema_for_cluster(raw)
     if not changed:

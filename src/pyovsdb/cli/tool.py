@@ -14,19 +14,15 @@ import os
 import re
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import __version__
-from ..ovsdb.changeset import Changeset
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
-from ..ovsdb.transaction import Blocked, Committed, execute
-from ..raft.core import initial_snapshot
-from ..raft.records import Header
-from ..storage import clustered, jsonorder, standalone
+from ..storage import jsonorder, standalone
 from ..storage import log as ovslog
 from ..storage.schemafile import read_json_file, read_schema_file
 from ..util import daemon, vlog
@@ -34,6 +30,12 @@ from ..util.ovsjson import json_to_string
 from ..util.uuidgen import new_uuid
 from . import options as opt
 from .errortext import error_to_string
+
+if TYPE_CHECKING:
+    from ..raft.records import Header
+
+# Raft and the transaction engine are imported by the commands that use them: a tool
+# run is a process of its own, most of them quick reads.
 
 USAGE = """\
 {prog}: Open vSwitch database management utility
@@ -269,6 +271,8 @@ def _load_whole(path: str) -> tuple[Any, ovslog.ReadResult]:
 
 def _schema_of_db(args: list[str]) -> DatabaseSchema:
     """The schema of a standalone or clustered database file (`db-name`)."""
+    from ..storage import clustered
+
     db = args[0] if args else default_db()
     if clustered.is_clustered(db):
         header, records, _, _ = clustered.read(db)
@@ -372,6 +376,8 @@ def cmd_db_is_clustered(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def _header(path: str) -> Header:
+    from ..storage import clustered
+
     if not clustered.is_clustered(path):
         ovslog.read_file(path)  # raises the real I/O error for a missing file
         raise ToolError(f"{path}: not a clustered database")
@@ -418,6 +424,10 @@ def check_raft_address(address: str) -> None:
 
 
 def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
+    from ..raft.core import initial_snapshot
+    from ..raft.records import Header
+    from ..storage import clustered
+
     db, contents, local = args
     if clustered.is_clustered(contents):
         raise ToolError(f"{contents}: cannot create a cluster from a clustered database")
@@ -455,6 +465,9 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def cmd_join_cluster(args: list[str], parsed: opt.Parsed) -> int:
+    from ..raft.records import Header
+    from ..storage import clustered
+
     db, name, local, *remotes = args
     check_raft_address(local)
     for r in remotes:
@@ -469,6 +482,8 @@ def cmd_join_cluster(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def cmd_cluster_to_standalone(args: list[str], parsed: opt.Parsed) -> int:
+    from ..storage import clustered
+
     dst, src = args
     header, records, _, _ = clustered.read(src)
     database = clustered.build_database(header, records)
@@ -490,6 +505,9 @@ def _txn_args(args: list[str]) -> tuple[str, Any]:
 
 
 def _run_txn(db_path: str, txn: Any, write: bool) -> int:
+    from ..ovsdb.changeset import Changeset
+    from ..ovsdb.transaction import Blocked, Committed, execute
+
     if type(txn) is not list or not txn or type(txn[0]) is not str:
         raise ToolError('transaction must be an array whose first element is the database '
                         'name')

@@ -37,7 +37,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ovsdb.changeset import Changeset
-from ..ovsdb.convert import replay
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError, ovs_json_string
 from ..ovsdb.schema import DatabaseSchema
@@ -119,6 +118,8 @@ def load_as_schema(path: str, schema: DatabaseSchema) -> Database:
     """A standalone file read as `schema` (`ovsdb-tool convert`): its own schema record
     is checked and then ignored, its transactions replayed (`ovsdb.convert.replay`).
     Anything unreadable is fatal, as in the real tool."""
+    from ..ovsdb.convert import replay
+
     res = _read_standalone(path, path)
     DatabaseSchema.from_json(res.records[0])
     if res.problem is not None:
