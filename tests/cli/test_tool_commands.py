@@ -20,6 +20,8 @@ import pytest
 from old_schemas import OLD_NB_TXNS, old_nb_schema
 from procs import NB_SCHEMA, require
 from pyovsdb.cli import tool
+from pyovsdb.ovsdb.hashorder import shash_order
+from pyovsdb.storage import log as ovslog
 
 pytestmark = pytest.mark.interop
 
@@ -62,6 +64,19 @@ def dbdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for txn in OLD_NB_TXNS:
         rc, out, err = real("transact", "old.db", json.dumps(txn), cwd=tmp_path)
         assert rc == 0 and '"error"' not in out, out + err
+    (tmp_path / "copy.db").write_bytes((tmp_path / "old.db").read_bytes())
+    # Two switches in one record, written in the opposite of the order the real tool
+    # reads them in (its hash order): converted to a schema that refuses both names,
+    # the one it reads first is named.
+    uuids = [f"{n:08x}-1111-2222-3333-444444444444" for n in range(1, 40)]
+    first, second = next((a, b) for a in uuids for b in uuids
+                         if a != b and list(shash_order([a, b])) == [b, a])
+    record = {"Logical_Switch": {first: {"name": "a"}, second: {"name": "b"}}}
+    (tmp_path / "two.db").write_bytes(ovslog.frame(json.loads(Path(NB_SCHEMA).read_text()))
+                                      + ovslog.frame(record))
+    schema = json.loads(Path(NB_SCHEMA).read_text())
+    schema["tables"]["Logical_Switch"]["columns"]["name"] = {"type": "integer"}
+    (tmp_path / "int.ovsschema").write_text(json.dumps(schema))
     yield tmp_path
 
 
@@ -85,6 +100,7 @@ ERROR_CASES = [
     ["convert", "old.db", "missing.ovsschema"],
     ["convert", "old.db", "keyword.json"],
     ["convert", "old.db", "new.ovsschema", "notadb.db"],
+    ["convert", "two.db", "int.ovsschema", "out.db"],
     ["convert"],
     ["convert", "a", "b", "c", "d"],
     ["needs-conversion", "old.db", "new.ovsschema"],
@@ -98,6 +114,7 @@ ERROR_CASES = [
     ["db-cksum", "c.db"],
     ["db-version", "old.db"],
     ["compact", "old.db", "notadb.db"],
+    ["compact", "old.db", "copy.db"],  # an existing database file is overwritten
     ["--election-timer=5", "db-name", "old.db"],
     ["--election-timer=abc", "db-name", "old.db"],
     ["--election-timer=150x", "db-name", "old.db"],

@@ -271,15 +271,17 @@ def _lock_run(cmd: list[str], srv: ServerProcess, run: Path, env: dict[str, str]
 
 def test_lock_steal_unlock(tmp_path: Path) -> None:
     """`lock` with --detach and the control socket's unlock/lock/exit, a second client
-    queued behind it; `steal` ended by -t (the reply, the real fatal_signal line, death
+    queued behind it; `steal` ended by OVS_CTL_TIMEOUT (the reply, the real fatal_signal line, death
     by SIGALRM): the same from both clients."""
     require("ovsdb-server", "ovsdb-tool")
     db = create_db("real", tmp_path / "nb.db", NB_SCHEMA)
     clients = {"real": ["ovsdb-client"], "ours": [sys.executable, "-m", "pyovsdb", "client"]}
     with ServerProcess("real", tmp_path, [db], name="db") as srv:
-        steals = {kind: subprocess.Popen([*cmd, "-t", "1", "steal", srv.unix, f"S{kind}"],
+        # The timeout from the environment, as the real tools take it.
+        steals = {kind: subprocess.Popen([*cmd, "steal", srv.unix, f"S{kind}"],
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         text=True) for kind, cmd in clients.items()}
+                                         text=True, env={**os.environ, "OVS_CTL_TIMEOUT": "1"})
+                  for kind, cmd in clients.items()}
         seen: dict[str, tuple[str, ...]] = {}
         for kind, cmd in clients.items():
             run = tmp_path / kind
