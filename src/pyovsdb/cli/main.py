@@ -28,12 +28,19 @@ commands:
 
 
 COMMANDS = ("server", "tool", "client", "sandbox", "northd")
+# Short-lived commands that import only their own module, so that a run stays quick.
+# The daemons import everything first: they may drop privileges (--user) and then no
+# longer be able to read the modules they import later.
+QUICK = ("tool", "client")
 
 
 def _command(name: str) -> Callable[[list[str]], int]:
-    """The command's `main`, importing only its own module (a tool run stays quick)."""
+    """The command's `main`."""
     import importlib
 
+    if name not in QUICK:
+        for other in COMMANDS:
+            importlib.import_module(f"{__package__}.{other}")
     main: Callable[[list[str]], int] = importlib.import_module(f"{__package__}.{name}").main
     return main
 
