@@ -19,6 +19,9 @@ Rules kept here:
   the real tool's does. `-t SECS` ends the process by SIGALRM, as the real tool's.
 - Where the real tool would crash or hang (an assertion on a bad argument, a monitor
   request the server rejects), we fail with one line instead.
+- The commands that manage a database as a whole (`convert`, `needs-conversion`,
+  `wait`, `backup`, `restore`) live in `client_admin`, the lock commands in
+  `client_lock`; they are imported only when run.
 """
 
 from __future__ import annotations
@@ -158,6 +161,11 @@ Output formatting options:
   --pretty                    pretty-print JSON in output
   --bare                      equivalent to "--format=list --data=bare --no-headings"
   --timestamp                 timestamp "monitor" output
+Daemon options (lock, steal, unlock):
+  --detach                run in background as daemon
+  --no-chdir              do not chdir to '/'
+  --pidfile[=FILE]        create pidfile (default: {rundir}/ovsdb-client.pid)
+  --overwrite-pidfile     with --pidfile, start even if already running
 
 Logging options:
   -vSPEC, --verbose=SPEC   set logging levels
