@@ -13,7 +13,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -84,13 +84,23 @@ NB_TXN = [DB, {"op": "insert", "table": "NB_Global", "row": {}},
           {"op": "insert", "table": "Logical_Router", "row": {"name": "lr0"}}]
 
 
-@pytest.fixture
-def pair(server_pair: Callable[[str], dict[str, ServerProcess]]) -> dict[str, ServerProcess]:
-    servers = server_pair(NB_SCHEMA)
-    for srv in servers.values():
-        rc, out, err = real("transact", srv.unix, json.dumps(NB_TXN))
-        assert rc == 0 and b'"error"' not in out, err
-    return servers
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ServerProcess]]:
+    """Our server and the real one, each with the rows of NB_TXN; shared by the tests
+    of this module, each of which leaves them with those rows (and the schema)."""
+    require("ovsdb-server", "ovsdb-tool")
+    servers: dict[str, ServerProcess] = {}
+    try:
+        for kind in ("ours", "real"):
+            d = tmp_path_factory.mktemp(kind)
+            db = create_db(kind, d / "db.db", NB_SCHEMA)
+            servers[kind] = ServerProcess(kind, d, [db], name="db", tcp=True).start()
+            rc, out, err = real("transact", servers[kind].unix, json.dumps(NB_TXN))
+            assert rc == 0 and b'"error"' not in out, err
+        yield servers
+    finally:
+        for srv in servers.values():
+            srv.stop()
 
 
 def schema_file(path: Path, version: str, extra_column: bool = True) -> str:
@@ -195,6 +205,7 @@ def test_backup_and_restore(pair: dict[str, ServerProcess], tmp_path: Path) -> N
     date), which the real tool reads; `restore` of it after changes brings the rows
     back (with new UUIDs, references between them kept); a backup of another schema
     version is refused unless --force, with the real texts."""
+    backups = {}
     for kind, srv in pair.items():
         u = srv.unix
         rc, theirs, _ = real("backup", u)
@@ -202,6 +213,7 @@ def test_backup_and_restore(pair: dict[str, ServerProcess], tmp_path: Path) -> N
         rc, mine, err = ours("backup", u)
         assert (rc, err) == (0, "")
         assert backup_records(mine) == backup_records(theirs), kind
+        backups[kind] = mine
         path = tmp_path / f"{kind}.backup"
         path.write_bytes(mine)
         show = subprocess.run(["ovsdb-tool", "show-log", str(path)], capture_output=True,
@@ -230,6 +242,7 @@ def test_backup_and_restore(pair: dict[str, ServerProcess], tmp_path: Path) -> N
     assert dump_json(u, DB, "Logical_Switch")[0]["data"] == []
     for data in (b"", b"garbage\n"):
         assert same("restore", u, stdin=data)[0] == 1
+    assert ours("restore", u, stdin=backups["ours"])[0] == 0  # as the fixture had it
 
 
 def _lock_run(cmd: list[str], srv: ServerProcess, run: Path, env: dict[str, str]
