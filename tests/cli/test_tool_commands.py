@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import stat
 import subprocess
@@ -22,6 +23,7 @@ from procs import NB_SCHEMA, require
 from pyovsdb.cli import tool
 from pyovsdb.ovsdb.hashorder import shash_order
 from pyovsdb.storage import log as ovslog
+from pyovsdb.util import vlog
 
 pytestmark = pytest.mark.interop
 
@@ -31,6 +33,23 @@ DB = "OVN_Northbound"
 @pytest.fixture(autouse=True)
 def _tools() -> None:
     require("ovsdb-tool")
+
+
+@pytest.fixture(autouse=True)
+def _own_log() -> Iterator[None]:
+    """Our commands, run in this process, set up the log as in a process of their own
+    (a handler on the root logger, the console at info); put it back as it was for the
+    tests that follow."""
+    root = logging.getLogger()
+    level, saved = root.level, vlog._current
+    vlog._current = None
+    try:
+        yield
+    finally:
+        if vlog._current is not None:
+            root.removeHandler(vlog._current._handler)
+        root.setLevel(level)
+        vlog._current = saved
 
 
 def real(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:

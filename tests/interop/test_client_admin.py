@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import stat
@@ -33,6 +34,23 @@ _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\|", re.M)
 @pytest.fixture(autouse=True)
 def _tools() -> None:
     require("ovsdb-client", "ovn-nbctl", "ovs-appctl")
+
+
+@pytest.fixture(autouse=True)
+def _own_log() -> Iterator[None]:
+    """Our commands, run in this process, set up the log as in a process of their own
+    (a handler on the root logger, the console at info); put it back as it was for the
+    tests that follow."""
+    root = logging.getLogger()
+    level, saved = root.level, vlog._current
+    vlog._current = None
+    try:
+        yield
+    finally:
+        if vlog._current is not None:
+            root.removeHandler(vlog._current._handler)
+        root.setLevel(level)
+        vlog._current = saved
 
 
 def real(*args: str, stdin: bytes | None = None) -> tuple[int, bytes, str]:
