@@ -43,6 +43,8 @@ def _own_log() -> Iterator[None]:
     tests that follow."""
     root = logging.getLogger()
     level, saved = root.level, vlog._current
+    if saved is not None:
+        root.removeHandler(saved._handler)
     vlog._current = None
     try:
         yield
@@ -51,6 +53,8 @@ def _own_log() -> Iterator[None]:
             root.removeHandler(vlog._current._handler)
         root.setLevel(level)
         vlog._current = saved
+        if saved is not None:
+            root.addHandler(saved._handler)
 
 
 def real(*args: str, stdin: bytes | None = None) -> tuple[int, bytes, str]:
