@@ -20,7 +20,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import select
 import socket
 import sys
 import time
@@ -228,7 +227,6 @@ def _wait_on(sock: socket.socket, remote: str, txn: list[Any]) -> None:
                  + orjson.dumps({"method": "transact", "params": txn, "id": 2}))
     stream = JsonStream()
     while True:
-        select.select([sock], [], [])
         data = sock.recv(1 << 16)
         if not data:
             raise EOFError
