@@ -205,8 +205,13 @@ def query(path: Path, cwd: Path) -> Any:
 
 
 def test_convert_writes_the_real_files(dbdir: Path) -> None:
-    """An old-schema file with several records converted in place (through a
-    symlink, which stays one) and to a new file: the same records as the real tool's,
+    """`create` through a dangling symlink makes its target. An old-schema file with
+    several records converted in place (through a symlink, which stays one) and to a
+    new file: the same records as the real tool's, read back by the real tool, the same
+    lock files left; a new schema the rows break (maxRows: the second record adds a
+    switch) ends the replay where the real one ends it, keeping the first; a value the
+    new type refuses is the real error."""`create` through a dangling symlink makes its target. An old-schema file with
+    several records converted in place (through a symlink, which stays one) and to a new file: the same records as the real tool's,
     read back by the real tool, the same lock files left; a new schema the rows break
     (maxRows: the second record adds a switch) ends the replay where the real one
     ends it, keeping the first; a value the new type refuses
@@ -222,6 +227,9 @@ def test_convert_writes_the_real_files(dbdir: Path) -> None:
         d.mkdir()
         (d / "old.db").write_bytes((dbdir / "old.db").read_bytes())
         (d / "link.db").symlink_to("old.db")
+        (d / "dangling.db").symlink_to("target.db")
+        assert run("create", "dangling.db", "../new.ovsschema", cwd=d) == (0, "", "")
+        assert (d / "target.db").read_bytes().startswith(b"OVSDB JSON ")
         refused[kind] = run("convert", "old.db", "../int.ovsschema", "int.db", cwd=d)
         for args in (["convert", "old.db", "../new.ovsschema", "new.db"],
                      ["convert", "old.db", "../max.ovsschema", "max.db"],

@@ -281,11 +281,15 @@ def fsync_dir(path: str) -> None:
 
 def write_new_file(path: str, records: list[Any], magic: str = MAGIC_STANDALONE) -> None:
     """Create a log file that must not exist yet (ovsdb-tool create semantics), holding
-    its lock meanwhile as the real tools do (the lock file stays)."""
+    its lock meanwhile as the real tools do (the lock file stays); a dangling symlink
+    gets its target created."""
     lock = FileLock(path)
+    # A dangling symlink: create the file it names (O_EXCL would refuse the link).
+    dangling = os.path.islink(path) and not os.path.exists(path)
     try:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | (0 if dangling else os.O_EXCL),
+                         FILE_MODE)
         except FileExistsError:
             raise OvsdbError("I/O error", f"{path}: create failed (File exists)") from None
         except OSError as e:
