@@ -210,12 +210,7 @@ def test_convert_writes_the_real_files(dbdir: Path) -> None:
     new file: the same records as the real tool's, read back by the real tool, the same
     lock files left; a new schema the rows break (maxRows: the second record adds a
     switch) ends the replay where the real one ends it, keeping the first; a value the
-    new type refuses is the real error."""`create` through a dangling symlink makes its target. An old-schema file with
-    several records converted in place (through a symlink, which stays one) and to a new file: the same records as the real tool's,
-    read back by the real tool, the same lock files left; a new schema the rows break
-    (maxRows: the second record adds a switch) ends the replay where the real one
-    ends it, keeping the first; a value the new type refuses
-    is the real error."""
+    new type refuses is the real error."""
     schema = json.loads(Path(NB_SCHEMA).read_text())
     schema["tables"]["Logical_Switch"]["maxRows"] = 1
     (dbdir / "max.ovsschema").write_text(json.dumps(schema))
