@@ -19,10 +19,14 @@ Rules kept here:
   the real tool's does. `-t SECS` ends the process by SIGALRM, as the real tool's.
 - Where the real tool would crash or hang (an assertion on a bad argument, a monitor
   request the server rejects), we fail with one line instead.
+- The commands that manage a database as a whole (`convert`, `needs-conversion`,
+  `wait`, `backup`, `restore`) live in `client_admin`, the lock commands in
+  `client_lock`; they are imported only when run.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -37,9 +41,10 @@ from ..ovsdb.condition import parse_monitor_where
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, TableSchema
-from ..util import daemon
+from ..util import daemon, vlog
 from ..util.ovsjson import json_to_string, shash_order
 from . import options as opt
+from .errortext import error_to_string
 from .table import (
     CELL_FORMATS,
     FORMATS,
@@ -108,12 +113,37 @@ Valid commands are:
     defaults to an all-zero uuid.
     Other arguments are the same as in monitor-cond.
 
+  convert [SERVER] SCHEMA
+    convert database on SERVER named in SCHEMA to SCHEMA.
+
+  needs-conversion [SERVER] SCHEMA
+    tests whether SCHEMA's db on SERVER needs conversion.
+
   monitor [SERVER] [DATABASE] ALL
     monitor all changes to all columns in all tables
+
+  wait [SERVER] DATABASE STATE
+    wait until DATABASE reaches STATE ("added" or "connected" or "removed")
+    in DATBASE on SERVER.
 
   dump [SERVER] [DATABASE] [TABLE [COLUMN]...]
     dump contents of COLUMNs, TABLE (or all tables) in DATABASE
     on SERVER to stdout
+
+  backup [SERVER] [DATABASE] > SNAPSHOT
+    dump database contents in the form of a database file
+
+  [--force] restore [SERVER] [DATABASE] < SNAPSHOT
+    restore database contents from a database file
+
+  lock [SERVER] LOCK
+    create or wait for LOCK in SERVER
+
+  steal [SERVER] LOCK
+    steal LOCK from SERVER
+
+  unlock [SERVER] LOCK
+    unlock LOCK from SERVER
 
 The default SERVER is unix:{rundir}/db.sock.
 The default DATABASE is Open_vSwitch.
@@ -131,6 +161,11 @@ Output formatting options:
   --pretty                    pretty-print JSON in output
   --bare                      equivalent to "--format=list --data=bare --no-headings"
   --timestamp                 timestamp "monitor" output
+Daemon options (lock, steal, unlock):
+  --detach                run in background as daemon
+  --no-chdir              do not chdir to '/'
+  --pidfile[=FILE]        create pidfile (default: {rundir}/ovsdb-client.pid)
+  --overwrite-pidfile     with --pidfile, start even if already running
 
 Logging options:
   -vSPEC, --verbose=SPEC   set logging levels
@@ -190,7 +225,9 @@ SHORT = {
     "C": ("ca-cert", opt.REQUIRED),
 }
 # Options that need machinery we do not have; accepted by the real tool.
-UNSUPPORTED = ("detach", "monitor", "record", "replay", "user")
+UNSUPPORTED = ("monitor", "record", "replay", "user")
+# Commands that run as a daemon with --detach (the real monitors do too).
+DETACHABLE = ("lock", "steal", "unlock")
 
 NEED_NONE, NEED_RPC, NEED_DATABASE = "none", "rpc", "database"
 UUID_ZERO = "00000000-0000-0000-0000-000000000000"
@@ -214,8 +251,10 @@ class Context:
     """Options of this run, and the printer shared by every table it prints."""
 
     def __init__(self, parsed: opt.Parsed) -> None:
+        self.parsed = parsed
         self.style = Style()
         self.timestamp = False
+        self.force = False
         self.db_change_aware = -1
         self.timeout = 0
         for name, value in parsed.options:
@@ -236,6 +275,13 @@ class Context:
                 self.style.headings = False
             elif name == "timestamp":
                 self.timestamp = True
+            elif name == "force":
+                self.force = True
+            elif name == "verbose":
+                try:
+                    vlog.current().set_verbosity(value)
+                except ValueError as e:
+                    fatal(str(e))
             elif name == "db-change-aware":
                 self.db_change_aware = 1
             elif name == "no-db-change-aware":
@@ -265,7 +311,7 @@ def looks_like_remote(arg: str) -> bool:
     return bool(arg) and arg[0].isascii() and arg[0].isalpha() and ":" in arg
 
 
-def _with_default_port(remote: str) -> str:
+def with_default_port(remote: str) -> str:
     """`tcp:HOST` means OVSDB's port 6640, as for the real tools."""
     kind, _, rest = remote.partition(":")
     if kind != "tcp":
@@ -278,7 +324,7 @@ def open_client(remote: str) -> Client:
     if remote.startswith("ssl:"):
         fatal(f'failed to connect to "{remote}" (SSL is not supported)')
     try:
-        return Client(_with_default_port(remote))
+        return Client(with_default_port(remote))
     except RpcError as e:
         m = re.search(r"\(([^()]*)\)$", str(e))
         reason = m.group(1) if m else str(e)
@@ -309,17 +355,6 @@ def fetch_dbs(ctx: Context, client: Client) -> list[str]:
         if type(name) is not str:
             fatal(f"list_dbs response {i} is not string")
     return sorted(result, key=lambda s: s.encode())
-
-
-def error_to_string(e: OvsdbError) -> str:
-    """`ovsdb_error_to_string`: `syntax "JSON": tag: details`."""
-    out = ""
-    if e.syntax is not None:
-        out = f'syntax "{json_to_string(e.syntax)}": '
-    out += e.tag
-    if e.details:
-        out += f": {e.details}"
-    return out
 
 
 class Schema:
@@ -411,7 +446,7 @@ def open_rpc(ctx: Context, parsed: opt.Parsed, min_args: int, need: str, args: l
             leader_only = name == "leader-only"
     for r in remotes:
         try:
-            client = Client(_with_default_port(r))
+            client = Client(with_default_port(r))
         except (RpcError, OSError, ValueError):
             continue
         if database is None or database_row_ok(ctx, client, database, leader_only):
@@ -941,18 +976,60 @@ COMMANDS: dict[str, tuple[str, int, int, Any]] = {
 }
 
 
+# Commands kept in modules of their own (they build on this one), imported only when
+# run: name -> (what it needs, min args, max args, module, handler).
+MORE_COMMANDS: dict[str, tuple[str, int, int, str, str]] = {
+    "wait": (NEED_NONE, 2, 3, "client_admin", "cmd_wait"),
+    "convert": (NEED_NONE, 1, 2, "client_admin", "cmd_convert"),
+    "needs-conversion": (NEED_NONE, 1, 2, "client_admin", "cmd_needs_conversion"),
+    "backup": (NEED_DATABASE, 0, 0, "client_admin", "cmd_backup"),
+    "restore": (NEED_DATABASE, 0, 0, "client_admin", "cmd_restore"),
+    "lock": (NEED_RPC, 1, 1, "client_lock", "cmd_lock"),
+    "steal": (NEED_RPC, 1, 1, "client_lock", "cmd_steal"),
+    "unlock": (NEED_RPC, 1, 1, "client_lock", "cmd_unlock"),
+}
+
+
+def command(name: str) -> tuple[str, int, int, Any] | None:
+    if name in COMMANDS:
+        return COMMANDS[name]
+    if name not in MORE_COMMANDS:
+        return None
+    import importlib
+
+    need, lo, hi, module, handler = MORE_COMMANDS[name]
+    return need, lo, hi, getattr(importlib.import_module(f"{__package__}.{module}"), handler)
+
+
 # --------------------------------------------------------------------------------------
 
 
-def _on_timeout(signum: int, frame: Any) -> None:
-    # The real tool dies of SIGALRM; so do we, after saying why.
+FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM)
+
+
+def logger(module: str) -> logging.Logger:
+    """A module's log, written as the real tool's (on the console at info and above
+    unless -v says otherwise)."""
+    vlog.current().program = "ovsdb-client"
+    return logging.getLogger(module)
+
+
+def log_fatal_signal(signum: int) -> None:
+    """What the real tool's fatal_signal module logs before it dies of a signal (on the
+    console unless -vconsole:off)."""
     try:
         sys.stdout.flush()
     except Exception:
         pass
-    os.write(2, f"{PROGRAM}: timeout expired\n".encode())
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGALRM)
+    logger("fatal_signal").warning("terminating with signal %d (%s)", signum,
+                                              signal.strsignal(signum))
+
+
+def _on_fatal_signal(signum: int, frame: Any) -> None:
+    # The real tool dies of the signal (SIGALRM for -t), after saying so.
+    log_fatal_signal(signum)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def run(argv: list[str]) -> int:
@@ -972,16 +1049,23 @@ def run(argv: list[str]) -> int:
         print(f"{PROGRAM} (pyovsdb) {__version__}")
         return 0
     ctx = Context(parsed)
+    if not ctx.timeout:
+        # `ctl_timeout_setup`: the environment's default.
+        env = os.environ.get("OVS_CTL_TIMEOUT", "")
+        ctx.timeout = int(env) if re.fullmatch(r"[0-9]+", env) and int(env) < 2**32 else 0
+    for signum in FATAL_SIGNALS:
+        signal.signal(signum, _on_fatal_signal)
     if ctx.timeout:
-        signal.signal(signal.SIGALRM, _on_timeout)
         signal.alarm(ctx.timeout)
     if not parsed.args:
         fatal("missing command name; use --help for help")
     name, args = parsed.args[0], parsed.args[1:]
-    entry = COMMANDS.get(name)
+    entry = command(name)
     if entry is None:
         fatal(f"unknown command '{name}'; use --help for help")
     need, lo, hi, handler = entry
+    if parsed.has("detach") and name not in DETACHABLE:
+        fatal("--detach is not supported")
 
     client: Client | None = None
     database: str | None = None
@@ -1004,6 +1088,17 @@ def run(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    # Run in a test's process, leave it as it was: signal handlers, no alarm.
+    handlers = {signum: signal.getsignal(signum) for signum in FATAL_SIGNALS}
+    try:
+        return _main(argv)
+    finally:
+        signal.alarm(0)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _main(argv: list[str]) -> int:
     try:
         return run(argv)
     except Fatal as e:

@@ -27,16 +27,27 @@ commands:
 """
 
 
-def _commands() -> dict[str, Callable[[list[str]], int]]:
-    from . import client, northd, sandbox, server, tool
+COMMANDS = ("server", "tool", "client", "sandbox", "northd")
+# Short-lived commands that import only their own module, so that a run stays quick.
+# The daemons import everything first: they may drop privileges (--user) and then no
+# longer be able to read the modules they import later.
+QUICK = ("tool", "client")
 
-    return {
-        "server": server.main,
-        "tool": tool.main,
-        "client": client.main,
-        "sandbox": sandbox.main,
-        "northd": northd.main,
-    }
+
+def _command(name: str) -> Callable[[list[str]], int]:
+    """The command's `main`."""
+    import importlib
+
+    if name not in QUICK:
+        for other in COMMANDS:
+            importlib.import_module(f"{__package__}.{other}")
+    main: Callable[[list[str]], int] = importlib.import_module(f"{__package__}.{name}").main
+    return main
+
+
+def _commands() -> dict[str, Callable[[list[str]], int]]:
+    """Every command's `main` (importing them all)."""
+    return {name: _command(name) for name in COMMANDS}
 
 
 DROP_INS = {"ovsdb-server": "server", "ovsdb-tool": "tool", "ovsdb-client": "client",
@@ -56,11 +67,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"pyovsdb {__version__}")
         return 0
-    commands = _commands()
-    cmd = commands.get(args[0])
-    if cmd is None:
+    if args[0] not in COMMANDS:
         print(f"pyovsdb: unknown command '{args[0]}'; use --help for help", file=sys.stderr)
         return 1
+    cmd = _command(args[0])
     try:
         return cmd(args[1:])
     except KeyboardInterrupt:

@@ -9,68 +9,88 @@ Rules kept here:
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import __version__
-from ..ovsdb.changeset import Changeset
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
-from ..ovsdb.transaction import Blocked, Committed, execute
-from ..raft.core import initial_snapshot
-from ..raft.records import Header
-from ..storage import clustered, jsonorder, standalone
+from ..storage import jsonorder, standalone
 from ..storage import log as ovslog
-from ..storage.schemafile import load_schema
-from ..util import daemon
+from ..storage.schemafile import read_json_file, read_schema_file
+from ..util import daemon, vlog
 from ..util.ovsjson import json_to_string
 from ..util.uuidgen import new_uuid
 from . import options as opt
+from .errortext import error_to_string
+
+if TYPE_CHECKING:
+    from ..raft.records import Header
+
+# Raft and the transaction engine are imported by the commands that use them: a tool
+# run is a process of its own, most of them quick reads.
 
 USAGE = """\
-pyovsdb tool: Open vSwitch compatible database management utility
-usage: pyovsdb tool [OPTIONS] COMMAND [ARG...]
+{prog}: Open vSwitch database management utility
+usage: {prog} [OPTIONS] COMMAND [ARG...]
   create [DB [SCHEMA]]    create DB with the given SCHEMA
+  [--election-timer=ms] create-cluster DB CONTENTS LOCAL
+    create clustered DB with given CONTENTS and LOCAL address
+  [--cid=UUID] join-cluster DB NAME LOCAL REMOTE...
+    join clustered DB with given NAME and LOCAL and REMOTE addrs
   compact [DB [DST]]      compact DB in-place (or to DST)
+  convert [DB [SCHEMA [DST]]]   convert DB to SCHEMA (to DST)
   db-name [DB]            report name of schema used by DB
   db-version [DB]         report version of schema used by DB
   db-cksum [DB]           report checksum of schema used by DB
-  schema-name [SCHEMA]    report SCHEMA's name
-  schema-version [SCHEMA] report SCHEMA's schema version
-  schema-cksum [SCHEMA]   report SCHEMA's checksum
-  needs-conversion [DB [SCHEMA]]  report whether DB's schema differs from SCHEMA
-  query [DB] TRNS         execute read-only transaction on DB
-  transact [DB] TRNS      execute read/write transaction on DB
-  show-log [DB]           prints information about DB's log entries
-  db-is-standalone [DB]   exit 0 if DB is a standalone database
-  db-is-clustered [DB]    exit 0 if DB is a clustered database
-  create-cluster DB CONTENTS LOCAL
-                          create clustered DB with given CONTENTS and LOCAL address
-  join-cluster DB NAME LOCAL REMOTE...
-                          prepare DB to join a cluster of NAME at REMOTE (--cid=CID)
   db-cid DB               report cluster ID of clustered DB
   db-sid DB               report server ID of clustered DB
   db-local-address DB     report local address of clustered DB
-  cluster-to-standalone DB CLUSTERED_DB
-                          convert clustered DB to standalone DB
-The default DB is {dbdir}/conf.db.
-The default SCHEMA is the packaged vswitch.ovsschema.
-Options:
-  -m, --more              increase show-log verbosity
-  -h, --help              display this help message
-  -V, --version           display version information
+  db-is-clustered DB      test whether DB is clustered
+  db-is-standalone DB     test whether DB is standalone
+  schema-name [SCHEMA]    report SCHEMA's name
+  schema-version [SCHEMA] report SCHEMA's schema version
+  schema-cksum [SCHEMA]   report SCHEMA's checksum
+  compare-versions A OP B  compare OVSDB schema version numbers
+  query [DB] TRNS         execute read-only transaction on DB
+  transact [DB] TRNS      execute read/write transaction on DB
+  cluster-to-standalone DB DB    Convert clustered DB to
+      standalone DB when cluster is down and cannot be
+        revived
+  [-m]... show-log [DB]   print DB's log entries
+The default DB is {db}.
+The default SCHEMA is {schema}.
+
+Logging options:
+  -vSPEC, --verbose=SPEC   set logging levels
+  -v, --verbose            set maximum verbosity level
+  --log-file[=FILE]        enable logging to specified FILE
+                           (default: {logdir}/ovsdb-tool.log)
+  --syslog-method=(libc|unix:file|udp:ip:port)
+                           specify how to send messages to syslog daemon
+  --syslog-target=HOST:PORT  also send syslog msgs to HOST:PORT via UDP
+
+Other options:
+  -m, --more                  increase show-log verbosity
+  --rbac-role=ROLE            RBAC role for transact and query commands
+  -h, --help                  display this help message
+  -V, --version               display version information
 """
+PROGRAM = "pyovsdb tool"
 
 LONG = {"more": opt.NONE, "help": opt.NONE, "version": opt.NONE, "verbose": opt.OPTIONAL,
         "rbac-role": opt.REQUIRED, "timeout": opt.REQUIRED, "election-timer": opt.REQUIRED,
         "cid": opt.REQUIRED}
 SHORT = {"m": ("more", opt.NONE), "h": ("help", opt.NONE), "V": ("version", opt.NONE),
          "v": ("verbose", opt.OPTIONAL), "t": ("timeout", opt.REQUIRED)}
+ELECTION_TIMER_MIN, ELECTION_TIMER_MAX = 100, 600000
 
 
 class ToolError(Exception):
@@ -90,41 +110,74 @@ def default_schema() -> str:
 def main(argv: list[str]) -> int:
     try:
         parsed = opt.parse(argv, LONG, SHORT)
-    except opt.UsageError as e:
-        print(f"pyovsdb tool: {e}", file=sys.stderr)
+        _check_options(parsed)
+    except (opt.UsageError, ToolError) as e:
+        print(f"{PROGRAM}: {e}", file=sys.stderr)
         return 1
     if parsed.has("help"):
-        print(USAGE.format(dbdir=daemon.dbdir()), end="")
+        print(USAGE.format(prog=PROGRAM, db=default_db(), schema=default_schema(),
+                           logdir=daemon.logdir()), end="")
         return 0
     if parsed.has("version"):
-        print(f"pyovsdb tool {__version__}")
+        print(f"{PROGRAM} {__version__}")
         return 0
     if not parsed.args:
-        print("pyovsdb tool: missing command name; use --help for help", file=sys.stderr)
+        print(f"{PROGRAM}: missing command name; use --help for help", file=sys.stderr)
         return 1
     cmd, args = parsed.args[0], parsed.args[1:]
     entry = COMMANDS.get(cmd)
     if entry is None:
-        print(f"pyovsdb tool: unknown command '{cmd}'; use --help for help", file=sys.stderr)
+        print(f"{PROGRAM}: unknown command '{cmd}'; use --help for help", file=sys.stderr)
         return 1
     fn, lo, hi = entry
     if len(args) < lo:
-        print(f"pyovsdb tool: '{cmd}' command requires at least {lo} arguments",
+        print(f"{PROGRAM}: '{cmd}' command requires at least {lo} arguments",
               file=sys.stderr)
         return 1
     if len(args) > hi:
-        print(f"pyovsdb tool: '{cmd}' command takes at most {hi} arguments", file=sys.stderr)
+        print(f"{PROGRAM}: '{cmd}' command takes at most {hi} arguments", file=sys.stderr)
         return 1
     try:
         return fn(args, parsed) or 0
     except (ToolError, OvsdbError, OSError) as e:
-        print(f"pyovsdb tool: {_message(e)}", file=sys.stderr)
+        print(f"{PROGRAM}: {_message(e)}", file=sys.stderr)
         return 1
+
+
+def _check_options(parsed: opt.Parsed) -> None:
+    """What the real tool checks while it parses its options, in their order."""
+    for name, value in parsed.options:
+        if name == "verbose":
+            try:
+                _logs().set_verbosity(value)
+            except ValueError as e:
+                raise ToolError(str(e)) from None
+        elif name == "cid":
+            if not is_uuid_string(value) or value.strip("-0") == "":
+                raise ToolError(f"{value}: not a valid UUID")
+        elif name == "election-timer" and not (
+                ELECTION_TIMER_MIN <= _atoll(value) <= ELECTION_TIMER_MAX):
+            raise ToolError(f"ovsdb error: election timer must be between "
+                                f"{ELECTION_TIMER_MIN} and {ELECTION_TIMER_MAX}, in msec.")
+
+
+def _logs() -> vlog.Vlog:
+    """The log, as the real tool's (the console at info and above unless -v says
+    otherwise); set up only by a command that logs or a -v option."""
+    logs = vlog.current()
+    logs.program = "ovsdb-tool"
+    return logs
+
+
+def _atoll(text: str) -> int:
+    """C's atoll: leading white space, a sign, digits; 0 if there are none."""
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", text)
+    return int(m.group(1)) if m else 0
 
 
 def _message(e: Exception) -> str:
     if isinstance(e, OvsdbError):
-        return str(e)
+        return error_to_string(e)
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: {e.strerror}"
     return str(e)
@@ -135,33 +188,76 @@ def _message(e: Exception) -> str:
 
 def cmd_create(args: list[str], parsed: opt.Parsed) -> int:
     db = args[0] if args else default_db()
-    schema_path = args[1] if len(args) > 1 else default_schema()
-    try:
-        with open(schema_path, "rb") as f:
-            raw = orjson.loads(f.read())
-    except (OSError, orjson.JSONDecodeError) as e:
-        raise ToolError(f'failed to read schema: "{schema_path}" could not be read as JSON '
-                        f"({e})") from None
-    standalone.create(db, raw)
+    schema = read_schema_file(args[1] if len(args) > 1 else default_schema())
+    standalone.create(db, schema.to_json())
     return 0
 
 
 def cmd_compact(args: list[str], parsed: opt.Parsed) -> int:
     db = args[0] if args else default_db()
     dst = args[1] if len(args) > 1 else None
-    database, res = _load_whole(db)
-    comment = f"compacted by pyovsdb tool {__version__}"
-    records = [jsonorder.schema_record(database.schema),
-               standalone.snapshot_record(database, comment)]
-    if dst is None:
-        writer = ovslog.LogWriter(db, res.end)
-        try:
-            writer.replace(records)
-        finally:
-            writer.close()
-    else:
-        ovslog.write_new_file(dst, records)
+    _compact_or_convert(db, dst, None, f"compacted by pyovsdb tool {__version__}")
     return 0
+
+
+def cmd_convert(args: list[str], parsed: opt.Parsed) -> int:
+    db = args[0] if args else default_db()
+    schema = read_schema_file(args[1] if len(args) > 1 else default_schema())
+    dst = args[2] if len(args) > 2 else None
+    _compact_or_convert(db, dst, schema, f"converted by pyovsdb tool {__version__}")
+    return 0
+
+
+def _compact_or_convert(src: str, dst: str | None, schema: DatabaseSchema | None,
+                        comment: str) -> None:
+    """The real tool's compact_or_convert: `src` (a standalone file; read as `schema`
+    if one is given) written compacted to `dst`, or in place through `SRC.tmp` and a
+    rename. Symlinks are followed, so a link stays a link. The source is locked when it
+    is replaced, and the file written always, as by the real tool."""
+    in_place = dst is None
+    src = _follow_symlinks(src)
+    dst = src + ".tmp" if dst is None else _follow_symlinks(dst)
+    locks = [_lock(src)] if in_place else []
+    try:
+        locks.append(_lock(dst))
+        if schema is None:
+            database, _ = _load_whole(src)
+        else:
+            database = standalone.load_as_schema(src, schema)
+        ovslog.overwrite_file(dst, [jsonorder.schema_record(database.schema),
+                                    standalone.snapshot_record(database, comment)])
+        if in_place:
+            try:
+                os.rename(dst, src)
+            except OSError as e:
+                raise ToolError(f'failed to rename "{dst}" to "{src}" ({e.strerror})'
+                                ) from None
+            ovslog.fsync_dir(src)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _follow_symlinks(path: str) -> str:
+    """`follow_symlinks`: the file a chain of symlinks ends at, named relative to the
+    directory of each link (the path itself if it is no link)."""
+    for _ in range(10):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            break
+        path = target if os.path.isabs(target) else os.path.join(os.path.dirname(path),
+                                                                 target)
+    return path
+
+
+def _lock(path: str) -> ovslog.FileLock:
+    try:
+        return ovslog.FileLock(path)
+    except OvsdbError as e:
+        reason = re.search(r"\(([^()]*)\)$", e.details or "")
+        raise ToolError(f"{path}: failed to lock lockfile ({reason.group(1) if reason else e})"
+                        ) from None
 
 
 def _load_whole(path: str) -> tuple[Any, ovslog.ReadResult]:
@@ -174,18 +270,18 @@ def _load_whole(path: str) -> tuple[Any, ovslog.ReadResult]:
 
 
 def _schema_of_db(args: list[str]) -> DatabaseSchema:
+    """The schema of a standalone or clustered database file (`db-name`)."""
+    from ..storage import clustered
+
     db = args[0] if args else default_db()
     if clustered.is_clustered(db):
         header, records, _, _ = clustered.read(db)
         return clustered.build_database(header, records).schema
-    res = ovslog.read_file(db)
-    if not res.records:
-        raise res.problem or ToolError(f"{db}: file is empty")
-    return DatabaseSchema.from_json(res.records[0])
+    return standalone.read_schema(db)
 
 
 def _schema_file(args: list[str]) -> DatabaseSchema:
-    return load_schema(args[0] if args else default_schema())
+    return read_schema_file(args[0] if args else default_schema())
 
 
 def cmd_db_name(args: list[str], parsed: opt.Parsed) -> int:
@@ -194,12 +290,12 @@ def cmd_db_name(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def cmd_db_version(args: list[str], parsed: opt.Parsed) -> int:
-    print(_schema_of_db(args).version or "")
+    print(standalone.read_schema(args[0] if args else default_db()).version or "")
     return 0
 
 
 def cmd_db_cksum(args: list[str], parsed: opt.Parsed) -> int:
-    print(_schema_of_db(args).cksum or "")
+    print(standalone.read_schema(args[0] if args else default_db()).cksum or "")
     return 0
 
 
@@ -219,11 +315,56 @@ def cmd_schema_cksum(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def cmd_needs_conversion(args: list[str], parsed: opt.Parsed) -> int:
-    db_schema = _schema_of_db(args[:1])
+    """`yes` if the standalone DB's schema differs from SCHEMA in anything its
+    normalized JSON says (version and checksum included), else `no`."""
+    db_schema = standalone.read_schema(args[0] if args else default_db())
     schema = _schema_file(args[1:2])
-    same = db_schema.to_json() == schema.to_json()
-    print("no" if same else "yes")
+    print("no" if db_schema.to_json() == schema.to_json() else "yes")
     return 0
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """`ovsdb_parse_version`: "X.Y.Z" read as `%u.%u.%u%n` by OVS's scanner: white space
+    before each number, an optional sign, decimal digits taken modulo 2**32 (a negative
+    number wraps), nothing after the last one."""
+    parts = []
+    pos = 0
+    for i in range(3):
+        if i:
+            if text[pos:pos + 1] != ".":
+                return None
+            pos += 1
+        m = _VERSION_PART.match(text, pos)
+        if m is None:
+            return None
+        value = int(m.group(2)) % 2**64
+        if m.group(1) == "-":
+            value = -value % 2**64
+        parts.append(value % 2**32)
+        pos = m.end()
+    if pos != len(text):
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+_VERSION_PART = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
+_RELATIONS = {"<": lambda c: c < 0, "<=": lambda c: c <= 0, "==": lambda c: c == 0,
+              ">=": lambda c: c >= 0, ">": lambda c: c > 0, "!=": lambda c: c != 0}
+
+
+def cmd_compare_versions(args: list[str], parsed: opt.Parsed) -> int:
+    """Exit 0 if `A OP B` holds, 2 if not."""
+    versions = []
+    for text in (args[0], args[2]):
+        v = parse_version(text)
+        if v is None:
+            raise ToolError(f"{text}: not an OVSDB version number in format x.y.z")
+        versions.append(v)
+    a, b = versions
+    relation = _RELATIONS.get(args[1])
+    if relation is None:
+        raise ToolError(f"{args[1]}: not a relational operator")
+    return 0 if relation((a > b) - (a < b)) else 2
 
 
 def cmd_db_is_standalone(args: list[str], parsed: opt.Parsed) -> int:
@@ -235,6 +376,8 @@ def cmd_db_is_clustered(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def _header(path: str) -> Header:
+    from ..storage import clustered
+
     if not clustered.is_clustered(path):
         ovslog.read_file(path)  # raises the real I/O error for a missing file
         raise ToolError(f"{path}: not a clustered database")
@@ -281,6 +424,10 @@ def check_raft_address(address: str) -> None:
 
 
 def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
+    from ..raft.core import initial_snapshot
+    from ..raft.records import Header
+    from ..storage import clustered
+
     db, contents, local = args
     if clustered.is_clustered(contents):
         raise ToolError(f"{contents}: cannot create a cluster from a clustered database")
@@ -291,35 +438,25 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
         snap = standalone.snapshot_record(database, "", date_ms=0)
         data = {k: v for k, v in snap.items() if not k.startswith("_")}
     else:
-        try:
-            with open(contents, "rb") as f:
-                schema_json = orjson.loads(f.read())
-        except (OSError, orjson.JSONDecodeError) as e:
-            raise ToolError(f'failed to read schema: "{contents}" could not be read as JSON '
-                            f"({e})") from None
+        schema_json = read_json_file(contents)
         DatabaseSchema.from_json(schema_json)
     schema_json, changed = clustered.schema_for_cluster(schema_json)
     # The file holds the normalized schema, as the real tool writes it.
     schema_json = DatabaseSchema.from_json(schema_json).to_json()
     if changed:
-        # A warning in the real tool's console log format (`VLOG_WARN`).
+        # The real tool's VLOG_WARN (on the console unless `-vconsole:off`).
         table, _, column = changed[-1].partition(".")
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        print(f"{stamp}|00001|ovsdb|WARN|{contents}: changed {len(changed)} columns in "
-              f"'{schema_json.get('name')}' database from ephemeral to persistent, "
-              f"including '{column}' column in '{table}' table, because clusters do not "
-              "support ephemeral columns", file=sys.stderr)
+        _logs()
+        logging.getLogger("ovsdb").warning(
+            "%s: changed %d columns in '%s' database from ephemeral to persistent, "
+            "including '%s' column in '%s' table, because clusters do not support "
+            "ephemeral columns", contents, len(changed), schema_json.get("name"), column,
+            table)
     check_raft_address(local)
-    timer = parsed.get("election-timer")
+    timer = parsed.get("election-timer")  # checked with the options
     records = []
     if timer is not None:
-        try:
-            ms = int(timer)
-        except ValueError:
-            raise ToolError(f"{timer}: election timer must be an integer") from None
-        if not 100 <= ms <= 600000:
-            raise ToolError(f"election timer must be between 100 and 600000 ms, not {ms}")
-        records.append({"term": 1, "index": 2, "election_timer": ms})
+        records.append({"term": 1, "index": 2, "election_timer": _atoll(timer)})
     sid = new_uuid()
     header = Header(sid=sid, name=schema_json["name"], local_address=local, cid=new_uuid(),
                     snapshot=initial_snapshot(sid, local, [schema_json, data], new_uuid()))
@@ -328,15 +465,16 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def cmd_join_cluster(args: list[str], parsed: opt.Parsed) -> int:
+    from ..raft.records import Header
+    from ..storage import clustered
+
     db, name, local, *remotes = args
     check_raft_address(local)
     for r in remotes:
         check_raft_address(r)
     if local in remotes:
         raise ToolError("ovsdb error: remote addresses cannot be the same as the local address")
-    cid = parsed.get("cid")
-    if cid is not None and not is_uuid_string(cid):
-        raise ToolError(f"{cid}: not a valid UUID")
+    cid = parsed.get("cid")  # checked with the options
     header = Header(sid=new_uuid(), name=name, local_address=local, cid=cid,
                     remote_addresses=remotes)
     clustered.create(db, header)
@@ -344,6 +482,8 @@ def cmd_join_cluster(args: list[str], parsed: opt.Parsed) -> int:
 
 
 def cmd_cluster_to_standalone(args: list[str], parsed: opt.Parsed) -> int:
+    from ..storage import clustered
+
     dst, src = args
     header, records, _, _ = clustered.read(src)
     database = clustered.build_database(header, records)
@@ -365,6 +505,9 @@ def _txn_args(args: list[str]) -> tuple[str, Any]:
 
 
 def _run_txn(db_path: str, txn: Any, write: bool) -> int:
+    from ..ovsdb.changeset import Changeset
+    from ..ovsdb.transaction import Blocked, Committed, execute
+
     if type(txn) is not list or not txn or type(txn[0]) is not str:
         raise ToolError('transaction must be an array whose first element is the database '
                         'name')
@@ -429,7 +572,9 @@ COMMANDS = {
     "schema-name": (cmd_schema_name, 0, 1),
     "schema-version": (cmd_schema_version, 0, 1),
     "schema-cksum": (cmd_schema_cksum, 0, 1),
+    "convert": (cmd_convert, 0, 3),
     "needs-conversion": (cmd_needs_conversion, 0, 2),
+    "compare-versions": (cmd_compare_versions, 3, 3),
     "db-is-standalone": (cmd_db_is_standalone, 0, 1),
     "db-is-clustered": (cmd_db_is_clustered, 0, 1),
     "db-cid": (cmd_db_cid, 1, 1),

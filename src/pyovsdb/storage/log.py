@@ -14,6 +14,9 @@ Rules kept here:
   and renames it over the original, then fsyncs the directory: at every instant the
   path names either the complete old file or the complete new one. A symlinked path
   keeps its link: the target is replaced, as the real server and tool do.
+- Files are created with mode 0660 less the umask, as the real tools and server create
+  them (0640 under the usual umask 022): a new file, and the new file that replaces
+  the old one on compaction or conversion, whose mode is not carried over.
 - A file that is open for writing is locked (`.NAME.~lock~`, fcntl, next to the file a
   symlink points to), with the same lock file as the real tools use, so two writers
   never interleave.
@@ -37,6 +40,7 @@ MAGIC_STANDALONE = "OVSDB JSON"
 MAGIC_CLUSTERED = "OVSDB CLUSTER"
 _HEADER_RE = re.compile(rb"(OVSDB JSON|OVSDB CLUSTER) (\d{1,20}) ([0-9a-f]{40})\n")
 _MAX_HEADER = 80
+FILE_MODE = 0o660  # less the umask, as `open(name, flags, 0660)` in the real tools
 
 
 def frame(obj: Any, magic: str = MAGIC_STANDALONE) -> bytes:
@@ -195,7 +199,7 @@ class LogWriter:
         self.path = path
         self.magic = magic
         self.lock = FileLock(path) if lock else None
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
         # A torn or corrupt tail is dropped by the first write, as the real server does,
         # so that it cannot hide what we append.
         self.bad_tail = os.fstat(self.fd).st_size > offset
@@ -226,7 +230,12 @@ class LogWriter:
         its target is replaced (the temporary file goes next to it): the link stays."""
         target = os.path.realpath(self.path)
         tmp = target + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        # A stale temporary file goes first: the new one gets the mode of a new file.
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             data = b"".join(frame(r, self.magic) for r in records)
             view = memoryview(data)
@@ -251,7 +260,7 @@ class LogWriter:
         self.offset = len(data)
         self.bad_tail = False
         self.n_writes = 0
-        _fsync_dir(target)
+        fsync_dir(target)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -262,7 +271,7 @@ class LogWriter:
             self.lock = None
 
 
-def _fsync_dir(path: str) -> None:
+def fsync_dir(path: str) -> None:
     dfd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
     try:
         os.fsync(dfd)
@@ -271,17 +280,59 @@ def _fsync_dir(path: str) -> None:
 
 
 def write_new_file(path: str, records: list[Any], magic: str = MAGIC_STANDALONE) -> None:
-    """Create a log file that must not exist yet (ovsdb-tool create semantics)."""
+    """Create a log file that must not exist yet (ovsdb-tool create semantics), holding
+    its lock meanwhile as the real tools do (the lock file stays); a dangling symlink
+    gets its target created."""
+    lock = FileLock(path)
+    # A dangling symlink: create the file it names (O_EXCL would refuse the link).
+    dangling = os.path.islink(path) and not os.path.exists(path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        raise OvsdbError("I/O error", f"{path}: create failed (File exists)") from None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | (0 if dangling else os.O_EXCL),
+                         FILE_MODE)
+        except FileExistsError:
+            raise OvsdbError("I/O error", f"{path}: create failed (File exists)") from None
+        except OSError as e:
+            raise OvsdbError("I/O error", f"{path}: create failed ({e.strerror})") from None
+        try:
+            data = b"".join(frame(r, magic) for r in records)
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        lock.release()
+
+
+def overwrite_file(path: str, records: list[Any], magic: str = MAGIC_STANDALONE) -> None:
+    """Write `records` as the whole of the log file at `path`, created if need be (the
+    real tools' OVSDB_LOG_CREATE, as `ovsdb-tool compact DB DST` writes DST): an
+    existing file keeps its mode but must be a log file of this kind. A failed write
+    removes the file."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     except OSError as e:
-        raise OvsdbError("I/O error", f"{path}: create failed ({e.strerror})") from None
+        raise OvsdbError("I/O error", f"{path}: create or open failed ({e.strerror})"
+                         ) from None
     try:
-        data = b"".join(frame(r, magic) for r in records)
-        os.write(fd, data)
-        os.fsync(fd)
+        head = os.pread(fd, 128, 0)
+        if head:
+            m = _HEADER_RE.match(head)
+            if m is None:
+                raise OvsdbError("ovsdb error", f"{path}: unexpected file format")
+            if m.group(1).decode() != magic:
+                raise OvsdbError("ovsdb error", f"{path}: cannot identify file type")
+        try:
+            os.ftruncate(fd, 0)
+            data = b"".join(frame(r, magic) for r in records)
+            view = memoryview(data)
+            off = 0
+            while off < len(data):
+                off += os.pwrite(fd, view[off:], off)
+            os.fsync(fd)
+        except OSError as e:
+            os.unlink(path)
+            raise OvsdbError("I/O error", f"{path}: write failed ({e.strerror})") from None
     finally:
         os.close(fd)
 

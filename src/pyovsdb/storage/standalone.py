@@ -43,7 +43,15 @@ from ..ovsdb.schema import DatabaseSchema
 from ..util import batch
 from ..util.uuidgen import new_uuid, sequential_uuid
 from . import jsonorder
-from .log import MAGIC_STANDALONE, LogWriter, ReadResult, frame, read_file, write_new_file
+from .log import (
+    MAGIC_STANDALONE,
+    LogWriter,
+    ReadResult,
+    frame,
+    parse_records,
+    read_file,
+    write_new_file,
+)
 
 
 def snapshot_record(db: Database, comment: str, date_ms: int | None = None,
@@ -83,6 +91,42 @@ def create(path: str, schema_json: dict[str, Any]) -> None:
     write_new_file(path, [jsonorder.schema_record(schema)])
 
 
+def _read_standalone(path: str, name: str, data: bytes | None = None) -> ReadResult:
+    """A standalone file's records (ovsdb_storage_open_standalone): a clustered file
+    is refused, a file without a schema record is an error. `data`, if given, is the
+    file's contents (read from a stream)."""
+    if data is None:
+        res = read_file(path, name=name)
+    elif not data:
+        raise OvsdbError("ovsdb error", f"{name}: cannot identify file type")
+    else:
+        res = parse_records(data, None, name)
+    if res.magic is not None and res.magic != MAGIC_STANDALONE:
+        raise OvsdbError("ovsdb error", f"{name}: cannot apply this operation to "
+                                        "clustered database file")
+    if not res.records:
+        raise res.problem or OvsdbError("syntax error", f"{name}: database file is empty")
+    return res
+
+
+def read_schema(path: str) -> DatabaseSchema:
+    """The schema of a standalone file (its first record)."""
+    return DatabaseSchema.from_json(_read_standalone(path, path).records[0])
+
+
+def load_as_schema(path: str, schema: DatabaseSchema) -> Database:
+    """A standalone file read as `schema` (`ovsdb-tool convert`): its own schema record
+    is checked and then ignored, its transactions replayed (`ovsdb.convert.replay`).
+    Anything unreadable is fatal, as in the real tool."""
+    from ..ovsdb.convert import replay
+
+    res = _read_standalone(path, path)
+    DatabaseSchema.from_json(res.records[0])
+    if res.problem is not None:
+        raise res.problem
+    return replay(schema, res.records[1:], uuids=new_uuid, versions=sequential_uuid)
+
+
 def load(path: str, name: str | None = None, *, skip_bad: bool = False
          ) -> tuple[Database, ReadResult, list[str]]:
     """Read a standalone file: the database, the raw read result, and the problems met,
@@ -93,12 +137,19 @@ def load(path: str, name: str | None = None, *, skip_bad: bool = False
     schema lacks) is dropped and reported with `skip_bad`, as the real server does, and
     the later records are still read; otherwise it is fatal, as in the real tool."""
     name = path if name is None else name
-    res = read_file(path, name=name)
-    if res.magic is not None and res.magic != MAGIC_STANDALONE:
-        raise OvsdbError("ovsdb error", f"{name}: cannot apply this operation to "
-                                        "clustered database file")
-    if not res.records:
-        raise res.problem or OvsdbError("syntax error", f"{name}: database file is empty")
+    return _load(_read_standalone(path, name), skip_bad)
+
+
+def load_data(data: bytes, name: str) -> Database:
+    """The database in a standalone file's contents (read from a stream: `ovsdb-client
+    restore`); anything unreadable is fatal."""
+    db, res, _ = _load(_read_standalone(name, name, data), False)
+    if res.problem is not None:
+        raise res.problem
+    return db
+
+
+def _load(res: ReadResult, skip_bad: bool) -> tuple[Database, ReadResult, list[str]]:
     schema = DatabaseSchema.from_json(res.records[0])
     schema.json = res.records[0]
     db = Database(schema, uuids=new_uuid, versions=sequential_uuid)
