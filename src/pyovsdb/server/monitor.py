@@ -32,6 +32,10 @@ Rules kept here:
 - Rendering is shared: per-row JSON for a column set is cached on the immutable Row, and
   the rendering of a change is cached per changeset, so N monitors with the same columns
   cost one rendering, not N.
+- A monitor whose session cannot write (its client is not reading) holds its changes
+  back instead, merged per row (`hold`), and its session renders them once, as one
+  update, when it can write again: what is held grows with the rows that changed, not
+  with the transactions.
 - This module knows nothing about sessions or sockets; it returns JSON values.
 """
 
@@ -316,7 +320,7 @@ def default_columns(ts: TableSchema) -> list[str]:
 class Monitor:
     """One monitor of one session on one database."""
 
-    __slots__ = ("db_name", "id", "sink", "tables", "version")
+    __slots__ = ("db_name", "held", "id", "sink", "tables", "version")
 
     def __init__(
         self, mon_id: Any, db_name: str, version: int, tables: dict[str, MonitorTable], sink: Any
@@ -326,6 +330,44 @@ class Monitor:
         self.version = version
         self.tables = tables
         self.sink = sink  # receives (monitor, txn_id, updates) notifications
+        # The changes held back while its session cannot write (`hold`); None when
+        # changes are sent as they come.
+        self.held: dict[str, dict[str, RowChange]] | None = None
+
+    # -- held changes ------------------------------------------------------------------
+
+    def hold(self, cs: Changeset) -> None:
+        """Merge `cs` into the held changes (of the tables this monitor watches): per
+        row the first old and the last new, so an insert then modify is an insert of
+        the last row, a modify then delete a delete, a modify then modify one modify,
+        and a row inserted then deleted is forgotten. Memory grows with the rows that
+        changed, not with the number of transactions."""
+        held = self.held
+        assert held is not None
+        for tname, changes in cs.tables.items():
+            if tname not in self.tables:
+                continue
+            t = held.get(tname)
+            if t is None:
+                held[tname] = dict(changes)
+                continue
+            for uuid, ch in changes.items():
+                prev = t.get(uuid)
+                if prev is None:
+                    t[uuid] = ch
+                elif prev.old is None and ch.new is None:
+                    del t[uuid]
+                else:
+                    t[uuid] = RowChange(uuid, prev.old, ch.new)
+
+    def take_held(self, keep_holding: bool) -> Changeset | None:
+        """The held changes as one changeset (None if nothing is held); holding goes
+        on, from nothing, if `keep_holding`."""
+        held = self.held
+        self.held = {} if keep_holding else None
+        if not held:
+            return None
+        return Changeset({t: rows for t, rows in held.items() if rows})
 
     # -- initial contents ---------------------------------------------------------------
 
