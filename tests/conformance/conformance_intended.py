@@ -71,6 +71,12 @@ INTENDED: dict[str, Intended] = {
         "several)", "rule",
         "the real server misses row updates (or crashes); every update it sends, ours sends",
         case_only=True),
+    "cond_change_untracked_column": Intended(
+        "a `monitor_cond_change` that fails after setting a table's condition on a column "
+        "the monitor did not read before", "rule",
+        "the real server reads that column past the end of its copies of the rows the next "
+        "transaction changes: it crashes, or misses changes; every update it sends, ours "
+        "sends", case_only=True, real_undefined=True),
     "cond_change_without_where": Intended(
         "`monitor_cond_change` with a request that has no `where`", "rule",
         "the real server crashes", case_only=True),
@@ -185,7 +191,7 @@ def apply_rules(where: str, case: Case, step: int, o: NormStep, r: NormStep,
     if where == "died":
         if r.died and not o.died:
             for key in ("monitor_short_params", "cond_monitors_same_columns",
-                        "cond_change_without_where"):
+                        "cond_change_without_where", "cond_change_untracked_column"):
                 if key in declared:
                     return key
         return None
@@ -218,9 +224,10 @@ def apply_rules(where: str, case: Case, step: int, o: NormStep, r: NormStep,
             _violations_masked(o.messages.get(where)) == _violations_masked(
                 r.messages.get(where)):
         return "insert_default_constraints"
-    if "cond_monitors_same_columns" in declared and \
-            _updates_subset(r.messages.get(where, []), o.messages.get(where, [])):
-        return "cond_monitors_same_columns"
+    for key in ("cond_monitors_same_columns", "cond_change_untracked_column"):
+        if key in declared and \
+                _updates_subset(r.messages.get(where, []), o.messages.get(where, [])):
+            return key
     canceled = rec_ours.canceled.get(where, set())
     if canceled:
         import orjson

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conformance_harness import STATS, ServerPair
+from conformance_harness import STATS, ServerPair, seed_hint
 
 from procs import require
 
@@ -52,6 +52,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if STATS["known bug cases"]:
         tr.write_line(f"known bugs (xfail cases):        {STATS['known bug cases']} "
                       f"({STATS['known bug differences']} differences)")
+    if STATS["random examples"]:
+        tr.write_line(f"random generated examples:       {STATS['random examples']} "
+                      f"({seed_hint()})")
     intended = sorted((k[len("intended:"):], v) for k, v in STATS.items()
                       if k.startswith("intended:"))
     tr.write_line(f"intended differences seen:       {sum(v for _, v in intended)}"

@@ -3,7 +3,9 @@ ovsdb-server 3.1 one at a time and compared: results, the notifications of three
 monitors (update, update2, update3) on a second connection, and a dump after each one.
 
 Rules kept here:
-- Seeded and derandomized: every run generates the same transactions. Each example is
+- Seeded and derandomized: every run generates the same transactions. A second,
+  smaller run draws new ones each time from a seed printed in the summary (and in a
+  failure); `CONFORMANCE_SEED=N` draws the same again. Each example is
   a batch of `TXNS_PER_EXAMPLE` transactions on one freshly emptied database, so the
   servers are started once for the module and the per-transaction cost is a few round
   trips.
@@ -31,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance_harness import STATS, Case, LiveRun, ServerPair, compare
-from hypothesis import HealthCheck, Phase, given, settings
+from conformance_harness import STATS, Case, LiveRun, ServerPair, compare, random_seed, seed_hint
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from procs import require
@@ -40,6 +42,7 @@ from procs import require
 pytestmark = pytest.mark.interop
 
 EXAMPLES = 100
+RANDOM_EXAMPLES = 15  # about 10 s: fresh draws on every run, on top of the fixed ones
 TXNS_PER_EXAMPLE = 30
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
@@ -385,6 +388,22 @@ MONITORS = [
 @given(data=st.data())
 def test_generated_transactions(server_pair: Callable[[str], ServerPair],
                                 data: st.DataObject) -> None:
+    run_example(server_pair, data, None)
+
+
+@seed(random_seed())
+@settings(max_examples=RANDOM_EXAMPLES, derandomize=False, deadline=None, database=None,
+          phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_random_transactions(server_pair: Callable[[str], ServerPair],
+                             data: st.DataObject) -> None:
+    """New draws on every run, from a printed seed ($CONFORMANCE_SEED reproduces it)."""
+    STATS["random examples"] += 1
+    run_example(server_pair, data, seed_hint())
+
+
+def run_example(server_pair: Callable[[str], ServerPair], data: st.DataObject,
+                hint: str | None) -> None:
     require("ovsdb-server", "ovsdb-tool")
     pair = server_pair("T")
     case = Case("generated", "T", [])
@@ -408,5 +427,6 @@ def test_generated_transactions(server_pair: Callable[[str], ServerPair],
         path = Path(tempfile.mkdtemp(prefix="conformance-")) / "generated.json"
         path.write_text(json.dumps({"topic": "generated", "cases": [
             {"name": "generated-failure", "steps": case.steps}]}, indent=1))
-        pytest.fail(f"replay with: python tests/conformance/replay.py --ambiguous --file {path}\n"
+        pytest.fail((f"{hint}\n" if hint else "")
+                    + f"replay with: python tests/conformance/replay.py --ambiguous --file {path}\n"
                     + "\n\n".join(d.render(case) for d in diffs[:3]), pytrace=False)

@@ -9,12 +9,20 @@ Rules kept here:
 - Output is written at the end of the burst of input being handled (`util.batch`), in
   one write; if the bytes queued in the transport exceed `max_backlog`, the peer is not
   reading, and the connection is closed rather than letting memory grow without limit.
+  Output the owner bounds by other means (sent as not `counted`: the server's held
+  monitor updates, at most one per monitor at a time) is allowed on top, until the
+  queue has drained.
+- The transport's flow control is passed on: `on_backlog(True)` when it starts queueing
+  output it cannot write (above `backlog_threshold` bytes), `on_backlog(False)` once
+  that is written. A subclass may stop producing output meanwhile (the server holds
+  monitor updates back).
 - Closing is graceful (what was sent still goes out) but bounded: a peer that has not
   read it all within `CLOSE_GRACE` seconds is cut off, so a client that misbehaves and
   then never reads cannot keep its socket and its unsent output alive forever.
 - Inactivity probe (as the real `jsonrpc_session`): after `probe_interval` seconds
   without receiving anything, send an `echo` request; if another interval passes in
-  silence, close. Zero disables probes (the real server does not probe unix sockets).
+  silence, close. Output that was queued and got written counts as activity, as there.
+  Zero disables probes (the real server does not probe unix sockets).
 - Echo requests from the peer are answered here, whoever owns the connection.
 - Every TCP stream has `TCP_NODELAY`, whichever side opened it (as the real server's
   streams): a message is written whole, so Nagle's algorithm can only delay it, for a
@@ -58,26 +66,34 @@ class Connection(asyncio.Protocol):
         probe_interval: float = 0.0,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
         max_message: int | None = None,
+        backlog_threshold: int | None = None,
     ) -> None:
         self.name = name
         self.transport: asyncio.Transport | None = None
         self.stream = JsonStream() if max_message is None else JsonStream(max_size=max_message)
         self.probe_interval = probe_interval
         self.max_backlog = max_backlog
+        self.backlog_threshold = backlog_threshold  # None: asyncio's default limits
+        self.backlogged = False
         self.closed = False
         self._received = False
+        self._probe_backlog = 0  # the unwritten output at the last probe
         self._probe_sent = False
         self._probe_handle: asyncio.TimerHandle | None = None
         self.on_closed: list[Callable[[], None]] = []
         self.bytes_in = 0
         self.bytes_out = 0
         self._out: list[bytes] = []
+        self._allowance = 0  # output not counted against max_backlog, until drained
 
     # -- asyncio.Protocol ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         set_nodelay(transport)
+        t = self.transport
+        if self.backlog_threshold is not None and t is not None:
+            t.set_write_buffer_limits(high=self.backlog_threshold)
         if not self.name:
             peer = transport.get_extra_info("peername")
             self.name = str(peer) if peer else "unix"
@@ -123,19 +139,40 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed()
 
+    def pause_writing(self) -> None:
+        self.backlogged = True
+        if not self.closed:
+            self.on_backlog(True)
+
+    def resume_writing(self) -> None:
+        self.backlogged = False
+        if self.backlog_threshold == 0:
+            self._allowance = 0  # (else some may be left)
+        self._received = True  # queued output got written: the peer is alive
+        if not self.closed:
+            self.on_backlog(False)
+
+    def on_backlog(self, backlogged: bool) -> None:
+        pass
+
     # -- API -------------------------------------------------------------------------
 
     def on_message(self, kind: str, msg: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def send(self, msg: Any) -> None:
-        self.send_bytes(dumps(msg))
+    def send(self, msg: Any, counted: bool = True) -> None:
+        self.send_bytes(dumps(msg), counted)
 
-    def send_bytes(self, data: bytes) -> None:
+    def send_bytes(self, data: bytes, counted: bool = True) -> None:
+        """Write `data` (at the end of the current batch). Output that is not `counted`
+        is allowed on top of `max_backlog` (its owner bounds it otherwise) until the
+        backlog has drained."""
         t = self.transport
         if self.closed or t is None:
             return
         self.bytes_out += len(data)
+        if not counted:
+            self._allowance += len(data)
         if batch.active():
             if not self._out:
                 batch.defer_output(self, self._flush)
@@ -155,10 +192,13 @@ class Connection(asyncio.Protocol):
     def _check_backlog(self) -> None:
         t = self.transport
         assert t is not None
-        if t.get_write_buffer_size() > self.max_backlog:
+        size = t.get_write_buffer_size()
+        if not size:
+            self._allowance = 0
+        elif size > self.max_backlog + self._allowance:
             log.warning(
                 "%s: backlog of %d bytes exceeds the limit of %d, closing connection",
-                self.name, t.get_write_buffer_size(), self.max_backlog,
+                self.name, size, self.max_backlog,
             )
             self.close(abort=True)
 
@@ -207,7 +247,9 @@ class Connection(asyncio.Protocol):
     def _probe(self) -> None:
         if self.closed:
             return
-        if self._received:
+        size = self.backlog()
+        drained, self._probe_backlog = size < self._probe_backlog, size
+        if self._received or drained:
             self._received = False
             self._probe_sent = False
         elif not self._probe_sent:

@@ -5,6 +5,8 @@ Rules kept here:
   in-memory rows -> record in the history -> notify every monitor. A client's reply is
   sent by the caller after `commit` returns, so the updates caused by its own
   transaction always precede its reply on the same connection.
+- A monitor whose session cannot write holds the changeset back (`Monitor.hold`)
+  instead of rendering it; its session sends the merged changes later.
 - The history keeps recent changesets by transaction id so a client reconnecting with
   `monitor_cond_since` receives only what it missed. The real server's rule
   (`ovsdb_txn_history_run`): the state the database was opened (or replaced) with is
@@ -117,6 +119,9 @@ class HostedDb:
         self.n_commits += 1
         shared: dict[Any, Any] = {}
         for mon in list(self.monitors):
+            if mon.held is not None:  # its client is not reading: merged, sent later
+                mon.hold(cs)
+                continue
             updates = mon.updates(cs, shared)
             if updates is not None:
                 mon.sink(mon, txn_id, updates)

@@ -18,10 +18,24 @@ Rules kept here:
   order (`ovsdb.hashorder`). Of several requests on one table with a `where`, the
   condition kept is the one the real server's table lookup finds.
 - `monitor_cond_change` replaces the condition (the last request of a table's array
-  wins); on a `monitor` (v1) it is accepted and has no effect, as on the real server.
+  wins); on a `monitor` (v1) it is accepted unparsed and has no effect, as on the real
+  server. As there, a table's condition is two: the one the client last saw the rows of
+  (`old_condition`) and the one it asked for last (`condition`). A change sets the new
+  one table by table, in the real server's hash order, and only once every table is
+  set sends the rows that enter or leave and makes the old one the new. A change that
+  fails part way keeps the new conditions of the tables set before the error, sends
+  nothing for them, and from then on a row change is seen with the old condition on
+  its old row and the new one on its new row, until the next change that succeeds.
+- The columns a condition reads stay tracked for the monitor's life, also once the
+  condition no longer reads them (the real server adds them to its monitor and never
+  removes them): a change in one of them is a modify, empty if none is monitored.
 - Rendering is shared: per-row JSON for a column set is cached on the immutable Row, and
   the rendering of a change is cached per changeset, so N monitors with the same columns
   cost one rendering, not N.
+- A monitor whose session cannot write (its client is not reading) holds its changes
+  back instead, merged per row (`hold`), and its session renders them once, as one
+  update, when it can write again: what is held grows with the rows that changed, not
+  with the transactions.
 - This module knows nothing about sessions or sockets; it returns JSON values.
 """
 
@@ -65,6 +79,7 @@ class MonitorTable:
         "insert",
         "modify",
         "name",
+        "old_condition",
         "schema",
         "tracked",
     )
@@ -76,6 +91,7 @@ class MonitorTable:
         selects: tuple[tuple[bool, bool, bool, bool], ...],
         condition: MonitorCondition | None,
         table_select: tuple[bool, bool, bool, bool] | None = None,
+        reads: Iterable[str] = (),
     ) -> None:
         self.schema = ts
         self.name = ts.name
@@ -91,16 +107,24 @@ class MonitorTable:
             table_select = tuple(any(sel[k] for sel in selects) for k in range(4))  # type: ignore[assignment]
         assert table_select is not None
         self.initial, self.insert, self.delete, self.modify = table_select
-        self.condition = condition
         self.tracked = columns
-        self.set_condition(condition)
+        self._track(reads)
+        self.propose(condition)
+        self.old_condition = self.condition
 
-    def set_condition(self, condition: MonitorCondition | None) -> None:
+    def propose(self, condition: MonitorCondition | None) -> None:
+        """Make `condition` the new one (seen on new rows) and track the columns it
+        reads, also if it selects every row (then it is kept as None)."""
+        if condition is not None:
+            self._track(_reads(condition))
+            if condition.is_true:
+                condition = None
         self.condition = condition
-        extra = [] if condition is None else [
-            c.column for c in condition.clauses
-            if c.column is not None and c.column not in self.columns]
-        self.tracked = self.columns + tuple(dict.fromkeys(extra))
+
+    def _track(self, columns: Iterable[str]) -> None:
+        extra = [c for c in columns if c not in self.tracked]
+        if extra:
+            self.tracked = self.tracked + tuple(dict.fromkeys(extra))
 
     def matches(self, row: Row) -> bool:
         cond = self.condition
@@ -131,7 +155,7 @@ class MonitorTable:
         if hit is None:
             o, n = ch.old.data, ch.new.data  # type: ignore[union-attr]
             hit = [c for c in self.tracked if c in o and o[c] != n[c]]
-            if "_version" in self.columns:
+            if "_version" in self.tracked:
                 hit.append("_version")
             shared[key] = hit
         return hit
@@ -213,11 +237,13 @@ def parse_monitor_requests(
             conditions.append(cond)
         # Each request adds its condition (absent: true) to an shash under the table's
         # name; the one the real server then finds is the head of that bucket chain.
+        # Every one of them has its columns tracked.
         condition = conditions[shash_find_index(len(conditions))] if conditions else None
+        reads = [c for cond in conditions if cond is not None for c in _reads(cond)]
         if version == V1:
-            condition = None
+            condition, reads = None, []
         tables[tname] = MonitorTable(ts, tuple(columns), tuple(selects), condition,
-                                     tuple(table_select))  # type: ignore[arg-type]
+                                     tuple(table_select), reads)  # type: ignore[arg-type]
     return tables
 
 
@@ -264,9 +290,12 @@ def _parse_request(
     cond = None
     if where_json is not None:
         cond = parse_monitor_where(ts, where_json)
-        if cond.is_true:
-            cond = None
     return cols, cols_json, select, cond
+
+
+def _reads(cond: MonitorCondition) -> list[str]:
+    """The columns `cond`'s clauses read."""
+    return [c.column for c in cond.clauses if c.column is not None]
 
 
 def _check_members(obj: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -291,7 +320,7 @@ def default_columns(ts: TableSchema) -> list[str]:
 class Monitor:
     """One monitor of one session on one database."""
 
-    __slots__ = ("db_name", "id", "sink", "tables", "version")
+    __slots__ = ("db_name", "held", "id", "sink", "tables", "version")
 
     def __init__(
         self, mon_id: Any, db_name: str, version: int, tables: dict[str, MonitorTable], sink: Any
@@ -301,6 +330,44 @@ class Monitor:
         self.version = version
         self.tables = tables
         self.sink = sink  # receives (monitor, txn_id, updates) notifications
+        # The changes held back while its session cannot write (`hold`); None when
+        # changes are sent as they come.
+        self.held: dict[str, dict[str, RowChange]] | None = None
+
+    # -- held changes ------------------------------------------------------------------
+
+    def hold(self, cs: Changeset) -> None:
+        """Merge `cs` into the held changes (of the tables this monitor watches): per
+        row the first old and the last new, so an insert then modify is an insert of
+        the last row, a modify then delete a delete, a modify then modify one modify,
+        and a row inserted then deleted is forgotten. Memory grows with the rows that
+        changed, not with the number of transactions."""
+        held = self.held
+        assert held is not None
+        for tname, changes in cs.tables.items():
+            if tname not in self.tables:
+                continue
+            t = held.get(tname)
+            if t is None:
+                held[tname] = dict(changes)
+                continue
+            for uuid, ch in changes.items():
+                prev = t.get(uuid)
+                if prev is None:
+                    t[uuid] = ch
+                elif prev.old is None and ch.new is None:
+                    del t[uuid]
+                else:
+                    t[uuid] = RowChange(uuid, prev.old, ch.new)
+
+    def take_held(self, keep_holding: bool) -> Changeset | None:
+        """The held changes as one changeset (None if nothing is held); holding goes
+        on, from nothing, if `keep_holding`."""
+        held = self.held
+        self.held = {} if keep_holding else None
+        if not held:
+            return None
+        return Changeset({t: rows for t, rows in held.items() if rows})
 
     # -- initial contents ---------------------------------------------------------------
 
@@ -337,17 +404,14 @@ class Monitor:
             mt = self.tables.get(tname)
             if mt is None:
                 continue
-            cond = mt.condition
+            cond, old_cond = mt.condition, mt.old_condition
             rows: dict[str, Any] = {}
             for uuid, ch in changes.items():
                 old, new = ch.old, ch.new
-                if cond is not None:
-                    om = old is not None and cond.matches(old)
-                    nm = new is not None and cond.matches(new)
-                    if not om:
-                        old = None
-                    if not nm:
-                        new = None
+                if old_cond is not None and old is not None and not old_cond.matches(old):
+                    old = None
+                if cond is not None and new is not None and not cond.matches(new):
+                    new = None
                 if old is None:
                     if new is None or not mt.insert:
                         continue
@@ -378,12 +442,12 @@ class Monitor:
         self, db: Database, json: Any
     ) -> dict[str, Any] | None:
         """Apply `monitor_cond_change` conditions; return the updates that bring the
-        client from the old condition's rows to the new one's. Within a table's array
-        the last request wins. A `monitor` (v1) monitor accepts the request and keeps
-        reporting every row, as the real server does."""
+        client from the old conditions' rows to the new ones'. Within a table's array
+        the last request wins. An error leaves the tables set before it half changed
+        (module docstring). A `monitor` (v1) monitor accepts the request without parsing
+        its conditions and keeps reporting every row, as the real server does."""
         if type(json) is not dict:
             raise OvsdbError("syntax error", "monitor-cond-change-requests must be object")
-        new_conds: dict[str, MonitorCondition | None] = {}
         for tname in shash_order(json):
             reqs = json[tname]
             if tname not in db.schema.tables:
@@ -393,17 +457,16 @@ class Monitor:
                 raise OvsdbError("syntax error", f"no table named {tname} in monitor session")
             if type(reqs) is not list:
                 raise OvsdbError("syntax error", f"table {tname} no monitor-cond-change JSON array")
-            cond = mt.condition
             for req in reqs:
-                cond = _parse_change_request(mt.schema, req)
-            new_conds[tname] = cond
-        if self.version == V1:
-            return None
+                cond = _parse_change_request(mt.schema, req, self.version != V1)
+                if self.version != V1:
+                    mt.propose(cond)
         out: dict[str, Any] = {}
-        for tname, cond in new_conds.items():
-            mt = self.tables[tname]
-            old_cond = mt.condition
-            mt.set_condition(cond)
+        for tname, mt in self.tables.items():
+            old_cond, cond = mt.old_condition, mt.condition
+            if old_cond is cond:
+                continue
+            mt.old_condition = cond
             rows: dict[str, Any] = {}
             for row in db.tables[tname].rows.values():
                 was = old_cond is None or old_cond.matches(row)
@@ -420,9 +483,12 @@ class Monitor:
         return out or None
 
 
-def _parse_change_request(ts: TableSchema, req: Any) -> MonitorCondition | None:
+def _parse_change_request(
+    ts: TableSchema, req: Any, conditional: bool = True
+) -> MonitorCondition | None:
     """One `<monitor-cond-update-request>`: its condition (a request without "where"
-    selects every row; the real server crashes on it, see docs/compat.md)."""
+    selects every row; the real server crashes on it, see docs/compat.md). Without
+    `conditional` (a v1 monitor) the condition is not parsed."""
     where = f"Parsing table {ts.name} failed: "
     if type(req) is not dict:
         raise OvsdbError("syntax error", f"{where}Object expected.")
@@ -435,7 +501,6 @@ def _parse_change_request(ts: TableSchema, req: Any) -> MonitorCondition | None:
     _check_members(req, ("columns", "where"), where)
     if cols is not None:
         raise syntax_error(req, "changing columns is unsupported")
-    if where_json is None:
+    if where_json is None or not conditional:
         return None
-    cond = parse_monitor_where(ts, where_json)
-    return None if cond.is_true else cond
+    return parse_monitor_where(ts, where_json)

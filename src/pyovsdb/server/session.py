@@ -14,6 +14,17 @@ Rules kept here:
   A transaction keeps the permissions it started with, also while it waits.
 - A session is named in logs as the real server names its streams: `tcp:IP:PORT` of
   the peer, `unix#N` (a counter) for an unnamed unix peer.
+- A client that does not read (what the session sent is not all written) is handled as
+  the real server handles it (`ovsdb_jsonrpc_session_run`): no update is composed for
+  it and none of its requests is read; its monitors hold their changes, merged per row
+  (`Monitor.hold`), and once everything sent is written each monitor sends what it
+  holds as one update (update3 with the database's last transaction id). Held updates
+  go out before any other message, as the real server flushes its monitors before each
+  message (`ovsdb_jsonrpc_session_send`): a reply never overtakes the update of its own
+  transaction. "Not all written" is asyncio's write buffer not being empty (the
+  threshold 0), the equivalent of the real server's non-empty backlog: both mean the
+  kernel did not take everything. So memory per slow client is bounded by the rows
+  that changed; `--max-backlog` stays the last resort for other output.
 - A request whose handling raises anything but an OVSDB error (a bug) is answered with
   an "internal error" reply, logged with its traceback, and its connection is closed,
   since that session's state is no longer known; the server and every other session go
@@ -23,6 +34,7 @@ Method semantics live in `methods`; this module keeps the per-connection bookkee
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from typing import TYPE_CHECKING, Any
@@ -32,6 +44,7 @@ from ..jsonrpc.message import ERROR, NOTIFY, REPLY, error_reply, notification, r
 from ..jsonrpc.stream import dumps
 from ..ovsdb.errors import OvsdbError, RpcStringError
 from ..ovsdb.rbac import Access
+from ..util import batch
 from .monitor import V1, V2, Monitor
 
 if TYPE_CHECKING:
@@ -73,12 +86,18 @@ def json_key(value: Any) -> bytes:
     return dumps(value, sort_keys=True)
 
 
+def _update(mon: Monitor, txn_id: str, updates: dict[str, Any]) -> dict[str, Any]:
+    if mon.version == 3:
+        return notification("update3", [mon.id, txn_id, updates])
+    return notification(_UPDATE_METHOD[mon.version], [mon.id, updates])
+
+
 class Session(Connection):
     def __init__(self, server: Server, name: str = "", probe_interval: float = 0.0,
                  read_only: bool = False, role: str | None = None,
                  client_id: str | None = None) -> None:
         super().__init__(name, probe_interval=probe_interval, max_backlog=server.max_backlog,
-                         max_message=server.max_message)
+                         max_message=server.max_message, backlog_threshold=0)
         self.server = server
         self.read_only = read_only
         self.role = role
@@ -87,6 +106,8 @@ class Session(Connection):
         self.pending: dict[bytes, Any] = {}  # transact request ids awaiting a reply
         self.db_change_aware = False
         self.close_after_reply = False  # set when a request ends this session (convert)
+        self._holding = False  # monitors hold their changes (the client is not reading)
+        self._drain_scheduled = False
         self.n_requests = 0
 
     def connection_made(self, transport: Any) -> None:
@@ -168,19 +189,75 @@ class Session(Connection):
 
     # -- monitors ----------------------------------------------------------------------
 
+    def send(self, msg: Any, counted: bool = True) -> None:
+        if self._holding:
+            self._release(list(self.monitors.values()))
+        super().send(msg, counted)
+
     def send_update(self, mon: Monitor, txn_id: str, updates: dict[str, Any]) -> None:
-        if mon.version == 3:
-            self.send(notification("update3", [mon.id, txn_id, updates]))
-        else:
-            self.send(notification(_UPDATE_METHOD[mon.version], [mon.id, updates]))
+        self.send(_update(mon, txn_id, updates))
 
     def remove_monitor(self, key: bytes) -> Monitor | None:
+        mon = self.monitors.get(key)
+        if mon is not None and mon.held and self.db_change_aware and not self.closed:
+            # Canceled by the server: the real server sends what it holds first, as it
+            # flushes its monitors before the monitor_canceled notification.
+            self._release([mon])
         mon = self.monitors.pop(key, None)
         if mon is not None:
             hosted = self.server.dbs.get(mon.db_name)
             if hosted is not None:
                 hosted.remove_monitor(mon)
         return mon
+
+    # -- a client that does not read ---------------------------------------------------
+
+    def on_backlog(self, backlogged: bool) -> None:
+        t = self.transport
+        assert t is not None
+        if backlogged:
+            self._holding = True
+            for mon in self.monitors.values():
+                if mon.held is None:
+                    mon.held = {}
+            t.pause_reading()
+        elif not self._drain_scheduled:
+            # Not from inside the transport's write callback: what it sends may fill
+            # the backlog again (or exceed the limit and abort the connection).
+            self._drain_scheduled = True
+            asyncio.get_running_loop().call_soon(self._drained)
+
+    def _drained(self) -> None:
+        self._drain_scheduled = False
+        if self.closed or self.backlogged:
+            return
+        self._holding = False
+        self._release(list(self.monitors.values()))
+        t = self.transport
+        if not self._holding and t is not None and not self.closed:
+            t.resume_reading()
+
+    def _release(self, monitors: list[Monitor]) -> None:
+        """Send what `monitors` hold, each monitor's changes as one update (not counted
+        against --max-backlog: it is bounded by the rows); they go on holding while the
+        session is held up."""
+        held = []
+        for mon in monitors:
+            if mon.held is not None:
+                cs = mon.take_held(self._holding)
+                if cs is not None:
+                    held.append((mon, cs))
+        if not held:
+            return
+        batch.begin()
+        try:
+            for mon, cs in held:
+                updates = mon.updates(cs, {})
+                hosted = self.server.dbs.get(mon.db_name)
+                if updates is not None and hosted is not None:
+                    Connection.send(self, _update(mon, hosted.last_txn_id, updates), False)
+        finally:
+            batch.end()
 
     # -- teardown ----------------------------------------------------------------------
 
