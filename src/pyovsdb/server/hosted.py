@@ -32,6 +32,7 @@ from ..ovsdb.database import Database
 from ..ovsdb.transaction import Blocked, Outcome, execute
 from ..util.uuidgen import new_uuid, sequential_uuid
 from .monitor import Monitor
+from .session import json_key
 
 if TYPE_CHECKING:
     from ..storage.standalone import StandaloneStorage
@@ -221,6 +222,8 @@ class HostedDb:
         for t in gone:
             t.done = True
             self.triggers.remove(t)
+            # its request id is free again, whoever answers it ("canceled") or not
+            session.pending.pop(json_key(t.request_id), None)
         return gone
 
     def replace_db(self, db: Database) -> None:
