@@ -72,7 +72,9 @@ class Server:
         self._dirty = False
         self.server_db = ServerDatabase(monotonic_ms)
         self.dbs[SERVER_DB] = self.server_db.hosted
-        self.listeners = Listeners(self._new_session, self.dbs, self._write_status)
+        self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
+                                   lambda name: name in self.clusters
+                                   and name not in self.dbs)
 
     def _new_session(self, listener: Listener) -> Session:
         session = Session(self, probe_interval=listener.remote.probe_interval)
@@ -113,6 +115,13 @@ class Server:
         """A clustered database has its first contents: clients may use it now."""
         assert c.hosted is not None
         self.dbs[c.name] = c.hosted
+        self._databases_changed()
+
+    def _databases_changed(self) -> None:
+        """A database came or went: the `db:` remotes that name it are read again (and
+        their problems logged), as the real server does in its next loop iteration."""
+        if self.listeners.from_db:
+            self.listeners.refresh(None)
 
     def replace_db_contents(self, hosted: HostedDb, db: Any, why: str) -> None:
         """New contents for a database (a snapshot installed from the leader, or a
@@ -146,6 +155,7 @@ class Server:
         hosted.on_trigger_deadline = lambda _h: self._schedule_trigger_timer()
         self.dbs[name] = hosted
         self.server_db.set_row(hosted)
+        self._databases_changed()
         return hosted
 
     def remove_db(self, name: str, why: str) -> None:
@@ -165,6 +175,7 @@ class Server:
         if c is not None:
             c.close()
         self.server_db.remove_row(name)
+        self._databases_changed()
 
     def _drop_monitors(self, name: str, why: str) -> None:
         """Cancel monitors and pending transactions on database `name`."""
