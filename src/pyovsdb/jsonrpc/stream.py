@@ -23,7 +23,7 @@ Rules kept here:
   surrogate becoming its three bytes as in the real parser (an unpaired leading one
   stays an error, as there). `dumps` writes such strings back as the same bytes.
 - A message of `LARGE_MESSAGE` bytes or more calls `on_large_message` (a server gives
-  memory back after it), and the buffer that held it is not kept for the next one.
+  memory back after it).
 - Values the real JSON parser refuses are refused here too, although orjson would take
   them: a NUL character in a string (`\\u0000`) and a number that is not zero but
   below the smallest normal double (strtod's ERANGE). Accepted and stored, they would
@@ -85,7 +85,7 @@ DEFAULT_MAX_DEPTH = ORJSON_MAX_DEPTH
 
 
 # A received message at least this large is followed by giving memory back
-# (`on_large_message`, set by a server), and its buffer is not kept.
+# (`on_large_message`, set by a server).
 LARGE_MESSAGE = 1 << 20
 on_large_message: Callable[[int], None] | None = None
 
@@ -196,13 +196,7 @@ class JsonStream:
             e.messages = out
             raise
         if start:
-            if start >= LARGE_MESSAGE:
-                # A new buffer: deleting from the front of a bytearray keeps its
-                # allocation, which would hold the large message's size for the
-                # connection's life.
-                self._buf = bytearray(memoryview(buf)[start:])
-            else:
-                del buf[:start]
+            del buf[:start]  # (a bytearray that shrinks by half gives its memory back)
             pos -= start
         self._pos = pos
         self._depth = depth
