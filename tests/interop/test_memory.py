@@ -24,7 +24,7 @@ from pyovsdb.jsonrpc.client import Client
 from pyovsdb.jsonrpc.stream import JsonStream
 
 MB = 1 << 20
-BIG = 32 * MB
+BIG = 24 * MB
 
 
 def rss_kb(srv: ServerProcess) -> int:
@@ -94,7 +94,7 @@ def test_trimmed_compaction_gives_memory_back(
         with Client(srv.unix, timeout=60) as c:
             rows = [{"op": "insert", "table": "Logical_Switch",
                      "row": {"name": f"sw{i}", "external_ids": ["map", [
-                         [f"key{j}", "v" * 40] for j in range(10)]]}} for i in range(8000)]
+                         [f"key{j}", "v" * 40] for j in range(10)]]}} for i in range(5000)]
             c.call("transact", ["OVN_Northbound", *rows])
         time.sleep(0.7)  # (the reclaim after that large message)
         srv.appctl("ovsdb-server/compact")
