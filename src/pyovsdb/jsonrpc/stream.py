@@ -233,6 +233,7 @@ def _parse(buf: bytearray, start: int, end: int) -> Any:
 
 
 _INVALID = object()
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 # In a string: an escaped backslash (skipped), a surrogate pair, or a lone surrogate.
 _ESCAPES = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
                       rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2}")
@@ -276,8 +277,8 @@ def _parse_bytes(data: bytes) -> Any:
         utf8 = True
     except UnicodeDecodeError:
         utf8 = False
-    if utf8 and _ESCAPES.search(data) is None:
-        return _INVALID
+    if utf8 and _SURROGATE_ESCAPE.search(data) is None:
+        return _INVALID  # refused for another reason
     try:
         text = _ESCAPES.sub(_escape, data).decode("utf-8", "surrogateescape")
         return json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
