@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -100,9 +101,9 @@ class Sandbox:
     def pids(self) -> dict[str, int]:
         return {p.stem: int(p.read_text()) for p in self.dir.glob("*.pid")}
 
-    def stop(self) -> int:
+    def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(sig)
         try:
             self.out, self.err = self.proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
@@ -196,6 +197,8 @@ def check_wait_hv(nb: str, sb: str) -> None:
 @pytest.mark.parametrize("northd", NORTHDS)
 def test_sandbox_with_northd_and_chassis_wait_hv(tmp_path: Path, sandbox: list[Sandbox],
                                                  northd: str) -> None:
+    """... and a hangup (SIGHUP, the terminal closed) stops the servers, northd and the
+    chassis, and frees their ports, as Ctrl-C and SIGTERM do."""
     require("ovn-nbctl", "ovn-sbctl", "ovn-appctl", "ovn-northd")
     box = Sandbox(tmp_path, "--chassis=2", f"--northd={northd}")
     sandbox.append(box)
@@ -207,8 +210,11 @@ def test_sandbox_with_northd_and_chassis_wait_hv(tmp_path: Path, sandbox: list[S
     assert status.strip() == "Status: active"
     pids = box.pids()
     assert {"nb", "sb", "northd", "chassis"} <= set(pids)
-    assert box.stop() == 0, box.err
+    assert box.stop(signal.SIGHUP if northd == "ours" else signal.SIGTERM) == 0, box.err
     assert_gone(pids)
+    for port in (box.nb_port, box.sb_port):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
 
 
 def test_sandbox_clustered(tmp_path: Path, sandbox: list[Sandbox]) -> None:
@@ -316,3 +322,104 @@ def test_chassis_group_registers_claims_and_echoes(tmp_path: Path) -> None:
         asyncio.run(asyncio.wait_for(scenario(), 60))
     finally:
         srv.stop()
+
+
+# -- what the sandbox refuses, and what it leaves behind --------------------------------
+
+
+def test_bad_options_and_places_are_one_line_errors(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bad values: status 2 (as argparse); a directory that cannot be used or a port in
+    use: status 1; one line each, naming the problem; nothing started."""
+    from pyovsdb.cli import sandbox
+
+    def no_start(*args: object) -> None:
+        raise AssertionError("the sandbox started")
+
+    monkeypatch.setattr(sandbox, "Sandbox", no_start)
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = [
+            (["--nb-port=abc"], 2, "--nb-port=abc: not a TCP port number (0 to 65535)"),
+            (["--sb-port=70000"], 2, "--sb-port=70000: not a TCP port number (0 to 65535)"),
+            (["--chassis=-1"], 2, "--chassis=-1: the number of simulated chassis must be 0 "
+                                  "or more"),
+            ([f"--dir={a_file}"], 1, f"--dir={a_file}: not a directory"),
+            ([f"--dir={a_file}/box"], 1, f"--dir={a_file}/box: cannot create it (Not a "
+                                         "directory)"),
+            (["--dir=/proc/self"], 1, "--dir=/proc/self: not writable (No such file or "
+                                      "directory)"),
+            ([f"--dir={tmp_path}/box", f"--nb-port={port}"], 1,
+             f"--nb-port={port}: port in use by pid {os.getpid()} "),
+        ]
+        for args, status, text in cases:
+            assert sandbox.main(["--northd=none", f"--dir={tmp_path}/box", *args]) == status
+            err = capsys.readouterr().err
+            assert err.startswith(f"pyovsdb sandbox: {text}") and err.count("\n") == 1, err
+    assert not (tmp_path / "box" / "nb.db").exists()
+    # From the command line: the same line and status, no traceback.
+    p = run([sys.executable, "-m", "pyovsdb", "sandbox", "--chassis=x"], check=False,
+            cwd=tmp_path)
+    assert (p.returncode, p.stdout, p.stderr) == (
+        2, "", "pyovsdb sandbox: --chassis=x: the number of simulated chassis must be 0 or "
+               "more\n")
+    assert sandbox.main(["--help"]) == 0
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "Everything goes in DIR (default ./sandbox" in usage
+    assert "The databases persist across runs: a second start in the same DIR serves them " \
+           "again" in usage
+
+
+def test_a_directory_still_in_use_is_refused(tmp_path: Path) -> None:
+    """Processes of an earlier sandbox still running (killed where the children could
+    not follow, or running elsewhere) are named with their pids; nothing is started or
+    signalled."""
+    from procs import NB_SCHEMA, ServerProcess, create_db
+
+    require("ovsdb-server", "ovsdb-tool")
+    box = tmp_path / "box"
+    box.mkdir()
+    db = create_db("real", box / "nb.db", NB_SCHEMA)
+    with ServerProcess("real", box, [db], name="nb") as left:
+        assert left.proc is not None
+        p = run([sys.executable, "-m", "pyovsdb", "sandbox", f"--dir={box}",
+                 "--northd=none"], check=False, timeout=30)
+        assert (p.returncode, p.stdout) == (1, "")
+        assert p.stderr == (f"pyovsdb sandbox: {box} is in use: nb (pid {left.proc.pid}) "
+                            "from an earlier sandbox still running; stop it (kill "
+                            f"{left.proc.pid}) or use another --dir\n")
+        assert left.proc.poll() is None
+        assert not (box / "sb.db").exists()
+
+
+def test_children_die_with_the_sandbox(tmp_path: Path) -> None:
+    """The kernel stops a child the sandbox started when the sandbox dies of SIGKILL."""
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "from pyovsdb.cli.sandbox import _die_with_parent\n"
+        "c = subprocess.Popen(['sleep', '60'], preexec_fn=_die_with_parent)\n"
+        "print(c.pid, flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        parent.kill()
+        parent.wait(timeout=10)
+        wait_for(lambda: not Path(f"/proc/{child}").exists()
+                 or Path(f"/proc/{child}/stat").read_text().split(") ")[1][0] == "Z",
+                 "the child to die", timeout=10)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+        if child and Path(f"/proc/{child}/cmdline").exists() and \
+                Path(f"/proc/{child}/cmdline").read_bytes() == b"sleep\x0060\x00":
+            os.kill(child, signal.SIGKILL)  # the test's own grandchild, left by a failure

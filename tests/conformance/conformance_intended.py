@@ -87,9 +87,6 @@ INTENDED: dict[str, Intended] = {
         "`convert` of the `_Server` database", "rule",
         "the real server converts it and drops the connection; ours refuses",
         case_only=True),
-    "unpaired_surrogate": Intended(
-        "an unpaired surrogate in a string, written as a `\\u` escape (`\"\\udcff\"`)", "rule",
-        "ours closes the connection; the real server answers", case_only=True),
     "member_order": Intended(
         "JSON object member order", "normalized", "objects compare as mappings"),
     "reals": Intended(
@@ -217,9 +214,6 @@ def apply_rules(where: str, case: Case, step: int, o: NormStep, r: NormStep,
             r.messages.get(where) in ([{"closed": True}],
                                       [{"error": None, "id": 1, "result": {}}, {"closed": True}]):
         return "convert_server_db"  # (the real server may close before its reply is out)
-    if "unpaired_surrogate" in declared and where != "dump" and \
-            o.messages.get(where) == [{"closed": True}]:
-        return "unpaired_surrogate"
     if "insert_default_constraints" in declared and \
             _violations_masked(o.messages.get(where)) == _violations_masked(
                 r.messages.get(where)):

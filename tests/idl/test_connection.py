@@ -91,6 +91,13 @@ def test_no_usable_remote_raises_no_server_error_with_reasons(tmp_path: Path) ->
         assert set(e.value.reasons) == set(remotes)
         assert all("connection failed" in r for r in e.value.reasons.values())
         assert idl._task is None and not idl.connected  # nothing left running
+        # The connect timeout given to the IDL is how long `async with` waits too.
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        with pytest.raises(NoServerError):
+            async with Idl(remotes, DB, connect_timeout=0.5, min_backoff=0.05):
+                pass
+        assert 0.5 <= loop.time() - t0 < 3
 
     arun(body())
 

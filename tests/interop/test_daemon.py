@@ -276,7 +276,9 @@ def test_run_command(kind: str, dirs: Dirs, command: str, status: int, text: str
 
 def test_startup_errors_name_the_path(kind: str, dirs: Dirs) -> None:
     """Missing default directories and files: one `ovsdb-server: ...` line each, with
-    the real wording; a log file that cannot be opened is a warning only."""
+    the real wording; the default log file that cannot be opened is a warning only, a
+    log file named on the command line is fatal after that warning (silently with the
+    console off)."""
     gone = dirs.base / "gone"
     env = {**dirs.env, "OVS_RUNDIR": str(gone / "run"), "OVS_LOGDIR": str(gone / "log")}
     db = create_db(kind, dirs.base / "nb.db", NB_SCHEMA)
@@ -309,6 +311,14 @@ def test_startup_errors_name_the_path(kind: str, dirs: Dirs) -> None:
     assert p.stderr.splitlines()[0].endswith(
         f"|00001|vlog|WARN|failed to open {gone}/log/ovsdb-server.log for logging: No such "
         "file or directory")
+    p = run([*cmd, f"--log-file={gone}/x.log", "--unixctl=none", f"--remote=punix:{sock}",
+             db], env=env, check=False, timeout=15)
+    assert p.returncode == 1 and re.fullmatch(
+        rf"\S+\|00001\|vlog\|WARN\|failed to open {gone}/x.log for logging: No such file or "
+        r"directory\n", p.stderr), p.stderr
+    p = run([*cmd, "-vconsole:off", f"--log-file={gone}/x.log", "--unixctl=none", db],
+            env=env, check=False, timeout=15)
+    assert (p.returncode, p.stderr) == (1, "")
 
 
 def test_syslog_target(kind: str, dirs: Dirs) -> None:

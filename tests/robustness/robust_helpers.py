@@ -217,13 +217,13 @@ class Watch:
 
     def log_tail(self, n: int = 4000) -> str:
         try:
-            return Path(self.srv.logfile).read_text()[-n:]
+            return Path(self.srv.logfile).read_text(errors="replace")[-n:]
         except OSError:
             return ""
 
     def log_problems(self) -> list[str]:
         try:
-            text = Path(self.srv.logfile).read_text()
+            text = Path(self.srv.logfile).read_text(errors="replace")
         except OSError:
             return []
         new = text[self._log_seen:]

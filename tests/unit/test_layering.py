@@ -8,7 +8,7 @@ Rules, and why:
   do not run and do not count. The pure modules: `ovsdb/`, `raft/core.py`,
   `raft/rpc.py`, `raft/records.py`, `engine/`, `northd/` except `northd/daemon.py`, the
   IDL row, replica, transaction and change-reading modules northd uses, and the
-  `util` modules those build on (`prng`, `ovsjson`, `ovshash`).
+  `util` modules those build on (`prng`, `ovsjson`, `ovshash`, `utf8`).
 - A pure module imports, from pyovsdb, only pure modules of the layers below it:
   `engine/` nothing at all (stdlib only); `northd/` only `engine`, `ovsdb`,
   `idl.row`, `idl.replica`, `idl.txn`, `idl.tracking` and `northd` itself (not
@@ -51,7 +51,8 @@ FORBIDDEN_ATTR_CALLS = frozenset({
 })
 FORBIDDEN_NAMES_FROM = {"uuid": frozenset({"uuid1", "uuid4"})}
 
-PURE_UTIL = frozenset({"pyovsdb.util.prng", "pyovsdb.util.ovsjson", "pyovsdb.util.ovshash"})
+PURE_UTIL = frozenset({"pyovsdb.util.prng", "pyovsdb.util.ovsjson", "pyovsdb.util.ovshash",
+                       "pyovsdb.util.utf8"})
 # The IDL's own pure parts: rows, the replica they live in, transactions as data, and
 # reading changesets (`tracking.changed_columns`); not `idl.idl` (asyncio, sockets).
 PURE_IDL = frozenset({"pyovsdb.idl.row", "pyovsdb.idl.replica", "pyovsdb.idl.txn",

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from pyovsdb.jsonrpc import stream as stream_mod
-from pyovsdb.jsonrpc.stream import FramingError, JsonStream
+from pyovsdb.jsonrpc.stream import FramingError, JsonStream, dumps
 
 MESSAGES = [
     {"method": "echo", "params": [], "id": 1},
@@ -69,9 +69,27 @@ def test_invalid_json_is_rejected() -> None:
         JsonStream().feed(b'{"a": nope}')
 
 
-def test_invalid_utf8_is_rejected() -> None:
-    with pytest.raises(FramingError):
-        JsonStream().feed(b'{"a": "\xff\xfe"}')
+def test_bytes_that_are_not_utf8_are_kept_as_the_real_parser_keeps_them() -> None:
+    """Invalid, overlong and encoded-surrogate bytes in a string, and a `\\u` escape of
+    an unpaired trailing surrogate (its three bytes), come out as lone surrogates that
+    `dumps` writes back as the same bytes, whole or split; an unpaired leading
+    surrogate is still invalid JSON, as for the real parser."""
+    data = (b'{"a": "x\xff\xfe", "b": ["\xc0\xaf", "\xed\xa0\x80", '
+            b'"\\udcff\\ud83d\\ude00\\\\udcff"]}')
+    msg = {"a": "x\udcff\udcfe", "b": ["\udcc0\udcaf", "\udced\udca0\udc80",
+                                      "\udced\udcb3\udcbf\U0001f600\\udcff"]}
+    assert JsonStream().feed(data) == [msg]
+    s = JsonStream()
+    assert s.feed(data[:9]) + s.feed(data[9:]) == [msg]
+    assert [m for b in data for m in s.feed(bytes([b]))] == [msg]
+    out = dumps(msg)
+    assert out == (b'{"a":"x\xff\xfe","b":["\xc0\xaf","\xed\xa0\x80",'
+                   b'"\xed\xb3\xbf\xf0\x9f\x98\x80\\\\udcff"]}')
+    assert JsonStream().feed(out) == [msg]
+    for bad in (b'["\\ud800"]', b'["\\ud800\\u0041\xff"]', b'["\xff", 01]', b'["\xff", NaN]',
+                b'["\xff", 1e999]', b'["\xff\\u0000"]'):
+        with pytest.raises(FramingError):
+            JsonStream().feed(bad)
 
 
 def test_message_size_limit() -> None:

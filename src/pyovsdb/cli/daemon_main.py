@@ -4,7 +4,10 @@ event loop to the end, and dying of the signal that ended it.
 
 Rules kept here:
 - A logging option applies to what is logged after it; a bad one is one line on
-  stderr and exit status 1.
+  stderr and exit status 1. A `--log-file=FILE` that cannot be opened is the warning
+  "failed to open FILE for logging: REASON" (on the console, if it is on) and exit
+  status 1, as for the real daemons; a plain `--log-file` (the default file) that
+  cannot be opened is only the warning.
 - A fatal error is VLOG_FATAL's: the message at emer in the log file (not the console),
   then `PROGRAM: message` on stderr, exit status 1.
 - A daemon stopped by a signal re-raises it with the default action once cleaned up,
@@ -43,8 +46,11 @@ def logging_options(program: str, logdir: str, parsed: opt.Parsed, logs: vlog.Vl
                 logs.set_syslog_target(value)
             elif name == "log-file":
                 given = value or os.path.join(logdir, f"{program}.log")
-                # On failure, a warning and no log file.
-                logs.open_log_file(os.path.abspath(given), given)
+                # On failure, the warning; then, for a file named on the command
+                # line, exit status 1 with nothing more said (vlog.h's
+                # VLOG_OPTION_HANDLERS); the default file is only warned about.
+                if not logs.open_log_file(os.path.abspath(given), given) and value:
+                    return 1
         except (ValueError, OSError) as e:
             print(f"{program}: {e}", file=sys.stderr)
             return 1

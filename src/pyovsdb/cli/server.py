@@ -14,12 +14,15 @@ Rules kept here:
   release it reproduces, as the real one's does: scripts compare that last word.
 - Startup follows ovsdb-server.c: options in order (`-v` applies from where it
   stands; a `--log-file` that cannot be opened gets the real warning, "failed to open
-  PATH for logging: REASON", and the server runs without a log file), then detach,
+  PATH for logging: REASON", and then, if PATH was given, exit status 1, else the
+  server runs without a log file), then detach,
   monitor and the locked pidfile, then databases, remotes, control socket, `--run`
   command, and only then is the daemon ready (the `--detach` parent returns). Each
   failure is one line `ovsdb-server: ...` with the real wording and exit status 1.
   A remote that cannot listen is not a failure: it is logged and retried
-  (server/listeners.py), as the real server does.
+  (server/listeners.py), as the real server does. A `db:` remote naming a database,
+  table or column that does not exist is: `ovsdb-server: "db:...": no database named
+  DB` (all such remotes, one line each, then a blank line; not logged), status 1.
 - `--run=COMMAND`: `/bin/sh -c COMMAND` once serving; the server exits when it ends,
   with status 0 if it succeeded, else 1 after "COMMAND: child exited, exit status N"
   (or "killed (SIGNAL)").
@@ -253,6 +256,14 @@ class _Run:
                     text = f"{e.tag}: {e.details}" if e.details else e.tag
                     raise daemon.Fatal(text.replace(os.path.abspath(name), name)) from None
             gctune.freeze()
+            problems = server.listeners.db_problems(self.config.remotes)
+            if problems:
+                # ovs_fatal, as the real server: stderr only (each problem ends with a
+                # newline, then the message does), nothing in the log.
+                server.close()
+                sys.stderr.write(f"{PROGRAM}: " + "".join(f"{p}\n" for p in problems)
+                                 + "\n")
+                return 1
             for r in self.config.remotes:
                 # One that cannot listen yet is logged and retried, as in the real
                 # server: startup goes on. One we cannot serve at all is refused.

@@ -32,7 +32,10 @@ Rules kept here:
 - Locks: the lock is requested again on every session; transactions of an IDL that
   wants a lock assert it, and are not sent (NOT_LOCKED) while it is not held.
 - `NoServerError` is raised when no remote is usable within the timeout asked for; it
-  lists why each remote was not.
+  lists why each remote was not. `connect_timeout`, when given, bounds both one
+  connection attempt and how long `start()` (so `async with`) waits for a usable
+  server and the initial replica; otherwise an attempt may take `ATTEMPT_TIMEOUT` and
+  `start()` waits `START_TIMEOUT`.
 - Garbage collection is paused while a monitor reply streams in, and a batch of many
   rows is frozen out of the collector's sight once applied (see `_gc_paused`).
 """
@@ -46,6 +49,7 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from types import EllipsisType
 from typing import Any
 
 import orjson
@@ -147,6 +151,10 @@ def server_value(json: Any) -> Any:
     return json
 
 
+ATTEMPT_TIMEOUT = 10.0  # one connection attempt, unless connect_timeout is given
+START_TIMEOUT = 30.0  # start()'s wait for a usable server, unless connect_timeout is given
+
+
 class Idl:
     def __init__(
         self,
@@ -163,7 +171,7 @@ class Idl:
         probe_interval: float = 5.0,
         min_backoff: float = 0.1,
         max_backoff: float = 8.0,
-        connect_timeout: float = 10.0,
+        connect_timeout: float | None = None,
         commit_timeout: float = 30.0,
         history: int = 1000,
         history_rows: int = 500_000,
@@ -199,6 +207,8 @@ class Idl:
         self.reconnect = ReconnectLog(free_tries=len(self.remotes)) if reconnect_log \
             else None
         self.connect_timeout = connect_timeout
+        self._attempt_timeout = ATTEMPT_TIMEOUT if connect_timeout is None else connect_timeout
+        self._start_timeout = START_TIMEOUT if connect_timeout is None else connect_timeout
         self.commit_timeout = commit_timeout
 
         self.schema: DatabaseSchema | None = None
@@ -256,8 +266,12 @@ class Idl:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def start(self, timeout: float | None = 30.0) -> None:
-        """Connect and wait for the initial replica; on failure nothing keeps running."""
+    async def start(self, timeout: float | EllipsisType | None = ...) -> None:
+        """Connect and wait for the initial replica (at most `timeout` seconds, by
+        default the IDL's connect timeout; None: no limit); on failure nothing keeps
+        running."""
+        if timeout is ...:
+            timeout = self._start_timeout
         gctune.tune()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -344,7 +358,7 @@ class Idl:
             rc.connecting(remote)
         try:
             conn = await connect(remote, lambda: ClientConnection(
-                remote, self._on_notify, self._probe(remote)), timeout=self.connect_timeout)
+                remote, self._on_notify, self._probe(remote)), timeout=self._attempt_timeout)
             assert conn is not None
             if rc is not None:
                 rc.connected()

@@ -1,7 +1,9 @@
 """A small blocking JSON-RPC client, for command-line tools, tests and benchmarks.
 
 Rules kept here:
-- Remotes are `unix:PATH` or `tcp:IP:PORT` (IPv6 literal in brackets).
+- Remotes are `unix:PATH` or `tcp:IP:PORT` (IPv6 literal in brackets). A relative
+  unix PATH is in the run directory ($OVS_RUNDIR, default /var/run/openvswitch), as
+  the real tools resolve it (`unix_path`), not in the working directory.
 - `call` sends a request and returns its reply, answering the server's `echo` probes
   and queueing notifications (updates, locked, stolen) for `notifications()`.
 - Many requests may be in flight (`send` then `wait`), as pipelining clients do.
@@ -10,12 +12,14 @@ Rules kept here:
 
 from __future__ import annotations
 
+import os
 import socket
 from collections import deque
 from typing import Any
 
 import orjson
 
+from ..util.daemon import rundir
 from .message import ERROR, NOTIFY, REPLY, REQUEST, classify, reply
 from .stream import JsonStream
 
@@ -26,12 +30,22 @@ class RpcError(Exception):
         self.error = error
 
 
+def unix_path(path: str) -> str:
+    """Where a `unix:`/`punix:` socket named `path` is: a relative name is in the run
+    directory, as lib/stream-unix.c resolves it."""
+    return os.path.join(rundir(), path)
+
+
 def connect(remote: str, timeout: float | None = None) -> socket.socket:
     kind, _, addr = remote.partition(":")
     if kind == "unix":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
-        s.connect(addr)
+        try:
+            s.connect(unix_path(addr))
+        except OSError:
+            s.close()
+            raise
     elif kind == "tcp":
         host, _, port = addr.rpartition(":")
         host = host.strip("[]")

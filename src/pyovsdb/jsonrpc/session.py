@@ -11,7 +11,9 @@ Rules kept here:
   before any later reply is resolved: an update the server sent before a transaction's
   reply is always applied before the awaiting code resumes.
 - When the connection closes, every pending request fails with `ConnectionLost`.
-- `connect()` understands `unix:PATH` and `tcp:IP:PORT`, for any `Connection` factory.
+- `connect()` understands `unix:PATH` (a relative PATH is in the run directory, as
+  for the real tools: `client.unix_path`) and `tcp:IP:PORT`, for any `Connection`
+  factory.
 - Streaming (`ClientConnection` only): a request may name a `RowSink`; the table-updates
   in its reply are then not built as one JSON tree but handed to the sink one row at a
   time, as the bytes arrive, and the bytes of rows already handed over are dropped. The
@@ -37,6 +39,7 @@ from typing import Any, Protocol
 import orjson
 
 from ..util import batch
+from .client import unix_path
 from .connection import Connection
 from .message import ERROR, NOTIFY, REPLY, REQUEST, notification
 from .stream import FramingError
@@ -539,7 +542,7 @@ async def connect(remote: str, factory: Callable[[], Connection],
     loop = asyncio.get_running_loop()
     kind, _, addr = remote.partition(":")
     if kind == "unix":
-        coro = loop.create_unix_connection(factory, addr)
+        coro = loop.create_unix_connection(factory, unix_path(addr))
     elif kind == "tcp":
         host, _, port = addr.rpartition(":")
         coro = loop.create_connection(factory, host.strip("[]"), int(port))

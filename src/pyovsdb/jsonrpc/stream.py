@@ -11,26 +11,40 @@ Rules kept here:
   levels and those cut by a read boundary.
 - Each complete message is parsed once, by orjson.
 - Input that cannot be JSON-RPC (top-level text that is not an object or array, a
-  message above `max_size` bytes, nesting deeper than `max_depth`, invalid JSON or
-  UTF-8) raises `FramingError`; the caller closes that connection. Nothing is buffered
+  message above `max_size` bytes, nesting deeper than `max_depth`, invalid JSON)
+  raises `FramingError`; the caller closes that connection. Nothing is buffered
   without limit. The error carries the messages completed before the bad input in the
   same feed: the real server answers those before it drops the connection.
+- Bytes that are not UTF-8 inside a string are no framing error: the real parser
+  keeps them, and the server refuses them only where a column value is parsed (a
+  "constraint violation" for that transaction; the session goes on). Such a message
+  is parsed a second, slower way (`_parse_bytes`) into strings that hold each bad
+  byte as a lone surrogate (see util/utf8.py), a `\\u` escape of an unpaired trailing
+  surrogate becoming its three bytes as in the real parser (an unpaired leading one
+  stays an error, as there). `dumps` writes such strings back as the same bytes.
+- A message of `LARGE_MESSAGE` bytes or more calls `on_large_message` (a server gives
+  memory back after it).
 - Values the real JSON parser refuses are refused here too, although orjson would take
   them: a NUL character in a string (`\\u0000`) and a number that is not zero but
   below the smallest normal double (strtod's ERANGE). Accepted and stored, they would
   make the database file unreadable by the real tools. Finding them costs one C-speed
   search per message; only a message that may hold one is walked.
 - `dumps` writes any value `feed` can return, including one nested deeper than
-  orjson's limit of 255 levels (the real server echoes such values).
+  orjson's limit of 255 levels (the real server echoes such values) and strings
+  holding bytes that are not UTF-8.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from ..util.utf8 import has_escaped_bytes, to_bytes
 
 _INNER_DEPTH = 5
 _STR = rb'"(?:[^"\\]++|\\.)*+"'
@@ -68,6 +82,12 @@ DEFAULT_MAX_SIZE = 1 << 30
 # path (orjson alone) and the scan in agreement; the real server's limit is 1000.
 ORJSON_MAX_DEPTH = 1024
 DEFAULT_MAX_DEPTH = ORJSON_MAX_DEPTH
+
+
+# A received message at least this large is followed by giving memory back
+# (`on_large_message`, set by a server).
+LARGE_MESSAGE = 1 << 20
+on_large_message: Callable[[int], None] | None = None
 
 
 class FramingError(Exception):
@@ -113,6 +133,8 @@ class JsonStream:
             else:
                 if _suspect(data, 0, len(data)):
                     _check_values(msg)
+                if len(data) >= LARGE_MESSAGE:
+                    _large(len(data))
                 return [msg]
         buf += data
         out: list[Any] = []
@@ -164,6 +186,8 @@ class JsonStream:
                         if pos - start > self.max_size:
                             raise self._too_big()
                         out.append(_parse(buf, start, pos))
+                        if pos - start >= LARGE_MESSAGE:
+                            _large(pos - start)
                         start = pos
             if pos - start > self.max_size:
                 raise self._too_big()
@@ -172,7 +196,7 @@ class JsonStream:
             e.messages = out
             raise
         if start:
-            del buf[:start]
+            del buf[:start]  # (a bytearray that shrinks by half gives its memory back)
             pos -= start
         self._pos = pos
         self._depth = depth
@@ -188,14 +212,79 @@ class JsonStream:
         self._in_string = False
 
 
+def _large(size: int) -> None:
+    hook = on_large_message
+    if hook is not None:
+        hook(size)
+
+
 def _parse(buf: bytearray, start: int, end: int) -> Any:
     try:
         msg = orjson.loads(memoryview(buf)[start:end])
     except orjson.JSONDecodeError as e:
-        raise FramingError(f"invalid JSON: {e.msg}") from None
+        msg = _parse_bytes(bytes(memoryview(buf)[start:end]))
+        if msg is _INVALID:
+            raise FramingError(f"invalid JSON: {e.msg}") from None
+        _check_values(msg)
+        return msg
     if _suspect(buf, start, end):
         _check_values(msg)
     return msg
+
+
+_INVALID = object()
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# In a string: an escaped backslash (skipped), a surrogate pair, or a lone surrogate.
+_ESCAPES = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+                      rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+class _Unpaired(Exception):
+    pass
+
+
+def _escape(m: re.Match[bytes]) -> bytes:
+    text = m.group(0)
+    if len(text) == 2 or len(text) == 12:  # "\\" or a pair
+        return text
+    code = int(text[2:], 16)
+    if code < 0xDC00:  # a leading surrogate with no trailing one: refused
+        raise _Unpaired
+    return chr(code).encode("utf-8", "surrogatepass")  # the real parser's three bytes
+
+
+def _parse_int(text: str) -> int | float:
+    v = int(text)
+    return v if -(1 << 63) <= v < 1 << 64 else float(text)  # as orjson reads it
+
+
+def _parse_float(text: str) -> float:
+    v = float(text)
+    if v in (float("inf"), float("-inf")):
+        raise ValueError("number outside valid range")
+    return v
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"invalid literal {text}")
+
+
+def _parse_bytes(data: bytes) -> Any:
+    """A message orjson refused, parsed as the real parser reads strings that are not
+    UTF-8 (see the module rules); `_INVALID` if it is no valid JSON that way either."""
+    try:
+        data.decode()
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    if utf8 and _SURROGATE_ESCAPE.search(data) is None:
+        return _INVALID  # refused for another reason
+    try:
+        text = _ESCAPES.sub(_escape, data).decode("utf-8", "surrogateescape")
+        return json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                          parse_constant=_no_constant)
+    except (_Unpaired, ValueError, RecursionError):
+        return _INVALID
 
 
 def _suspect(data: bytes | bytearray, start: int, end: int) -> bool:
@@ -228,7 +317,16 @@ def dumps(obj: Any, sort_keys: bool = False) -> bytes:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS if sort_keys else None)
     except TypeError:
         # orjson stops at 255 levels of nesting; received messages may nest deeper.
+        # It also refuses strings with bytes that are not UTF-8.
         return _dumps_deep(obj, sort_keys)
+
+
+def _dumps_str(s: str) -> bytes:
+    """A JSON string as orjson writes it; one holding bytes that are not UTF-8 is
+    written with those bytes, as the real server writes it back."""
+    if has_escaped_bytes(s):
+        return to_bytes(json.dumps(s, ensure_ascii=False))
+    return orjson.dumps(s)
 
 
 def _dumps_deep(obj: Any, sort_keys: bool) -> bytes:
@@ -249,7 +347,7 @@ def _dumps_deep(obj: Any, sort_keys: bool) -> bytes:
                 if type(key) is not str:
                     raise TypeError("Dict key must be str")
                 stack.append(value)
-                stack.append((b"," if i else b"") + orjson.dumps(key) + b":")
+                stack.append((b"," if i else b"") + _dumps_str(key) + b":")
             stack.append(b"{")
         elif isinstance(v, (list, tuple)):
             stack.append(b"]")
@@ -260,6 +358,8 @@ def _dumps_deep(obj: Any, sort_keys: bool) -> bytes:
             stack.append(b"[")
         elif type(v) is int and not -(1 << 63) <= v < 1 << 64:
             out.append(str(v).encode())
+        elif type(v) is str:
+            out.append(_dumps_str(v))
         else:
             out.append(orjson.dumps(v))
     return b"".join(out)

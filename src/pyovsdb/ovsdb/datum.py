@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..util.ovsjson import Real, format_real, json_string
+from ..util.utf8 import invalid_sequence
 from .errors import OvsdbError, syntax_error
 from .types import BOOLEAN, INT_MAX, INT_MIN, INTEGER, REAL, STRING, UINT_MAX, UUID, BaseType
 
@@ -234,6 +235,11 @@ def check_atom(base: BaseType, atom: Any) -> None:
                 f"{format_real(atom)} is greater than maximum allowed value {format_real(hi_r)}",
             )
     elif t == STRING:
+        if not atom.isascii():
+            # Bytes that are not UTF-8, kept by the JSON parser (see util/utf8.py).
+            bad = invalid_sequence(atom)
+            if bad is not None:
+                raise OvsdbError("constraint violation", f"not a valid UTF-8 string: {bad}")
         lo_l, hi_l = base.min_length, base.max_length
         if lo_l is None and hi_l is None:
             return
@@ -261,6 +267,7 @@ class Codec:
         "_check_key",
         "_check_value",
         "_fast_type",
+        "_utf8",
         "default",
         "is_map",
         "is_scalar",
@@ -289,6 +296,11 @@ class Codec:
         self.is_scalar = ctype.is_scalar
         self._check_key = ctype.key.has_constraints
         self._check_value = ctype.value is not None and ctype.value.has_constraints
+        # Every string is checked for UTF-8, as the real server checks it. Where that is
+        # a string's only constraint, a batch of atoms that is all ASCII needs nothing;
+        # otherwise it is parsed again with every check (`_recheck`), which raises the
+        # error the real server meets first.
+        self._utf8 = self.key_type == STRING or self.value_type == STRING
         # The real server's default: min elements of the atoms' defaults, so a set or map
         # with min 1 defaults to one default element (`ovsdb_datum_init_default`).
         kd = ATOM_DEFAULTS[self.key_type]
@@ -318,8 +330,8 @@ class Codec:
         result has the column's canonical form whatever the bounds."""
         fast = self._fast_type
         if fast is not None and type(json) is fast and lo is None and hi is None and (
-                fast is not int or INT_MIN <= json <= INT_MAX):
-            return json  # a plain scalar string/integer/boolean without constraints
+                fast is bool or (json.isascii() if fast is str else INT_MIN <= json <= INT_MAX)):
+            return json  # a plain scalar ASCII string/integer/boolean without constraints
         lo = self.min if lo is None else lo
         hi = self.max if hi is None else hi
         if self.is_map:
@@ -335,7 +347,14 @@ class Codec:
                 check_atom(key, a)
                 atoms.append(a)
         else:
-            atoms = [atom_from_json(kt, j, symtab) for j in elems]
+            try:
+                atoms = [atom_from_json(kt, j, symtab) for j in elems]
+            except OvsdbError:
+                if self._utf8:
+                    self._recheck(elems, symtab)
+                raise
+            if self._utf8 and not "".join(atoms).isascii():
+                self._recheck(elems, symtab)
         if self.is_scalar:
             return atoms[0]
         if len(atoms) <= 1:
@@ -357,25 +376,48 @@ class Codec:
         kt, vt = self.key_type, self.value_type
         pairs: dict[Any, Any] = {}
         n = 0
-        for item in elems:
-            if type(item) is not list or len(item) != 2:
-                raise syntax_error(item, "expected 2-element array")
-            k = atom_from_json(kt, item[0], symtab)
-            if self._check_key:
-                check_atom(self.key, k)
-            v = atom_from_json(vt, item[1], symtab)
-            if self._check_value:
-                check_atom(self.value, v)
-            pairs[k] = v
-            n += 1
+        try:
+            for item in elems:
+                if type(item) is not list or len(item) != 2:
+                    raise syntax_error(item, "expected 2-element array")
+                k = atom_from_json(kt, item[0], symtab)
+                if self._check_key:
+                    check_atom(self.key, k)
+                v = atom_from_json(vt, item[1], symtab)
+                if self._check_value:
+                    check_atom(self.value, v)
+                pairs[k] = v
+                n += 1
+        except OvsdbError:
+            if self._utf8:
+                self._recheck(elems, symtab)
+            raise
+        if self._utf8 and (len(pairs) != n
+                           or (kt == STRING and not "".join(pairs).isascii())
+                           or (vt == STRING and not "".join(pairs.values()).isascii())):
+            self._recheck(elems, symtab)
         if len(pairs) != n:
             raise OvsdbError("ovsdb error", "map contains duplicate key")
         return tuple(sorted(pairs.items()))
 
+    def _recheck(self, elems: list[Any], symtab: SymbolTable | None) -> None:
+        """Parse the elements of a set or map again, checking every atom in order
+        (UTF-8 included): raises the first error the real server would report."""
+        kt, vt = self.key_type, self.value_type
+        for item in elems:
+            if vt is None:
+                check_atom(self.key, atom_from_json(kt, item, symtab))
+                continue
+            assert self.value is not None
+            if type(item) is not list or len(item) != 2:
+                raise syntax_error(item, "expected 2-element array")
+            check_atom(self.key, atom_from_json(kt, item[0], symtab))
+            check_atom(self.value, atom_from_json(vt, item[1], symtab))
+
     def keys_from_json(self, json: Any, symtab: SymbolTable | None = None) -> tuple[Any, ...]:
         """A set of map keys, any size (the `delete` mutator on a map accepts one)."""
         atoms = _set_atoms_from_json(self.key_type, json, symtab)
-        if self._check_key:
+        if self._check_key or self.key_type == STRING:
             for a in atoms:
                 check_atom(self.key, a)
         unique = sorted(set(atoms))

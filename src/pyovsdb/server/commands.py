@@ -13,7 +13,8 @@ Rules kept here:
   `monitor_cond` and `monitor_cond_since` are unknown methods for the rest of the
   process, so clients fall back to `monitor`.
 - `memory-trim-on-compaction` (on by default, as in the real server) returns freed
-  memory to the system after each `compact` request (glibc's malloc_trim).
+  memory to the system after each compaction, on request or automatic (glibc's
+  malloc_trim; without it, the real reply "memory trimming is not supported").
 - The `cluster/*` commands exist once a clustered database has been opened, as in the
   real server.
 - There is no `time/warp` or `time/stop`: the real server has them only in test builds
@@ -23,12 +24,12 @@ Rules kept here:
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import logging
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..ovsdb.errors import OvsdbError
+from ..util import memtrim
 from .appctl import CommandError, UnixctlServer, register_vlog
 from .server_db import SERVER_DB
 
@@ -86,17 +87,19 @@ def _register_cluster(uc: UnixctlServer, commands: _Commands) -> None:
 class _Commands:
     def __init__(self, server: Server) -> None:
         self.server = server
-        self.trim_memory = True     # the real server's default
         self.trim_logged = False
 
     def memory_trim_on_compaction(self, args: list[str]) -> str:
+        if not memtrim.supported():
+            raise CommandError("memory trimming is not supported")
         if args[0] not in ("on", "off"):
             raise CommandError("invalid argument")
-        old, self.trim_memory = self.trim_memory, args[0] == "on"
-        if not self.trim_logged or old != self.trim_memory:
+        server = self.server
+        old, server.trim_memory = server.trim_memory, args[0] == "on"
+        if not self.trim_logged or old != server.trim_memory:
             self.trim_logged = True
             log.info("memory trimming after compaction %s.",
-                     "enabled" if self.trim_memory else "disabled")
+                     "enabled" if server.trim_memory else "disabled")
         return ""
 
     def exit(self, args: list[str]) -> str:
@@ -130,6 +133,8 @@ class _Commands:
                 problem = hosted.cluster.compact()
                 if problem:
                     errors.append(problem)
+                else:
+                    server.after_compaction()
                 continue
             try:
                 server.compact(hosted)
@@ -138,8 +143,6 @@ class _Commands:
             except OSError as e:
                 errors.append(f"I/O error: {e.filename or hosted.name}: compaction failed "
                               f"({e.strerror})")
-        if self.trim_memory:
-            _malloc_trim()
         if errors:
             raise CommandError("\n".join(errors))
         return ""
@@ -300,15 +303,6 @@ class _Commands:
         c.process()
         return text
 
-
-
-def _malloc_trim() -> None:
-    """Hand the memory a compaction freed back to the system, as the real server does
-    with glibc's malloc_trim(); nothing where there is no such call."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _log_task_error(task: asyncio.Task[Any]) -> None:

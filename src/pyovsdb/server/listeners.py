@@ -9,6 +9,15 @@ Rules kept here:
 - `db:` remotes are re-read after every commit to the database they name: listeners
   appear and disappear with the rows ("TARGET: remote deconfigured"), and a removed
   listener's sessions are closed, as in the real server.
+- A `db:` remote must name a database, table and column that exist (`db_problems`,
+  with the real server's texts: `"db:...": no database named DB`, `no table named
+  TABLE`, `table "TABLE" has no column "COLUMN"`, `invalid syntax`). At startup that
+  is fatal (cli/server.py); `ovsdb-server/add-remote` refuses it with that text; one
+  that goes bad at run time (its database removed) is logged once, as the real server
+  does, each time the set of problems changes (ovsdb_server, WARN, one line per
+  remote in the real server's walk order), and comes back when its database does. A
+  column of another type than string or reference is no error and names no remote. A
+  clustered database that has not joined yet is no error either.
 - A row's options (see `remotes.row_options`) apply to the listener and at once to the
   sessions it already has: read-only, role and probe interval. (The real 3.1 server
   keeps a listener's first read_only and role until the listener goes away; a row
@@ -47,7 +56,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..ovsdb.errors import OvsdbError
@@ -55,16 +64,19 @@ from .appctl import CommandError
 from .remotes import (
     Remote,
     RemoteOptions,
+    db_column,
     default_options,
     parse_remote,
     row_options,
     row_target,
+    walk_order,
 )
 
 if TYPE_CHECKING:
     from .hosted import HostedDb
 
 log = logging.getLogger("ovsdb_jsonrpc_server")
+server_log = logging.getLogger("ovsdb_server")
 socket_log = logging.getLogger("socket_util")
 unix_log = logging.getLogger("stream_unix")
 
@@ -238,12 +250,15 @@ class Listener:
 
 class Listeners:
     def __init__(self, session_factory: Callable[[Listener], Any],
-                 dbs: dict[str, HostedDb], status_writer: Callable[[str, list[Any]], None]
-                 ) -> None:
+                 dbs: dict[str, HostedDb], status_writer: Callable[[str, list[Any]], None],
+                 joining: Callable[[str], bool] = lambda name: False) -> None:
         self.session_factory = session_factory
         self.dbs = dbs
         self.status_writer = status_writer
-        self.remotes: set[str] = set()  # as configured: targets and db:DB,TABLE,COLUMN
+        self.joining = joining  # a clustered database with no contents yet
+        # As configured, in the order given: targets and db:DB,TABLE,COLUMN.
+        self.remotes: dict[str, None] = {}
+        self._last_problems = ""  # the db: remotes' problems last logged
         self.active: dict[str, Listener] = {}  # target -> its listener
         self._warned: set[str] = set()  # targets we cannot serve, already logged
         self._starting: set[asyncio.Task[None]] = set()
@@ -261,7 +276,7 @@ class Listeners:
         remote = parse_remote(name)
         if name in self.remotes:
             return
-        self.remotes.add(name)
+        self.remotes[name] = None
         self.reconfigure()  # one that cannot listen yet is logged and retried
         if remote.kind == "db" and self._status_task is None:
             self._status_task = asyncio.get_running_loop().create_task(self._status_loop())
@@ -275,21 +290,44 @@ class Listeners:
         except OvsdbError as e:
             raise CommandError(e.details or e.tag) from None
         if remote.kind == "db":
-            db_name, table, column = name[3:].split(",")
-            hosted = self.dbs.get(db_name)
-            if hosted is None:
-                raise CommandError(f'"{name}": no database named {db_name}')
-            t = hosted.db.tables.get(table)
-            if t is None:
-                raise CommandError(f'"{name}": no table named {table}')
-            if column not in t.schema.columns:
-                raise CommandError(f'"{name}": table "{table}" has no column "{column}"')
+            problem = self.db_problem(name)
+            if problem is not None:
+                raise CommandError(problem)
         return remote
+
+    def db_problem(self, name: str) -> str | None:
+        """Why the `db:` remote `name` names no column, in the real server's words."""
+        parts = db_column(name)
+        if parts is None:
+            return f'"{name}": invalid syntax'
+        db_name, table, column = parts
+        hosted = self.dbs.get(db_name)
+        if hosted is None:
+            return f'"{name}": no database named {db_name}'
+        t = hosted.db.tables.get(table)
+        if t is None:
+            return f'"{name}": no table named {table}'
+        if column not in t.schema.columns:
+            return f'"{name}": table "{table}" has no column "{column}"'
+        return None
+
+    def db_problems(self, names: Iterable[str] | None = None) -> list[str]:
+        """The problems of the `db:` remotes among `names` (default: those configured),
+        in the real server's order; a clustered database that has not joined yet is
+        none."""
+        out = []
+        for name in walk_order(self.remotes if names is None else dict.fromkeys(names)):
+            if name.startswith("db:"):
+                problem = self.db_problem(name)
+                parts = db_column(name)
+                if problem is not None and not (parts and self.joining(parts[0])):
+                    out.append(problem)
+        return out
 
     def remove(self, name: str) -> None:
         if name not in self.remotes:
             raise CommandError("no such remote")
-        self.remotes.discard(name)
+        del self.remotes[name]
         self.reconfigure()
 
     def names(self) -> list[str]:
@@ -315,7 +353,7 @@ class Listeners:
 
     def refresh(self, changed_db: str | None) -> None:
         """A commit to `changed_db` may have changed the remotes read from it."""
-        if any(changed_db is None or n[3:].split(",")[0] == changed_db
+        if any(changed_db is None or (db_column(n) or ("",))[0] == changed_db
                for n in self.from_db):
             self.reconfigure()
 
@@ -327,8 +365,10 @@ class Listeners:
             if not name.startswith("db:"):
                 out[name] = default_options(parse_remote(name))
         for name in sorted(self.from_db):
-            db_name, table, column = name[3:].split(",")
-            for target, ts, data in self._target_rows(db_name, table, column):
+            parts = db_column(name)
+            if parts is None:
+                continue
+            for target, ts, data in self._target_rows(*parts):
                 base = out.get(target)
                 if base is None:
                     try:
@@ -339,6 +379,7 @@ class Listeners:
         return out
 
     def reconfigure(self) -> None:
+        self._report_problems()
         wanted = self.wanted()
         self._failed.intersection_update(wanted)
         for target, lst in list(self.active.items()):
@@ -368,6 +409,14 @@ class Listeners:
             self._start(lst)
         if self._failed and self._retry_task is None:
             self._retry_task = asyncio.get_running_loop().create_task(self._retry_loop())
+
+    def _report_problems(self) -> None:
+        """The real server's `report_error_if_changed`: the db: remotes' problems are
+        logged when they differ from those last logged."""
+        problems = "\n".join(self.db_problems()) if self.from_db else ""
+        if problems and problems != self._last_problems:
+            server_log.warning("%s", problems)
+        self._last_problems = problems
 
     async def _retry_loop(self) -> None:
         """Reopen the listeners that failed until none is left, as the real server
@@ -463,9 +512,9 @@ class Listeners:
                 continue
             ops: list[Any] = []
             for name in sorted(self.from_db):
-                row_db, table, column = name[3:].split(",")
-                if row_db == db_name:
-                    ops.extend(self._status_ops(hosted, table, column))
+                parts = db_column(name)
+                if parts is not None and parts[0] == db_name:
+                    ops.extend(self._status_ops(hosted, parts[1], parts[2]))
             if ops:
                 self.status_writer(db_name, ops)
 

@@ -26,6 +26,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from ..jsonrpc.client import unix_path
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import NOTIFY
 from ..raft import rpc
@@ -105,9 +106,10 @@ class RaftNet:
             return _RaftConn(self, f"raft:{kind}")
 
         if kind == "unix":
-            if os.path.exists(rest):
-                os.unlink(rest)
-            self._server = await loop.create_unix_server(factory, rest)
+            path = unix_path(rest)  # a relative name is in the run directory
+            if os.path.exists(path):
+                os.unlink(path)
+            self._server = await loop.create_unix_server(factory, path)
         elif kind == "tcp":
             host, _, port = rest.rpartition(":")
             self._server = await loop.create_server(factory, host.strip("[]"), int(port),
@@ -232,6 +234,6 @@ class RaftNet:
         kind, _, rest = self.local_address.partition(":")
         if kind == "unix":
             try:
-                os.unlink(rest)
+                os.unlink(unix_path(rest))
             except FileNotFoundError:
                 pass

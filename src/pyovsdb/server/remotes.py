@@ -1,11 +1,16 @@
 """Remote (listener) names, as `ovsdb-server --remote` takes them.
 
 Rules kept here:
-- `punix:PATH` listens on a unix socket; `ptcp:PORT[:IP]` on TCP (IP defaults to
-  0.0.0.0, IPv6 literals in brackets); port 0 picks a free port, reported afterwards;
-  a bare `ptcp:` is the OVSDB port 6640, as for the real server.
+- `punix:PATH` listens on a unix socket; a relative PATH is in the run directory
+  ($OVS_RUNDIR), as the real server binds it, while the remote keeps its name as
+  given. `ptcp:PORT[:IP]` listens on TCP (IP defaults to 0.0.0.0, IPv6 literals in
+  brackets); port 0 picks a free port, reported afterwards; a bare `ptcp:` is the
+  OVSDB port 6640, as for the real server.
 - `db:DB,TABLE,COLUMN` names a column whose values are more remotes (resolved by the
-  server, not here).
+  server, not here). Its three names are read as the real server reads them (C's
+  `strtok` on commas: empty names are skipped, anything after the third is ignored);
+  fewer than three is the real server's `"db:...": invalid syntax`, reported where
+  the database is looked up (`db_column`).
 - Probing: by default the real server sends inactivity probes on TCP connections only
   (every 5 s), never on unix sockets; a Connection row's `inactivity_probe` overrides
   that for its remote, unix or TCP.
@@ -21,12 +26,15 @@ Rules kept here:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..jsonrpc.client import unix_path
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.rbac import read_bool, read_map_value, read_string
 from ..ovsdb.schema import TableSchema
+from ..util.ovshash import calc_mask, hash_string, shash_order
 
 DEFAULT_PROBE_INTERVAL = 5.0
 OVSDB_PORT = 6640
@@ -56,7 +64,7 @@ def parse_remote(name: str) -> Remote:
     if kind == "punix":
         if not rest:
             raise OvsdbError("syntax error", f"{name}: punix: requires a socket path")
-        return Remote("punix", path=rest, name=name)
+        return Remote("punix", path=unix_path(rest), name=name)
     if kind == "ptcp":
         if not rest:
             return Remote("ptcp", host="0.0.0.0", port=OVSDB_PORT, name=name)
@@ -70,13 +78,39 @@ def parse_remote(name: str) -> Remote:
         host = host.strip("[]") if host else "0.0.0.0"
         return Remote("ptcp", host=host, port=port, name=name)
     if kind == "db":
-        parts = rest.split(",")
-        if len(parts) != 3 or not all(parts):
-            raise OvsdbError("syntax error", f"{name}: db: remote must be db:DB,TABLE,COLUMN")
         return Remote("db", path=rest, name=name)
     if kind in ("pssl", "ssl", "tcp", "unix"):
         raise OvsdbError("not supported", f"{name}: {kind}: remotes are not supported yet")
     raise OvsdbError("syntax error", f"{name}: unknown remote type \"{kind}\"")
+
+
+def db_column(name: str) -> tuple[str, str, str] | None:
+    """The (database, table, column) a `db:` remote names, read as the real server
+    reads them; None if it names fewer than three."""
+    parts = [p for p in name.partition(":")[2].split(",") if p][:3]
+    if len(parts) < 3:
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+def walk_order(names: Iterable[str]) -> list[str]:
+    """The configured remotes (distinct, in the order given) in the order the real
+    server walks them once started, which is the order of its errors about them: it
+    keeps them in a hash set, writes that set to its restart file in walk order and
+    reads it back into the same, emptied, table (which keeps its size)."""
+    given = list(names)
+    mask = 0
+    for n in range(1, len(given) + 1):
+        if n // 2 > mask:
+            mask = max(mask, calc_mask(n))
+
+    def walk(order: list[str]) -> list[str]:
+        buckets: list[list[str]] = [[] for _ in range(mask + 1)]
+        for s in order:
+            buckets[hash_string(s) & mask].insert(0, s)
+        return [s for b in buckets for s in b]
+
+    return walk(list(shash_order(given)))
 
 
 @dataclass(frozen=True)

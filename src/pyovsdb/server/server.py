@@ -14,6 +14,13 @@ Rules kept here:
   (committed DB database schema conversion)`).
 - Once closing, no connection is served: one accepted in the same loop pass as the
   shutdown is dropped before it can reach a database whose file is closed.
+- Memory goes back to the system (util/memtrim.py) after a compaction, as the real
+  server's `memory-trim-on-compaction` (on by default) does, and after a received
+  message of `stream.LARGE_MESSAGE` bytes or more: cycles are collected and the heap
+  trimmed once the request is handled and no client has that much output still to
+  send (a large reply, freed as it goes out), checked every `RECLAIM_DELAY`; at most
+  once per `RECLAIM_INTERVAL`, so a stream of large messages costs one collection per
+  interval, and a client that does not read delays it by at most that long.
 The `_Server` database, listeners and control commands live in their own modules.
 """
 
@@ -25,6 +32,7 @@ import os
 import time
 from typing import Any
 
+from ..jsonrpc import stream
 from ..jsonrpc.message import error_reply, notification
 from ..ovsdb.convert import convert
 from ..ovsdb.errors import OvsdbError
@@ -32,7 +40,7 @@ from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
 from ..storage import clustered
 from ..storage.standalone import StandaloneStorage
-from ..util import batch
+from ..util import batch, memtrim
 from ..util.uuidgen import new_uuid
 from .cluster import ClusteredDb
 from .hosted import HostedDb
@@ -43,6 +51,9 @@ from .session import Session
 
 log = logging.getLogger("ovsdb_server")
 jsonrpc_log = logging.getLogger("ovsdb_jsonrpc_server")
+
+RECLAIM_DELAY = 0.5
+RECLAIM_INTERVAL = 10.0
 
 
 def monotonic_ms() -> float:
@@ -72,7 +83,14 @@ class Server:
         self._dirty = False
         self.server_db = ServerDatabase(monotonic_ms)
         self.dbs[SERVER_DB] = self.server_db.hosted
-        self.listeners = Listeners(self._new_session, self.dbs, self._write_status)
+        self.trim_memory = True  # ovsdb-server/memory-trim-on-compaction
+        self._reclaim: asyncio.TimerHandle | None = None
+        self._reclaim_by = 0.0  # loop time by which to reclaim whatever clients read
+        self._last_reclaim = -RECLAIM_INTERVAL
+        stream.on_large_message = self._large_message
+        self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
+                                   lambda name: name in self.clusters
+                                   and name not in self.dbs)
 
     def _new_session(self, listener: Listener) -> Session:
         session = Session(self, probe_interval=listener.remote.probe_interval)
@@ -113,6 +131,13 @@ class Server:
         """A clustered database has its first contents: clients may use it now."""
         assert c.hosted is not None
         self.dbs[c.name] = c.hosted
+        self._databases_changed()
+
+    def _databases_changed(self) -> None:
+        """A database came or went: the `db:` remotes that name it are read again (and
+        their problems logged), as the real server does in its next loop iteration."""
+        if self.listeners.from_db:
+            self.listeners.refresh(None)
 
     def replace_db_contents(self, hosted: HostedDb, db: Any, why: str) -> None:
         """New contents for a database (a snapshot installed from the leader, or a
@@ -155,6 +180,7 @@ class Server:
         hosted.on_trigger_deadline = lambda _h: self._schedule_trigger_timer()
         self.dbs[name] = hosted
         self.server_db.set_row(hosted)
+        self._databases_changed()
         return hosted
 
     def remove_db(self, name: str, why: str) -> None:
@@ -174,6 +200,7 @@ class Server:
         if c is not None:
             c.close()
         self.server_db.remove_row(name)
+        self._databases_changed()
 
     def _drop_monitors(self, name: str, why: str) -> None:
         """Cancel monitors and pending transactions on database `name`."""
@@ -309,11 +336,41 @@ class Server:
                                               "without storage")
         t0 = time.monotonic()
         hosted.storage.compact(time.monotonic())
+        self.after_compaction()
         ms = int((time.monotonic() - t0) * 1000)
         # The real server's line, at info level only when it took over a second.
         log.log(logging.INFO if ms > 1000 else logging.DEBUG,
                 "%s: Database compaction took %dms (init: 0ms, write: %dms, thread: 0ms)",
                 hosted.name, ms, ms)
+
+    def after_compaction(self) -> None:
+        if self.trim_memory:
+            memtrim.trim()
+
+    # -- giving memory back after large messages ---------------------------------------
+
+    def _large_message(self, size: int) -> None:
+        if self._reclaim is not None or self.closing:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        now = loop.time()
+        at = max(now + RECLAIM_DELAY, self._last_reclaim + RECLAIM_INTERVAL)
+        self._reclaim_by = at + RECLAIM_INTERVAL
+        self._reclaim = loop.call_at(at, self._give_back)
+
+    def _give_back(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if now < self._reclaim_by and any(s.backlog() >= stream.LARGE_MESSAGE
+                                          for s in self.sessions):
+            self._reclaim = loop.call_at(now + RECLAIM_DELAY, self._give_back)
+            return
+        self._reclaim = None
+        self._last_reclaim = now
+        memtrim.give_back()
 
     def memory_report(self) -> str:
         user = [h for n, h in self.dbs.items() if n != SERVER_DB]
@@ -359,6 +416,11 @@ class Server:
 
     def close(self) -> None:
         self.closing = True
+        if self._reclaim is not None:
+            self._reclaim.cancel()
+            self._reclaim = None
+        if stream.on_large_message == self._large_message:
+            stream.on_large_message = None
         for c in list(self.clusters.values()):
             c.close()
         self.listeners.close()

@@ -16,7 +16,9 @@ Rules kept here:
   `2026-11-30T04:18:22.560Z|00001|module|INFO|message` in the file,
   `2026-11-30T04:18:22Z|00001|...` on the console. A message's sequence number counts
   the messages that reached at least one destination; a subprogram name (the
-  `--monitor` supervisor, a restarted daemon) shows as `module(name)`.
+  `--monitor` supervisor, a restarted daemon) shows as `module(name)`. Text that
+  holds bytes which are not UTF-8 (a client's string quoted in a message) is written
+  as those bytes, as the real daemons write it (util/utf8.py).
 - The log file is opened in append mode; opening logs "opened log file NAME" (module
   vlog, info; NAME as the user gave it, while the file is kept by absolute path);
   switching away from a file logs "closing log file" to it first, and `reopen` does
@@ -37,6 +39,7 @@ import time
 from collections.abc import Callable
 
 from . import ratelimit
+from .utf8 import to_bytes
 
 LEVELS = {
     "off": logging.CRITICAL + 10,
@@ -371,7 +374,7 @@ class Vlog:
             if to_syslog:
                 self._send_syslog(record)
             if to_file:
-                os.write(self._fd, (self.format("file", record, self.seq) + "\n").encode())
+                os.write(self._fd, to_bytes(self.format("file", record, self.seq) + "\n"))
         except (OSError, ValueError):
             pass  # a log line that cannot be written is not a reason to fail
 
@@ -396,11 +399,11 @@ class Vlog:
                 head += f"{stamp} {self.program}: "
             for line in text.split("\n"):
                 if line:
-                    self._syslog_send(f"{head}{line}".encode())
+                    self._syslog_send(to_bytes(f"{head}{line}"))
         if self._syslog_target is not None:
             line = "".join(p(record, self.seq, self) for p in _RFC5424)
             try:
-                self._syslog_target.send(line.encode())
+                self._syslog_target.send(to_bytes(line))
             except OSError:
                 pass
 
