@@ -9,8 +9,11 @@ surrogates), and compared modulo UUIDs and member order (docs/compat.md).
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -88,9 +91,27 @@ def test_strings_that_are_not_utf8(server_pair: Callable[[str], dict[str, Server
                       "error": None}]
     assert got[13][0]["params"][0] == "m\udcff"  # the update for the monitor's id
     assert got[-1] == ["closed"]
-    # The comment: the real server writes its bytes into the file; ours writes U+FFFD,
-    # so that the file stays readable (docs/compat.md).
+    # The comment goes into the file with its bytes as they came, on both servers; each
+    # tool reads each file whole: the row of that transaction is there, and show-log
+    # prints the comment's bytes.
+    tools = {"real": ["ovsdb-tool"], "ours": [sys.executable, "-m", "pyovsdb", "tool"]}
     for kind, srv in pair.items():
-        log = subprocess.run(["ovsdb-tool", "show-log", "-m", srv.dbs[0]],
-                             capture_output=True, timeout=30, check=True).stdout
-        assert (b'"c\xffd"' if kind == "real" else b'"c\xef\xbf\xbdd"') in log, (kind, log)
+        for tool_kind, tool in tools.items():
+            log = subprocess.run([*tool, "show-log", srv.dbs[0]], capture_output=True,
+                                 timeout=30, check=True).stdout
+            assert b'"c\xffd"' in log, (kind, tool_kind, log)
+            rows = subprocess.run([*tool, "query", srv.dbs[0], json.dumps(
+                [DB, {"op": "select", "table": "Logical_Switch", "where": [],
+                      "columns": ["name"]}])], capture_output=True, timeout=30,
+                check=True).stdout
+            assert json.loads(rows)[0]["rows"] == [{"name": "sw0"}], (kind, tool_kind, rows)
+    # and a server of either kind serves the other's file with that row in it
+    for kind, srv in pair.items():
+        other = "real" if kind == "ours" else "ours"
+        copy = srv.workdir / f"copy-for-{other}.db"
+        shutil.copyfile(srv.dbs[0], copy)
+        with ServerProcess(other, srv.workdir, [str(copy)], name=f"reader-{other}") as r:
+            got = subprocess.run(["ovsdb-client", "dump", r.unix, DB, "Logical_Switch",
+                                  "name"], capture_output=True, text=True, timeout=30,
+                                 check=True).stdout
+            assert "sw0" in got, (kind, other, got)

@@ -18,7 +18,7 @@ Rules kept here:
 - Bytes that are not UTF-8 inside a string are no framing error: the real parser
   keeps them, and the server refuses them only where a column value is parsed (a
   "constraint violation" for that transaction; the session goes on). Such a message
-  is parsed a second, slower way (`_parse_bytes`) into strings that hold each bad
+  is parsed a second, slower way (`util.utf8.loads_raw`) into strings that hold each bad
   byte as a lone surrogate (see util/utf8.py), a `\\u` escape of an unpaired trailing
   surrogate becoming its three bytes as in the real parser (an unpaired leading one
   stays an error, as there). `dumps` writes such strings back as the same bytes.
@@ -44,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from ..util.utf8 import has_escaped_bytes, to_bytes
+from ..util.utf8 import has_escaped_bytes, loads_raw, to_bytes
 
 _INNER_DEPTH = 5
 _STR = rb'"(?:[^"\\]++|\\.)*+"'
@@ -222,69 +222,15 @@ def _parse(buf: bytearray, start: int, end: int) -> Any:
     try:
         msg = orjson.loads(memoryview(buf)[start:end])
     except orjson.JSONDecodeError as e:
-        msg = _parse_bytes(bytes(memoryview(buf)[start:end]))
-        if msg is _INVALID:
+        try:
+            msg = loads_raw(bytes(memoryview(buf)[start:end]))
+        except ValueError:
             raise FramingError(f"invalid JSON: {e.msg}") from None
         _check_values(msg)
         return msg
     if _suspect(buf, start, end):
         _check_values(msg)
     return msg
-
-
-_INVALID = object()
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-# In a string: an escaped backslash (skipped), a surrogate pair, or a lone surrogate.
-_ESCAPES = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
-                      rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2}")
-
-
-class _Unpaired(Exception):
-    pass
-
-
-def _escape(m: re.Match[bytes]) -> bytes:
-    text = m.group(0)
-    if len(text) == 2 or len(text) == 12:  # "\\" or a pair
-        return text
-    code = int(text[2:], 16)
-    if code < 0xDC00:  # a leading surrogate with no trailing one: refused
-        raise _Unpaired
-    return chr(code).encode("utf-8", "surrogatepass")  # the real parser's three bytes
-
-
-def _parse_int(text: str) -> int | float:
-    v = int(text)
-    return v if -(1 << 63) <= v < 1 << 64 else float(text)  # as orjson reads it
-
-
-def _parse_float(text: str) -> float:
-    v = float(text)
-    if v in (float("inf"), float("-inf")):
-        raise ValueError("number outside valid range")
-    return v
-
-
-def _no_constant(text: str) -> Any:
-    raise ValueError(f"invalid literal {text}")
-
-
-def _parse_bytes(data: bytes) -> Any:
-    """A message orjson refused, parsed as the real parser reads strings that are not
-    UTF-8 (see the module rules); `_INVALID` if it is no valid JSON that way either."""
-    try:
-        data.decode()
-        utf8 = True
-    except UnicodeDecodeError:
-        utf8 = False
-    if utf8 and _SURROGATE_ESCAPE.search(data) is None:
-        return _INVALID  # refused for another reason
-    try:
-        text = _ESCAPES.sub(_escape, data).decode("utf-8", "surrogateescape")
-        return json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
-                          parse_constant=_no_constant)
-    except (_Unpaired, ValueError, RecursionError):
-        return _INVALID
 
 
 def _suspect(data: bytes | bytearray, start: int, end: int) -> bool:

@@ -34,7 +34,6 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..util import utf8
 from .changeset import Changeset, RowChange, default_data
 from .condition import Condition, parse_where
 from .database import Database, Table
@@ -568,9 +567,7 @@ class Transaction:
         raise OvsdbError("aborted", "aborted by request")
 
     def _op_comment(self, p: _OpParser) -> Any:
-        # Bytes that are not UTF-8 become U+FFFD: the comment goes into the database
-        # file, which must stay readable (docs/compat.md; the real server writes them).
-        self.comments.append(utf8.valid(p.get("comment", "string")))
+        self.comments.append(p.get("comment", "string"))
         return {}
 
     def _op_assert(self, p: _OpParser) -> Any:

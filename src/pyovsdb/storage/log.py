@@ -10,6 +10,10 @@ Rules kept here:
   error at offset N in header line "..."`, ...); the first write after such a read
   truncates the file at the last good record, so a crash in the middle of a write
   never poisons later records.
+- A body may hold strings with bytes that are not UTF-8 (the real server writes a
+  transaction's comment as it received it): such a record is read as the real tools
+  read it (`util.utf8.loads_raw`), not taken for a corrupt one, and written with those
+  bytes as they came, as the real server writes them.
 - Replacing the whole file (compaction, conversion) writes a temporary file, fsyncs it
   and renames it over the original, then fsyncs the directory: at every instant the
   path names either the complete old file or the complete new one. A symlinked path
@@ -35,6 +39,7 @@ from typing import Any
 import orjson
 
 from ..ovsdb.errors import OvsdbError
+from ..util.utf8 import loads_raw, with_raw_strings
 
 MAGIC_STANDALONE = "OVSDB JSON"
 MAGIC_CLUSTERED = "OVSDB CLUSTER"
@@ -44,7 +49,10 @@ FILE_MODE = 0o660  # less the umask, as `open(name, flags, 0660)` in the real to
 
 
 def frame(obj: Any, magic: str = MAGIC_STANDALONE) -> bytes:
-    body = orjson.dumps(obj) + b"\n"
+    try:
+        body = orjson.dumps(obj) + b"\n"
+    except TypeError:  # a string with bytes that are not UTF-8: written as they came
+        body = orjson.dumps(with_raw_strings(obj)) + b"\n"
     return b"%s %d %s\n%s" % (magic.encode(), len(body), hashlib.sha1(body).hexdigest().encode(),
                               body)
 
@@ -121,10 +129,13 @@ def parse_records(data: bytes, expected_magic: str | None = None, name: str = ""
         try:
             rec = orjson.loads(body)
         except orjson.JSONDecodeError as e:
-            res.problem = OvsdbError(
-                "syntax error", f"{name}: {length} bytes starting at offset {body_start} "
-                f"are not valid JSON ({e.msg})")
-            break
+            try:  # a string with bytes that are not UTF-8 (the real server writes a
+                rec = loads_raw(body)  # transaction's comment as the client sent it)
+            except ValueError:
+                res.problem = OvsdbError(
+                    "syntax error", f"{name}: {length} bytes starting at offset "
+                    f"{body_start} are not valid JSON ({e.msg})")
+                break
         if type(rec) is not dict:
             res.problem = OvsdbError(
                 "syntax error", f"{name}: {length} bytes starting at offset {body_start} "

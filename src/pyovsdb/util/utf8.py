@@ -13,14 +13,24 @@ Rules kept here:
   sequence up to the first unexpected byte, where the end of the string counts as a
   NUL byte, as in C.
 - `to_bytes` gives back the bytes a string stands for; a surrogate that is no escaped
-  byte is written in its three-byte form. `valid` replaces each byte that is not
-  UTF-8 by U+FFFD, for a string that must be written where only UTF-8 may go.
+  byte is written in its three-byte form.
+- `loads_raw(data)` reads a JSON text whose strings may hold such bytes (a message or
+  a file record orjson refused) as the real parser does: each bad byte kept as a lone
+  surrogate, a `\\u` escape of an unpaired trailing surrogate as its three bytes, an
+  unpaired leading one refused.
+- `with_raw_strings(value)` gives `value` with each string that holds such bytes as an
+  orjson fragment of its JSON text with those bytes, so that orjson writes it as the
+  real server would.
 - Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
+
+import orjson
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -50,9 +60,17 @@ def to_bytes(s: str) -> bytes:
         return s.encode("utf-8", "surrogatepass")
 
 
-def valid(s: str) -> str:
-    """`s` with every byte that is not UTF-8 replaced by U+FFFD."""
-    return to_bytes(s).decode("utf-8", "replace") if has_escaped_bytes(s) else s
+def with_raw_strings(value: Any) -> Any:
+    t = type(value)
+    if t is str:
+        if has_escaped_bytes(value):
+            return orjson.Fragment(to_bytes(json.dumps(value, ensure_ascii=False)))
+        return value
+    if t is list:
+        return [with_raw_strings(v) for v in value]
+    if t is dict:
+        return {k: with_raw_strings(v) for k, v in value.items()}
+    return value
 
 
 def invalid_sequence(s: str) -> str | None:
@@ -78,3 +96,57 @@ def invalid_sequence(s: str) -> str | None:
 
 def _message(seq: bytes) -> str:
     return "invalid UTF-8 sequence" + "".join(f" 0x{c:02x}" for c in seq)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# In a string: an escaped backslash (skipped), a surrogate pair, or a lone surrogate.
+_ESCAPES = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+                      rb"|\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+class _Unpaired(Exception):
+    pass
+
+
+def _escape(m: re.Match[bytes]) -> bytes:
+    text = m.group(0)
+    if len(text) == 2 or len(text) == 12:  # "\\" or a pair
+        return text
+    code = int(text[2:], 16)
+    if code < 0xDC00:  # a leading surrogate with no trailing one: refused
+        raise _Unpaired
+    return chr(code).encode("utf-8", "surrogatepass")  # the real parser's three bytes
+
+
+def _parse_int(text: str) -> int | float:
+    v = int(text)
+    return v if -(1 << 63) <= v < 1 << 64 else float(text)  # as orjson reads it
+
+
+def _parse_float(text: str) -> float:
+    v = float(text)
+    if v in (float("inf"), float("-inf")):
+        raise ValueError("number outside valid range")
+    return v
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"invalid literal {text}")
+
+
+def loads_raw(data: bytes) -> Any:
+    """A JSON text orjson refused, parsed as the real parser reads strings that are not
+    UTF-8 (see the module rules); ValueError if it is no valid JSON that way either."""
+    try:
+        data.decode()
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    if utf8 and _SURROGATE_ESCAPE.search(data) is None:
+        raise ValueError("not JSON")  # refused for another reason
+    try:
+        text = _ESCAPES.sub(_escape, data).decode("utf-8", "surrogateescape")
+        return json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                          parse_constant=_no_constant)
+    except (_Unpaired, ValueError, RecursionError):
+        raise ValueError("not JSON") from None
