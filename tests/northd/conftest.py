@@ -13,6 +13,16 @@ from pyovsdb.northd.inputs import BuildInput
 from pyovsdb.northd.testing import LocalDb, Nb
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
+# The differential and trace tests share one run of every corpus script per northd (and
+# a check that needs all of them): under pytest-xdist they go to one worker together.
+_SHARED_RUNS = {"test_differential.py", "test_lflows_trace.py"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in _SHARED_RUNS:
+            item.add_marker(pytest.mark.xdist_group("northd-corpus-runs"))
+
 
 def _schema(path: str) -> dict[str, Any]:
     with open(path) as f:

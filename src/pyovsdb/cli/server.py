@@ -36,7 +36,8 @@ Rules kept here:
 - Control commands the real server has and `ovn-ctl` uses are added when the command
   table lacks them: `ovsdb-server/sync-status` ("state: active": there is no
   replication, `--sync-from` is not accepted) and `vlog/list-pattern`.
-- Two limits of our own bound what one client can cost: --max-backlog (unsent output)
+- Two limits of our own bound what one client can cost: --max-backlog (unsent output;
+  held monitor updates, bounded by the rows that changed, do not count)
   and --max-message-size (one received message; the real server has no such limit, so
   the default is large). The soft limit on open files is raised to the hard limit at
   startup, so that thousands of clients can connect where the default is 1024.
@@ -91,7 +92,9 @@ Other options:
   --no-dbs                do not open the default database when none is given
   --no-raft-commit-sync   clustered: followers learn commits only at the next
                           heartbeat (the behaviour before OVS 2.12, for comparison)
-  --max-backlog=BYTES     close clients whose unsent output exceeds BYTES
+  --max-backlog=BYTES     close clients whose unsent replies and notifications
+                          exceed BYTES (monitor updates for a client that is not
+                          reading are held and merged, not counted)
   --max-message-size=BYTES  close clients that send a message larger than BYTES
                           (default: {max_message})
   -h, --help              display this help message
