@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .util.unixsock import connect_unix
+
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 NB_SCHEMA = str(SCHEMAS / "ovn-nb.ovsschema")
 SB_SCHEMA = str(SCHEMAS / "ovn-sb.ovsschema")
@@ -114,14 +116,11 @@ class ServerProcess:
             time.sleep(0.02)
 
     def _connectable(self) -> bool:
-        s = socket.socket(socket.AF_UNIX)
         try:
-            s.connect(self.sock)
+            connect_unix(self.sock).close()
             return True
         except OSError:
             return False
-        finally:
-            s.close()
 
     def stop(self) -> None:
         p = self.proc

@@ -50,6 +50,7 @@ from ..jsonrpc.client import Client
 from ..storage import standalone
 from ..testing import stop_process
 from ..util import daemon
+from ..util.unixsock import connect_unix
 from . import options as opt
 
 USAGE = """\
@@ -317,14 +318,11 @@ def _check(cmd: list[str]) -> None:
 
 
 def _connectable(sock: str) -> bool:
-    s = socket.socket(socket.AF_UNIX)
     try:
-        s.connect(sock)
+        connect_unix(sock).close()
         return True
     except OSError:
         return False
-    finally:
-        s.close()
 
 
 def _has_leader(remotes: str, db_name: str) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from ..util.daemon import rundir
+from ..util.unixsock import connect_unix
 from .message import ERROR, NOTIFY, REPLY, REQUEST, classify, reply
 from .stream import JsonStream
 
@@ -39,13 +40,7 @@ def unix_path(path: str) -> str:
 def connect(remote: str, timeout: float | None = None) -> socket.socket:
     kind, _, addr = remote.partition(":")
     if kind == "unix":
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        try:
-            s.connect(unix_path(addr))
-        except OSError:
-            s.close()
-            raise
+        s = connect_unix(unix_path(addr), timeout)
     elif kind == "tcp":
         host, _, port = addr.rpartition(":")
         host = host.strip("[]")

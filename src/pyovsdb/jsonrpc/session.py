@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import orjson
 
 from ..util import batch
+from ..util.unixsock import aconnect_unix
 from .client import unix_path
 from .connection import Connection
 from .message import ERROR, NOTIFY, REPLY, REQUEST, notification
@@ -542,7 +543,11 @@ async def connect(remote: str, factory: Callable[[], Connection],
     loop = asyncio.get_running_loop()
     kind, _, addr = remote.partition(":")
     if kind == "unix":
-        coro = loop.create_unix_connection(factory, unix_path(addr))
+        async def open_unix() -> Any:
+            sock = await aconnect_unix(unix_path(addr))  # a long path too
+            return await loop.create_unix_connection(factory, sock=sock)
+
+        coro = open_unix()
     elif kind == "tcp":
         host, _, port = addr.rpartition(":")
         coro = loop.create_connection(factory, host.strip("[]"), int(port))

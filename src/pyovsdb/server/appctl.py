@@ -22,6 +22,7 @@ from typing import Any
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import NOTIFY, REQUEST, error_reply, reply
 from ..util import vlog
+from ..util.unixsock import listen_unix
 
 log = logging.getLogger("unixctl")
 
@@ -55,10 +56,9 @@ class UnixctlServer:
         self.commands[name] = Command(usage, min_args, max_args, handler)
 
     async def start(self) -> None:
-        if os.path.exists(self.path):
-            os.unlink(self.path)
         loop = asyncio.get_running_loop()
-        self.server = await loop.create_unix_server(lambda: _UnixctlConn(self), self.path)
+        self.server = await loop.create_unix_server(lambda: _UnixctlConn(self),
+                                                    sock=listen_unix(self.path, 128))
 
     def close(self) -> None:
         if self.server is not None:

@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..ovsdb.errors import OvsdbError
+from ..util.unixsock import listen_unix
 from .appctl import CommandError
 from .remotes import (
     Remote,
@@ -137,21 +138,12 @@ class Listener:
 
     @staticmethod
     def _open_unix(path: str) -> socket.socket:
-        if os.path.exists(path):
-            os.unlink(path)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            try:
-                sock.bind(path)
-            except OSError as e:
-                if _RL_UNIX.allow():
-                    unix_log.error("%s: binding failed: %s", path, e.strerror or e)
-                raise
-            sock.listen(LISTEN_BACKLOG)
-        except OSError:
-            sock.close()
+            return listen_unix(path, LISTEN_BACKLOG)
+        except OSError as e:
+            if _RL_UNIX.allow():
+                unix_log.error("%s: binding failed: %s", path, e.strerror or e)
             raise
-        return sock
 
     def _open_tcp(self, r: Remote) -> socket.socket:
         target = r.name[len("ptcp:"):]

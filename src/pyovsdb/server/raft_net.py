@@ -30,6 +30,7 @@ from ..jsonrpc.client import unix_path
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import NOTIFY
 from ..raft import rpc
+from ..util.unixsock import listen_unix
 
 log = logging.getLogger("raft")
 
@@ -107,9 +108,8 @@ class RaftNet:
 
         if kind == "unix":
             path = unix_path(rest)  # a relative name is in the run directory
-            if os.path.exists(path):
-                os.unlink(path)
-            self._server = await loop.create_unix_server(factory, path)
+            self._server = await loop.create_unix_server(factory,
+                                                         sock=listen_unix(path, 128))
         elif kind == "tcp":
             host, _, port = rest.rpartition(":")
             self._server = await loop.create_server(factory, host.strip("[]"), int(port),
