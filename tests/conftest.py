@@ -1,16 +1,57 @@
-"""Shared fixtures: servers (ours and the real ovsdb-server) in per-test directories."""
+"""Shared fixtures: servers (ours and the real ovsdb-server) in per-test directories;
+and the end-of-run counts of the conformance and robustness suites, also under
+pytest-xdist (`-n 2`), where each worker hands its counts to the controller that
+prints them, and all workers draw the random conformance runs from one seed."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import conformance_counts
+import robust_counts
 from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db, require
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the workers inherit it
+        os.environ.setdefault(conformance_counts.SEED_VARIABLE,
+                              str(conformance_counts.random_seed()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:  # an xdist worker: its counts go to the controller
+        out["counts"] = {"conformance": dict(conformance_counts.STATS),
+                         "robust": dataclasses.asdict(robust_counts.COUNTS)}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    counts = getattr(node, "workeroutput", {}).get("counts")
+    if not counts:
+        return
+    conformance_counts.STATS.update(counts["conformance"])
+    mine = robust_counts.COUNTS
+    for name, value in counts["robust"].items():
+        if isinstance(value, dict):
+            for target, n in value.items():
+                mine.fuzzed(target, n)
+        else:
+            setattr(mine, name, getattr(mine, name) + value)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    conformance_counts.summary(terminalreporter)
+    robust_counts.summary(terminalreporter)
 
 
 @pytest.fixture(params=["ours", "real"])

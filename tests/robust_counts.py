@@ -1,5 +1,10 @@
 """Counters kept by the robustness, crash-safety and fuzz tests, printed at the end of the
-run by `tests/robustness/conftest.py`.
+run (`summary`, called by tests/conftest.py).
+
+The summary says how many bad inputs our server was sent (and the real server, for
+reference), how often it crashed or logged an internal error (both must be 0), how many
+SIGKILL/restart rounds were run and in how many nothing acknowledged was lost, and how
+many inputs the fuzz targets ran.
 
 Rules kept here:
 - One process-wide instance, `COUNTS`; tests only add to it.
@@ -11,6 +16,8 @@ Rules kept here:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import pytest
 
 
 @dataclass
@@ -31,3 +38,20 @@ class Counts:
 
 
 COUNTS = Counts()
+
+
+def summary(tr: pytest.TerminalReporter) -> None:
+    c = COUNTS
+    if not (c.bad_inputs or c.kill_rounds or c.fuzz_execs or c.canary_txns):
+        return
+    tr.section("robustness counts")
+    tr.write_line(f"bad inputs sent to our server:        {c.bad_inputs}"
+                  f" (and {c.bad_inputs_real} to the real ovsdb-server)")
+    tr.write_line(f"crashes of our server:                {c.server_crashes}")
+    tr.write_line(f"internal errors in our server's logs: {c.internal_errors}")
+    tr.write_line(f"bystander transactions committed:     {c.canary_txns}")
+    tr.write_line(f"kill/restart rounds with nothing lost: {c.kill_rounds_ok} of "
+                  f"{c.kill_rounds} ({c.acked_txns} acknowledged transactions checked, "
+                  f"{c.half_present} half-present)")
+    for target, n in sorted(c.fuzz_execs.items()):
+        tr.write_line(f"fuzz inputs run, {target + ':':<25}{n}")

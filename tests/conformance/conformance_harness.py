@@ -36,9 +36,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
-import os
 import re
-import secrets
 import select
 import socket
 import sys
@@ -63,6 +61,12 @@ from conformance_normalize import (  # noqa: F401  (re-exported for the tests)
 )
 from real_traffic import PLACEHOLDER_RE, Births
 
+from conformance_counts import (  # noqa: F401  (re-exported for the tests)
+    SEED_VARIABLE,
+    STATS,
+    random_seed,
+    seed_hint,
+)
 from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db, free_port, run
 
 HERE = Path(__file__).resolve().parent
@@ -73,27 +77,6 @@ BARRIER = "__barrier__"
 READ_TIMEOUT = 5.0
 AWAIT_TIMEOUT = 5.0
 CLUSTER_REPLY_WAIT = 2.0  # a request not answered by then is blocked (a `wait`)
-
-# Counts for the end-of-run summary (conftest.pytest_terminal_summary).
-STATS: Counter[str] = Counter()
-
-SEED_VARIABLE = "CONFORMANCE_SEED"
-_SEED: list[int] = []
-
-
-def random_seed() -> int:
-    """The seed of the generated tests' random (not derandomized) runs in this process:
-    $CONFORMANCE_SEED if set (to reproduce a run), else a fresh one."""
-    if not _SEED:
-        env = os.environ.get(SEED_VARIABLE, "")
-        _SEED.append(int(env) if env else secrets.randbelow(2**32))
-    return _SEED[0]
-
-
-def seed_hint() -> str:
-    """How to run the random generated tests again with the same draws."""
-    return f"random seed {random_seed()}: rerun with {SEED_VARIABLE}={random_seed()}"
-
 
 # ---------------------------------------------------------------------------------------
 # Schemas
