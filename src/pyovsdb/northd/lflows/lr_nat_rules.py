@@ -37,7 +37,13 @@ from dataclasses import dataclass
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
-from ..nodes.ports_addresses import format_mac, parse_mac, scan_ipv4
+from ..nodes.ports_addresses import (
+    format_mac,
+    parse_mac,
+    scan_ipv4,
+    v4_cidr_bits,
+    v6_cidr_bits,
+)
 from .context import LflowContext
 from .router_facts import RouterFacts
 from .stages import Stage
@@ -137,29 +143,6 @@ def parse_v6_masked(text: str) -> tuple[int, int] | None:
         return addr, int(ipaddress.IPv6Address(mask_s))
     except ValueError:
         return None
-
-
-def v4_cidr_bits(mask: int) -> int:
-    """`ip_count_cidr_bits`: 32 less the trailing zero bits."""
-    if mask == 0:
-        return 0
-    return 32 - ((mask & -mask).bit_length() - 1)
-
-
-def v6_cidr_bits(mask: int) -> int:
-    """`ipv6_count_cidr_bits`: the leading 0xff bytes, then the bits of the first other
-    byte up to its last set bit."""
-    count = 0
-    for shift in range(120, -8, -8):
-        byte = (mask >> shift) & 0xFF
-        if byte == 0xFF:
-            count += 8
-            continue
-        while byte:
-            count += 1
-            byte = (byte << 1) & 0xFF
-        break
-    return count
 
 
 def _in_networks(port: Port, ip_s: str) -> bool:

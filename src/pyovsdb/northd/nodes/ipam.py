@@ -60,6 +60,7 @@ from .ports_addresses import (
     is_dynamic,
     lsp_addresses,
     parse_mac,
+    v6_cidr_bits,
 )
 
 MAC_ADDR_SPACE = 0xFFFFFF
@@ -219,20 +220,6 @@ def _address(token: str) -> int | str:
     return f"Syntax error at `{token}' {{what}}."
 
 
-def _count_cidr_bits(mask: int) -> int:
-    """`ipv6_count_cidr_bits`, which does not check that the mask is a CIDR one."""
-    count = 0
-    for byte in mask.to_bytes(16, "big"):
-        if byte == 0xFF:
-            count += 8
-            continue
-        while byte:
-            count += 1
-            byte = (byte << 1) & 0xFF
-        break
-    return count
-
-
 def _ipv6_prefix(text: str, uuid: str = "") -> ipaddress.IPv6Address | None:
     """`init_ipam_ipv6_prefix`: a /64 (or a bare address), its host half cleared."""
     if "/" in text:
@@ -241,7 +228,7 @@ def _ipv6_prefix(text: str, uuid: str = "") -> ipaddress.IPv6Address | None:
             if uuid:
                 report(BAD_IPV6_PREFIX_ERROR, uuid, text, parsed)
             return None
-        if _count_cidr_bits(parsed[1]) != 64:
+        if v6_cidr_bits(parsed[1]) != 64:
             if uuid:
                 report(BAD_IPV6_PREFIX_LEN, uuid, text)
             return None

@@ -377,3 +377,26 @@ def is_dynamic(address: str) -> bool:
         return versions in ([4], [6], [4, 6])
     words = address.split(" ")
     return len(words) == 2 and parse_mac(words[0]) is not None and words[1] == "dynamic"
+
+
+def v4_cidr_bits(mask: int) -> int:
+    """`ip_count_cidr_bits`: 32 less the trailing zero bits."""
+    if mask == 0:
+        return 0
+    return 32 - ((mask & -mask).bit_length() - 1)
+
+
+def v6_cidr_bits(mask: int) -> int:
+    """`ipv6_count_cidr_bits`: the leading 0xff bytes, then the bits of the first other
+    byte up to its last set bit."""
+    count = 0
+    for shift in range(120, -8, -8):
+        byte = (mask >> shift) & 0xFF
+        if byte == 0xFF:
+            count += 8
+            continue
+        while byte:
+            count += 1
+            byte = (byte << 1) & 0xFF
+        break
+    return count
