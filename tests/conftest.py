@@ -6,6 +6,7 @@ prints them, and all workers draw the random conformance runs from one seed."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import conformance_counts
 import robust_counts
 from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db, require
+from pyovsdb.util import vlog
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,6 +54,27 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     conformance_counts.summary(terminalreporter)
     robust_counts.summary(terminalreporter)
+
+
+@pytest.fixture
+def own_vlog() -> Iterator[None]:
+    """For tests that run our commands in this process: they set up the log as in a
+    process of their own (a handler on the root logger, the console at info); it is put
+    back as it was for the tests that follow."""
+    root = logging.getLogger()
+    level, saved = root.level, vlog._current
+    if saved is not None:
+        root.removeHandler(saved._handler)
+    vlog._current = None
+    try:
+        yield
+    finally:
+        if vlog._current is not None:
+            root.removeHandler(vlog._current._handler)
+        root.setLevel(level)
+        vlog._current = saved
+        if saved is not None:
+            root.addHandler(saved._handler)
 
 
 @pytest.fixture(params=["ours", "real"])

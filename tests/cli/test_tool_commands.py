@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import os
 import stat
 import subprocess
@@ -23,9 +22,8 @@ from procs import NB_SCHEMA, require
 from pyovsdb.cli import tool
 from pyovsdb.ovsdb.hashorder import shash_order
 from pyovsdb.storage import log as ovslog
-from pyovsdb.util import vlog
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("own_vlog")]
 
 DB = "OVN_Northbound"
 
@@ -35,25 +33,6 @@ def _tools() -> None:
     require("ovsdb-tool")
 
 
-@pytest.fixture(autouse=True)
-def _own_log() -> Iterator[None]:
-    """Our commands, run in this process, set up the log as in a process of their own
-    (a handler on the root logger, the console at info); put it back as it was for the
-    tests that follow."""
-    root = logging.getLogger()
-    level, saved = root.level, vlog._current
-    if saved is not None:
-        root.removeHandler(saved._handler)
-    vlog._current = None
-    try:
-        yield
-    finally:
-        if vlog._current is not None:
-            root.removeHandler(vlog._current._handler)
-        root.setLevel(level)
-        vlog._current = saved
-        if saved is not None:
-            root.addHandler(saved._handler)
 
 
 def real(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:

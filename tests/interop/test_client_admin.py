@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import os
 import re
 import stat
@@ -25,7 +24,7 @@ from procs import NB_SCHEMA, ServerProcess, create_db, require
 from pyovsdb.cli import client
 from pyovsdb.util import vlog
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("own_vlog")]
 
 DB = "OVN_Northbound"
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\|", re.M)
@@ -36,25 +35,6 @@ def _tools() -> None:
     require("ovsdb-client", "ovn-nbctl", "ovs-appctl")
 
 
-@pytest.fixture(autouse=True)
-def _own_log() -> Iterator[None]:
-    """Our commands, run in this process, set up the log as in a process of their own
-    (a handler on the root logger, the console at info); put it back as it was for the
-    tests that follow."""
-    root = logging.getLogger()
-    level, saved = root.level, vlog._current
-    if saved is not None:
-        root.removeHandler(saved._handler)
-    vlog._current = None
-    try:
-        yield
-    finally:
-        if vlog._current is not None:
-            root.removeHandler(vlog._current._handler)
-        root.setLevel(level)
-        vlog._current = saved
-        if saved is not None:
-            root.addHandler(saved._handler)
 
 
 def real(*args: str, stdin: bytes | None = None) -> tuple[int, bytes, str]:
