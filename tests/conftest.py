@@ -41,7 +41,11 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     counts = getattr(node, "workeroutput", {}).get("counts")
     if not counts:
         return
-    conformance_counts.STATS.update(counts["conformance"])
+    stats = dict(counts["conformance"])
+    size = stats.pop("corpus size", 0)  # every worker loads the whole corpus
+    conformance_counts.STATS.update(stats)
+    conformance_counts.STATS["corpus size"] = max(conformance_counts.STATS["corpus size"],
+                                                  size)
     mine = robust_counts.COUNTS
     for name, value in counts["robust"].items():
         if isinstance(value, dict):
