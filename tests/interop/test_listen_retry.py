@@ -163,3 +163,28 @@ def test_remote_we_cannot_serve_is_refused_in_one_line(tmp_path: Path) -> None:
         p = run([sys.executable, "-m", "pyovsdb", "server", "--no-chdir", "--unixctl=none",
                  "-vconsole:off", f"--remote={remote}", db], check=False, timeout=20)
         assert (p.returncode, p.stderr) == (1, f"ovsdb-server: {remote}: {why}\n")
+
+
+def test_listen_failures_are_rate_limited_as_the_real_server(tmp_path: Path) -> None:
+    """VLOG_RATE_LIMIT_INIT(1, 5) at each call site: while a remote keeps failing, a
+    burst of five lines and then one a minute, so both servers log it five times in
+    the first seconds (ours logged one a second after the burst)."""
+    require("ovsdb-server", "ovsdb-tool")
+    blocker, port = _blocker()
+    servers = []
+    try:
+        for kind in KINDS:
+            work = tmp_path / kind
+            work.mkdir()
+            db = create_db(kind, work / "nb.db", NB_SCHEMA)
+            srv = ServerProcess(kind, work, [db], extra=[f"--remote=ptcp:{port}:127.0.0.1"])
+            servers.append(srv)
+            srv.start()
+        time.sleep(4.5)  # the burst is spent within a few retries; then a minute's wait
+        counts = {srv.kind: Path(srv.logfile).read_text().count(
+            f"ptcp:{port}:127.0.0.1: listen failed") for srv in servers}
+    finally:
+        blocker.close()
+        for srv in servers:
+            srv.stop()
+    assert counts == {"ours": 5, "real": 5}, counts

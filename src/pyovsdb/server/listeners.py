@@ -32,7 +32,8 @@ Rules kept here:
   failed`), stays in the configuration (`ovsdb-server/add-remote` succeeds, and
   `list-remotes` shows it) and is retried every `RETRY_INTERVAL`, so it listens soon
   after the port frees up. Those lines are rate-limited per module as the real
-  server's (a burst of 5, then one a second).
+  server's (a burst of 5, then one a minute, with OVS's "Dropped N log messages" line;
+  `util.ratelimit`).
 - For a `db:` remote whose values are references to rows with a `target` column
   (OVN's Connection, Open vSwitch's Manager), the server writes `is_connected` and
   `status` (`bound_port`, `n_connections` when more than one, `sec_since_connect` and
@@ -55,11 +56,12 @@ import asyncio
 import logging
 import os
 import socket
-import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..ovsdb.errors import OvsdbError
+from ..util import ratelimit
+from ..util.ratelimit import RateLimit
 from ..util.unixsock import listen_unix
 from .appctl import CommandError
 from .remotes import (
@@ -86,29 +88,10 @@ RETRY_INTERVAL = 0.5
 LISTEN_BACKLOG = 1024
 
 
-class _RateLimit:
-    """The real server's `VLOG_RATE_LIMIT_INIT(1, 5)`: a bucket of 5 messages refilled
-    at one a second, so a listener retried in a loop does not flood the log."""
-
-    def __init__(self, rate: float = 1.0, burst: int = 5) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.tokens = float(burst)
-        self.last = time.monotonic()
-
-    def allow(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
-        self.last = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
-
-
-_RL_JSONRPC = _RateLimit()
-_RL_SOCKET = _RateLimit()
-_RL_UNIX = _RateLimit()
+# Each call site's VLOG_RATE_LIMIT_INIT(1, 5): a burst of 5, then one a minute.
+_RL_JSONRPC = RateLimit(1, 5)
+_RL_SOCKET = RateLimit(1, 5)
+_RL_UNIX = RateLimit(1, 5)
 
 
 class Listener:
@@ -132,8 +115,8 @@ class Listener:
             else:
                 self.sock = self._open_tcp(r)
         except OSError as e:
-            if _RL_JSONRPC.allow():
-                log.error("%s: listen failed: %s", r.name, e.strerror or e)
+            ratelimit.log(log.name, logging.ERROR, _RL_JSONRPC,
+                          f"{r.name}: listen failed: {e.strerror or e}")
             raise
 
     @staticmethod
@@ -141,8 +124,8 @@ class Listener:
         try:
             return listen_unix(path, LISTEN_BACKLOG)
         except OSError as e:
-            if _RL_UNIX.allow():
-                unix_log.error("%s: binding failed: %s", path, e.strerror or e)
+            ratelimit.log(unix_log.name, logging.ERROR, _RL_UNIX,
+                          f"{path}: binding failed: {e.strerror or e}")
             raise
 
     def _open_tcp(self, r: Remote) -> socket.socket:
@@ -159,8 +142,8 @@ class Listener:
             try:
                 sock.bind(addr)
             except OSError as e:
-                if _RL_SOCKET.allow():
-                    socket_log.error("%s: bind: %s", target, e.strerror or e)
+                ratelimit.log(socket_log.name, logging.ERROR, _RL_SOCKET,
+                              f"{target}: bind: {e.strerror or e}")
                 raise
             sock.listen(LISTEN_BACKLOG)
         except OSError:
@@ -344,10 +327,12 @@ class Listeners:
     # -- reconciling the listeners with the configuration ----------------------------
 
     def refresh(self, changed_db: str | None) -> None:
-        """A commit to `changed_db` may have changed the remotes read from it."""
+        """A commit to `changed_db` may have changed the remotes read from it; None: a
+        database came, went or changed its schema. (A commit cannot change what a `db:`
+        remote's names refer to, so their problems are checked only then.)"""
         if any(changed_db is None or (db_column(n) or ("",))[0] == changed_db
                for n in self.from_db):
-            self.reconfigure()
+            self.reconfigure(check_names=changed_db is None)
 
     def wanted(self) -> dict[str, RemoteOptions]:
         """Every target to serve with its options: configured targets with their kind's
@@ -370,8 +355,9 @@ class Listeners:
                 out[target] = base if ts is None else row_options(ts, data, base)
         return out
 
-    def reconfigure(self) -> None:
-        self._report_problems()
+    def reconfigure(self, check_names: bool = True) -> None:
+        if check_names:
+            self._report_problems()
         wanted = self.wanted()
         self._failed.intersection_update(wanted)
         for target, lst in list(self.active.items()):
