@@ -257,6 +257,7 @@ class Server:
                     s.close()
         hosted.replace_db(new_db)
         self.server_db.set_row(hosted)
+        self._databases_changed()  # a db: remote may name a table or column now gone
 
     def _write_status(self, db_name: str, ops: list[Any]) -> None:
         hosted = self.dbs.get(db_name)
