@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..util.ovsjson import Real, format_real, json_string
-from ..util.utf8 import invalid_sequence
+from ..util.utf8 import has_escaped_bytes, invalid_sequence
 from .errors import OvsdbError, syntax_error
 from .types import BOOLEAN, INT_MAX, INT_MIN, INTEGER, REAL, STRING, UINT_MAX, UUID, BaseType
 
@@ -297,7 +297,8 @@ class Codec:
         self._check_key = ctype.key.has_constraints
         self._check_value = ctype.value is not None and ctype.value.has_constraints
         # Every string is checked for UTF-8, as the real server checks it. Where that is
-        # a string's only constraint, a batch of atoms that is all ASCII needs nothing;
+        # a string's only constraint, a batch of atoms holding no byte that is not UTF-8
+        # (no lone surrogate: see util/utf8.py) needs nothing;
         # otherwise it is parsed again with every check (`_recheck`), which raises the
         # error the real server meets first.
         self._utf8 = self.key_type == STRING or self.value_type == STRING
@@ -330,8 +331,9 @@ class Codec:
         result has the column's canonical form whatever the bounds."""
         fast = self._fast_type
         if fast is not None and type(json) is fast and lo is None and hi is None and (
-                fast is bool or (json.isascii() if fast is str else INT_MIN <= json <= INT_MAX)):
-            return json  # a plain scalar ASCII string/integer/boolean without constraints
+                fast is bool or (not has_escaped_bytes(json) if fast is str
+                                 else INT_MIN <= json <= INT_MAX)):
+            return json  # a plain scalar string (UTF-8)/integer/boolean without constraints
         lo = self.min if lo is None else lo
         hi = self.max if hi is None else hi
         if self.is_map:
@@ -353,7 +355,7 @@ class Codec:
                 if self._utf8:
                     self._recheck(elems, symtab)
                 raise
-            if self._utf8 and not "".join(atoms).isascii():
+            if self._utf8 and has_escaped_bytes("".join(atoms)):
                 self._recheck(elems, symtab)
         if self.is_scalar:
             return atoms[0]
@@ -393,8 +395,8 @@ class Codec:
                 self._recheck(elems, symtab)
             raise
         if self._utf8 and (len(pairs) != n
-                           or (kt == STRING and not "".join(pairs).isascii())
-                           or (vt == STRING and not "".join(pairs.values()).isascii())):
+                           or (kt == STRING and has_escaped_bytes("".join(pairs)))
+                           or (vt == STRING and has_escaped_bytes("".join(pairs.values())))):
             self._recheck(elems, symtab)
         if len(pairs) != n:
             raise OvsdbError("ovsdb error", "map contains duplicate key")
