@@ -92,11 +92,14 @@ def test_trimmed_compaction_gives_memory_back(
     for kind, srv in pair.items():
         srv.appctl("ovsdb-server/memory-trim-on-compaction", "off")
         with Client(srv.unix, timeout=60) as c:
-            rows = [{"op": "insert", "table": "Logical_Switch",
-                     "row": {"name": f"sw{i}", "external_ids": ["map", [
-                         [f"key{j}", "v" * 40] for j in range(10)]]}} for i in range(5000)]
-            c.call("transact", ["OVN_Northbound", *rows])
-        time.sleep(0.7)  # (the reclaim after that large message)
+            # in messages under stream.LARGE_MESSAGE, so that no reclaim after a large
+            # message can trim the heap between the two compactions
+            for first in range(0, 5000, 1000):
+                rows = [{"op": "insert", "table": "Logical_Switch",
+                         "row": {"name": f"sw{i}", "external_ids": ["map", [
+                             [f"key{j}", "v" * 40] for j in range(10)]]}}
+                        for i in range(first, first + 1000)]
+                c.call("transact", ["OVN_Northbound", *rows])
         srv.appctl("ovsdb-server/compact")
         untrimmed = rss_kb(srv)
         srv.appctl("ovsdb-server/memory-trim-on-compaction", "on")

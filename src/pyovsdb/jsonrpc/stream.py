@@ -22,8 +22,8 @@ Rules kept here:
   byte as a lone surrogate (see util/utf8.py), a `\\u` escape of an unpaired trailing
   surrogate becoming its three bytes as in the real parser (an unpaired leading one
   stays an error, as there). `dumps` writes such strings back as the same bytes.
-- A message of `LARGE_MESSAGE` bytes or more calls `on_large_message` (a server gives
-  memory back after it).
+- A message of `LARGE_MESSAGE` bytes or more calls the stream's `on_large` (a server's
+  sessions give memory back after it).
 - Values the real JSON parser refuses are refused here too, although orjson would take
   them: a NUL character in a string (`\\u0000`) and a number that is not zero but
   below the smallest normal double (strtod's ERANGE). Accepted and stored, they would
@@ -84,10 +84,8 @@ ORJSON_MAX_DEPTH = 1024
 DEFAULT_MAX_DEPTH = ORJSON_MAX_DEPTH
 
 
-# A received message at least this large is followed by giving memory back
-# (`on_large_message`, set by a server).
+# A received message at least this large calls the stream's `on_large`.
 LARGE_MESSAGE = 1 << 20
-on_large_message: Callable[[int], None] | None = None
 
 
 class FramingError(Exception):
@@ -102,16 +100,18 @@ class FramingError(Exception):
 class JsonStream:
     """Accumulates bytes and yields complete JSON values."""
 
-    __slots__ = ("_buf", "_depth", "_in_string", "_pos", "max_depth", "max_size")
+    __slots__ = ("_buf", "_depth", "_in_string", "_pos", "max_depth", "max_size", "on_large")
 
     def __init__(self, max_size: int = DEFAULT_MAX_SIZE,
-                 max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+                 max_depth: int = DEFAULT_MAX_DEPTH,
+                 on_large: Callable[[int], None] | None = None) -> None:
         self._buf = bytearray()
         self._pos = 0  # bytes of _buf already scanned
         self._depth = 0  # open containers of the current message at _pos
         self._in_string = False
         self.max_size = max_size
         self.max_depth = max_depth
+        self.on_large = on_large
 
     @property
     def buffered(self) -> int:
@@ -133,8 +133,8 @@ class JsonStream:
             else:
                 if _suspect(data, 0, len(data)):
                     _check_values(msg)
-                if len(data) >= LARGE_MESSAGE:
-                    _large(len(data))
+                if len(data) >= LARGE_MESSAGE and self.on_large is not None:
+                    self.on_large(len(data))
                 return [msg]
         buf += data
         out: list[Any] = []
@@ -186,8 +186,8 @@ class JsonStream:
                         if pos - start > self.max_size:
                             raise self._too_big()
                         out.append(_parse(buf, start, pos))
-                        if pos - start >= LARGE_MESSAGE:
-                            _large(pos - start)
+                        if pos - start >= LARGE_MESSAGE and self.on_large is not None:
+                            self.on_large(pos - start)
                         start = pos
             if pos - start > self.max_size:
                 raise self._too_big()
@@ -210,12 +210,6 @@ class JsonStream:
         self._pos = 0
         self._depth = 0
         self._in_string = False
-
-
-def _large(size: int) -> None:
-    hook = on_large_message
-    if hook is not None:
-        hook(size)
 
 
 def _parse(buf: bytearray, start: int, end: int) -> Any:

@@ -87,7 +87,6 @@ class Server:
         self._reclaim: asyncio.TimerHandle | None = None
         self._reclaim_by = 0.0  # loop time by which to reclaim whatever clients read
         self._last_reclaim = -RECLAIM_INTERVAL
-        stream.on_large_message = self._large_message
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
                                    lambda name: name in self.clusters
                                    and name not in self.dbs)
@@ -350,7 +349,9 @@ class Server:
 
     # -- giving memory back after large messages ---------------------------------------
 
-    def _large_message(self, size: int) -> None:
+    def large_message(self, size: int) -> None:
+        """A session received a message of `size` bytes (at least stream.LARGE_MESSAGE):
+        give memory back once it is handled and the large replies have gone out."""
         if self._reclaim is not None or self.closing:
             return
         try:
@@ -420,8 +421,6 @@ class Server:
         if self._reclaim is not None:
             self._reclaim.cancel()
             self._reclaim = None
-        if stream.on_large_message == self._large_message:
-            stream.on_large_message = None
         for c in list(self.clusters.values()):
             c.close()
         self.listeners.close()

@@ -98,6 +98,7 @@ class Session(Connection):
                  client_id: str | None = None) -> None:
         super().__init__(name, probe_interval=probe_interval, max_backlog=server.max_backlog,
                          max_message=server.max_message, backlog_threshold=0)
+        self.stream.on_large = server.large_message
         self.server = server
         self.read_only = read_only
         self.role = role
