@@ -14,7 +14,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Generic
 
 from .errors import OvsdbError
@@ -185,15 +185,26 @@ def merge(changesets: Iterable[Changeset[R]]) -> Changeset[R]:
     `new`; a row inserted and then deleted disappears."""
     merged: dict[str, dict[str, RowChange[R]]] = {}
     for cs in changesets:
-        for tname, changes in cs.tables.items():
-            t = merged.setdefault(tname, {})
-            for uuid, ch in changes.items():
-                prev = t.get(uuid)
-                t[uuid] = ch if prev is None else RowChange(uuid, prev.old, ch.new)
-    for tname in list(merged):
-        t = merged[tname]
-        for uuid in [u for u, ch in t.items() if ch.old is None and ch.new is None]:
-            del t[uuid]
-        if not t:
-            del merged[tname]
-    return Changeset(merged)
+        merge_into(merged, cs)
+    return Changeset({tname: t for tname, t in merged.items() if t})
+
+
+def merge_into(acc: dict[str, dict[str, RowChange[R]]], cs: Changeset[R],
+               tables: Container[str] | None = None) -> None:
+    """`merge`, one changeset at a time, into `acc` (table -> row changes; a table may
+    be left empty), keeping only `tables` if given."""
+    for tname, changes in cs.tables.items():
+        if tables is not None and tname not in tables:
+            continue
+        t = acc.get(tname)
+        if t is None:
+            acc[tname] = dict(changes)
+            continue
+        for uuid, ch in changes.items():
+            prev = t.get(uuid)
+            if prev is None:
+                t[uuid] = ch
+            elif prev.old is None and ch.new is None:
+                del t[uuid]  # inserted, then deleted: nothing happened
+            else:
+                t[uuid] = RowChange(uuid, prev.old, ch.new)

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..ovsdb.changeset import Changeset, RowChange
+from ..ovsdb.changeset import Changeset, RowChange, merge_into
 from ..ovsdb.condition import MonitorCondition, parse_monitor_where
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError, syntax_error
@@ -342,23 +342,8 @@ class Monitor:
         the last row, a modify then delete a delete, a modify then modify one modify,
         and a row inserted then deleted is forgotten. Memory grows with the rows that
         changed, not with the number of transactions."""
-        held = self.held
-        assert held is not None
-        for tname, changes in cs.tables.items():
-            if tname not in self.tables:
-                continue
-            t = held.get(tname)
-            if t is None:
-                held[tname] = dict(changes)
-                continue
-            for uuid, ch in changes.items():
-                prev = t.get(uuid)
-                if prev is None:
-                    t[uuid] = ch
-                elif prev.old is None and ch.new is None:
-                    del t[uuid]
-                else:
-                    t[uuid] = RowChange(uuid, prev.old, ch.new)
+        assert self.held is not None
+        merge_into(self.held, cs, self.tables)
 
     def take_held(self, keep_holding: bool) -> Changeset | None:
         """The held changes as one changeset (None if nothing is held); holding goes
