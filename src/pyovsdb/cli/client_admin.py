@@ -87,13 +87,10 @@ def _as_clustered(schema: DatabaseSchema, path: str) -> DatabaseSchema:
 
     raw = schema.raw_json if schema.raw_json is not None else schema.to_json()
     persisted, changed = clustered.schema_for_cluster(raw)
-    if not changed:
+    warning = clustered.persist_ephemeral_warning(path, raw, changed)
+    if warning is None:
         return schema
-    table, _, column = changed[-1].partition(".")
-    logger("ovsdb").warning(
-        "%s: changed %d columns in '%s' database from ephemeral to persistent, including "
-        "'%s' column in '%s' table, because clusters do not support ephemeral columns",
-        path, len(changed), schema.name, column, table)
+    logger("ovsdb").warning("%s", warning)
     out = DatabaseSchema.from_json(persisted)
     out.json = persisted
     return out

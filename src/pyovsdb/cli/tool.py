@@ -440,18 +440,13 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
     else:
         schema_json = read_json_file(contents)
         DatabaseSchema.from_json(schema_json)
-    schema_json, changed = clustered.schema_for_cluster(schema_json)
+    persisted, changed = clustered.schema_for_cluster(schema_json)
+    warning = clustered.persist_ephemeral_warning(contents, schema_json, changed)
+    if warning is not None:
+        _logs()  # the real tool's VLOG_WARN (on the console unless `-vconsole:off`)
+        logging.getLogger("ovsdb").warning("%s", warning)
     # The file holds the normalized schema, as the real tool writes it.
-    schema_json = DatabaseSchema.from_json(schema_json).to_json()
-    if changed:
-        # The real tool's VLOG_WARN (on the console unless `-vconsole:off`).
-        table, _, column = changed[-1].partition(".")
-        _logs()
-        logging.getLogger("ovsdb").warning(
-            "%s: changed %d columns in '%s' database from ephemeral to persistent, "
-            "including '%s' column in '%s' table, because clusters do not support "
-            "ephemeral columns", contents, len(changed), schema_json.get("name"), column,
-            table)
+    schema_json = DatabaseSchema.from_json(persisted).to_json()
     check_raft_address(local)
     timer = parsed.get("election-timer")  # checked with the options
     records = []
