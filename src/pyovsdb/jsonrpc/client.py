@@ -88,9 +88,6 @@ class Client:
                                         "id": self.next_id}))
         return self.next_id
 
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
     def wait(self, msg_id: Any) -> dict[str, Any]:
         """The reply message (result or error) for `msg_id`."""
         while msg_id not in self.replies:
