@@ -8,10 +8,13 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import resource
+import signal
 import stat
 import subprocess
 from collections.abc import Iterator
-from contextlib import chdir, redirect_stderr, redirect_stdout
+from contextlib import chdir, contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +255,64 @@ def test_file_modes_as_the_real_tool(tmp_path: Path) -> None:
     assert seen["ours"] == seen["real"]
     assert seen["real"]["22"]["a.db"] == "0o640" and seen["real"]["22"]["x.db"] == "0o640"
     assert seen["real"]["77"]["y.db"] == "0o600"
+
+
+@contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """RLIMIT_FSIZE for this process: a write that crosses the limit writes up to it,
+    the next one fails with EFBIG (SIGXFSZ is ignored, as Python starts)."""
+    assert signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def real_limited(limit: int, *args: str, cwd: Path) -> tuple[int, str, str]:
+    def child() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    p = subprocess.run(["ovsdb-tool", *args], capture_output=True, encoding="utf-8",
+                       timeout=30, cwd=cwd, preexec_fn=child, restore_signals=False)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_writes_that_fail_as_the_real_tool(tmp_path: Path) -> None:
+    """Files that grow past the file size limit: every write loops until all is
+    written or fails (a single short write left a cut file, and success); the real
+    log line, error and status; what is left: a new file cut back to its whole records,
+    a compacted copy removed, the database compacted in place untouched."""
+    header = tmp_path / "header.db"  # a cluster's header record alone
+    assert real("create-cluster", str(header), NB_SCHEMA, "unix:c.raft", cwd=tmp_path)[0] == 0
+    cases = [(4000, ["create", "n.db", NB_SCHEMA]),
+             (header.stat().st_size + 10, ["--election-timer=1000", "create-cluster", "c.db",
+                                           NB_SCHEMA, "unix:c.raft"]),
+             (4000, ["compact", "a.db", "dst.db"]),
+             (4000, ["compact", "b.db"])]
+    seen = {}
+    for kind in ("real", "ours"):
+        d = tmp_path / kind
+        d.mkdir()
+        for name in ("a.db", "b.db"):
+            assert real("create", name, NB_SCHEMA, cwd=d)[0] == 0
+        original = (d / "b.db").read_bytes()
+        results = []
+        for limit, args in cases:
+            if kind == "real":
+                rc, out, err = real_limited(limit, *args, cwd=d)
+            else:
+                with file_size_limit(limit):
+                    rc, out, err = ours(*args, cwd=d)
+            err = re.sub(r"^\S+Z\|\d{5}\|", "", err.replace(str(d), "D"), flags=re.M)
+            results.append((rc, out, err))
+        files = {n: (d / n).stat().st_size for n in ("n.db", "c.db", "dst.db", "b.db.tmp")
+                 if (d / n).exists()}
+        seen[kind] = (results, files, (d / "b.db").read_bytes() == original)
+    assert seen["ours"] == seen["real"]
+    results, files, _ = seen["real"]
+    assert results[0] == (1, "", "ovsdb_log|WARN|D/n.db: write failed (File too large)\n"
+                                 "ovsdb-tool: I/O error: n.db: write failed (File too large)\n")
+    assert files == {"n.db": 0, "c.db": header.stat().st_size}

@@ -13,15 +13,18 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from interop_helpers import dump_json, label_uuids, nbctl, wait_until
 
 from procs import NB_SCHEMA, ServerProcess, create_db, require
-from pyovsdb.cli import client
+from pyovsdb.cli import client, client_admin
 from pyovsdb.util import vlog
 
 pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("own_vlog")]
@@ -198,6 +201,35 @@ def test_wait_retries_until_the_server_is_up(tmp_path: Path) -> None:
         f"00004|reconnect|INFO|{u}: connected\n"))
 
 
+def test_wait_backs_off_then_goes_quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    """With no server, `wait` retries after 1, 2 and 4 s, then every 8 s, logging as
+    lib/reconnect.c does: once at the maximum backoff, neither the attempts nor their
+    failures (the seconds pass in the test, not on the clock)."""
+    u = f"unix:{tmp_path / 'none.sock'}"
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 6:
+            raise SystemExit(9)
+
+    monkeypatch.setattr(client_admin, "time", SimpleNamespace(
+        sleep=sleep, monotonic=time.monotonic, time=time.time))
+    rc, out, err = ours("wait", u, DB, "connected")
+    failed = f"reconnect|INFO|{u}: connection attempt failed (No such file or directory)"
+    assert (rc, out, sleeps) == (9, b"", [1, 2, 4, 8, 8, 8])
+    assert err.splitlines() == [f"{n:05d}|{line}" for n, line in enumerate([
+        f"reconnect|INFO|{u}: connecting...", failed,
+        f"reconnect|INFO|{u}: connecting...", failed,
+        f"reconnect|INFO|{u}: waiting 2 seconds before reconnect",
+        f"reconnect|INFO|{u}: connecting...", failed,
+        f"reconnect|INFO|{u}: waiting 4 seconds before reconnect",
+        f"reconnect|INFO|{u}: connecting...", failed,
+        f"reconnect|INFO|{u}: continuing to reconnect in the background but "
+        "suppressing further logging"], 1)]
+
+
 def backup_records(data: bytes) -> list[bytes]:
     return [re.sub(rb'"_date":\d+', b'"_date":0', line) for line in data.split(b"\n")[1::2]]
 
@@ -311,3 +343,40 @@ def test_lock_steal_unlock(tmp_path: Path) -> None:
         '{"locked":false}\nlocked\n["L"]\n',
         "-14", '{"locked":true}\n',
         "00001|fatal_signal|WARN|terminating with signal 14 (Alarm clock)\n")
+
+
+def test_lock_in_process_until_the_server_goes(tmp_path: Path) -> None:
+    """`lock` run in this process, ended by the server going away: the real client's
+    output, error and exit status, and every file descriptor it opened (its socket, the
+    standard output it saves for a daemon) closed again."""
+    require("ovsdb-server", "ovsdb-tool")
+    db = create_db("real", tmp_path / "nb.db", NB_SCHEMA)
+    outs = {kind: tmp_path / f"{kind}.out" for kind in ("real", "ours")}
+    with ServerProcess("real", tmp_path, [db], name="db") as srv:
+        with open(outs["real"], "wb") as f:
+            theirs = subprocess.Popen(["ovsdb-client", "lock", srv.unix, "R"], stdout=f,
+                                      stderr=subprocess.PIPE)
+
+        def stop_once_both_locked() -> None:
+            wait_until(lambda: all(f.exists() and f.read_bytes() == b'{"locked":true}\n'
+                                   for f in outs.values()), 10)
+            srv.appctl("exit")  # ends both, whatever they did
+
+        fds = sorted(os.listdir("/proc/self/fd"))
+        saved = os.dup(1)  # the command writes its lines to the file descriptor
+        out = os.open(outs["ours"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(out, 1)
+        os.close(out)
+        stopper = threading.Thread(target=stop_once_both_locked)
+        stopper.start()
+        try:
+            rc, _, err = ours("lock", srv.unix, "O")
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            stopper.join()
+        assert sorted(os.listdir("/proc/self/fd")) == fds
+        _, real_err = theirs.communicate(timeout=10)
+    assert (rc, outs["ours"].read_text(), err) == (
+        theirs.returncode, outs["real"].read_text(), _STAMP.sub("", real_err.decode()))
+    assert rc == 1 and err == f"ovsdb-client: {srv.unix}: receive failed (End of file)\n"

@@ -119,30 +119,35 @@ def test_upgrade_db(tmp_path: Path) -> None:
 
 def test_upgrade_cluster(tmp_path: Path) -> None:
     """`upgrade_cluster SCHEMA unix:SOCKET` against a clustered database of the old
-    schema (our server with our tools, the real server with the real tools): wait for
-    it to be connected, compare the versions, convert online."""
+    schema (our server with our tools, the real server with the real tools), which the
+    tool created (warning that it made the ephemeral columns persistent): wait for it
+    to be connected, compare the versions, convert online (the client warns alike)."""
     old = tmp_path / "old.ovsschema"
     old.write_text(json.dumps(old_nb_schema()))
 
     def upgrade(kind: str) -> Any:
         d = tmp_path / kind
         d.mkdir()
-        subprocess.run(["ovsdb-tool", "-vconsole:off", "create-cluster", str(d / "nb.db"),
-                        str(old), f"unix:{d}/nb.raft"], check=True)
+        env = env_for(kind, d)
+        created = ovs_lib(f'ovsdb-tool create-cluster "{d}/nb.db" "{old}" "unix:{d}/nb.raft"',
+                          env, d)
         with ServerProcess(kind, d, [str(d / "nb.db")], name="nb") as srv:
             for txn in OLD_NB_TXNS:
                 p = subprocess.run(["ovsdb-client", "transact", srv.unix, json.dumps(txn)],
                                    capture_output=True, text=True, check=True)
                 assert '"error"' not in p.stdout, p.stdout
-            result = ovs_lib(f'upgrade_cluster "{NB_SCHEMA}" "{srv.unix}"',
-                             env_for(kind, d), d)
+            result = ovs_lib(f'upgrade_cluster "{NB_SCHEMA}" "{srv.unix}"', env, d)
             version = subprocess.run(["ovsdb-client", "get-schema-version", srv.unix, DB],
                                      capture_output=True, text=True).stdout
-            return result, version, dump_modulo_uuids(srv, DB)
+            return created, result, version, dump_modulo_uuids(srv, DB)
 
     seen = both(upgrade)
     assert seen["ours"] == seen["real"]
-    (rc, out, err), version, _ = seen["real"]
+    created, (rc, out, err), version, _ = seen["real"]
+    assert created == (0, "", f"00001|ovsdb|WARN|{old}: changed 2 columns in '{DB}' database "
+                       "from ephemeral to persistent, including 'status' column in "
+                       "'Connection' table, because clusters do not support ephemeral "
+                       "columns\n")
     assert (rc, version) == (0, "7.0.0\n")
     assert out == ("Waiting for OVN_Northbound to come up.\n"
                    "Upgrading database OVN_Northbound from schema version 6.3.0 to 7.0.0.\n")

@@ -20,22 +20,18 @@ Rules kept here:
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
-from typing import Any
-
-import orjson
+from typing import Any, NoReturn
 
 from ..jsonrpc.client import Client, RpcError, connect
-from ..jsonrpc.message import ERROR, REPLY, REQUEST, classify, reply
-from ..jsonrpc.stream import JsonStream
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema, TableSchema
 from ..storage import jsonorder, standalone
 from ..storage import log as ovslog
 from ..storage.schemafile import read_schema_file
 from ..util.ovsjson import json_to_string, shash_order
+from ..util.reconnect import ReconnectLog
 from . import options as opt
 from .client import (
     NEED_DATABASE,
@@ -87,13 +83,10 @@ def _as_clustered(schema: DatabaseSchema, path: str) -> DatabaseSchema:
 
     raw = schema.raw_json if schema.raw_json is not None else schema.to_json()
     persisted, changed = clustered.schema_for_cluster(raw)
-    if not changed:
+    warning = clustered.persist_ephemeral_warning(path, raw, changed)
+    if warning is None:
         return schema
-    table, _, column = changed[-1].partition(".")
-    logger("ovsdb").warning(
-        "%s: changed %d columns in '%s' database from ephemeral to persistent, including "
-        "'%s' column in '%s' table, because clusters do not support ephemeral columns",
-        path, len(changed), schema.name, column, table)
+    logger("ovsdb").warning("%s", warning)
     out = DatabaseSchema.from_json(persisted)
     out.json = persisted
     return out
@@ -129,54 +122,6 @@ def cmd_needs_conversion(ctx: Context, parsed: opt.Parsed, args: list[str]) -> N
 # -- wait --------------------------------------------------------------------------------
 
 
-class Reconnect:
-    """lib/reconnect.c's backoff and log lines for one remote, as `jsonrpc_session`
-    drives it for `wait`: the first retry after 1 s, then 2, 4 and 8 s; what it logs
-    (`connecting...`, `connection attempt failed (...)`, `waiting N seconds before
-    reconnect`, ...) goes quiet once the backoff is at its maximum."""
-
-    MIN_BACKOFF, MAX_BACKOFF = 1.0, 8.0
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.backoff = 0.0
-        self.log = logger("reconnect")
-
-    def connecting(self) -> None:
-        self.log.info("%s: connecting...", self.name)
-
-    def connected(self) -> None:
-        self.log.info("%s: connected", self.name)
-
-    def failed(self, reason: str) -> float:
-        """A connection attempt failed: the delay before the next one."""
-        if self.backoff < self.MAX_BACKOFF:
-            self.log.info("%s: connection attempt failed (%s)", self.name, reason)
-        return self._back_off()
-
-    def dropped(self, connected_for: float) -> float:
-        """An established connection closed: the delay before reconnecting."""
-        self.log.info("%s: connection closed by peer", self.name)
-        if connected_for >= self.backoff:
-            self.backoff = self.MIN_BACKOFF
-            return self.backoff
-        return self._back_off()
-
-    def _back_off(self) -> float:
-        if self.backoff < self.MIN_BACKOFF:
-            self.backoff = self.MIN_BACKOFF
-        elif self.backoff < self.MAX_BACKOFF / 2:
-            self.backoff *= 2
-            self.log.info("%s: waiting %s seconds before reconnect", self.name,
-                          f"{self.backoff:.3g}")
-        else:
-            if self.backoff < self.MAX_BACKOFF:
-                self.log.info("%s: continuing to reconnect in the background but "
-                              "suppressing further logging", self.name)
-            self.backoff = self.MAX_BACKOFF
-        return self.backoff
-
-
 def wait_transaction(state: str, database: str) -> list[Any]:
     op: dict[str, Any] = {"op": "wait", "table": "Database",
                           "where": [["name", "==", database]]}
@@ -202,45 +147,42 @@ def cmd_wait(ctx: Context, parsed: opt.Parsed, args: list[str]) -> None:
     if state not in ("connected", "added", "removed"):
         fatal(f"{state}: unknown state")
     remote = args[0] if len(args) > 2 else default_remote()
-    fsm = Reconnect(remote)
+    logger("reconnect")  # ReconnectLog's lines go to the real tool's log
+    fsm = ReconnectLog()
     txn = wait_transaction(state, database)
     while True:
-        fsm.connecting()
+        fsm.connecting(remote)
         try:
             sock = connect(with_default_port(remote))
         except (OSError, RpcError, ValueError) as e:
-            time.sleep(fsm.failed(getattr(e, "strerror", None) or str(e)))
+            fsm.failed(getattr(e, "strerror", None) or str(e))
+            time.sleep(fsm.backoff_ms / 1000)
             continue
         fsm.connected()
         since = time.monotonic()
+        client = Client(with_default_port(remote), sock=sock)
         try:
-            _wait_on(sock, remote, txn)  # exits once the state is reached
-        except (OSError, EOFError):
+            _wait_on(client, remote, txn)  # exits once the state is reached
+        except (OSError, RpcError):
             pass
         finally:
-            sock.close()
-        time.sleep(fsm.dropped(time.monotonic() - since))
+            client.close()
+        # Used if it lasted the backoff (`reconnect_disconnected` asks it of the last
+        # activity).
+        fsm.disconnected(None, used=(time.monotonic() - since) * 1000 >= fsm.backoff_ms)
+        time.sleep(fsm.backoff_ms / 1000)
 
 
-def _wait_on(sock: socket.socket, remote: str, txn: list[Any]) -> None:
-    sock.sendall(orjson.dumps({"method": "set_db_change_aware", "params": [True], "id": 1})
-                 + orjson.dumps({"method": "transact", "params": txn, "id": 2}))
-    stream = JsonStream()
-    while True:
-        data = sock.recv(1 << 16)
-        if not data:
-            raise EOFError
-        for msg in stream.feed(data):
-            kind = classify(msg)
-            if kind == REQUEST and msg.get("method") == "echo":
-                sock.sendall(orjson.dumps(reply(msg.get("params"), msg.get("id"))))
-            elif kind == ERROR and msg.get("id") == 1:
-                warn(f"{remote}: set_db_change_aware failed "
-                     f"({json_to_string(msg.get('error'), sort=False)})")
-                sys.exit(1)
-            elif kind in (REPLY, ERROR) and msg.get("id") == 2:
-                check_transaction_reply(msg.get("result"))
-                sys.exit(0)
+def _wait_on(client: Client, remote: str, txn: list[Any]) -> NoReturn:
+    aware = client.send("set_db_change_aware", [True])
+    done = client.send("transact", txn)
+    msg = client.wait(aware)
+    if msg.get("error") is not None:
+        warn(f"{remote}: set_db_change_aware failed "
+             f"({json_to_string(msg.get('error'), sort=False)})")
+        sys.exit(1)
+    check_transaction_reply(client.wait(done).get("result"))
+    sys.exit(0)
 
 
 # -- backup ------------------------------------------------------------------------------

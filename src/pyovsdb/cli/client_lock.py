@@ -22,11 +22,9 @@ import asyncio
 import os
 from typing import Any
 
-import orjson
-
 from .. import __version__
-from ..jsonrpc.client import Client
-from ..jsonrpc.message import NOTIFY, REPLY, REQUEST, classify, reply
+from ..jsonrpc.client import Client, RpcError
+from ..jsonrpc.message import NOTIFY, REPLY, classify
 from ..server.appctl import UnixctlServer
 from ..util import daemon
 from . import daemon_main as dm
@@ -66,18 +64,13 @@ class _Locker:
 
     def on_readable(self) -> None:
         try:
-            data = self.client.sock.recv(1 << 16)
-        except OSError as e:
-            self.finish(f"{self.client.remote}: receive failed ({e.strerror})")
+            messages = self.client.read()
+        except RpcError as e:
+            self.finish(str(e))
             return
-        if not data:
-            self.finish(f"{self.client.remote}: receive failed (End of file)")
-            return
-        for msg in self.client.stream.feed(data):
+        for msg in messages:
             kind = classify(msg)
-            if kind == REQUEST and msg.get("method") == "echo":
-                self.client.send_raw(orjson.dumps(reply(msg.get("params"), msg.get("id"))))
-            elif kind == REPLY and msg.get("id") == self.request_id:
+            if kind == REPLY and msg.get("id") == self.request_id:
                 self.request_id = None
                 self.print(self.ctx.json(msg.get("result")))
                 self.complete()
@@ -86,11 +79,9 @@ class _Locker:
 
     def complete(self) -> None:
         """`daemonize_complete`, keeping standard output (`daemon_save_fd`)."""
+        self.daemon.complete()
         if self.daemon.detach:
-            self.daemon.complete()
             os.dup2(self.stdout, 1)
-        else:
-            self.daemon.complete()
 
     def finish(self, error: str | None = None, signum: int | None = None) -> None:
         self.error = error
@@ -144,16 +135,20 @@ def run_lock(ctx: Context, client: Client, method: str, lock: str) -> None:
     d = daemon.Daemon(detach=parsed.has("detach"), pidfile=pidfile,
                       overwrite_pidfile=parsed.has("overwrite-pidfile"),
                       chdir=not parsed.has("no-chdir"))
-    stdout = os.dup(1)
+    stdout = os.dup(1)  # `daemon_save_fd`
     try:
-        d.start()
-    except daemon.Fatal as e:
-        fatal(str(e))
-    locker = _Locker(ctx, client, d, stdout)
-    try:
-        asyncio.run(locker.run(method, lock))
+        try:
+            d.start()
+        except daemon.Fatal as e:
+            fatal(str(e))
+        locker = _Locker(ctx, client, d, stdout)
+        try:
+            asyncio.run(locker.run(method, lock))
+        finally:
+            d.cleanup()
     finally:
-        d.cleanup()
+        os.close(stdout)
+    # The client is closed by the caller, but for a death by signal.
     if locker.signal is not None:
         client.close()
         dm.die_of(locker.signal)

@@ -130,6 +130,8 @@ def main(argv: list[str]) -> int:
         print(f"{PROGRAM}: unknown command '{cmd}'; use --help for help", file=sys.stderr)
         return 1
     fn, lo, hi = entry
+    if cmd in WRITERS:
+        _logs()  # a write that fails is logged, as by the real tool
     if len(args) < lo:
         print(f"{PROGRAM}: '{cmd}' command requires at least {lo} arguments",
               file=sys.stderr)
@@ -163,7 +165,7 @@ def _check_options(parsed: opt.Parsed) -> None:
 
 def _logs() -> vlog.Vlog:
     """The log, as the real tool's (the console at info and above unless -v says
-    otherwise); set up only by a command that logs or a -v option."""
+    otherwise); set up only by a command that writes a file or logs, or a -v option."""
     logs = vlog.current()
     logs.program = "ovsdb-tool"
     return logs
@@ -228,11 +230,10 @@ def _compact_or_convert(src: str, dst: str | None, schema: DatabaseSchema | None
                                     standalone.snapshot_record(database, comment)])
         if in_place:
             try:
-                os.rename(dst, src)
+                ovslog.rename_over(dst, src)
             except OSError as e:
                 raise ToolError(f'failed to rename "{dst}" to "{src}" ({e.strerror})'
                                 ) from None
-            ovslog.fsync_dir(src)
     finally:
         for lock in locks:
             lock.release()
@@ -440,18 +441,13 @@ def cmd_create_cluster(args: list[str], parsed: opt.Parsed) -> int:
     else:
         schema_json = read_json_file(contents)
         DatabaseSchema.from_json(schema_json)
-    schema_json, changed = clustered.schema_for_cluster(schema_json)
-    # The file holds the normalized schema, as the real tool writes it.
-    schema_json = DatabaseSchema.from_json(schema_json).to_json()
-    if changed:
+    persisted, changed = clustered.schema_for_cluster(schema_json)
+    warning = clustered.persist_ephemeral_warning(contents, schema_json, changed)
+    if warning is not None:
         # The real tool's VLOG_WARN (on the console unless `-vconsole:off`).
-        table, _, column = changed[-1].partition(".")
-        _logs()
-        logging.getLogger("ovsdb").warning(
-            "%s: changed %d columns in '%s' database from ephemeral to persistent, "
-            "including '%s' column in '%s' table, because clusters do not support "
-            "ephemeral columns", contents, len(changed), schema_json.get("name"), column,
-            table)
+        logging.getLogger("ovsdb").warning("%s", warning)
+    # The file holds the normalized schema, as the real tool writes it.
+    schema_json = DatabaseSchema.from_json(persisted).to_json()
     check_raft_address(local)
     timer = parsed.get("election-timer")  # checked with the options
     records = []
@@ -563,6 +559,9 @@ def cmd_show_log(args: list[str], parsed: opt.Parsed) -> int:
     return 0
 
 
+# The commands that write a whole file (`storage.log` logs a write that fails).
+WRITERS = frozenset({"create", "compact", "convert", "create-cluster", "join-cluster",
+                     "cluster-to-standalone"})
 COMMANDS = {
     "create": (cmd_create, 0, 2),
     "compact": (cmd_compact, 0, 2),

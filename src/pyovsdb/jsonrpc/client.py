@@ -5,9 +5,12 @@ Rules kept here:
   unix PATH is in the run directory ($OVS_RUNDIR, default /var/run/openvswitch), as
   the real tools resolve it (`unix_path`), not in the working directory.
 - `call` sends a request and returns its reply, answering the server's `echo` probes
-  and queueing notifications (updates, locked, stolen) for `notifications()`.
+  and queueing notifications (updates, locked, stolen) for `next_notification()`.
 - Many requests may be in flight (`send` then `wait`), as pipelining clients do.
-- A closed connection or a JSON-RPC error reply raises `RpcError`.
+- `read` reads once and hands back what came, in order (echo probes answered), for a
+  caller that dispatches messages itself; `wait` and `next_notification` queue them.
+- A closed connection (`receive failed (End of file)`, the real tools' words) or a
+  JSON-RPC error reply raises `RpcError`.
 """
 
 from __future__ import annotations
@@ -53,12 +56,17 @@ def connect(remote: str, timeout: float | None = None) -> socket.socket:
 
 
 class Client:
-    def __init__(self, remote: str, timeout: float | None = None) -> None:
+    """A connection to `remote`; `sock`: one already connected to it."""
+
+    def __init__(self, remote: str, timeout: float | None = None,
+                 sock: socket.socket | None = None) -> None:
         self.remote = remote
-        try:
-            self.sock = connect(remote, timeout)
-        except OSError as e:
-            raise RpcError(f"{remote}: connection failed ({e.strerror or e})") from None
+        if sock is None:
+            try:
+                sock = connect(remote, timeout)
+            except OSError as e:
+                raise RpcError(f"{remote}: connection failed ({e.strerror or e})") from None
+        self.sock = sock
         self.timeout = timeout
         self.stream = JsonStream()
         self.next_id = 0
@@ -80,9 +88,6 @@ class Client:
                                         "id": self.next_id}))
         return self.next_id
 
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
     def wait(self, msg_id: Any) -> dict[str, Any]:
         """The reply message (result or error) for `msg_id`."""
         while msg_id not in self.replies:
@@ -101,7 +106,10 @@ class Client:
             self._read()
         return self.notes.popleft()
 
-    def _read(self) -> None:
+    def read(self) -> list[dict[str, Any]]:
+        """Read once (blocking until the server sends something, within the timeout):
+        its `echo` requests are answered, and its other messages returned in the order
+        they came, not queued."""
         self.sock.settimeout(self.timeout)
         try:
             data = self.sock.recv(1 << 20)
@@ -111,12 +119,19 @@ class Client:
             raise RpcError(f"{self.remote}: receive failed ({e.strerror})") from None
         if not data:
             raise RpcError(f"{self.remote}: receive failed (End of file)")
+        out = []
         for msg in self.stream.feed(data):
+            if classify(msg) == REQUEST and msg["method"] == "echo":
+                self.sock.sendall(orjson.dumps(reply(msg["params"], msg["id"])))
+            else:
+                out.append(msg)
+        return out
+
+    def _read(self) -> None:
+        """Read once, queueing replies (by id) and notifications."""
+        for msg in self.read():
             kind = classify(msg)
-            if kind == REQUEST:
-                if msg["method"] == "echo":
-                    self.sock.sendall(orjson.dumps(reply(msg["params"], msg["id"])))
-            elif kind == NOTIFY:
+            if kind == NOTIFY:
                 self.notes.append(msg)
             elif kind in (REPLY, ERROR):
                 self.replies[msg.get("id")] = msg

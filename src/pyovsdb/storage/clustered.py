@@ -106,6 +106,18 @@ def schema_for_cluster(schema_json: dict[str, Any]) -> tuple[dict[str, Any], lis
     return out, changed
 
 
+def persist_ephemeral_warning(path: str, schema_json: dict[str, Any], changed: list[str]
+                              ) -> str | None:
+    """What the real tools warn (module "ovsdb") when `schema_for_cluster` changed the
+    columns `changed` of the schema read from `path`; None if it changed none."""
+    if not changed:
+        return None
+    table, _, column = changed[-1].partition(".")
+    return (f"{path}: changed {len(changed)} columns in '{schema_json.get('name')}' "
+            f"database from ephemeral to persistent, including '{column}' column in "
+            f"'{table}' table, because clusters do not support ephemeral columns")
+
+
 def apply_entry(db: Database | None, data: Any) -> Database:
     """Apply one entry's `[schema-or-null, txn-or-null]`; a schema starts a new database
     (conversion). Returns the database now current."""

@@ -14,10 +14,18 @@ Rules kept here:
   transaction's comment as it received it): such a record is read as the real tools
   read it (`util.utf8.loads_raw`), not taken for a corrupt one, and written with those
   bytes as they came, as the real server writes them.
-- Replacing the whole file (compaction, conversion) writes a temporary file, fsyncs it
-  and renames it over the original, then fsyncs the directory: at every instant the
-  path names either the complete old file or the complete new one. A symlinked path
-  keeps its link: the target is replaced, as the real server and tool do.
+- Every whole file is written the same way (`write_whole`): all its records, however
+  short each write() falls (on Linux at most 2 GiB less 4 KiB go at once), then an
+  fsync. A write that fails cuts the file back to the records written whole; the
+  tools' writes then log `ovsdb_log` "NAME: write failed (ERROR)" (the absolute name)
+  and report "I/O error: NAME: write failed (ERROR)", as the real tools. The new file
+  of a compaction or conversion that fails is removed.
+- Replacing the whole file (compaction, conversion) writes a temporary file and renames
+  it over the original, then fsyncs the directory (`rename_over`): at every instant
+  the path names either the complete old file or the complete new one. A symlinked
+  path keeps its link: the target is replaced, as the real server and tool do. As
+  theirs, a directory that cannot be fsynced is logged (`socket_util`), not an error:
+  the rename has happened.
 - Files are created with mode 0660 less the umask, as the real tools and server create
   them (0640 under the usual umask 022): a new file, and the new file that replaces
   the old one on compaction or conversion, whose mode is not carried over.
@@ -31,6 +39,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -225,10 +234,7 @@ class LogWriter:
         if self.bad_tail:
             os.ftruncate(self.fd, self.offset)
             self.bad_tail = False
-        view = memoryview(data)
-        written = 0
-        while written < len(data):
-            written += os.pwrite(self.fd, view[written:], self.offset + written)
+        write_all(self.fd, data, self.offset)
         self.offset += len(data)
         self.n_writes += 1
         return len(data)
@@ -246,32 +252,20 @@ class LogWriter:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        frames = [frame(r, self.magic) for r in records]
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
-            data = b"".join(frame(r, self.magic) for r in records)
-            view = memoryview(data)
-            off = 0
-            while off < len(data):
-                off += os.write(fd, view[off:])
-            os.fsync(fd)
+            write_whole(fd, frames)
+            rename_over(tmp, target)
         except BaseException:
             os.close(fd)
             os.unlink(tmp)
             raise
-        try:
-            os.rename(tmp, target)
-        except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
-            raise
-        # From here the path names the new file: append to it even if the directory
-        # fsync below fails.
         os.close(self.fd)
         self.fd = fd
-        self.offset = len(data)
+        self.offset = sum(map(len, frames))
         self.bad_tail = False
         self.n_writes = 0
-        fsync_dir(target)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -282,10 +276,68 @@ class LogWriter:
             self.lock = None
 
 
+def write_all(fd: int, data: bytes, offset: int | None = None) -> None:
+    """Write all of `data`, at `offset` (else at the file's position): one write()
+    may write less than it was given."""
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        if offset is None:
+            done += os.write(fd, view[done:])
+        else:
+            done += os.pwrite(fd, view[done:], offset + done)
+
+
+def write_whole(fd: int, frames: list[bytes]) -> None:
+    """Write `frames` (framed records) as the whole of the empty file open as `fd`, in
+    full, and fsync it. If a write fails, the file is cut back to the records written
+    whole (as the real tools leave it) and the OSError raised."""
+    try:
+        write_all(fd, b"".join(frames))
+        os.fsync(fd)
+    except OSError:
+        written = os.fstat(fd).st_size
+        end = 0
+        for f in frames:
+            if end + len(f) > written:
+                break
+            end += len(f)
+        try:
+            os.ftruncate(fd, end)
+        except OSError:
+            pass  # nothing more to do, as the real tools
+        raise
+
+
+def write_failed(path: str, e: OSError) -> OvsdbError:
+    """A failed write of the file `path` (as the user named it): logged under its
+    absolute name, and reported, in the real tools' words."""
+    full = path if os.path.isabs(path) else f"{os.getcwd()}/{path}"  # `abs_file_name`
+    logging.getLogger("ovsdb_log").warning("%s: write failed (%s)", full, e.strerror)
+    return OvsdbError("I/O error", f"{path}: write failed ({e.strerror})")
+
+
+def rename_over(tmp: str, target: str) -> None:
+    """Put the complete, fsynced file `tmp` in place of `target` (the rename's OSError
+    if it fails), then fsync the directory so that the rename lasts."""
+    os.rename(tmp, target)
+    fsync_dir(target)
+
+
 def fsync_dir(path: str) -> None:
-    dfd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
+    """`fsync_parent_dir`: a failure is logged, not raised (a directory that does not
+    support it, EINVAL or EROFS, silently), as the real tools."""
+    d = os.path.dirname(path) or "."
+    try:
+        dfd = os.open(d, os.O_RDONLY)
+    except OSError as e:
+        logging.getLogger("socket_util").error("%s: open failed (%s)", d, e.strerror)
+        return
     try:
         os.fsync(dfd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.EROFS):
+            logging.getLogger("socket_util").error("%s: fsync failed (%s)", d, e.strerror)
     finally:
         os.close(dfd)
 
@@ -306,9 +358,9 @@ def write_new_file(path: str, records: list[Any], magic: str = MAGIC_STANDALONE)
         except OSError as e:
             raise OvsdbError("I/O error", f"{path}: create failed ({e.strerror})") from None
         try:
-            data = b"".join(frame(r, magic) for r in records)
-            os.write(fd, data)
-            os.fsync(fd)
+            write_whole(fd, [frame(r, magic) for r in records])
+        except OSError as e:
+            raise write_failed(path, e) from None
         finally:
             os.close(fd)
     finally:
@@ -335,15 +387,10 @@ def overwrite_file(path: str, records: list[Any], magic: str = MAGIC_STANDALONE)
                 raise OvsdbError("ovsdb error", f"{path}: cannot identify file type")
         try:
             os.ftruncate(fd, 0)
-            data = b"".join(frame(r, magic) for r in records)
-            view = memoryview(data)
-            off = 0
-            while off < len(data):
-                off += os.pwrite(fd, view[off:], off)
-            os.fsync(fd)
+            write_whole(fd, [frame(r, magic) for r in records])
         except OSError as e:
             os.unlink(path)
-            raise OvsdbError("I/O error", f"{path}: write failed ({e.strerror})") from None
+            raise write_failed(path, e) from None
     finally:
         os.close(fd)
 

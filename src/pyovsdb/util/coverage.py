@@ -19,40 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ovshash import hash_string
+from .ovshash import hash_int, hash_string
 
 RUN_INTERVAL_MS = 5000
 MIN_AVG_LEN = 60000 // RUN_INTERVAL_MS
 HR_AVG_LEN = 60
 _M32 = 0xFFFFFFFF
-
-
-def _rot(x: int, k: int) -> int:
-    return ((x << k) | (x >> (32 - k))) & _M32
-
-
-def _hash_add(h: int, data: int) -> int:
-    """lib/hash.h `hash_add` (murmur3 mixing; a zero word leaves the state alone)."""
-    if data:
-        data = (data * 0xCC9E2D51) & _M32
-        data = _rot(data, 15)
-        h ^= (data * 0x1B873593) & _M32
-    h = _rot(h, 13)
-    return (h * 5 + 0xE6546B64) & _M32
-
-
-def _hash_finish(h: int, final: int) -> int:
-    h ^= final
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
-    return h ^ (h >> 16)
-
-
-def hash_int(x: int, basis: int) -> int:
-    """lib/hash.h `hash_int` (the portable `hash_2words`)."""
-    return _hash_finish(_hash_add(_hash_add(x & _M32, 0), basis & _M32), 8)
 
 
 @dataclass(slots=True)
