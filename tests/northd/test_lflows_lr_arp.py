@@ -7,7 +7,6 @@ from __future__ import annotations
 import ipaddress
 
 from pyovsdb.northd.lflows.lr_arp_resolve import member_ip, parse_masked
-from pyovsdb.northd.lflows.lr_nd_ra import atoi
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import LflowTable
 from pyovsdb.northd.nodes.ports_addresses import lrp_networks
@@ -47,7 +46,6 @@ def test_helpers() -> None:
     assert member_ip(nets, "10.0.0.200") and not member_ip(nets, "10.0.1.1")
     assert member_ip(nets, "fe80::1")  # the link-local network counts
     assert not member_ip(nets, "::ffff:10.0.0.2")  # a dot: read as IPv4, which fails
-    assert (atoi(" 1500abc"), atoi("-3"), atoi("x1")) == (1500, -3, 0)
 
 
 def test_bare_router_defaults(nb: Nb, sb: LocalDb) -> None:
