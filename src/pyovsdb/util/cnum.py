@@ -29,7 +29,10 @@ UINT_MAX = (1 << 32) - 1
 LLONG_MIN, LLONG_MAX = -(1 << 63), (1 << 63) - 1
 ULLONG_MAX = (1 << 64) - 1
 
-_DECIMAL = re.compile("[ \t\n\v\f\r]*([+-]?[0-9]+)")
+# What `strtol` and `ovs_scan`'s `%d` read: blanks, a sign, digits (the group). Also
+# for patterns of several conversions (`IP_SCAN_FMT`'s four "%hhu").
+DECIMAL = "[ \t\n\v\f\r]*([+-]?[0-9]+)"
+_DECIMAL = re.compile(DECIMAL)
 
 
 def scan_decimal(text: str, pos: int = 0) -> tuple[int, int] | None:

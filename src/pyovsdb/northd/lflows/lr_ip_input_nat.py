@@ -33,7 +33,7 @@ from ..nodes.ports import Port
 from ..nodes.ports_addresses import parse_mac
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT, nd_flow, sn_addr
-from .lr_nat_rules import check_rule
+from .lr_nat_rules import nat_rules
 from .router_facts import Nat, router_facts
 from .table import LflowTable
 
@@ -123,16 +123,14 @@ def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
 
 def build_dp_nat_ingress(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     """The flows of the NAT rules 23.03 applies (120, 160), checked as the NAT stages
-    check them (`lr_nat_rules.check_rule`), gateway ports in NB UUID order."""
+    check them (`lr_nat_rules.nat_rules`)."""
     facts = router_facts(ctx, dp)
     if not facts.is_gw_router and not facts.l3dgw_ports:
         return
-    dgps = sorted(facts.l3dgw_ports, key=lambda p: p.nb.uuid)
-    rows = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
-    for row in rows:
-        rule = check_rule(ctx, dp, row, dgps)
-        if rule is None or rule.gw_port is None:
-            continue  # skipped, or on a gateway router: nothing here
+    for rule in nat_rules(ctx, dp):
+        if rule.gw_port is None:
+            continue  # on a gateway router: nothing here
+        row = rule.nb
         gw, ext, v = rule.gw_port, rule.external_ip, rule.v
         if rule.type == "snat":
             out.add(dp, IP_INPUT, 120, f"inport == {gw.json_key} && ip{v}.src == {ext}",

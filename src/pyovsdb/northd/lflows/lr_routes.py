@@ -23,7 +23,6 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,16 +31,10 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port, PortsData
-from ..nodes.ports_addresses import Addresses, format_ipv6
+from ..nodes.ports_addresses import Addresses, format_ipv6, ip46_parse_cidr, ip_parse, ipv6_parse
 from .context import LflowContext, ref_rows
 
 ROUTE_ORIGIN_CONNECTED = "connected"
-
-# ovs_scan's IP_SCAN_FMT: four "%hhu" (blanks skipped, value wrapped to a byte).
-_OCTET = r"[ \t\r\n\v\f]*([+-]?\d+)"
-_IPV4_SCAN = re.compile(r"\.".join([_OCTET] * 4))
-_INT_SCAN = re.compile(r"[ \t\r\n\v\f]*([+-]?\d+)")
-_IPV6_SCAN = re.compile(r"[ \t\r\n\v\f]*([0-9a-fA-F:.]{1,46})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,85 +61,10 @@ class Prefix:
         return self.network_s if self.plen == full else f"{self.network_s}/{self.plen}"
 
 
-def _scan_ipv4(text: str, pos: int) -> tuple[int, int] | None:
-    m = _IPV4_SCAN.match(text, pos)
-    if m is None:
-        return None
-    value = 0
-    for g in m.groups():
-        value = (value << 8) | (int(g) & 0xFF)
-    return value, m.end()
-
-
-def _cidr_bits(mask: int, bits: int) -> int | None:
-    """The prefix length of a CIDR mask, None for another mask."""
-    inverted = ~mask & ((1 << bits) - 1)
-    if inverted & (inverted + 1):
-        return None
-    return bits - inverted.bit_length()
-
-
-def _parse_cidr4(text: str) -> Prefix | None:
-    """`ip_parse_cidr`."""
-    got = _scan_ipv4(text, 0)
-    if got is None:
-        return None
-    addr, pos = got
-    plen = 32
-    if text.startswith("/", pos):
-        mask = _scan_ipv4(text, pos + 1)
-        if mask is not None:
-            cidr = _cidr_bits(mask[0], 32)
-            if cidr is None:
-                return None
-            plen, pos = cidr, mask[1]
-        else:
-            m = _INT_SCAN.match(text, pos + 1)
-            if m is None or not 0 <= int(m.group(1)) <= 32:
-                return None
-            plen, pos = int(m.group(1)), m.end()
-    return Prefix(True, addr, plen) if pos == len(text) else None
-
-
-def _inet_pton6(text: str) -> int | None:
-    if "%" in text:
-        return None
-    try:
-        return int(ipaddress.IPv6Address(text))
-    except ValueError:
-        return None
-
-
-def _parse_cidr6(text: str) -> Prefix | None:
-    """`ipv6_parse_cidr`."""
-    m = _IPV6_SCAN.match(text)
-    if m is None:
-        return None
-    addr = _inet_pton6(m.group(1))
-    if addr is None:
-        return None
-    pos, plen = m.end(), 128
-    if text.startswith("/", pos):
-        n = _INT_SCAN.match(text, pos + 1)
-        if n is not None:
-            if not 0 <= int(n.group(1)) <= 128:
-                return None
-            plen, pos = int(n.group(1)), n.end()
-        else:
-            mm = _IPV6_SCAN.match(text, pos + 1)
-            mask = _inet_pton6(mm.group(1)) if mm is not None else None
-            if mm is None or mask is None:
-                return None
-            cidr = _cidr_bits(mask, 128)
-            if cidr is None:
-                return None
-            plen, pos = cidr, mm.end()
-    return Prefix(False, addr, plen) if pos == len(text) else None
-
-
 def parse_cidr(text: str) -> Prefix | None:
     """`ip46_parse_cidr`: IPv4 first, then IPv6."""
-    return _parse_cidr4(text) or _parse_cidr6(text)
+    found = ip46_parse_cidr(text)
+    return None if found is None else Prefix(*found)
 
 
 def port_networks(port: Port | None) -> Addresses | None:
@@ -157,13 +75,9 @@ def port_networks(port: Port | None) -> Addresses | None:
 @lru_cache(maxsize=4096)
 def _host(ip_s: str) -> tuple[bool, int] | None:
     """`ip_s` as `inet_pton` reads it, IPv4 if it has a dot (family, value)."""
-    if "." in ip_s:
-        try:
-            return True, int(ipaddress.IPv4Address(ip_s))
-        except ValueError:
-            return None
-    value = _inet_pton6(ip_s)
-    return None if value is None else (False, value)
+    v4 = "." in ip_s
+    value = ip_parse(ip_s) if v4 else ipv6_parse(ip_s)
+    return None if value is None else (v4, value)
 
 
 def _member_nets(nets: Addresses) -> tuple[tuple[bool, int, int, str], ...]:

@@ -39,7 +39,7 @@ from ...idl.row import IdlRow
 from ..desired import Ref
 from .datapaths import Datapath, smap_bool, smap_int
 from .ports import Port, PortsData
-from .ports_addresses import format_mac, parse_mac
+from .ports_addresses import ALL4, format_mac, ip_parse_masked, parse_mac
 
 
 def has_distributed_nat(router: IdlRow) -> bool:
@@ -215,9 +215,9 @@ def nat_addresses(port: Port, data: PortsData, include_lb_ips: bool) -> list[str
         own = {n.addr_s for n in networks.ipv4} | {n.addr_s for n in networks.ipv6}
     for nat in nats:
         ext = nat.external_ip
-        ip = _ip(ext)
-        if not isinstance(ip, ipaddress.IPv4Address):
-            continue  # ip_parse_masked: IPv4 only, and a full mask
+        masked = ip_parse_masked(ext)
+        if isinstance(masked, str) or masked[1] != ALL4:
+            continue  # IPv4 only, and a full mask
         if not _is_nat_gateway_port(nat, port, data):
             continue
         if n_gw and nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
