@@ -31,13 +31,12 @@ what to write of `graph.NorthdGraph`):
   when the row changed (`NbOptions`), and applied after every run.
 - The engine's timers (MAC binding aging) wake the loop at the time the run asked.
 - What the operator sees besides the work, as ovn-northd shows it: what the builders
-  report about bad NB data (`diagnostics`, and `flow_warnings` when the `lflow` node
-  recomputed) logged with a rate limit per call site; the connection lines of
-  lib/reconnect.c; ovn-northd's stopwatches (sampled from the engine nodes doing that
-  work, and the loop), coverage counters (transactions, connections), the memory
-  report every 10 s that grows, and the memory trimmer after `northd_trim_timeout` of
-  inactivity; `debug/chassis-features-list`, `coverage/*`, `stopwatch/*` and
-  `vlog/{en,dis}able-rate-limit`.
+  report about bad NB data (`diagnostics`) logged with a rate limit per call site;
+  the connection lines of lib/reconnect.c; ovn-northd's stopwatches (sampled from the
+  engine nodes doing that work, and the loop), coverage counters (transactions,
+  connections), the memory report every 10 s that grows, and the memory trimmer
+  after `northd_trim_timeout` of inactivity; `debug/chassis-features-list`,
+  `coverage/*`, `stopwatch/*` and `vlog/{en,dis}able-rate-limit`.
 """
 
 from __future__ import annotations
@@ -61,7 +60,6 @@ from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
 from ..util.seq import Seq
 from ..util.stopwatch import Stopwatches
 from . import appctl, diagnostics
-from .flow_warnings import report_flow_warnings
 from .graph import NorthdGraph, RunOutput
 from .loop import LoopPolicy, Recompute
 from .nodes.datapaths import smap_int, smap_uint
@@ -429,13 +427,9 @@ class Northd:
         start = mono_ms()
         with diagnostics.collecting() as found:
             try:
-                lflow_runs = self._node_recomputes("lflow")
                 out = self.graph.run(nb.tables, sb.tables, nb_changes, sb_changes,
                                      recompute=recompute, now_ms=wall_ms(),
                                      sb_cfg=self.cur_cfg)
-                if self._node_recomputes("lflow") != lflow_runs:
-                    core = self.graph.engine.node_data("northd").core  # type: ignore[union-attr]
-                    report_flow_warnings(core.datapaths, core.ports)
             except Exception:
                 # A builder's bug: logged, and the next change recomputes everything
                 # (the graph forces it); retrying at once would only spin on it.
@@ -462,11 +456,6 @@ class Northd:
                 if limit is None:
                     limit = self._limits[site] = ratelimit.RateLimit(site.rate, site.burst)
             ratelimit.log(site.module, LOG_LEVELS[site.level], limit, d.message)
-
-    def _node_recomputes(self, name: str) -> int:
-        engine = self.graph.engine
-        return engine.stats[name].recompute if engine is not None and \
-            name in engine.stats else 0
 
     def _sample_stopwatches(self) -> None:
         """A sample for each stopwatch whose node recomputed in the last run: the

@@ -8,6 +8,9 @@ Rules kept here:
   IPv6), a router port's member address with `inet_pton` (IPv4 if the text has a
   dot). A route whose next hop is not one host address, whose families differ, or
   that no router port reaches is left out; "discard" needs no port.
+- A route left out for its next hop, its prefix or their families, or for want of
+  an output port or a path (`find_static_route_outport`), is reported with 23.03's
+  warning (`diagnostics`); a discard route's port lookup warns of nothing.
 - A route with a BFD session to its next hop is left out when that session is down
   after this run's status exchange (23.03 turns "admin_down" into "down" first, so
   only a session ovn-controller reported up or initializing keeps its route).
@@ -29,6 +32,15 @@ from functools import lru_cache
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ..diagnostics import (
+    ROUTE_BAD_NEXTHOP,
+    ROUTE_BAD_OUT_PORT,
+    ROUTE_BAD_PREFIX,
+    ROUTE_FAMILY,
+    ROUTE_NEXTHOP_MASK,
+    ROUTE_NO_PATH,
+    report,
+)
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port, PortsData
 from ..nodes.ports_addresses import Addresses, format_ipv6, ip46_parse_cidr, ip_parse, ipv6_parse
@@ -142,24 +154,32 @@ class PortLookup:
                 return port, addr
         return None
 
-    def static_route_outport(self, dp: Datapath, route: IdlRow,
-                             v4: bool) -> tuple[Port, str] | None:
-        """`find_static_route_outport`: the port a route leaves by and its address."""
+    def static_route_outport(self, dp: Datapath, route: IdlRow, v4: bool, *,
+                             warn: bool = True) -> tuple[Port, str] | None:
+        """`find_static_route_outport`: the port a route leaves by and its address;
+        with `warn`, its warnings when there is none."""
         nexthop: str = route.nexthop
         output = _opt_str(route.output_port)
+        found: tuple[Port, str] | None = None
         if output is None:
-            return self.first_reaching(dp, nexthop) if nexthop else None
-        port = self.ports.ports.get(output)
-        if port is None:
-            return None
-        addr = self.member_ip(port, nexthop) if nexthop else None
-        nets = port_networks(port)
-        if addr is None and nets is not None:
-            if v4 and nets.ipv4:
-                addr = nets.ipv4[0].addr_s
-            elif not v4 and nets.ipv6:
-                addr = nets.ipv6[0].addr_s
-        return (port, addr) if addr is not None else None
+            found = self.first_reaching(dp, nexthop) if nexthop else None
+        else:
+            port = self.ports.ports.get(output)
+            if port is None:
+                if warn:
+                    report(ROUTE_BAD_OUT_PORT, output, route.ip_prefix)
+                return None
+            addr = self.member_ip(port, nexthop) if nexthop else None
+            nets = port_networks(port)
+            if addr is None and nets is not None:
+                if v4 and nets.ipv4:
+                    addr = nets.ipv4[0].addr_s
+                elif not v4 and nets.ipv6:
+                    addr = nets.ipv6[0].addr_s
+            found = (port, addr) if addr is not None else None
+        if found is None and warn:
+            report(ROUTE_NO_PATH, route.ip_prefix, nexthop)
+        return found
 
 
 def port_lookup(ctx: LflowContext) -> PortLookup:
@@ -260,16 +280,6 @@ class RouterRoutes:
         return list(groups.values()), list(unique.values())
 
 
-def _nexthop_ok(nexthop: str) -> Prefix | bool | None:
-    """The parsed next hop; True if there is none to check; None if it is bad."""
-    if not nexthop or nexthop == "discard":
-        return True
-    hop = parse_cidr(nexthop)
-    if hop is None or hop.plen != (32 if hop.v4 else 128):
-        return None
-    return hop
-
-
 def _bfd_down(route: IdlRow, sb: Mapping[str, ReplicaTable]) -> bool:
     bfd = route.bfd
     if not isinstance(bfd, IdlRow) or bfd.dst_ip != route.nexthop:
@@ -279,23 +289,33 @@ def _bfd_down(route: IdlRow, sb: Mapping[str, ReplicaTable]) -> bool:
 
 
 def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
-    """The router's route tables and valid static routes (see the module rules)."""
+    """The router's route tables and valid static routes (see the module rules), with
+    23.03's warnings about the routes it leaves out."""
     out = RouterRoutes()
     lookup = port_lookup(ctx)
     for lrp in router_lrps(dp):
         out.table_id(lrp.options.get("route_table"))
     for row in ref_rows(dp.nb.static_routes):
         nexthop: str = row.nexthop
-        hop = _nexthop_ok(nexthop)
-        if hop is None:
-            continue
+        discard = nexthop == "discard"
+        hop = parse_cidr(nexthop) if nexthop and not discard else None
+        if nexthop and not discard:
+            if hop is None:
+                report(ROUTE_BAD_NEXTHOP, nexthop, row.uuid)
+                continue
+            if hop.plen != (32 if hop.v4 else 128):
+                report(ROUTE_NEXTHOP_MASK, nexthop, row.uuid)
+                continue
         prefix = parse_cidr(row.ip_prefix)
         if prefix is None:
+            report(ROUTE_BAD_PREFIX, row.ip_prefix, row.uuid)
             continue
-        if isinstance(hop, Prefix) and hop.v4 != prefix.v4:
+        if hop is not None and hop.v4 != prefix.v4:
+            report(ROUTE_FAMILY, row.ip_prefix, nexthop, row.uuid)
             continue
-        discard = nexthop == "discard"
-        found = lookup.static_route_outport(dp, row, prefix.v4)
+        # A discard route needs no port; its port is looked up all the same (an ECMP
+        # group's member flows use it), without warnings.
+        found = lookup.static_route_outport(dp, row, prefix.v4, warn=not discard)
         if not discard and found is None:
             continue
         if _bfd_down(row, ctx.sb):
