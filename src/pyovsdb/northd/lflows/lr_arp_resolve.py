@@ -48,6 +48,7 @@ from ..nodes.ports import Port
 from ..nodes.ports_addresses import (
     ALL4,
     Addresses,
+    find_lrp_member_ip,
     format_mac,
     ip_parse_masked,
     lsp_addresses,
@@ -70,21 +71,6 @@ def build_router(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
 
 
 # --- addresses ----------------------------------------------------------------------
-
-def member_ip(networks: Addresses | None, ip_s: str) -> bool:
-    """`find_lrp_member_ip`: whether one of the router port's networks holds `ip_s`
-    (read as IPv4 when it has a dot, as 23.03 reads it)."""
-    if networks is None:
-        return False
-    try:
-        if "." in ip_s:
-            ip4 = ipaddress.IPv4Address(ip_s)
-            return any(ip4 in n.network for n in networks.ipv4)
-        ip6 = ipaddress.IPv6Address(ip_s)
-    except ValueError:
-        return False
-    return any(ip6 in n.network for n in networks.ipv6)
-
 
 def v4_networks(networks: Addresses) -> str:
     """`op_put_v4_networks` without broadcasts."""
@@ -215,7 +201,7 @@ def _vif(ctx: LflowContext, port: Port, out: LflowTable) -> None:
                          ("xxreg0", [a.addr_s for a in addrs.ipv6])):
             for ip in ips:
                 for rp in routers:
-                    if member_ip(rp.networks, ip):
+                    if find_lrp_member_ip(rp.networks, ip) is not None:
                         out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && "
                                 f"{reg} == {ip}", action, hint=port.nb)
 
@@ -242,7 +228,7 @@ def _virtual_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     parent_name = binding.virtual_parent if binding is not None else None
     if binding is None or not parent_name or binding.chassis is None:
         for rp in routers:
-            if member_ip(rp.networks, vip):
+            if find_lrp_member_ip(rp.networks, vip) is not None:
                 out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && {reg} == {vip}",
                         "eth.dst = 00:00:00:00:00:00; next;", hint=port.nb)
                 return
@@ -253,7 +239,7 @@ def _virtual_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     parent_routers = _switch_router_ports(ctx, parent.dp)
     for addrs in parent.lsp_addrs:
         for rp in parent_routers:
-            if member_ip(rp.networks, vip):
+            if find_lrp_member_ip(rp.networks, vip) is not None:
                 out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && {reg} == {vip}",
                         f"eth.dst = {addrs.ea_s}; next;", hint=port.nb)
                 return
@@ -321,7 +307,7 @@ def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
             continue
         if n_gateways > 1:
             gw = nat.gateway_port
-            if gw is None and not member_ip(networks, ext):
+            if gw is None and find_lrp_member_ip(networks, ext) is None:
                 continue
             if gw is not None and (not isinstance(gw, IdlRow) or gw.uuid != port.nb.uuid):
                 continue

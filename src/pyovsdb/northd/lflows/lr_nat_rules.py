@@ -31,7 +31,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
@@ -40,6 +39,7 @@ from ..nodes.ports import Port
 from ..nodes.ports_addresses import (
     ALL4,
     ALL6,
+    find_lrp_member_ip,
     format_mac,
     ip_parse_masked,
     ipv6_parse_masked,
@@ -109,21 +109,6 @@ class NatRule:
         return f"is_chassis_resident({self.cr_key})"
 
 
-def _in_networks(port: Port, ip_s: str) -> bool:
-    """`find_lrp_member_ip`: one of the port's networks holds the address."""
-    nets = port.networks
-    if nets is None:
-        return False
-    try:
-        ip = ipaddress.ip_address(ip_s)
-    except ValueError:
-        return False
-    if "." in ip_s:
-        return isinstance(ip, ipaddress.IPv4Address) and \
-            any(ip in n.network for n in nets.ipv4)
-    return isinstance(ip, ipaddress.IPv6Address) and any(ip in n.network for n in nets.ipv6)
-
-
 def _set_name(value: object) -> str | None:
     return str(value.name) if isinstance(value, IdlRow) else None
 
@@ -190,7 +175,8 @@ def _gateway_port(ctx: LflowContext, dp: Datapath, row: IdlRow, external: str,
     if ref is None:
         if len(dgps) <= 1:
             return True, dgps[0] if dgps else None
-        found = next((p for p in dgps if _in_networks(p, external)), None)
+        found = next((p for p in dgps
+                      if find_lrp_member_ip(p.networks, external) is not None), None)
         return found is not None, found
     port = ctx.ports.ports.get(str(ref.name)) if isinstance(ref, IdlRow) else None
     if port is None or port.dp.key != dp.key or not port.is_lrp or port.cr_port is None:

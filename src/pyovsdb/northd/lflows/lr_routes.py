@@ -28,7 +28,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -43,7 +42,7 @@ from ..diagnostics import (
 )
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port, PortsData
-from ..nodes.ports_addresses import Addresses, format_ipv6, ip46_parse_cidr, ip_parse, ipv6_parse
+from ..nodes.ports_addresses import Addresses, find_lrp_member_ip, format_ipv6, ip46_parse_cidr
 from .context import LflowContext, ref_rows
 
 ROUTE_ORIGIN_CONNECTED = "connected"
@@ -84,24 +83,6 @@ def port_networks(port: Port | None) -> Addresses | None:
     return port.networks if port is not None and port.is_lrp else None
 
 
-@lru_cache(maxsize=4096)
-def _host(ip_s: str) -> tuple[bool, int] | None:
-    """`ip_s` as `inet_pton` reads it, IPv4 if it has a dot (family, value)."""
-    v4 = "." in ip_s
-    value = ip_parse(ip_s) if v4 else ipv6_parse(ip_s)
-    return None if value is None else (v4, value)
-
-
-def _member_nets(nets: Addresses) -> tuple[tuple[bool, int, int, str], ...]:
-    """(family, network, mask, address) of each network, IPv4 first."""
-    out: list[tuple[bool, int, int, str]] = []
-    for v4, bits, group in ((True, 32, nets.ipv4), (False, 128, nets.ipv6)):
-        for n in group:
-            mask = ((1 << bits) - 1) ^ ((1 << (bits - n.plen)) - 1)
-            out.append((v4, int(n.addr) & mask, mask, n.addr_s))
-    return tuple(out)
-
-
 def router_lrps(dp: Datapath) -> list[IdlRow]:
     """The router's NB ports in the `ports` column's order (UUIDs)."""
     return ref_rows(dp.nb.ports)
@@ -114,28 +95,15 @@ def _opt_str(value: object) -> str | None:
 
 
 class PortLookup:
-    """The address lookups of one build, with what they parse kept: a port's
-    networks, a router's ports in NB order."""
+    """The address lookups of one build, with a router's ports in NB order kept."""
 
     def __init__(self, ports: PortsData) -> None:
         self.ports = ports
-        self._nets: dict[str, tuple[tuple[bool, int, int, str], ...]] = {}
         self._order: dict[str, list[Port | None]] = {}
 
     def member_ip(self, port: Port | None, ip_s: str) -> str | None:
-        """`find_lrp_member_ip`: the port's address on the network that holds `ip_s`."""
-        nets = port_networks(port)
-        host = _host(ip_s) if nets is not None else None
-        if port is None or nets is None or host is None:
-            return None
-        members = self._nets.get(port.name)
-        if members is None:
-            members = self._nets[port.name] = _member_nets(nets)
-        v4, value = host
-        for family, network, mask, addr_s in members:
-            if family == v4 and value & mask == network:
-                return addr_s
-        return None
+        """`find_lrp_member_ip` on a router port (see `port_networks`)."""
+        return find_lrp_member_ip(port_networks(port), ip_s)
 
     def nb_order(self, dp: Datapath) -> list[Port | None]:
         """The port of each of the router's NB ports, in the `ports` column's order

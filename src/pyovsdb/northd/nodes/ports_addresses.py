@@ -298,6 +298,29 @@ def ip46_parse_cidr(text: str) -> tuple[bool, int, int] | None:
     return None if isinstance(v6, str) else (False, v6[0], v6[1])
 
 
+@functools.lru_cache(maxsize=4096)
+def _host(ip_s: str) -> tuple[bool, int] | None:
+    """`ip_s` as `find_lrp_member_ip` reads it: with `ip_parse` if it has a dot, else
+    with `ipv6_parse` (IPv4 or not, value)."""
+    v4 = "." in ip_s
+    value = ip_parse(ip_s) if v4 else ipv6_parse(ip_s)
+    return None if value is None else (v4, value)
+
+
+def find_lrp_member_ip(networks: Addresses | None, ip_s: str) -> str | None:
+    """`find_lrp_member_ip`: the router port's address (of its `networks`) whose
+    network holds `ip_s`, the first of them."""
+    host = _host(ip_s) if networks is not None else None
+    if networks is None or host is None:
+        return None
+    v4, value = host
+    bits, nets = (32, networks.ipv4) if v4 else (128, networks.ipv6)
+    for net in nets:
+        if (int(net.addr) ^ value) >> (bits - net.plen) == 0:
+            return net.addr_s
+    return None
+
+
 def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:
     """`ip_parse_cidr`, then `ipv6_parse_cidr`: the whole text one network."""
     found = ip46_parse_cidr(text)
