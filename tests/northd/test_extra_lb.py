@@ -11,8 +11,8 @@ from pyovsdb.northd.nodes.datapaths import build_datapaths
 from pyovsdb.northd.nodes.lb import (
     build_lb_data,
     build_sb_load_balancers,
+    init_vip,
     parse_endpoint,
-    parse_vip,
 )
 from pyovsdb.northd.nodes.service_monitor import build_service_monitors
 from pyovsdb.northd.testing import Nb
@@ -36,14 +36,18 @@ def test_parse_endpoint(text: str, expected: tuple[str, int] | None) -> None:
     assert (None if ep is None else (ep.ip_str, ep.port)) == expected
 
 
-def test_parse_vip_drops_the_vip_on_a_bad_backend() -> None:
-    ok = parse_vip("10.0.0.1:80", "10.0.0.2:80,,10.0.0.3:81")
-    assert ok is not None and [b.ip_str for b in ok[1]] == ["10.0.0.2", "10.0.0.3"]
-    assert parse_vip("10.0.0.1:80", "10.0.0.2:80,bad") is None
-    assert parse_vip("10.0.0.1:80", "10.0.0.2") is None  # VIP has a port, backend none
-    assert parse_vip("10.0.0.1", "10.0.0.2:80") is None
-    assert parse_vip("10.0.0.1", "[fd00::2]") is None  # other family
-    assert parse_vip("10.0.0.1", "") == (parse_endpoint("10.0.0.1"), ())
+def test_init_vip_drops_the_vip_on_a_bad_backend() -> None:
+    ok = init_vip("10.0.0.1:80", "10.0.0.2:80,,10.0.0.3:81")
+    assert not isinstance(ok, str) and [b.ip_str for b in ok[1]] == ["10.0.0.2", "10.0.0.3"]
+    # what 23.03 logs after "Failed to initialize LB VIP: "
+    port = "should be an IP address and a port number with : as a separator"
+    assert init_vip("10.0.0.1:80", "10.0.0.2:80,bad") == f"bad: {port}."
+    assert init_vip("10.0.0.1:80", "10.0.0.2") == f"10.0.0.2: {port}."  # VIP has a port
+    assert init_vip("10.0.0.1", "10.0.0.2:80") == "10.0.0.2:80: should be an IP address."
+    assert init_vip("10.0.0.1", "[fd00::2],x") == (
+        "[fd00::2]: IP address family is different from VIP 10.0.0.1, "
+        "x: should be an IP address.")
+    assert init_vip("10.0.0.1", "") == (parse_endpoint("10.0.0.1"), ())
 
 
 def _lb(nb: Nb, name: str, vips: dict[str, str], **cols: object) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.diagnostics import collecting
 from pyovsdb.northd.graph import NorthdGraph
 from pyovsdb.northd.nodes import ports_incremental
 from pyovsdb.northd.testing import LocalDb, Nb, TransactError, add_chassis
@@ -235,3 +236,30 @@ def test_a_handler_that_forgets_tunnel_keys_is_caught(
     monkeypatch.setattr(ports_incremental, "TunnelKeys", Fixed)
     with pytest.raises((AssertionError, TransactError)):  # (a key taken twice)
         play_random(nb, sb, 0)
+
+
+def test_flow_warnings_come_from_full_builds_only(nb: Nb, sb: LocalDb) -> None:
+    """The flow builders' warnings (a bad static route, a bad switch port address) are
+    reported when `lflow` recomputes, as 23.03 logs them while it builds every flow,
+    and not by the partial rebuild of the flows a VIF change touches."""
+    loop = _topology(nb, sb)
+    route = nb.db.transact([
+        {"op": "insert", "table": "Logical_Router_Static_Route", "uuid-name": "r",
+         "row": {"ip_prefix": "10.9.0.0/16", "nexthop": "zz"}},
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["static_routes", "insert", ["set", [["named-uuid", "r"]]]]]}])
+    uuid = next(iter(nb.db.tables["Logical_Router_Static_Route"].rows))
+    bad_route = f"bad 'nexthop' zz in static route {uuid}"
+    bad_address = "vm9: invalid syntax 'garbage' in addresses column"
+    with collecting() as found:
+        loop.change(route)
+    assert [d.message for d in found] == [bad_route]
+    lflow_recomputes = loop.stat("lflow", "recompute")
+    with collecting() as found:
+        loop.change(_lsp_add(nb, "sw0", "vm9", addresses=["00:00:00:00:00:09", "garbage"]))
+    assert loop.stat("lflow", "recompute") == lflow_recomputes  # sw0 and lr0 rebuilt
+    assert not {bad_route, bad_address} & {d.message for d in found}
+    loop.graph.force_recompute()
+    with collecting() as found:
+        loop.run()
+    assert {bad_route, bad_address} <= {d.message for d in found}

@@ -7,12 +7,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from pyovsdb.northd.lflows.ls_dhcp_actions import (
-    dhcpv4_actions,
-    dhcpv6_actions,
-    parse_ipv4_masked,
-    parse_ipv6_masked,
-)
+from pyovsdb.northd.lflows.ls_dhcp_actions import dhcpv4_actions, dhcpv6_actions
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import Flow, LflowTable
 from pyovsdb.northd.testing import LocalDb, Nb, build_flows
@@ -42,20 +37,6 @@ def dhcp_row(nb: Nb, cidr: str, **options: str) -> str:
 
 def vif(nb: Nb, ls: str, name: str, *addresses: str, **cols: Any) -> str:
     return nb.lsp_add(ls, name, addresses=list(addresses), **cols)
-
-
-def test_parse_masked() -> None:
-    assert parse_ipv4_masked("10.0.0.0/24") == (0x0A000000, 0xFFFFFF00)
-    assert parse_ipv4_masked("10.1.0.0/255.255.0.0") == (0x0A010000, 0xFFFF0000)
-    assert parse_ipv4_masked("10.0.0.7") == (0x0A000007, 0xFFFFFFFF)
-    assert parse_ipv4_masked("10.0.0.0/0") == (0x0A000000, 0)
-    for bad in ("10.0.0.0/33", "10.0.0.0/", "10.0.0/24", "10.0.0.0/24x", "fd00::/64"):
-        assert parse_ipv4_masked(bad) is None, bad
-    assert parse_ipv6_masked("fd00::/64") == (0xFD00 << 112, ((1 << 64) - 1) << 64)
-    assert parse_ipv6_masked("fd00::/ffff::") == (0xFD00 << 112, 0xFFFF << 112)
-    assert parse_ipv6_masked("fd00::1") == ((0xFD00 << 112) | 1, (1 << 128) - 1)
-    for bad in ("fd00::/129", "fd00::/", "fd00:::1/64", "10.0.0.0/24", "fd00::/64 "):
-        assert parse_ipv6_masked(bad) is None, bad
 
 
 def test_dhcpv4_options_sorted_with_netmask_and_hostname() -> None:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from pyovsdb.northd.lflows.lr_arp_resolve import member_ip, parse_masked
-from pyovsdb.northd.lflows.lr_nd_ra import atoi
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import LflowTable
-from pyovsdb.northd.nodes.ports_addresses import lrp_networks
+from pyovsdb.northd.nodes.ports_addresses import find_lrp_member_ip, lrp_networks
 from pyovsdb.northd.testing import LocalDb, Nb, build_flows
 
 RESOLVE = Stage.LR_IN_ARP_RESOLVE
@@ -37,17 +35,12 @@ def resolve(port: str, reg: str, ip: str, mac: str) -> Line:
 
 
 def test_helpers() -> None:
-    assert str(parse_masked("10.0.0.1/255.255.255.0", False)) == "10.0.0.0/24"
-    assert parse_masked("10.0.0.1/255.0.255.0", False) is None  # not a prefix
-    assert parse_masked("10.0.0.1/33", False) is None
-    assert str(parse_masked("fd00::3/ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", True)) == \
-        "fd00::3/128"
-    assert parse_masked("10.0.0.1", True) is None
     nets = lrp_networks("00:00:00:00:ff:01", ["10.0.0.1/24", "fd00::1/64"])
-    assert member_ip(nets, "10.0.0.200") and not member_ip(nets, "10.0.1.1")
-    assert member_ip(nets, "fe80::1")  # the link-local network counts
-    assert not member_ip(nets, "::ffff:10.0.0.2")  # a dot: read as IPv4, which fails
-    assert (atoi(" 1500abc"), atoi("-3"), atoi("x1")) == (1500, -3, 0)
+    assert find_lrp_member_ip(nets, "10.0.0.200") == "10.0.0.1"
+    assert find_lrp_member_ip(nets, "10.0.1.1") is None
+    assert find_lrp_member_ip(nets, "fe80::1") == "fe80::200:ff:fe00:ff01"  # link-local
+    assert find_lrp_member_ip(nets, "::ffff:10.0.0.2") is None  # a dot: IPv4, which fails
+    assert find_lrp_member_ip(nets, "fd00::9%eth0") is None  # inet_pton: no scope id
 
 
 def test_bare_router_defaults(nb: Nb, sb: LocalDb) -> None:

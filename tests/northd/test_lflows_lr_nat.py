@@ -7,12 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyovsdb.northd.lflows.lr_nat_rules import (
-    parse_v4_masked,
-    parse_v6_masked,
-    v4_cidr_bits,
-    v6_cidr_bits,
-)
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import LflowTable
 from pyovsdb.northd.testing import LocalDb, Nb, build_flows
@@ -50,21 +44,6 @@ def dgp_router(nb: Nb, *gateways: tuple[str, str]) -> str:
         nb.add_child("Logical_Router_Port", name, "gateway_chassis", "Gateway_Chassis",
                      name=f"{name}-gw1", chassis_name="gw1", priority=20)
     return lr
-
-
-def test_addresses_parse_as_ovs_scans_them() -> None:
-    assert parse_v4_masked("10.0.0.0/24") == (0x0A000000, 0xFFFFFF00)
-    assert parse_v4_masked("10.0.0.1") == (0x0A000001, 0xFFFFFFFF)
-    assert parse_v4_masked("10.0.0.0/255.255.0.0") == (0x0A000000, 0xFFFF0000)
-    assert parse_v4_masked("10.0.0.300") == (0x0A00002C, 0xFFFFFFFF)  # %hhu wraps
-    for bad in ("10.0.0", "10.0.0.1/33", "10.0.0.1 10.0.0.2", "fd00::1", "10.0.0.1/x"):
-        assert parse_v4_masked(bad) is None
-    assert parse_v6_masked("fd00::/64") == (0xFD00 << 112, ((1 << 64) - 1) << 64)
-    assert parse_v6_masked("fd00::/129") is None
-    assert [v4_cidr_bits(m) for m in (0, 0xFFFFFF00, 0xFFFFFFFF, 0xFF00FF00)] == \
-        [0, 24, 32, 24]
-    assert v6_cidr_bits(((1 << 64) - 1) << 64) == 64
-    assert v6_cidr_bits(0xFFF0 << 112) == 12
 
 
 def test_a_router_without_gateway_has_only_the_defaults(nb: Nb, sb: LocalDb) -> None:

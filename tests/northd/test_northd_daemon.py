@@ -76,9 +76,12 @@ def _control_transcript(n: NorthdProc) -> list[str]:
                  ["inc-engine/show-stats", "northd", "abort"],
                  ["inc-engine/compute-log-timeout", "x"],
                  ["inc-engine/compute-log-timeout", "500"],
+                 ["inc-engine/compute-log-timeout", "500 "],  # str_to_uint: the whole text
                  ["inc-engine/show-stats", "a", "b", "c"], ["nb-connection-status"],
                  ["sb-connection-status"], ["parallel-build/get-n-threads"],
-                 ["parallel-build/set-n-threads", "0"], ["nb-cluster-state-reset"]):
+                 ["parallel-build/set-n-threads", "0"],
+                 ["parallel-build/set-n-threads", "99999999999"],  # atoi: cut to an int
+                 ["nb-cluster-state-reset"]):
         if args == ["resume"]:
             poll("paused", lambda: n.status() == "Status: paused")
         r = n.appctl(*args, check=False)

@@ -67,7 +67,8 @@ TRANSACTIONS = [
      "lsp-add sw4 s3", 'lsp-set-addresses s3 "0a:00:00:00:00:51 10.40.0.52"',
      "ls-add sw5", """set Logical_Switch sw5 other_config:ipv6_prefix='"fd00::/48"'""",
      "ls-add sw6", "set Logical_Switch sw6 other_config:ipv6_prefix=zz",
-     "ls-add sw7", """set Logical_Switch sw7 other_config:ipv6_prefix='"fd00::/129"'"""],
+     "ls-add sw7", """set Logical_Switch sw7 other_config:ipv6_prefix='"fd00::/129"'""",
+     "ls-add sw8", """set Logical_Switch sw8 other_config:ipv6_prefix='"fd00::%eth0"'"""],
     ["lsp-add sw2 d2", "lsp-set-addresses d2 dynamic"],  # the subnet is full by now
 ]
 SCRIPT = "\n".join("nbctl -- " + " -- ".join(t) for t in TRANSACTIONS)

@@ -43,29 +43,3 @@ def chassis_features(features: Features | None) -> str:
     return (f"ct_no_masked_label:    {word(features.ct_no_masked_label)}\n"
             f"ct_lb_related:         {word(features.ct_lb_related)}\n"
             f"mac_binding_timestamp: {word(features.mac_binding_timestamp)}\n")
-
-
-def atoi(text: str) -> int:
-    """C's atoi: leading blanks, a sign, digits; anything else ends it (0 if none)."""
-    s = text.lstrip()
-    sign = 1
-    if s[:1] in ("-", "+"):
-        sign = -1 if s[0] == "-" else 1
-        s = s[1:]
-    digits = ""
-    for ch in s:
-        if not ch.isdigit():
-            break
-        digits += ch
-    return sign * int(digits) if digits else 0
-
-
-def parse_uint(text: str) -> int | None:
-    """str_to_uint: the whole text a decimal number fitting in an unsigned int."""
-    s = text.strip()
-    if s.startswith("+"):
-        s = s[1:]
-    if not s.isdigit() or not s.isascii():
-        return None
-    value = int(s)
-    return value if value <= 0xFFFFFFFF else None

@@ -25,44 +25,44 @@ what to write of `graph.NorthdGraph`):
 - cfg handshake: the `nb_cfg` the SB transaction carries becomes the committed cfg
   (what NB `sb_cfg` reports) only once that transaction committed (or had nothing to
   change), as `ovsdb_idl_loop` does; the run after reports it.
-- `NB_Global.options`: `northd-backoff-interval-ms` (the policy's backoff) and
+- `NB_Global.options`: `northd-backoff-interval-ms` (the policy's backoff),
   `northd_probe_interval` (ms; 0 off, below 1000 is 1000; default 5000 on TCP and off
-  on unix sockets) are read after every run.
+  on unix sockets) and `northd_trim_timeout`, read with OVS's `smap_get_*` readers
+  when the row changed (`NbOptions`), and applied after every run.
 - The engine's timers (MAC binding aging) wake the loop at the time the run asked.
 - What the operator sees besides the work, as ovn-northd shows it: what the builders
-  report about bad NB data (`diagnostics`, and `flow_warnings` when the `lflow` node
-  recomputed) logged with a rate limit per call site; the connection lines of
-  lib/reconnect.c; ovn-northd's stopwatches (sampled from the engine nodes doing that
-  work, and the loop), coverage counters (transactions, connections), the memory
-  report every 10 s that grows, and the memory trimmer after `northd_trim_timeout` of
-  inactivity; `debug/chassis-features-list`, `coverage/*`, `stopwatch/*` and
-  `vlog/{en,dis}able-rate-limit`.
+  report about bad NB data (`diagnostics`) logged with a rate limit per call site;
+  the connection lines of lib/reconnect.c; ovn-northd's stopwatches (sampled from the
+  engine nodes doing that work, and the loop), coverage counters (transactions,
+  connections), the memory report every 10 s that grows, and the memory trimmer
+  after `northd_trim_timeout` of inactivity; `debug/chassis-features-list`,
+  `coverage/*`, `stopwatch/*` and `vlog/{en,dis}able-rate-limit`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import logging
 import resource
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..idl import MONITOR, Idl, Result, Status
 from ..jsonrpc.session import ConnectionLost, RpcError
 from ..server.appctl import CommandError, UnixctlServer, register_vlog
-from ..util import ratelimit, vlog
+from ..util import memtrim, ratelimit, vlog
+from ..util.cnum import atoi, str_to_uint
 from ..util.coverage import Coverage
 from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
 from ..util.seq import Seq
 from ..util.stopwatch import Stopwatches
 from . import appctl, diagnostics
-from .flow_warnings import report_flow_warnings
 from .graph import NorthdGraph, RunOutput
 from .loop import LoopPolicy, Recompute
+from .nodes.datapaths import smap_int, smap_uint
 
 log = logging.getLogger("ovn_northd")
 LOCK_NAME = "ovn_northd"
@@ -117,6 +117,31 @@ class Config:
     version_text: str = "ovn-northd"
     leader_only: bool = True
     boot_ms: int | None = None  # monotonic ms the process started at (now if None)
+
+
+@dataclass(frozen=True, slots=True)
+class NbOptions:
+    """What the loop reads of `NB_Global.options`."""
+
+    backoff_ms: int
+    nb_probe_ms: int
+    sb_probe_ms: int
+    trim_timeout_ms: int
+
+    @classmethod
+    def read(cls, options: Mapping[str, str], config: Config) -> NbOptions:
+        """As 23.03 reads them: `northd_probe_interval` with `smap_get_int` (0 off,
+        below 1000 is 1000; by default 5000 on TCP, off on unix sockets) and
+        `northd_trim_timeout` with `smap_get_uint`; and `northd-backoff-interval-ms`
+        with `smap_get_uint`, as 23.09, which added it, reads it."""
+        def probe(remotes: list[str]) -> int:
+            tcp = any(r.startswith("tcp:") for r in remotes)
+            ms = smap_int(options, "northd_probe_interval", DEFAULT_PROBE_MS if tcp else 0)
+            return 1000 if 0 < ms < 1000 else ms
+
+        return cls(smap_uint(options, "northd-backoff-interval-ms", 0),
+                   probe(config.nb_remotes), probe(config.sb_remotes),
+                   smap_uint(options, "northd_trim_timeout", DEFAULT_TRIM_TIMEOUT_MS))
 
 
 def wall_ms() -> int:
@@ -175,6 +200,8 @@ class Northd:
         boot = config.boot_ms if config.boot_ms is not None else _now_ms()
         self.memory = MemoryReport(boot)
         self.trimmer = MemoryTrimmer()
+        self._options_row: object = None  # the NB_Global row `_options` was read from
+        self._options: NbOptions | None = None
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -274,14 +301,15 @@ class Northd:
         """What ovn-northd's loop does on every turn besides its work: the memory
         report (memory_run), the coverage slots, the connections counted."""
         now = _now_ms()
-        line = self.memory.run(now, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-        memory_log = logging.getLogger("memory")
-        if line is not None:
-            memory_log.info("%s", line)
-        if self.memory.take_report():
-            usage = self._memory().rstrip("\n")
-            if usage:
-                memory_log.info("%s", usage)
+        if now >= self.memory.next_check:  # a check is due: only then read the peak
+            line = self.memory.run(now, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+            memory_log = logging.getLogger("memory")
+            if line is not None:
+                memory_log.info("%s", line)
+            if self.memory.take_report():
+                usage = self._memory().rstrip("\n")
+                if usage:
+                    memory_log.info("%s", usage)
         attempts = sum(idl.n_attempts for idl in (self.nb, self.sb) if idl is not None)
         if attempts > self._attempts:
             self.coverage.inc("stream_open", attempts - self._attempts)
@@ -316,36 +344,42 @@ class Northd:
             self._drop_changes(Recompute.NOT_ACTIVE)
             return None
         await self._accumulate()
-        nb_global = self._nb_global_options()  # as it was before this turn's writes
+        options = self._nb_options()  # as they were before this turn's writes
         decision = self.policy.decide(mono_ms())
         if not decision.run:
-            return _earliest(decision.wake_at_ms, self._trim(nb_global, False))
+            return _earliest(decision.wake_at_ms, self._trim(options, False))
         log.debug("engine run%s", " (recompute: " + ", ".join(
             r.value for r in self.policy.recompute) + ")" if decision.recompute else "")
         updated = await self._run_engine(decision.recompute)
-        self._read_options()
+        self._apply_options(self._nb_options())
         # A commit that wants a run (the cfg it carried to report): ask again at once. A
         # failed one only makes the next run a recompute; like ovn-northd, that run
         # waits for the next change (a TRY_AGAIN's conflicting change, a reconnect),
         # so a server refusing every commit is not retried in a loop.
         return _earliest(mono_ms() if self.policy.poked else None,
-                         self._trim(nb_global, updated))
+                         self._trim(options, updated))
 
-    def _nb_global_options(self) -> dict[str, str] | None:
+    def _nb_options(self) -> NbOptions | None:
+        """What the loop reads of NB_Global's options (None without the row), read
+        again only when the row changed (a change makes a new row)."""
         table = self.nb.tables.get("NB_Global") if self.nb.replica is not None else None
-        if table is None or not table.rows:
+        row = min(table.rows.values(), key=lambda r: r.uuid) if table and table.rows \
+            else None
+        if row is None:
             return None
-        return dict(min(table.rows.values(), key=lambda r: r.uuid).options)
+        if row is not self._options_row:
+            self._options_row = row
+            self._options = NbOptions.read(row.options, self.config)
+        return self._options
 
-    def _trim(self, nb_global: dict[str, str] | None, activity: bool) -> float | None:
+    def _trim(self, options: NbOptions | None, activity: bool) -> float | None:
         """ovn-northd's `run_memory_trimmer`, after every turn of an active instance
-        (`nb_global`: NB_Global's options, None without the row, which is 23.03's view
-        in the turn that creates it): when to come back for it (monotonic ms)."""
+        (`options` None without the row, which is 23.03's view in the turn that creates
+        it): when to come back for it (monotonic ms). The timeout is set on every turn,
+        as 23.03 sets it, so a refused one warns on every turn (rate-limited)."""
         trimmer = self.trimmer
-        if nb_global is not None:
-            value = appctl.parse_uint(nb_global.get("northd_trim_timeout", ""))
-            warning = trimmer.set_timeout(DEFAULT_TRIM_TIMEOUT_MS if value is None
-                                          else value)
+        if options is not None:
+            warning = trimmer.set_timeout(options.trim_timeout_ms)
             if warning is not None:
                 ratelimit.log("memory_trim", logging.WARNING, trimmer.rate_limit, warning)
         now = _now_ms()
@@ -355,7 +389,7 @@ class Northd:
         if line is not None:
             level = logging.INFO if line.startswith("Detected inactivity") else logging.WARNING
             ratelimit.log("memory_trim", level, trimmer.rate_limit, line, now)
-            _malloc_trim()
+            memtrim.trim()
         wake = trimmer.wake_at()
         return None if wake is None else float(wake)
 
@@ -393,13 +427,9 @@ class Northd:
         start = mono_ms()
         with diagnostics.collecting() as found:
             try:
-                lflow_runs = self._node_recomputes("lflow")
                 out = self.graph.run(nb.tables, sb.tables, nb_changes, sb_changes,
                                      recompute=recompute, now_ms=wall_ms(),
                                      sb_cfg=self.cur_cfg)
-                if self._node_recomputes("lflow") != lflow_runs:
-                    core = self.graph.engine.node_data("northd").core  # type: ignore[union-attr]
-                    report_flow_warnings(core.datapaths, core.ports)
             except Exception:
                 # A builder's bug: logged, and the next change recomputes everything
                 # (the graph forces it); retrying at once would only spin on it.
@@ -426,11 +456,6 @@ class Northd:
                 if limit is None:
                     limit = self._limits[site] = ratelimit.RateLimit(site.rate, site.burst)
             ratelimit.log(site.module, LOG_LEVELS[site.level], limit, d.message)
-
-    def _node_recomputes(self, name: str) -> int:
-        engine = self.graph.engine
-        return engine.stats[name].recompute if engine is not None and \
-            name in engine.stats else 0
 
     def _sample_stopwatches(self) -> None:
         """A sample for each stopwatch whose node recomputed in the last run: the
@@ -492,19 +517,14 @@ class Northd:
         self.policy.poke()
         self.seq.change()
 
-    def _read_options(self) -> None:
-        options: dict[str, str] = {}
-        table = self.nb.tables.get("NB_Global") if self.nb.replica is not None else None
-        if table is not None and table.rows:
-            options = dict(min(table.rows.values(), key=lambda r: r.uuid).options)
-        self.policy.set_backoff(_int(options.get("northd-backoff-interval-ms"), 0))
-        for idl, remotes in ((self.nb, self.config.nb_remotes),
-                             (self.sb, self.config.sb_remotes)):
-            tcp = any(r.startswith("tcp:") for r in remotes)
-            ms = _int(options.get("northd_probe_interval"), DEFAULT_PROBE_MS if tcp else 0)
-            if 0 < ms < 1000:
-                ms = 1000
-            _set_probe_interval(idl, ms / 1000)
+    def _apply_options(self, options: NbOptions | None) -> None:
+        """The backoff and the probe intervals NB_Global asks for (the defaults
+        without the row)."""
+        if options is None:
+            options = NbOptions.read({}, self.config)
+        self.policy.set_backoff(options.backoff_ms)
+        _set_probe_interval(self.nb, options.nb_probe_ms / 1000)
+        _set_probe_interval(self.sb, options.sb_probe_ms / 1000)
 
     def _apply_resets(self) -> None:
         for name, idl in (("nb", self.nb), ("sb", self.sb)):
@@ -584,7 +604,7 @@ class Northd:
         return ""
 
     def _cmd_set_threads(self, args: list[str]) -> str:
-        n = appctl.atoi(args[0])
+        n = atoi(args[0])
         if n < 1 or n > 256:
             raise CommandError(f"invalid n_threads: {n}\n")
         self.config.n_threads = n
@@ -603,7 +623,7 @@ class Northd:
         return ""
 
     def _cmd_log_timeout(self, args: list[str]) -> str:
-        value = appctl.parse_uint(args[0])
+        value = str_to_uint(args[0])
         if value is None:
             raise CommandError("unsigned integer required")
         self.compute_log_timeout_ms = value
@@ -661,25 +681,8 @@ def _earliest(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-def _malloc_trim() -> None:
-    """Give freed heap memory back to the system, where the C library can."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _committed(result: Result) -> bool:
     return result.status in (Status.SUCCESS, Status.UNCHANGED)
-
-
-def _int(text: str | None, default: int) -> int:
-    if text is None:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        return default
 
 
 def _set_probe_interval(idl: Idl, seconds: float) -> None:

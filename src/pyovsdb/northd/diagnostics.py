@@ -14,7 +14,9 @@ Rules kept here:
   that do not ask for diagnostics get none). Nothing here logs, reads a clock or keeps
   state between runs; the daemon logs what a run collected, rate-limited per site.
 - A builder reports where 23.03 logs: in the same step, so a run that does not rebuild
-  that part reports nothing, as 23.03's incremental runs do not log either.
+  that part reports nothing, as 23.03's incremental runs do not log either. The flow
+  builders report only from a full build of the flows (the `lflow` node's recompute,
+  when 23.03 builds them all); a partial rebuild of some datapaths' flows is `muted()`.
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ def collecting() -> Iterator[list[Diagnostic]]:
         yield found
     finally:
         _sink.reset(token)
+
+
+@contextmanager
+def muted() -> Iterator[None]:
+    """Nothing reported inside the block is kept, even inside a `collecting()` one."""
+    with collecting():
+        yield
 
 
 # -- lib/ovn-util.c --------------------------------------------------------------------

@@ -7,7 +7,9 @@ Rules kept here:
   of the routers connected to those switches are built again (`lflows.rebuild`), and
   its delta names the Logical_Flow rows that changed, so `sync_to_sb` plans those
   alone. It also recomputes on an SB table only flows read (`LFLOW_SB_INPUTS`), or,
-  with `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`.
+  with `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`. What the
+  builders report about bad NB data comes from the recompute only: a partial rebuild
+  is `diagnostics.muted()`.
 - Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine import Change, Handled, Input, Node
 from .desired import DesiredDb, DesiredTable
+from .diagnostics import muted
 from .lflows import LflowContext, LflowTable, build_lflows, rebuild
 from .lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
 from .nodes.datapaths import smap_bool
@@ -138,7 +141,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
                     dps.add(peer.dp.key)
         if not dps:
             return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
-        changed = rebuild(old.flows, lflow_context(self.ctx, northd), frozenset(dps))
+        with muted():  # the builders' warnings come from full builds only
+            changed = rebuild(old.flows, lflow_context(self.ctx, northd), frozenset(dps))
         if not changed:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows

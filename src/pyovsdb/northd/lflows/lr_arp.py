@@ -31,9 +31,10 @@ from __future__ import annotations
 import ipaddress
 
 from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports_addresses import format_ipv6, format_mac
+from ..nodes.ports_addresses import format_ipv6, format_mac, ipv6_parse_cidr
 from . import lr_arp_resolve, lr_nd_ra
 from .context import CoppProto, LflowContext, ref_rows
+from .lr_nat_rules import nat_rules
 from .ls_arp_nd import solicited_node, walk_order
 from .router_facts import router_facts
 from .stages import Stage
@@ -95,12 +96,12 @@ def _gw_redirect_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     facts = router_facts(ctx, dp)
     if not facts.is_gw_router and not facts.l3dgw_ports:
         return
-    for nat in lr_arp_resolve.checked_nats(ctx, dp):
-        if not nat.distributed or nat.gateway is None:
+    for nat in nat_rules(ctx, dp):
+        if not nat.distributed or nat.gw_port is None:
             continue
         row = nat.nb
         ip = "ip6" if nat.is_v6 else "ip4"
-        match = f"{ip}.src == {row.logical_ip} && outport == {nat.gateway.json_key}"
+        match = f"{ip}.src == {row.logical_ip} && outport == {nat.gw_port.json_key}"
         port = ctx.ports.ports.get(str(row.logical_port))
         if port is not None and port.is_lsp and port.type == "virtual":
             out.add(dp, GW_REDIRECT, 80, match, ctx.drop_action, hint=row)
@@ -112,10 +113,10 @@ def _gw_redirect_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
 
 def _host_ipv6(text: str) -> ipaddress.IPv6Address | None:
     """`ipv6_parse_cidr` of a next hop, if it is one IPv6 host address."""
-    net = lr_arp_resolve.parse_masked(text, True)
-    if net is None or net.prefixlen != 128:
+    found = ipv6_parse_cidr(text)
+    if isinstance(found, str) or found[1] != 128:
         return None
-    return ipaddress.IPv6Address(net.network_address)
+    return ipaddress.IPv6Address(found[0])
 
 
 def _multicast_mac(addr: ipaddress.IPv6Address) -> str:

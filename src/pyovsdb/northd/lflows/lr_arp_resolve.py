@@ -32,10 +32,7 @@ Rules kept here:
   those routed there from inside are sent to the NAT's external MAC if distributed, else
   the gateway port's MAC (100); with `redirect-type=bridged` a distributed NAT's own
   traffic is resolved with `get_arp`/`get_nd` on its chassis (90).
-- NAT entries are checked as 23.03 checks them before writing any NAT flow (both
-  allowed and exempted external IPs refused, external IP a host address, gateway port
-  valid, logical IP a host unless the NAT is snat, external MAC a MAC when the NAT is
-  distributed).
+- NAT entries are those that pass 23.03's checks (`lr_nat_rules.nat_rules`).
 - Ports are visited in 23.03's port hash table order (`ls_arp_nd.walk_order`), so a
   flow two ports ask for keeps the first one's stage hint.
 """
@@ -43,20 +40,27 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
-from ..nodes.ports_addresses import Addresses, format_mac, lsp_addresses, parse_mac
+from ..nodes.ports_addresses import (
+    ALL4,
+    Addresses,
+    find_lrp_member_ip,
+    format_mac,
+    ip_parse_masked,
+    lsp_addresses,
+    parse_mac,
+)
 from .context import LflowContext
+from .lr_nat_rules import nat_rules
 from .router_facts import router_facts
 from .stages import Stage
 from .table import LflowTable
 
 STAGE = Stage.LR_IN_ARP_RESOLVE
-IpNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def build_router(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
@@ -67,50 +71,6 @@ def build_router(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
 
 
 # --- addresses ----------------------------------------------------------------------
-
-def parse_masked(text: str, v6: bool) -> IpNet | None:
-    """`ip_parse_masked`/`ipv6_parse_masked` where the mask is a prefix: "IP",
-    "IP/len" or "IP/MASK"."""
-    addr, sep, rest = text.partition("/")
-    try:
-        ip = ipaddress.IPv6Address(addr) if v6 else ipaddress.IPv4Address(addr)
-        bits: int = ip.max_prefixlen
-        plen: int
-        if not sep:
-            plen = bits
-        elif rest.isdigit():
-            plen = int(rest)
-        else:
-            mask = int(ipaddress.IPv6Address(rest) if v6 else ipaddress.IPv4Address(rest))
-            inverted = ~mask & ((1 << bits) - 1)
-            if inverted & (inverted + 1):
-                return None  # not a prefix
-            plen = bits - inverted.bit_length()
-        if v6:
-            return ipaddress.IPv6Network((int(ip), plen), strict=False)
-        return ipaddress.IPv4Network((int(ip), plen), strict=False)
-    except ValueError:
-        return None
-
-
-def _is_host(net: IpNet | None) -> bool:
-    return net is not None and net.prefixlen == net.max_prefixlen
-
-
-def member_ip(networks: Addresses | None, ip_s: str) -> bool:
-    """`find_lrp_member_ip`: whether one of the router port's networks holds `ip_s`
-    (read as IPv4 when it has a dot, as 23.03 reads it)."""
-    if networks is None:
-        return False
-    try:
-        if "." in ip_s:
-            ip4 = ipaddress.IPv4Address(ip_s)
-            return any(ip4 in n.network for n in networks.ipv4)
-        ip6 = ipaddress.IPv6Address(ip_s)
-    except ValueError:
-        return False
-    return any(ip6 in n.network for n in networks.ipv6)
-
 
 def v4_networks(networks: Addresses) -> str:
     """`op_put_v4_networks` without broadcasts."""
@@ -125,72 +85,10 @@ def v6_networks(networks: Addresses) -> str:
 
 # --- NAT entries ----------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class CheckedNat:
-    """A NAT row that passed `lrouter_check_nat_entry`."""
-
-    nb: IdlRow
-    is_v6: bool
-    gateway: Port | None  # its distributed gateway port (None on a gateway router)
-    distributed: bool
-
-    @property
-    def external_ip(self) -> str:
-        return str(self.nb.external_ip)
-
-
 def l3dgw_ports(ctx: LflowContext, dp: Datapath) -> list[Port]:
     """The router's distributed gateway ports in the order 23.03 lists them: its NB
     `ports` column's (UUID order)."""
     return sorted(router_facts(ctx, dp).l3dgw_ports, key=lambda p: p.nb.uuid)
-
-
-def checked_nats(ctx: LflowContext, dp: Datapath) -> list[CheckedNat]:
-    cache: dict[str, list[CheckedNat]] = ctx.cache.setdefault("lr_arp_checked_nats", {})
-    nats = cache.get(dp.key)
-    if nats is None:
-        nats = cache[dp.key] = _check_nats(ctx, dp)
-    return nats
-
-
-def _check_nats(ctx: LflowContext, dp: Datapath) -> list[CheckedNat]:
-    gateways = l3dgw_ports(ctx, dp)
-    out: list[CheckedNat] = []
-    rows = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
-    for nat in rows:
-        if nat.allowed_ext_ips is not None and nat.exempted_ext_ips is not None:
-            continue
-        ext = str(nat.external_ip)
-        is_v6 = False
-        if not _is_host(parse_masked(ext, False)):
-            if not _is_host(parse_masked(ext, True)):
-                continue
-            is_v6 = True
-        gateway: Port | None = None
-        if nat.gateway_port is None:
-            if len(gateways) == 1:
-                gateway = gateways[0]
-            elif gateways:
-                gateway = next((g for g in gateways if member_ip(g.networks, ext)), None)
-                if gateway is None:
-                    continue
-        else:
-            gw_row = nat.gateway_port
-            name = gw_row.name if isinstance(gw_row, IdlRow) else None
-            gateway = ctx.ports.ports.get(name) if name is not None else None
-            if gateway is None or gateway.dp.key != dp.key or gateway.cr_port is None:
-                continue
-        logical = parse_masked(str(nat.logical_ip), is_v6)
-        if logical is None or (nat.type != "snat" and not _is_host(logical)):
-            continue
-        distributed = False
-        if gateways and nat.type == "dnat_and_snat" and nat.logical_port and \
-                nat.external_mac:
-            if parse_mac(str(nat.external_mac)) is None:
-                continue
-            distributed = True
-        out.append(CheckedNat(nat, is_v6, gateway, distributed))
-    return out
 
 
 def redirect_bridged(ctx: LflowContext, dp: Datapath) -> bool:
@@ -207,9 +105,9 @@ def build_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     gateways = l3dgw_ports(ctx, dp)
     bridged = redirect_bridged(ctx, dp)
     seen: set[str] = set()
-    for nat in checked_nats(ctx, dp):
+    for nat in nat_rules(ctx, dp):
         ext = nat.external_ip
-        gw = nat.gateway
+        gw = nat.gw_port
         if ext in seen or gw is None or gw.networks is None:
             continue
         seen.add(ext)
@@ -303,7 +201,7 @@ def _vif(ctx: LflowContext, port: Port, out: LflowTable) -> None:
                          ("xxreg0", [a.addr_s for a in addrs.ipv6])):
             for ip in ips:
                 for rp in routers:
-                    if member_ip(rp.networks, ip):
+                    if find_lrp_member_ip(rp.networks, ip) is not None:
                         out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && "
                                 f"{reg} == {ip}", action, hint=port.nb)
 
@@ -330,7 +228,7 @@ def _virtual_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     parent_name = binding.virtual_parent if binding is not None else None
     if binding is None or not parent_name or binding.chassis is None:
         for rp in routers:
-            if member_ip(rp.networks, vip):
+            if find_lrp_member_ip(rp.networks, vip) is not None:
                 out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && {reg} == {vip}",
                         "eth.dst = 00:00:00:00:00:00; next;", hint=port.nb)
                 return
@@ -341,7 +239,7 @@ def _virtual_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     parent_routers = _switch_router_ports(ctx, parent.dp)
     for addrs in parent.lsp_addrs:
         for rp in parent_routers:
-            if member_ip(rp.networks, vip):
+            if find_lrp_member_ip(rp.networks, vip) is not None:
                 out.add(rp.dp, STAGE, 100, f"outport == {rp.json_key} && {reg} == {vip}",
                         f"eth.dst = {addrs.ea_s}; next;", hint=port.nb)
                 return
@@ -404,11 +302,12 @@ def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
         if nat.type == "snat" or not smap_bool(nat.options, "add_route"):
             continue
         ext = str(nat.external_ip)
-        if not _is_host(parse_masked(ext, False)):
+        masked = ip_parse_masked(ext)
+        if isinstance(masked, str) or masked[1] != ALL4:
             continue
         if n_gateways > 1:
             gw = nat.gateway_port
-            if gw is None and not member_ip(networks, ext):
+            if gw is None and find_lrp_member_ip(networks, ext) is None:
                 continue
             if gw is not None and (not isinstance(gw, IdlRow) or gw.uuid != port.nb.uuid):
                 continue

@@ -25,15 +25,14 @@ Rules kept here:
 
 from __future__ import annotations
 
-import ipaddress
-
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_int
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import parse_mac
+from ..nodes.ports_router import is_nat_gateway_port
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT, nd_flow, sn_addr
-from .lr_nat_rules import check_rule
+from .lr_nat_rules import nat_rules
 from .router_facts import Nat, router_facts
 from .table import LflowTable
 
@@ -85,32 +84,12 @@ def build_dp_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
         _nat_reply(ctx, out, dp, None, nat, INPORT_ETH_ADDR, "", False, 90)
 
 
-def in_networks(port: Port, ip: str) -> bool:
-    """`find_lrp_member_ip`: whether one of the port's networks holds `ip`."""
-    assert port.networks is not None
-    try:
-        addr = ipaddress.ip_address(ip)
-    except ValueError:
-        return False
-    nets = port.networks.ipv4 if addr.version == 4 else port.networks.ipv6
-    return any(addr in n.network for n in nets)
-
-
-def _is_nat_gateway_port(ctx: LflowContext, nat: IdlRow, port: Port) -> bool:
-    if len(router_facts(ctx, port.dp).l3dgw_ports) <= 1:
-        return True
-    gw = nat.gateway_port
-    if not isinstance(gw, IdlRow):
-        return in_networks(port, str(nat.external_ip))
-    return gw.uuid == port.nb.uuid
-
-
 def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     """The replies for NAT external IPs on distributed gateway port `port` (92, 91)."""
     assert port.cr_port is not None
     cr = ctx.ports.ports[port.cr_port]
     for nat in _replying_nats(ctx, port.dp):
-        if not _is_nat_gateway_port(ctx, nat.nb, port):
+        if not is_nat_gateway_port(nat.nb, port, len(router_facts(ctx, port.dp).l3dgw_ports)):
             continue
         if nat.external_mac and parse_mac(nat.external_mac) is not None \
                 and nat.logical_port:
@@ -123,16 +102,14 @@ def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
 
 def build_dp_nat_ingress(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     """The flows of the NAT rules 23.03 applies (120, 160), checked as the NAT stages
-    check them (`lr_nat_rules.check_rule`), gateway ports in NB UUID order."""
+    check them (`lr_nat_rules.nat_rules`)."""
     facts = router_facts(ctx, dp)
     if not facts.is_gw_router and not facts.l3dgw_ports:
         return
-    dgps = sorted(facts.l3dgw_ports, key=lambda p: p.nb.uuid)
-    rows = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
-    for row in rows:
-        rule = check_rule(ctx, dp, row, dgps)
-        if rule is None or rule.gw_port is None:
-            continue  # skipped, or on a gateway router: nothing here
+    for rule in nat_rules(ctx, dp):
+        if rule.gw_port is None:
+            continue  # on a gateway router: nothing here
+        row = rule.nb
         gw, ext, v = rule.gw_port, rule.external_ip, rule.v
         if rule.type == "snat":
             out.add(dp, IP_INPUT, 120, f"inport == {gw.json_key} && ip{v}.src == {ext}",

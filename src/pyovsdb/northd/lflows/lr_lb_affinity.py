@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..nodes.datapaths import Datapath
+from ..nodes.datapaths import Datapath, smap_uint
 from ..nodes.lb import LoadBalancer
-from .ls_lb import AFFINITY_MAX, SwitchVip, affinity_rules, uint_option
+from .ls_lb import AFFINITY_MAX, SwitchVip, affinity_rules
 from .stages import Stage
 from .table import LflowTable
 
@@ -37,7 +37,7 @@ REGBIT_KNOWN_LB_SESSION = "reg9[6]"
 
 def lb_affinity_timeout(lb: LoadBalancer) -> int:
     """`options:affinity_timeout` as 23.03 reads it (`smap_get_uint`, at most 65535)."""
-    return min(uint_option(lb.nb.options, "affinity_timeout"), AFFINITY_MAX)
+    return min(smap_uint(lb.nb.options, "affinity_timeout"), AFFINITY_MAX)
 
 
 def build_affinity_flows(lb: LoadBalancer, vip: SwitchVip, new_match: str,

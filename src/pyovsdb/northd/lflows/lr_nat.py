@@ -39,7 +39,7 @@ from ..nodes.ports import Port
 from . import lr_nat_rules
 from .context import LflowContext, ref_rows
 from .lr_admission import add_gateway_mtu_flow
-from .lr_nat_rules import DST_NAT_IP_LOCAL, NatRule, check_rule
+from .lr_nat_rules import DST_NAT_IP_LOCAL, NatRule, nat_rules
 from .router_facts import RouterFacts, router_facts
 from .stages import Stage
 from .table import LflowTable
@@ -84,10 +84,9 @@ def _router(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
         out.add(dp, Stage.LR_OUT_UNDNAT, 50, "ip", "flags.loopback = 1; ct_dnat;")
         out.add(dp, Stage.LR_OUT_POST_UNDNAT, 50, "ip && ct.new", "ct_commit { } ; next; ")
     out.add(dp, Stage.LR_OUT_SNAT, 120, "nd_ns", "next;")
-    dgps = facts.l3dgw_ports
-    if not facts.is_gw_router and not dgps:
+    if not facts.is_gw_router and not facts.l3dgw_ports:
         return
-    _rules(ctx, out, dp, facts, dgps)
+    _rules(ctx, out, dp, facts)
     if nat_rows:
         natted = "ct_mark" if ctx.features.ct_no_masked_label else "ct_label"
         out.add(dp, Stage.LR_OUT_CHK_DNAT_LOCAL, 50, f"ip && {natted}.natted == 1",
@@ -121,12 +120,8 @@ def _lb_defaults(ctx: LflowContext, out: LflowTable, dp: Datapath,
     out.add(dp, Stage.LR_IN_DNAT, 50, est, "next;")
 
 
-def _rules(ctx: LflowContext, out: LflowTable, dp: Datapath, facts: RouterFacts,
-           dgps: list[Port]) -> None:
-    for row in ref_rows(dp.nb.nat):
-        rule = check_rule(ctx, dp, row, dgps)
-        if rule is None:
-            continue
+def _rules(ctx: LflowContext, out: LflowTable, dp: Datapath, facts: RouterFacts) -> None:
+    for rule in nat_rules(ctx, dp):
         lr_nat_rules.unsnat(out, dp, facts, rule)
         lr_nat_rules.dnat(out, dp, facts, rule)
         if facts.is_gw_router:

@@ -31,21 +31,24 @@ Rules kept here:
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import (
+    ALL4,
+    ALL6,
+    find_lrp_member_ip,
     format_mac,
+    ip_parse_masked,
+    ipv6_parse_masked,
     parse_mac,
-    scan_ipv4,
     v4_cidr_bits,
     v6_cidr_bits,
 )
-from .context import LflowContext
-from .router_facts import RouterFacts
+from .context import LflowContext, ref_rows
+from .router_facts import RouterFacts, router_facts
 from .stages import Stage
 from .table import LflowTable
 
@@ -106,60 +109,6 @@ class NatRule:
         return f"is_chassis_resident({self.cr_key})"
 
 
-# --- parsing as OVS's ip_parse_masked / ipv6_parse_masked -------------------------
-
-def parse_v4_masked(text: str) -> tuple[int, int] | None:
-    """(address, mask) of "IP", "IP/LEN" or "IP/MASK"."""
-    addr_s, sep, mask_s = text.partition("/")
-    addr = scan_ipv4(addr_s)
-    if addr is None:
-        return None
-    if not sep:
-        return addr, 0xFFFFFFFF
-    mask = scan_ipv4(mask_s)
-    if mask is not None:
-        return addr, mask
-    if not mask_s.isdigit() or int(mask_s) > 32:
-        return None
-    plen = int(mask_s)
-    return addr, (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF
-
-
-def parse_v6_masked(text: str) -> tuple[int, int] | None:
-    addr_s, sep, mask_s = text.strip().partition("/")
-    try:
-        addr = int(ipaddress.IPv6Address(addr_s))
-    except ValueError:
-        return None
-    full = (1 << 128) - 1
-    if not sep:
-        return addr, full
-    if mask_s.isdigit():
-        plen = int(mask_s)
-        if plen > 128:
-            return None
-        return addr, (full << (128 - plen)) & full
-    try:
-        return addr, int(ipaddress.IPv6Address(mask_s))
-    except ValueError:
-        return None
-
-
-def _in_networks(port: Port, ip_s: str) -> bool:
-    """`find_lrp_member_ip`: one of the port's networks holds the address."""
-    nets = port.networks
-    if nets is None:
-        return False
-    try:
-        ip = ipaddress.ip_address(ip_s)
-    except ValueError:
-        return False
-    if "." in ip_s:
-        return isinstance(ip, ipaddress.IPv4Address) and \
-            any(ip in n.network for n in nets.ipv4)
-    return isinstance(ip, ipaddress.IPv6Address) and any(ip in n.network for n in nets.ipv6)
-
-
 def _set_name(value: object) -> str | None:
     return str(value.name) if isinstance(value, IdlRow) else None
 
@@ -172,26 +121,21 @@ def check_rule(ctx: LflowContext, dp: Datapath, row: IdlRow,
     if row.allowed_ext_ips is not None and row.exempted_ext_ips is not None:
         return None
     external = str(row.external_ip)
-    parsed4 = parse_v4_masked(external)
-    is_v6 = parsed4 is None or parsed4[1] != 0xFFFFFFFF
+    parsed = ip_parse_masked(external)
+    is_v6 = isinstance(parsed, str) or parsed[1] != ALL4
     if is_v6:
-        parsed6 = parse_v6_masked(external)
-        if parsed6 is None or parsed6[1] != (1 << 128) - 1:
+        parsed = ipv6_parse_masked(external)
+        if isinstance(parsed, str) or parsed[1] != ALL6:
             return None
     valid, gw_port = _gateway_port(ctx, dp, row, external, dgps)
     if not valid:
         return None
     logical = str(row.logical_ip)
-    if is_v6:
-        lparsed = parse_v6_masked(logical)
-        full = (1 << 128) - 1
-        bits = v6_cidr_bits(lparsed[1]) if lparsed is not None else 0
-    else:
-        lparsed = parse_v4_masked(logical)
-        full = 0xFFFFFFFF
-        bits = v4_cidr_bits(lparsed[1]) if lparsed is not None else 0
-    if lparsed is None or (row.type != "snat" and lparsed[1] != full):
+    parsed = ipv6_parse_masked(logical) if is_v6 else ip_parse_masked(logical)
+    if isinstance(parsed, str) or (row.type != "snat" and parsed[1] != (ALL6 if is_v6
+                                                                        else ALL4)):
         return None
+    bits = v6_cidr_bits(parsed[1]) if is_v6 else v4_cidr_bits(parsed[1])
     distributed = False
     mac = "ff:ff:ff:ff:ff:ff"
     if dgps and row.type == "dnat_and_snat" and row.logical_port and row.external_mac:
@@ -210,6 +154,19 @@ def check_rule(ctx: LflowContext, dp: Datapath, row: IdlRow,
         exempted=exempted)
 
 
+def nat_rules(ctx: LflowContext, dp: Datapath) -> list[NatRule]:
+    """The router's NAT rules that pass `check_rule`, in the `nat` column's order (NB
+    UUIDs), its distributed gateway ports in NB order: checked once per build."""
+    cache: dict[str, list[NatRule]] = ctx.cache.setdefault("lr_nat_rules", {})
+    rules = cache.get(dp.key)
+    if rules is None:
+        dgps = router_facts(ctx, dp).l3dgw_ports
+        rules = cache[dp.key] = [rule for rule in (check_rule(ctx, dp, row, dgps)
+                                                   for row in ref_rows(dp.nb.nat))
+                                 if rule is not None]
+    return rules
+
+
 def _gateway_port(ctx: LflowContext, dp: Datapath, row: IdlRow, external: str,
                   dgps: list[Port]) -> tuple[bool, Port | None]:
     """Whether the rule has a valid gateway port, and that port (None on a router
@@ -218,7 +175,8 @@ def _gateway_port(ctx: LflowContext, dp: Datapath, row: IdlRow, external: str,
     if ref is None:
         if len(dgps) <= 1:
             return True, dgps[0] if dgps else None
-        found = next((p for p in dgps if _in_networks(p, external)), None)
+        found = next((p for p in dgps
+                      if find_lrp_member_ip(p.networks, external) is not None), None)
         return found is not None, found
     port = ctx.ports.ports.get(str(ref.name)) if isinstance(ref, IdlRow) else None
     if port is None or port.dp.key != dp.key or not port.is_lrp or port.cr_port is None:

@@ -24,8 +24,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-import re
-
+from ...util.cnum import atoi
 from ..nodes.datapaths import Datapath
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import format_ipv6, lla
@@ -37,14 +36,6 @@ OPTIONS = Stage.LR_IN_ND_RA_OPTIONS
 RESPONSE = Stage.LR_IN_ND_RA_RESPONSE
 ADDRESS_MODES = ("slaac", "dhcpv6_stateful", "dhcpv6_stateless")
 MIN_IPV6_MTU = 1280  # RFC 2460
-_ATOI = re.compile(r"\s*([+-]?\d+)")
-
-
-def atoi(text: str) -> int:
-    """C's `atoi`: leading blanks, an optional sign and the digits that follow; 0 if
-    none."""
-    m = _ATOI.match(text)
-    return int(m.group(1)) if m else 0
 
 
 def build_router(dp: Datapath, out: LflowTable) -> None:

@@ -8,6 +8,9 @@ Rules kept here:
   IPv6), a router port's member address with `inet_pton` (IPv4 if the text has a
   dot). A route whose next hop is not one host address, whose families differ, or
   that no router port reaches is left out; "discard" needs no port.
+- A route left out for its next hop, its prefix or their families, or for want of
+  an output port or a path (`find_static_route_outport`), is reported with 23.03's
+  warning (`diagnostics`); a discard route's port lookup warns of nothing.
 - A route with a BFD session to its next hop is left out when that session is down
   after this run's status exchange (23.03 turns "admin_down" into "down" first, so
   only a session ovn-controller reported up or initializing keeps its route).
@@ -23,25 +26,26 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ..diagnostics import (
+    ROUTE_BAD_NEXTHOP,
+    ROUTE_BAD_OUT_PORT,
+    ROUTE_BAD_PREFIX,
+    ROUTE_FAMILY,
+    ROUTE_NEXTHOP_MASK,
+    ROUTE_NO_PATH,
+    report,
+)
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port, PortsData
-from ..nodes.ports_addresses import Addresses, format_ipv6
+from ..nodes.ports_addresses import Addresses, find_lrp_member_ip, format_ipv6, ip46_parse_cidr
 from .context import LflowContext, ref_rows
 
 ROUTE_ORIGIN_CONNECTED = "connected"
-
-# ovs_scan's IP_SCAN_FMT: four "%hhu" (blanks skipped, value wrapped to a byte).
-_OCTET = r"[ \t\r\n\v\f]*([+-]?\d+)"
-_IPV4_SCAN = re.compile(r"\.".join([_OCTET] * 4))
-_INT_SCAN = re.compile(r"[ \t\r\n\v\f]*([+-]?\d+)")
-_IPV6_SCAN = re.compile(r"[ \t\r\n\v\f]*([0-9a-fA-F:.]{1,46})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,112 +72,15 @@ class Prefix:
         return self.network_s if self.plen == full else f"{self.network_s}/{self.plen}"
 
 
-def _scan_ipv4(text: str, pos: int) -> tuple[int, int] | None:
-    m = _IPV4_SCAN.match(text, pos)
-    if m is None:
-        return None
-    value = 0
-    for g in m.groups():
-        value = (value << 8) | (int(g) & 0xFF)
-    return value, m.end()
-
-
-def _cidr_bits(mask: int, bits: int) -> int | None:
-    """The prefix length of a CIDR mask, None for another mask."""
-    inverted = ~mask & ((1 << bits) - 1)
-    if inverted & (inverted + 1):
-        return None
-    return bits - inverted.bit_length()
-
-
-def _parse_cidr4(text: str) -> Prefix | None:
-    """`ip_parse_cidr`."""
-    got = _scan_ipv4(text, 0)
-    if got is None:
-        return None
-    addr, pos = got
-    plen = 32
-    if text.startswith("/", pos):
-        mask = _scan_ipv4(text, pos + 1)
-        if mask is not None:
-            cidr = _cidr_bits(mask[0], 32)
-            if cidr is None:
-                return None
-            plen, pos = cidr, mask[1]
-        else:
-            m = _INT_SCAN.match(text, pos + 1)
-            if m is None or not 0 <= int(m.group(1)) <= 32:
-                return None
-            plen, pos = int(m.group(1)), m.end()
-    return Prefix(True, addr, plen) if pos == len(text) else None
-
-
-def _inet_pton6(text: str) -> int | None:
-    if "%" in text:
-        return None
-    try:
-        return int(ipaddress.IPv6Address(text))
-    except ValueError:
-        return None
-
-
-def _parse_cidr6(text: str) -> Prefix | None:
-    """`ipv6_parse_cidr`."""
-    m = _IPV6_SCAN.match(text)
-    if m is None:
-        return None
-    addr = _inet_pton6(m.group(1))
-    if addr is None:
-        return None
-    pos, plen = m.end(), 128
-    if text.startswith("/", pos):
-        n = _INT_SCAN.match(text, pos + 1)
-        if n is not None:
-            if not 0 <= int(n.group(1)) <= 128:
-                return None
-            plen, pos = int(n.group(1)), n.end()
-        else:
-            mm = _IPV6_SCAN.match(text, pos + 1)
-            mask = _inet_pton6(mm.group(1)) if mm is not None else None
-            if mm is None or mask is None:
-                return None
-            cidr = _cidr_bits(mask, 128)
-            if cidr is None:
-                return None
-            plen, pos = cidr, mm.end()
-    return Prefix(False, addr, plen) if pos == len(text) else None
-
-
 def parse_cidr(text: str) -> Prefix | None:
     """`ip46_parse_cidr`: IPv4 first, then IPv6."""
-    return _parse_cidr4(text) or _parse_cidr6(text)
+    found = ip46_parse_cidr(text)
+    return None if found is None else Prefix(*found)
 
 
 def port_networks(port: Port | None) -> Addresses | None:
     """A router port's networks; none for any other port (see the module rules)."""
     return port.networks if port is not None and port.is_lrp else None
-
-
-@lru_cache(maxsize=4096)
-def _host(ip_s: str) -> tuple[bool, int] | None:
-    """`ip_s` as `inet_pton` reads it, IPv4 if it has a dot (family, value)."""
-    if "." in ip_s:
-        try:
-            return True, int(ipaddress.IPv4Address(ip_s))
-        except ValueError:
-            return None
-    value = _inet_pton6(ip_s)
-    return None if value is None else (False, value)
-
-
-def _member_nets(nets: Addresses) -> tuple[tuple[bool, int, int, str], ...]:
-    """(family, network, mask, address) of each network, IPv4 first."""
-    out: list[tuple[bool, int, int, str]] = []
-    for v4, bits, group in ((True, 32, nets.ipv4), (False, 128, nets.ipv6)):
-        for n in group:
-            mask = ((1 << bits) - 1) ^ ((1 << (bits - n.plen)) - 1)
-            out.append((v4, int(n.addr) & mask, mask, n.addr_s))
-    return tuple(out)
 
 
 def router_lrps(dp: Datapath) -> list[IdlRow]:
@@ -188,28 +95,15 @@ def _opt_str(value: object) -> str | None:
 
 
 class PortLookup:
-    """The address lookups of one build, with what they parse kept: a port's
-    networks, a router's ports in NB order."""
+    """The address lookups of one build, with a router's ports in NB order kept."""
 
     def __init__(self, ports: PortsData) -> None:
         self.ports = ports
-        self._nets: dict[str, tuple[tuple[bool, int, int, str], ...]] = {}
         self._order: dict[str, list[Port | None]] = {}
 
     def member_ip(self, port: Port | None, ip_s: str) -> str | None:
-        """`find_lrp_member_ip`: the port's address on the network that holds `ip_s`."""
-        nets = port_networks(port)
-        host = _host(ip_s) if nets is not None else None
-        if port is None or nets is None or host is None:
-            return None
-        members = self._nets.get(port.name)
-        if members is None:
-            members = self._nets[port.name] = _member_nets(nets)
-        v4, value = host
-        for family, network, mask, addr_s in members:
-            if family == v4 and value & mask == network:
-                return addr_s
-        return None
+        """`find_lrp_member_ip` on a router port (see `port_networks`)."""
+        return find_lrp_member_ip(port_networks(port), ip_s)
 
     def nb_order(self, dp: Datapath) -> list[Port | None]:
         """The port of each of the router's NB ports, in the `ports` column's order
@@ -228,24 +122,32 @@ class PortLookup:
                 return port, addr
         return None
 
-    def static_route_outport(self, dp: Datapath, route: IdlRow,
-                             v4: bool) -> tuple[Port, str] | None:
-        """`find_static_route_outport`: the port a route leaves by and its address."""
+    def static_route_outport(self, dp: Datapath, route: IdlRow, v4: bool, *,
+                             warn: bool = True) -> tuple[Port, str] | None:
+        """`find_static_route_outport`: the port a route leaves by and its address;
+        with `warn`, its warnings when there is none."""
         nexthop: str = route.nexthop
         output = _opt_str(route.output_port)
+        found: tuple[Port, str] | None = None
         if output is None:
-            return self.first_reaching(dp, nexthop) if nexthop else None
-        port = self.ports.ports.get(output)
-        if port is None:
-            return None
-        addr = self.member_ip(port, nexthop) if nexthop else None
-        nets = port_networks(port)
-        if addr is None and nets is not None:
-            if v4 and nets.ipv4:
-                addr = nets.ipv4[0].addr_s
-            elif not v4 and nets.ipv6:
-                addr = nets.ipv6[0].addr_s
-        return (port, addr) if addr is not None else None
+            found = self.first_reaching(dp, nexthop) if nexthop else None
+        else:
+            port = self.ports.ports.get(output)
+            if port is None:
+                if warn:
+                    report(ROUTE_BAD_OUT_PORT, output, route.ip_prefix)
+                return None
+            addr = self.member_ip(port, nexthop) if nexthop else None
+            nets = port_networks(port)
+            if addr is None and nets is not None:
+                if v4 and nets.ipv4:
+                    addr = nets.ipv4[0].addr_s
+                elif not v4 and nets.ipv6:
+                    addr = nets.ipv6[0].addr_s
+            found = (port, addr) if addr is not None else None
+        if found is None and warn:
+            report(ROUTE_NO_PATH, route.ip_prefix, nexthop)
+        return found
 
 
 def port_lookup(ctx: LflowContext) -> PortLookup:
@@ -346,16 +248,6 @@ class RouterRoutes:
         return list(groups.values()), list(unique.values())
 
 
-def _nexthop_ok(nexthop: str) -> Prefix | bool | None:
-    """The parsed next hop; True if there is none to check; None if it is bad."""
-    if not nexthop or nexthop == "discard":
-        return True
-    hop = parse_cidr(nexthop)
-    if hop is None or hop.plen != (32 if hop.v4 else 128):
-        return None
-    return hop
-
-
 def _bfd_down(route: IdlRow, sb: Mapping[str, ReplicaTable]) -> bool:
     bfd = route.bfd
     if not isinstance(bfd, IdlRow) or bfd.dst_ip != route.nexthop:
@@ -365,23 +257,33 @@ def _bfd_down(route: IdlRow, sb: Mapping[str, ReplicaTable]) -> bool:
 
 
 def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
-    """The router's route tables and valid static routes (see the module rules)."""
+    """The router's route tables and valid static routes (see the module rules), with
+    23.03's warnings about the routes it leaves out."""
     out = RouterRoutes()
     lookup = port_lookup(ctx)
     for lrp in router_lrps(dp):
         out.table_id(lrp.options.get("route_table"))
     for row in ref_rows(dp.nb.static_routes):
         nexthop: str = row.nexthop
-        hop = _nexthop_ok(nexthop)
-        if hop is None:
-            continue
+        discard = nexthop == "discard"
+        hop = parse_cidr(nexthop) if nexthop and not discard else None
+        if nexthop and not discard:
+            if hop is None:
+                report(ROUTE_BAD_NEXTHOP, nexthop, row.uuid)
+                continue
+            if hop.plen != (32 if hop.v4 else 128):
+                report(ROUTE_NEXTHOP_MASK, nexthop, row.uuid)
+                continue
         prefix = parse_cidr(row.ip_prefix)
         if prefix is None:
+            report(ROUTE_BAD_PREFIX, row.ip_prefix, row.uuid)
             continue
-        if isinstance(hop, Prefix) and hop.v4 != prefix.v4:
+        if hop is not None and hop.v4 != prefix.v4:
+            report(ROUTE_FAMILY, row.ip_prefix, nexthop, row.uuid)
             continue
-        discard = nexthop == "discard"
-        found = lookup.static_route_outport(dp, row, prefix.v4)
+        # A discard route needs no port; its port is looked up all the same (an ECMP
+        # group's member flows use it), without warnings.
+        found = lookup.static_route_outport(dp, row, prefix.v4, warn=not discard)
         if not discard and found is None:
             continue
         if _bfd_down(row, ctx.sb):

@@ -22,7 +22,8 @@ Rules kept here (23.03's `build_lswitch_arp_nd_responder_*`):
   binds it (`bind_vport`), per parent on the same switch, the virtual IP written as
   configured.
 - A router-type port with `options:arp_proxy` answers ARP for the proxied IPv4
-  addresses with its router port's MAC (one flow for all of them); skipped whenever
+  addresses (`extract_ip_addresses`: `ports_addresses.ip_addresses`) with its router
+  port's MAC (one flow for all of them); skipped whenever
   the port's own replies are skipped for the reasons above.
 - Ports are visited in the order 23.03 walks its port hash table: a flow several ports
   ask for in one run (one address on two switches) is one flow, and the first port
@@ -39,6 +40,7 @@ from ...ovsdb.hashorder import hash_string, hmap_order
 from ..nodes.datapaths import smap_bool
 from ..nodes.lsp_up import port_up
 from ..nodes.ports import Port, datapath_keys
+from ..nodes.ports_addresses import ip_addresses
 from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable
@@ -87,24 +89,6 @@ def arp_reply(mac: str, ip: str) -> str:
     return (f"eth.dst = eth.src; eth.src = {mac}; arp.op = 2; /* ARP reply */ "
             f"arp.tha = arp.sha; arp.sha = {mac}; arp.tpa = arp.spa; arp.spa = {ip}; "
             f"outport = inport; flags.loopback = 1; output;")
-
-
-def proxy_ipv4s(text: str) -> list[str]:
-    """The IPv4 addresses of an `arp_proxy` list (`extract_ip_addresses`): words of
-    IPv4 or IPv6 addresses with an optional prefix length, up to the first that is
-    neither; IPv6 ones are read but not proxied."""
-    out: list[str] = []
-    for word in text.split():
-        addr, sep, plen = word.partition("/")
-        try:
-            ip = ipaddress.ip_address(addr)
-        except ValueError:
-            break
-        if sep and not (plen.isdigit() and int(plen) <= ip.max_prefixlen):
-            break
-        if ip.version == 4:
-            out.append(str(ip))
-    return out
 
 
 class _Responder:
@@ -198,7 +182,8 @@ class _Responder:
         proxy = port.options.get("arp_proxy")
         if peer is None or peer.networks is None or not proxy:
             return
-        ips = proxy_ipv4s(proxy)
+        found = ip_addresses(proxy)  # IPv6 ones are read but not proxied
+        ips = [net.addr_s for net in found.ipv4] if found is not None else []
         if not ips:
             return
         mac = peer.networks.ea_s

@@ -18,22 +18,13 @@ Rules kept here (23.03's `build_dhcpv4_action` and `build_dhcpv6_action`):
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..nodes.ports_addresses import lla, parse_mac
+from ..nodes.ports_addresses import ip_parse_masked, ipv6_parse_masked, lla, parse_mac
 
 # What `REGBIT_DHCP_OPTS_RESULT` names: the result of put_dhcp(v6)_opts.
 DHCP_RESULT = "reg0[3]"
-
-_OCTET = r"\s*[+-]?\d+"
-_IPV4 = re.compile(r"\.".join([f"({_OCTET})"] * 4))
-_INT = re.compile(r"\s*([+-]?\d+)")
-_IPV6 = re.compile(r"\s*([0-9a-fA-F:.]{1,46})")
-
-_ALL4 = 0xFFFFFFFF
-_ALL6 = (1 << 128) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,70 +34,6 @@ class DhcpActions:
     options: str  # the ls_in_dhcp_options action
     response: str  # the ls_in_dhcp_response action
     renew_match: str = ""  # DHCPv4 only: the addresses of a renewal (unicast or not)
-
-
-def _ipv4_at(text: str, pos: int) -> tuple[int, int] | None:
-    """A scanned dotted quad at `pos` (each octet as `%hhu` keeps it: modulo 256)."""
-    m = _IPV4.match(text, pos)
-    if m is None:
-        return None
-    value = 0
-    for group in m.groups():
-        value = (value << 8) | (int(group) & 0xFF)
-    return value, m.end()
-
-
-def parse_ipv4_masked(text: str) -> tuple[int, int] | None:
-    """(address, mask) of `ip_parse_masked`, or None where it gives an error."""
-    first = _ipv4_at(text, 0)
-    if first is None:
-        return None
-    ip, pos = first
-    if text.startswith("/", pos):
-        mask = _ipv4_at(text, pos + 1)
-        if mask is not None:
-            return (ip, mask[0]) if mask[1] == len(text) else None
-        m = _INT.match(text, pos + 1)
-        if m is not None:
-            prefix = int(m.group(1))
-            if not 0 <= prefix <= 32 or m.end() != len(text):
-                return None
-            return ip, (_ALL4 << (32 - prefix)) & _ALL4
-    return (ip, _ALL4) if pos == len(text) else None
-
-
-def _ipv6_at(text: str, pos: int) -> tuple[int, int] | None:
-    m = _IPV6.match(text, pos)
-    if m is None:
-        return None
-    try:
-        return int(ipaddress.IPv6Address(m.group(1))), m.end()
-    except ValueError:
-        return None
-
-
-def parse_ipv6_masked(text: str) -> tuple[int, int] | None:
-    """(address, mask) of `ipv6_parse_masked`, or None where it gives an error."""
-    first = _ipv6_at(text, 0)
-    if first is None:
-        return None
-    ip, pos = first
-    mask = _ALL6
-    if text.startswith("/", pos):
-        m = _INT.match(text, pos + 1)
-        if m is not None:
-            prefix = int(m.group(1))
-            if not 0 <= prefix <= 128:
-                return None
-            mask, pos = (_ALL6 << (128 - prefix)) & _ALL6, m.end()
-        else:
-            parsed = _ipv6_at(text, pos + 1)
-            if parsed is None:
-                # "/" followed by no address characters leaves the "/" unread; a
-                # scanned but invalid mask is an error either way.
-                return None
-            mask, pos = parsed
-    return (ip, mask) if pos == len(text) else None
 
 
 def ipv6_string_mapped(addr: ipaddress.IPv6Address) -> str:
@@ -119,8 +46,8 @@ def dhcpv4_actions(cidr: str, options: Mapping[str, str], offer: ipaddress.IPv4A
                    hostname: str | None) -> DhcpActions | None:
     """The DHCPv4 flows' text for offering `offer`, or None if this row offers
     nothing to it (`hostname`: the port's `options:hostname`)."""
-    parsed = parse_ipv4_masked(cidr)
-    if parsed is None:
+    parsed = ip_parse_masked(cidr)
+    if isinstance(parsed, str):
         return None
     host, mask = parsed
     if (int(offer) ^ host) & mask:
@@ -153,8 +80,8 @@ def _is_true(value: str | None) -> bool:
 def dhcpv6_actions(cidr: str, options: Mapping[str, str],
                    offer: ipaddress.IPv6Address) -> DhcpActions | None:
     """The DHCPv6 flows' text for offering `offer`, or None."""
-    parsed = parse_ipv6_masked(cidr)
-    if parsed is None:
+    parsed = ipv6_parse_masked(cidr)
+    if isinstance(parsed, str):
         return None
     host, mask = parsed
     if (int(offer) ^ host) & mask:

@@ -12,7 +12,8 @@ Rules kept here (23.03's `build_lswitch_destination_lookup_bmcast`,
 - Unicast (50), per address of each non-external switch port, in the NB column's
   order: a leading MAC (scanned as `ovs_scan` does, so "MAC dynamic" and trailing
   junk still count), the MAC IPAM gave a dynamic address, or the peer router port's
-  MAC for "router". A disabled port's flows drop instead of delivering. The router
+  MAC for "router"; any other address (but "unknown") is reported, as 23.03 logs it.
+  A disabled port's flows drop instead of delivering. The router
   port's MAC is matched only on the gateway chassis when the router has a distributed
   gateway port and the switch a localnet port; a distributed gateway peer also adds
   its router's distributed NAT MACs, each resident with its logical port.
@@ -26,6 +27,7 @@ Rules kept here (23.03's `build_lswitch_destination_lookup_bmcast`,
 from __future__ import annotations
 
 from ...idl.row import IdlRow
+from ..diagnostics import ADDRESSES_COLUMN, report
 from ..nodes.datapaths import Datapath, smap_bool
 from ..nodes.ports import Port
 from ..nodes.ports_addresses import format_mac, is_dynamic, parse_mac
@@ -137,6 +139,8 @@ def _unicast(ctx: LflowContext, port: Port, out: LflowTable) -> None:
                         hint=port.nb)
         elif address == "router":
             _router_address(ctx, port, action, out)
+        else:
+            report(ADDRESSES_COLUMN, port.name, address)
 
 
 def _router_address(ctx: LflowContext, port: Port, action: str, out: LflowTable) -> None:

@@ -26,12 +26,11 @@ Rules kept here:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool
+from ..nodes.datapaths import Datapath, smap_bool, smap_uint
 from ..nodes.lb import LoadBalancer, parse_address, parse_endpoint
 from ..nodes.service_monitor import lsp_enabled
 from .context import CoppProto, LflowContext
@@ -53,7 +52,6 @@ REG_LB_L2_AFF_BACKEND_IP6 = "xxreg0"
 REG_LB_AFF_MATCH_PORT = "reg8[0..15]"
 REGBIT_KNOWN_LB_SESSION = "reg9[6]"
 AFFINITY_MAX = 65535
-UINT_TEXT = re.compile(r"\s*[+-]?[0-9]+")  # what strtoll takes whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +130,6 @@ def switch_vips(lb: LoadBalancer) -> list[SwitchVip]:
         if vip is not None:
             out.append(vip)
     return out
-
-
-def uint_option(options: Mapping[str, str], key: str) -> int:
-    """`smap_get_uint`: the value if it is a whole number from 0 to UINT_MAX, else 0."""
-    text = options.get(key, "")
-    if UINT_TEXT.fullmatch(text) is None:
-        return 0
-    value = int(text)
-    return value if 0 <= value <= 0xFFFFFFFF else 0
 
 
 def selection_fields(lb: LoadBalancer) -> str:
@@ -347,7 +336,7 @@ def affinity_rules(vip: SwitchVip, proto: str, reg_vip: str, reg_backend: str,
 def _lb_rules(ctx: LflowContext, lb: LoadBalancer, vips: Sequence[SwitchVip],
               dps: Sequence[Datapath], out: LflowTable) -> None:
     monitors = lb_monitors(ctx) if any(v.health_check for v in vips) else {}
-    timeout = min(uint_option(lb.nb.options, "affinity_timeout"), AFFINITY_MAX)
+    timeout = min(smap_uint(lb.nb.options, "affinity_timeout"), AFFINITY_MAX)
     for vip in vips:
         act = vip_action(ctx, lb, vip, monitors)
         match = f"ct.new && {vip.ip_match}.dst == {vip.ip}"

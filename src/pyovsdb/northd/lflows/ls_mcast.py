@@ -23,8 +23,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ip_mcast import DEFAULT_MAX_ENTRIES, smap_ullong
+from ..nodes.datapaths import Datapath, smap_bool, smap_ullong
+from ..nodes.ip_mcast import DEFAULT_MAX_ENTRIES
 from ..nodes.mcast_groups import MC_MROUTER_FLOOD, Groups, build_igmp_groups
 from .context import LflowContext
 from .stages import Stage

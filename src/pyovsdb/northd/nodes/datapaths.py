@@ -16,12 +16,12 @@ Rules kept here (OVN 23.03, `build_datapaths` and `ovn_datapath_update_external_
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ...util.cnum import str_to_int, str_to_uint, str_to_ullong
 from ..alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN, TunnelKeys
 from ..desired import DesiredDb, DesiredTable
 from ..inputs import BuildInput
@@ -78,30 +78,27 @@ def is_vxlan_mode(sb: Mapping[str, ReplicaTable]) -> bool:
 
 
 def smap_int(smap: Mapping[str, str], key: str, default: int = 0) -> int:
-    """`smap_get_int`: the value as a C int (`str_to_int`: leading blanks and a sign
-    allowed, nothing after the digits, within 32 bits), else `default`."""
+    """`smap_get_int`: the value as `str_to_int` reads it (a C int, the whole text),
+    else `default`."""
     value = smap.get(key)
-    if value is None:
-        return default
-    text = value.lstrip(" \t\n\v\f\r")
-    if not _INT.fullmatch(text):
-        return default
-    number = int(text, 10)
-    return number if -2**31 <= number < 2**31 else default
-
-
-_INT = re.compile(r"[+-]?[0-9]+")
-UINT_MAX = (1 << 32) - 1
+    number = None if value is None else str_to_int(value)
+    return default if number is None else number
 
 
 def smap_uint(smap: Mapping[str, str], key: str, default: int = 0) -> int:
-    """`smap_get_uint` (and OVN's `ovn_smap_get_uint`): `str_to_uint`, a number as
-    `smap_int` reads it (strtoll, whole) from 0 to UINT_MAX, else `default`."""
-    text = smap.get(key, "").lstrip(" \t\n\v\f\r")
-    if not _INT.fullmatch(text):
-        return default
-    number = int(text, 10)
-    return number if 0 <= number <= UINT_MAX else default
+    """`smap_get_uint` (and OVN's `ovn_smap_get_uint`): the value as `str_to_uint`
+    reads it (0 to UINT_MAX, the whole text), else `default`."""
+    value = smap.get(key)
+    number = None if value is None else str_to_uint(value)
+    return default if number is None else number
+
+
+def smap_ullong(smap: Mapping[str, str], key: str, default: int) -> int:
+    """`smap_get_ullong`: the value as `str_to_ullong` reads it (a negative number
+    wraps), else `default`."""
+    value = smap.get(key)
+    number = None if value is None else str_to_ullong(value)
+    return default if number is None else number
 
 
 def smap_bool(smap: Mapping[str, str], key: str, default: bool = False) -> bool:

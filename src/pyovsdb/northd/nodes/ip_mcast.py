@@ -15,11 +15,10 @@ lib/ip-mcast-index.h):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from ..desired import DesiredDb, DesiredTable, Ref
-from .datapaths import DatapathsData, smap_bool
+from .datapaths import DatapathsData, smap_bool, smap_ullong
 
 COLUMNS = ("datapath", "enabled", "querier", "table_size", "idle_timeout", "query_interval",
            "query_max_resp", "eth_src", "ip4_src", "ip6_src")
@@ -28,23 +27,10 @@ DEFAULT_IDLE_TIMEOUT_S = 300
 MIN_IDLE_TIMEOUT_S, MAX_IDLE_TIMEOUT_S = 15, 3600
 MIN_QUERY_INTERVAL_S, MAX_QUERY_INTERVAL_S = 1, MAX_IDLE_TIMEOUT_S
 DEFAULT_QUERY_MAX_RESPONSE_S = 1
-ULLONG_MAX = (1 << 64) - 1
 # The querier's sources: set only from a key the switch has, so a key taken away leaves
 # the row's last value (23.03 sets these columns only `if (mcast_sw_info->eth_src)`).
 SOURCES = (("eth_src", "mcast_eth_src"), ("ip4_src", "mcast_ip4_src"),
            ("ip6_src", "mcast_ip6_src"))
-_ULLONG = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
-
-
-def smap_ullong(smap: Mapping[str, str], key: str, default: int) -> int:
-    """`smap_get_ullong` (`str_to_ullong`: strtoull in base 10, whole): leading blanks
-    and a sign allowed; a negative number wraps, as strtoull negates in unsigned
-    arithmetic; past 64 bits (ERANGE) or not a number, the default."""
-    value = smap.get(key)
-    m = None if value is None else _ULLONG.fullmatch(value)
-    if m is None or int(m[2]) > ULLONG_MAX:
-        return default
-    return -int(m[2]) & ULLONG_MAX if m[1] == "-" else int(m[2])
 
 
 def _u32(value: int) -> int:

@@ -51,11 +51,14 @@ from ..diagnostics import (
 from .datapaths import Datapath, DatapathsData, smap_bool
 from .ports import Port, PortsData
 from .ports_addresses import (
+    ALL4,
     Addresses,
+    cidr_plen,
     extract_lsp_addresses,
     format_ipv6,
     format_mac,
     ip_parse_masked,
+    ipv6_parse,
     ipv6_parse_masked,
     is_dynamic,
     lsp_addresses,
@@ -144,8 +147,7 @@ def switch_ipam(config: Mapping[str, str], uuid: str = "") -> SwitchIpam:
 
 def _init_ipv4(info: SwitchIpam, subnet: str, exclude: str | None) -> None:
     parsed = ip_parse_masked(subnet)
-    if isinstance(parsed, str) or parsed[1] == 0xFFFFFFFF or \
-            _plen_of(parsed[1]) is None:
+    if isinstance(parsed, str) or parsed[1] == ALL4 or cidr_plen(parsed[1], 32) is None:
         if info.id:
             report(BAD_SUBNET, info.id, subnet)
         return
@@ -158,11 +160,6 @@ def _init_ipv4(info: SwitchIpam, subnet: str, exclude: str | None) -> None:
         error = _exclude(info, exclude)
         if error is not None and info.id:
             report(BAD_EXCLUDE_IPS, info.id, error)
-
-
-def _plen_of(mask: int) -> int | None:
-    inverted = ~mask & 0xFFFFFFFF
-    return None if inverted & (inverted + 1) else 32 - inverted.bit_length()
 
 
 # The tokens of `exclude_ips` as OVN's lexer reads them: "..", a number-like word
@@ -234,12 +231,12 @@ def _ipv6_prefix(text: str, uuid: str = "") -> ipaddress.IPv6Address | None:
             return None
         addr = parsed[0]
     else:
-        try:
-            addr = int(ipaddress.IPv6Address(text))
-        except ValueError:
+        found = ipv6_parse(text)
+        if found is None:
             if uuid:
                 report(BAD_IPV6_PREFIX, uuid, text)
             return None
+        addr = found
     return ipaddress.IPv6Address(addr & ~((1 << 64) - 1))
 
 

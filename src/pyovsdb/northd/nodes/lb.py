@@ -141,11 +141,6 @@ def init_vip(key: str, value: str) -> tuple[Endpoint, tuple[Endpoint, ...]] | st
     return vip, tuple(backends)
 
 
-def parse_vip(key: str, value: str) -> tuple[Endpoint, tuple[Endpoint, ...]] | None:
-    found = init_vip(key, value)
-    return None if isinstance(found, str) else found
-
-
 @dataclass(frozen=True, slots=True)
 class LoadBalancer:
     key: str  # NB UUID

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from .datapaths import UINT_MAX, DatapathsData, smap_uint
+from ...util.cnum import UINT_MAX
+from .datapaths import DatapathsData, smap_uint
 
 BULK_REMOVAL_DELAY_MS = 5000
 

@@ -1,6 +1,13 @@
-"""Parsing of the address strings of NB ports, as OVN 23.03's `lib/ovn-util.c` reads them.
+"""Parsing of the address strings of NB ports, as OVN 23.03's `lib/ovn-util.c` reads them,
+and the one copy of OVS's address parsers (lib/packets.c) every northd site uses.
 
 Rules kept here:
+- OVS's parsers keep their C names and differ as theirs do: `ip_parse_masked` takes
+  any mask, `ip_parse_cidr` only a prefix, their `_len` forms read from a position and
+  tell where they stopped, the others want the whole text; the IPv6 ones likewise;
+  `ip_parse`/`ipv6_parse` are `inet_pton`'s exact forms. Numbers are read as
+  `ovs_scan` reads them (`util.cnum`): blanks and a sign may lead, "%hhu" wraps to a
+  byte, "%d" to an int, nothing fails on range. Errors are OVS's texts.
 - A MAC is six hex bytes separated by colons, scanned as `ETH_ADDR_SCAN_FMT` does
   (blanks, a sign or 0x may lead a byte, any number of digits wraps to a byte, text
   may follow); it is printed back lowercase with two digits per byte (`ETH_ADDR_FMT`).
@@ -22,6 +29,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
+from ...util.cnum import DECIMAL, scan_int, wrap
 from ..diagnostics import ADDRESS_SYNTAX, NETWORKS_SYNTAX, NETWORKS_ZERO, report
 
 # One byte of `ETH_ADDR_SCAN_FMT` ("%hhx:..."): optional blanks and sign, an optional
@@ -135,166 +143,193 @@ def lrp_networks(mac: str, networks: list[str], *, log: bool = False) -> Address
     return Addresses(ea, tuple(v4), tuple(v6))
 
 
-_OCTET = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")
+# --- OVS's address parsers (lib/packets.c), as ovs_scan reads them ------------------
+# An `..._len` parser reads at `pos` and returns where it stopped; the one without
+# `_len` wants the whole text. Errors are OVS's texts, which name the whole text.
+
+_IP_SCAN = re.compile("\\.".join([DECIMAL] * 4))
+_IP6_CHARS = re.compile("[0-9a-fA-F:.]{1,46}")  # IPV6_SCAN_FMT: "%46[0-9a-fA-F:.]"
+_SKIP_WS = re.compile("[ \t\n\v\f\r]*")
+ALL4 = 0xFFFFFFFF
+ALL6 = (1 << 128) - 1
 
 
-def scan_ipv4(text: str) -> int | None:
-    """Four `%hhu` fields joined by dots, as OVS scans `IP_SCAN_FMT`: blanks and a sign
-    may lead a field, and its value wraps to a byte ("10.0.0.300" is 10.0.0.44)."""
-    parts = text.split(".")
-    if len(parts) != 4 or not all(_OCTET.fullmatch(p) for p in parts):
-        return None
-    value = 0
-    for part in parts:
-        number = int(part.strip())
-        if abs(number) >= 1 << 64:
-            return None  # strtoull's ERANGE
-        value = (value << 8) | (number & 0xFF)
-    return value
-
-
-def _plen(mask: int, bits: int) -> int | None:
-    """The prefix length of a CIDR mask (None: not one)."""
-    inverted = ~mask & ((1 << bits) - 1)
-    if inverted & (inverted + 1):
-        return None
-    return bits - inverted.bit_length()
-
-
-# ovs_scan's pieces (lib/util.c): `%hhu`/`%d` skip C blanks, take a sign and decimal
-# digits (the value wraps); `%46[0123456789abcdefABCDEF:.]` skips nothing.
-_WS = "[ \t\n\v\f\r]*"
-_NUM = "([+-]?[0-9]+)"
-_SCAN_IP4 = re.compile("\\.".join([_WS + _NUM] * 4))
-_SCAN_INT = re.compile(_WS + _NUM)
-_SCAN_IP6 = re.compile("[0-9a-fA-F:.]{1,46}")
-_SKIP_WS = re.compile(_WS)
-
-
-def _int32(digits: str) -> int:
-    """A `%d` conversion: the value modulo 2**64, stored in an int."""
-    value = int(digits) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def _ip4_at(text: str, pos: int) -> tuple[int, int] | None:
-    """`IP_SCAN_FMT` at `pos`: the address and where it ends."""
-    m = _SCAN_IP4.match(text, pos)
+def scan_ip(text: str, pos: int = 0) -> tuple[int, int] | None:
+    """`IP_SCAN_FMT` ("%hhu.%hhu.%hhu.%hhu") at `pos`: the address and where it ends.
+    Blanks and a sign may lead each number, and its value wraps to a byte
+    ("10.0.0.300" is 10.0.0.44)."""
+    m = _IP_SCAN.match(text, pos)
     if m is None:
         return None
-    value = 0
-    for g in m.groups():
-        value = (value << 8) | (int(g) & 0xFF)
-    return value, m.end()
+    a, b, c, d = (wrap(int(g), 8, False) for g in m.groups())
+    return (a << 24) | (b << 16) | (c << 8) | d, m.end()
 
 
-def _pton6(text: str) -> int | None:
+def ip_parse(text: str) -> int | None:
+    """`ip_parse` (`inet_pton(AF_INET)`): exactly a dotted quad, no leading zeros."""
+    try:
+        return int(ipaddress.IPv4Address(text))
+    except ValueError:
+        return None
+
+
+def ipv6_parse(text: str) -> int | None:
+    """`ipv6_parse` (`inet_pton(AF_INET6)`, which knows no scope id)."""
+    if "%" in text:
+        return None
     try:
         return int(ipaddress.IPv6Address(text))
     except ValueError:
         return None
 
 
-def _masked4_at(text: str, pos: int) -> tuple[int, int, int] | str:
-    """`ip_parse_masked_len` at `pos`: "IP/IP", "IP/LEN" or "IP" (address, mask, end),
-    or its error text."""
-    got = _ip4_at(text, pos)
+def cidr_plen(mask: int, bits: int) -> int | None:
+    """The prefix length of a CIDR mask of `bits` bits (`ip_is_cidr`/`ipv6_is_cidr`,
+    then the count); None for another mask."""
+    inverted = ~mask & ((1 << bits) - 1)
+    if inverted & (inverted + 1):
+        return None
+    return bits - inverted.bit_length()
+
+
+def ip_parse_masked_len(text: str, pos: int = 0) -> tuple[int, int, int] | str:
+    """`ip_parse_masked_len`: "IP/IP", "IP/LEN" or "IP" at `pos` (address, mask,
+    end), or the error."""
+    got = scan_ip(text, pos)
     if got is None:
-        return f"{text[pos:]}: invalid IP address"
+        return f"{text}: invalid IP address"
     addr, end = got
     if text.startswith("/", end):
-        mask = _ip4_at(text, end + 1)
+        mask = scan_ip(text, end + 1)
         if mask is not None:
             return addr, mask[0], mask[1]
-        m = _SCAN_INT.match(text, end + 1)
-        if m is not None:
-            plen = _int32(m.group(1))
-            if not 0 <= plen <= 32:
-                return (f"{text[pos:]}: IPv4 network prefix bits not between 0 and 32, "
+        prefix = scan_int(text, end + 1)  # %d
+        if prefix is not None:
+            if not 0 <= prefix[0] <= 32:
+                return (f"{text}: IPv4 network prefix bits not between 0 and 32, "
                         "inclusive")
-            return addr, (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF, m.end()
-    return addr, 0xFFFFFFFF, end
+            return addr, (ALL4 << (32 - prefix[0])) & ALL4, prefix[1]
+    return addr, ALL4, end
 
 
 def ip_parse_masked(text: str) -> tuple[int, int] | str:
-    """`ip_parse_masked`: the whole text "IP/IP", "IP/LEN" or "IP"; or the error."""
-    found = _masked4_at(text, 0)
+    """`ip_parse_masked`: the whole text "IP/IP", "IP/LEN" or "IP" (address, mask)."""
+    found = ip_parse_masked_len(text)
     if isinstance(found, str):
         return found
-    if found[2] != len(text):
-        return f"{text}: invalid IP address"
-    return found[0], found[1]
+    return f"{text}: invalid IP address" if found[2] != len(text) else found[:2]
 
 
-def _cidr4_at(text: str, pos: int) -> tuple[Ipv4Net, int] | None:
-    """`ip_parse_cidr_len` at `pos`: a masked address whose mask is a CIDR mask."""
-    found = _masked4_at(text, pos)
+def ip_parse_cidr_len(text: str, pos: int = 0) -> tuple[int, int, int] | str:
+    """`ip_parse_cidr_len`: `ip_parse_masked_len` with a CIDR mask (address, prefix
+    length, end)."""
+    found = ip_parse_masked_len(text, pos)
     if isinstance(found, str):
-        return None
-    addr, mask, end = found
-    plen = _plen(mask, 32)
-    if plen is None:
-        return None  # "CIDR network required"
-    return Ipv4Net(ipaddress.IPv4Address(addr), plen), end
+        return found
+    plen = cidr_plen(found[1], 32)
+    return f"{text}: CIDR network required" if plen is None else (found[0], plen, found[2])
 
 
-_ALL6 = (1 << 128) - 1
+def ip_parse_cidr(text: str) -> tuple[int, int] | str:
+    """`ip_parse_cidr`: the whole text one IPv4 network (address, prefix length)."""
+    found = ip_parse_cidr_len(text)
+    if isinstance(found, str):
+        return found
+    return f"{text}: invalid IP address" if found[2] != len(text) else found[:2]
 
 
-def _masked6_at(text: str, pos: int) -> tuple[int, int, int] | str:
-    """`ipv6_parse_masked_len` at `pos`: blanks, then "IP6", "IP6/LEN" or "IP6/MASK"
-    (address, mask, end), or its error text."""
-    blanks = _SKIP_WS.match(text, pos)
-    m = _SCAN_IP6.match(text, blanks.end() if blanks is not None else pos)
-    addr = _pton6(m.group()) if m is not None else None
+def ipv6_parse_masked_len(text: str, pos: int = 0) -> tuple[int, int, int] | str:
+    """`ipv6_parse_masked_len`: blanks, then "IP6", "IP6/LEN" or "IP6/MASK" at `pos`
+    (address, mask, end), or the error."""
+    m = _IP6_CHARS.match(text, _SKIP_WS.match(text, pos).end())  # type: ignore[union-attr]
+    addr = ipv6_parse(m.group()) if m is not None else None
     if m is None or addr is None:
-        return f"{text[pos:]}: invalid IPv6 address"
+        return f"{text}: invalid IPv6 address"
     end = m.end()
     if text.startswith("/", end):
-        n = _SCAN_INT.match(text, end + 1)
-        if n is not None:
-            plen = _int32(n.group(1))
-            if not 0 <= plen <= 128:
-                return (f"{text[pos:]}: IPv6 network prefix bits not between 0 and 128, "
+        prefix = scan_int(text, end + 1)  # %d
+        if prefix is not None:
+            if not 0 <= prefix[0] <= 128:
+                return (f"{text}: IPv6 network prefix bits not between 0 and 128, "
                         "inclusive")
-            return addr, _ALL6 ^ (_ALL6 >> plen), n.end()
-        mm = _SCAN_IP6.match(text, end + 1)
+            return addr, ALL6 ^ (ALL6 >> prefix[0]), prefix[1]
+        mm = _IP6_CHARS.match(text, end + 1)
         if mm is not None:
-            mask = _pton6(mm.group())
-            if mask is None:
-                return f"{text[pos:]}: Invalid IPv6 mask"
-            return addr, mask, mm.end()
-    return addr, _ALL6, end
+            mask = ipv6_parse(mm.group())
+            return f"{text}: Invalid IPv6 mask" if mask is None else (addr, mask, mm.end())
+    return addr, ALL6, end
 
 
 def ipv6_parse_masked(text: str) -> tuple[int, int] | str:
-    """`ipv6_parse_masked`: the whole text one masked IPv6 address; or the error."""
-    found = _masked6_at(text, 0)
+    """`ipv6_parse_masked`: the whole text one masked IPv6 address (address, mask)."""
+    found = ipv6_parse_masked_len(text)
     if isinstance(found, str):
         return found
-    if found[2] != len(text):
-        return f"{text}: invalid IPv6 address"
-    return found[0], found[1]
+    return f"{text}: invalid IPv6 address" if found[2] != len(text) else found[:2]
 
 
-def _cidr6_at(text: str, pos: int) -> tuple[Ipv6Net, int] | None:
-    """`ipv6_parse_cidr_len` at `pos`: a masked IPv6 address, a CIDR mask."""
-    found = _masked6_at(text, pos)
+def ipv6_parse_cidr_len(text: str, pos: int = 0) -> tuple[int, int, int] | str:
+    """`ipv6_parse_cidr_len`: `ipv6_parse_masked_len` with a CIDR mask (address,
+    prefix length, end)."""
+    found = ipv6_parse_masked_len(text, pos)
     if isinstance(found, str):
-        return None
-    addr, mask, end = found
-    plen = _plen(mask, 128)
+        return found
+    plen = cidr_plen(found[1], 128)
     if plen is None:
-        return None  # "IPv6 CIDR network required"
-    return Ipv6Net(ipaddress.IPv6Address(addr), plen), end
+        return f"{text}: IPv6 CIDR network required"
+    return found[0], plen, found[2]
+
+
+def ipv6_parse_cidr(text: str) -> tuple[int, int] | str:
+    """`ipv6_parse_cidr`: the whole text one IPv6 network (address, prefix length)."""
+    found = ipv6_parse_cidr_len(text)
+    if isinstance(found, str):
+        return found
+    return f"{text}: invalid IPv6 address" if found[2] != len(text) else found[:2]
+
+
+def ip46_parse_cidr(text: str) -> tuple[bool, int, int] | None:
+    """OVN's `ip46_parse_cidr`: `ip_parse_cidr`, else `ipv6_parse_cidr` (IPv4 or not,
+    address, prefix length)."""
+    v4 = ip_parse_cidr(text)
+    if not isinstance(v4, str):
+        return True, v4[0], v4[1]
+    v6 = ipv6_parse_cidr(text)
+    return None if isinstance(v6, str) else (False, v6[0], v6[1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _host(ip_s: str) -> tuple[bool, int] | None:
+    """`ip_s` as `find_lrp_member_ip` reads it: with `ip_parse` if it has a dot, else
+    with `ipv6_parse` (IPv4 or not, value)."""
+    v4 = "." in ip_s
+    value = ip_parse(ip_s) if v4 else ipv6_parse(ip_s)
+    return None if value is None else (v4, value)
+
+
+def find_lrp_member_ip(networks: Addresses | None, ip_s: str) -> str | None:
+    """`find_lrp_member_ip`: the router port's address (of its `networks`) whose
+    network holds `ip_s`, the first of them."""
+    host = _host(ip_s) if networks is not None else None
+    if networks is None or host is None:
+        return None
+    v4, value = host
+    bits, nets = (32, networks.ipv4) if v4 else (128, networks.ipv6)
+    for net in nets:
+        if (int(net.addr) ^ value) >> (bits - net.plen) == 0:
+            return net.addr_s
+    return None
 
 
 def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:
     """`ip_parse_cidr`, then `ipv6_parse_cidr`: the whole text one network."""
-    found: tuple[Ipv4Net | Ipv6Net, int] | None = _cidr4_at(text, 0)
-    if found is None or found[1] != len(text):
-        found = _cidr6_at(text, 0)
-    return found[0] if found is not None and found[1] == len(text) else None
+    found = ip46_parse_cidr(text)
+    if found is None:
+        return None
+    v4, addr, plen = found
+    if v4:
+        return Ipv4Net(ipaddress.IPv4Address(addr), plen)
+    return Ipv6Net(ipaddress.IPv6Address(addr), plen)
 
 
 def _scan_ips(text: str, pos: int) -> tuple[tuple[Ipv4Net, ...], tuple[Ipv6Net, ...], int]:
@@ -303,16 +338,16 @@ def _scan_ips(text: str, pos: int) -> tuple[tuple[Ipv4Net, ...], tuple[Ipv6Net, 
     v4: list[Ipv4Net] = []
     v6: list[Ipv6Net] = []
     while pos < len(text):
-        found4 = _cidr4_at(text, pos)
-        if found4 is not None:
-            v4.append(found4[0])
-            pos = found4[1]
+        found = ip_parse_cidr_len(text, pos)
+        if not isinstance(found, str):
+            v4.append(Ipv4Net(ipaddress.IPv4Address(found[0]), found[1]))
+            pos = found[2]
             continue
-        found6 = _cidr6_at(text, pos)
-        if found6 is None:
+        found = ipv6_parse_cidr_len(text, pos)
+        if isinstance(found, str):
             break
-        v6.append(found6[0])
-        pos = found6[1]
+        v6.append(Ipv6Net(ipaddress.IPv6Address(found[0]), found[1]))
+        pos = found[2]
     return tuple(v4), tuple(v6), pos
 
 

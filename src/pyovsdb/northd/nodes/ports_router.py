@@ -39,7 +39,7 @@ from ...idl.row import IdlRow
 from ..desired import Ref
 from .datapaths import Datapath, smap_bool, smap_int
 from .ports import Port, PortsData
-from .ports_addresses import format_mac, parse_mac
+from .ports_addresses import ALL4, find_lrp_member_ip, format_mac, ip_parse_masked, parse_mac
 
 
 def has_distributed_nat(router: IdlRow) -> bool:
@@ -184,18 +184,15 @@ def lb_ips(router: IdlRow) -> tuple[list[str], list[str]]:
     return sorted(v4), sorted(v6)
 
 
-def _is_nat_gateway_port(nat: IdlRow, port: Port, data: PortsData) -> bool:
-    if len(data.l3dgw_ports.get(port.dp.key, [])) <= 1:
+def is_nat_gateway_port(nat: IdlRow, port: Port, n_gateways: int) -> bool:
+    """`is_nat_gateway_port`: whether router port `port`, one of its router's
+    `n_gateways` distributed gateway ports, serves `nat` (its `gateway_port`, else
+    the port on a network holding its external IP; with one gateway port, it)."""
+    if n_gateways <= 1:
         return True
     if nat.gateway_port is not None:
         return isinstance(nat.gateway_port, IdlRow) and nat.gateway_port.uuid == port.nb.uuid
-    ip = _ip(nat.external_ip)
-    networks = port.networks
-    if ip is None or networks is None:
-        return False
-    if isinstance(ip, ipaddress.IPv4Address):
-        return any(ip in n.network for n in networks.ipv4)
-    return any(ip in n.network for n in networks.ipv6)
+    return find_lrp_member_ip(port.networks, nat.external_ip) is not None
 
 
 def nat_addresses(port: Port, data: PortsData, include_lb_ips: bool) -> list[str]:
@@ -215,10 +212,10 @@ def nat_addresses(port: Port, data: PortsData, include_lb_ips: bool) -> list[str
         own = {n.addr_s for n in networks.ipv4} | {n.addr_s for n in networks.ipv6}
     for nat in nats:
         ext = nat.external_ip
-        ip = _ip(ext)
-        if not isinstance(ip, ipaddress.IPv4Address):
-            continue  # ip_parse_masked: IPv4 only, and a full mask
-        if not _is_nat_gateway_port(nat, port, data):
+        masked = ip_parse_masked(ext)
+        if isinstance(masked, str) or masked[1] != ALL4:
+            continue  # IPv4 only, and a full mask
+        if not is_nat_gateway_port(nat, port, n_gw):
             continue
         if n_gw and nat.type == "dnat_and_snat" and nat.logical_port and nat.external_mac:
             ext_mac = parse_mac(nat.external_mac)
