@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.build import ports_incremental
 from pyovsdb.northd.diagnostics import collecting
 from pyovsdb.northd.graph import NorthdGraph
-from pyovsdb.northd.nodes import ports_incremental
 from pyovsdb.northd.testing import LocalDb, Nb, TransactError, add_chassis
 from pyovsdb.ovsdb.changeset import Changeset, merge
 

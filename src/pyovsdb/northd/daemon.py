@@ -60,9 +60,9 @@ from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
 from ..util.seq import Seq
 from ..util.stopwatch import Stopwatches
 from . import appctl, diagnostics
+from .build.datapaths import smap_int, smap_uint
 from .graph import NorthdGraph, RunOutput
 from .loop import LoopPolicy, Recompute
-from .nodes.datapaths import smap_int, smap_uint
 
 log = logging.getLogger("ovn_northd")
 LOCK_NAME = "ovn_northd"

@@ -16,7 +16,7 @@ Rules kept here:
   `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
   SB_Global and Chassis_Private (read only by the handshake). With `incremental_ports`
   an ordinary VIF added, deleted or updated is applied in place
-  (`nodes.ports_incremental`), its changed keys recorded as the node's `PortsDelta`.
+  (`build.ports_incremental`), its changed keys recorded as the node's `PortsDelta`.
 - `sync_from_sb` decides NB `up` (and HA groups' `ref_chassis`) from the bindings,
   incrementally for the bindings that changed, so an `lsp-add` recomputes `northd`
   once (23.03: twice, its own binding and the `up` it writes coming back) and a claim
@@ -48,17 +48,17 @@ from ..idl.row import IdlRow
 from ..idl.tracking import changed_columns
 from ..idl.txn import Transaction
 from ..ovsdb.changeset import Changeset, RowChange
-from .core import CoreData, build_core, sb_feedback
+from .build.core import CoreData, build_core, sb_feedback
+from .build.extra import ExtraData, build_extra
+from .build.global_cfg import CfgHandshake, cfg_handshake, global_config
+from .build.inputs import BuildInput
+from .build.lsp_up import port_up, switch_ports
+from .build.mac_binding_aging import AgingResult, mac_binding_aging
+from .build.ports import existing_port_bindings
+from .build.ports_incremental import PortsDelta, port_names, switch_ports_changed
+from .build.service_monitor import offline_monitors
 from .desired import DesiredDb, DesiredTable, Ref, overlay, patch_singleton, set_column
-from .extra import ExtraData, build_extra
-from .inputs import BuildInput
 from .lflow_node import LFLOW_TABLES, LflowData, LflowDelta, LflowNode
-from .nodes.global_cfg import CfgHandshake, cfg_handshake, global_config
-from .nodes.lsp_up import port_up, switch_ports
-from .nodes.mac_binding_aging import AgingResult, mac_binding_aging
-from .nodes.ports import existing_port_bindings
-from .nodes.ports_incremental import PortsDelta, port_names, switch_ports_changed
-from .nodes.service_monitor import offline_monitors
 from .sync import Delete, Op, Update, apply, changed_keys, plan
 
 TableChanges = dict[str, RowChange[IdlRow]]
@@ -209,7 +209,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
 
     # LSP.up written back by `sync_from_sb` (northd's own write coming back) moves
     # nothing; ordinary VIFs added, deleted or updated are applied in place
-    # (`nodes.ports_incremental`), anything else recomputes.
+    # (`build.ports_incremental`), anything else recomputes.
     def on_nb_lsp(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         delta = change.delta
         if not self.incremental_ports:

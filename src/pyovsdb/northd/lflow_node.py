@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..engine import Change, Handled, Input, Node
+from .build.datapaths import smap_bool
+from .build.dp_groups import TABLE as DP_GROUP_TABLE
+from .build.dp_groups import dp_group_ref
+from .build.ports_incremental import PortsDelta
 from .desired import DesiredDb, DesiredTable
 from .diagnostics import muted
 from .lflows import LflowContext, LflowTable, build_lflows, rebuild
 from .lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
-from .nodes.datapaths import smap_bool
-from .nodes.dp_groups import TABLE as DP_GROUP_TABLE
-from .nodes.dp_groups import dp_group_ref
-from .nodes.ports_incremental import PortsDelta
 
 if TYPE_CHECKING:
     from .graph import NorthdData, RunContext

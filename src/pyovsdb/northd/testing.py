@@ -223,9 +223,9 @@ def run_core(nb: LocalDb, sb: LocalDb, *, max_runs: int = 3) -> list[int]:
     northd's loop would, until a run changes nothing (23.03 needs a second run where
     its own SB writes feed back); the number of SB operations of each run."""
     from . import sync
-    from .core import build_core
+    from .build.core import build_core
+    from .build.inputs import BuildInput
     from .desired import DesiredDb
-    from .inputs import BuildInput
 
     counts = []
     for _ in range(max_runs):
@@ -249,10 +249,10 @@ def build_flows(nb: LocalDb, sb: LocalDb) -> Any:
     """The logical flows (`lflows.LflowTable`) of one northd run over `nb` and `sb`,
     after `run_core` committed the core tables (so datapaths and ports have their
     tunnel keys); `table.on(dp_key)` gives one datapath's flows."""
-    from .core import build_core
+    from .build.core import build_core
+    from .build.extra import build_extra
+    from .build.inputs import BuildInput
     from .desired import DesiredDb
-    from .extra import build_extra
-    from .inputs import BuildInput
     from .lflows import LflowContext, build_lflows
 
     run_core(nb, sb)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..idl.replica import ReplicaTable
+from ...idl.replica import ReplicaTable
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ..alloc import IP_MCAST_KEY_MAX, IP_MCAST_KEY_MIN, TunnelKeys
+from .alloc import IP_MCAST_KEY_MAX, IP_MCAST_KEY_MIN, TunnelKeys
 from ..desired import DesiredDb, DesiredTable, Ref
 from .datapaths import DatapathsData, smap_bool
 from .ports import Port, PortsData

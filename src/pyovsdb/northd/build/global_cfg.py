@@ -31,7 +31,7 @@ from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ..alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
+from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
 from ..desired import DesiredDb
 from .datapaths import is_vxlan_mode, smap_bool
 
