@@ -32,6 +32,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from .node import Change, Handled, Leaf, NoChange, Node, State
@@ -298,9 +299,8 @@ class Engine:
         # it records is composed with theirs.
         partial = node.delta
         node.clear_delta()
-        inputs = {name: inp.node.data for name, inp in node.inputs.items()}
         start = self._clock()
-        data = node.run(**inputs)
+        data = node.run(**run_arguments(node))
         elapsed = self._clock() - start
         stats = self.stats[node.name]
         stats.recompute += 1
@@ -380,6 +380,22 @@ def _topological_order(root: Node[Any, Any]) -> tuple[Node[Any, Any], ...]:
     return tuple(order)
 
 
+def run_arguments(node: Node[Any, Any]) -> dict[str, Any]:
+    """The keyword arguments of `node.run()`: each input's data, a group's members'
+    data as one read-only mapping by key."""
+    grouped: set[str] = set()
+    args: dict[str, Any] = {}
+    for group, members in node.groups.items():
+        args[group] = MappingProxyType(
+            {key: node.inputs[name].node.data for key, name in members.items()}
+        )
+        grouped.update(members.values())
+    for name, inp in node.inputs.items():
+        if name not in grouped:
+            args[name] = inp.node.data
+    return args
+
+
 def _check_node(node: Node[Any, Any]) -> None:
     if isinstance(node, Leaf):
         return
@@ -389,7 +405,7 @@ def _check_node(node: Node[Any, Any]) -> None:
         raise TypeError(f"node {node.name} does not define run()")
     params = inspect.signature(node.run).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return
+        raise TypeError(f"node {node.name}: run() takes every keyword; name its inputs")
     names = {
         p.name
         for p in params
@@ -400,7 +416,8 @@ def _check_node(node: Node[Any, Any]) -> None:
         for p in params
         if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_POSITIONAL
     }
-    inputs = set(node.inputs)
+    grouped = {m for members in node.groups.values() for m in members.values()}
+    inputs = (set(node.inputs) - grouped) | set(node.groups)
     if not required <= inputs or not inputs <= names:
         raise TypeError(
             f"node {node.name}: run() takes {sorted(names)}, its inputs are {sorted(inputs)}"

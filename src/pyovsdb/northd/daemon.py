@@ -61,6 +61,7 @@ from ..util.seq import Seq
 from ..util.stopwatch import Stopwatches
 from . import appctl, diagnostics
 from .build.datapaths import smap_int, smap_uint
+from .build.inputs import singleton
 from .graph import NorthdGraph, RunOutput
 from .loop import LoopPolicy, Recompute
 
@@ -363,8 +364,7 @@ class Northd:
         """What the loop reads of NB_Global's options (None without the row), read
         again only when the row changed (a change makes a new row)."""
         table = self.nb.tables.get("NB_Global") if self.nb.replica is not None else None
-        row = min(table.rows.values(), key=lambda r: r.uuid) if table and table.rows \
-            else None
+        row = singleton(table)
         if row is None:
             return None
         if row is not self._options_row:

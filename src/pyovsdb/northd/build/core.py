@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable, Ref
-from .inputs import BuildInput
 from .datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
 from .ha_chassis import build_ha_chassis_groups, build_ref_chassis
+from .inputs import BuildInput
 from .ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .lsp_up import lsp_up
 from .mcast_groups import build_mcast_groups

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..desired import DesiredDb
-from .inputs import BuildInput
 from .address_sets import build_address_sets
 from .datapaths import DatapathsData
 from .dhcp import build_dhcp
 from .dns import build_dns
 from .global_cfg import CfgHandshake, GlobalConfig, Rand48, build_globals, global_config
+from .inputs import BuildInput
 from .ip_mcast import build_ip_mcast
 from .lb import LbData, build_lb_data, build_sb_load_balancers
 from .lb_templates import build_template_vars

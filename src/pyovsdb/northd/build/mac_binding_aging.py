@@ -18,6 +18,7 @@ Rules kept here (OVN 23.03, mac-binding-aging.c):
 
 from __future__ import annotations
 
+from .inputs import singleton
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -84,9 +85,8 @@ def router_thresholds(dps: DatapathsData, sb: Mapping[str, ReplicaTable]) -> dic
 def mac_binding_aging(dps: DatapathsData, nb: Mapping[str, ReplicaTable],
                       sb: Mapping[str, ReplicaTable], *, now_ms: int) -> AgingResult:
     """One aging pass over the replicas (the daemon gates it on chassis features)."""
-    nbg = nb.get("NB_Global")
-    options = min(nbg.rows.values(), key=lambda r: r.uuid).options \
-        if nbg is not None and nbg.rows else {}
+    nbg = singleton(nb.get("NB_Global"))
+    options = nbg.options if nbg is not None else {}
     mbs = sb.get("MAC_Binding")
     return age_mac_bindings([] if mbs is None else mbs.rows.values(),
                             router_thresholds(dps, sb), now_ms=now_ms,
