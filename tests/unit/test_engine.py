@@ -438,7 +438,7 @@ def test_signature_check_covers_groups_and_refuses_catch_alls() -> None:
         def __init__(self) -> None:
             super().__init__("byname", tables=Group({"a": Input(a)}))
 
-        def run(self, *, T_a: Items) -> int:  # noqa: N803 (the member's node name)
+        def run(self, *, T_a: Items) -> int:
             return 0
 
     with pytest.raises(TypeError, match=r"run\(\) takes \['T_a'\], its inputs are \['tables'\]"):

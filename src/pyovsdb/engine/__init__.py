@@ -22,7 +22,10 @@ The public API, all stable:
   (any change recomputes). `input.data`, `input.delta`, `input.updated`.
 - `Group[D, C](members)`: inputs `run()` reads as one mapping (key -> data), passed
   by the group's name (`t=Group({"a": Input(leaf_a, self.on_a)})`, `run(self, *, t)`);
-  each member is an input named after its node, with its own handler. `node.groups`.
+  each member is an input named after its node, with its own handler. `node.groups`,
+  `node.group_data(name)` (what `run()` gets, for handlers).
+- `noop`: the handler of an input another input of the node always covers (OVN's
+  `engine_noop_handler`).
 - `Change[D, C]`: `input` (its name in the node), `node` (the input node's name),
   `data`, `delta` (None: the input recomputed or did not say what changed).
 - `Handled`: UNHANDLED, HANDLED_UPDATED, HANDLED_UNCHANGED.
@@ -59,6 +62,7 @@ from .node import (
     NoDataError,
     Node,
     State,
+    noop,
 )
 from .stats import EngineStats, NodeStats
 
@@ -79,4 +83,5 @@ __all__ = [
     "NodeStats",
     "RunResult",
     "State",
+    "noop",
 ]

@@ -32,7 +32,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from .node import Change, Handled, Leaf, NoChange, Node, State
@@ -386,9 +385,7 @@ def run_arguments(node: Node[Any, Any]) -> dict[str, Any]:
     grouped: set[str] = set()
     args: dict[str, Any] = {}
     for group, members in node.groups.items():
-        args[group] = MappingProxyType(
-            {key: node.inputs[name].node.data for key, name in members.items()}
-        )
+        args[group] = node.group_data(group)
         grouped.update(members.values())
     for name, inp in node.inputs.items():
         if name not in grouped:

@@ -54,6 +54,7 @@ __all__ = [
     "NoDataError",
     "Node",
     "State",
+    "noop",
 ]
 
 D = TypeVar("D")
@@ -212,6 +213,12 @@ class Node(Generic[D, C]):
     def has_data(self) -> bool:
         return not isinstance(self._data, _Missing)
 
+    def group_data(self, group: str) -> Mapping[str, Any]:
+        """A group's members' current data by key, as `run()` gets it (for handlers)."""
+        return MappingProxyType(
+            {key: self.inputs[name].node.data for key, name in self.groups[group].items()}
+        )
+
     def run(self, *args: Any, **inputs: Any) -> D | NoChange:
         """Full recompute: the node's new data from its inputs' data (one keyword
         argument per input outside a group, one mapping per group), or NO_CHANGE if it
@@ -248,6 +255,12 @@ class Node(Generic[D, C]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self._state.value}>"
+
+
+def noop(change: Change[Any, Any]) -> Handled:
+    """The handler of an input whose every change another input of the same node
+    carries too (OVN's `engine_noop_handler`); who uses it says which input that is."""
+    return Handled.HANDLED_UNCHANGED
 
 
 class Leaf(Node[D, C]):

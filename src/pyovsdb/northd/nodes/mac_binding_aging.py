@@ -1,0 +1,33 @@
+"""The `mac_binding_aging` node (OVN's en-mac-binding-aging): MAC_Binding rows past
+their router's age threshold, gated on every local chassis stamping its bindings.
+
+Rules kept here:
+- It reads `northd` (the routers and the chassis features), NB_Global, SB MAC_Binding
+  and Datapath_Binding, the time (`now`, whose change is never reported) and its
+  waker leaf, which the driver fires at the next expiry the last pass found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...engine import Group, Input, Leaf, Node
+from ...idl.replica import ReplicaTable
+from ..build.mac_binding_aging import AgingResult, mac_binding_aging
+from .northd import NorthdData, NorthdNode
+from .tables import TableLeaf, table_inputs
+
+
+class MacBindingAgingNode(Node[AgingResult, None]):
+    def __init__(self, northd: NorthdNode, waker: Leaf[int, int], now: Leaf[int, int],
+                 nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
+        super().__init__(
+            "mac_binding_aging", northd=Input(northd), mac_binding_aging_waker=Input(waker),
+            now=Input(now), nb=Group(table_inputs(nb, ("NB_Global",))),
+            sb=Group(table_inputs(sb, ("MAC_Binding", "Datapath_Binding"))))
+
+    def run(self, *, northd: NorthdData, mac_binding_aging_waker: int, now: int,
+            nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> AgingResult:
+        if not northd.extra.config.features.mac_binding_timestamp:
+            return AgingResult((), None)
+        return mac_binding_aging(northd.core.datapaths, nb, sb, now_ms=now)
