@@ -1,7 +1,7 @@
 """northd's engine graph as a golden file (mypy's `deps.test` manner): every computing
 node, each of its inputs and the handler that takes the input's changes (`recompute`:
 none), on the NB and SB schemas this project ships. A change to the wiring, a handler
-added or taken away, shows up as a diff of `testdata/graph.txt` to review;
+added or taken away, shows up as a diff of `golden/graph.txt` to review;
 `--rewrite` (or `PYOVSDB_REWRITE=1`) writes the file anew."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pyovsdb.northd.driver import Driver
 from pyovsdb.northd.nodes import northd as northd_node
 from pyovsdb.northd.testing import LocalDb, Nb
 
-GOLDEN = Path(__file__).parent / "testdata" / "graph.txt"
+GOLDEN = Path(__file__).parent / "golden" / "graph.txt"
 
 
 def _wired(nb: Nb, sb: LocalDb) -> Driver:

@@ -23,7 +23,7 @@ The public API, all stable:
 - `Group[D, C](members)`: inputs `run()` reads as one mapping (key -> data), passed
   by the group's name (`t=Group({"a": Input(leaf_a, self.on_a)})`, `run(self, *, t)`);
   each member is an input named after its node, with its own handler. `node.groups`,
-  `node.group_data(name)` (what `run()` gets, for handlers).
+  `node.group_data(name)` and `node.run_arguments()` (what `run()` gets, for handlers).
 - `noop`: the handler of an input another input of the node always covers (OVN's
   `engine_noop_handler`).
 - `Change[D, C]`: `input` (its name in the node), `node` (the input node's name),

@@ -299,7 +299,7 @@ class Engine:
         partial = node.delta
         node.clear_delta()
         start = self._clock()
-        data = node.run(**run_arguments(node))
+        data = node.run(**node.run_arguments())
         elapsed = self._clock() - start
         stats = self.stats[node.name]
         stats.recompute += 1
@@ -377,20 +377,6 @@ def _topological_order(root: Node[Any, Any]) -> tuple[Node[Any, Any], ...]:
 
     visit(root)
     return tuple(order)
-
-
-def run_arguments(node: Node[Any, Any]) -> dict[str, Any]:
-    """The keyword arguments of `node.run()`: each input's data, a group's members'
-    data as one read-only mapping by key."""
-    grouped: set[str] = set()
-    args: dict[str, Any] = {}
-    for group, members in node.groups.items():
-        args[group] = node.group_data(group)
-        grouped.update(members.values())
-    for name, inp in node.inputs.items():
-        if name not in grouped:
-            args[name] = inp.node.data
-    return args
 
 
 def _check_node(node: Node[Any, Any]) -> None:

@@ -213,6 +213,16 @@ class Node(Generic[D, C]):
     def has_data(self) -> bool:
         return not isinstance(self._data, _Missing)
 
+    def run_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of `run()`: each input's data, a group's members'
+        data as one read-only mapping by key (for handlers that share run()'s work)."""
+        grouped = {m for members in self.groups.values() for m in members.values()}
+        args: dict[str, Any] = {g: self.group_data(g) for g in self.groups}
+        for name, inp in self.inputs.items():
+            if name not in grouped:
+                args[name] = inp.node.data
+        return args
+
     def group_data(self, group: str) -> Mapping[str, Any]:
         """A group's members' current data by key, as `run()` gets it (for handlers)."""
         return MappingProxyType(

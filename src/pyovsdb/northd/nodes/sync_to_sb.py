@@ -7,10 +7,15 @@ Rules kept here:
   writes to rows northd does not own: aged MAC bindings deleted (`mac_binding_aging`),
   online service monitors of ports not up set offline.
 - It reads every SB table and the NB tables northd writes back (`NB_WRITTEN`).
-- It plans from scratch when `northd` recomputed; otherwise only the tables that
-  changed or whose overlay changed (a claim plans Port_Binding, not every table), and
-  of a table whose replica alone changed, the rows that changed; `northd`'s and
-  `lflow`'s deltas add the keys they changed in place.
+- `run()` plans every table. The change handlers plan only the tables that changed or
+  whose overlay changed (a claim plans Port_Binding, not every table), and of a table
+  whose replica alone changed, the rows that changed; `northd`'s and `lflow`'s deltas
+  add the keys they changed in place. `northd` recomputed (no delta) is not handled.
+- One plan per run, whatever the number of inputs that changed: the handlers agree on
+  the run's scope from all the inputs' states at once, and the handler of the last
+  updated input (the engine calls them in input order) plans it; the others only say
+  the data will change. So the stats count a planned scope as a compute, a full plan
+  as a recompute.
 - Its ops are handed out only in a run that brought it up to date, so a run where
   nothing changed commits nothing.
 """
@@ -21,7 +26,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...engine import Group, Input, Node
+from ...engine import Change, Group, Handled, Input, Node
 from ...idl.replica import ReplicaTable
 from ..build.global_cfg import CfgHandshake
 from ..build.inputs import singleton
@@ -55,19 +60,40 @@ class SyncToSbNode(Node[SyncOps, None]):
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
         self.sb_leaves = {leaf.name: table for table, leaf in sb.items()}
         self.nb_leaves = {nb[t].name: t for t in NB_WRITTEN if t in nb}
+        gather = self.on_input
         super().__init__(
-            "sync_to_sb", northd=Input(northd), sync_from_sb=Input(feedback),
-            sync_cfg=Input(cfg), mac_binding_aging=Input(aging), lflow=Input(lflow),
-            nb=Group(table_inputs(nb, NB_WRITTEN)), sb=Group(table_inputs(sb, sorted(sb))))
+            "sync_to_sb", northd=Input(northd, self.on_northd),
+            sync_from_sb=Input(feedback, gather), sync_cfg=Input(cfg, gather),
+            mac_binding_aging=Input(aging, gather), lflow=Input(lflow, gather),
+            nb=Group(table_inputs(nb, NB_WRITTEN, dict.fromkeys(NB_WRITTEN, gather))),
+            sb=Group(table_inputs(sb, sorted(sb), dict.fromkeys(sb, gather))))
 
-    def scope(self) -> tuple[set[str] | None, set[str] | None]:
-        """The SB and NB tables to plan in this run (None: all of them). While
-        `northd` is unchanged, a table whose desired rows and replica rows are what the
-        last committed plan left needs none: only the tables that changed, or whose
-        overlay changed, are planned (a claim plans Port_Binding, not every table)."""
-        northd = self.inputs["northd"]
-        if not self.has_data or (northd.updated and northd.delta is None):
-            return None, None
+    # `northd` changed in place (its delta names the keys): planned with the rest of
+    # the run's scope; recomputed (no delta): everything is planned again.
+    def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
+        if change.delta is None:
+            return Handled.UNHANDLED
+        return self.on_input(change)
+
+    def on_input(self, change: Change[Any, Any]) -> Handled:
+        """The run's scope is planned once, by the handler of the last updated input."""
+        if not self.has_data:
+            return Handled.UNHANDLED
+        last = [name for name, inp in self.inputs.items() if inp.updated][-1]
+        if change.input == last:
+            self.data = self.plan_scope()
+        return Handled.HANDLED_UPDATED
+
+    def plan_scope(self) -> SyncOps:
+        args = self.run_arguments()
+        sb_scope, nb_scope = self.scope()
+        return self._plan(sb_scope, nb_scope, **args)
+
+    def scope(self) -> tuple[set[str], set[str]]:
+        """The SB and NB tables to plan in this run. While `northd` is unchanged, a
+        table whose desired rows and replica rows are what the last committed plan left
+        needs none: only the tables that changed, or whose overlay changed, are planned
+        (a claim plans Port_Binding, not every table)."""
         sb = {t for name, t in self.sb_leaves.items() if self.inputs[name].updated}
         nb = {t for name, t in self.nb_leaves.items() if self.inputs[name].updated}
         if self.inputs["sync_from_sb"].updated:
@@ -130,11 +156,19 @@ class SyncToSbNode(Node[SyncOps, None]):
     def run(self, *, northd: NorthdData, sync_from_sb: SbFeedback,
             sync_cfg: CfgHandshake | None, mac_binding_aging: AgingResult, lflow: LflowData,
             nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> SyncOps:
+        return self._plan(None, None, northd=northd, sync_from_sb=sync_from_sb,
+                          sync_cfg=sync_cfg, mac_binding_aging=mac_binding_aging,
+                          lflow=lflow, nb=nb, sb=sb)
+
+    def _plan(self, sb_scope: set[str] | None, nb_scope: set[str] | None, *,
+              northd: NorthdData, sync_from_sb: SbFeedback, sync_cfg: CfgHandshake | None,
+              mac_binding_aging: AgingResult, lflow: LflowData,
+              nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> SyncOps:
+        """The operations for the tables in scope (None: every table)."""
         feedback, hs, aging = sync_from_sb, sync_cfg, mac_binding_aging
         nb = declared(nb, self.nb_schema, self.name)
         sb = declared(sb, self.sb_schema, self.name)
         desired = DesiredDb({**northd.sb.tables, **lflow.sb.tables})
-        sb_scope, nb_scope = self.scope()
         sb_keys, nb_keys = self.keyed(desired, sb, sb_scope, nb_scope)
 
         def want(scope: set[str] | None, table: str) -> bool:
