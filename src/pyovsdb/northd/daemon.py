@@ -118,6 +118,7 @@ class Config:
     version_text: str = "ovn-northd"
     leader_only: bool = True
     boot_ms: int | None = None  # monotonic ms the process started at (now if None)
+    self_check: bool = False  # every incremental run checked against a recompute
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +179,8 @@ class Northd:
         self.driver = driver if driver is not None else Driver(
             clock=time.monotonic, log=lambda text: engine_log.info("%s", text),
             debug=lambda text: engine_log.debug("%s", text))
+        self.driver.self_check = config.self_check
+        self._self_check_limit = ratelimit.RateLimit(1, 5)
         self.seq = Seq()
         self.nb: Idl = None  # type: ignore[assignment]
         self.sb: Idl = None  # type: ignore[assignment]
@@ -436,6 +439,10 @@ class Northd:
                 return False
             finally:
                 self._log_diagnostics(found)
+        if self.driver.last_differences:
+            ratelimit.log("inc_proc_eng", logging.WARNING, self._self_check_limit,
+                          "self-check: the incremental run differs from a recompute:\n"
+                          + "\n".join(self.driver.last_differences))
         end = mono_ms()
         self.policy.ran(start, end, canceled=out.canceled)
         self._sample_stopwatches()
@@ -564,6 +571,7 @@ class Northd:
         reg("inc-engine/recompute", "", 0, 0, self._cmd_recompute)
         reg("inc-engine/compute-log-timeout", "", 1, 1, self._cmd_log_timeout)
         reg("inc-engine/dump-graph", "", 0, 0, lambda a: self.driver.dump_dot())
+        reg("inc-engine/self-check", "[on|off]", 0, 1, self._cmd_self_check)
         reg("memory/show", "", 0, 0, lambda a: self._memory())
         reg("debug/chassis-features-list", "", 0, 0, lambda a: self._features())
         reg("coverage/show", "", 0, 0, lambda a: self.coverage.show())
@@ -616,6 +624,17 @@ class Northd:
         self.policy.force_recompute(Recompute.REQUESTED)
         self._wake()
         return ""
+
+    def _cmd_self_check(self, args: list[str]) -> str:
+        """Turn the self-check on or off; without an argument, what it found."""
+        d = self.driver
+        if args:
+            if args[0] not in ("on", "off"):
+                raise CommandError("argument must be on or off")
+            d.self_check = args[0] == "on"
+            return ""
+        return (f"self-check {'on' if d.self_check else 'off'}: {d.self_check_runs} runs "
+                f"checked, {d.self_check_differences} differed\n")
 
     def _cmd_log_timeout(self, args: list[str]) -> str:
         value = str_to_uint(args[0])

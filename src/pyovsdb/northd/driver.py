@@ -15,6 +15,12 @@ Rules kept here:
   `sb_cfg`): `committed` says so.
 - The MAC binding aging waker fires in the first run at or after the expiry the last
   aging pass found; `RunOutput.wake_at_ms` tells the caller when to run for it.
+- Self-check (`self_check`, ovn-northd's `--self-check` idea taken further): after
+  every run that was not a forced recompute, a driver built from scratch recomputes
+  on the same replicas, cfg and time, and its operations must be the run's own: any
+  difference is counted (`self_check_differences`) and its operations kept as text
+  (`last_differences`) for the caller to log. It costs a full recompute per run, so
+  it is for tests and for debugging.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from ..idl.replica import ReplicaTable
 from ..idl.row import IdlRow
 from ..idl.txn import Transaction
 from ..ovsdb.changeset import Changeset
+from .diagnostics import muted
 from .graph import Wired, describe, wire
 from .nodes.sync_to_sb import SyncOps
 from .sync import Op, apply
@@ -59,6 +66,10 @@ class Driver:
         self._aging_wake_at: int | None = None
         self._pending_recompute = False
         self.cur_cfg = 0  # the nb_cfg of the last committed SB transaction
+        self.self_check = False
+        self.self_check_runs = 0
+        self.self_check_differences = 0
+        self.last_differences: list[str] = []
 
     @property
     def engine(self) -> Engine | None:
@@ -110,7 +121,8 @@ class Driver:
             w.waker.set_data(now_ms)
             changes[w.waker.name] = now_ms
         engine = w.engine
-        if recompute or self._pending_recompute:
+        forced = recompute or self._pending_recompute
+        if forced:
             engine.force_recompute()
             self._pending_recompute = False
         result = engine.run(changes)
@@ -118,11 +130,40 @@ class Driver:
             wake = w.aging.data.wake_in_ms
             self._aging_wake_at = None if wake is None else now_ms + wake
         if result.canceled or engine.state("sync_to_sb") is not State.UPDATED:
-            return RunOutput([], [], None, result.canceled, result.updated,
-                             self._aging_wake_at)
-        ops: SyncOps = engine.node_data("sync_to_sb")
-        return RunOutput(ops.sb_ops, ops.nb_ops, ops.nb_cfg, False, result.updated,
-                         self._aging_wake_at)
+            out = RunOutput([], [], None, result.canceled, result.updated,
+                            self._aging_wake_at)
+        else:
+            ops: SyncOps = engine.node_data("sync_to_sb")
+            out = RunOutput(ops.sb_ops, ops.nb_ops, ops.nb_cfg, False, result.updated,
+                            self._aging_wake_at)
+        if self.self_check and not forced and not out.canceled:
+            self._check(out, nb, sb, now_ms)
+        return out
+
+    def _check(self, out: RunOutput, nb: Mapping[str, ReplicaTable],
+               sb: Mapping[str, ReplicaTable], now_ms: int) -> None:
+        """Compare the run's operations with those of a recompute from scratch."""
+        fresh = Driver(incremental_ports=self.incremental_ports)
+        fresh.cur_cfg = self.cur_cfg
+        with muted():  # the run itself reported what the builders found
+            want = fresh.run(nb, sb, Changeset(), Changeset(), recompute=True,
+                             now_ms=now_ms)
+        self.self_check_runs += 1
+        diff: list[str] = []
+        for db, got, wanted in (("SB", out.sb_ops, want.sb_ops),
+                                ("NB", out.nb_ops, want.nb_ops)):
+            mine, theirs = sorted(map(repr, got)), sorted(map(repr, wanted))
+            if mine != theirs:
+                diff += [f"{db} incremental only: {op}" for op in mine if op not in theirs]
+                diff += [f"{db} recompute only: {op}" for op in theirs if op not in mine]
+        # The cfg to report once committed (None: the one committed already).
+        mine_cfg, their_cfg = (self.cur_cfg if c is None else c for c in (out.nb_cfg,
+                                                                          want.nb_cfg))
+        if mine_cfg != their_cfg:
+            diff.append(f"nb_cfg: incremental {mine_cfg}, recompute {their_cfg}")
+        if diff:
+            self.self_check_differences += 1
+        self.last_differences = diff
 
     def write(self, out: RunOutput, sb_txn: Transaction | None,
               nb_txn: Transaction | None) -> None:

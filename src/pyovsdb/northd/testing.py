@@ -15,7 +15,8 @@ Rules kept here:
 - `LocalNorthd` is the daemon's loop in miniature over two `LocalDb`s, on the daemon's
   own `driver.Driver`: changes fed in, one run, its operations committed, the commits'
   changesets fed back as the IDLs would deliver them; the clock advances by a fixed
-  step per run.
+  step per run. The driver's self-check is on: a run whose operations differ from a
+  recompute's raises `SelfCheckFailed`.
 """
 
 from __future__ import annotations
@@ -351,13 +352,19 @@ class Step:
     again: bool
 
 
+class SelfCheckFailed(AssertionError):
+    """An incremental run wrote other than a recompute from scratch would."""
+
+
 class LocalNorthd:
     """northd over two in-memory databases, driven as the daemon drives it."""
 
     def __init__(self, nb: LocalDb, sb: LocalDb, driver: Driver | None = None, *,
-                 now_ms: int = 1_000_000, step_ms: int = 1000) -> None:
+                 now_ms: int = 1_000_000, step_ms: int = 1000,
+                 self_check: bool = True) -> None:
         self.nb, self.sb = nb, sb
         self.driver = driver if driver is not None else Driver(clock=lambda: 0.0)
+        self.driver.self_check = self_check
         self.now_ms = now_ms
         self.step_ms = step_ms
         self.nb_pending: list[Changeset[IdlRow]] = []
@@ -383,6 +390,9 @@ class LocalNorthd:
         self.nb_pending, self.sb_pending = [], []
         out = self.driver.run(self.nb.tables, self.sb.tables, nb_cs, sb_cs,
                               recompute=recompute, now_ms=self.now_ms)
+        if self.driver.last_differences:
+            raise SelfCheckFailed("\n".join(["self-check: the run differs from a recompute",
+                                              *self.driver.last_differences]))
         sb_txn, nb_txn = self.sb.transaction(), self.nb.transaction()
         self.driver.write(out, sb_txn, nb_txn)
         lost = lose_sb_commit and bool(out.sb_ops)
