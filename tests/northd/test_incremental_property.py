@@ -486,7 +486,8 @@ def test_the_check_fails_on_a_handler_that_swallows_a_change(
         monkeypatch: pytest.MonkeyPatch, node: type, handler: str, seq: list[Step]) -> None:
     play(seq, check_stats=False, base=BASES["plain"])
     monkeypatch.setattr(node, handler, _swallow)
-    with pytest.raises(AssertionError, match="recompute would write|self-check: the run differs"):
+    with pytest.raises(AssertionError,
+                       match=r"recompute would write|self-check: the run differs"):
         play(seq, check_stats=False, base=BASES["plain"])
 
 
