@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from plugin_rewrite import pytest_addoption  # noqa: F401  (the --rewrite option)
 
-from pyovsdb.northd.inputs import BuildInput
+from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.testing import LocalDb, Nb
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 

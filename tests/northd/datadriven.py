@@ -54,8 +54,7 @@ from typing import Any
 from diffharness import MAC_PREFIX, SVC_MONITOR_MAC, Step
 from normalize import NB_WRITTEN, SB_OWNED, Snapshot, dumps, normalize
 
-from pyovsdb.northd.testing import LocalDb
-from pyovsdb.ovsdb.changeset import Changeset, merge
+from pyovsdb.northd.testing import LocalDb, LocalNorthd
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
 STATIC = ("SB.DHCP_Options", "SB.DHCPv6_Options", "SB.RBAC_Role", "SB.RBAC_Permission")
@@ -197,16 +196,10 @@ class Scenario:
     """One scenario file's databases and northd graph, fed command by command."""
 
     def __init__(self) -> None:
-        from pyovsdb.northd.graph import NorthdGraph
-
         self.nb = LocalDb(schema(NB_SCHEMA))
         self.sb = LocalDb(schema(SB_SCHEMA))
-        self.graph = NorthdGraph(clock=lambda: 0.0)
-        self.now_ms = 0
-        self.cur_cfg = 0
-        self.nb_pending: list[Changeset[Any]] = []
-        self.sb_pending: list[Changeset[Any]] = []
-        self.nb_pending.append(self.nb.transact([{
+        self.northd = LocalNorthd(self.nb, self.sb, now_ms=0, step_ms=1000)
+        self.northd.nb_changed(self.nb.transact([{
             "op": "insert", "table": "NB_Global",
             "row": self.nb.json_row("NB_Global", {"options": {
                 "mac_prefix": MAC_PREFIX, "svc_monitor_mac": SVC_MONITOR_MAC}})}]))
@@ -225,10 +218,10 @@ class Scenario:
         raise KeyError(f"no {table} named {name!r}")
 
     def _nb(self, ops: list[dict[str, Any]]) -> None:
-        self.nb_pending.append(self.nb.transact(ops))
+        self.northd.nb_changed(self.nb.transact(ops))
 
     def _sb(self, ops: list[dict[str, Any]]) -> None:
-        self.sb_pending.append(self.sb.transact(ops))
+        self.northd.sb_changed(self.sb.transact(ops))
 
     def _set(self, db: LocalDb, table: str, name: str, words: Sequence[str]) -> None:
         uuid = self._uuid(db, table, name)
@@ -371,24 +364,7 @@ class Scenario:
         engine_before = self._counters()
         runs = 0
         for runs in range(1, MAX_RUNS + 1):  # noqa: B007 (the count is printed)
-            self.now_ms += 1000
-            out = self.graph.run(self.nb.tables, self.sb.tables, merge(self.nb_pending),
-                                 merge(self.sb_pending), recompute=False, now_ms=self.now_ms,
-                                 sb_cfg=self.cur_cfg)
-            self.nb_pending, self.sb_pending = [], []
-            sb_txn = self.sb.transaction()
-            self.graph.apply_sb(out, sb_txn)
-            sb_cs, sb_ops = self.sb.commit(sb_txn)
-            nb_txn = self.nb.transaction()
-            self.graph.apply_nb(out, nb_txn)
-            nb_cs, nb_ops = self.nb.commit(nb_txn)
-            self.sb_pending.append(sb_cs)
-            self.nb_pending.append(nb_cs)
-            poked = out.nb_cfg is not None and out.nb_cfg != self.cur_cfg
-            if poked:
-                assert out.nb_cfg is not None
-                self.cur_cfg = out.nb_cfg
-            if not sb_ops and not nb_ops and not poked:
+            if not self.northd.run_once().again:
                 break
         else:
             return [f"error: still committing after {MAX_RUNS} engine runs"]
@@ -398,13 +374,13 @@ class Scenario:
         return lines
 
     def _counters(self) -> dict[str, tuple[int, int, int]]:
-        engine = self.graph.engine
+        engine = self.northd.driver.engine
         if engine is None:
             return {}
         return {n: (s.recompute, s.compute, s.cancel) for n, s in engine.stats.items()}
 
     def _stats(self, before: dict[str, tuple[int, int, int]]) -> list[str]:
-        engine = self.graph.engine
+        engine = self.northd.driver.engine
         assert engine is not None
         leaves = set(engine.leaves)
         parts = []

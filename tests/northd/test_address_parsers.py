@@ -1,4 +1,4 @@
-"""OVS's address parsers (lib/packets.c) as `nodes.ports_addresses` reads them, the one
+"""OVS's address parsers (lib/packets.c) as `build.ports_addresses` reads them, the one
 set every northd site uses: `ip_parse_masked`, `ip_parse_cidr` and their `_len` forms,
 the IPv6 ones, OVN's `ip46_parse_cidr`; and the cases where the copies they replaced
 disagreed with each other (which one 23.03 agrees with is checked against the real
@@ -6,7 +6,7 @@ ovn-northd by the corpus lines named below)."""
 
 from __future__ import annotations
 
-from pyovsdb.northd.nodes.ports_addresses import (
+from pyovsdb.northd.build.ports_addresses import (
     ALL4,
     ALL6,
     cidr_plen,

@@ -3,9 +3,9 @@ running it on the same NB commands)."""
 
 from __future__ import annotations
 
+from pyovsdb.northd.build.datapaths import build_datapaths, put_datapaths
+from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.desired import DesiredDb
-from pyovsdb.northd.inputs import BuildInput
-from pyovsdb.northd.nodes.datapaths import build_datapaths, put_datapaths
 from pyovsdb.northd.testing import LocalDb, Nb, named, run_core
 
 

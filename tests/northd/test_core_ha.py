@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyovsdb.northd.core import build_core, sb_feedback
+from pyovsdb.northd.build.core import build_core, sb_feedback
+from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.desired import DesiredDb, DesiredTable
-from pyovsdb.northd.inputs import BuildInput
 from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, run_core
 
 

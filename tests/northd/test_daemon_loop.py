@@ -19,13 +19,13 @@ from pyovsdb.idl import Idl
 from pyovsdb.idl.replica import ReplicaTable
 from pyovsdb.idl.row import IdlRow
 from pyovsdb.northd.daemon import Config, Northd
-from pyovsdb.northd.graph import NorthdGraph, RunOutput
+from pyovsdb.northd.driver import Driver, RunOutput
 from pyovsdb.ovsdb.changeset import Changeset
 
 RUN_S = 0.04
 
 
-class SlowGraph(NorthdGraph):
+class SlowDriver(Driver):
     """Runs that take RUN_S and write nothing; the start of each, and what it saw."""
 
     def __init__(self) -> None:
@@ -38,7 +38,7 @@ class SlowGraph(NorthdGraph):
 
     def run(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
             nb_changes: Changeset[IdlRow], sb_changes: Changeset[IdlRow], *,
-            recompute: bool, now_ms: int, sb_cfg: int | None) -> RunOutput:
+            recompute: bool, now_ms: int) -> RunOutput:
         self.starts.append(time.monotonic())
         self.lsps.append(len(nb["Logical_Switch"].rows))
         time.sleep(RUN_S)  # the engine blocks the loop, as a real run does
@@ -56,11 +56,11 @@ def servers(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 async def _stream(nb_remote: str, sb_remote: str, *, backoff_ms: int, seq_delay_ms: float,
-                  n: int, every_s: float) -> SlowGraph:
+                  n: int, every_s: float) -> SlowDriver:
     """Start a northd, set the backoff, then make `n` NB changes `every_s` apart."""
-    graph = SlowGraph()
+    graph = SlowDriver()
     northd = Northd(Config([nb_remote], [sb_remote], seq_delay_ms=seq_delay_ms),
-                    graph=graph)
+                    driver=graph)
     task = asyncio.get_running_loop().create_task(northd.serve())
     writer = Idl(nb_remote, "OVN_Northbound", tables={"NB_Global": None,
                                                       "Logical_Switch": ["name"]})
@@ -126,8 +126,8 @@ async def _probe_intervals(nb_remote: str, sb_remote: str, values: list[str | No
                            ) -> list[tuple[float, float]]:
     """The NB and SB IDLs' probe intervals (s) after a run with each value of
     `NB_Global.options:northd_probe_interval` (None: unset)."""
-    graph = SlowGraph()
-    northd = Northd(Config([nb_remote], [sb_remote]), graph=graph)
+    graph = SlowDriver()
+    northd = Northd(Config([nb_remote], [sb_remote]), driver=graph)
     task = asyncio.get_running_loop().create_task(northd.serve())
     writer = Idl(nb_remote, "OVN_Northbound", tables={"NB_Global": None})
     await writer.start()

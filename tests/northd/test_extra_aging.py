@@ -4,9 +4,9 @@ the future skipped, the next wake-up, the removal limit and its 5 s pause."""
 from __future__ import annotations
 
 from pyovsdb.idl.row import IdlRow
-from pyovsdb.northd.inputs import BuildInput
-from pyovsdb.northd.nodes.datapaths import DatapathsData, build_datapaths
-from pyovsdb.northd.nodes.mac_binding_aging import (
+from pyovsdb.northd.build.datapaths import DatapathsData, build_datapaths
+from pyovsdb.northd.build.inputs import BuildInput
+from pyovsdb.northd.build.mac_binding_aging import (
     BULK_REMOVAL_DELAY_MS,
     age_mac_bindings,
     mac_binding_aging,

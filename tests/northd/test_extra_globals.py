@@ -4,9 +4,7 @@ given source, and the nb_cfg -> sb_cfg -> hv_cfg handshake case by case."""
 from __future__ import annotations
 
 from pyovsdb.idl.row import IdlRow
-from pyovsdb.northd.desired import DesiredDb
-from pyovsdb.northd.inputs import BuildInput
-from pyovsdb.northd.nodes.global_cfg import (
+from pyovsdb.northd.build.global_cfg import (
     OVN_INTERNAL_VERSION,
     build_globals,
     cfg_handshake,
@@ -16,6 +14,8 @@ from pyovsdb.northd.nodes.global_cfg import (
     svc_monitor_mac,
     uuid_rand48,
 )
+from pyovsdb.northd.build.inputs import BuildInput
+from pyovsdb.northd.desired import DesiredDb
 from pyovsdb.northd.testing import LocalDb, Nb
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from pyovsdb.northd.desired import DesiredDb, Ref
-from pyovsdb.northd.inputs import BuildInput
-from pyovsdb.northd.nodes.datapaths import build_datapaths
-from pyovsdb.northd.nodes.lb import (
+from pyovsdb.northd.build.datapaths import build_datapaths
+from pyovsdb.northd.build.inputs import BuildInput
+from pyovsdb.northd.build.lb import (
     build_lb_data,
     build_sb_load_balancers,
     init_vip,
     parse_endpoint,
 )
-from pyovsdb.northd.nodes.service_monitor import build_service_monitors
+from pyovsdb.northd.build.service_monitor import build_service_monitors
+from pyovsdb.northd.desired import DesiredDb, Ref
 from pyovsdb.northd.testing import Nb
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any, cast
 
 from pyovsdb.idl.txn import NewRow, Transaction
-from pyovsdb.northd.core import build_core
+from pyovsdb.northd.build.core import build_core
+from pyovsdb.northd.build.extra import build_extra
+from pyovsdb.northd.build.global_cfg import global_config
+from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.desired import DesiredDb
-from pyovsdb.northd.extra import build_extra
-from pyovsdb.northd.inputs import BuildInput
-from pyovsdb.northd.nodes.global_cfg import global_config
 from pyovsdb.northd.sync import Delete, Insert, Op, Update, apply, plan
 from pyovsdb.northd.testing import LocalDb, Nb
 

@@ -4,17 +4,17 @@ DNS, RBAC and the DHCP option tables."""
 
 from __future__ import annotations
 
+from pyovsdb.northd.build.address_sets import build_address_sets, split_addresses
+from pyovsdb.northd.build.datapaths import build_datapaths
+from pyovsdb.northd.build.dhcp import build_dhcp
+from pyovsdb.northd.build.dns import build_dns
+from pyovsdb.northd.build.inputs import BuildInput
+from pyovsdb.northd.build.ip_mcast import build_ip_mcast, mcast_settings
+from pyovsdb.northd.build.lb import LbData
+from pyovsdb.northd.build.meters import build_meters
+from pyovsdb.northd.build.port_groups import build_port_groups
+from pyovsdb.northd.build.rbac import build_rbac
 from pyovsdb.northd.desired import DesiredDb, Ref
-from pyovsdb.northd.inputs import BuildInput
-from pyovsdb.northd.nodes.address_sets import build_address_sets, split_addresses
-from pyovsdb.northd.nodes.datapaths import build_datapaths
-from pyovsdb.northd.nodes.dhcp import build_dhcp
-from pyovsdb.northd.nodes.dns import build_dns
-from pyovsdb.northd.nodes.ip_mcast import build_ip_mcast, mcast_settings
-from pyovsdb.northd.nodes.lb import LbData
-from pyovsdb.northd.nodes.meters import build_meters
-from pyovsdb.northd.nodes.port_groups import build_port_groups
-from pyovsdb.northd.nodes.rbac import build_rbac
 from pyovsdb.northd.testing import Nb
 
 

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.build.datapaths import DatapathsData, build_datapaths
+from pyovsdb.northd.build.extra import build_extra
+from pyovsdb.northd.build.global_cfg import chassis_features
+from pyovsdb.northd.build.inputs import BuildInput
+from pyovsdb.northd.build.mac_binding_aging import mac_binding_aging
+from pyovsdb.northd.build.service_monitor import offline_monitors
 from pyovsdb.northd.desired import DesiredDb, Ref
-from pyovsdb.northd.extra import build_extra
-from pyovsdb.northd.inputs import BuildInput
-from pyovsdb.northd.nodes.datapaths import DatapathsData, build_datapaths
-from pyovsdb.northd.nodes.global_cfg import chassis_features
-from pyovsdb.northd.nodes.mac_binding_aging import mac_binding_aging
-from pyovsdb.northd.nodes.service_monitor import offline_monitors
 from pyovsdb.northd.testing import LocalDb
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 

@@ -13,56 +13,28 @@ from typing import Any
 import pytest
 
 from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.build import ports_incremental
 from pyovsdb.northd.diagnostics import collecting
-from pyovsdb.northd.graph import NorthdGraph
-from pyovsdb.northd.nodes import ports_incremental
-from pyovsdb.northd.testing import LocalDb, Nb, TransactError, add_chassis
-from pyovsdb.ovsdb.changeset import Changeset, merge
+from pyovsdb.northd.driver import Driver
+from pyovsdb.northd.testing import LocalDb, LocalNorthd, Nb, TransactError, add_chassis
+from pyovsdb.ovsdb.changeset import Changeset
 
 
-class Loop:
-    """Run the graph, commit its ops into the local databases, feed the commits back."""
+class Loop(LocalNorthd):
+    """The daemon's run/commit cycle over LocalDbs (`LocalNorthd`), 10 ms per run."""
 
     def __init__(self, nb: Nb, sb: LocalDb) -> None:
-        self.nb, self.sb = nb, sb
-        self.graph = NorthdGraph(clock=lambda: 0.0, incremental_ports=True)
-        self.pending_nb: list[Changeset[IdlRow]] = []
-        self.pending_sb: list[Changeset[IdlRow]] = []
-        self.cfg: int | None = None
-        self.now = 1_000_000
+        super().__init__(nb.db, sb, Driver(clock=lambda: 0.0, incremental_ports=True),
+                         step_ms=10)
 
     def run(self) -> int:
-        self.now += 10
-        out = self.graph.run(self.nb.db.tables, self.sb.tables, merge(self.pending_nb),
-                             merge(self.pending_sb), recompute=False, now_ms=self.now,
-                             sb_cfg=self.cfg)
-        self.pending_nb, self.pending_sb = [], []
-        assert not out.canceled
-        sb_txn, nb_txn = self.sb.transaction(), self.nb.db.transaction()
-        self.graph.apply_sb(out, sb_txn)
-        self.graph.apply_nb(out, nb_txn)
-        sb_cs, sb_ops = self.sb.commit(sb_txn)
-        nb_cs, nb_ops = self.nb.db.commit(nb_txn)
-        if sb_cs:
-            self.pending_sb.append(sb_cs)
-        if nb_cs:
-            self.pending_nb.append(nb_cs)
-        if out.nb_cfg is not None:
-            self.cfg = out.nb_cfg
-        return len(sb_ops) + len(nb_ops)
-
-    def settle(self) -> None:
-        for _ in range(8):
-            if not self.run() and not self.pending_nb and not self.pending_sb:
-                return
-        raise AssertionError("northd did not settle")
+        step = self.run_once()
+        assert not step.out.canceled
+        return len(step.sb_ops) + len(step.nb_ops)
 
     def change(self, cs: Changeset[IdlRow]) -> None:
-        self.pending_nb.append(cs)
+        self.nb_changed(cs)
         self.settle()
-
-    def stat(self, node: str, stat: str) -> int:
-        return int(self.graph.show_stats(node, stat))
 
 
 def _plain(v: Any) -> Any:
@@ -75,9 +47,9 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _desired(graph: NorthdGraph) -> dict[str, Any]:
-    assert graph.engine is not None
-    data = graph.engine.node_data("northd")
+def _desired(driver: Driver) -> dict[str, Any]:
+    assert driver.engine is not None
+    data = driver.engine.node_data("northd")
     out: dict[str, Any] = {}
     for db, desired in (("sb", data.sb), ("nb", data.nb)):
         for name, table in desired.tables.items():
@@ -87,12 +59,10 @@ def _desired(graph: NorthdGraph) -> dict[str, Any]:
 
 
 def check_equals_recompute(loop: Loop) -> None:
-    fresh = NorthdGraph(clock=lambda: 0.0)
-    out = fresh.run(loop.nb.db.tables, loop.sb.tables, Changeset(), Changeset(),
-                    recompute=True, now_ms=loop.now, sb_cfg=loop.cfg)
+    fresh, out = loop.fresh()
     assert [str(op) for op in out.sb_ops] == []
     assert [str(op) for op in out.nb_ops] == []
-    inc, new = _desired(loop.graph), _desired(fresh)
+    inc, new = _desired(loop.driver), _desired(fresh)
     for name in sorted(set(inc) | set(new)):
         assert inc.get(name) == new.get(name), name
 
@@ -259,7 +229,7 @@ def test_flow_warnings_come_from_full_builds_only(nb: Nb, sb: LocalDb) -> None:
         loop.change(_lsp_add(nb, "sw0", "vm9", addresses=["00:00:00:00:00:09", "garbage"]))
     assert loop.stat("lflow", "recompute") == lflow_recomputes  # sw0 and lr0 rebuilt
     assert not {bad_route, bad_address} & {d.message for d in found}
-    loop.graph.force_recompute()
+    loop.driver.force_recompute()
     with collecting() as found:
         loop.run()
     assert {bad_route, bad_address} <= {d.message for d in found}

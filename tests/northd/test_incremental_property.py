@@ -23,7 +23,7 @@ scratch runs once on the same content, and:
 - the incremental runs converge (a bounded number of runs commits nothing more) and
   the server accepts every transaction northd sends.
 
-Where graph.py promises incrementality, the engine stats of a step run alone say so:
+Where the nodes' modules promise incrementality, the engine stats of a step run alone say so:
 a claim, a release or an `up` change (of a binding without QoS) and the nb_cfg
 handshake (NB `nb_cfg`, a chassis reporting it) never recompute `northd`, nor
 `sync_from_sb` unless some HA group has several chassis (its `ref_chassis` follows
@@ -32,7 +32,7 @@ there are no IGMP groups, does not recompute `northd`; an `lsp-add` of an ordina
 port recomputes `northd` at most once. Separate tests: a tour that applies every step
 kind; builders read only the SB tables `northd` declares; the shrunk failures the
 property found; the checks fail on handlers that swallow a change and on handlers
-that give up where graph.py promises they do not.
+that give up where their modules promise they do not.
 
 Deterministic: hypothesis is derandomized, the databases' UUIDs are seeded and the
 engine's clock is fixed. `PYOVSDB_PROPERTY_EXAMPLES` raises the example count for long
@@ -57,16 +57,12 @@ from pyovsdb.engine import Handled
 from pyovsdb.idl.replica import ReplicaTable
 from pyovsdb.idl.row import IdlRow
 from pyovsdb.northd.desired import DesiredDb, DesiredTable, Ref
-from pyovsdb.northd.graph import (
-    CFG_COLUMNS,
-    QOS_OPTIONS,
-    NorthdGraph,
-    NorthdNode,
-    RunOutput,
-    SyncFromSbNode,
-)
-from pyovsdb.northd.testing import LocalDb, TransactError
-from pyovsdb.ovsdb.changeset import Changeset, merge
+from pyovsdb.northd.driver import RunOutput
+from pyovsdb.northd.nodes import northd as northd_node
+from pyovsdb.northd.nodes.northd import CFG_COLUMNS, QOS_OPTIONS, NorthdNode
+from pyovsdb.northd.nodes.sync_from_sb import SyncFromSbNode
+from pyovsdb.northd.nodes.tables import UndeclaredTable
+from pyovsdb.northd.testing import LocalDb, LocalNorthd
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
 EXAMPLES = int(os.environ.get("PYOVSDB_PROPERTY_EXAMPLES", "250"))
@@ -109,16 +105,12 @@ class World:
     def __init__(self, base: tuple[Step, ...] = ()) -> None:
         self.nb = LocalDb(NB_JSON)
         self.sb = LocalDb(SB_JSON)
-        self.graph = NorthdGraph(clock=lambda: 0.0)
-        self.now_ms = 0
-        self.cur_cfg = 0
-        self.recompute = False
+        self.northd = LocalNorthd(self.nb, self.sb, now_ms=0, step_ms=1000)
+        self.driver = self.northd.driver
         self.lost = 0  # SB commits lost so far
-        self.nb_pending: list[Changeset[IdlRow]] = []
-        self.sb_pending: list[Changeset[IdlRow]] = []
-        self.applier = Applier(self.nb, self.sb, self.nb_pending.append,
-                               self.sb_pending.append, lambda: self.now_ms)
-        self.nb_pending.append(self.nb.transact([{"op": "insert", "table": "NB_Global",
+        self.applier = Applier(self.nb, self.sb, self.northd.nb_changed,
+                               self.northd.sb_changed, lambda: self.northd.now_ms)
+        self.northd.nb_changed(self.nb.transact([{"op": "insert", "table": "NB_Global",
                                                   "row": {}}]))
         self.settle()
         for step in base:
@@ -126,52 +118,21 @@ class World:
             self.settle()
 
     def counts(self) -> dict[str, int]:
-        engine = self.graph.engine
+        engine = self.driver.engine
         if engine is None:
             return {}
         return {n: engine.stats[n].recompute for n in NODES if n in engine.stats}
 
     def run_once(self) -> tuple[RunOutput, bool]:
-        """One engine run and its commits; whether it committed or wants another run."""
-        self.now_ms += 1000
-        out = self.graph.run(self.nb.tables, self.sb.tables, merge(self.nb_pending),
-                             merge(self.sb_pending), recompute=self.recompute,
-                             now_ms=self.now_ms, sb_cfg=self.cur_cfg)
-        self.recompute = False
-        self.nb_pending.clear()
-        self.sb_pending.clear()
-        sb_txn = self.sb.transaction()
-        self.graph.apply_sb(out, sb_txn)
-        sb_ops: list[dict[str, Any]]
-        lost = self.applier.lose_commit and bool(out.sb_ops)
-        if lost:
-            # The daemon's answer to a failed SB commit: nothing of it happened, the
-            # cfg it carried is not reported, and the next run recomputes.
+        """One engine run and its commits; whether it committed or wants another run.
+        A commit the applier was told to lose fails as the daemon sees it: nothing of
+        it happened, its cfg is not reported, and the next run recomputes."""
+        lose = self.applier.lose_commit
+        step = self.northd.run_once(lose_sb_commit=lose)
+        if lose and step.out.sb_ops:
             self.applier.lose_commit = False
-            self.recompute = True
             self.lost += 1
-            sb_cs, sb_ops = Changeset[IdlRow](), []
-        else:
-            sb_cs, sb_ops = self._commit(self.sb, sb_txn, "SB")
-        nb_txn = self.nb.transaction()
-        self.graph.apply_nb(out, nb_txn)
-        nb_cs, nb_ops = self._commit(self.nb, nb_txn, "NB")
-        self.sb_pending.append(sb_cs)
-        self.nb_pending.append(nb_cs)
-        poked = not lost and out.nb_cfg is not None and out.nb_cfg != self.cur_cfg
-        if poked:
-            assert out.nb_cfg is not None
-            self.cur_cfg = out.nb_cfg
-        return out, bool(sb_ops or nb_ops or poked or lost)
-
-    @staticmethod
-    def _commit(db: LocalDb, txn: Any, name: str
-                ) -> tuple[Changeset[IdlRow], list[dict[str, Any]]]:
-        try:
-            return db.commit(txn)
-        except TransactError as e:
-            raise AssertionError(f"the server refused northd's {name} transaction: "
-                                 f"{e.error}") from None
+        return step.out, step.again
 
     def settle(self) -> int:
         """Run until a run commits nothing; the number of runs."""
@@ -317,11 +278,9 @@ def _op(labels: Labels, op: Any) -> str:
 def recompute_differences(world: World) -> list[str]:
     """Where the incremental graph differs from a graph built from scratch on the same
     databases (empty: none)."""
-    inc = world.graph.engine
+    inc = world.driver.engine
     assert inc is not None
-    fresh = NorthdGraph(clock=lambda: 0.0)
-    out = fresh.run(world.nb.tables, world.sb.tables, Changeset(), Changeset(),
-                    recompute=True, now_ms=world.now_ms, sb_cfg=world.cur_cfg)
+    fresh, out = world.northd.fresh()
     assert fresh.engine is not None
     labels = Labels(world.nb.tables, world.sb.tables)
     lines: list[str] = []
@@ -337,7 +296,7 @@ def recompute_differences(world: World) -> list[str]:
     return lines
 
 
-# -- the stats graph.py promises ----------------------------------------------------------
+# -- the stats the nodes promise ----------------------------------------------------------
 
 
 def _lsp(world: World, name: str) -> IdlRow | None:
@@ -346,14 +305,14 @@ def _lsp(world: World, name: str) -> IdlRow | None:
 
 
 def _multi_chassis_groups(world: World) -> bool:
-    data = world.graph.engine.node_data("sync_from_sb") if world.graph.engine else None
+    data = world.driver.engine.node_data("sync_from_sb") if world.driver.engine else None
     groups = getattr(data, "ha_groups", None)
     return groups is not None and any(len(r.get("ha_chassis") or ()) > 1
                                       for r in groups.rows.values())
 
 
 def promised(world: World, step: Step, text: str) -> dict[str, int]:
-    """The most recomputes graph.py promises for `step` run alone (node -> count);
+    """The most recomputes the nodes promise for `step` run alone (node -> count);
     none for a step that did nothing."""
     if text.endswith("skipped)") or " refused" in text or "commit fail" in text:
         return {}
@@ -406,7 +365,7 @@ def play(seq: list[Step], *, check_stats: bool = True, base: tuple[Step, ...] = 
             want = promised(world, steps_[0], " ".join(batch.texts))
             got = {k: batch.recomputes.get(k, 0) for k in want}
             assert all(got[k] <= n for k, n in want.items()), "\n".join(
-                ["", *history, f"recomputes {got}, graph.py promises at most {want}"])
+                ["", *history, f"recomputes {got}, the nodes promise at most {want}"])
     return world
 
 
@@ -479,11 +438,15 @@ def test_a_tour_of_every_step_kind_applies_each_and_stays_equal() -> None:
         replay.settle()
 
 
-def test_builders_read_only_the_sb_tables_northd_declares() -> None:
-    """A table read but not declared is one whose changes (ovn-controller's) never
-    recompute `northd`: graph.py records such reads for this check."""
-    world = play(TOUR)
-    assert world.graph.undeclared_reads == set()
+def test_nodes_read_only_the_tables_they_declare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table read but not declared is one whose changes never reach the node: the
+    tour reads no such table, and one taken out of `northd`'s declaration on purpose
+    is refused at its first read (`UndeclaredTable`), not read as absent."""
+    play(TOUR)
+    monkeypatch.setattr(northd_node, "NORTHD_SB_INPUTS",
+                        tuple(t for t in northd_node.NORTHD_SB_INPUTS if t != "Chassis"))
+    with pytest.raises(UndeclaredTable, match="node northd reads Chassis"):
+        play(TOUR)
 
 
 # Failures the property found, shrunk, kept as cases of their own (both fixed since).
@@ -523,7 +486,8 @@ def test_the_check_fails_on_a_handler_that_swallows_a_change(
         monkeypatch: pytest.MonkeyPatch, node: type, handler: str, seq: list[Step]) -> None:
     play(seq, check_stats=False, base=BASES["plain"])
     monkeypatch.setattr(node, handler, _swallow)
-    with pytest.raises(AssertionError, match="recompute would write"):
+    with pytest.raises(AssertionError,
+                       match=r"recompute would write|self-check: the run differs"):
         play(seq, check_stats=False, base=BASES["plain"])
 
 
@@ -555,5 +519,5 @@ def test_the_stats_check_fails_on_a_handler_that_gives_up(
         monkeypatch: pytest.MonkeyPatch, node: type, handler: str, seq: list[Step]) -> None:
     play(seq, base=BASES["plain"])
     monkeypatch.setattr(node, handler, _give_up)
-    with pytest.raises(AssertionError, match=r"graph\.py promises"):
+    with pytest.raises(AssertionError, match=r"the nodes promise"):
         play(seq, base=BASES["plain"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from pyovsdb.northd.nodes.ipam import eui64, parse_mac_prefix, switch_ipam
+from pyovsdb.northd.build.ipam import eui64, parse_mac_prefix, switch_ipam
 from pyovsdb.northd.testing import LocalDb, Nb, run_core
 
 
@@ -98,9 +98,9 @@ def test_dynamic_addresses_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
 
 def test_without_prefix_no_mac_is_assigned_until_one_is_given(nb: Nb, sb: LocalDb) -> None:
     from pyovsdb.northd import sync
-    from pyovsdb.northd.core import build_core
+    from pyovsdb.northd.build.core import build_core
+    from pyovsdb.northd.build.inputs import BuildInput
     from pyovsdb.northd.desired import DesiredDb
-    from pyovsdb.northd.inputs import BuildInput
 
     nb.ls_add("sw", other_config={"subnet": "10.1.0.0/24"})
     nb.lsp_add("sw", "p", addresses=["dynamic"])

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyovsdb.northd.build.ports_addresses import parse_mac as scan_mac
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import Flow, LflowTable
-from pyovsdb.northd.nodes.ports_addresses import parse_mac as scan_mac
 from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, build_flows, run_core
 
 L2 = Stage.LS_IN_L2_LKUP

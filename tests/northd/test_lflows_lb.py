@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyovsdb.northd.build.lb import parse_lb
 from pyovsdb.northd.lflows.ls_lb import SwitchVip, _template_vip, selection_fields
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import Flow, LflowTable
-from pyovsdb.northd.nodes.lb import parse_lb
 from pyovsdb.northd.testing import LocalDb, Nb, add_chassis, build_flows
 
 Line = tuple[int, str, str]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import ipaddress
 
+from pyovsdb.northd.build.ports_addresses import find_lrp_member_ip, lrp_networks
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import LflowTable
-from pyovsdb.northd.nodes.ports_addresses import find_lrp_member_ip, lrp_networks
 from pyovsdb.northd.testing import LocalDb, Nb, build_flows
 
 RESOLVE = Stage.LR_IN_ARP_RESOLVE

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 
+from pyovsdb.northd.build.ports_addresses import Ipv6Net
 from pyovsdb.northd.lflows.lr_ip_input_v6 import is_lla, sn_addr
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import Flow, LflowTable
-from pyovsdb.northd.nodes.ports_addresses import Ipv6Net
 from pyovsdb.northd.testing import LocalDb, Nb, build_flows
 
 IP_INPUT = Stage.LR_IN_IP_INPUT

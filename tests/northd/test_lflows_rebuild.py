@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from nbgen import BASES, Step, steps
 from test_incremental_property import TOUR, World, batches
 
-from pyovsdb.northd.lflow_node import lflow_context
 from pyovsdb.northd.lflows import LflowTable, build_lflows, rebuild
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import FlowKey
+from pyovsdb.northd.nodes.lflow import lflow_context
 
 
 def _flows(table: LflowTable) -> dict[FlowKey, tuple[tuple[str, ...], Any, Any]]:
@@ -32,15 +32,15 @@ def _flows(table: LflowTable) -> dict[FlowKey, tuple[tuple[str, ...], Any, Any]]
 
 def check_rebuilds(world: World) -> int:
     """Every datapath rebuilt alone against a full build; the number checked."""
-    graph = world.graph
-    assert graph.engine is not None
-    northd = graph.engine.node_data("northd")
-    ctx = lflow_context(graph.ctx, northd)
+    engine = world.driver.engine
+    assert engine is not None
+    northd = engine.node_data("northd")
+    ctx = lflow_context(world.nb.tables, world.sb.tables, northd)
     full = _flows(build_lflows(ctx))
     dps = [dp.key for dp in northd.core.datapaths.all()]
     for key in dps:
-        table = build_lflows(lflow_context(graph.ctx, northd))
-        rebuild(table, lflow_context(graph.ctx, northd), frozenset({key}))
+        table = build_lflows(ctx)
+        rebuild(table, ctx, frozenset({key}))
         got = _flows(table)
         if got != full:
             lost = sorted(str(k) for k in full.keys() - got.keys())[:5]
@@ -78,8 +78,8 @@ def test_rebuild_after_the_tour() -> None:
 def test_a_rebuild_that_loses_a_flow_is_seen() -> None:
     """The check is not vacuous: a rebuild whose result misses one flow differs."""
     world = play([], BASES["plain"])
-    northd = world.graph.engine.node_data("northd")  # type: ignore[union-attr]
-    ctx = lflow_context(world.graph.ctx, northd)
+    northd = world.driver.engine.node_data("northd")  # type: ignore[union-attr]
+    ctx = lflow_context(world.nb.tables, world.sb.tables, northd)
     table = build_lflows(ctx)
     dp = next(iter(northd.core.datapaths.switches))
     part = build_lflows(ctx.narrowed(frozenset({dp})), only=frozenset({dp}))
@@ -101,7 +101,7 @@ def test_rebuild_of_a_routed_topology() -> None:
 
     def push(ops: list[dict[str, Any]]) -> Any:
         cs = transact(ops)
-        world.nb_pending.append(cs)
+        world.northd.nb_changed(cs)
         return cs
 
     world.nb.transact = push  # type: ignore[method-assign]

@@ -4,8 +4,8 @@ column must be listed in `daemon.NB_WRITES` too."""
 
 from __future__ import annotations
 
-from pyovsdb.northd import core, daemon
-from pyovsdb.northd.nodes import global_cfg, ipam, lsp_up, ports_bfd
+from pyovsdb.northd import daemon
+from pyovsdb.northd.build import core, global_cfg, ipam, lsp_up, ports_bfd
 
 
 def test_every_nb_write_back_is_write_changed_only() -> None:

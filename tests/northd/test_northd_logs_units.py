@@ -9,13 +9,13 @@ import logging
 
 import pytest
 
-from pyovsdb.northd.diagnostics import collecting
-from pyovsdb.northd.nodes.ipam import switch_ipam
-from pyovsdb.northd.nodes.ports_addresses import (
+from pyovsdb.northd.build.ipam import switch_ipam
+from pyovsdb.northd.build.ports_addresses import (
     extract_lsp_addresses,
     ip_addresses,
     parse_lsp_address,
 )
+from pyovsdb.northd.diagnostics import collecting
 from pyovsdb.util import ratelimit
 from pyovsdb.util.memory import MemoryReport, MemoryTrimmer
 from pyovsdb.util.reconnect import ReconnectLog

@@ -4,9 +4,9 @@ nothing when it already does."""
 from __future__ import annotations
 
 from pyovsdb.northd import sync
-from pyovsdb.northd.core import build_core
+from pyovsdb.northd.build.core import build_core
+from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.desired import DesiredDb, DesiredTable, Ref
-from pyovsdb.northd.inputs import BuildInput
 from pyovsdb.northd.testing import LocalDb, Nb, run_core
 
 

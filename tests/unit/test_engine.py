@@ -7,7 +7,7 @@ exactly which nodes recomputed, which were computed by handlers, and what they s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from pyovsdb.engine import (
     CycleError,
     Delta,
     Engine,
+    Group,
     Handled,
     Input,
     Leaf,
@@ -47,13 +48,13 @@ class Scripted(Node[list[str], Delta[str]]):
         self.run_result: list[str] | NoChange | None = None
         ins: dict[str, Input[Any, Any]] = {}
         for key, node in inputs.items():
-            handler = None if answers.get(key) is None else self._handler(key)
+            handler = None if answers.get(key) is None else self._handler(key, node.name)
             ins[key] = Input(node, handler)
-        super().__init__(name, **ins)
+        super().__init__(name, inputs=Group(ins))
 
-    def _handler(self, key: str) -> Callable[[Change[Any, Any]], Handled]:
+    def _handler(self, key: str, node: str) -> Callable[[Change[Any, Any]], Handled]:
         def handle(change: Change[Any, Any]) -> Handled:
-            assert change.input == key
+            assert change.input == node
             self.calls.append(key)
             answer = self.answers[key]
             assert answer is not None
@@ -64,7 +65,7 @@ class Scripted(Node[list[str], Delta[str]]):
         handle.__name__ = f"on_{key}"
         return handle
 
-    def run(self, **inputs: Any) -> list[str] | NoChange:
+    def run(self, *, inputs: Mapping[str, Any]) -> list[str] | NoChange:
         self.runs += 1
         if self.run_result is not None:
             return self.run_result
@@ -329,7 +330,7 @@ def test_cycle_rejected() -> None:
     a = leaf("a")
 
     class Later(Node[int, None]):
-        def run(self, **inputs: Any) -> int:
+        def run(self, *, q: int = 0, a: int = 0, p: int = 0) -> int:
             return 0
 
     p, q = Later("p"), Later("q")
@@ -342,7 +343,7 @@ def test_cycle_rejected() -> None:
 def test_bad_graphs_rejected() -> None:
     a1, a2 = leaf("a"), leaf("a")
     with pytest.raises(ValueError, match="two engine nodes are called 'a'"):
-        Engine(Scripted("n", {"x": a1, "y": a2}, {}))
+        Engine(Scripted("n", {"x": a1, "y": Scripted("m", {"z": a2}, {})}, {}))
 
     class NoInputs(Node[int, None]):
         def run(self) -> int:
@@ -387,6 +388,64 @@ def test_typed_run_receives_each_inputs_data_by_name() -> None:
     items.data["y"] = 4
     engine.run({"items": change("y")})
     assert engine.node_data("weighted") == 24
+
+
+def test_group_is_read_as_one_mapping_and_handled_member_by_member() -> None:
+    a, b = leaf("T_a", {"x": 1}), leaf("T_b", {"y": 2})
+    calls: list[str] = []
+
+    class Total(Node[int, None]):
+        def __init__(self) -> None:
+            super().__init__("total", tables=Group({"a": Input(a, self.on_a), "b": Input(b)}))
+
+        def run(self, *, tables: Any) -> int:
+            calls.append("run")
+            assert set(tables) == {"a", "b"}
+            with pytest.raises(TypeError):
+                tables["c"] = {}  # read-only
+            return sum(sum(t.values()) for t in tables.values())
+
+        def on_a(self, change: Change[Items, Delta[str]]) -> Handled:
+            calls.append(f"on_a {change.input}")
+            return Handled.HANDLED_UNCHANGED
+
+    node = Total()
+    engine = Engine(node)
+    assert set(node.inputs) == {"T_a", "T_b"}
+    engine.run()
+    assert node.data == 3 and calls == ["run"]
+    engine.run({"T_a": change("x")})
+    assert calls == ["run", "on_a T_a"]
+    b.data["z"] = 5
+    engine.run({"T_b": change("z")})  # no handler: recompute, reading the group
+    assert calls == ["run", "on_a T_a", "run"] and node.data == 8
+
+
+def test_signature_check_covers_groups_and_refuses_catch_alls() -> None:
+    a = leaf("T_a")
+
+    class CatchAll(Node[int, None]):
+        def __init__(self) -> None:
+            super().__init__("catchall", tables=Group({"a": Input(a)}))
+
+        def run(self, **inputs: Any) -> int:
+            return 0
+
+    with pytest.raises(TypeError, match=r"run\(\) takes every keyword"):
+        Engine(CatchAll())
+
+    class MemberByName(Node[int, None]):
+        def __init__(self) -> None:
+            super().__init__("byname", tables=Group({"a": Input(a)}))
+
+        def run(self, *, T_a: Items) -> int:
+            return 0
+
+    with pytest.raises(TypeError, match=r"run\(\) takes \['T_a'\], its inputs are \['tables'\]"):
+        Engine(MemberByName())
+
+    with pytest.raises(ValueError, match="input T_a given twice"):
+        Node("twice", x=Group({"a": Input(a)}), T_a=Input(a))
 
 
 # -- stats, logging, text -----------------------------------------------------------

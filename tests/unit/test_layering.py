@@ -382,10 +382,10 @@ def _violations(path: str, source: str) -> list[str]:
     ("raft/core.py", "from ..ovsdb import x\n"),
     ("engine/graph.py", "from ..ovsdb import x\n"),
     ("engine/graph.py", "import socket\n"),
-    ("northd/nodes/ports.py", "from ...idl import Idl\n"),
-    ("northd/nodes/ports.py", "from ..daemon import run\n"),
-    ("northd/nodes/ports.py", "from .. import daemon\n"),
-    ("northd/nodes/ports.py", "from pyovsdb.util.vlog import Vlog\n"),
+    ("northd/build/ports.py", "from ...idl import Idl\n"),
+    ("northd/build/ports.py", "from ..daemon import run\n"),
+    ("northd/build/ports.py", "from .. import daemon\n"),
+    ("northd/build/ports.py", "from pyovsdb.util.vlog import Vlog\n"),
     ("northd/x.py", "print('hello')\n"),
     ("util/prng.py", "import threading\n"),
 ])
@@ -396,8 +396,8 @@ def test_rule_purity_catches(path: str, source: str) -> None:
 @pytest.mark.parametrize("path, source", [
     ("ovsdb/x.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import asyncio\n"),
     ("ovsdb/x.py", "from ..util.prng import SplitMix64\nimport re\n"),
-    ("northd/nodes/ports.py", "from ...engine import Node\nfrom ...idl.row import IdlRow\n"),
-    ("northd/nodes/ports.py", "from ...idl import row\nimport uuid\nX = uuid.UUID(int=0)\n"),
+    ("northd/build/ports.py", "from ...engine import Node\nfrom ...idl.row import IdlRow\n"),
+    ("northd/build/ports.py", "from ...idl import row\nimport uuid\nX = uuid.UUID(int=0)\n"),
     ("northd/daemon.py", "import asyncio\nimport time\nfrom ..idl import Idl\n"),
     ("server/x.py", "import os\nopen('f')\n"),
 ])

@@ -77,6 +77,7 @@ LONG = {
     "dry-run": opt.NONE,
     "n-threads": opt.REQUIRED,
     "seq-delay-ms": opt.REQUIRED,
+    "self-check": opt.NONE,
     **opt.DAEMON_LONG,
     **{name: opt.REQUIRED for name in SSL_OPTIONS},
 }
@@ -84,7 +85,7 @@ SHORT = {**opt.DAEMON_SHORT, "d": ("ovnsb-db", opt.REQUIRED), "D": ("ovnnb-db", 
          "u": ("unixctl", opt.REQUIRED), "o": ("options", opt.NONE),
          "p": ("private-key", opt.REQUIRED), "c": ("certificate", opt.REQUIRED),
          "C": ("ca-cert", opt.REQUIRED)}
-HIDDEN = ("seq-delay-ms",)
+HIDDEN = ("seq-delay-ms", "self-check")
 
 
 def ovn_rundir() -> str:
@@ -189,6 +190,7 @@ def main(argv: list[str]) -> int:
         n_threads=n_threads,
         seq_delay_ms=seq_delay,
         version_text=VERSION_TEXT,
+        self_check=parsed.has("self-check"),
     )
     pidfile = None
     if parsed.has("pidfile"):

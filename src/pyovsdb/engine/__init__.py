@@ -20,6 +20,12 @@ The public API, all stable:
   `set_data(data)`.
 - `Input[D, C](node, handler=None)`: handler `Callable[[Change[D, C]], Handled]`, or None
   (any change recomputes). `input.data`, `input.delta`, `input.updated`.
+- `Group[D, C](members)`: inputs `run()` reads as one mapping (key -> data), passed
+  by the group's name (`t=Group({"a": Input(leaf_a, self.on_a)})`, `run(self, *, t)`);
+  each member is an input named after its node, with its own handler. `node.groups`,
+  `node.group_data(name)` and `node.run_arguments()` (what `run()` gets, for handlers).
+- `noop`: the handler of an input another input of the node always covers (OVN's
+  `engine_noop_handler`).
 - `Change[D, C]`: `input` (its name in the node), `node` (the input node's name),
   `data`, `delta` (None: the input recomputed or did not say what changed).
 - `Handled`: UNHANDLED, HANDLED_UPDATED, HANDLED_UNCHANGED.
@@ -45,7 +51,19 @@ The public API, all stable:
 
 from .delta import Delta
 from .graph import CycleError, Engine, RunResult
-from .node import NO_CHANGE, Change, Handled, Input, Leaf, NoChange, NoDataError, Node, State
+from .node import (
+    NO_CHANGE,
+    Change,
+    Group,
+    Handled,
+    Input,
+    Leaf,
+    NoChange,
+    NoDataError,
+    Node,
+    State,
+    noop,
+)
 from .stats import EngineStats, NodeStats
 
 __all__ = [
@@ -55,6 +73,7 @@ __all__ = [
     "Delta",
     "Engine",
     "EngineStats",
+    "Group",
     "Handled",
     "Input",
     "Leaf",
@@ -64,4 +83,5 @@ __all__ = [
     "NodeStats",
     "RunResult",
     "State",
+    "noop",
 ]

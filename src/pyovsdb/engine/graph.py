@@ -298,9 +298,8 @@ class Engine:
         # it records is composed with theirs.
         partial = node.delta
         node.clear_delta()
-        inputs = {name: inp.node.data for name, inp in node.inputs.items()}
         start = self._clock()
-        data = node.run(**inputs)
+        data = node.run(**node.run_arguments())
         elapsed = self._clock() - start
         stats = self.stats[node.name]
         stats.recompute += 1
@@ -389,7 +388,7 @@ def _check_node(node: Node[Any, Any]) -> None:
         raise TypeError(f"node {node.name} does not define run()")
     params = inspect.signature(node.run).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return
+        raise TypeError(f"node {node.name}: run() takes every keyword; name its inputs")
     names = {
         p.name
         for p in params
@@ -400,7 +399,8 @@ def _check_node(node: Node[Any, Any]) -> None:
         for p in params
         if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_POSITIONAL
     }
-    inputs = set(node.inputs)
+    grouped = {m for members in node.groups.values() for m in members.values()}
+    inputs = (set(node.inputs) - grouped) | set(node.groups)
     if not required <= inputs or not inputs <= names:
         raise TypeError(
             f"node {node.name}: run() takes {sorted(names)}, its inputs are {sorted(inputs)}"

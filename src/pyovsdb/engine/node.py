@@ -20,7 +20,11 @@ Rules kept here:
   (`merge_deltas`); a `run()` that records no delta leaves successors with None.
 - Inputs are typed: `Input[D, C]` holds a `Node[D, C]`, its handler gets a typed
   `Change[D, C]`, and `run()` gets every input's data as a keyword argument named after
-  the input. Nobody looks data up by a string.
+  the input. Nobody looks data up by a string. Inputs of one kind that a node reads as
+  a collection (the replica's tables) form a `Group`: each member is an input of its
+  own (with its own handler, named after its node), and `run()` gets one keyword
+  argument for the group, a read-only mapping from each member's key to its data, so
+  what is not declared cannot be read.
 - The delta of a node (`node.delta`) lives for one run: the engine clears it at the
   start of each run, so successors only ever see this run's changes.
 - Leaf nodes hold data the caller owns (e.g. a replica's table) and take their change
@@ -42,6 +46,7 @@ from .delta import Delta
 __all__ = [
     "NO_CHANGE",
     "Change",
+    "Group",
     "Handled",
     "Input",
     "Leaf",
@@ -49,6 +54,7 @@ __all__ = [
     "NoDataError",
     "Node",
     "State",
+    "noop",
 ]
 
 D = TypeVar("D")
@@ -134,6 +140,14 @@ class Input(Generic[D, C]):
         return self.node.state is State.UPDATED
 
 
+@dataclass(frozen=True, eq=False, slots=True)
+class Group(Generic[D, C]):
+    """Inputs a node's `run()` reads as one mapping, by key (e.g. table name). Each
+    member is an input of the node in its own right, named after its node."""
+
+    members: Mapping[str, Input[D, C]]
+
+
 class Node(Generic[D, C]):
     """A computing node with data of type D and deltas of type C.
 
@@ -155,11 +169,25 @@ class Node(Generic[D, C]):
     The engine checks at build time that `run()` takes exactly the inputs' names.
     """
 
-    def __init__(self, name: str, /, **inputs: Input[Any, Any]) -> None:
+    def __init__(self, name: str, /, **inputs: Input[Any, Any] | Group[Any, Any]) -> None:
         if not name:
             raise ValueError("a node needs a name")
         self.name: Final = name
-        self.inputs: Mapping[str, Input[Any, Any]] = MappingProxyType(dict(inputs))
+        flat: dict[str, Input[Any, Any]] = {}
+        groups: dict[str, Mapping[str, str]] = {}
+        for key, inp in inputs.items():
+            if isinstance(inp, Group):
+                groups[key] = MappingProxyType({k: m.node.name for k, m in inp.members.items()})
+                for member in inp.members.values():
+                    if member.node.name in flat or member.node.name in inputs:
+                        raise ValueError(f"node {name}: input {member.node.name} given twice")
+                    flat[member.node.name] = member
+            else:
+                if key in flat:
+                    raise ValueError(f"node {name}: input {key} given twice")
+                flat[key] = inp
+        self.inputs: Mapping[str, Input[Any, Any]] = MappingProxyType(flat)
+        self.groups: Mapping[str, Mapping[str, str]] = MappingProxyType(groups)
         self.delta: C | None = None
         self._state = State.STALE
         self._data: D | _Missing = _MISSING
@@ -185,9 +213,26 @@ class Node(Generic[D, C]):
     def has_data(self) -> bool:
         return not isinstance(self._data, _Missing)
 
+    def run_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of `run()`: each input's data, a group's members'
+        data as one read-only mapping by key (for handlers that share run()'s work)."""
+        grouped = {m for members in self.groups.values() for m in members.values()}
+        args: dict[str, Any] = {g: self.group_data(g) for g in self.groups}
+        for name, inp in self.inputs.items():
+            if name not in grouped:
+                args[name] = inp.node.data
+        return args
+
+    def group_data(self, group: str) -> Mapping[str, Any]:
+        """A group's members' current data by key, as `run()` gets it (for handlers)."""
+        return MappingProxyType(
+            {key: self.inputs[name].node.data for key, name in self.groups[group].items()}
+        )
+
     def run(self, *args: Any, **inputs: Any) -> D | NoChange:
         """Full recompute: the node's new data from its inputs' data (one keyword
-        argument per input), or NO_CHANGE if it equals the current data.
+        argument per input outside a group, one mapping per group), or NO_CHANGE if it
+        equals the current data.
 
         It may record a delta for successors with `track()` (e.g. by diffing the old
         data against the new); without one, successors see delta None.
@@ -220,6 +265,12 @@ class Node(Generic[D, C]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self._state.value}>"
+
+
+def noop(change: Change[Any, Any]) -> Handled:
+    """The handler of an input whose every change another input of the same node
+    carries too (OVN's `engine_noop_handler`); who uses it says which input that is."""
+    return Handled.HANDLED_UNCHANGED
 
 
 class Leaf(Node[D, C]):

@@ -1,7 +1,7 @@
 """northd's only I/O: the NB and SB IDLs, the SB lock, the main loop, the control socket.
 
 Rules kept here (ovn-northd.c's main loop; what to decide is asked of `loop.LoopPolicy`,
-what to write of `graph.NorthdGraph`):
+what to write of `driver.Driver`):
 - Both databases through our `Idl` (several remotes, leader-only). The SB IDL writes
   only changed values (write-changed-only on every SB table, as ovn-northd), the NB
   IDL only on the columns northd writes back; NB_Global's cfg columns that only
@@ -60,9 +60,10 @@ from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
 from ..util.seq import Seq
 from ..util.stopwatch import Stopwatches
 from . import appctl, diagnostics
-from .graph import NorthdGraph, RunOutput
+from .build.datapaths import smap_int, smap_uint
+from .build.inputs import singleton
+from .driver import Driver, RunOutput
 from .loop import LoopPolicy, Recompute
-from .nodes.datapaths import smap_int, smap_uint
 
 log = logging.getLogger("ovn_northd")
 LOCK_NAME = "ovn_northd"
@@ -117,6 +118,7 @@ class Config:
     version_text: str = "ovn-northd"
     leader_only: bool = True
     boot_ms: int | None = None  # monotonic ms the process started at (now if None)
+    self_check: bool = False  # every incremental run checked against a recompute
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,24 +169,24 @@ class Northd:
     """One ovn-northd process's life inside the event loop."""
 
     def __init__(self, config: Config, *, ready: Callable[[], None] = lambda: None,
-                 graph: NorthdGraph | None = None) -> None:
+                 driver: Driver | None = None) -> None:
         self.config = config
         self.ready = ready
         self.signal: int | None = None
         self.state = _State(paused=config.paused)
         self.policy = LoopPolicy()
         engine_log = logging.getLogger("inc_proc_eng")
-        self.graph = graph if graph is not None else NorthdGraph(
+        self.driver = driver if driver is not None else Driver(
             clock=time.monotonic, log=lambda text: engine_log.info("%s", text),
             debug=lambda text: engine_log.debug("%s", text))
+        self.driver.self_check = config.self_check
+        self._self_check_limit = ratelimit.RateLimit(1, 5)
         self.seq = Seq()
         self.nb: Idl = None  # type: ignore[assignment]
         self.sb: Idl = None  # type: ignore[assignment]
         self.unixctl: UnixctlServer | None = None
         self.compute_log_timeout_ms = 500
         self.reset_min_index = {"nb": False, "sb": False}
-        # The nb_cfg of the last SB transaction that committed (23.03's cur_cfg).
-        self.cur_cfg: int | None = None
         self._connects = {"nb": 0, "sb": 0}  # sessions seen, per IDL
         self._stop: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -332,7 +334,7 @@ class Northd:
             await sb.set_lock(LOCK_NAME)
         self._check_sessions()
         if nb.connected and sb.connected:
-            self.graph.prepare(nb.tables, sb.tables)
+            self.driver.prepare(nb.tables, sb.tables)
         has_lock = sb.has_lock
         if not self.state.had_lock and has_lock:
             log.info("ovn-northd lock acquired. This ovn-northd instance is now active.")
@@ -363,8 +365,7 @@ class Northd:
         """What the loop reads of NB_Global's options (None without the row), read
         again only when the row changed (a change makes a new row)."""
         table = self.nb.tables.get("NB_Global") if self.nb.replica is not None else None
-        row = min(table.rows.values(), key=lambda r: r.uuid) if table and table.rows \
-            else None
+        row = singleton(table)
         if row is None:
             return None
         if row is not self._options_row:
@@ -427,18 +428,21 @@ class Northd:
         start = mono_ms()
         with diagnostics.collecting() as found:
             try:
-                out = self.graph.run(nb.tables, sb.tables, nb_changes, sb_changes,
-                                     recompute=recompute, now_ms=wall_ms(),
-                                     sb_cfg=self.cur_cfg)
+                out = self.driver.run(nb.tables, sb.tables, nb_changes, sb_changes,
+                                      recompute=recompute, now_ms=wall_ms())
             except Exception:
                 # A builder's bug: logged, and the next change recomputes everything
-                # (the graph forces it); retrying at once would only spin on it.
+                # (the driver forces it); retrying at once would only spin on it.
                 log.exception("engine run failed")
-                self.graph.force_recompute()
+                self.driver.force_recompute()
                 self.policy.ran(start, mono_ms())
                 return False
             finally:
                 self._log_diagnostics(found)
+        if self.driver.last_differences:
+            ratelimit.log("inc_proc_eng", logging.WARNING, self._self_check_limit,
+                          "self-check: the incremental run differs from a recompute:\n"
+                          + "\n".join(self.driver.last_differences))
         end = mono_ms()
         self.policy.ran(start, end, canceled=out.canceled)
         self._sample_stopwatches()
@@ -460,7 +464,7 @@ class Northd:
     def _sample_stopwatches(self) -> None:
         """A sample for each stopwatch whose node recomputed in the last run: the
         time the engine measured it take."""
-        engine = self.graph.engine
+        engine = self.driver.engine
         if engine is None:
             return
         for stopwatch, node in NODE_STOPWATCHES:
@@ -476,28 +480,26 @@ class Northd:
         sb_txn = self.sb.transaction()
         nb_txn = self.nb.transaction()
         try:
-            self.graph.apply_sb(out, sb_txn)
-            self.graph.apply_nb(out, nb_txn)
+            self.driver.write(out, sb_txn, nb_txn)
         except Exception:
             log.exception("writing the engine's changes failed")
-            self.graph.force_recompute()
+            self.driver.force_recompute()
             return
-        next_cfg = out.nb_cfg
         nb_result, sb_result = await asyncio.gather(nb_txn.commit(), sb_txn.commit())
         for result in (nb_result, sb_result):
             if result.status is not Status.UNCHANGED:
                 self.coverage.inc("txn_incomplete")
             self.coverage.inc(TXN_COUNTER[result.status])
-        if not _committed(nb_result):
+        nb_ok, sb_ok = _committed(nb_result), _committed(sb_result)
+        if not nb_ok:
             log.info("%s", Recompute.NB_COMMIT_FAILED.log_text)
             log.debug("NB commit: %s", nb_result)
             self.policy.force_recompute(Recompute.NB_COMMIT_FAILED)
-        if not _committed(sb_result):
+        if not sb_ok:
             log.info("%s", Recompute.SB_COMMIT_FAILED.log_text)
             log.debug("SB commit: %s", sb_result)
             self.policy.force_recompute(Recompute.SB_COMMIT_FAILED)
-        elif next_cfg is not None and next_cfg != self.cur_cfg:
-            self.cur_cfg = next_cfg
+        if self.driver.committed(out, sb_ok=sb_ok, nb_ok=nb_ok):
             self.policy.poke()  # the next run reports it as NB sb_cfg
 
     def _set_timer(self, wake_at_wall_ms: int | None) -> None:
@@ -568,7 +570,8 @@ class Northd:
         reg("inc-engine/clear-stats", "", 0, 0, self._cmd_clear_stats)
         reg("inc-engine/recompute", "", 0, 0, self._cmd_recompute)
         reg("inc-engine/compute-log-timeout", "", 1, 1, self._cmd_log_timeout)
-        reg("inc-engine/dump-graph", "", 0, 0, lambda a: self.graph.dump_dot())
+        reg("inc-engine/dump-graph", "", 0, 0, lambda a: self.driver.dump_dot())
+        reg("inc-engine/self-check", "[on|off]", 0, 1, self._cmd_self_check)
         reg("memory/show", "", 0, 0, lambda a: self._memory())
         reg("debug/chassis-features-list", "", 0, 0, lambda a: self._features())
         reg("coverage/show", "", 0, 0, lambda a: self.coverage.show())
@@ -611,10 +614,10 @@ class Northd:
         return ""
 
     def _cmd_show_stats(self, args: list[str]) -> str:
-        return self.graph.show_stats(*args)
+        return self.driver.show_stats(*args)
 
     def _cmd_clear_stats(self, args: list[str]) -> str:
-        self.graph.clear_stats()
+        self.driver.clear_stats()
         return ""
 
     def _cmd_recompute(self, args: list[str]) -> str:
@@ -622,18 +625,29 @@ class Northd:
         self._wake()
         return ""
 
+    def _cmd_self_check(self, args: list[str]) -> str:
+        """Turn the self-check on or off; without an argument, what it found."""
+        d = self.driver
+        if args:
+            if args[0] not in ("on", "off"):
+                raise CommandError("argument must be on or off")
+            d.self_check = args[0] == "on"
+            return ""
+        return (f"self-check {'on' if d.self_check else 'off'}: {d.self_check_runs} runs "
+                f"checked, {d.self_check_differences} differed\n")
+
     def _cmd_log_timeout(self, args: list[str]) -> str:
         value = str_to_uint(args[0])
         if value is None:
             raise CommandError("unsigned integer required")
         self.compute_log_timeout_ms = value
-        self.graph.set_log_timeout(value)
+        self.driver.set_log_timeout(value)
         return ""
 
     def _features(self) -> str:
         """`debug/chassis-features-list`: what the last build found every chassis
         supports (all of it before the first)."""
-        engine = self.graph.engine
+        engine = self.driver.engine
         node = engine.node("northd") if engine is not None else None
         features = node.data.extra.config.features if node is not None and \
             node.has_data else None

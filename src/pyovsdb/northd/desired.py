@@ -129,3 +129,11 @@ def patch_singleton(db: DesiredDb, table: str, **values: Any) -> None:
     new = DesiredTable(old.name, old.columns, old.owned, dict(old.rows), old.fill)
     new.rows[key] = {**old.rows[key], **{k: v for k, v in values.items() if k in old.columns}}
     db.tables[table] = new
+
+
+def single(value: Any) -> Any:
+    """An optional value as the IDL reads it (None or the value) from a desired one
+    (a list of at most one, or the value)."""
+    if isinstance(value, list | tuple):
+        return value[0] if value else None
+    return value

@@ -96,7 +96,7 @@ def _ha_chassis_key(row: IdlRow, tables: Tables) -> Hashable | None:
 
 
 def _band_key(row: IdlRow, tables: Tables) -> Hashable | None:
-    """A meter band by its meter's name and its content (`nodes.meters`)."""
+    """A meter band by its meter's name and its content (`build.meters`)."""
     meters = tables.get("Meter")
     if meters is None:
         return None

@@ -12,20 +12,27 @@ Rules kept here:
 - `transaction()` hands out a real `idl.Transaction` over the replica (write-changed-only
   on every column, as northd's SB IDL is configured), and `commit(txn)` executes the
   operations it would send: `sync.apply` is tested on the same object the daemon uses.
+- `LocalNorthd` is the daemon's loop in miniature over two `LocalDb`s, on the daemon's
+  own `driver.Driver`: changes fed in, one run, its operations committed, the commits'
+  changesets fed back as the IDLs would deliver them; the clock advances by a fixed
+  step per run. The driver's self-check is on: a run whose operations differ from a
+  recompute's raises `SelfCheckFailed`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from ..idl.replica import Replica, ReplicaTable
 from ..idl.row import IdlRow
 from ..idl.txn import Transaction
-from ..ovsdb.changeset import Changeset
+from ..ovsdb.changeset import Changeset, merge
 from ..ovsdb.database import Database
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
+from .driver import Driver, RunOutput
 
 
 class TransactError(Exception):
@@ -223,9 +230,9 @@ def run_core(nb: LocalDb, sb: LocalDb, *, max_runs: int = 3) -> list[int]:
     northd's loop would, until a run changes nothing (23.03 needs a second run where
     its own SB writes feed back); the number of SB operations of each run."""
     from . import sync
-    from .core import build_core
+    from .build.core import build_core
+    from .build.inputs import BuildInput
     from .desired import DesiredDb
-    from .inputs import BuildInput
 
     counts = []
     for _ in range(max_runs):
@@ -249,10 +256,10 @@ def build_flows(nb: LocalDb, sb: LocalDb) -> Any:
     """The logical flows (`lflows.LflowTable`) of one northd run over `nb` and `sb`,
     after `run_core` committed the core tables (so datapaths and ports have their
     tunnel keys); `table.on(dp_key)` gives one datapath's flows."""
-    from .core import build_core
+    from .build.core import build_core
+    from .build.extra import build_extra
+    from .build.inputs import BuildInput
     from .desired import DesiredDb
-    from .extra import build_extra
-    from .inputs import BuildInput
     from .lflows import LflowContext, build_lflows
 
     run_core(nb, sb)
@@ -332,3 +339,86 @@ def multicast_groups(sb: LocalDb) -> dict[str, list[Any]]:
     """Multicast_Group rows as "DATAPATH NAME": [tunnel_key, sorted port names]."""
     return {f"{_by_name(r.datapath)} {r.name}": [r.tunnel_key, _by_name(r.ports)]
             for r in sb.tables["Multicast_Group"].rows.values()}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One `LocalNorthd` run: its output, the operations committed, and whether the
+    loop has more to do (something committed, a cfg to report, a commit lost)."""
+
+    out: RunOutput
+    sb_ops: list[dict[str, Any]]
+    nb_ops: list[dict[str, Any]]
+    again: bool
+
+
+class SelfCheckFailed(AssertionError):
+    """An incremental run wrote other than a recompute from scratch would."""
+
+
+class LocalNorthd:
+    """northd over two in-memory databases, driven as the daemon drives it."""
+
+    def __init__(self, nb: LocalDb, sb: LocalDb, driver: Driver | None = None, *,
+                 now_ms: int = 1_000_000, step_ms: int = 1000,
+                 self_check: bool = True) -> None:
+        self.nb, self.sb = nb, sb
+        self.driver = driver if driver is not None else Driver(clock=lambda: 0.0)
+        self.driver.self_check = self_check
+        self.now_ms = now_ms
+        self.step_ms = step_ms
+        self.nb_pending: list[Changeset[IdlRow]] = []
+        self.sb_pending: list[Changeset[IdlRow]] = []
+        self.runs = 0
+
+    def nb_changed(self, cs: Changeset[IdlRow]) -> None:
+        self.nb_pending.append(cs)
+
+    def sb_changed(self, cs: Changeset[IdlRow]) -> None:
+        self.sb_pending.append(cs)
+
+    @property
+    def pending(self) -> bool:
+        return any(self.nb_pending) or any(self.sb_pending)
+
+    def run_once(self, *, recompute: bool = False, lose_sb_commit: bool = False) -> Step:
+        """One run and its commits. `lose_sb_commit`: the SB transaction fails (if
+        there is one), as the daemon sees a commit that did not happen."""
+        self.now_ms += self.step_ms
+        self.runs += 1
+        nb_cs, sb_cs = merge(self.nb_pending), merge(self.sb_pending)
+        self.nb_pending, self.sb_pending = [], []
+        out = self.driver.run(self.nb.tables, self.sb.tables, nb_cs, sb_cs,
+                              recompute=recompute, now_ms=self.now_ms)
+        if self.driver.last_differences:
+            raise SelfCheckFailed("\n".join(["self-check: the run differs from a recompute",
+                                              *self.driver.last_differences]))
+        sb_txn, nb_txn = self.sb.transaction(), self.nb.transaction()
+        self.driver.write(out, sb_txn, nb_txn)
+        lost = lose_sb_commit and bool(out.sb_ops)
+        sb_ops: list[dict[str, Any]] = []
+        if not lost:
+            sb_cs, sb_ops = self.sb.commit(sb_txn)
+            self.sb_changed(sb_cs)
+        nb_cs, nb_ops = self.nb.commit(nb_txn)
+        self.nb_changed(nb_cs)
+        poked = self.driver.committed(out, sb_ok=not lost, nb_ok=True)
+        return Step(out, sb_ops, nb_ops, bool(sb_ops or nb_ops or poked or lost))
+
+    def fresh(self) -> tuple[Driver, RunOutput]:
+        """A driver built from scratch on the same replicas (and the same committed
+        cfg), and what it would write now: nothing, once the loop settled correctly."""
+        fresh = Driver(clock=lambda: 0.0)
+        fresh.cur_cfg = self.driver.cur_cfg
+        return fresh, fresh.run(self.nb.tables, self.sb.tables, Changeset(), Changeset(),
+                                recompute=True, now_ms=self.now_ms)
+
+    def stat(self, node: str, stat: str = "recompute") -> int:
+        return int(self.driver.show_stats(node, stat))
+
+    def settle(self, limit: int = 8) -> int:
+        """Run until a run has nothing more to do; the number of runs made."""
+        for i in range(1, limit + 1):
+            if not self.run_once().again and not self.pending:
+                return i
+        raise AssertionError(f"northd did not settle in {limit} runs")

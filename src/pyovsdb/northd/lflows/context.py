@@ -24,10 +24,10 @@ from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, DatapathsData, smap_int
-from ..nodes.global_cfg import ChassisFeatures, GlobalConfig
-from ..nodes.lb import LbData, LoadBalancer
-from ..nodes.ports import Port, PortsData, existing_port_bindings
+from ..build.datapaths import Datapath, DatapathsData, smap_int
+from ..build.global_cfg import ChassisFeatures, GlobalConfig
+from ..build.lb import LbData, LoadBalancer
+from ..build.ports import Port, PortsData, existing_port_bindings
 
 
 def ref_rows(value: object) -> list[IdlRow]:

@@ -32,8 +32,8 @@ Rules kept here (23.03's `build_adm_ctrl_flows_for_lrouter(_port)`,
 from __future__ import annotations
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool, smap_int
-from ..nodes.ports import Port
+from ..build.datapaths import Datapath, smap_bool, smap_int
+from ..build.ports import Port
 from . import lr_neighbor
 from .context import CoppProto, LflowContext
 from .stages import Stage

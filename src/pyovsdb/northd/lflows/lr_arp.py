@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports_addresses import format_ipv6, format_mac, ipv6_parse_cidr
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports_addresses import format_ipv6, format_mac, ipv6_parse_cidr
 from . import lr_arp_resolve, lr_nd_ra
 from .context import CoppProto, LflowContext, ref_rows
 from .lr_nat_rules import nat_rules

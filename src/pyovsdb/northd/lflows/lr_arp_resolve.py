@@ -43,9 +43,9 @@ import ipaddress
 
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import (
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port
+from ..build.ports_addresses import (
     ALL4,
     Addresses,
     find_lrp_member_ip,

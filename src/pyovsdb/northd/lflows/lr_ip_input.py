@@ -30,9 +30,9 @@ Rules kept here (23.03's `build_misc_local_traffic_drop_flows_for_lrouter`,
 
 from __future__ import annotations
 
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import Ipv4Net
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port
+from ..build.ports_addresses import Ipv4Net
 from . import lr_ip_input_nat as nat
 from . import lr_ip_input_v6 as v6
 from .context import CoppProto, LflowContext

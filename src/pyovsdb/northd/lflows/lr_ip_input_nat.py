@@ -26,10 +26,10 @@ Rules kept here:
 from __future__ import annotations
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_int
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import parse_mac
-from ..nodes.ports_router import is_nat_gateway_port
+from ..build.datapaths import Datapath, smap_int
+from ..build.ports import Port
+from ..build.ports_addresses import parse_mac
+from ..build.ports_router import is_nat_gateway_port
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT, nd_flow, sn_addr
 from .lr_nat_rules import nat_rules

@@ -24,9 +24,9 @@ from __future__ import annotations
 import ipaddress
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import Ipv6Net, format_ipv6
+from ..build.datapaths import Datapath
+from ..build.ports import Port
+from ..build.ports_addresses import Ipv6Net, format_ipv6
 from .context import CoppProto, LflowContext
 from .router_facts import router_facts
 from .stages import Stage

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.lb import LoadBalancer
+from ..build.datapaths import Datapath, smap_bool
+from ..build.lb import LoadBalancer
 from .context import CoppProto, LflowContext
 from .lr_lb_affinity import build_affinity_flows, lb_affinity_timeout
 from .ls_lb import (

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..nodes.datapaths import Datapath, smap_uint
-from ..nodes.lb import LoadBalancer
+from ..build.datapaths import Datapath, smap_uint
+from ..build.lb import LoadBalancer
 from .ls_lb import AFFINITY_MAX, SwitchVip, affinity_rules
 from .stages import Stage
 from .table import LflowTable

@@ -34,8 +34,8 @@ Rules kept here:
 
 from __future__ import annotations
 
-from ..nodes.datapaths import Datapath
-from ..nodes.ports import Port
+from ..build.datapaths import Datapath
+from ..build.ports import Port
 from . import lr_nat_rules
 from .context import LflowContext, ref_rows
 from .lr_admission import add_gateway_mtu_flow

@@ -34,9 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import (
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port
+from ..build.ports_addresses import (
     ALL4,
     ALL6,
     find_lrp_member_ip,

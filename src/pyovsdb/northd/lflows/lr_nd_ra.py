@@ -25,9 +25,9 @@ Rules kept here:
 from __future__ import annotations
 
 from ...util.cnum import atoi
-from ..nodes.datapaths import Datapath
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import format_ipv6, lla
+from ..build.datapaths import Datapath
+from ..build.ports import Port
+from ..build.ports_addresses import format_ipv6, lla
 from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable

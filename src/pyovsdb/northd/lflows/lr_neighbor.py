@@ -20,8 +20,8 @@ Rules kept here (23.03's `build_neigh_learning_flows_for_lrouter` and `_lrouter_
 
 from __future__ import annotations
 
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port
 from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable

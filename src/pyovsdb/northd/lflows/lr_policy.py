@@ -22,7 +22,7 @@ Rules kept here:
 from __future__ import annotations
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_uint
+from ..build.datapaths import Datapath, smap_uint
 from .context import LflowContext, ref_rows
 from .lr_routes import port_lookup
 from .stages import Stage

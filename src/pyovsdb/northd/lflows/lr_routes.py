@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port, PortsData
+from ..build.ports_addresses import Addresses, find_lrp_member_ip, format_ipv6, ip46_parse_cidr
 from ..diagnostics import (
     ROUTE_BAD_NEXTHOP,
     ROUTE_BAD_OUT_PORT,
@@ -40,9 +43,6 @@ from ..diagnostics import (
     ROUTE_NO_PATH,
     report,
 )
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port, PortsData
-from ..nodes.ports_addresses import Addresses, find_lrp_member_ip, format_ipv6, ip46_parse_cidr
 from .context import LflowContext, ref_rows
 
 ROUTE_ORIGIN_CONNECTED = "connected"

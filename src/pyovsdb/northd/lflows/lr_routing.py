@@ -40,10 +40,10 @@ from __future__ import annotations
 import ipaddress
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.mcast_groups import Groups, build_igmp_groups
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import format_ipv6
+from ..build.datapaths import Datapath, smap_bool
+from ..build.mcast_groups import Groups, build_igmp_groups
+from ..build.ports import Port
+from ..build.ports_addresses import format_ipv6
 from .context import LflowContext
 from .lr_arp_resolve import routable_addresses
 from .lr_policy import ECMP_GROUP, ECMP_MEMBER, build_policies

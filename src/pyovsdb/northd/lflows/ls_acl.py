@@ -23,8 +23,8 @@ Rules kept here:
 from __future__ import annotations
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports_addresses import lla, parse_mac
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports_addresses import lla, parse_mac
 from .context import CoppProto, LflowContext, ref_rows
 from .ls_acl_rules import (
     CT_COMMIT,

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.meters import fair_meter_name
+from ..build.datapaths import Datapath, smap_bool
+from ..build.meters import fair_meter_name
 from .stages import Stage
 from .table import LflowTable
 

@@ -28,7 +28,7 @@ Rules kept here (23.03's `build_lswitch_arp_nd_responder_*`):
 - Ports are visited in the order 23.03 walks its port hash table: a flow several ports
   ask for in one run (one address on two switches) is one flow, and the first port
   met gives it its stage hint.
-- A port's "up" is the value northd writes to NB from its binding (`nodes.lsp_up`), so
+- A port's "up" is the value northd writes to NB from its binding (`build.lsp_up`), so
   the flows do not wait for northd's own NB write to come back.
 """
 
@@ -37,10 +37,10 @@ from __future__ import annotations
 import ipaddress
 
 from ...ovsdb.hashorder import hash_string, hmap_order
-from ..nodes.datapaths import smap_bool
-from ..nodes.lsp_up import port_up
-from ..nodes.ports import Port, datapath_keys
-from ..nodes.ports_addresses import ip_addresses
+from ..build.datapaths import smap_bool
+from ..build.lsp_up import port_up
+from ..build.ports import Port, datapath_keys
+from ..build.ports_addresses import ip_addresses
 from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable

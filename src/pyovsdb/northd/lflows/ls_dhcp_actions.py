@@ -21,7 +21,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..nodes.ports_addresses import ip_parse_masked, ipv6_parse_masked, lla, parse_mac
+from ..build.ports_addresses import ip_parse_masked, ipv6_parse_masked, lla, parse_mac
 
 # What `REGBIT_DHCP_OPTS_RESULT` names: the result of put_dhcp(v6)_opts.
 DHCP_RESULT = "reg0[3]"

@@ -24,9 +24,9 @@ Rules kept here (23.03's `build_lswitch_dhcp_options_and_response`,
 from __future__ import annotations
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import Addresses
+from ..build.datapaths import Datapath
+from ..build.ports import Port
+from ..build.ports_addresses import Addresses
 from .context import CoppProto, LflowContext
 from .ls_dhcp_actions import DHCP_RESULT, dhcpv4_actions, dhcpv6_actions
 from .stages import Stage

@@ -27,10 +27,10 @@ Rules kept here (23.03's `build_lswitch_destination_lookup_bmcast`,
 from __future__ import annotations
 
 from ...idl.row import IdlRow
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port
+from ..build.ports_addresses import format_mac, is_dynamic, parse_mac
 from ..diagnostics import ADDRESSES_COLUMN, report
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import format_mac, is_dynamic, parse_mac
 from . import ls_mcast, ls_rport_arp
 from .context import CoppProto, LflowContext, ref_rows
 from .stages import Stage

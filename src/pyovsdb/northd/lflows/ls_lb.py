@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath, smap_bool, smap_uint
-from ..nodes.lb import LoadBalancer, parse_address, parse_endpoint
-from ..nodes.service_monitor import lsp_enabled
+from ..build.datapaths import Datapath, smap_bool, smap_uint
+from ..build.lb import LoadBalancer, parse_address, parse_endpoint
+from ..build.service_monitor import lsp_enabled
 from .context import CoppProto, LflowContext
 from .ls_stateful import (
     REGBIT_CONNTRACK_COMMIT,

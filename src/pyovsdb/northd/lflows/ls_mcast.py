@@ -8,7 +8,7 @@ Rules kept here:
   (`flood_static`) when an enabled port of it has `options:mcast_flood=true`. Both
   hold whether or not snooping is on.
 - The groups are the ones the Multicast_Group builder makes from SB `IGMP_Group`
-  (`nodes.mcast_groups.build_igmp_groups`): only a switch's own groups get flows (a
+  (`build.mcast_groups.build_igmp_groups`): only a switch's own groups get flows (a
   relaying router's copies get none), and not the "mrouters" entries. Snooping need
   not be on for a learnt group to get its flow.
 - Skipped: IPv4 groups in 224.0.0.0/24, the IPv6 all-hosts, all-routers and
@@ -23,9 +23,9 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from ..nodes.datapaths import Datapath, smap_bool, smap_ullong
-from ..nodes.ip_mcast import DEFAULT_MAX_ENTRIES
-from ..nodes.mcast_groups import MC_MROUTER_FLOOD, Groups, build_igmp_groups
+from ..build.datapaths import Datapath, smap_bool, smap_ullong
+from ..build.ip_mcast import DEFAULT_MAX_ENTRIES
+from ..build.mcast_groups import MC_MROUTER_FLOOD, Groups, build_igmp_groups
 from .context import LflowContext
 from .stages import Stage
 from .table import LflowTable

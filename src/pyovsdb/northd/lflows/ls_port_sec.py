@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import Addresses, Ipv6Net, lsp_addresses
-from ..nodes.ports_switch import SwitchPortState
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port
+from ..build.ports_addresses import Addresses, Ipv6Net, lsp_addresses
+from ..build.ports_switch import SwitchPortState
 from .context import LflowContext
 from .stages import Stage
 from .table import LflowTable

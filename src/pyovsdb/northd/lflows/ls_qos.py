@@ -13,7 +13,7 @@ Rules kept here:
 from __future__ import annotations
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath
+from ..build.datapaths import Datapath
 from .stages import Stage
 from .table import LflowTable
 

@@ -23,8 +23,8 @@ import ipaddress
 
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import shash_order
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import Addresses, lsp_addresses
+from ..build.ports import Port
+from ..build.ports_addresses import Addresses, lsp_addresses
 from .context import LflowContext
 from .stages import Stage
 from .table import LflowTable

@@ -20,8 +20,8 @@ Rules kept here:
 
 from __future__ import annotations
 
-from ..nodes.datapaths import Datapath, smap_bool
-from ..nodes.ports import Port
+from ..build.datapaths import Datapath, smap_bool
+from ..build.ports import Port
 from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable

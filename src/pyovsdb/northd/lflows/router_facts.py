@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...idl.row import IdlRow
-from ..nodes.datapaths import Datapath
-from ..nodes.lb import LoadBalancer
-from ..nodes.ports import Port
-from ..nodes.ports_addresses import Addresses, ip_address, ip_addresses
+from ..build.datapaths import Datapath
+from ..build.lb import LoadBalancer
+from ..build.ports import Port
+from ..build.ports_addresses import Addresses, ip_address, ip_addresses
 from .context import LflowContext, ref_rows
 
 

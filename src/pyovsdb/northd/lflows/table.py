@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ...idl.row import IdlRow
+from ..build.datapaths import Datapath, DatapathKind
+from ..build.dp_groups import dp_group_ref
 from ..desired import DesiredDb, DesiredTable, Ref
-from ..nodes.datapaths import Datapath, DatapathKind
-from ..nodes.dp_groups import dp_group_ref
 from .stages import Stage
 
 LOGICAL_FLOW_COLUMNS = ("logical_datapath", "logical_dp_group", "pipeline", "table_id",

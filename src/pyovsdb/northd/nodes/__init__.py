@@ -1,5 +1,5 @@
-"""northd's builders, one area of the Southbound database per module.
+"""northd's engine nodes, one per module (OVN's `en-*.c`); `graph.py` wires them.
 
-Every builder is a pure function of a `BuildInput` (and the data of the builders before
-it) that returns plain data and fills `desired` tables; none writes to a database.
+Every node reads only the inputs it declares (tables through `tables.declared`), and
+does its incremental work in change handlers.
 """

@@ -11,7 +11,7 @@ Rules kept here:
   monitor MAC feeds service monitors and address sets), load balancers before service
   monitors and address sets (router VIP sets).
 - MAC_Binding aging deletes rows northd does not own: it is a separate pure function
-  (`nodes.mac_binding_aging.mac_binding_aging`) the daemon runs on its own timer.
+  (`build.mac_binding_aging.mac_binding_aging`) the daemon runs on its own timer.
 """
 
 from __future__ import annotations
@@ -19,20 +19,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .desired import DesiredDb
+from ..desired import DesiredDb
+from .address_sets import build_address_sets
+from .datapaths import DatapathsData
+from .dhcp import build_dhcp
+from .dns import build_dns
+from .global_cfg import CfgHandshake, GlobalConfig, Rand48, build_globals, global_config
 from .inputs import BuildInput
-from .nodes.address_sets import build_address_sets
-from .nodes.datapaths import DatapathsData
-from .nodes.dhcp import build_dhcp
-from .nodes.dns import build_dns
-from .nodes.global_cfg import CfgHandshake, GlobalConfig, Rand48, build_globals, global_config
-from .nodes.ip_mcast import build_ip_mcast
-from .nodes.lb import LbData, build_lb_data, build_sb_load_balancers
-from .nodes.lb_templates import build_template_vars
-from .nodes.meters import build_meters
-from .nodes.port_groups import build_port_groups
-from .nodes.rbac import build_rbac
-from .nodes.service_monitor import build_service_monitors
+from .ip_mcast import build_ip_mcast
+from .lb import LbData, build_lb_data, build_sb_load_balancers
+from .lb_templates import build_template_vars
+from .meters import build_meters
+from .port_groups import build_port_groups
+from .rbac import build_rbac
+from .service_monitor import build_service_monitors
 
 
 class CoreLike(Protocol):

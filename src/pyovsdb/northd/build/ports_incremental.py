@@ -32,8 +32,8 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
-from ..alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
 from ..desired import DesiredDb, DesiredTable, Ref
+from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
 from .datapaths import DatapathsData, smap_int
 from .ipam import switch_ipam
 from .mcast_groups import (

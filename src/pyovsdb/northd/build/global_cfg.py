@@ -31,9 +31,10 @@ from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ..alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
 from ..desired import DesiredDb
+from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
 from .datapaths import is_vxlan_mode, smap_bool
+from .inputs import singleton
 
 # ovn_get_internal_version(): "<package>-<SB schema version>-<N_OVNACTS>.<minor>", as the
 # installed 23.03.1 northd writes it (ovn-controller compares it with its own).
@@ -55,12 +56,6 @@ def uuid_rand48(seed: str) -> Rand48:
         return int.from_bytes(digest[:6], "big")
     return rand
 
-
-def _first(table: ReplicaTable | None) -> IdlRow | None:
-    """The table's row (23.03 takes `_first`; of duplicates, the lowest UUID here)."""
-    if table is None or not table.rows:
-        return None
-    return min(table.rows.values(), key=lambda r: r.uuid)
 
 
 def _random_mac(bits: int) -> tuple[int, ...]:
@@ -163,7 +158,7 @@ class GlobalConfig:
 
 def global_config(inp_nb: Mapping[str, ReplicaTable], inp_sb: Mapping[str, ReplicaTable],
                   rand: Rand48 | None = None) -> GlobalConfig:
-    nb = _first(inp_nb.get("NB_Global"))
+    nb = singleton(inp_nb.get("NB_Global"))
     options: dict[str, str] = dict(nb.options) if nb is not None else {}
     if rand is None:
         rand = uuid_rand48(nb.uuid if nb is not None else "")
@@ -248,8 +243,8 @@ def build_globals(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str,
                   now_ms: int) -> CfgHandshake:
     """The desired NB_Global (by UUID) and SB_Global (key `()`) rows; the handshake they
     carry."""
-    nb_row = _first(nb_tables.get("NB_Global"))
-    sb_row = _first(sb_tables.get("SB_Global"))
+    nb_row = singleton(nb_tables.get("NB_Global"))
+    sb_row = singleton(sb_tables.get("SB_Global"))
     cp_table = sb_tables.get("Chassis_Private")
     hs = cfg_handshake(nb_row, sb_row, [] if cp_table is None else cp_table.rows.values(),
                        committed_sb_cfg=committed_sb_cfg, now_ms=now_ms)

@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
-from ..alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
 from ..diagnostics import DUPLICATE_LRP, DUPLICATE_LSP, LRP_BAD_MAC, LSP_NO_MAC, PS_NO_MAC, report
-from ..inputs import BuildInput
+from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
 from .datapaths import Datapath, DatapathsData, smap_int
+from .inputs import BuildInput
 from .ports_addresses import Addresses, extract_lsp_addresses, is_dynamic, lrp_networks
 
 

@@ -1,4 +1,4 @@
-"""Allocation state of one northd run: tunnel keys (and, in `nodes/ipam.py`, addresses).
+"""Allocation state of one northd run: tunnel keys (and, in `ipam.py`, addresses).
 
 Rules kept here:
 - State is an object a builder creates and passes along, never a module global, so two

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...util.cnum import str_to_int, str_to_uint, str_to_ullong
-from ..alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN, TunnelKeys
 from ..desired import DesiredDb, DesiredTable
-from ..inputs import BuildInput
+from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN, TunnelKeys
+from .inputs import BuildInput
 
 DATAPATH_COLUMNS = ("tunnel_key", "external_ids", "load_balancers")
 

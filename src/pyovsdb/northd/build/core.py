@@ -19,20 +19,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..idl.row import IdlRow
-from .desired import DesiredDb, DesiredTable, Ref
+from ...idl.row import IdlRow
+from ..desired import DesiredDb, DesiredTable, Ref
+from .datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
+from .ha_chassis import build_ha_chassis_groups, build_ref_chassis
 from .inputs import BuildInput
-from .nodes.datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
-from .nodes.ha_chassis import build_ha_chassis_groups, build_ref_chassis
-from .nodes.ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
-from .nodes.lsp_up import lsp_up
-from .nodes.mcast_groups import build_mcast_groups
-from .nodes.ports import PortsData, build_ports, existing_port_bindings
-from .nodes.ports_bfd import build_bfd
-from .nodes.ports_mirrors import build_mirrors, mirror_rules
-from .nodes.ports_router import router_port_binding
-from .nodes.ports_static_mac import build_static_mac_bindings
-from .nodes.ports_switch import SwitchPortState, switch_port_binding
+from .ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
+from .lsp_up import lsp_up
+from .mcast_groups import build_mcast_groups
+from .ports import PortsData, build_ports, existing_port_bindings
+from .ports_bfd import build_bfd
+from .ports_mirrors import build_mirrors, mirror_rules
+from .ports_router import router_port_binding
+from .ports_static_mac import build_static_mac_bindings
+from .ports_switch import SwitchPortState, switch_port_binding
 
 PORT_BINDING_COLUMNS = (
     "logical_port", "type", "options", "datapath", "tunnel_key", "parent_port", "tag",

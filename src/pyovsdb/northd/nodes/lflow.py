@@ -14,27 +14,32 @@ Rules kept here:
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
   the flows' groups added, in a copy: the table `northd` built is not changed.
-- Pure: the NB and SB tables come from the run context.
+- It reads `northd`, `sync_from_sb`, every NB table and the SB tables `northd` reads,
+  whose changes `northd` always carries (their handler is `noop`: a change the flows
+  could see either recomputes `northd` or comes as its delta), and SB tables only
+  flows read (`LFLOW_SB_INPUTS`, no handler).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..engine import Change, Handled, Input, Node
-from .desired import DesiredDb, DesiredTable
-from .diagnostics import muted
-from .lflows import LflowContext, LflowTable, build_lflows, rebuild
-from .lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
-from .nodes.datapaths import smap_bool
-from .nodes.dp_groups import TABLE as DP_GROUP_TABLE
-from .nodes.dp_groups import dp_group_ref
-from .nodes.ports_incremental import PortsDelta
-
-if TYPE_CHECKING:
-    from .graph import NorthdData, RunContext
+from ...engine import Change, Group, Handled, Input, Node, noop
+from ...idl.replica import ReplicaTable
+from ..build.datapaths import smap_bool
+from ..build.dp_groups import TABLE as DP_GROUP_TABLE
+from ..build.dp_groups import dp_group_ref
+from ..build.inputs import singleton
+from ..build.ports_incremental import PortsDelta
+from ..desired import DesiredDb, DesiredTable
+from ..diagnostics import muted
+from ..lflows import LflowContext, LflowTable, build_lflows, rebuild
+from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
+from .northd import NORTHD_SB_INPUTS, NorthdData, NorthdNode
+from .sync_from_sb import SbFeedback, SyncFromSbNode
+from .tables import TableLeaf, declared, table_inputs
 
 LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
 # SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
@@ -56,8 +61,9 @@ class LflowDelta:
     rows: set[Hashable] = field(default_factory=set)
 
 
-def lflow_context(ctx: RunContext, northd: NorthdData) -> LflowContext:
-    return LflowContext(nb=ctx.nb, sb=ctx.sb, datapaths=northd.core.datapaths,
+def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+                  northd: NorthdData) -> LflowContext:
+    return LflowContext(nb=nb, sb=sb, datapaths=northd.core.datapaths,
                         ports=northd.core.ports, lbs=northd.extra.lbs,
                         config=northd.extra.config)
 
@@ -92,21 +98,26 @@ def _port_dps(northd: NorthdData) -> dict[str, str]:
     return {name: port.dp.key for name, port in northd.core.ports.ports.items()}
 
 
-def build_lflow_data(ctx: RunContext, northd: NorthdData) -> LflowData:
-    flows = build_lflows(lflow_context(ctx, northd))
+def build_lflow_data(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+                     northd: NorthdData) -> LflowData:
+    flows = build_lflows(lflow_context(nb, sb, northd))
     return LflowData(flows, _desired(northd, flows, None, set()), _port_dps(northd))
 
 
 class LflowNode(Node[LflowData, LflowDelta]):
-    def __init__(self, ctx: RunContext, northd: Node[Any, Any],
-                 sb: Mapping[str, Node[Any, Any]], feedback: Node[Any, Any]) -> None:
-        self.ctx = ctx
-        inputs: dict[str, Input[Any, Any]] = {"northd": Input(northd, self.on_northd),
-                                              "sync_from_sb": Input(feedback, self.on_up)}
-        for table in LFLOW_SB_INPUTS:
-            if table in sb:
-                inputs[sb[table].name] = Input(sb[table])
-        super().__init__("lflow", **inputs)
+    def __init__(self, northd: NorthdNode, feedback: SyncFromSbNode,
+                 nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
+        self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
+        covered = dict.fromkeys(NORTHD_SB_INPUTS, noop)  # (`northd` carries them)
+        super().__init__(
+            "lflow", northd=Input(northd, self.on_northd),
+            sync_from_sb=Input(feedback, self.on_up),
+            nb=Group(table_inputs(nb, sorted(nb), dict.fromkeys(nb, noop))),
+            sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS + LFLOW_SB_INPUTS), covered)))
+
+    def _tables(self) -> tuple[Mapping[str, ReplicaTable], Mapping[str, ReplicaTable]]:
+        return (declared(self.group_data("nb"), self.nb_schema, self.name),
+                declared(self.group_data("sb"), self.sb_schema, self.name))
 
     def new_delta(self) -> LflowDelta:
         return LflowDelta()
@@ -114,8 +125,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
     def merge_deltas(self, earlier: LflowDelta, later: LflowDelta) -> LflowDelta | None:
         return None  # a recompute changed everything
 
-    def run(self, **inputs: Any) -> LflowData:
-        return build_lflow_data(self.ctx, inputs["northd"])
+    def run(self, *, northd: NorthdData, sync_from_sb: SbFeedback,
+            nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> LflowData:
+        return build_lflow_data(declared(nb, self.nb_schema, self.name),
+                                declared(sb, self.sb_schema, self.name), northd)
 
     # `northd` applied VIFs in place (its PortsDelta names their bindings): the flows of
     # their switches, and of the routers those switches are connected to (a router
@@ -142,7 +155,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         if not dps:
             return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
         with muted():  # the builders' warnings come from full builds only
-            changed = rebuild(old.flows, lflow_context(self.ctx, northd), frozenset(dps))
+            changed = rebuild(old.flows, lflow_context(*self._tables(), northd),
+                              frozenset(dps))
         if not changed:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows
@@ -154,8 +168,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
     # A port's `up` (what `sync_from_sb` decides) moves flows only where the ARP/ND
     # responder skips ports that are down: with NB_Global `ignore_lsp_down=false`.
     def on_up(self, change: Change[Any, Any]) -> Handled:
-        table = self.ctx.nb.get("NB_Global")
-        rows = sorted(table.rows.values(), key=lambda r: r.uuid) if table is not None else []
-        if rows and not smap_bool(rows[0].options, "ignore_lsp_down", True):
+        row = singleton(self._tables()[0].get("NB_Global"))
+        if row is not None and not smap_bool(row.options, "ignore_lsp_down", True):
             return Handled.UNHANDLED
         return Handled.HANDLED_UNCHANGED

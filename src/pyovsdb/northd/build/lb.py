@@ -24,6 +24,7 @@ northd.c):
 
 from __future__ import annotations
 
+from .inputs import singleton
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -260,9 +261,8 @@ def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData) -> LbData:
             for lb_key in lbs:
                 if lb_key in target:
                     target[lb_key].add(key)
-    nbg = nb.get("NB_Global")
-    nb_options = min(nbg.rows.values(), key=lambda r: r.uuid).options \
-        if nbg is not None and nbg.rows else {}
+    nbg = singleton(nb.get("NB_Global"))
+    nb_options = nbg.options if nbg is not None else {}
     if smap_bool(nb_options, "install_ls_lb_from_router"):
         peers = switch_router_peers(nb, dps)
         for lb_key, rs in routers.items():

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..idl.replica import ReplicaTable
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,3 +21,11 @@ class BuildInput:
 
     nb: Mapping[str, ReplicaTable]
     sb: Mapping[str, ReplicaTable]
+
+
+def singleton(table: ReplicaTable | None) -> IdlRow | None:
+    """The row of a one-row table (NB_Global, SB_Global): 23.03 takes the first the
+    IDL has; of duplicates, the lowest UUID here, so every reader takes the same one."""
+    if table is None or not table.rows:
+        return None
+    return min(table.rows.values(), key=lambda r: r.uuid)

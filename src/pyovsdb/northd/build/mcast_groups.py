@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ..alloc import IP_MCAST_KEY_MAX, IP_MCAST_KEY_MIN, TunnelKeys
 from ..desired import DesiredDb, DesiredTable, Ref
+from .alloc import IP_MCAST_KEY_MAX, IP_MCAST_KEY_MIN, TunnelKeys
 from .datapaths import DatapathsData, smap_bool
 from .ports import Port, PortsData
 

@@ -1,0 +1,305 @@
+"""The `northd` node (OVN's en-northd): every builder of the desired SB tables and
+NB write-backs except the logical flows, from the NB tables and the SB tables it reads.
+
+Rules kept here:
+- It reads the NB tables (every one: group `nb`), the SB tables builders read
+  (`NORTHD_SB_INPUTS`: group `sb`), the time (`now`, whose change is never reported:
+  the clock moving recomputes nothing) and the last committed SB nb_cfg
+  (`sync_cfg_committed`, handled by `noop`: `sync_cfg` covers it, its handshake
+  overrides what this node builds of it in `sync_to_sb`).
+- It recomputes on any NB change except two kinds, which cannot move its output:
+  NB_Global changes of the handshake columns alone (`sync_cfg` recomputes on them)
+  and LSP `up` written back; and on the SB tables builders read, with honest handlers
+  where a change cannot move its output: its own Datapath_Binding and Port_Binding
+  inserts coming back, bindings it deleted going, and chassis claims (`chassis`, `up`,
+  `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
+  SB_Global and Chassis_Private (read only by the handshake). With
+  `incremental_ports` an ordinary VIF added, deleted or updated is applied in place
+  (`build.ports_incremental`), its changed keys recorded as the node's `PortsDelta`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...engine import Group, Handled, Input, Leaf, Node, noop
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
+from ..build.core import CoreData, build_core
+from ..build.extra import ExtraData, build_extra
+from ..build.global_cfg import global_config
+from ..build.inputs import BuildInput
+from ..build.ports import existing_port_bindings
+from ..build.ports_incremental import PortsDelta, port_names, switch_ports_changed
+from ..desired import DesiredDb, Ref, single
+from .tables import TableChange, TableLeaf, Tables, declared, leaf_name, only, table_inputs
+
+# SB tables the builders read (the rest they only write, or never look at).
+NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
+                    "Port_Binding", "IGMP_Group", "Multicast_Group", "MAC_Binding",
+                    "Static_MAC_Binding", "FDB", "BFD")
+# NB_Global columns only the handshake reads.
+CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
+                         "hv_cfg", "hv_cfg_timestamp"))
+# NB Logical_Switch_Port columns northd writes back and no builder reads (`sync_from_sb`
+# decides them): a builder that starts reading one must take it out of here.
+LSP_WRITTEN_ONLY = frozenset(("up",))
+# SB Port_Binding columns the builders read whole; of `options` they read a few keys,
+# and `chassis` only to own the QoS queue of a port with a queue or QoS options.
+PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_port",
+                     "requested_additional_chassis"))
+PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
+QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
+DP_READ = frozenset(("external_ids", "tunnel_key"))
+
+
+@dataclass
+class NorthdData:
+    sb: DesiredDb
+    nb: DesiredDb
+    core: CoreData
+    extra: ExtraData
+
+
+class NorthdNode(Node[NorthdData, PortsDelta]):
+    """Every builder of parts N1 and N2 into desired SB and NB state."""
+
+    def __init__(self, nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf],
+                 now: Leaf[int, int], cfg: Leaf[int, int], *,
+                 incremental_ports: bool = True) -> None:
+        self.incremental_ports = incremental_ports
+        self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
+        nb_handlers = {"NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp}
+        if incremental_ports:
+            nb_handlers["Logical_Switch"] = self.on_nb_ls
+        self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
+        self._names: Counter[str] | None = None  # NB port names, since the last recompute
+        sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
+                       "Port_Binding": self.on_port_binding,
+                       "Datapath_Binding": self.on_datapath_binding,
+                       "Multicast_Group": self.on_multicast_group,
+                       "MAC_Binding": self.on_mac_binding, "FDB": self.on_fdb}
+        super().__init__(
+            "northd",
+            nb=Group(table_inputs(nb, sorted(nb), nb_handlers)),
+            sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS), sb_handlers)),
+            now=Input(now), sync_cfg_committed=Input(cfg, noop))
+
+    def nb_tables(self) -> Tables:
+        return declared(self.group_data("nb"), self.nb_schema, self.name)
+
+    def sb_tables(self) -> Tables:
+        return declared(self.group_data("sb"), self.sb_schema, self.name)
+
+    def new_delta(self) -> PortsDelta:
+        return PortsDelta()
+
+    def merge_deltas(self, earlier: PortsDelta, later: PortsDelta) -> PortsDelta | None:
+        return None  # a recompute changed everything
+
+    def run(self, *, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+            now: int, sync_cfg_committed: int) -> NorthdData:
+        self._names = None
+        inp = BuildInput(nb=declared(nb, self.nb_schema, self.name),
+                         sb=declared(sb, self.sb_schema, self.name))
+        sb_db, nb_db = DesiredDb(), DesiredDb()
+        # The MAC prefix IPAM uses where NB has none: the one the globals write back.
+        prefix = global_config(inp.nb, inp.sb).mac_prefix
+        core = build_core(inp, sb_db, nb_db, mac_prefix=prefix, from_sb=False)
+        extra = build_extra(inp, core, sb_db, nb_db, now_ms=now,
+                            committed_sb_cfg=sync_cfg_committed)
+        return NorthdData(sb_db, nb_db, core, extra)
+
+    # NB_Global: the handshake columns alone are `sync_cfg`'s (it recomputes on them).
+    def on_nb_global(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: rc.old is not None and rc.new is not None
+                     and set(changed_columns(rc)) <= CFG_COLUMNS)
+
+    # A switch's `ports` alone: the ports it gains and loses are inserted and deleted
+    # in the same changes, which `on_nb_lsp` handles (it reads this input's delta and
+    # gives up on anything else, a port moved between switches for one).
+    def on_nb_ls(self, change: TableChange) -> Handled:
+        lsp = self.inputs.get(leaf_name("NB", "Logical_Switch_Port"))
+        if lsp is None or not lsp.updated:
+            return Handled.UNHANDLED
+        return only(change, lambda rc: rc.old is not None and rc.new is not None
+                     and set(changed_columns(rc)) <= {"ports"})
+
+    # LSP.up written back by `sync_from_sb` (northd's own write coming back) moves
+    # nothing; ordinary VIFs added, deleted or updated are applied in place
+    # (`build.ports_incremental`), anything else recomputes.
+    def on_nb_lsp(self, change: TableChange) -> Handled:
+        delta = change.delta
+        if not self.incremental_ports:
+            return only(change, lambda rc: rc.old is not None and rc.new is not None
+                         and set(changed_columns(rc)) <= LSP_WRITTEN_ONLY)
+        if delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        nb = self.nb_tables()
+        names = self._names
+        if names is None:
+            names = self._names = port_names(nb)
+        else:
+            for rc in delta.values():
+                if rc.old is not None:
+                    names[rc.old.value("name")] -= 1
+                if rc.new is not None:
+                    names[rc.new.value("name")] += 1
+        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
+        ls_changes = ls.delta if ls is not None and ls.updated else None
+        data = self.data
+        core = data.core
+        result = switch_ports_changed(
+            nb, self.sb_tables(), core.datapaths, core.ports, names,
+            core.dynamic_addresses, data.sb, data.nb, delta, ls_changes or {},
+            ignored=LSP_WRITTEN_ONLY)
+        if result is None:
+            self._names = None  # (the recompute starts over)
+            return Handled.UNHANDLED
+        if not result.sb and not result.nb:
+            return Handled.HANDLED_UNCHANGED
+        self.track().merge(result)
+        return Handled.HANDLED_UPDATED
+
+    # SB_Global and Chassis_Private are read by the handshake only: `sync_cfg` takes
+    # their changes, and `sync_to_sb` re-plans SB_Global against them.
+    def on_cfg_only(self, change: TableChange) -> Handled:
+        return Handled.HANDLED_UNCHANGED
+
+    # Builders read SB Multicast_Group (the kept keys of IGMP groups) only while SB
+    # has IGMP groups, whose changes recompute.
+    def on_multicast_group(self, change: TableChange) -> Handled:
+        igmp = self.sb_tables().get("IGMP_Group")
+        return Handled.UNHANDLED if igmp is not None and igmp.rows \
+            else Handled.HANDLED_UNCHANGED
+
+    # Builders read SB MAC_Binding (to delete the bindings of gone ports) only while an
+    # existing Port_Binding goes; ovn-controller's learning otherwise moves nothing.
+    def on_mac_binding(self, change: TableChange) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        ports = self.data.core.ports
+        for name, pb in existing_port_bindings(self.sb_tables()).items():
+            if name in ports.retyped:
+                continue
+            port = ports.ports.get(name)
+            # A port whose binding is its own insert come back (sb None) keeps it.
+            if port is None or (port.sb is not None and port.sb.uuid != pb.uuid):
+                return Handled.UNHANDLED
+        return Handled.HANDLED_UNCHANGED
+
+    # FDB entries are read to delete those of no datapath or port: an entry learned
+    # for a live port, or one going, moves nothing.
+    def on_fdb(self, change: TableChange) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        core = self.data.core
+        keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in core.datapaths.all()}
+        for port in core.ports.ports.values():
+            keys[port.dp.tunnel_key].add(port.tunnel_key)
+        return only(change, lambda rc: rc.new is None
+                     or rc.new.port_key in keys.get(rc.new.dp_key, ()))
+
+    def on_port_binding(self, change: TableChange) -> Handled:
+        """A binding northd wants, as it wants it (its own insert coming back), one it
+        no longer wants going, or a change builders do not read (a claim: `chassis`,
+        `up`, `encap`)."""
+        if not self.has_data:
+            return Handled.UNHANDLED
+        desired = self.data.sb.tables.get("Port_Binding")
+        if desired is None:
+            return Handled.UNHANDLED
+        table = change.data
+        ports = getattr(self.data.core, "ports", None)
+
+        def qos(name: str) -> bool:
+            port = ports.ports.get(name) if ports is not None else None
+            lsp = getattr(port, "nb", None) if port is not None else None
+            options = getattr(lsp, "options", None) if lsp is not None else None
+            return isinstance(options, dict) and any(k in options for k in QOS_OPTIONS)
+
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            old, new = _rows(rc)
+            if old is not None and new is not None:
+                cols = set(changed_columns(rc))
+                if cols & PB_READ:
+                    return False
+                if "options" in cols and any(old.options.get(k) != new.options.get(k)
+                                             for k in PB_OPTIONS_READ):
+                    return False
+                return "chassis" not in cols or not (
+                    "qdisc_queue_id" in old.options or "qdisc_queue_id" in new.options
+                    or qos(new.logical_port))
+            if new is None:
+                assert old is not None
+                return old.logical_port not in desired.rows
+            want = desired.rows.get(new.logical_port)
+            if want is None or not _same_binding(want, new):
+                return False
+            return names()[new.logical_port] == 1
+
+        counted: list[Counter[str]] = []
+
+        def names() -> Counter[str]:
+            """Bindings per logical_port, counted once per call of the handler."""
+            if not counted:
+                counted.append(Counter(r.logical_port for r in table.rows.values()))
+            return counted[0]
+
+        return only(change, ok)
+
+    def on_datapath_binding(self, change: TableChange) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        desired = self.data.sb.tables.get("Datapath_Binding")
+        if desired is None:
+            return Handled.UNHANDLED
+
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            old, new = _rows(rc)
+            if old is not None and new is not None:
+                return not (set(changed_columns(rc)) & DP_READ)
+            row = new if new is not None else old
+            assert row is not None
+            key = _dp_key(row)
+            if new is None:
+                return key is None or key not in desired.rows
+            want = desired.rows.get(key) if key is not None else None
+            return want is not None and want.get("tunnel_key") == row.tunnel_key
+
+        return only(change, ok)
+
+
+def _rows(rc: RowChange[IdlRow]) -> tuple[IdlRow | None, IdlRow | None]:
+    return rc.old, rc.new
+
+
+
+def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:
+    """Whether an inserted Port_Binding carries what the builders read as desired."""
+    options = want.get("options") or {}
+    parent = single(want.get("parent_port")) or None
+    return (want.get("tunnel_key") == row.tunnel_key
+            and (want.get("type") or "") == row.type
+            and parent == row.parent_port
+            and not row.requested_additional_chassis
+            and all(options.get(k) == row.options.get(k) for k in PB_OPTIONS_READ)
+            and _refers(want.get("datapath"), row.datapath))
+
+
+def _dp_key(row: IdlRow) -> str | None:
+    ids = row.external_ids
+    key = ids.get("logical-switch") or ids.get("logical-router")
+    return str(key) if key else None
+
+
+def _refers(ref: Any, value: Any) -> bool:
+    """Whether the SB reference `value` is the Datapath_Binding desired as `ref`."""
+    if not isinstance(ref, Ref) or not isinstance(value, IdlRow):
+        return False
+    return _dp_key(value) == ref.key

@@ -1,0 +1,89 @@
+"""The `sync_from_sb` node (OVN 23.09's): NB `Logical_Switch_Port.up` and the HA chassis
+groups' `ref_chassis`, decided by ovn-controller's writes to SB.
+
+Rules kept here:
+- It reads `northd` (the ports and groups it built), SB `Port_Binding` and `Chassis`,
+  and `Datapath_Binding` (to match a binding to its port's datapath), whose handler is
+  `noop`: a datapath's own insert coming back changes no binding's match, and any
+  other change of it recomputes `northd`; no NB table (the ports' NB rows come with
+  `northd`'s data).
+- A claim or an `up` change updates the ports it names, without `northd`; while a
+  group has more than one chassis its `ref_chassis` follows every claim, so a binding
+  change recomputes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ...engine import Group, Handled, Input, Node, noop
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..build.core import sb_feedback
+from ..build.inputs import BuildInput
+from ..build.lsp_up import port_up, switch_ports
+from ..desired import DesiredDb, DesiredTable, single
+from .northd import NorthdData, NorthdNode
+from .tables import TableChange, TableLeaf, declared, table_inputs
+
+SYNC_FROM_SB_INPUTS = ("Chassis", "Datapath_Binding", "Port_Binding")
+
+
+@dataclass
+class SbFeedback:
+    """What ovn-controller's writes decide: NB `up` by LSP UUID, and the HA chassis
+    groups with their `ref_chassis` (None: no such table)."""
+
+    up: dict[str, bool]
+    ha_groups: DesiredTable | None
+    lsps: dict[str, IdlRow]  # switch ports by name, as of the last recompute
+
+
+class SyncFromSbNode(Node[SbFeedback, None]):
+    def __init__(self, northd: NorthdNode, nb: Mapping[str, TableLeaf],
+                 sb: Mapping[str, TableLeaf]) -> None:
+        self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
+        super().__init__(
+            "sync_from_sb", northd=Input(northd),
+            sb=Group(table_inputs(sb, SYNC_FROM_SB_INPUTS,
+                                  {"Port_Binding": self.on_port_binding,
+                                   "Datapath_Binding": noop})))
+
+    def run(self, *, northd: NorthdData, sb: Mapping[str, ReplicaTable]) -> SbFeedback:
+        groups = northd.sb.tables.get("HA_Chassis_Group")
+        sb_db = DesiredDb({} if groups is None else {groups.name: groups})
+        nb_db = DesiredDb()
+        inp = BuildInput(nb=declared({}, self.nb_schema, self.name),
+                         sb=declared(sb, self.sb_schema, self.name))
+        sb_feedback(inp, northd.core, sb_db, nb_db)
+        lsp = nb_db.tables.get("Logical_Switch_Port")
+        up = {} if lsp is None else {k: bool(single(v["up"])) for k, v in lsp.rows.items()
+                                     if isinstance(k, str)}
+        return SbFeedback(up, sb_db.tables.get("HA_Chassis_Group"),
+                          switch_ports(northd.core.ports))
+
+    def on_port_binding(self, change: TableChange) -> Handled:
+        if not self.has_data or change.delta is None:
+            return Handled.UNHANDLED
+        data = self.data
+        groups = data.ha_groups
+        if groups is not None and any(len(r.get("ha_chassis") or ()) > 1
+                                      for r in groups.rows.values()):
+            return Handled.UNHANDLED  # ref_chassis follows every claim: recompute it
+        changed = False
+        for rc in change.delta.values():
+            old, new = rc.old, rc.new
+            row = new if new is not None else old
+            assert row is not None
+            lsp = data.lsps.get(row.logical_port)
+            if lsp is None:
+                continue
+            if new is None:
+                changed |= data.up.pop(lsp.uuid, None) is not None
+                continue
+            up = port_up(lsp, new)
+            if data.up.get(lsp.uuid) != up:
+                data.up[lsp.uuid] = up
+                changed = True
+        return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED

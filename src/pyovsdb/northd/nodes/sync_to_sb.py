@@ -1,0 +1,215 @@
+"""The `sync_to_sb` node (OVN 24.03's name): the desired state against the replicas,
+as the operations of one SB and one NB transaction.
+
+Rules kept here:
+- It turns the desired state (`northd`'s and `lflow`'s, with `sync_from_sb`'s and
+  `sync_cfg`'s laid over it) into SB and NB operations against the replicas, plus the
+  writes to rows northd does not own: aged MAC bindings deleted (`mac_binding_aging`),
+  online service monitors of ports not up set offline.
+- It reads every SB table and the NB tables northd writes back (`NB_WRITTEN`).
+- `run()` plans every table. The change handlers plan only the tables that changed or
+  whose overlay changed (a claim plans Port_Binding, not every table), and of a table
+  whose replica alone changed, the rows that changed; `northd`'s and `lflow`'s deltas
+  add the keys they changed in place. `northd` recomputed (no delta) is not handled.
+- One plan per run, whatever the number of inputs that changed: the handlers agree on
+  the run's scope from all the inputs' states at once, and the handler of the last
+  updated input (the engine calls them in input order) plans it; the others only say
+  the data will change. So the stats count a planned scope as a compute, a full plan
+  as a recompute.
+- Its ops are handed out only in a run that brought it up to date, so a run where
+  nothing changed commits nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...engine import Change, Group, Handled, Input, Node
+from ...idl.replica import ReplicaTable
+from ..build.global_cfg import CfgHandshake
+from ..build.inputs import singleton
+from ..build.mac_binding_aging import AgingResult
+from ..build.ports_incremental import PortsDelta
+from ..build.service_monitor import offline_monitors
+from ..desired import DesiredDb, DesiredTable, overlay, patch_singleton, set_column
+from ..sync import Delete, Op, Update, changed_keys, plan
+from .lflow import LFLOW_TABLES, LflowData, LflowDelta, LflowNode
+from .mac_binding_aging import MacBindingAgingNode
+from .northd import NorthdData, NorthdNode
+from .sync_cfg import SyncCfgNode
+from .sync_from_sb import SbFeedback, SyncFromSbNode
+from .tables import TableLeaf, declared, table_inputs
+
+# NB tables northd writes back to (columns the CMS leaves to northd).
+NB_WRITTEN = ("BFD", "Logical_Router_Port", "Logical_Switch_Port", "NB_Global")
+
+
+@dataclass
+class SyncOps:
+    sb_ops: list[Op]
+    nb_ops: list[Op]
+    nb_cfg: int | None
+
+
+class SyncToSbNode(Node[SyncOps, None]):
+    def __init__(self, northd: NorthdNode, feedback: SyncFromSbNode, cfg: SyncCfgNode,
+                 aging: MacBindingAgingNode, lflow: LflowNode,
+                 nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
+        self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
+        self.sb_leaves = {leaf.name: table for table, leaf in sb.items()}
+        self.nb_leaves = {nb[t].name: t for t in NB_WRITTEN if t in nb}
+        gather = self.on_input
+        super().__init__(
+            "sync_to_sb", northd=Input(northd, self.on_northd),
+            sync_from_sb=Input(feedback, gather), sync_cfg=Input(cfg, gather),
+            mac_binding_aging=Input(aging, gather), lflow=Input(lflow, gather),
+            nb=Group(table_inputs(nb, NB_WRITTEN, dict.fromkeys(NB_WRITTEN, gather))),
+            sb=Group(table_inputs(sb, sorted(sb), dict.fromkeys(sb, gather))))
+
+    # `northd` changed in place (its delta names the keys): planned with the rest of
+    # the run's scope; recomputed (no delta): everything is planned again.
+    def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
+        if change.delta is None:
+            return Handled.UNHANDLED
+        return self.on_input(change)
+
+    def on_input(self, change: Change[Any, Any]) -> Handled:
+        """The run's scope is planned once, by the handler of the last updated input."""
+        if not self.has_data:
+            return Handled.UNHANDLED
+        last = [name for name, inp in self.inputs.items() if inp.updated][-1]
+        if change.input == last:
+            self.data = self.plan_scope()
+        return Handled.HANDLED_UPDATED
+
+    def plan_scope(self) -> SyncOps:
+        args = self.run_arguments()
+        sb_scope, nb_scope = self.scope()
+        return self._plan(sb_scope, nb_scope, **args)
+
+    def scope(self) -> tuple[set[str], set[str]]:
+        """The SB and NB tables to plan in this run. While `northd` is unchanged, a
+        table whose desired rows and replica rows are what the last committed plan left
+        needs none: only the tables that changed, or whose overlay changed, are planned
+        (a claim plans Port_Binding, not every table)."""
+        sb = {t for name, t in self.sb_leaves.items() if self.inputs[name].updated}
+        nb = {t for name, t in self.nb_leaves.items() if self.inputs[name].updated}
+        if self.inputs["sync_from_sb"].updated:
+            sb.add("HA_Chassis_Group")
+            nb.add("Logical_Switch_Port")
+        if self.inputs["sync_cfg"].updated:
+            sb.add("SB_Global")
+            nb.add("NB_Global")
+        if self.inputs["mac_binding_aging"].updated:
+            sb.add("MAC_Binding")
+        if self.inputs["lflow"].updated:
+            sb.update(LFLOW_TABLES)
+        if sb & {"Port_Binding", "Service_Monitor"}:
+            sb.add("Service_Monitor")  # offline monitors follow the bindings' `up`
+        return sb, nb
+
+    def keyed(self, desired: DesiredDb, sb_tables: Mapping[str, ReplicaTable],
+              sb_scope: set[str] | None, nb_scope: set[str] | None
+              ) -> tuple[dict[str, set[Hashable]], dict[str, set[Hashable]]]:
+        """Tables to plan by key, the others in scope whole: an SB table planned only
+        because its replica changed, by the keys of the rows that changed (its desired
+        rows did not); and the keys `northd` changed in place, added to the scope."""
+        if sb_scope is None or nb_scope is None:
+            return {}, {}
+        whole = {"Service_Monitor"}
+        lflow = self.inputs["lflow"]
+        flow_rows = lflow.delta.rows if lflow.updated and isinstance(lflow.delta, LflowDelta) \
+            else None
+        for node, tables in (("sync_from_sb", ("HA_Chassis_Group",)),
+                             ("sync_cfg", ("SB_Global",)),
+                             ("mac_binding_aging", ("MAC_Binding",)),
+                             ("lflow", LFLOW_TABLES if flow_rows is None else LFLOW_TABLES[1:])):
+            if self.inputs[node].updated:
+                whole.update(tables)
+        sb: dict[str, set[Hashable]] = {}
+        for name, table in sorted(self.sb_leaves.items()):
+            leaf = self.inputs[name]
+            if leaf.updated and table not in whole:
+                keys = changed_keys(table, leaf.delta, sb_tables, desired.tables.get(table))
+                if keys is None:
+                    whole.add(table)
+                else:
+                    sb[table] = keys
+        if flow_rows is not None and "Logical_Flow" not in whole:
+            sb.setdefault("Logical_Flow", set()).update(flow_rows)
+        nb: dict[str, set[Hashable]] = {}
+        northd = self.inputs["northd"]
+        delta = northd.delta if northd.updated else None
+        if isinstance(delta, PortsDelta):
+            for table, keys in delta.sb.items():
+                if table in sb or table not in sb_scope:
+                    sb.setdefault(table, set()).update(keys)
+            nb = {t: set(k) for t, k in delta.nb.items() if t not in nb_scope}
+        if "Port_Binding" in sb or "Port_Binding" in sb_scope:
+            sb_scope.add("Service_Monitor")
+        sb_scope.update(sb)
+        nb_scope.update(nb)
+        return sb, nb
+
+    def run(self, *, northd: NorthdData, sync_from_sb: SbFeedback,
+            sync_cfg: CfgHandshake | None, mac_binding_aging: AgingResult, lflow: LflowData,
+            nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> SyncOps:
+        return self._plan(None, None, northd=northd, sync_from_sb=sync_from_sb,
+                          sync_cfg=sync_cfg, mac_binding_aging=mac_binding_aging,
+                          lflow=lflow, nb=nb, sb=sb)
+
+    def _plan(self, sb_scope: set[str] | None, nb_scope: set[str] | None, *,
+              northd: NorthdData, sync_from_sb: SbFeedback, sync_cfg: CfgHandshake | None,
+              mac_binding_aging: AgingResult, lflow: LflowData,
+              nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> SyncOps:
+        """The operations for the tables in scope (None: every table)."""
+        feedback, hs, aging = sync_from_sb, sync_cfg, mac_binding_aging
+        nb = declared(nb, self.nb_schema, self.name)
+        sb = declared(sb, self.sb_schema, self.name)
+        desired = DesiredDb({**northd.sb.tables, **lflow.sb.tables})
+        sb_keys, nb_keys = self.keyed(desired, sb, sb_scope, nb_scope)
+
+        def want(scope: set[str] | None, table: str) -> bool:
+            return scope is None or table in scope
+
+        sb_db = overlay(desired, sb_scope)
+        nb_db = overlay(northd.nb, nb_scope)
+        if feedback.ha_groups is not None and want(sb_scope, "HA_Chassis_Group"):
+            sb_db.tables[feedback.ha_groups.name] = feedback.ha_groups
+        if feedback.up and want(nb_scope, "Logical_Switch_Port"):
+            set_column(nb_db, "Logical_Switch_Port", "up",
+                        {k: [v] for k, v in feedback.up.items()})
+        _singleton_by_uuid(nb_db, "NB_Global", nb)
+        if hs is not None:
+            patch_singleton(nb_db, "NB_Global", nb_cfg_timestamp=hs.nb_cfg_timestamp,
+                   sb_cfg=hs.sb_cfg, sb_cfg_timestamp=hs.sb_cfg_timestamp,
+                   hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
+            patch_singleton(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
+        sb_ops = plan(sb_db, sb, sb_keys)
+        monitors = northd.sb.tables.get("Service_Monitor")
+        rows = sb.get("Service_Monitor")
+        if monitors is not None and rows is not None and want(sb_scope, "Service_Monitor"):
+            for uuid in offline_monitors(monitors, sb):
+                row = rows.rows[uuid]
+                sb_ops.append(Update("Service_Monitor", (row.ip, row.port, row.protocol,
+                                                         row.logical_port), row,
+                                     {"status": "offline"}))
+        bindings = sb.get("MAC_Binding")
+        if bindings is not None and want(sb_scope, "MAC_Binding"):
+            sb_ops += [Delete("MAC_Binding", bindings.rows[u]) for u in aging.delete
+                       if u in bindings.rows]
+        return SyncOps(sb_ops, plan(nb_db, nb, nb_keys),
+                       hs.next_cfg if hs is not None else None)
+
+
+def _singleton_by_uuid(db: DesiredDb, table: str, tables: Mapping[str, ReplicaTable]) -> None:
+    """An NB write-back of a singleton (NB_Global, keyed `()` by its builder) keyed by
+    the UUID of the row it writes, as the sync keys NB rows; nothing if there is none."""
+    old = db.tables.get(table)
+    if old is None or () not in old.rows:
+        return
+    row = singleton(tables.get(table))
+    rows: dict[Hashable, dict[str, Any]] = {} if row is None else {row.uuid: old.rows[()]}
+    db.tables[table] = DesiredTable(old.name, old.columns, old.owned, rows, old.fill)
