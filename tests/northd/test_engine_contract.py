@@ -21,8 +21,8 @@ COMPUTING = ("northd", "sync_from_sb", "sync_cfg", "mac_binding_aging", "lflow",
              "sync_to_sb")
 ALL = frozenset(COMPUTING)
 FULL = frozenset(("northd", "sync_from_sb", "mac_binding_aging", "lflow", "sync_to_sb"))
-# `northd` changed in place: the nodes whose `northd` input has no handler yet.
-IN_PLACE = frozenset(("sync_from_sb", "mac_binding_aging"))
+# `northd` changed in place: no node recomputes.
+IN_PLACE: frozenset[str] = frozenset()
 
 
 class World:
