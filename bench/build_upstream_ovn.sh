@@ -18,6 +18,13 @@
 # same TAG and DEST reuses the build.
 set -eu
 
+# Automake makes BUILT_SOURCES (generated headers) only for `all`: for the few targets
+# built here, make them first.
+built_sources() {
+    printf 'pyovsdb-built-sources: $(BUILT_SOURCES)\n' \
+        | make -s -j"$JOBS" -f Makefile -f - pyovsdb-built-sources
+}
+
 OVN_GIT=${OVN_GIT:-https://github.com/ovn-org/ovn.git}
 OVS_GIT=${OVS_GIT:-https://github.com/openvswitch/ovs.git}
 JOBS=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
@@ -52,12 +59,14 @@ git -C "$SRC/ovs" -c advice.detachedHead=false checkout -q "$OVS_COMMIT"
 cd "$SRC/ovs"
 [ -x configure ] || ./boot.sh
 [ -f Makefile ] || ./configure --quiet --enable-silent-rules --disable-ssl
+built_sources
 make -s -j"$JOBS" lib/libopenvswitch.la ovsdb/libovsdb.la vswitchd/vswitch.ovsschema
 
 cd "$SRC"
 [ -x configure ] || ./boot.sh
 [ -f Makefile ] || ./configure --quiet --enable-silent-rules --disable-ssl \
     --with-ovs-source="$SRC/ovs"
+built_sources
 make -s -j"$JOBS" northd/ovn-northd utilities/ovn-nbctl utilities/ovn-sbctl \
     ovn-nb.ovsschema ovn-sb.ovsschema
 echo "$SRC"
