@@ -5,15 +5,18 @@ Rules kept here:
 - It reads `northd` (the routers and the chassis features), NB_Global, SB MAC_Binding
   and Datapath_Binding, the time (`now`, whose change is never reported) and its
   waker leaf, which the driver fires at the next expiry the last pass found.
+- Switch ports `northd` changed in place (a `PortsDelta`) move no router and no
+  chassis feature: nothing this node reads of `northd`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...engine import Group, Input, Leaf, Node
+from ...engine import Change, Group, Handled, Input, Leaf, Node
 from ...idl.replica import ReplicaTable
 from ..build.mac_binding_aging import AgingResult, mac_binding_aging
+from ..build.ports_incremental import PortsDelta
 from .northd import NorthdData, NorthdNode
 from .tables import TableLeaf, table_inputs
 
@@ -22,9 +25,15 @@ class MacBindingAgingNode(Node[AgingResult, None]):
     def __init__(self, northd: NorthdNode, waker: Leaf[int, int], now: Leaf[int, int],
                  nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
         super().__init__(
-            "mac_binding_aging", northd=Input(northd), mac_binding_aging_waker=Input(waker),
+            "mac_binding_aging", northd=Input(northd, self.on_northd),
+            mac_binding_aging_waker=Input(waker),
             now=Input(now), nb=Group(table_inputs(nb, ("NB_Global",))),
             sb=Group(table_inputs(sb, ("MAC_Binding", "Datapath_Binding"))))
+
+    def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        return Handled.HANDLED_UNCHANGED
 
     def run(self, *, northd: NorthdData, mac_binding_aging_waker: int, now: int,
             nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> AgingResult:

@@ -9,7 +9,8 @@ Rules kept here:
   `northd`'s data).
 - A claim or an `up` change updates the ports it names, without `northd`; while a
   group has more than one chassis its `ref_chassis` follows every claim, so a binding
-  change recomputes.
+  change recomputes. Switch ports `northd` changed in place (its `PortsDelta` names
+  their bindings) are decided again alone; they belong to no HA chassis group.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...engine import Group, Handled, Input, Node, noop
+from ...engine import Change, Group, Handled, Input, Node, noop
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..build.core import sb_feedback
 from ..build.inputs import BuildInput
 from ..build.lsp_up import port_up, switch_ports
+from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, single
 from .northd import NorthdData, NorthdNode
 from .tables import TableChange, TableLeaf, declared, table_inputs
@@ -45,7 +47,7 @@ class SyncFromSbNode(Node[SbFeedback, None]):
                  sb: Mapping[str, TableLeaf]) -> None:
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
         super().__init__(
-            "sync_from_sb", northd=Input(northd),
+            "sync_from_sb", northd=Input(northd, self.on_northd),
             sb=Group(table_inputs(sb, SYNC_FROM_SB_INPUTS,
                                   {"Port_Binding": self.on_port_binding,
                                    "Datapath_Binding": noop})))
@@ -62,6 +64,26 @@ class SyncFromSbNode(Node[SbFeedback, None]):
                                      if isinstance(k, str)}
         return SbFeedback(up, sb_db.tables.get("HA_Chassis_Group"),
                           switch_ports(northd.core.ports))
+
+    def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
+        delta = change.delta
+        if delta is None or not self.has_data or "HA_Chassis_Group" in delta.sb:
+            return Handled.UNHANDLED
+        data = self.data
+        ports = change.data.core.ports
+        changed = False
+        for key in delta.sb.get("Port_Binding", ()):
+            name = str(key)
+            old = data.lsps.pop(name, None)
+            if old is not None:
+                changed |= data.up.pop(old.uuid, None) is not None
+            port = ports.ports.get(name)
+            if port is None or not port.is_lsp:
+                continue
+            data.lsps[name] = port.nb
+            data.up[port.nb.uuid] = port_up(port.nb, port.sb)
+            changed = True
+        return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
 
     def on_port_binding(self, change: TableChange) -> Handled:
         if not self.has_data or change.delta is None:

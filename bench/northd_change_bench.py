@@ -1,0 +1,242 @@
+"""One change at a time: how long `ovn-nbctl --wait=sb` takes for each kind of NB change
+on a large topology, our northd beside ovn-northd 23.03 (Debian) and, with
+`--upstream DIR`, the newest upstream ovn-northd (`bench/build_upstream_ovn.sh` prints
+DIR; it runs on its own schemas).
+
+    python bench/northd_change_bench.py [--switches 1000] [--ports 10] [--repeat 3]
+                                        [--upstream DIR] [--only lsp-add,lr-add]
+
+Topology: SWITCHES switches of PORTS VIFs each (MAC and IP); a router `lr0` with a port
+on each of the first 10 switches and a gateway port `lr0-gw` (gateway chassis `gw1`).
+Every northd has its own NB and SB on the real ovsdb-server (unix sockets, a temporary
+directory each), preloaded the same way; all planes are up at once and idle between
+changes, and the changes take turns plane by plane: change 1 of every kind on every
+northd, then change 2, ...
+
+Figures per kind, median of the repeats: the wall time of the whole `ovn-nbctl
+--wait=sb` process (what a CMS pays: connect, commit, northd's run, SB commit, the
+nb_cfg coming back) and the `ovn-northd completion` time `--print-wait-time` reports,
+each as ours/23.03 and ours/newest; the northds' CPU seconds over all changes and their
+peak RSS (VmHWM). Only processes this script started are stopped, by pid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from northd_bench import check_ops, cpu_seconds, port_address
+from pyovsdb.jsonrpc.client import Client
+from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+
+COMPLETION = re.compile(r"ovn-northd completion:\s*(\d+)ms")
+
+
+def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
+    """Each change kind as `ovn-nbctl` arguments for its i-th repetition."""
+    s = n // 2  # a switch in the middle of the topology
+    return {
+        "lsp-add": lambda i: ["lsp-add", f"ls{s}", f"new{i}", "--", "lsp-set-addresses",
+                              f"new{i}", f"0a:ff:00:00:00:{i:02x} 10.{s % 256}.9.{i}"],
+        "lsp-del": lambda i: ["lsp-del", f"lsp-{s}-{i}"],
+        "acl-add": lambda i: ["acl-add", f"ls{s}", "from-lport", str(1000 + i),
+                              f"ip4.src == 10.{s % 256}.0.{i + 2}", "drop"],
+        "lb-add + ls-lb-add": lambda i: ["lb-add", f"lb{i}", f"172.16.0.{i}:80",
+                                         f"10.{s % 256}.0.2:80", "tcp", "--",
+                                         "ls-lb-add", f"ls{s}", f"lb{i}"],
+        "ls-add with 2 ports": lambda i: ["ls-add", f"lsx{i}", "--", "lsp-add", f"lsx{i}",
+                                          f"lsx{i}-a", "--", "lsp-add", f"lsx{i}",
+                                          f"lsx{i}-b"],
+        "lr-add": lambda i: ["lr-add", f"lrx{i}"],
+        "lrp-add": lambda i: ["lrp-add", "lr0", f"lrpx{i}", f"00:00:00:00:fe:{i:02x}",
+                              f"10.200.{i}.1/24"],
+        "lr-nat-add": lambda i: ["lr-nat-add", "lr0", "snat", f"172.16.1.{i}",
+                                 f"10.{i}.0.0/16"],
+        "lr-route-add": lambda i: ["lr-route-add", "lr0", f"192.168.{i}.0/24",
+                                   f"10.0.0.{100 + i}"],
+    }
+
+
+@dataclass
+class Northd:
+    label: str
+    binary: list[str]
+    nbctl: str
+    nb_schema: str
+    sb_schema: str
+    walls: dict[str, list[float]] = field(default_factory=dict)
+    completions: dict[str, list[float]] = field(default_factory=dict)
+    cpu: float = 0.0
+    rss_mb: float = 0.0
+
+
+class Plane:
+    def __init__(self, north: Northd, workdir: Path) -> None:
+        self.north = north
+        self.dir = workdir
+        workdir.mkdir(parents=True)
+        self.nb = ServerProcess("real", workdir, [create_db("real", workdir / "nb.db",
+                                                            north.nb_schema)], name="nb")
+        self.sb = ServerProcess("real", workdir, [create_db("real", workdir / "sb.db",
+                                                            north.sb_schema)], name="sb")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, switches: int, ports: int) -> None:
+        self.nb.start()
+        self.sb.start()
+        self.nbctl("init")
+        preload(self.nb.unix, switches, ports)
+        self.nbctl("lr-add", "lr0")
+        for s in range(min(10, switches)):
+            self.nbctl("lrp-add", "lr0", f"lr0-ls{s}", f"00:00:00:00:ff:{s:02x}",
+                       f"10.{s}.0.1/16", "--", "lsp-add", f"ls{s}", f"ls{s}-lr0", "--",
+                       "lsp-set-type", f"ls{s}-lr0", "router", "--", "lsp-set-addresses",
+                       f"ls{s}-lr0", "router", "--", "lsp-set-options", f"ls{s}-lr0",
+                       f"router-port=lr0-ls{s}")
+        self.nbctl("lrp-add", "lr0", "lr0-gw", "00:00:00:00:ff:fe", "172.16.0.1/24", "--",
+                   "lrp-set-gateway-chassis", "lr0-gw", "gw1", "10")
+        cmd = [*self.north.binary, f"--ovnnb-db={self.nb.unix}", f"--ovnsb-db={self.sb.unix}",
+               f"--unixctl={self.dir / 'northd.ctl'}", f"--pidfile={self.dir / 'northd.pid'}",
+               f"--log-file={self.dir / 'northd.log'}", "-vconsole:off", "--no-chdir"]
+        with open(self.dir / "northd.stderr", "wb") as err:
+            self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL,
+                                         stderr=err)
+        self.nbctl("--wait=sb", "sync", timeout=900)
+
+    def nbctl(self, *args: str, timeout: float = 120) -> str:
+        p = subprocess.run([self.north.nbctl, f"--db={self.nb.unix}",
+                            f"--timeout={int(timeout)}", *args],
+                           capture_output=True, text=True, timeout=timeout + 20)
+        if p.returncode != 0:
+            raise SystemExit(f"{self.north.label}: ovn-nbctl {' '.join(args)}: "
+                             f"{p.stderr.strip()}")
+        return p.stdout
+
+    def change(self, kind: str, args: list[str]) -> None:
+        start = time.monotonic()
+        out = self.nbctl("--wait=sb", "--print-wait-time", *args)
+        wall = (time.monotonic() - start) * 1000
+        self.north.walls.setdefault(kind, []).append(wall)
+        m = COMPLETION.search(out)
+        if m:
+            self.north.completions.setdefault(kind, []).append(float(m.group(1)))
+
+    def sample(self) -> None:
+        assert self.proc is not None
+        self.north.cpu = cpu_seconds(self.proc.pid)
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    self.north.rss_mb = int(line.split()[1]) / 1024
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+            self.proc = None
+        self.sb.stop()
+        self.nb.stop()
+
+
+def preload(db: str, nsw: int, nport: int, batch: int = 50) -> None:
+    with Client(db) as c:
+        for start in range(0, nsw, batch):
+            ops: list[object] = ["OVN_Northbound"]
+            for s in range(start, min(nsw, start + batch)):
+                ports = []
+                for p in range(nport):
+                    ops.append({"op": "insert", "table": "Logical_Switch_Port",
+                                "uuid-name": f"p{s}x{p}",
+                                "row": {"name": f"lsp-{s}-{p}",
+                                        "addresses": port_address(s, p)}})
+                    ports.append(["named-uuid", f"p{s}x{p}"])
+                ops.append({"op": "insert", "table": "Logical_Switch",
+                            "row": {"name": f"ls{s}", "ports": ["set", ports]}})
+            check_ops(c.call("transact", ops))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--switches", type=int, default=1000)
+    ap.add_argument("--ports", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--upstream", help="a directory bench/build_upstream_ovn.sh printed")
+    ap.add_argument("--only", default="", help="change kinds, comma-separated")
+    args = ap.parse_args()
+    northds = [Northd("23.03", ["ovn-northd"], "ovn-nbctl", NB_SCHEMA, SB_SCHEMA),
+               Northd("ours", [sys.executable, "-m", "pyovsdb", "northd"], "ovn-nbctl",
+                      NB_SCHEMA, SB_SCHEMA)]
+    if args.upstream:
+        up = Path(args.upstream)
+        northds.insert(1, Northd("newest", [str(up / "northd" / "ovn-northd")],
+                                 str(up / "utilities" / "ovn-nbctl"),
+                                 str(up / "ovn-nb.ovsschema"), str(up / "ovn-sb.ovsschema")))
+    table = kinds(args.switches)
+    chosen = [k for k in table if not args.only or k in args.only.split(",")]
+    with tempfile.TemporaryDirectory(prefix="northd-change-") as tmp:
+        planes = [Plane(n, Path(tmp) / n.label.replace(".", "")) for n in northds]
+        try:
+            for p in planes:
+                t0 = time.monotonic()
+                p.start(args.switches, args.ports)
+                print(f"{p.north.label}: loaded and settled in {time.monotonic() - t0:.1f} s",
+                      file=sys.stderr, flush=True)
+            cpu0 = {p.north.label: cpu_seconds(p.proc.pid) for p in planes if p.proc}
+            for i in range(args.repeat):
+                for kind in chosen:
+                    for p in planes:
+                        p.change(kind, table[kind](i))
+                print(f"repeat {i} done", file=sys.stderr, flush=True)
+            for p in planes:
+                p.sample()
+                p.north.cpu -= cpu0[p.north.label]
+        finally:
+            for p in planes:
+                p.stop()
+    report(northds, chosen, args)
+    return 0
+
+
+def _med(xs: list[float] | None) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def report(northds: list[Northd], kinds_: list[str], args: argparse.Namespace) -> None:
+    by = {n.label: n for n in northds}
+    ours, old, new = by["ours"], by["23.03"], by.get("newest")
+    print(f"\n{args.switches} switches x {args.ports} ports, router lr0 (10 ports and a "
+          f"gateway port); median of {args.repeat} changes of each kind; ms\n")
+    head = "| change | 23.03 | " + ("newest | " if new else "") + "ours | ours/23.03 |" \
+        + (" ours/newest |" if new else "")
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    for what, attr in (("`ovn-nbctl --wait=sb` wall", "walls"),
+                       ("northd completion", "completions")):
+        for kind in kinds_:
+            o, u, a = (_med(getattr(n, attr).get(kind)) for n in (old, new or old, ours))
+            row = f"| {kind}, {what} | {_fmt(o)} | " + (f"{_fmt(u)} | " if new else "") \
+                + f"{_fmt(a)} | {_ratio(a, o)} |" + (f" {_ratio(a, u)} |" if new else "")
+            print(row)
+    print()
+    for n in northds:
+        print(f"{n.label}: CPU over all changes {n.cpu:.1f} s, peak RSS {n.rss_mb:.0f} MB")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The engine's contract per change kind (upstream's `check_engine_stats`, as a table):
+for each kind of NB or SB change, on one topology, which nodes recompute and which
+are computed by handlers alone until northd settles. The table is exact, so a handler
+added (a node leaving `recompute`) or lost (a node joining it) shows as a failing row
+to update here; the self-check of `LocalNorthd` proves every row's result equals a
+recompute's. Issue 17's goal is a table whose `recompute` column is empty."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.testing import LocalDb, LocalNorthd, Nb, add_chassis
+from pyovsdb.ovsdb.changeset import Changeset
+
+COMPUTING = ("northd", "sync_from_sb", "sync_cfg", "mac_binding_aging", "lflow",
+             "sync_to_sb")
+ALL = frozenset(COMPUTING)
+FULL = frozenset(("northd", "sync_from_sb", "mac_binding_aging", "lflow", "sync_to_sb"))
+# `northd` changed in place: no node recomputes.
+IN_PLACE: frozenset[str] = frozenset()
+
+
+class World:
+    """A switch with two VIFs and a router port, a second switch, a chassis; every
+    transaction made through `nb`/`sb` while `change()` is open goes to northd."""
+
+    def __init__(self, nb: Nb, sb: LocalDb) -> None:
+        self.nb, self.sb = nb, sb
+        self.northd = LocalNorthd(nb.db, sb, step_ms=10)
+        self._feeding = False
+        self._wrap(nb.db, self.northd.nb_changed)
+        self._wrap(sb, self.northd.sb_changed)
+        with self.change():
+            nb.db.insert("NB_Global", options={"mac_prefix": "0a:00:00",
+                                               "svc_monitor_mac": "0a:00:00:00:00:fe"})
+            nb.ls_add("sw0")
+            nb.ls_add("sw1")
+            nb.lr_add("lr0")
+            nb.connect("sw0", "lr0", "lrp0", "00:00:00:00:ff:01", "10.0.0.1/24")
+            for i in (1, 2):
+                nb.lsp_add("sw0", f"vm{i}", addresses=[f"00:00:00:00:00:0{i} 10.0.0.1{i}"])
+            self.chassis = add_chassis(sb, "ch0", "192.0.2.1")
+            sb.insert("Chassis_Private", name="ch0", chassis=self.chassis)
+        self.northd.settle()
+
+    def _wrap(self, db: LocalDb, push: Callable[[Changeset[IdlRow]], None]) -> None:
+        transact = db.transact
+
+        def feeding(ops: list[dict[str, Any]]) -> Changeset[IdlRow]:
+            cs = transact(ops)
+            if self._feeding:
+                push(cs)
+            return cs
+
+        db.transact = feeding  # type: ignore[method-assign]
+
+    @contextmanager
+    def change(self) -> Iterator[None]:
+        self._feeding = True
+        try:
+            yield
+        finally:
+            self._feeding = False
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        d = self.northd.driver
+        return {n: (d.engine.stats[n].recompute, d.engine.stats[n].compute)
+                for n in COMPUTING} if d.engine is not None else {}
+
+
+def _pb(sb: LocalDb, name: str) -> str:
+    return next(r.uuid for r in sb.tables["Port_Binding"].rows.values()
+                if r.logical_port == name)
+
+
+def _acl(nb: Nb, sb: LocalDb, world: World) -> None:
+    nb.add_child("Logical_Switch", "sw0", "acls", "ACL", priority=1000,
+                 direction="from-lport", match="ip4", action="drop")
+
+
+def _lb(nb: Nb, sb: LocalDb, world: World) -> None:
+    uuid = nb.db.insert("Load_Balancer", name="lb0",
+                        vips={"10.0.0.100:80": "10.0.0.11:80"}, protocol="tcp")
+    nb.db.add_to("Logical_Switch", nb.uuid("Logical_Switch", "sw0"), "load_balancer", uuid)
+
+
+def _nat(nb: Nb, sb: LocalDb, world: World) -> None:
+    nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="snat",
+                 external_ip="172.16.0.1", logical_ip="10.0.0.0/24")
+
+
+def _route(nb: Nb, sb: LocalDb, world: World) -> None:
+    nb.add_child("Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
+                 ip_prefix="192.168.0.0/16", nexthop="10.0.0.254")
+
+
+def _policy(nb: Nb, sb: LocalDb, world: World) -> None:
+    nb.add_child("Logical_Router", "lr0", "policies", "Logical_Router_Policy",
+                 priority=100, match="ip4.src == 10.0.0.11", action="drop")
+
+
+def _port_group(nb: Nb, sb: LocalDb, world: World) -> None:
+    nb.db.insert("Port_Group", name="pg0",
+                 ports=[nb.uuid("Logical_Switch_Port", "vm1")])
+
+
+def _claim(nb: Nb, sb: LocalDb, world: World) -> None:
+    sb.update("Port_Binding", _pb(sb, "vm1"), chassis=world.chassis, up=True)
+
+
+def _learn(nb: Nb, sb: LocalDb, world: World) -> None:
+    dp = next(iter(sb.tables["Datapath_Binding"].rows))
+    sb.insert("MAC_Binding", logical_port="lrp0", ip="10.0.0.50",
+              mac="00:00:00:00:00:50", datapath=dp)
+
+
+# (change kind, the change, the nodes that recompute). Nodes not named are computed by
+# their handlers, or untouched.
+CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
+    ("lsp-add VIF", lambda nb, sb, w: nb.lsp_add("sw0", "vm3",
+                                               addresses=["00:00:00:00:00:03 10.0.0.13"]),
+     IN_PLACE),
+    ("lsp-set-addresses VIF", lambda nb, sb, w: nb.set(
+        "Logical_Switch_Port", "vm2", addresses=["00:00:00:00:00:22 10.0.0.22"]),
+     IN_PLACE),
+    ("lsp-del VIF", lambda nb, sb, w: nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Switch_Port", "vm2")]]]]]}]),
+     IN_PLACE),
+    ("lsp-add localnet", lambda nb, sb, w: nb.lsp_add("sw1", "ln1", type="localnet",
+                                                   addresses=["unknown"],
+                                                   options={"network_name": "phys"}),
+     FULL),
+    ("ls-add", lambda nb, sb, w: nb.ls_add("sw9"), FULL),
+    ("lr-add", lambda nb, sb, w: nb.lr_add("lr9"), FULL),
+    ("lrp-add", lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09",
+                                          "10.9.0.1/24"), FULL),
+    ("acl-add", _acl, FULL),
+    ("lb-add + ls-lb-add", _lb, FULL),
+    ("lr-nat-add", _nat, FULL),
+    ("lr-route-add", _route, FULL),
+    ("lr-policy-add", _policy, FULL),
+    ("pg-add", _port_group, FULL),
+    ("NB_Global option", lambda nb, sb, w: nb.db.update(
+        "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)),
+        options={"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe",
+                 "ignore_lsp_down": "false"}), ALL),
+    ("nb_cfg bump", lambda nb, sb, w: nb.db.update(
+        "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)), nb_cfg=5),
+     frozenset(("sync_cfg", "mac_binding_aging"))),
+    ("SB claim", _claim, frozenset()),
+    ("SB MAC_Binding learned", _learn, frozenset(("mac_binding_aging",))),
+    ("SB chassis-add", lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2"), ALL),
+]
+
+
+@pytest.mark.parametrize(("change", "recomputes"),
+                         [(c[1], c[2]) for c in CONTRACT], ids=[c[0] for c in CONTRACT])
+def test_contract(nb: Nb, sb: LocalDb, change: Callable[..., Any],
+                  recomputes: frozenset[str]) -> None:
+    world = World(nb, sb)
+    before = world.counts()
+    with world.change():
+        change(nb, sb, world)
+    world.northd.settle()
+    after = world.counts()
+    got = {n for n in COMPUTING if after[n][0] > before[n][0]}
+    assert got == recomputes, {n: (after[n][0] - before[n][0], after[n][1] - before[n][1])
+                               for n in COMPUTING}
+
+
+def test_the_table_sees_a_handler_lost(nb: Nb, sb: LocalDb,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row fails when a node recomputes that the table says does not: `northd`'s
+    switch-port handler made to give up turns the VIF row's recompute set wrong."""
+    from pyovsdb.engine import Handled
+    from pyovsdb.northd.nodes.northd import NorthdNode
+
+    monkeypatch.setattr(NorthdNode, "on_nb_lsp", lambda self, change: Handled.UNHANDLED)
+    world = World(nb, sb)
+    before = world.counts()
+    with world.change():
+        CONTRACT[0][1](nb, sb, world)
+    world.northd.settle()
+    after = world.counts()
+    assert {n for n in COMPUTING if after[n][0] > before[n][0]} != CONTRACT[0][2]
