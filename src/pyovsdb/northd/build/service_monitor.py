@@ -76,13 +76,18 @@ def offline_monitors(monitors: DesiredTable, sb: Mapping[str, ReplicaTable]
     """UUIDs of the SB Service_Monitor rows, among those desired, that are `online`
     while the Port_Binding of their logical port is not up (or missing)."""
     table = sb.get("Service_Monitor")
-    if table is None:
+    if table is None or not monitors.rows:
+        return ()
+    # The bindings of the ports of online monitors only (most runs have none).
+    ports = {row.logical_port for row in table.rows.values() if row.status == "online"}
+    if not ports:
         return ()
     pbs = sb.get("Port_Binding")
     up: dict[str, bool] = {}
     if pbs is not None:
         for pb in pbs.rows.values():
-            up[pb.logical_port] = up.get(pb.logical_port, False) or pb.up is True
+            if pb.logical_port in ports:
+                up[pb.logical_port] = up.get(pb.logical_port, False) or pb.up is True
     out = []
     for row in sorted(table.rows.values(), key=lambda r: r.uuid):
         key = (row.ip, row.port, row.protocol, row.logical_port)

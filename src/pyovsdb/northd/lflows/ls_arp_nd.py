@@ -56,8 +56,11 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             out.add(dp, STAGE, 0, "1", "next;")
     responder = _Responder(ctx, out)
+    scope = ctx.scope
     for port in walk_order(ctx):
-        if port.is_lsp:
+        # Every flow here is on the port's own switch: a partial rebuild walks the
+        # ports of its datapaths alone, in the same order.
+        if port.is_lsp and (scope is None or port.dp.key in scope):
             with out.owned_by(("port", port.name)):
                 responder.port(port)
 
