@@ -24,6 +24,9 @@ Rules kept here:
   left empty, a set element left out: e.g. a chassis not registered yet). Inserts come
   in an order where every row comes after the rows it references.
 - Output order is deterministic: tables by name, rows by key.
+- A table planned by key may come with an index of its replica rows by key (`index`,
+  the caller's, current with the replica): then only the rows of those keys are read,
+  not the whole table.
 """
 
 from __future__ import annotations
@@ -207,12 +210,17 @@ def changed_keys(table: str, changes: Mapping[str, RowChange[IdlRow]] | None,
 # -- plan --------------------------------------------------------------------------------
 
 
+KeyIndex = Mapping[Hashable, Mapping[str, IdlRow]]
+
+
 class _Planner:
     def __init__(self, desired: DesiredDb, tables: Tables,
-                 keys: Mapping[str, set[Hashable]] | None = None) -> None:
+                 keys: Mapping[str, set[Hashable]] | None = None,
+                 index: Mapping[str, KeyIndex] | None = None) -> None:
         self.desired = desired
         self.tables = tables
         self.keys: Mapping[str, set[Hashable]] = keys or {}
+        self.index: Mapping[str, KeyIndex] = index or {}
         self.matched: dict[str, dict[Hashable, IdlRow]] = {}
         self.extra: dict[str, list[IdlRow]] = {}
         self.inserted: set[tuple[str, Hashable]] = set()
@@ -231,7 +239,10 @@ class _Planner:
             return
         found: dict[Hashable, IdlRow] = {}
         extra: list[IdlRow] = []
-        for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+        index = self.index.get(dt.name) if only is not None else None
+        rows = table.rows.values() if index is None else \
+            [r for k in only or () for r in index.get(k, {}).values()]
+        for row in sorted(rows, key=lambda r: r.uuid):
             key = row_key(dt.name, row, self.tables)
             if only is not None and key not in only:
                 continue
@@ -309,12 +320,13 @@ def _pending_of(value: Any) -> list[Pending]:
 
 
 def plan(desired: DesiredDb, tables: Tables,
-         keys: Mapping[str, set[Hashable]] | None = None) -> list[Op]:
+         keys: Mapping[str, set[Hashable]] | None = None,
+         index: Mapping[str, KeyIndex] | None = None) -> list[Op]:
     """The operations that turn `tables` into `desired` (see the module rules). With
     `keys`, the tables it names are planned only for those keys (their desired rows,
     and existing rows of those keys), every other row taken as already right: the
     caller's promise, after a plan that left them right and changes it knows of."""
-    p = _Planner(desired, tables, keys)
+    p = _Planner(desired, tables, keys, index)
     names = sorted(desired.tables)
     for name in names:
         p.match(desired.tables[name])

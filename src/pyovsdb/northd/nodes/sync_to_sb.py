@@ -16,6 +16,8 @@ Rules kept here:
   updated input (the engine calls them in input order) plans it; the others only say
   the data will change. So the stats count a planned scope as a compute, a full plan
   as a recompute.
+- Tables planned by key read only those keys' rows, through an index of the replica
+  table kept from its changes (`INDEXED`), not by scanning the table.
 - Its ops are handed out only in a run that brought it up to date, so a run where
   nothing changed commits nothing.
 """
@@ -28,20 +30,25 @@ from typing import Any
 
 from ...engine import Change, Group, Handled, Input, Node
 from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
 from ..build.global_cfg import CfgHandshake
 from ..build.inputs import singleton
 from ..build.mac_binding_aging import AgingResult
 from ..build.ports_incremental import PortsDelta
 from ..build.service_monitor import offline_monitors
 from ..desired import DesiredDb, DesiredTable, overlay, patch_singleton, set_column
-from ..sync import Delete, Op, Update, changed_keys, plan
+from ..sync import Delete, Op, Update, changed_keys, plan, row_key
 from .lflow import LFLOW_TABLES, LflowData, LflowDelta, LflowNode
 from .mac_binding_aging import MacBindingAgingNode
 from .northd import NorthdData, NorthdNode
 from .sync_cfg import SyncCfgNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
-from .tables import TableLeaf, declared, table_inputs
+from .tables import TableChanges, TableLeaf, declared, table_inputs
 
+# SB tables planned by key through an index of their rows: a row's key is its own
+# (`logical_port`; a flow's match, actions, stage and datapath kind), never another
+# row's, so the index follows the table's own changes.
+INDEXED = ("Logical_Flow", "Port_Binding")
 # NB tables northd writes back to (columns the CMS leaves to northd).
 NB_WRITTEN = ("BFD", "Logical_Router_Port", "Logical_Switch_Port", "NB_Global")
 
@@ -59,6 +66,11 @@ class SyncToSbNode(Node[SyncOps, None]):
                  nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
         self.sb_leaves = {leaf.name: table for table, leaf in sb.items()}
+        self.indexed_leaves = {sb[t].name: t for t in INDEXED if t in sb}
+        # The replica rows of INDEXED tables by sync key, kept from the leaves' changes;
+        # a table's is made when a scoped plan first needs it, and dropped by a
+        # recompute or a change without a delta.
+        self._indexes: dict[str, dict[Hashable, dict[str, IdlRow]]] = {}
         self.nb_leaves = {nb[t].name: t for t in NB_WRITTEN if t in nb}
         gather = self.on_input
         super().__init__(
@@ -79,6 +91,9 @@ class SyncToSbNode(Node[SyncOps, None]):
         """The run's scope is planned once, by the handler of the last updated input."""
         if not self.has_data:
             return Handled.UNHANDLED
+        table = self.indexed_leaves.get(change.input)
+        if table is not None:
+            self._index_changes(table, change.delta)
         last = [name for name, inp in self.inputs.items() if inp.updated][-1]
         if change.input == last:
             self.data = self.plan_scope()
@@ -153,9 +168,37 @@ class SyncToSbNode(Node[SyncOps, None]):
         nb_scope.update(nb)
         return sb, nb
 
+    def _index_changes(self, table: str, changes: TableChanges | None) -> None:
+        index = self._indexes.get(table)
+        if index is None:
+            return
+        if changes is None:
+            del self._indexes[table]
+            return
+        for uuid, rc in changes.items():
+            if rc.old is not None:
+                key = row_key(table, rc.old, {})
+                rows = index.get(key)
+                if rows is not None:
+                    rows.pop(uuid, None)
+                    if not rows:
+                        del index[key]
+            if rc.new is not None:
+                index.setdefault(row_key(table, rc.new, {}), {})[uuid] = rc.new
+
+    def _by_key(self, table: str, replica: ReplicaTable
+                ) -> dict[Hashable, dict[str, IdlRow]]:
+        index = self._indexes.get(table)
+        if index is None:
+            index = self._indexes[table] = {}
+            for uuid, row in replica.rows.items():
+                index.setdefault(row_key(table, row, {}), {})[uuid] = row
+        return index
+
     def run(self, *, northd: NorthdData, sync_from_sb: SbFeedback,
             sync_cfg: CfgHandshake | None, mac_binding_aging: AgingResult, lflow: LflowData,
             nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> SyncOps:
+        self._indexes.clear()
         return self._plan(None, None, northd=northd, sync_from_sb=sync_from_sb,
                           sync_cfg=sync_cfg, mac_binding_aging=mac_binding_aging,
                           lflow=lflow, nb=nb, sb=sb)
@@ -187,7 +230,8 @@ class SyncToSbNode(Node[SyncOps, None]):
                    sb_cfg=hs.sb_cfg, sb_cfg_timestamp=hs.sb_cfg_timestamp,
                    hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
             patch_singleton(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
-        sb_ops = plan(sb_db, sb, sb_keys)
+        index = {t: self._by_key(t, sb[t]) for t in INDEXED if t in sb_keys and t in sb}
+        sb_ops = plan(sb_db, sb, sb_keys, index)
         monitors = northd.sb.tables.get("Service_Monitor")
         rows = sb.get("Service_Monitor")
         if monitors is not None and rows is not None and want(sb_scope, "Service_Monitor"):
