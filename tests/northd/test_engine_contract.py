@@ -26,7 +26,7 @@ IN_PLACE: frozenset[str] = frozenset()
 
 
 class World:
-    """A switch with two VIFs and a router port, a second switch, a chassis; every
+    """A switch with two VIFs, an ACL and a router port, a second switch, a chassis; every
     transaction made through `nb`/`sb` while `change()` is open goes to northd."""
 
     def __init__(self, nb: Nb, sb: LocalDb) -> None:
@@ -44,6 +44,9 @@ class World:
             nb.connect("sw0", "lr0", "lrp0", "00:00:00:00:ff:01", "10.0.0.1/24")
             for i in (1, 2):
                 nb.lsp_add("sw0", f"vm{i}", addresses=[f"00:00:00:00:00:0{i} 10.0.0.1{i}"])
+            nb.add_child("Logical_Switch", "sw0", "acls", "ACL", priority=900,
+                         direction="to-lport", match="ip4.dst == 10.0.0.12",
+                         action="allow")
             self.chassis = add_chassis(sb, "ch0", "192.0.2.1")
             sb.insert("Chassis_Private", name="ch0", chassis=self.chassis)
         self.northd.settle()
@@ -141,7 +144,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lr-add", lambda nb, sb, w: nb.lr_add("lr9"), FULL),
     ("lrp-add", lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09",
                                           "10.9.0.1/24"), FULL),
-    ("acl-add", _acl, FULL),
+    ("acl-add", _acl, frozenset()),
+    ("acl update", lambda nb, sb, w: nb.db.update(
+        "ACL", next(iter(nb.db.tables["ACL"].rows)), match="ip4.src == 10.0.0.11"),
+     frozenset()),
     ("lb-add + ls-lb-add", _lb, FULL),
     ("lr-nat-add", _nat, FULL),
     ("lr-route-add", _route, FULL),

@@ -197,7 +197,11 @@ class LflowContext:
     def _switch_facts(self, dp: Datapath) -> SwitchFacts:
         pg_of = self.port_group_switches()
         pgs = [pg for pg in self.nb_rows("Port_Group") if dp.key in pg_of.get(pg.uuid, ())]
-        own = ref_rows(dp.nb.acls)
+        # The switch's ACLs as the replica has them now: `northd` keeps the row of its
+        # last build, and takes a change of the switch's `acls` alone in place.
+        switches = self.nb.get("Logical_Switch")
+        row = switches.rows.get(dp.key, dp.nb) if switches is not None else dp.nb
+        own = ref_rows(row.acls)
         acls = own + [acl for pg in pgs for acl in ref_rows(pg.acls)]
         lbs = [lb for lb in self.lbs.lbs.values() if dp.key in lb.switches]
         return SwitchFacts(

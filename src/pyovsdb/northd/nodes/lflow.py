@@ -17,7 +17,9 @@ Rules kept here:
 - It reads `northd`, `sync_from_sb`, every NB table and the SB tables `northd` reads,
   whose changes `northd` always carries (their handler is `noop`: a change the flows
   could see either recomputes `northd` or comes as its delta), and SB tables only
-  flows read (`LFLOW_SB_INPUTS`, no handler).
+  flows read (`LFLOW_SB_INPUTS`, no handler). The exceptions are the switches' ACLs,
+  which `northd` does not carry: an ACL change (of switches only, not of a port group)
+  and a switch's `acls` rebuild the flows of those switches here.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any
 
 from ...engine import Change, Group, Handled, Input, Node, noop
 from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
 from ..build.datapaths import smap_bool
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.dp_groups import dp_group_ref
@@ -39,7 +43,7 @@ from ..lflows import LflowContext, LflowTable, build_lflows, rebuild
 from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
 from .northd import NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
-from .tables import TableLeaf, declared, table_inputs
+from .tables import TableChanges, TableLeaf, declared, table_inputs
 
 LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
 # SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
@@ -94,6 +98,11 @@ def _desired(northd: NorthdData, flows: LflowTable, rows: dict[Hashable, dict[st
     return sb
 
 
+def _uuids(refs: Any) -> set[str]:
+    """The UUIDs of a reference column's value (rows or UUID strings)."""
+    return {r.uuid if isinstance(r, IdlRow) else str(r) for r in refs or ()}
+
+
 def _port_dps(northd: NorthdData) -> dict[str, str]:
     return {name: port.dp.key for name, port in northd.core.ports.ports.items()}
 
@@ -112,7 +121,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
         super().__init__(
             "lflow", northd=Input(northd, self.on_northd),
             sync_from_sb=Input(feedback, self.on_up),
-            nb=Group(table_inputs(nb, sorted(nb), dict.fromkeys(nb, noop))),
+            nb=Group(table_inputs(nb, sorted(nb), {**dict.fromkeys(nb, noop),
+                                                   "ACL": self.on_nb_acl,
+                                                   "Logical_Switch": self.on_nb_ls})),
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS + LFLOW_SB_INPUTS), covered)))
 
     def _tables(self) -> tuple[Mapping[str, ReplicaTable], Mapping[str, ReplicaTable]]:
@@ -154,6 +165,11 @@ class LflowNode(Node[LflowData, LflowDelta]):
                     dps.add(peer.dp.key)
         if not dps:
             return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
+        return self._rebuild(northd, dps)
+
+    def _rebuild(self, northd: NorthdData, dps: set[str]) -> Handled:
+        """The flows of the datapaths `dps` built again, the rows that changed tracked."""
+        old = self.data
         with muted():  # the builders' warnings come from full builds only
             changed = rebuild(old.flows, lflow_context(*self._tables(), northd),
                               frozenset(dps))
@@ -164,6 +180,35 @@ class LflowNode(Node[LflowData, LflowDelta]):
                               _port_dps(northd))
         self.track().rows.update(flow_row_key(k) for k in changed)
         return Handled.HANDLED_UPDATED
+
+    # An ACL of switches changed (none of a port group's): those switches' flows built
+    # again. An ACL exists only while referenced (it is not a root table): inserted or
+    # deleted, its switches' `acls` change too, and `on_nb_ls` rebuilds them.
+    def on_nb_acl(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        nb = self._tables()[0]
+        acls = {u for u, rc in change.delta.items() if rc.old is not None and rc.new is not None}
+        if not acls:
+            return Handled.HANDLED_UNCHANGED
+        groups = nb.get("Port_Group")
+        if groups is not None and any(acls & _uuids(g.acls) for g in groups.rows.values()):
+            return Handled.UNHANDLED
+        switches = nb.get("Logical_Switch")
+        dps = {ls.uuid for ls in switches.rows.values() if acls & _uuids(ls.acls)} \
+            if switches is not None else set()
+        return self._rebuild(self.inputs["northd"].data, dps) if dps \
+            else Handled.HANDLED_UNCHANGED
+
+    # A switch's `acls` changed: its flows built again; any other change of a switch
+    # reaches `northd`, which recomputes or names the ports it changed (`on_northd`).
+    def on_nb_ls(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        dps = {uuid for uuid, rc in change.delta.items() if rc.old is not None
+               and rc.new is not None and "acls" in changed_columns(rc)}
+        return self._rebuild(self.inputs["northd"].data, dps) if dps \
+            else Handled.HANDLED_UNCHANGED
 
     # A port's `up` (what `sync_from_sb` decides) moves flows only where the ARP/ND
     # responder skips ports that are down: with NB_Global `ignore_lsp_down=false`.

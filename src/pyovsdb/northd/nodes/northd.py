@@ -15,7 +15,9 @@ Rules kept here:
   `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
   SB_Global and Chassis_Private (read only by the handshake). With
   `incremental_ports` an ordinary VIF added, deleted or updated is applied in place
-  (`build.ports_incremental`), its changed keys recorded as the node's `PortsDelta`.
+  (`build.ports_incremental`), its changed keys recorded as the node's `PortsDelta`,
+  and a switch's ACLs changed (an ACL without a meter, the switch's `acls`) move
+  nothing here: they are `lflow`'s, which reads the NB tables itself.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from .tables import TableChange, TableLeaf, Tables, declared, leaf_name, only, t
 NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
                     "Port_Binding", "IGMP_Group", "Multicast_Group", "MAC_Binding",
                     "Static_MAC_Binding", "FDB", "BFD")
+# Logical_Switch columns only the flows read.
+LS_FLOWS_ONLY = frozenset(("acls",))
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
                          "hv_cfg", "hv_cfg_timestamp"))
@@ -74,7 +78,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                  incremental_ports: bool = True) -> None:
         self.incremental_ports = incremental_ports
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
-        nb_handlers = {"NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp}
+        nb_handlers = {"NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp,
+                       "ACL": self.on_nb_acl}
         if incremental_ports:
             nb_handlers["Logical_Switch"] = self.on_nb_ls
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
@@ -123,12 +128,24 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
     # A switch's `ports` alone: the ports it gains and loses are inserted and deleted
     # in the same changes, which `on_nb_lsp` handles (it reads this input's delta and
     # gives up on anything else, a port moved between switches for one).
+    # A switch's `acls` alone are the flows' (`lflow` rebuilds the switch).
     def on_nb_ls(self, change: TableChange) -> Handled:
         lsp = self.inputs.get(leaf_name("NB", "Logical_Switch_Port"))
-        if lsp is None or not lsp.updated:
-            return Handled.UNHANDLED
-        return only(change, lambda rc: rc.old is not None and rc.new is not None
-                     and set(changed_columns(rc)) <= {"ports"})
+        ports_handled = lsp is not None and lsp.updated
+
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            if rc.old is None or rc.new is None:
+                return False
+            cols = set(changed_columns(rc))
+            return cols <= {"ports"} | LS_FLOWS_ONLY and ("ports" not in cols or ports_handled)
+
+        return only(change, ok)
+
+    # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
+    # an ACL without one, before and after, is the flows' (`lflow` handles it).
+    def on_nb_acl(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: not any(r is not None and r.value("meter")
+                                               for r in (rc.old, rc.new)))
 
     # LSP.up written back by `sync_from_sb` (northd's own write coming back) moves
     # nothing; ordinary VIFs added, deleted or updated are applied in place
