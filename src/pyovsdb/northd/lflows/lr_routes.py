@@ -263,7 +263,7 @@ def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
     lookup = port_lookup(ctx)
     for lrp in router_lrps(dp):
         out.table_id(lrp.options.get("route_table"))
-    for row in ref_rows(ctx.current(dp).static_routes):
+    for row in ref_rows(dp.nb.static_routes):
         nexthop: str = row.nexthop
         discard = nexthop == "discard"
         hop = parse_cidr(nexthop) if nexthop and not discard else None

@@ -8,9 +8,8 @@ Rules kept here:
   its delta names the Logical_Flow rows that changed, so `sync_to_sb` plans those
   alone. It also recomputes on an SB table only flows read (`LFLOW_SB_INPUTS`), or,
   with `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`. What the
-  builders report about bad NB data comes from the recompute, and from the rebuild of
-  a datapath whose ACLs, routes or policies changed (what 23.03, recomputing, reports
-  then); the rebuild after VIF changes is `diagnostics.muted()`.
+  builders report about bad NB data comes from the recompute only: a partial rebuild
+  is `diagnostics.muted()`.
 - Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
@@ -18,10 +17,9 @@ Rules kept here:
 - It reads `northd`, `sync_from_sb`, every NB table and the SB tables `northd` reads,
   whose changes `northd` always carries (their handler is `noop`: a change the flows
   could see either recomputes `northd` or comes as its delta), and SB tables only
-  flows read (`LFLOW_SB_INPUTS`, no handler). The exceptions are what `northd` does not
-  carry: an ACL change (of switches only, not of a port group) and a switch's `acls`
-  rebuild the flows of those switches here, a route or policy change and a router's
-  `static_routes` or `policies` those of the routers.
+  flows read (`LFLOW_SB_INPUTS`, no handler). The exceptions are the switches' ACLs,
+  which `northd` does not carry: an ACL change (of switches only, not of a port group)
+  and a switch's `acls` rebuild the flows of those switches here.
 """
 
 from __future__ import annotations
@@ -125,12 +123,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             sync_from_sb=Input(feedback, self.on_up),
             nb=Group(table_inputs(nb, sorted(nb), {**dict.fromkeys(nb, noop),
                                                    "ACL": self.on_nb_acl,
-                                                   "Logical_Switch": self.on_nb_ls,
-                                                   "Logical_Router": self.on_nb_lr,
-                                                   "Logical_Router_Static_Route":
-                                                       self.on_nb_route,
-                                                   "Logical_Router_Policy":
-                                                       self.on_nb_policy})),
+                                                   "Logical_Switch": self.on_nb_ls})),
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS + LFLOW_SB_INPUTS), covered)))
 
     def _tables(self) -> tuple[Mapping[str, ReplicaTable], Mapping[str, ReplicaTable]]:
@@ -172,15 +165,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
                     dps.add(peer.dp.key)
         if not dps:
             return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
-        with muted():  # a VIF's rebuild is not where 23.03 would warn
-            return self._rebuild(northd, dps)
+        return self._rebuild(northd, dps)
 
     def _rebuild(self, northd: NorthdData, dps: set[str]) -> Handled:
-        """The flows of the datapaths `dps` built again, the rows that changed tracked.
-        What the builders report of those datapaths is reported (the NB data changed
-        is theirs), unless the caller mutes it."""
+        """The flows of the datapaths `dps` built again, the rows that changed tracked."""
         old = self.data
-        changed = rebuild(old.flows, lflow_context(*self._tables(), northd), frozenset(dps))
+        with muted():  # the builders' warnings come from full builds only
+            changed = rebuild(old.flows, lflow_context(*self._tables(), northd),
+                              frozenset(dps))
         if not changed:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows
@@ -211,40 +203,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
     # A switch's `acls` changed: its flows built again; any other change of a switch
     # reaches `northd`, which recomputes or names the ports it changed (`on_northd`).
     def on_nb_ls(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
-        return self._owners_changed(change, ("acls",))
-
-    # A router's routes or policies changed: its flows built again (any other change
-    # of a router recomputes `northd`, and so this node).
-    def on_nb_lr(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
-        return self._owners_changed(change, ("static_routes", "policies"))
-
-    def _owners_changed(self, change: Change[ReplicaTable, TableChanges],
-                        columns: tuple[str, ...]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         dps = {uuid for uuid, rc in change.delta.items() if rc.old is not None
-               and rc.new is not None and set(columns) & set(changed_columns(rc))}
-        return self._rebuild(self.inputs["northd"].data, dps) if dps \
-            else Handled.HANDLED_UNCHANGED
-
-    # A route or a policy updated: the flows of the routers that list it built again.
-    # (Inserted or deleted, its routers' column changes too: `on_nb_lr` has them.)
-    def on_nb_route(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
-        return self._members_updated(change, "static_routes")
-
-    def on_nb_policy(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
-        return self._members_updated(change, "policies")
-
-    def _members_updated(self, change: Change[ReplicaTable, TableChanges],
-                         column: str) -> Handled:
-        if change.delta is None or not self.has_data:
-            return Handled.UNHANDLED
-        rows = {u for u, rc in change.delta.items() if rc.old is not None and rc.new is not None}
-        if not rows:
-            return Handled.HANDLED_UNCHANGED
-        routers = self._tables()[0].get("Logical_Router")
-        dps = {lr.uuid for lr in routers.rows.values() if rows & _uuids(getattr(lr, column))} \
-            if routers is not None else set()
+               and rc.new is not None and "acls" in changed_columns(rc)}
         return self._rebuild(self.inputs["northd"].data, dps) if dps \
             else Handled.HANDLED_UNCHANGED
 
