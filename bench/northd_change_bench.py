@@ -33,8 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from northd_bench import check_ops, cpu_seconds, port_address
-from pyovsdb.jsonrpc.client import Client
+from northd_bench import cpu_seconds, preload
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
 
 COMPLETION = re.compile(r"ovn-northd completion:\s*(\d+)ms")
@@ -143,23 +142,6 @@ class Plane:
             self.proc = None
         self.sb.stop()
         self.nb.stop()
-
-
-def preload(db: str, nsw: int, nport: int, batch: int = 50) -> None:
-    with Client(db) as c:
-        for start in range(0, nsw, batch):
-            ops: list[object] = ["OVN_Northbound"]
-            for s in range(start, min(nsw, start + batch)):
-                ports = []
-                for p in range(nport):
-                    ops.append({"op": "insert", "table": "Logical_Switch_Port",
-                                "uuid-name": f"p{s}x{p}",
-                                "row": {"name": f"lsp-{s}-{p}",
-                                        "addresses": port_address(s, p)}})
-                    ports.append(["named-uuid", f"p{s}x{p}"])
-                ops.append({"op": "insert", "table": "Logical_Switch",
-                            "row": {"name": f"ls{s}", "ports": ["set", ports]}})
-            check_ops(c.call("transact", ops))
 
 
 def main() -> int:
