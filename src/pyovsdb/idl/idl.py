@@ -55,7 +55,7 @@ from typing import Any
 import orjson
 
 from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError, connect
-from ..ovsdb.changeset import Changeset, RowChange, merge
+from ..ovsdb.changeset import Changeset, RowChange, merge, merge_rows
 from ..ovsdb.schema import DatabaseSchema
 from ..storage.schemafile import load_schema
 from ..util import gctune
@@ -744,14 +744,7 @@ class Idl:
             if tname in shared:
                 t = tracked[tname] = dict(t)
                 shared.discard(tname)
-            for uuid, ch in changes.items():
-                prev = t.get(uuid)
-                if prev is None:
-                    t[uuid] = ch
-                elif prev.old is None and ch.new is None:
-                    del t[uuid]  # inserted, then deleted: never was
-                else:
-                    t[uuid] = RowChange(uuid, prev.old, ch.new)
+            merge_rows(t, changes)
 
     def _alerting(self, cs: Changeset[IdlRow]) -> Changeset[IdlRow]:
         """`cs` without the row changes that touch only write-only ("monitor") columns."""

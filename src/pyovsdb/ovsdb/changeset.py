@@ -14,7 +14,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic
 
 from .errors import OvsdbError
@@ -199,12 +199,18 @@ def merge_into(acc: dict[str, dict[str, RowChange[R]]], cs: Changeset[R],
         t = acc.get(tname)
         if t is None:
             acc[tname] = dict(changes)
-            continue
-        for uuid, ch in changes.items():
-            prev = t.get(uuid)
-            if prev is None:
-                t[uuid] = ch
-            elif prev.old is None and ch.new is None:
-                del t[uuid]  # inserted, then deleted: nothing happened
-            else:
-                t[uuid] = RowChange(uuid, prev.old, ch.new)
+        else:
+            merge_rows(t, changes)
+
+
+def merge_rows(acc: dict[str, RowChange[R]], later: Mapping[str, RowChange[R]]) -> None:
+    """The row changes `later` of one table composed into `acc` in place: per row the
+    first `old` and the last `new`; a row inserted and then deleted disappears."""
+    for uuid, ch in later.items():
+        prev = acc.get(uuid)
+        if prev is None:
+            acc[uuid] = ch
+        elif prev.old is None and ch.new is None:
+            del acc[uuid]  # inserted, then deleted: nothing happened
+        else:
+            acc[uuid] = RowChange(uuid, prev.old, ch.new)
