@@ -140,14 +140,20 @@ class Driver:
             self._check(out, nb, sb, now_ms)
         return out
 
+    def fresh(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+              now_ms: int) -> tuple[Driver, RunOutput]:
+        """A driver built from scratch on these replicas, with this one's committed cfg,
+        and what its first run (a recompute) would write now."""
+        fresh = Driver(clock=self._clock, incremental_ports=self.incremental_ports)
+        fresh.cur_cfg = self.cur_cfg
+        return fresh, fresh.run(nb, sb, Changeset(), Changeset(), recompute=True,
+                                now_ms=now_ms)
+
     def _check(self, out: RunOutput, nb: Mapping[str, ReplicaTable],
                sb: Mapping[str, ReplicaTable], now_ms: int) -> None:
         """Compare the run's operations with those of a recompute from scratch."""
-        fresh = Driver(incremental_ports=self.incremental_ports)
-        fresh.cur_cfg = self.cur_cfg
         with muted():  # the run itself reported what the builders found
-            want = fresh.run(nb, sb, Changeset(), Changeset(), recompute=True,
-                             now_ms=now_ms)
+            _, want = self.fresh(nb, sb, now_ms)
         self.self_check_runs += 1
         diff: list[str] = []
         for db, got, wanted in (("SB", out.sb_ops, want.sb_ops),

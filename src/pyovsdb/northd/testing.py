@@ -408,10 +408,7 @@ class LocalNorthd:
     def fresh(self) -> tuple[Driver, RunOutput]:
         """A driver built from scratch on the same replicas (and the same committed
         cfg), and what it would write now: nothing, once the loop settled correctly."""
-        fresh = Driver(clock=lambda: 0.0)
-        fresh.cur_cfg = self.driver.cur_cfg
-        return fresh, fresh.run(self.nb.tables, self.sb.tables, Changeset(), Changeset(),
-                                recompute=True, now_ms=self.now_ms)
+        return self.driver.fresh(self.nb.tables, self.sb.tables, self.now_ms)
 
     def stat(self, node: str, stat: str = "recompute") -> int:
         return int(self.driver.show_stats(node, stat))
