@@ -68,6 +68,14 @@ LB_VIPS: tuple[dict[str, str], ...] = (
 )
 ACL_MATCHES = ("ip4", "inport == \"p0\"", "ip4.dst == $as0", "outport == @pg0")
 ACL_ACTIONS = ("allow", "allow-related", "drop", "reject")
+# Routes: two on one prefix make an ECMP group; an output port may be another router's
+# (the route's flow then lands on that router).
+ROUTE_PREFIXES = ("10.9.0.0/24", "10.9.0.0/24", "0.0.0.0/0", "fd09::/64")
+ROUTE_NEXTHOPS = ("10.0.0.254", "10.0.1.254", "discard", "fd00:0::fe")
+POLICY_MATCHES = ("ip4.src == 10.0.0.0/24", "ip4.dst == 10.9.0.5", "ip6")
+POLICY_ACTIONS: tuple[tuple[str, list[str]], ...] = (
+    ("allow", []), ("drop", []), ("reroute", ["10.0.0.254"]),
+    ("reroute", ["10.0.0.254", "10.0.1.254"]))
 DNS_RECORDS: tuple[dict[str, str], ...] = (
     {"vm1.ovn.org": "10.0.0.2"}, {"vm2.ovn.org": "10.0.0.3 fd00::3"}, {},
 )
@@ -130,6 +138,13 @@ NB_KINDS: dict[str, Drawn] = {
     "lrp-set": _step("lrp-set", _idx(ROUTER_PORTS), st.sampled_from(
         ("networks", "mac", "options", "enabled", "peer", "ha_chassis_group")),
         st.integers(0, 3)),
+    "route-add": _step("route-add", _idx(ROUTERS), _idx(ROUTE_PREFIXES), _idx(ROUTE_NEXTHOPS),
+                       st.integers(0, len(ROUTER_PORTS)), st.booleans()),
+    "route-set": _step("route-set", st.integers(0, 3), _idx(ROUTE_NEXTHOPS)),
+    "route-del": _step("route-del", st.integers(0, 3)),
+    "policy-add": _step("policy-add", _idx(ROUTERS), st.sampled_from((100, 200)),
+                        _idx(POLICY_MATCHES), _idx(POLICY_ACTIONS)),
+    "policy-del": _step("policy-del", st.integers(0, 3)),
     "lrp-gw": _step("lrp-gw", _idx(ROUTER_PORTS), _idx(CHASSIS), st.integers(0, 3)),
     "lrp-gw-del": _step("lrp-gw-del", _idx(ROUTER_PORTS), _idx(CHASSIS)),
     "hag-add": _step("hag-add", _idx(HA_GROUPS), st.lists(_idx(CHASSIS), max_size=3,
@@ -208,7 +223,7 @@ BASES = {"plain": BASE, "ha": BASE_HA}
 
 def steps(max_size: int = 16, exclude: frozenset[str] = frozenset(), batch_one_in: int = 5
           ) -> st.SearchStrategy[list[Step]]:
-    """Step sequences where an NB step (of 31 kinds) is as likely as an SB one (of 6:
+    """Step sequences where an NB step (of 40 kinds) is as likely as an SB one (of 13:
     claims and releases come often), and one step in `batch_one_in` (on average) is
     batched with the next; `exclude` leaves kinds out."""
     nb = st.one_of(*(s for k, s in NB_KINDS.items() if k not in exclude))
@@ -569,6 +584,67 @@ class Applier:
                    "where": [["nat", "includes", ["uuid", uuid]]],
                    "mutations": [["nat", "delete", ["set", [["uuid", uuid]]]]]}])
         return f"lr-nat-del #{i % len(rows)}"
+
+    # -- routes and policies ----------------------------------------------------------
+
+    def _route_add(self, lr: int, prefix: int, nexthop: int, port: int, src: bool
+                   ) -> str | None:
+        """A static route; `port` 0 is none, else a router port's name (of any router,
+        or none at all: the port may not exist)."""
+        hit = existing(self.nb, "Logical_Router", lr)
+        if hit is None:
+            return None
+        cols: dict[str, Any] = {"ip_prefix": ROUTE_PREFIXES[prefix],
+                                "nexthop": ROUTE_NEXTHOPS[nexthop]}
+        if port:
+            cols["output_port"] = [ROUTER_PORTS[port - 1]]
+        if src:
+            cols["policy"] = ["src-ip"]
+        self._nb([_insert(self.nb, "Logical_Router_Static_Route", "s", **cols),
+                  _mutate("Logical_Router", hit[0], "static_routes", "insert",
+                          [["named-uuid", "s"]])])
+        return (f"lr-route-add {hit[1]} {cols['ip_prefix']} {cols['nexthop']}"
+                + (f" {cols['output_port'][0]}" if port else "")
+                + (" --policy=src-ip" if src else ""))
+
+    def _route_set(self, i: int, nexthop: int) -> str | None:
+        rows = _sorted_uuids(self.nb, "Logical_Router_Static_Route")
+        if not rows:
+            return None
+        uuid = rows[i % len(rows)]
+        self._nb([_update(self.nb, "Logical_Router_Static_Route", uuid,
+                          nexthop=ROUTE_NEXTHOPS[nexthop])])
+        return f"set Logical_Router_Static_Route #{i % len(rows)} nexthop={ROUTE_NEXTHOPS[nexthop]}"
+
+    def _route_del(self, i: int) -> str | None:
+        return self._unlink("Logical_Router_Static_Route", "static_routes", i, "lr-route-del")
+
+    def _policy_add(self, lr: int, priority: int, match: int, action: int) -> str | None:
+        hit = existing(self.nb, "Logical_Router", lr)
+        if hit is None:
+            return None
+        verb, nexthops = POLICY_ACTIONS[action]
+        self._nb([_insert(self.nb, "Logical_Router_Policy", "p", priority=priority,
+                          match=POLICY_MATCHES[match], action=verb, nexthops=nexthops),
+                  _mutate("Logical_Router", hit[0], "policies", "insert",
+                          [["named-uuid", "p"]])])
+        return (f"lr-policy-add {hit[1]} {priority} '{POLICY_MATCHES[match]}' {verb} "
+                + ",".join(nexthops))
+
+    def _policy_del(self, i: int) -> str | None:
+        return self._unlink("Logical_Router_Policy", "policies", i, "lr-policy-del")
+
+    def _unlink(self, table: str, column: str, i: int, verb: str) -> str | None:
+        """The `i`-th row of `table` (UUID order) unlinked from its routers (and so
+        garbage collected)."""
+        rows = _sorted_uuids(self.nb, table)
+        if not rows:
+            return None
+        uuid = rows[i % len(rows)]
+        self._nb([{"op": "mutate", "table": "Logical_Router",
+                   "where": [[column, "includes", ["uuid", uuid]]],
+                   "mutations": [[column, "delete", ["set", [["uuid", uuid]]]]]}])
+        return f"{verb} #{i % len(rows)}"
 
     # -- ACLs, load balancers, groups, sets, DNS, meters --------------------------------
 

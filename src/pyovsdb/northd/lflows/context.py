@@ -188,6 +188,13 @@ class LflowContext:
             self._pg_switches = out
         return self._pg_switches
 
+    def current(self, dp: Datapath) -> IdlRow:
+        """The datapath's NB row as the replica has it now. `northd` keeps the row of
+        its last build and takes some changes of the row in place (a switch's `acls`, a
+        router's `static_routes` and `policies`): what those columns list is read here."""
+        table = self.nb.get("Logical_Switch" if dp.is_switch else "Logical_Router")
+        return table.rows.get(dp.key, dp.nb) if table is not None else dp.nb
+
     def switch(self, dp: Datapath) -> SwitchFacts:
         facts = self._switch.get(dp.key)
         if facts is None:
@@ -197,11 +204,7 @@ class LflowContext:
     def _switch_facts(self, dp: Datapath) -> SwitchFacts:
         pg_of = self.port_group_switches()
         pgs = [pg for pg in self.nb_rows("Port_Group") if dp.key in pg_of.get(pg.uuid, ())]
-        # The switch's ACLs as the replica has them now: `northd` keeps the row of its
-        # last build, and takes a change of the switch's `acls` alone in place.
-        switches = self.nb.get("Logical_Switch")
-        row = switches.rows.get(dp.key, dp.nb) if switches is not None else dp.nb
-        own = ref_rows(row.acls)
+        own = ref_rows(self.current(dp).acls)
         acls = own + [acl for pg in pgs for acl in ref_rows(pg.acls)]
         lbs = [lb for lb in self.lbs.lbs.values() if dp.key in lb.switches]
         return SwitchFacts(

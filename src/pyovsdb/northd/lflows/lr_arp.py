@@ -126,7 +126,7 @@ def _multicast_mac(addr: ipaddress.IPv6Address) -> str:
 
 def _arp_request(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     ns_meter = ctx.copp_meter(dp, CoppProto.ND_NS_RESOLVE)
-    for route in ref_rows(dp.nb.static_routes):
+    for route in ref_rows(ctx.current(dp).static_routes):
         nexthop = str(route.nexthop)
         gw = _host_ipv6(nexthop)
         if gw is None:

@@ -101,7 +101,7 @@ def build_policies(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
     out.add(dp, POLICY_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
     out.add(dp, POLICY_ECMP, 0, "1", ctx.drop_action)
     group = 1
-    for rule in ref_rows(dp.nb.policies):
+    for rule in ref_rows(ctx.current(dp).policies):
         if rule.action == "reroute" and len(rule.nexthops) > 1:
             _ecmp_policy_flows(ctx, out, dp, rule, group)
             group += 1

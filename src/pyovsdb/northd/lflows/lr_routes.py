@@ -88,7 +88,8 @@ def router_lrps(dp: Datapath) -> list[IdlRow]:
     return ref_rows(dp.nb.ports)
 
 
-def _opt_str(value: object) -> str | None:
+def opt_str(value: object) -> str | None:
+    """An optional string column's value (a list of zero or one strings)."""
     if isinstance(value, list):
         return str(value[0]) if value else None
     return str(value) if value is not None else None
@@ -127,7 +128,7 @@ class PortLookup:
         """`find_static_route_outport`: the port a route leaves by and its address;
         with `warn`, its warnings when there is none."""
         nexthop: str = route.nexthop
-        output = _opt_str(route.output_port)
+        output = opt_str(route.output_port)
         found: tuple[Port, str] | None = None
         if output is None:
             found = self.first_reaching(dp, nexthop) if nexthop else None
@@ -161,7 +162,7 @@ def port_lookup(ctx: LflowContext) -> PortLookup:
 def bfd_status(nb_bfd: IdlRow, sb: Mapping[str, ReplicaTable]) -> str:
     """The NB status of a BFD session once this run's exchange with SB is done
     (`build_bfd_table`)."""
-    status = _opt_str(nb_bfd.status) or "admin_down"
+    status = opt_str(nb_bfd.status) or "admin_down"
     table = sb.get("BFD")
     session = None
     for row in sorted(table.rows.values(), key=lambda r: r.uuid) if table else ():
@@ -263,7 +264,7 @@ def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
     lookup = port_lookup(ctx)
     for lrp in router_lrps(dp):
         out.table_id(lrp.options.get("route_table"))
-    for row in ref_rows(dp.nb.static_routes):
+    for row in ref_rows(ctx.current(dp).static_routes):
         nexthop: str = row.nexthop
         discard = nexthop == "discard"
         hop = parse_cidr(nexthop) if nexthop and not discard else None
@@ -289,7 +290,7 @@ def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
         if _bfd_down(row, ctx.sb):
             continue
         out.routes.append(ParsedRoute(
-            nb=row, prefix=prefix, is_src=_opt_str(row.policy) == "src-ip",
+            nb=row, prefix=prefix, is_src=opt_str(row.policy) == "src-ip",
             table_id=out.table_id(row.route_table),
             ecmp_symmetric_reply=smap_bool(row.options, "ecmp_symmetric_reply"),
             is_discard=discard, out=found))

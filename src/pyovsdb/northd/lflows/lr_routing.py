@@ -18,7 +18,8 @@ Rules kept here:
   routers on its switch. A port with a BFD session gets a second flow for BFD
   packets (one priority up, without the TTL decrement).
 - A static route to a port of another router is written on that router, as 23.03
-  does; a discard route drops. A route or ECMP member whose port is not found writes
+  does (a partial rebuild of that router parses the other router's routes for it:
+  `_routing_into`); a discard route drops. A route or ECMP member whose port is not found writes
   nothing; an ECMP group still selects among all its members.
 - `options:ecmp_symmetric_reply` counts on gateway routers only, once per ECMP group
   and output port: it adds the conntrack flows that send replies back by the path the
@@ -44,6 +45,7 @@ from ..build.datapaths import Datapath, smap_bool
 from ..build.mcast_groups import Groups, build_igmp_groups
 from ..build.ports import Port
 from ..build.ports_addresses import format_ipv6
+from ..diagnostics import muted
 from .context import LflowContext
 from .lr_arp_resolve import routable_addresses
 from .lr_policy import ECMP_GROUP, ECMP_MEMBER, build_policies
@@ -51,6 +53,7 @@ from .lr_routes import (
     EcmpGroup,
     ParsedRoute,
     bfd_ports,
+    opt_str,
     parse_routes,
     router_lrps,
 )
@@ -293,6 +296,26 @@ def _is_ipv4_group(name: str) -> bool:
     return isinstance(ip, ipaddress.IPv4Address) or ip.ipv4_mapped is not None
 
 
+def _routing_into(ctx: LflowContext) -> list[Datapath]:
+    """In a partial rebuild, the routers outside it with a static route whose output
+    port is a port of a router inside it."""
+    scope = ctx.scope
+    if scope is None:
+        return []
+    ports = ctx.ports.ports
+    found: list[Datapath] = []
+    for dp in ctx.datapaths.routers.values():
+        if dp.key in scope:
+            continue
+        for route in ctx.current(dp).static_routes or ():
+            name = opt_str(route.output_port)
+            port = ports.get(name) if name is not None else None
+            if port is not None and port.dp.key in scope:
+                found.append(dp)
+                break
+    return found
+
+
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
     routes = Routes(ctx, out)
@@ -303,6 +326,12 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     for dp in routers:
         with out.owned_by(("dp", dp.key)):
             routes.router(dp, groups)
+    # A partial rebuild also takes the routes other routers have through a port of
+    # a router it builds (their flows land there); what parsing them reports was
+    # reported when those routers were built.
+    for dp in _routing_into(ctx):
+        with out.owned_by(("dp", dp.key)), muted():
+            routes.static_routes(dp)
     for port in ctx.ports.ports.values():
         if port.is_lrp and port.networks is not None:
             with out.owned_by(("port", port.name)):
