@@ -150,8 +150,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      frozenset()),
     ("lb-add + ls-lb-add", _lb, FULL),
     ("lr-nat-add", _nat, FULL),
-    ("lr-route-add", _route, FULL),
-    ("lr-policy-add", _policy, FULL),
+    ("lr-route-add", _route, frozenset()),
+    ("lr-policy-add", _policy, frozenset()),
+    ("lr-route-add with BFD", lambda nb, sb, w: nb.add_child(
+        "Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
+        ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=nb.db.insert(
+            "BFD", logical_port="lrp0", dst_ip="10.0.0.253")), FULL),
     ("pg-add", _port_group, FULL),
     ("NB_Global option", lambda nb, sb, w: nb.db.update(
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)),

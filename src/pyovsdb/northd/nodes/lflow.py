@@ -8,8 +8,9 @@ Rules kept here:
   its delta names the Logical_Flow rows that changed, so `sync_to_sb` plans those
   alone. It also recomputes on an SB table only flows read (`LFLOW_SB_INPUTS`), or,
   with `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`. What the
-  builders report about bad NB data comes from the recompute only: a partial rebuild
-  is `diagnostics.muted()`.
+  builders report about bad NB data comes from the recompute, and from the rebuild of
+  a datapath whose ACLs, routes or policies changed (what 23.03, recomputing, reports
+  then); the rebuild after VIF changes is `diagnostics.muted()`.
 - Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
@@ -17,9 +18,10 @@ Rules kept here:
 - It reads `northd`, `sync_from_sb`, every NB table and the SB tables `northd` reads,
   whose changes `northd` always carries (their handler is `noop`: a change the flows
   could see either recomputes `northd` or comes as its delta), and SB tables only
-  flows read (`LFLOW_SB_INPUTS`, no handler). The exceptions are the switches' ACLs,
-  which `northd` does not carry: an ACL change (of switches only, not of a port group)
-  and a switch's `acls` rebuild the flows of those switches here.
+  flows read (`LFLOW_SB_INPUTS`, no handler). The exceptions are what `northd` does not
+  carry: an ACL change (of switches only, not of a port group) and a switch's `acls`
+  rebuild the flows of those switches here, a route or policy change and a router's
+  `static_routes` or `policies` those of the routers.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable
 from ..diagnostics import muted
 from ..lflows import LflowContext, LflowTable, build_lflows, rebuild
+from ..lflows.lr_routes import opt_str
 from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
-from .northd import NORTHD_SB_INPUTS, NorthdData, NorthdNode
+from .northd import LR_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, table_inputs
 
@@ -123,7 +126,12 @@ class LflowNode(Node[LflowData, LflowDelta]):
             sync_from_sb=Input(feedback, self.on_up),
             nb=Group(table_inputs(nb, sorted(nb), {**dict.fromkeys(nb, noop),
                                                    "ACL": self.on_nb_acl,
-                                                   "Logical_Switch": self.on_nb_ls})),
+                                                   "Logical_Switch": self.on_nb_ls,
+                                                   "Logical_Router": self.on_nb_lr,
+                                                   "Logical_Router_Static_Route":
+                                                       self.on_nb_route,
+                                                   "Logical_Router_Policy":
+                                                       self.on_nb_policy})),
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS + LFLOW_SB_INPUTS), covered)))
 
     def _tables(self) -> tuple[Mapping[str, ReplicaTable], Mapping[str, ReplicaTable]]:
@@ -165,14 +173,15 @@ class LflowNode(Node[LflowData, LflowDelta]):
                     dps.add(peer.dp.key)
         if not dps:
             return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
-        return self._rebuild(northd, dps)
+        with muted():  # a VIF's rebuild is not where 23.03 would warn
+            return self._rebuild(northd, dps)
 
     def _rebuild(self, northd: NorthdData, dps: set[str]) -> Handled:
-        """The flows of the datapaths `dps` built again, the rows that changed tracked."""
+        """The flows of the datapaths `dps` built again, the rows that changed tracked.
+        What the builders report of those datapaths is reported (the NB data changed
+        is theirs), unless the caller mutes it."""
         old = self.data
-        with muted():  # the builders' warnings come from full builds only
-            changed = rebuild(old.flows, lflow_context(*self._tables(), northd),
-                              frozenset(dps))
+        changed = rebuild(old.flows, lflow_context(*self._tables(), northd), frozenset(dps))
         if not changed:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows
@@ -209,6 +218,58 @@ class LflowNode(Node[LflowData, LflowDelta]):
                and rc.new is not None and "acls" in changed_columns(rc)}
         return self._rebuild(self.inputs["northd"].data, dps) if dps \
             else Handled.HANDLED_UNCHANGED
+
+    # A router's routes or policies changed: its flows built again (any other change
+    # of a router recomputes `northd`, and so this node).
+    def on_nb_lr(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        dps = {uuid for uuid, rc in change.delta.items() if rc.old is not None
+               and rc.new is not None and LR_FLOWS_ONLY & set(changed_columns(rc))}
+        return self._rebuild_routers(dps, [])
+
+    # A route updated: the routers that list it built again. Inserted or deleted, its
+    # router's `static_routes` changes too (`on_nb_lr`); here the router its output
+    # port was or is on is built again.
+    def on_nb_route(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        routes = [r for rc in change.delta.values() for r in (rc.old, rc.new) if r is not None]
+        return self._rebuild_routers(self._listing(change.delta, "static_routes"), routes)
+
+    # A policy updated: the routers that list it built again (inserted or deleted, its
+    # router's `policies` changes too: `on_nb_lr`).
+    def on_nb_policy(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        return self._rebuild_routers(self._listing(change.delta, "policies"), [])
+
+    def _listing(self, delta: TableChanges, column: str) -> set[str]:
+        """The routers whose `column` lists a row the delta updated."""
+        rows = {u for u, rc in delta.items() if rc.old is not None and rc.new is not None}
+        routers = self._tables()[0].get("Logical_Router")
+        if not rows or routers is None:
+            return set()
+        return {lr.uuid for lr in routers.rows.values() if rows & _uuids(getattr(lr, column))}
+
+    def _rebuild_routers(self, routers: set[str], routes: list[IdlRow]) -> Handled:
+        """The flows of `routers` built again, and of the routers that the output ports
+        of their routes and of `routes` are on: a static route through another
+        router's port lands on that router."""
+        northd: NorthdData = self.inputs["northd"].data
+        ports = northd.core.ports.ports
+        table = self._tables()[0].get("Logical_Router")
+        for key in routers:
+            lr = table.rows.get(key) if table is not None else None
+            if lr is not None:
+                routes.extend(r for r in lr.static_routes or () if isinstance(r, IdlRow))
+        dps = set(routers)
+        for route in routes:
+            name = opt_str(route.output_port)
+            port = ports.get(name) if name is not None else None
+            if port is not None and port.is_lrp:
+                dps.add(port.dp.key)
+        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
 
     # A port's `up` (what `sync_from_sb` decides) moves flows only where the ARP/ND
     # responder skips ports that are down: with NB_Global `ignore_lsp_down=false`.

@@ -16,8 +16,9 @@ Rules kept here:
   SB_Global and Chassis_Private (read only by the handshake). With
   `incremental_ports` an ordinary VIF added, deleted or updated is applied in place
   (`build.ports_incremental`), its changed keys recorded as the node's `PortsDelta`,
-  and a switch's ACLs changed (an ACL without a meter, the switch's `acls`) move
-  nothing here: they are `lflow`'s, which reads the NB tables itself.
+  and a switch's ACLs changed (an ACL without a meter, the switch's `acls`) and a
+  router's routes (without BFD) and policies move nothing here: they are `lflow`'s,
+  which reads the NB tables itself.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ from .tables import TableChange, TableLeaf, Tables, declared, leaf_name, only, t
 NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
                     "Port_Binding", "IGMP_Group", "Multicast_Group", "MAC_Binding",
                     "Static_MAC_Binding", "FDB", "BFD")
-# Logical_Switch columns only the flows read.
+# Logical_Switch and Logical_Router columns only the flows read.
 LS_FLOWS_ONLY = frozenset(("acls",))
+LR_FLOWS_ONLY = frozenset(("static_routes", "policies"))
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
                          "hv_cfg", "hv_cfg_timestamp"))
@@ -79,7 +81,9 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         self.incremental_ports = incremental_ports
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
         nb_handlers = {"NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp,
-                       "ACL": self.on_nb_acl}
+                       "ACL": self.on_nb_acl, "Logical_Router": self.on_nb_lr,
+                       "Logical_Router_Static_Route": self.on_nb_route,
+                       "Logical_Router_Policy": self.on_nb_policy}
         if incremental_ports:
             nb_handlers["Logical_Switch"] = self.on_nb_ls
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
@@ -140,6 +144,19 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             return cols <= {"ports"} | LS_FLOWS_ONLY and ("ports" not in cols or ports_handled)
 
         return only(change, ok)
+
+    # A router's routes and policies are the flows' (`lflow` rebuilds the router); of a
+    # route, builders read only its `bfd` (the BFD sessions routes ask for).
+    def on_nb_lr(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: rc.old is not None and rc.new is not None
+                    and set(changed_columns(rc)) <= LR_FLOWS_ONLY)
+
+    def on_nb_route(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: not any(r is not None and r.value("bfd")
+                                               for r in (rc.old, rc.new)))
+
+    def on_nb_policy(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: True)
 
     # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
     # an ACL without one, before and after, is the flows' (`lflow` handles it).
