@@ -61,6 +61,8 @@ def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
                                  f"10.{i}.0.0/16"],
         "lr-route-add": lambda i: ["lr-route-add", "lr0", f"192.168.{i}.0/24",
                                    f"10.0.0.{100 + i}"],
+        "lr-policy-add": lambda i: ["lr-policy-add", "lr0", str(100 + i),
+                                    f"ip4.src == 10.{i}.0.0/16", "drop"],
     }
 
 
@@ -162,6 +164,9 @@ def main() -> int:
                                  str(up / "ovn-nb.ovsschema"), str(up / "ovn-sb.ovsschema")))
     table = kinds(args.switches)
     chosen = [k for k in table if not args.only or k in args.only.split(",")]
+    unknown = set(args.only.split(",")) - set(table) if args.only else set()
+    if unknown:
+        ap.error(f"unknown change kinds: {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory(prefix="northd-change-") as tmp:
         planes = [Plane(n, Path(tmp) / n.label.replace(".", "")) for n in northds]
         try:

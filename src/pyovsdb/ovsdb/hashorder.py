@@ -20,12 +20,12 @@ import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..util.ovshash import calc_mask, hash_string, hmap_order, shash_order
+from ..util.ovshash import calc_mask, hash_string, hmap_order, hmap_order_of, shash_order
 
 if TYPE_CHECKING:
     from .schema import TableSchema
 
-__all__ = ["first_in_shash_order", "hash_string", "hmap_order", "shash_find_index",
+__all__ = ["first_in_shash_order", "hash_string", "hmap_order", "hmap_order_of", "shash_find_index",
            "shash_order", "table_columns_order"]
 
 

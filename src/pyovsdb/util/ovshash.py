@@ -95,6 +95,48 @@ def hmap_order(hashed: Iterable[tuple[int, T]]) -> list[T]:
     return [item for chain in buckets for _, item in chain]
 
 
+def hmap_expansions(total: int) -> list[int]:
+    """The insertion counts after which an hmap being filled with `total` items
+    expands, as `hmap_order` simulates (the check `n // 2 > mask` first holds at
+    n = 2 * mask + 2)."""
+    out: list[int] = []
+    mask, n = 0, 2
+    while n <= total:
+        new_mask = calc_mask(n)
+        if new_mask > mask:
+            out.append(n)
+            mask = new_mask
+            n = 2 * mask + 2
+        else:
+            n += 1
+    return out
+
+
+def hmap_order_of(hashed: Iterable[tuple[int, int, T]], total: int) -> list[T]:
+    """The walk order of some of the items of an hmap filled with `total` items, each
+    given as (its place among the `total` insertions, from 1; its hash; the item), in
+    insertion order: `hmap_order` of all of them, restricted to these, at a cost in
+    their number rather than `total`'s. Two items in one bucket of the full table
+    share a bucket at every size; an insertion puts an item at its chain's head and
+    every expansion reverses each chain, so chains per final bucket are enough."""
+    expansions = hmap_expansions(total)
+    mask = 0
+    for n in expansions:
+        mask = calc_mask(n)
+    chains: dict[int, list[T]] = {}
+    done = 0  # expansions applied
+    for index, h, item in hashed:
+        while done < len(expansions) and expansions[done] < index:
+            for chain in chains.values():
+                chain.reverse()
+            done += 1
+        chains.setdefault(h & mask, []).insert(0, item)
+    for _ in range(done, len(expansions)):
+        for chain in chains.values():
+            chain.reverse()
+    return [item for bucket in sorted(chains) for item in chains[bucket]]
+
+
 @functools.lru_cache(maxsize=4096)
 def _order(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(hmap_order((hash_string(n), n) for n in names))

@@ -83,8 +83,9 @@ class LflowContext:
     _switch: dict[str, SwitchFacts] = field(default_factory=dict)
     _pg_switches: dict[str, list[str]] | None = None
     _meters: frozenset[str] | None = None
-    # Facts of one area's own, computed on first use (`router_facts` keeps its here).
-    cache: dict[str, Any] = field(default_factory=dict)
+    # Facts of one area's own, computed on first use (`router_facts` keeps its here),
+    # shared with the narrowed contexts: a fact that depends on the scope is keyed by it.
+    cache: dict[Any, Any] = field(default_factory=dict)
     # A partial rebuild: `switches()` and `routers()` list only these datapaths.
     scope: frozenset[str] | None = None
 
@@ -150,6 +151,32 @@ class LflowContext:
         scope = self.scope
         return [dp for dp in self.datapaths.routers.values()
                 if scope is None or dp.key in scope]
+
+    def port_scope(self) -> frozenset[str] | None:
+        """The datapaths whose ports build flows in this build: every one (None), or in
+        a partial rebuild the datapaths rebuilt and their neighbors. A port builds flows
+        on its own datapath and through its peer on the next one (a VIF's address on
+        the routers of its switch, a router port's networks on its peer router), so a
+        rebuild walks those ports alone (the property tests hold it to a full build)."""
+        scope = self.scope
+        if scope is None:
+            return None
+        found: frozenset[str] | None = self.cache.get(("port_scope", scope))
+        if found is None:
+            keys = set(scope)
+            for key in scope:
+                for port in self.ports.of_datapath(key):
+                    peer = self.ports.peer_of(port)
+                    if peer is not None:
+                        keys.add(peer.dp.key)
+            found = self.cache[("port_scope", scope)] = frozenset(keys)
+        return found
+
+    def scoped_ports(self) -> list[Port]:
+        """The ports that build flows in this build (`port_scope`), in build order."""
+        within = self.port_scope()
+        ports = self.ports.ports.values()
+        return list(ports) if within is None else [p for p in ports if p.dp.key in within]
 
     def ports_of(self, dp: Datapath) -> list[Port]:
         return self.ports.of_datapath(dp.key)

@@ -332,7 +332,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     for dp in _routing_into(ctx):
         with out.owned_by(("dp", dp.key)), muted():
             routes.static_routes(dp)
-    for port in ctx.ports.ports.values():
+    for port in ctx.scoped_ports():
         if port.is_lrp and port.networks is not None:
             with out.owned_by(("port", port.name)):
                 routes.connected(port)

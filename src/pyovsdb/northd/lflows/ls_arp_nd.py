@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...ovsdb.hashorder import hash_string, hmap_order
+from ...ovsdb.hashorder import hash_string, hmap_order, hmap_order_of
 from ..build.datapaths import smap_bool
 from ..build.lsp_up import port_up
 from ..build.ports import Port, datapath_keys
@@ -58,27 +58,30 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     responder = _Responder(ctx, out)
     scope = ctx.scope
     for port in walk_order(ctx):
-        # Every flow here is on the port's own switch: a partial rebuild walks the
-        # ports of its datapaths alone, in the same order.
+        # Every flow here is on the port's own switch.
         if port.is_lsp and (scope is None or port.dp.key in scope):
             with out.owned_by(("port", port.name)):
                 responder.port(port)
 
 
 def walk_order(ctx: LflowContext) -> list[Port]:
-    """Every port in the order 23.03 walks its port hash table when it builds flows
-    (the names of the existing bindings inserted first, then the new ports): where two
-    ports ask for the same flow (one address on two switches), the first fixes the
-    flow's stage hint."""
-    cached: list[Port] | None = ctx.cache.get("walk_order")
+    """The ports that build flows (`ctx.scoped_ports()`), in the order 23.03 walks its
+    port hash table when it builds flows (the names of the existing bindings
+    inserted first, then the new ports): where two ports ask for the same flow (one
+    address on two switches), the first fixes the flow's stage hint. A partial
+    rebuild computes the order of its ports alone (`hmap_order_of`)."""
+    cached: list[Port] | None = ctx.cache.get(("walk_order", ctx.scope))
     if cached is None:
         ports = ctx.ports.ports
         existing = ctx.bindings()
         names = [*existing, *(n for n in ports if n not in existing)]
-        cached = ctx.cache["walk_order"] = [
-            ports[n] for n in hmap_order((hash_string(n), n) for n in names) if n in ports]
-    # Every port even in a partial rebuild: a port builds flows on other datapaths too
-    # (a VIF's address on the routers of its switch), which the table keeps or drops.
+        within = ctx.port_scope()
+        if within is None:
+            order = hmap_order((hash_string(n), n) for n in names)
+        else:
+            order = hmap_order_of(((i, hash_string(n), n) for i, n in enumerate(names, 1)
+                                   if n in ports and ports[n].dp.key in within), len(names))
+        cached = ctx.cache[("walk_order", ctx.scope)] = [ports[n] for n in order if n in ports]
     return cached
 
 
