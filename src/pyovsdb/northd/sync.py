@@ -257,7 +257,12 @@ class _Planner:
                 self.inserted.add((dt.name, key))
 
     def existing(self, table: str, key: Hashable) -> IdlRow | None:
-        """A row of a table with no desired state (e.g. Chassis), by key."""
+        """A row of a table with no desired state (e.g. Chassis), or planned by key
+        outside its keys, by key (the first by UUID, as a match takes it)."""
+        rows = self.index.get(table)
+        if rows is not None:
+            found = rows.get(key)
+            return found[min(found)] if found else None
         index = self._lookup.get(table)
         if index is None:
             index = {}

@@ -26,6 +26,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,10 +37,10 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ..build.datapaths import smap_bool
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
-from ..build.dp_groups import dp_group_ref
+from ..build.dp_groups import dp_group_key, dp_group_ref
 from ..build.inputs import singleton
 from ..build.ports_incremental import PortsDelta
-from ..desired import DesiredDb, DesiredTable
+from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
 from ..lflows import LflowContext, LflowTable, build_lflows, rebuild
 from ..lflows.lr_routes import opt_str
@@ -59,6 +60,8 @@ class LflowData:
     flows: LflowTable
     sb: DesiredDb  # Logical_Flow and Logical_DP_Group
     port_dps: dict[str, str]  # logical port -> its datapath's key, as of this data
+    # The flows of each datapath group they use (groups of more than one datapath).
+    group_users: Counter[tuple[str, ...]]
 
 
 @dataclass(slots=True)
@@ -76,9 +79,12 @@ def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]
 
 
 def _desired(northd: NorthdData, flows: LflowTable, rows: dict[Hashable, dict[str, Any]] | None,
-             changed: set[FlowKey]) -> DesiredDb:
-    """The desired tables of `flows`: every row built (`rows` None), or `rows` (the last
-    ones) with those of `changed` built again; the datapath groups from every flow."""
+             changed: set[FlowKey], users: Counter[tuple[str, ...]]
+             ) -> tuple[DesiredDb, Counter[tuple[str, ...]]]:
+    """The desired tables of `flows` and the users of each datapath group: every row
+    built (`rows` None), or `rows` (the last ones) with those of `changed` built again,
+    the groups' users (`users`, the last ones) counted again for those alone. The
+    groups desired are northd's and those a flow uses."""
     sb = DesiredDb()
     groups = northd.sb.tables.get(DP_GROUP_TABLE)
     if groups is not None:
@@ -86,19 +92,30 @@ def _desired(northd: NorthdData, flows: LflowTable, rows: dict[Hashable, dict[st
                             groups.fill))
     if rows is None:
         flows.put_desired(sb)
-        return sb
+        return sb, Counter(dp_group_key(f.datapaths) for f in flows.flows.values()
+                           if len(f.datapaths) > 1)
+    users = users.copy()
     table = sb.add(DesiredTable("Logical_Flow", LOGICAL_FLOW_COLUMNS,
                                 fill=("external_ids", "tags"), rows=dict(rows)))
     for key in changed:
+        row_key = flow_row_key(key)
+        was = rows.get(row_key)
+        group = was.get("logical_dp_group") if was is not None else None
+        if isinstance(group, Ref) and isinstance(group.key, tuple):
+            users[group.key] -= 1
         flow = flows.flows.get(key)
         if flow is None:
-            table.rows.pop(flow_row_key(key), None)
-        else:
-            table.rows[flow_row_key(key)] = flows.row(flow, sb)
-    for flow in flows.flows.values():
+            table.rows.pop(row_key, None)
+            continue
+        table.rows[row_key] = flows.row(flow, sb)
         if len(flow.datapaths) > 1:
-            dp_group_ref(sb, flow.datapaths)
-    return sb
+            users[dp_group_key(flow.datapaths)] += 1
+    for group_key, count in list(users.items()):
+        if count > 0:
+            dp_group_ref(sb, group_key)
+        else:
+            del users[group_key]
+    return sb, users
 
 
 def _uuids(refs: Any) -> set[str]:
@@ -113,7 +130,8 @@ def _port_dps(northd: NorthdData) -> dict[str, str]:
 def build_lflow_data(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
                      northd: NorthdData) -> LflowData:
     flows = build_lflows(lflow_context(nb, sb, northd))
-    return LflowData(flows, _desired(northd, flows, None, set()), _port_dps(northd))
+    desired, users = _desired(northd, flows, None, set(), Counter())
+    return LflowData(flows, desired, _port_dps(northd), users)
 
 
 class LflowNode(Node[LflowData, LflowDelta]):
@@ -174,19 +192,22 @@ class LflowNode(Node[LflowData, LflowDelta]):
         if not dps:
             return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
         with muted():  # a VIF's rebuild is not where 23.03 would warn
-            return self._rebuild(northd, dps)
+            return self._rebuild(northd, dps, ports_changed=True)
 
-    def _rebuild(self, northd: NorthdData, dps: set[str]) -> Handled:
+    def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False
+                 ) -> Handled:
         """The flows of the datapaths `dps` built again, the rows that changed tracked.
         What the builders report of those datapaths is reported (the NB data changed
-        is theirs), unless the caller mutes it."""
+        is theirs), unless the caller mutes it. `ports_changed`: `northd` changed
+        ports in place."""
         old = self.data
         changed = rebuild(old.flows, lflow_context(*self._tables(), northd), frozenset(dps))
         if not changed:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows
-        self.data = LflowData(old.flows, _desired(northd, old.flows, logical_flow, changed),
-                              _port_dps(northd))
+        desired, users = _desired(northd, old.flows, logical_flow, changed, old.group_users)
+        port_dps = _port_dps(northd) if ports_changed else old.port_dps
+        self.data = LflowData(old.flows, desired, port_dps, users)
         self.track().rows.update(flow_row_key(k) for k in changed)
         return Handled.HANDLED_UPDATED
 

@@ -11,12 +11,14 @@ Rules kept here:
   group has more than one chassis its `ref_chassis` follows every claim, so a binding
   change recomputes. Switch ports `northd` changed in place (its `PortsDelta` names
   their bindings) are decided again alone; they belong to no HA chassis group.
+- Its delta (`UpDelta`) names the switch ports whose `up` a handler changed, so
+  `sync_to_sb` plans those alone; a recompute has none (everything is planned).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...engine import Change, Group, Handled, Input, Node, noop
 from ...idl.replica import ReplicaTable
@@ -42,7 +44,14 @@ class SbFeedback:
     lsps: dict[str, IdlRow]  # switch ports by name, as of the last recompute
 
 
-class SyncFromSbNode(Node[SbFeedback, None]):
+@dataclass
+class UpDelta:
+    """The LSP UUIDs whose `up` handlers changed (set or taken away) in this run."""
+
+    lsps: set[str] = field(default_factory=set)
+
+
+class SyncFromSbNode(Node[SbFeedback, UpDelta]):
     def __init__(self, northd: NorthdNode, nb: Mapping[str, TableLeaf],
                  sb: Mapping[str, TableLeaf]) -> None:
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
@@ -51,6 +60,9 @@ class SyncFromSbNode(Node[SbFeedback, None]):
             sb=Group(table_inputs(sb, SYNC_FROM_SB_INPUTS,
                                   {"Port_Binding": self.on_port_binding,
                                    "Datapath_Binding": noop})))
+
+    def new_delta(self) -> UpDelta:
+        return UpDelta()
 
     def run(self, *, northd: NorthdData, sb: Mapping[str, ReplicaTable]) -> SbFeedback:
         groups = northd.sb.tables.get("HA_Chassis_Group")
@@ -72,16 +84,19 @@ class SyncFromSbNode(Node[SbFeedback, None]):
         data = self.data
         ports = change.data.core.ports
         changed = False
+        touched = self.track().lsps
         for key in delta.sb.get("Port_Binding", ()):
             name = str(key)
             old = data.lsps.pop(name, None)
-            if old is not None:
-                changed |= data.up.pop(old.uuid, None) is not None
+            if old is not None and data.up.pop(old.uuid, None) is not None:
+                touched.add(old.uuid)
+                changed = True
             port = ports.ports.get(name)
             if port is None or not port.is_lsp:
                 continue
             data.lsps[name] = port.nb
             data.up[port.nb.uuid] = port_up(port.nb, port.sb)
+            touched.add(port.nb.uuid)
             changed = True
         return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
 
@@ -102,10 +117,13 @@ class SyncFromSbNode(Node[SbFeedback, None]):
             if lsp is None:
                 continue
             if new is None:
-                changed |= data.up.pop(lsp.uuid, None) is not None
+                if data.up.pop(lsp.uuid, None) is not None:
+                    self.track().lsps.add(lsp.uuid)
+                    changed = True
                 continue
             up = port_up(lsp, new)
             if data.up.get(lsp.uuid) != up:
                 data.up[lsp.uuid] = up
+                self.track().lsps.add(lsp.uuid)
                 changed = True
         return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED

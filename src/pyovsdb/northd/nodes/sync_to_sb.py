@@ -42,13 +42,15 @@ from .lflow import LFLOW_TABLES, LflowData, LflowDelta, LflowNode
 from .mac_binding_aging import MacBindingAgingNode
 from .northd import NorthdData, NorthdNode
 from .sync_cfg import SyncCfgNode
-from .sync_from_sb import SbFeedback, SyncFromSbNode
+from .sync_from_sb import SbFeedback, SyncFromSbNode, UpDelta
 from .tables import TableChanges, TableLeaf, declared, table_inputs
 
-# SB tables planned by key through an index of their rows: a row's key is its own
-# (`logical_port`; a flow's match, actions, stage and datapath kind), never another
-# row's, so the index follows the table's own changes.
-INDEXED = ("Logical_Flow", "Port_Binding")
+# SB tables planned by key through an index of their rows, and whose rows a reference
+# finds there: a row's key is its own (`logical_port`; a flow's match, actions, stage
+# and datapath kind; a datapath's NB UUID), so the index follows the table's own
+# changes. A multicast group's key names its datapath by the binding's NB UUID: its
+# index is dropped when a binding goes or its external_ids change.
+INDEXED = ("Datapath_Binding", "Logical_Flow", "Multicast_Group", "Port_Binding")
 # NB tables northd writes back to (columns the CMS leaves to northd).
 NB_WRITTEN = ("BFD", "Logical_Router_Port", "Logical_Switch_Port", "NB_Global")
 
@@ -94,6 +96,8 @@ class SyncToSbNode(Node[SyncOps, None]):
         table = self.indexed_leaves.get(change.input)
         if table is not None:
             self._index_changes(table, change.delta)
+            if table == "Datapath_Binding" and _renames_datapaths(change.delta):
+                self._indexes.pop("Multicast_Group", None)
         last = [name for name, inp in self.inputs.items() if inp.updated][-1]
         if change.input == last:
             self.data = self.plan_scope()
@@ -111,8 +115,10 @@ class SyncToSbNode(Node[SyncOps, None]):
         (a claim plans Port_Binding, not every table)."""
         sb = {t for name, t in self.sb_leaves.items() if self.inputs[name].updated}
         nb = {t for name, t in self.nb_leaves.items() if self.inputs[name].updated}
-        if self.inputs["sync_from_sb"].updated:
-            sb.add("HA_Chassis_Group")
+        feedback = self.inputs["sync_from_sb"]
+        if feedback.updated:
+            if not isinstance(feedback.delta, UpDelta):
+                sb.add("HA_Chassis_Group")  # (handlers change `up` alone)
             nb.add("Logical_Switch_Port")
         if self.inputs["sync_cfg"].updated:
             sb.add("SB_Global")
@@ -130,14 +136,18 @@ class SyncToSbNode(Node[SyncOps, None]):
               ) -> tuple[dict[str, set[Hashable]], dict[str, set[Hashable]]]:
         """Tables to plan by key, the others in scope whole: an SB table planned only
         because its replica changed, by the keys of the rows that changed (its desired
-        rows did not); and the keys `northd` changed in place, added to the scope."""
+        rows did not); an NB table by the rows that changed on either side; and the
+        keys `northd` changed in place, added to the scope."""
         if sb_scope is None or nb_scope is None:
             return {}, {}
         whole = {"Service_Monitor"}
         lflow = self.inputs["lflow"]
         flow_rows = lflow.delta.rows if lflow.updated and isinstance(lflow.delta, LflowDelta) \
             else None
-        for node, tables in (("sync_from_sb", ("HA_Chassis_Group",)),
+        feedback = self.inputs["sync_from_sb"]
+        up = feedback.delta.lsps if feedback.updated and isinstance(feedback.delta, UpDelta) \
+            else None
+        for node, tables in (("sync_from_sb", ("HA_Chassis_Group",) if up is None else ()),
                              ("sync_cfg", ("SB_Global",)),
                              ("mac_binding_aging", ("MAC_Binding",)),
                              ("lflow", LFLOW_TABLES if flow_rows is None else LFLOW_TABLES[1:])):
@@ -154,14 +164,32 @@ class SyncToSbNode(Node[SyncOps, None]):
                     sb[table] = keys
         if flow_rows is not None and "Logical_Flow" not in whole:
             sb.setdefault("Logical_Flow", set()).update(flow_rows)
-        nb: dict[str, set[Hashable]] = {}
         northd = self.inputs["northd"]
         delta = northd.delta if northd.updated else None
         if isinstance(delta, PortsDelta):
             for table, keys in delta.sb.items():
                 if table in sb or table not in sb_scope:
                     sb.setdefault(table, set()).update(keys)
-            nb = {t: set(k) for t, k in delta.nb.items() if t not in nb_scope}
+        # NB write-backs are keyed by the UUID of the row they write: a replica change
+        # by the rows it names, `up` by the ports whose `up` changed, and northd's keys.
+        nb_whole = {"NB_Global"} if self.inputs["sync_cfg"].updated else set()
+        if feedback.updated and up is None:
+            nb_whole.add("Logical_Switch_Port")
+        nb: dict[str, set[Hashable]] = {}
+        for name, table in sorted(self.nb_leaves.items()):
+            leaf = self.inputs[name]
+            if leaf.updated:
+                if leaf.delta is None:
+                    nb_whole.add(table)
+                else:
+                    nb.setdefault(table, set()).update(leaf.delta)
+        if up is not None:
+            nb.setdefault("Logical_Switch_Port", set()).update(up)
+        if isinstance(delta, PortsDelta):
+            for table, keys in delta.nb.items():
+                nb.setdefault(table, set()).update(keys)
+        for table in nb_whole:
+            nb.pop(table, None)
         if "Port_Binding" in sb or "Port_Binding" in sb_scope:
             sb_scope.add("Service_Monitor")
         sb_scope.update(sb)
@@ -230,7 +258,7 @@ class SyncToSbNode(Node[SyncOps, None]):
                    sb_cfg=hs.sb_cfg, sb_cfg_timestamp=hs.sb_cfg_timestamp,
                    hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
             patch_singleton(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
-        index = {t: self._by_key(t, sb[t]) for t in INDEXED if t in sb_keys and t in sb}
+        index = {t: self._by_key(t, sb[t]) for t in INDEXED if t in sb}
         sb_ops = plan(sb_db, sb, sb_keys, index)
         monitors = northd.sb.tables.get("Service_Monitor")
         rows = sb.get("Service_Monitor")
@@ -246,6 +274,13 @@ class SyncToSbNode(Node[SyncOps, None]):
                        if u in bindings.rows]
         return SyncOps(sb_ops, plan(nb_db, nb, nb_keys),
                        hs.next_cfg if hs is not None else None)
+
+
+def _renames_datapaths(changes: TableChanges | None) -> bool:
+    """Whether a Datapath_Binding went or its external_ids changed."""
+    return changes is None or any(
+        rc.old is not None and (rc.new is None or rc.old.external_ids != rc.new.external_ids)
+        for rc in changes.values())
 
 
 def _singleton_by_uuid(db: DesiredDb, table: str, tables: Mapping[str, ReplicaTable]) -> None:
