@@ -140,7 +140,20 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
                                                    addresses=["unknown"],
                                                    options={"network_name": "phys"}),
      FULL),
-    ("ls-add", lambda nb, sb, w: nb.ls_add("sw9"), FULL),
+    ("ls-add", lambda nb, sb, w: nb.ls_add("sw9"), IN_PLACE),
+    ("ls-add with 2 VIFs", lambda nb, sb, w: nb.db.transact([
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "a",
+         "row": {"name": "vm9a", "addresses": "00:00:00:00:09:0a 10.9.0.10"}},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "b",
+         "row": {"name": "vm9b"}},
+        {"op": "insert", "table": "Logical_Switch",
+         "row": {"name": "sw9", "ports": ["set", [["named-uuid", "a"], ["named-uuid", "b"]]]}}]),
+     IN_PLACE),
+    ("ls-add with a subnet (IPAM)", lambda nb, sb, w: nb.ls_add(
+        "sw9", other_config={"subnet": "10.9.0.0/24"}), FULL),
+    ("ls-del", lambda nb, sb, w: nb.db.transact([
+        {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]}]),
+     IN_PLACE),
     ("lr-add", lambda nb, sb, w: nb.lr_add("lr9"), FULL),
     ("lrp-add", lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09",
                                           "10.9.0.1/24"), FULL),

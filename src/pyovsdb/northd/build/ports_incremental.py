@@ -8,7 +8,8 @@ Rules kept here:
   cannot prove it handles exactly is refused (None) and the caller recomputes.
 - Handled: switch ports of type "" without a parent, tag, tag request, HA chassis group,
   mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
-  dynamic_addresses, on a switch that has a datapath and no IPAM of its own, while
+  dynamic_addresses, on a switch that has a datapath and no IPAM of its own (or one
+  created or deleted with them, as `switches_incremental` handles it), while
   every dynamic address elsewhere is settled (NB holds what IPAM decided) and SB has no
   IGMP groups; not in a port group, not named by a load balancer's port mappings, not
   sharing its name with another switch or router port, not taking over a binding of
@@ -49,6 +50,7 @@ from .ports import Port, PortKind, PortsData, datapath_keys, parse_switch_addres
 from .ports_mirrors import mirror_rules
 from .ports_router import chassis_index
 from .ports_switch import SwitchPortState, switch_port_binding
+from .switches_incremental import add_switch, new_switch_keys, remove_switch, simple_switch
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
@@ -128,6 +130,8 @@ class _Step:
     deleted: dict[str, IdlRow] = field(default_factory=dict)
     updated: dict[str, IdlRow] = field(default_factory=dict)
     switch_of: dict[str, IdlRow] = field(default_factory=dict)  # new LSP uuid -> new LS row
+    new_switches: dict[str, IdlRow] = field(default_factory=dict)  # by LS uuid
+    gone_switches: dict[str, IdlRow] = field(default_factory=dict)
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -144,7 +148,8 @@ def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
     step = _Step(nb, sb, datapaths, ports, names)
     try:
         _classify(step, lsp_changes, ls_changes, ignored)
-        if not (step.inserted or step.deleted or step.updated):
+        if not (step.inserted or step.deleted or step.updated or step.new_switches
+                or step.gone_switches):
             return PortsDelta()
         _check(step, core_dynamic)
         return _apply(step, sb_desired, nb_desired)
@@ -171,18 +176,27 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
             step.deleted[uuid] = old
     added: dict[str, IdlRow] = {}
     removed: set[str] = set()
-    for rc in ls_changes.values():
+    for uuid, rc in ls_changes.items():
         old, new = rc.old, rc.new
-        _need(old is not None and new is not None)
-        assert old is not None and new is not None
-        _need(set(changed_columns(rc)) <= {"ports"})
-        before, after = set(old.data["ports"]), set(new.data["ports"])
+        if old is None or new is None:  # a switch created or deleted
+            row = new if new is not None else old
+            assert row is not None
+            _need(simple_switch(row))
+            if new is None:
+                _need(uuid in step.datapaths.switches)
+                step.gone_switches[uuid] = row
+            else:
+                step.new_switches[uuid] = row
+        else:
+            _need(set(changed_columns(rc)) <= {"ports"})
+            _need(step.datapaths.switches.get(new.uuid) is not None)
+        before = set(old.data["ports"]) if old is not None else set()
+        after = set(new.data["ports"]) if new is not None else set()
         for u in after - before:
             _need(u not in added)  # one port on two switches: the first one keeps it
+            assert new is not None
             added[u] = new
         removed.update(before - after)
-        dp = step.datapaths.switches.get(new.uuid)
-        _need(dp is not None)
     # Every port a switch gained is inserted, every one it lost is deleted: a port
     # moved between switches is not handled here.
     _need(set(added) == set(step.inserted) and removed == set(step.deleted))
@@ -216,7 +230,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         _need(step.names[name] == (1 if uuid in step.updated else 0))
         assert port is not None
         switches.add(port.dp.key)
-    for key in switches:
+    for key in switches - step.new_switches.keys():
         dp = step.datapaths.switches[key]
         _need(not switch_ipam(dp.nb.other_config).active)
 
@@ -234,12 +248,22 @@ def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list
 def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDelta:
     ports, datapaths = step.ports, step.datapaths
     delta = PortsDelta()
+    if step.new_switches:
+        keys = new_switch_keys(list(step.new_switches.values()), datapaths, step.sb)
+        _need(keys is not None)
+        assert keys is not None
+        for uuid, row in step.new_switches.items():
+            add_switch(row, keys[uuid], datapaths, ports, sb_desired)
+            delta.touch("sb", "Datapath_Binding", uuid)
+            delta.touch("sb", "IP_Multicast", uuid)
     # The switches involved, with their NB rows as they are now.
     new_ls: dict[str, IdlRow] = {row.uuid: row for row in step.switch_of.values()}
     nb_ls = step.nb["Logical_Switch"].rows
-    touched: set[str] = set(new_ls)
+    touched: set[str] = set(new_ls) | step.new_switches.keys()
     for row in [*step.deleted.values(), *step.updated.values()]:
         touched.add(ports.ports[row.value("name")].dp.key)
+    gone = step.gone_switches.keys()
+    touched -= gone
     for key in touched:
         old_dp = datapaths.switches[key]
         ls = nb_ls.get(key)
@@ -309,6 +333,9 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     _put_bindings(step, changed, sb_desired, delta)
     for key in sorted(touched):
         _put_groups(key, ports, datapaths, sb_desired, delta)
+    for key in sorted(gone):
+        for table, row_key in remove_switch(key, datapaths, ports, sb_desired):
+            delta.touch("sb", table, row_key)
     if doomed_binding:
         _cleanup_mac_bindings(step, sb_desired, delta)
     _cleanup_fdb(step, sb_desired, delta)

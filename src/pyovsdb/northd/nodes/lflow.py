@@ -184,6 +184,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if key is None:
                 return Handled.UNHANDLED
             dps.add(key)
+        dps.update(str(k) for k in delta.sb.get("Datapath_Binding", ()))  # switches made or gone
         for key in list(dps):
             for rp in ports.router_ports.get(key, ()):
                 peer = ports.peer_of(rp)

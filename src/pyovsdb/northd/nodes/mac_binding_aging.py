@@ -6,7 +6,8 @@ Rules kept here:
   and Datapath_Binding, the time (`now`, whose change is never reported) and its
   waker leaf, which the driver fires at the next expiry the last pass found.
 - Switch ports `northd` changed in place (a `PortsDelta`) move no router and no
-  chassis feature: nothing this node reads of `northd`.
+  chassis feature: nothing this node reads of `northd`. Nor do switches' datapath
+  bindings coming and going: it looks datapaths up for the routers' thresholds alone.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ...idl.replica import ReplicaTable
 from ..build.mac_binding_aging import AgingResult, mac_binding_aging
 from ..build.ports_incremental import PortsDelta
 from .northd import NorthdData, NorthdNode
-from .tables import TableLeaf, table_inputs
+from .tables import TableChange, TableLeaf, only, table_inputs
 
 
 class MacBindingAgingNode(Node[AgingResult, None]):
@@ -28,12 +29,17 @@ class MacBindingAgingNode(Node[AgingResult, None]):
             "mac_binding_aging", northd=Input(northd, self.on_northd),
             mac_binding_aging_waker=Input(waker),
             now=Input(now), nb=Group(table_inputs(nb, ("NB_Global",))),
-            sb=Group(table_inputs(sb, ("MAC_Binding", "Datapath_Binding"))))
+            sb=Group(table_inputs(sb, ("MAC_Binding", "Datapath_Binding"),
+                                  {"Datapath_Binding": self.on_datapath_binding})))
 
     def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         return Handled.HANDLED_UNCHANGED
+
+    def on_datapath_binding(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: all("logical-switch" in row.external_ids
+                                           for row in (rc.old, rc.new) if row is not None))
 
     def run(self, *, northd: NorthdData, mac_binding_aging_waker: int, now: int,
             nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> AgingResult:

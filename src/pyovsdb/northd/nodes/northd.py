@@ -131,19 +131,29 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
 
     # A switch's `ports` alone: the ports it gains and loses are inserted and deleted
     # in the same changes, which `on_nb_lsp` handles (it reads this input's delta and
-    # gives up on anything else, a port moved between switches for one).
+    # gives up on anything else, a port moved between switches for one). A switch
+    # created or deleted (`build.switches_incremental.simple_switch`) with ordinary
+    # VIFs is applied in place, by `on_nb_lsp` if ports changed too, else here.
     # A switch's `acls` alone are the flows' (`lflow` rebuilds the switch).
     def on_nb_ls(self, change: TableChange) -> Handled:
         lsp = self.inputs.get(leaf_name("NB", "Logical_Switch_Port"))
         ports_handled = lsp is not None and lsp.updated
+        created_or_deleted = False
 
         def ok(rc: RowChange[IdlRow]) -> bool:
+            nonlocal created_or_deleted
             if rc.old is None or rc.new is None:
-                return False
+                created_or_deleted = True
+                return True  # (`switch_ports_changed` decides)
             cols = set(changed_columns(rc))
             return cols <= {"ports"} | LS_FLOWS_ONLY and ("ports" not in cols or ports_handled)
 
-        return only(change, ok)
+        if not self.has_data:
+            return Handled.UNHANDLED
+        handled = only(change, ok)
+        if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
+            return handled
+        return self._switch_ports({}, change.delta or {})
 
     # A router's routes and policies are the flows' (`lflow` rebuilds the router); of a
     # route, builders read only its `bfd` (the BFD sessions routes ask for).
@@ -174,23 +184,28 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                          and set(changed_columns(rc)) <= LSP_WRITTEN_ONLY)
         if delta is None or not self.has_data:
             return Handled.UNHANDLED
+        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
+        ls_changes = ls.delta if ls is not None and ls.updated else None
+        return self._switch_ports(delta, ls_changes or {})
+
+    def _switch_ports(self, lsp_changes: Mapping[str, RowChange[IdlRow]],
+                      ls_changes: Mapping[str, RowChange[IdlRow]]) -> Handled:
+        """Switch ports (and switches) changed, applied in place if they can be."""
         nb = self.nb_tables()
         names = self._names
         if names is None:
             names = self._names = port_names(nb)
         else:
-            for rc in delta.values():
+            for rc in lsp_changes.values():
                 if rc.old is not None:
                     names[rc.old.value("name")] -= 1
                 if rc.new is not None:
                     names[rc.new.value("name")] += 1
-        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
-        ls_changes = ls.delta if ls is not None and ls.updated else None
         data = self.data
         core = data.core
         result = switch_ports_changed(
             nb, self.sb_tables(), core.datapaths, core.ports, names,
-            core.dynamic_addresses, data.sb, data.nb, delta, ls_changes or {},
+            core.dynamic_addresses, data.sb, data.nb, lsp_changes, ls_changes,
             ignored=LSP_WRITTEN_ONLY)
         if result is None:
             self._names = None  # (the recompute starts over)
