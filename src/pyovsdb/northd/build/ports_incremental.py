@@ -9,7 +9,7 @@ Rules kept here:
 - Handled: switch ports of type "" without a parent, tag, tag request, HA chassis group,
   mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
   dynamic_addresses, on a switch that has a datapath and no IPAM of its own (or one
-  created or deleted with them, as `switches_incremental` handles it), while
+  created or deleted with them, as `datapaths_incremental` handles it), while
   every dynamic address elsewhere is settled (NB holds what IPAM decided) and SB has no
   IGMP groups; not in a port group, not named by a load balancer's port mappings, not
   sharing its name with another switch or router port, not taking over a binding of
@@ -50,7 +50,7 @@ from .ports import Port, PortKind, PortsData, datapath_keys, parse_switch_addres
 from .ports_mirrors import mirror_rules
 from .ports_router import chassis_index
 from .ports_switch import SwitchPortState, switch_port_binding
-from .switches_incremental import add_switch, new_switch_keys, remove_switch, simple_switch
+from .datapaths_incremental import add_switch, new_switch_keys, remove_switch, simple_switch
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]

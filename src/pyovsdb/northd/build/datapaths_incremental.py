@@ -1,0 +1,133 @@
+"""Logical switches created or deleted without rebuilding the core: an `ls-add` (with
+its ordinary VIFs, `build.ports_incremental` adds those) or an `ls-del`.
+
+Rules kept here:
+- Correctness first: what this leaves in the core data and the desired tables is what
+  `build_core` and `build_extra` would build from the same NB and SB. A switch this
+  cannot prove it handles is refused (`simple_switch` false) and the caller
+  recomputes.
+- Handled: a switch with no `other_config` (no IPAM, snooping, requested tunnel key,
+  interconnection), no load balancers or groups of them, DNS records, forwarding
+  groups, QoS rules, ACLs or CoPP: everything else a switch row has is read by the
+  flows alone, or not at all. Its ports are `ports_incremental`'s to check.
+- Tunnel keys as a recompute gives them: while every datapath holds the key of its
+  SB binding (a recompute keeps those), new switches take the lowest free keys in the
+  order of their names (23.03's walk from hint 0 over the datapaths it has no binding
+  for); otherwise this refuses.
+- The datapath's own desired rows come and go with it: its Datapath_Binding, its
+  IP_Multicast row, its fixed multicast groups (the ports' bindings and the groups of
+  a new switch are `ports_incremental`'s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ..desired import DesiredDb, DesiredTable, Ref
+from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN
+from .datapaths import (
+    DATAPATH_COLUMNS,
+    Datapath,
+    DatapathKind,
+    DatapathsData,
+    datapath_external_ids,
+    existing_bindings,
+)
+from .ip_mcast import COLUMNS as IP_MCAST_COLUMNS
+from .ip_mcast import SOURCES as IP_MCAST_SOURCES
+from .ip_mcast import mcast_settings
+from .mcast_groups import (
+    MC_FLOOD,
+    MC_FLOOD_L2,
+    MC_MROUTER_FLOOD,
+    MC_STATIC,
+    MC_UNKNOWN,
+)
+from .ports import PortsData
+
+# Switch columns whose content a builder other than the flows reads.
+REFUSED_COLUMNS = ("other_config", "load_balancer", "load_balancer_group", "dns_records",
+                   "forwarding_groups", "qos_rules", "acls", "copp")
+# The names of a switch's fixed multicast groups (each a name and its tunnel key).
+FIXED_GROUP_NAMES = tuple(name for name, _ in (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD,
+                                               MC_STATIC, MC_FLOOD_L2))
+
+
+def simple_switch(row: IdlRow) -> bool:
+    """Whether a switch created or deleted is one this module handles."""
+    return not any(row.value(column) for column in REFUSED_COLUMNS)
+
+
+def new_switch_keys(rows: list[IdlRow], datapaths: DatapathsData,
+                    sb: Mapping[str, ReplicaTable]) -> dict[str, int] | None:
+    """The tunnel keys a recompute gives the new switches `rows` (see the module
+    rules); None if it cannot be told without one."""
+    existing = existing_bindings(sb)
+    used: set[int] = set()
+    for dp in datapaths.all():
+        pb = existing.get(dp.key)
+        if pb is None or pb.tunnel_key != dp.tunnel_key:
+            return None
+        used.add(dp.tunnel_key)
+    hi = DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX
+    out: dict[str, int] = {}
+    key = DP_KEY_MIN - 1
+    for row in sorted(rows, key=lambda r: (r.name, r.uuid)):
+        if row.uuid in existing:
+            return None  # a binding already names it: a recompute keeps that one's key
+        key += 1
+        while key in used:
+            key += 1
+        if key > hi:
+            return None
+        out[row.uuid] = key
+    return out
+
+
+def add_switch(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,
+               sb_desired: DesiredDb) -> Datapath:
+    """The new switch's datapath, in build order among the switches, and its desired
+    Datapath_Binding and IP_Multicast rows."""
+    dp = Datapath(row.uuid, DatapathKind.SWITCH, row.name, tunnel_key, row)
+    switches = [*datapaths.switches.values(), dp]
+    switches.sort(key=lambda d: (d.name, d.key))
+    datapaths.switches = {d.key: d for d in switches}
+    ports.by_datapath.setdefault(dp.key, [])
+    _datapath_table(sb_desired).put(dp.key, tunnel_key=tunnel_key,
+                                    external_ids=datapath_external_ids(dp),
+                                    load_balancers=[])
+    _ip_mcast_table(sb_desired).put(dp.key, datapath=Ref("Datapath_Binding", dp.key),
+                                    **mcast_settings(row.other_config))
+    return dp
+
+
+def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,
+                  sb_desired: DesiredDb) -> list[tuple[str, Hashable]]:
+    """The switch (its ports gone already) out of the core data and the desired tables;
+    the (table, key) of every desired row taken away."""
+    del datapaths.switches[key]
+    for per_dp in (ports.by_datapath, ports.router_ports, ports.localnet_ports,
+                   ports.l3dgw_ports):
+        per_dp.pop(key, None)
+    ports.vtep_switches.discard(key)
+    gone: list[tuple[str, Hashable]] = [("Datapath_Binding", key), ("IP_Multicast", key)]
+    gone += [("Multicast_Group", (key, name)) for name in FIXED_GROUP_NAMES]
+    for table, row_key in gone:
+        desired = sb_desired.tables.get(table)
+        if desired is not None:
+            desired.rows.pop(row_key, None)
+    return gone
+
+
+def _datapath_table(sb: DesiredDb) -> DesiredTable:
+    table = sb.tables.get("Datapath_Binding")
+    return table if table is not None else sb.add(DesiredTable("Datapath_Binding",
+                                                               DATAPATH_COLUMNS))
+
+
+def _ip_mcast_table(sb: DesiredDb) -> DesiredTable:
+    table = sb.tables.get("IP_Multicast")
+    return table if table is not None else sb.add(DesiredTable(
+        "IP_Multicast", IP_MCAST_COLUMNS, keep=tuple(c for c, _ in IP_MCAST_SOURCES)))
