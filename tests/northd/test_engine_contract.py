@@ -154,7 +154,18 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("ls-del", lambda nb, sb, w: nb.db.transact([
         {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]}]),
      IN_PLACE),
-    ("lr-add", lambda nb, sb, w: nb.lr_add("lr9"), FULL),
+    ("lr-add", lambda nb, sb, w: nb.lr_add("lr9"), IN_PLACE),
+    ("lr-add with options", lambda nb, sb, w: nb.lr_add(
+        "lr9", options={"chassis": "ch1", "always_learn_from_arp_request": "false"}),
+     IN_PLACE),
+    ("lr-add with a requested tunnel key", lambda nb, sb, w: nb.lr_add(
+        "lr9", options={"requested-tnl-key": "77"}), FULL),
+    ("lr-add and ls-add at once", lambda nb, sb, w: nb.db.transact([
+        {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}},
+        {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), FULL),
+    ("lr-del", lambda nb, sb, w: nb.db.transact([
+        {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr0"]]}]),
+     FULL),
     ("lrp-add", lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09",
                                           "10.9.0.1/24"), FULL),
     ("acl-add", _acl, frozenset()),

@@ -1,5 +1,6 @@
-"""Logical switches created or deleted without rebuilding the core: an `ls-add` (with
-its ordinary VIFs, `build.ports_incremental` adds those) or an `ls-del`.
+"""Logical switches and routers created or deleted without rebuilding the core: an
+`ls-add` (with its ordinary VIFs, `build.ports_incremental` adds those), an `ls-del`,
+an `lr-add` or `lr-del` of a router without ports.
 
 Rules kept here:
 - Correctness first: what this leaves in the core data and the desired tables is what
@@ -9,14 +10,17 @@ Rules kept here:
 - Handled: a switch with no `other_config` (no IPAM, snooping, requested tunnel key,
   interconnection), no load balancers or groups of them, DNS records, forwarding
   groups, QoS rules, ACLs or CoPP: everything else a switch row has is read by the
-  flows alone, or not at all. Its ports are `ports_incremental`'s to check.
+  flows alone, or not at all. Its ports are `ports_incremental`'s to check. A router
+  enabled, without ports, NAT, routes, policies, load balancers or CoPP, and no
+  requested tunnel key (its options are read by flows alone).
 - Tunnel keys as a recompute gives them: while every datapath holds the key of its
-  SB binding (a recompute keeps those), new switches take the lowest free keys in the
-  order of their names (23.03's walk from hint 0 over the datapaths it has no binding
-  for); otherwise this refuses.
+  SB binding (a recompute keeps those), new datapaths take the lowest free keys in
+  the order of their names, switches before routers (23.03's walk from hint 0 over
+  the datapaths it has no binding for); otherwise this refuses.
 - The datapath's own desired rows come and go with it: its Datapath_Binding, its
   IP_Multicast row, its fixed multicast groups (the ports' bindings and the groups of
-  a new switch are `ports_incremental`'s).
+  a new switch are `ports_incremental`'s); a router's binding, and its (empty) set of
+  reachable load balancer VIPs.
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ from .datapaths import (
     DatapathsData,
     datapath_external_ids,
     existing_bindings,
+    router_enabled,
 )
 from .ip_mcast import COLUMNS as IP_MCAST_COLUMNS
 from .ip_mcast import SOURCES as IP_MCAST_SOURCES
 from .ip_mcast import mcast_settings
+from .lb import LbData
 from .mcast_groups import (
     MC_FLOOD,
     MC_FLOOD_L2,
@@ -55,15 +61,25 @@ FIXED_GROUP_NAMES = tuple(name for name, _ in (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_
                                                MC_STATIC, MC_FLOOD_L2))
 
 
+ROUTER_REFUSED_COLUMNS = ("ports", "nat", "static_routes", "policies", "load_balancer",
+                          "load_balancer_group", "copp")
+
+
 def simple_switch(row: IdlRow) -> bool:
     """Whether a switch created or deleted is one this module handles."""
     return not any(row.value(column) for column in REFUSED_COLUMNS)
 
 
-def new_switch_keys(rows: list[IdlRow], datapaths: DatapathsData,
-                    sb: Mapping[str, ReplicaTable]) -> dict[str, int] | None:
-    """The tunnel keys a recompute gives the new switches `rows` (see the module
-    rules); None if it cannot be told without one."""
+def simple_router(row: IdlRow) -> bool:
+    """Whether a router created or deleted is one this module handles."""
+    return router_enabled(row) and "requested-tnl-key" not in row.options \
+        and not any(row.value(column) for column in ROUTER_REFUSED_COLUMNS)
+
+
+def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
+                      sb: Mapping[str, ReplicaTable]) -> dict[str, int] | None:
+    """The tunnel keys a recompute gives the new datapaths `rows`, all switches or all
+    routers (see the module rules); None if it cannot be told without one."""
     existing = existing_bindings(sb)
     used: set[int] = set()
     for dp in datapaths.all():
@@ -101,6 +117,34 @@ def add_switch(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: Po
     _ip_mcast_table(sb_desired).put(dp.key, datapath=Ref("Datapath_Binding", dp.key),
                                     **mcast_settings(row.other_config))
     return dp
+
+
+def add_router(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,
+               lbs: LbData, sb_desired: DesiredDb) -> Datapath:
+    """The new router's datapath, in build order among the routers, and its desired
+    Datapath_Binding row."""
+    dp = Datapath(row.uuid, DatapathKind.ROUTER, row.name, tunnel_key, row)
+    routers = [*datapaths.routers.values(), dp]
+    routers.sort(key=lambda d: (d.name, d.key))
+    datapaths.routers = {d.key: d for d in routers}
+    ports.by_datapath.setdefault(dp.key, [])
+    lbs.reachable[dp.key] = (frozenset(), frozenset())
+    _datapath_table(sb_desired).put(dp.key, tunnel_key=tunnel_key,
+                                    external_ids=datapath_external_ids(dp),
+                                    load_balancers=[])
+    return dp
+
+
+def remove_router(key: str, datapaths: DatapathsData, ports: PortsData, lbs: LbData,
+                  sb_desired: DesiredDb) -> None:
+    """The router (without ports) out of the core data and its desired binding."""
+    del datapaths.routers[key]
+    for per_dp in (ports.by_datapath, ports.l3dgw_ports):
+        per_dp.pop(key, None)
+    lbs.reachable.pop(key, None)
+    table = sb_desired.tables.get("Datapath_Binding")
+    if table is not None:
+        table.rows.pop(key, None)
 
 
 def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,

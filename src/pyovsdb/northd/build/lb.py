@@ -24,7 +24,6 @@ northd.c):
 
 from __future__ import annotations
 
-from .inputs import singleton
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from ..desired import DesiredDb, DesiredTable
 from ..diagnostics import LB_VIP, report
 from .datapaths import DatapathsData, smap_bool
 from .dp_groups import dp_group_ref
+from .inputs import singleton
 from .ports_addresses import lrp_networks
 
 LB_COLUMNS = ("name", "vips", "protocol", "datapaths", "datapath_group", "options",

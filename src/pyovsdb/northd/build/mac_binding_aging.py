@@ -18,7 +18,6 @@ Rules kept here (OVN 23.03, mac-binding-aging.c):
 
 from __future__ import annotations
 
-from .inputs import singleton
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...util.cnum import UINT_MAX
 from .datapaths import DatapathsData, smap_uint
+from .inputs import singleton
 
 BULK_REMOVAL_DELAY_MS = 5000
 

@@ -36,6 +36,7 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
 from .datapaths import DatapathsData, smap_int
+from .datapaths_incremental import add_switch, new_datapath_keys, remove_switch, simple_switch
 from .ipam import switch_ipam
 from .mcast_groups import (
     MC_FLOOD,
@@ -50,7 +51,6 @@ from .ports import Port, PortKind, PortsData, datapath_keys, parse_switch_addres
 from .ports_mirrors import mirror_rules
 from .ports_router import chassis_index
 from .ports_switch import SwitchPortState, switch_port_binding
-from .datapaths_incremental import add_switch, new_switch_keys, remove_switch, simple_switch
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
@@ -249,7 +249,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     ports, datapaths = step.ports, step.datapaths
     delta = PortsDelta()
     if step.new_switches:
-        keys = new_switch_keys(list(step.new_switches.values()), datapaths, step.sb)
+        keys = new_datapath_keys(list(step.new_switches.values()), datapaths, step.sb)
         _need(keys is not None)
         assert keys is not None
         for uuid, row in step.new_switches.items():

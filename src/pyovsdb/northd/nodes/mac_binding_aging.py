@@ -6,8 +6,10 @@ Rules kept here:
   and Datapath_Binding, the time (`now`, whose change is never reported) and its
   waker leaf, which the driver fires at the next expiry the last pass found.
 - Switch ports `northd` changed in place (a `PortsDelta`) move no router and no
-  chassis feature: nothing this node reads of `northd`. Nor do switches' datapath
-  bindings coming and going: it looks datapaths up for the routers' thresholds alone.
+  chassis feature: nothing this node reads of `northd`. Nor do datapath bindings
+  coming and going: no MAC binding names a binding being inserted, nor one deleted
+  (a strong reference); a binding updated moves nothing unless its `external_ids`
+  (which router it is) changed.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class MacBindingAgingNode(Node[AgingResult, None]):
         return Handled.HANDLED_UNCHANGED
 
     def on_datapath_binding(self, change: TableChange) -> Handled:
-        return only(change, lambda rc: all("logical-switch" in row.external_ids
-                                           for row in (rc.old, rc.new) if row is not None))
+        return only(change, lambda rc: rc.old is None or rc.new is None
+                    or rc.old.external_ids == rc.new.external_ids)
 
     def run(self, *, northd: NorthdData, mac_binding_aging_waker: int, now: int,
             nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> AgingResult:

@@ -34,6 +34,12 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.core import CoreData, build_core
+from ..build.datapaths_incremental import (
+    add_router,
+    new_datapath_keys,
+    remove_router,
+    simple_router,
+)
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import global_config
 from ..build.inputs import BuildInput
@@ -157,9 +163,42 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
 
     # A router's routes and policies are the flows' (`lflow` rebuilds the router); of a
     # route, builders read only its `bfd` (the BFD sessions routes ask for).
+    # A router without ports created or deleted (`datapaths_incremental.simple_router`)
+    # is applied in place: its datapath and binding, the lowest free tunnel key.
     def on_nb_lr(self, change: TableChange) -> Handled:
-        return only(change, lambda rc: rc.old is not None and rc.new is not None
-                    and set(changed_columns(rc)) <= LR_FLOWS_ONLY)
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        made: list[IdlRow] = []
+        gone: list[IdlRow] = []
+        for rc in change.delta.values():
+            if rc.old is not None and rc.new is not None:
+                if not set(changed_columns(rc)) <= LR_FLOWS_ONLY:
+                    return Handled.UNHANDLED
+                continue
+            row = rc.new if rc.new is not None else rc.old
+            assert row is not None
+            if not self.incremental_ports or not simple_router(row):
+                return Handled.UNHANDLED
+            (made if rc.new is not None else gone).append(row)
+        if not made and not gone:
+            return Handled.HANDLED_UNCHANGED
+        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
+        if made and ls is not None and ls.updated:
+            return Handled.UNHANDLED  # new switches take keys before new routers
+        core, lbs = self.data.core, self.data.extra.lbs
+        if any(row.uuid not in core.datapaths.routers for row in gone):
+            return Handled.UNHANDLED
+        keys = new_datapath_keys(made, core.datapaths, self.sb_tables()) if made else {}
+        if keys is None:
+            return Handled.UNHANDLED
+        delta = self.track()
+        for row in gone:
+            remove_router(row.uuid, core.datapaths, core.ports, lbs, self.data.sb)
+            delta.touch("sb", "Datapath_Binding", row.uuid)
+        for row in made:
+            add_router(row, keys[row.uuid], core.datapaths, core.ports, lbs, self.data.sb)
+            delta.touch("sb", "Datapath_Binding", row.uuid)
+        return Handled.HANDLED_UPDATED
 
     def on_nb_route(self, change: TableChange) -> Handled:
         return only(change, lambda rc: not any(r is not None and r.value("bfd")
