@@ -167,7 +167,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr0"]]}]),
      FULL),
     ("lrp-add", lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09",
-                                          "10.9.0.1/24"), FULL),
+                                          "10.9.0.1/24"), IN_PLACE),
+    ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(
+        "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24", peer="lrp8"), FULL),
+    ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Router_Port", "lrp0")]]]]]}]),
+     FULL),
     ("acl-add", _acl, frozenset()),
     ("acl update", lambda nb, sb, w: nb.db.update(
         "ACL", next(iter(nb.db.tables["ACL"].rows)), match="ip4.src == 10.0.0.11"),

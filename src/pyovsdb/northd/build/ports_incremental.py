@@ -48,8 +48,9 @@ from .mcast_groups import (
     switch_groups,
 )
 from .ports import Port, PortKind, PortsData, datapath_keys, parse_switch_addresses
+from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
-from .ports_router import chassis_index
+from .ports_router import chassis_index, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
@@ -410,3 +411,153 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
     if doomed or old is not None:
         sb_desired.table("FDB", (), owned=False).delete = doomed
         delta.touch("sb", "FDB")
+
+
+# -- router ports -----------------------------------------------------------------------
+
+# Router port columns a builder other than the flows reads beyond the port's own
+# binding (`router_port_binding` reads the rest): a peer, a gateway, a delegated prefix.
+LRP_REFUSED = ("peer", "gateway_chassis", "ha_chassis_group")
+LRP_REFUSED_OPTIONS = ("requested-tnl-key", "prefix", "prefix_delegation")
+# Router columns that make a router's ports matter beyond their bindings and flows.
+LR_REFUSED = ("load_balancer", "load_balancer_group")
+
+
+def _simple_lrp(row: IdlRow) -> bool:
+    return not any(row.value(c) for c in LRP_REFUSED) \
+        and not any(k in row.options for k in LRP_REFUSED_OPTIONS)
+
+
+def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+                         datapaths: DatapathsData, ports: PortsData, names: Counter[str],
+                         sb_desired: DesiredDb, lrp_changes: RowChanges,
+                         lr_changes: RowChanges) -> PortsDelta | None:
+    """Router ports added to or deleted from existing routers (`lrp-add`, `lrp-del` of a
+    port without a peer or gateway, on a router without load balancers or multicast
+    relay, whose name nothing else names), applied to the core data and the desired
+    tables in place; what changed, or None where a recompute is needed."""
+    step = _Step(nb, sb, datapaths, ports, names)
+    try:
+        added, removed = _classify_lrps(step, lrp_changes, lr_changes)
+        if not added and not removed:
+            return PortsDelta()
+        return _apply_lrps(step, added, removed, sb_desired)
+    except _Refused:
+        return None
+
+
+def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges
+                   ) -> tuple[dict[str, IdlRow], dict[str, IdlRow]]:
+    """The LRPs inserted (by UUID: their router's new row) and deleted (their row)."""
+    owner: dict[str, IdlRow] = {}
+    lost: set[str] = set()
+    for rc in lr_changes.values():
+        old, new = rc.old, rc.new
+        _need(old is not None and new is not None)
+        assert old is not None and new is not None
+        _need(new.uuid in step.datapaths.routers and not any(new.value(c) for c in LR_REFUSED)
+              and "mcast_relay" not in new.options)
+        before, after = set(old.data["ports"]), set(new.data["ports"])
+        for u in after - before:
+            owner[u] = new
+        lost.update(before - after)
+    added: dict[str, IdlRow] = {}
+    removed: dict[str, IdlRow] = {}
+    for uuid, rc in lrp_changes.items():
+        _need(rc.old is None or rc.new is None)  # an update: recompute
+        row = rc.new if rc.new is not None else rc.old
+        assert row is not None
+        _need(_simple_lrp(row))
+        (added if rc.new is not None else removed)[uuid] = row
+    _need(set(added) == set(owner) and set(removed) == lost)
+    for uuid, row in added.items():
+        name = row.value("name")
+        _need(step.names[name] == 1 and name not in step.ports.ports
+              and lrp_networks(row.mac, row.networks) is not None)
+        added[uuid] = owner[uuid]
+    for uuid, row in removed.items():
+        port = step.ports.ports.get(row.value("name"))
+        _need(port is not None and port.is_lrp and port.nb.uuid == uuid
+              and port.peer is None and port.cr_port is None
+              and step.names[port.name] == 0)
+    # Nothing else may name the ports: a peer, a switch's router port, a static MAC
+    # binding or a BFD session would change with them.
+    names = {step.nb["Logical_Router_Port"].rows[u].name for u in added} | \
+        {row.name for row in removed.values()}
+    lrps = step.nb["Logical_Router_Port"].rows.values()
+    _need(not any(r.peer in names for r in lrps if r.peer))
+    lsps = step.nb["Logical_Switch_Port"].rows.values()
+    _need(not any(r.options.get("router-port") in names for r in lsps
+                  if r.value("type") == "router"))
+    for table in ("Static_MAC_Binding", "BFD"):
+        rows = step.nb.get(table)
+        _need(rows is None or not any(r.logical_port in names for r in rows.rows.values()))
+    return added, removed
+
+
+def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow],
+                sb_desired: DesiredDb) -> PortsDelta:
+    ports, datapaths = step.ports, step.datapaths
+    delta = PortsDelta()
+    lrp_rows = step.nb["Logical_Router_Port"].rows
+    touched = {row.uuid for row in added.values()}
+    touched.update(ports.ports[row.name].dp.key for row in removed.values())
+    nb_lr = step.nb["Logical_Router"].rows
+    for key in touched:
+        lr = nb_lr.get(key)
+        _need(lr is not None)
+        assert lr is not None
+        dp = replace(datapaths.routers[key], nb=lr)
+        datapaths.routers[key] = dp
+        for p in ports.by_datapath.get(key, []):
+            p.dp = dp
+    names = {p.name for key in touched for p in ports.by_datapath.get(key, [])}
+    names.update(lrp_rows[u].name for u in added)
+    found = _bindings(step.sb, names)
+    dp_keys = datapath_keys(step.sb)
+    for uuid in added:
+        _need(lrp_rows[uuid].name not in found)  # taking over a binding: recompute
+    doomed_binding = False
+    for row in removed.values():
+        port = ports.ports.pop(row.name)
+        ports.by_datapath[port.dp.key].remove(port)
+        sb_desired.tables["Port_Binding"].rows.pop(port.name, None)
+        delta.touch("sb", "Port_Binding", port.name)
+        doomed_binding |= port.name in found
+    hi = PORT_KEY_MAX_VXLAN if datapaths.vxlan_mode else PORT_KEY_MAX
+    new_ports: list[Port] = []
+    for key in sorted(touched):
+        space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
+        for p in ports.by_datapath.get(key, []):
+            pbs = found.get(p.name, [])
+            pb = min(pbs, key=lambda r: r.uuid) if pbs else None
+            _need(pb is not None and dp_keys.get(pb.value("datapath")) == key
+                  and pb.value("tunnel_key") == p.tunnel_key
+                  and not smap_int(p.options, "requested-tnl-key")
+                  and space.add(p.tunnel_key))
+        dp = datapaths.routers[key]
+        rows = sorted((lrp_rows[u] for u, lr in added.items() if lr.uuid == key),
+                      key=lambda r: (r.name, r.uuid))
+        for row in rows:
+            tunnel_key = space.allocate()
+            _need(tunnel_key is not None)
+            port = Port(row.name, dp, PortKind.ROUTER, row,
+                        networks=lrp_networks(row.mac, row.networks))
+            assert tunnel_key is not None
+            port.tunnel_key = tunnel_key
+            new_ports.append(port)
+    table = sb_desired.tables["Port_Binding"]
+    for port in new_ports:
+        ports.ports[port.name] = port
+        members = ports.by_datapath.setdefault(port.dp.key, [])
+        members.append(port)
+        members.sort(key=lambda p: (p.name, p.nb.uuid) if p.is_lrp else ("", ""))
+        table.put(port.name, logical_port=port.name,
+                  datapath=Ref("Datapath_Binding", port.dp.key),
+                  tunnel_key=port.tunnel_key, up=[False],
+                  mirror_rules=[], **router_port_binding(port, ports))
+        delta.touch("sb", "Port_Binding", port.name)
+    if doomed_binding:
+        _cleanup_mac_bindings(step, sb_desired, delta)
+    _cleanup_fdb(step, sb_desired, delta)
+    return delta

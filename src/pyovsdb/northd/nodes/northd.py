@@ -44,7 +44,12 @@ from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import global_config
 from ..build.inputs import BuildInput
 from ..build.ports import existing_port_bindings
-from ..build.ports_incremental import PortsDelta, port_names, switch_ports_changed
+from ..build.ports_incremental import (
+    PortsDelta,
+    port_names,
+    router_ports_changed,
+    switch_ports_changed,
+)
 from ..desired import DesiredDb, Ref, single
 from .tables import TableChange, TableLeaf, Tables, declared, leaf_name, only, table_inputs
 
@@ -87,6 +92,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         self.incremental_ports = incremental_ports
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
         nb_handlers = {"NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp,
+                       "Logical_Router_Port": self.on_nb_lrp,
                        "ACL": self.on_nb_acl, "Logical_Router": self.on_nb_lr,
                        "Logical_Router_Static_Route": self.on_nb_route,
                        "Logical_Router_Policy": self.on_nb_policy}
@@ -170,9 +176,13 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             return Handled.UNHANDLED
         made: list[IdlRow] = []
         gone: list[IdlRow] = []
+        lrp = self.inputs.get(leaf_name("NB", "Logical_Router_Port"))
+        # A router's `ports` changed with its ports: `on_nb_lrp` applies both.
+        columns = LR_FLOWS_ONLY | ({"ports"} if lrp is not None and lrp.updated
+                                   and self.incremental_ports else set())
         for rc in change.delta.values():
             if rc.old is not None and rc.new is not None:
-                if not set(changed_columns(rc)) <= LR_FLOWS_ONLY:
+                if not set(changed_columns(rc)) <= columns:
                     return Handled.UNHANDLED
                 continue
             row = rc.new if rc.new is not None else rc.old
@@ -226,6 +236,34 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
         ls_changes = ls.delta if ls is not None and ls.updated else None
         return self._switch_ports(delta, ls_changes or {})
+
+    # Router ports without a peer or gateway added or deleted are applied in place
+    # (`build.ports_incremental.router_ports_changed`); anything else recomputes.
+    def on_nb_lrp(self, change: TableChange) -> Handled:
+        delta = change.delta
+        if delta is None or not self.has_data or not self.incremental_ports:
+            return Handled.UNHANDLED
+        nb = self.nb_tables()
+        if self._names is None:
+            self._names = port_names(nb)
+        else:
+            for rc in delta.values():
+                if rc.old is not None:
+                    self._names[rc.old.value("name")] -= 1
+                if rc.new is not None:
+                    self._names[rc.new.value("name")] += 1
+        lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
+        lr_changes = lr.delta if lr is not None and lr.updated else None
+        core = self.data.core
+        result = router_ports_changed(nb, self.sb_tables(), core.datapaths, core.ports,
+                                      self._names, self.data.sb, delta, lr_changes or {})
+        if result is None:
+            self._names = None
+            return Handled.UNHANDLED
+        if not result.sb and not result.nb:
+            return Handled.HANDLED_UNCHANGED
+        self.track().merge(result)
+        return Handled.HANDLED_UPDATED
 
     def _switch_ports(self, lsp_changes: Mapping[str, RowChange[IdlRow]],
                       ls_changes: Mapping[str, RowChange[IdlRow]]) -> Handled:

@@ -1,0 +1,118 @@
+"""Switches, routers and router ports created and deleted without recomputing
+`northd` (`build.datapaths_incremental`, `ports_incremental.router_ports_changed`): the
+stats say so, and after every step the incremental state equals a graph built from
+scratch on the same databases (which wants to write nothing). Where something else
+names the new or gone row (a router port's peer, a switch's router port, a static MAC
+binding), or a tunnel key could differ, `northd` recomputes, and is still equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from test_incremental_ports import Loop, check_equals_recompute
+
+from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.testing import LocalDb, Nb, add_chassis
+from pyovsdb.ovsdb.changeset import Changeset
+
+Step = Callable[[], Changeset[IdlRow]]
+
+
+def _topology(nb: Nb, sb: LocalDb) -> Loop:
+    nb.db.insert("NB_Global", options={"mac_prefix": "0a:00:00",
+                                       "svc_monitor_mac": "0a:00:00:00:00:fe"})
+    add_chassis(sb, "ch0", "192.0.2.1")
+    nb.ls_add("sw0")
+    nb.lr_add("lr0")
+    nb.connect("sw0", "lr0", "lrp0", "00:00:00:00:ff:01", "10.0.0.1/24")
+    nb.lsp_add("sw0", "vm1", addresses=["00:00:00:00:00:01 10.0.0.11"])
+    loop = Loop(nb, sb)
+    loop.settle()
+    return loop
+
+
+def _lrp_add(nb: Nb, lr: str, name: str, net: str, **cols: Any) -> Changeset[IdlRow]:
+    row = {"name": name, "mac": f"00:00:00:00:fe:{len(name):02x}", "networks": net}
+    row.update({k: nb.db.json_row("Logical_Router_Port", {k: v})[k] for k, v in cols.items()})
+    return nb.db.transact([
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "p", "row": row},
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", lr]],
+         "mutations": [["ports", "insert", ["set", [["named-uuid", "p"]]]]]}])
+
+
+def _unlink(nb: Nb, table: str, column: str, owner_table: str, name: str
+            ) -> Changeset[IdlRow]:
+    uuid = nb.uuid(table, name)
+    return nb.db.transact([
+        {"op": "mutate", "table": owner_table, "where": [[column, "includes", ["uuid", uuid]]],
+         "mutations": [[column, "delete", ["set", [["uuid", uuid]]]]]}])
+
+
+def _delete(nb: Nb, table: str, name: str) -> Changeset[IdlRow]:
+    return nb.db.transact([{"op": "delete", "table": table,
+                            "where": [["name", "==", name]]}])
+
+
+def _ls_with_ports(nb: Nb, name: str, *ports: str) -> Changeset[IdlRow]:
+    ops: list[dict[str, Any]] = [
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": f"p{i}",
+         "row": {"name": p, "addresses": f"00:00:00:00:0a:{i + 1:02x} 10.9.0.{i + 10}"}}
+        for i, p in enumerate(ports)]
+    ops.append({"op": "insert", "table": "Logical_Switch",
+                "row": {"name": name, "ports": ["set", [["named-uuid", f"p{i}"]
+                                                        for i in range(len(ports))]]}})
+    return nb.db.transact(ops)
+
+
+def _play(loop: Loop, steps: list[tuple[Step, bool]]) -> None:
+    """Each step, and whether `northd` must handle it without a recompute."""
+    for i, (step, in_place) in enumerate(steps):
+        before = loop.stat("northd", "recompute")
+        loop.change(step())
+        recomputed = loop.stat("northd", "recompute") > before
+        assert recomputed is not in_place, f"step {i}: recomputed={recomputed}"
+        check_equals_recompute(loop)
+
+
+def test_switches_and_routers_come_and_go_in_place(nb: Nb, sb: LocalDb) -> None:
+    loop = _topology(nb, sb)
+    _play(loop, [
+        (lambda: _ls_with_ports(nb, "sw5", "a5", "b5"), True),
+        (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Switch",
+                                  "row": {"name": "sw3"}}]), True),  # a lower name, a later key
+        (lambda: _delete(nb, "Logical_Switch", "sw5"), True),
+        (lambda: _ls_with_ports(nb, "sw6", "a6"), True),  # takes sw5's freed key
+        (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Router",
+                                  "row": {"name": "lr7"}}]), True),
+        (lambda: _lrp_add(nb, "lr7", "lr7-a", "10.7.0.1/24"), True),
+        (lambda: _lrp_add(nb, "lr0", "lr0-b", "10.8.0.1/24"), True),
+        (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr0-b"), True),
+        (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr7-a"), True),
+        (lambda: _delete(nb, "Logical_Router", "lr7"), True),
+    ])
+    bindings = sb.tables["Datapath_Binding"].rows.values()
+    dps = {r.external_ids["name"]: r.tunnel_key for r in bindings}
+    assert dps == {"sw0": 1, "lr0": 2, "sw3": 4, "sw6": 3}
+
+
+def test_what_names_them_recomputes(nb: Nb, sb: LocalDb) -> None:
+    """A router port another port names as its peer, one a switch's router port names,
+    a switch with IPAM, a router with a requested key: recomputed, and still equal."""
+    loop = _topology(nb, sb)
+    _play(loop, [
+        (lambda: _lrp_add(nb, "lr0", "lr0-x", "10.5.0.1/24", peer=["lr0-y"]), False),
+        (lambda: _lrp_add(nb, "lr0", "lr0-y", "10.6.0.1/24"), False),  # named by lr0-x
+        (lambda: nb.db.transact([
+            {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "r",
+             "row": {"name": "sw0-lr0-z", "type": "router",
+                     "options": ["map", [["router-port", "lr0-z"]]]}},
+            {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+             "mutations": [["ports", "insert", ["set", [["named-uuid", "r"]]]]]}]), False),
+        (lambda: _lrp_add(nb, "lr0", "lr0-z", "10.4.0.1/24"), False),  # named by sw0-lr0-z
+        (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Switch", "row": {
+            "name": "sw8", "other_config": ["map", [["subnet", "10.8.0.0/24"]]]}}]), False),
+        (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Router", "row": {
+            "name": "lr9", "options": ["map", [["requested-tnl-key", "40"]]]}}]), False),
+    ])
