@@ -65,7 +65,7 @@ from pyovsdb.northd.nodes.tables import UndeclaredTable
 from pyovsdb.northd.testing import LocalDb, LocalNorthd
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
 
-EXAMPLES = int(os.environ.get("PYOVSDB_PROPERTY_EXAMPLES", "250"))
+EXAMPLES = int(os.environ.get("PYOVSDB_PROPERTY_EXAMPLES", "200"))
 MAX_RUNS = 8
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
