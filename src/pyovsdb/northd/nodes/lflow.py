@@ -3,18 +3,21 @@ SB `Logical_Flow` rows and the `Logical_DP_Group` rows they share.
 
 Rules kept here:
 - `lflow` recomputes whenever `northd` recomputed (as 23.03 does on any change); when
-  `northd` applied VIF changes in place, only the flows of the switches they are on and
-  of the routers connected to those switches are built again (`lflows.rebuild`), and
-  its delta names the Logical_Flow rows that changed, so `sync_to_sb` plans those
-  alone. It also recomputes on an SB table only flows read (`LFLOW_SB_INPUTS`), or,
-  with `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`. What the
-  builders report about bad NB data comes from the recompute, and from the rebuild of
-  a datapath whose ACLs, routes or policies changed (what 23.03, recomputing, reports
+  `northd` applied changes in place (its `PortsDelta`: the bindings of VIFs and router
+  ports, the datapaths created or deleted), only the flows of those datapaths and of
+  the routers connected to them are built again (`lflows.rebuild`), and its delta
+  names the Logical_Flow rows that changed, so `sync_to_sb` plans those alone. It also
+  recomputes on an SB table only flows read (`LFLOW_SB_INPUTS`), or, with
+  `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`. What the builders
+  report about bad NB data comes from the recompute, and from the rebuild of a
+  datapath whose ACLs, routes or policies changed (what 23.03, recomputing, reports
   then); the rebuild after VIF changes is `diagnostics.muted()`.
 - Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
-  the flows' groups added, in a copy: the table `northd` built is not changed.
+  the flows' groups added, in a copy: the table `northd` built is not changed. The
+  flows using each group are counted (`LflowData.group_users`), so a rebuild updates
+  the groups of the flows it changed and never walks the others.
 - It reads `northd`, `sync_from_sb`, every NB table and the SB tables `northd` reads,
   whose changes `northd` always carries (their handler is `noop`: a change the flows
   could see either recomputes `northd` or comes as its delta), and SB tables only

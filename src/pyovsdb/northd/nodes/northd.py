@@ -8,17 +8,19 @@ Rules kept here:
   (`sync_cfg_committed`, handled by `noop`: `sync_cfg` covers it, its handshake
   overrides what this node builds of it in `sync_to_sb`).
 - It recomputes on any NB change except two kinds, which cannot move its output:
-  NB_Global changes of the handshake columns alone (`sync_cfg` recomputes on them)
-  and LSP `up` written back; and on the SB tables builders read, with honest handlers
+  NB_Global changes of the handshake columns alone (`sync_cfg` recomputes on them) and
+  LSP `up` written back; and on the SB tables builders read, with honest handlers
   where a change cannot move its output: its own Datapath_Binding and Port_Binding
   inserts coming back, bindings it deleted going, and chassis claims (`chassis`, `up`,
   `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
-  SB_Global and Chassis_Private (read only by the handshake). With
-  `incremental_ports` an ordinary VIF added, deleted or updated is applied in place
-  (`build.ports_incremental`), its changed keys recorded as the node's `PortsDelta`,
-  and a switch's ACLs changed (an ACL without a meter, the switch's `acls`) and a
-  router's routes (without BFD) and policies move nothing here: they are `lflow`'s,
-  which reads the NB tables itself.
+  SB_Global and Chassis_Private (read only by the handshake). With `incremental_ports`
+  an ordinary VIF added, deleted or updated, a switch created or deleted with such
+  VIFs, a router without ports created or deleted and a router port without a peer or
+  gateway added or deleted are applied in place (`build.ports_incremental`,
+  `build.datapaths_incremental`), their changed keys recorded as the node's
+  `PortsDelta`, and a switch's ACLs changed (an ACL without a meter, the switch's
+  `acls`) and a router's routes (without BFD) and policies move nothing here: they are
+  `lflow`'s, which reads the NB tables itself.
 """
 
 from __future__ import annotations
