@@ -7,7 +7,7 @@ Rules kept here:
   the clock moving recomputes nothing) and the last committed SB nb_cfg
   (`sync_cfg_committed`, handled by `noop`: `sync_cfg` covers it, its handshake
   overrides what this node builds of it in `sync_to_sb`).
-- It recomputes on any NB change except two kinds, which cannot move its output:
+- It recomputes on any NB change except these. Two cannot move its output:
   NB_Global changes of the handshake columns alone (`sync_cfg` recomputes on them) and
   LSP `up` written back; and on the SB tables builders read, with honest handlers
   where a change cannot move its output: its own Datapath_Binding and Port_Binding
