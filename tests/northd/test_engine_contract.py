@@ -47,6 +47,8 @@ class World:
             nb.add_child("Logical_Switch", "sw0", "acls", "ACL", priority=900,
                          direction="to-lport", match="ip4.dst == 10.0.0.12",
                          action="allow")
+            nb.db.insert("Port_Group", name="pgs",
+                         ports=[nb.uuid("Logical_Switch_Port", "vm1")])
             self.chassis = add_chassis(sb, "ch0", "192.0.2.1")
             sb.insert("Chassis_Private", name="ch0", chassis=self.chassis)
         self.northd.settle()
@@ -188,6 +190,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=nb.db.insert(
             "BFD", logical_port="lrp0", dst_ip="10.0.0.253")), FULL),
     ("pg-add", _port_group, FULL),
+    ("acl-add on a port group", lambda nb, sb, w: nb.add_child(
+        "Port_Group", "pgs", "acls", "ACL", priority=1001, direction="to-lport",
+        match="outport == @pgs && ip4", action="allow-related"), IN_PLACE),
     ("NB_Global option", lambda nb, sb, w: nb.db.update(
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)),
         options={"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe",

@@ -22,8 +22,8 @@ Rules kept here:
   whose changes `northd` always carries (their handler is `noop`: a change the flows
   could see either recomputes `northd` or comes as its delta), and SB tables only
   flows read (`LFLOW_SB_INPUTS`, no handler). The exceptions are what `northd` does not
-  carry: an ACL change (of switches only, not of a port group) and a switch's `acls`
-  rebuild the flows of those switches here, a route or policy change and a router's
+  carry: an ACL change and a switch's or a port group's `acls` rebuild the flows of
+  the switches they are on here, a route or policy change and a router's
   `static_routes` or `policies` those of the routers.
 """
 
@@ -126,6 +126,17 @@ def _uuids(refs: Any) -> set[str]:
     return {r.uuid if isinstance(r, IdlRow) else str(r) for r in refs or ()}
 
 
+def _group_switches(group: IdlRow, northd: NorthdData) -> set[str]:
+    """The keys of the switches a port group has ports on."""
+    ports = northd.core.ports.ports
+    out: set[str] = set()
+    for lsp in group.ports or ():
+        port = ports.get(lsp.value("name")) if isinstance(lsp, IdlRow) else None
+        if port is not None and port.is_lsp and port.nb.uuid == lsp.uuid:
+            out.add(port.dp.key)
+    return out
+
+
 def _port_dps(northd: NorthdData) -> dict[str, str]:
     return {name: port.dp.key for name, port in northd.core.ports.ports.items()}
 
@@ -148,6 +159,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             nb=Group(table_inputs(nb, sorted(nb), {**dict.fromkeys(nb, noop),
                                                    "ACL": self.on_nb_acl,
                                                    "Logical_Switch": self.on_nb_ls,
+                                                   "Port_Group": self.on_nb_port_group,
                                                    "Logical_Router": self.on_nb_lr,
                                                    "Logical_Router_Static_Route":
                                                        self.on_nb_route,
@@ -215,7 +227,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         self.track().rows.update(flow_row_key(k) for k in changed)
         return Handled.HANDLED_UPDATED
 
-    # An ACL of switches changed (none of a port group's): those switches' flows built
+    # An ACL of switches or port groups changed: those switches' flows built
     # again. An ACL exists only while referenced (it is not a root table): inserted or
     # deleted, its switches' `acls` change too, and `on_nb_ls` rebuilds them.
     def on_nb_acl(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
@@ -225,14 +237,29 @@ class LflowNode(Node[LflowData, LflowDelta]):
         acls = {u for u, rc in change.delta.items() if rc.old is not None and rc.new is not None}
         if not acls:
             return Handled.HANDLED_UNCHANGED
+        northd: NorthdData = self.inputs["northd"].data
         groups = nb.get("Port_Group")
-        if groups is not None and any(acls & _uuids(g.acls) for g in groups.rows.values()):
-            return Handled.UNHANDLED
+        dps: set[str] = set()
+        for group in groups.rows.values() if groups is not None else ():
+            if acls & _uuids(group.acls):
+                dps |= _group_switches(group, northd)
         switches = nb.get("Logical_Switch")
-        dps = {ls.uuid for ls in switches.rows.values() if acls & _uuids(ls.acls)} \
+        dps |= {ls.uuid for ls in switches.rows.values() if acls & _uuids(ls.acls)} \
             if switches is not None else set()
-        return self._rebuild(self.inputs["northd"].data, dps) if dps \
-            else Handled.HANDLED_UNCHANGED
+        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
+
+    # A port group's `acls` changed: the flows of the switches it has ports on built
+    # again; any other change of a group recomputes `northd`, and so this node.
+    def on_nb_port_group(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        northd: NorthdData = self.inputs["northd"].data
+        dps: set[str] = set()
+        for rc in change.delta.values():
+            if rc.old is None or rc.new is None or set(changed_columns(rc)) != {"acls"}:
+                return Handled.UNHANDLED
+            dps |= _group_switches(rc.new, northd)
+        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
 
     # A switch's `acls` changed: its flows built again; any other change of a switch
     # reaches `northd`, which recomputes or names the ports it changed (`on_northd`).

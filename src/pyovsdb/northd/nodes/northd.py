@@ -18,7 +18,7 @@ Rules kept here:
   VIFs, a router without ports created or deleted and a router port without a peer or
   gateway added or deleted are applied in place (`build.ports_incremental`,
   `build.datapaths_incremental`), their changed keys recorded as the node's
-  `PortsDelta`, and a switch's ACLs changed (an ACL without a meter, the switch's
+  `PortsDelta`, and ACLs changed (an ACL without a meter, a switch's or a port group's
   `acls`) and a router's routes (without BFD) and policies move nothing here: they are
   `lflow`'s, which reads the NB tables itself.
 """
@@ -95,6 +95,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
         nb_handlers = {"NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp,
                        "Logical_Router_Port": self.on_nb_lrp,
+                       "Port_Group": self.on_nb_port_group,
                        "ACL": self.on_nb_acl, "Logical_Router": self.on_nb_lr,
                        "Logical_Router_Static_Route": self.on_nb_route,
                        "Logical_Router_Policy": self.on_nb_policy}
@@ -218,6 +219,11 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
 
     def on_nb_policy(self, change: TableChange) -> Handled:
         return only(change, lambda rc: True)
+
+    # A port group's `acls` alone are the flows' (`lflow` rebuilds its switches).
+    def on_nb_port_group(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: rc.old is not None and rc.new is not None
+                    and set(changed_columns(rc)) == {"acls"})
 
     # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
     # an ACL without one, before and after, is the flows' (`lflow` handles it).
