@@ -55,6 +55,15 @@ def _delete(nb: Nb, table: str, name: str) -> Changeset[IdlRow]:
                             "where": [["name", "==", name]]}])
 
 
+def _gateway(nb: Nb, lrp: str) -> Changeset[IdlRow]:
+    """`lrp` made a distributed gateway port on ch0 (a chassisredirect port with it)."""
+    return nb.db.transact([
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "g",
+         "row": {"name": f"{lrp}-ch0", "chassis_name": "ch0", "priority": 1}},
+        {"op": "mutate", "table": "Logical_Router_Port", "where": [["name", "==", lrp]],
+         "mutations": [["gateway_chassis", "insert", ["set", [["named-uuid", "g"]]]]]}])
+
+
 def _ls_with_ports(nb: Nb, name: str, *ports: str) -> Changeset[IdlRow]:
     ops: list[dict[str, Any]] = [
         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": f"p{i}",
@@ -66,14 +75,27 @@ def _ls_with_ports(nb: Nb, name: str, *ports: str) -> Changeset[IdlRow]:
     return nb.db.transact(ops)
 
 
+def _core_order(data: Any) -> tuple[list[str], dict[str, list[str]]]:
+    """The core's datapaths in build order, and each one's ports in build order."""
+    core = data.core
+    return ([dp.name for dp in core.datapaths.all()],
+            {core.datapaths.by_key(k).name: [p.name for p in ports]
+             for k, ports in core.ports.by_datapath.items() if ports})
+
+
 def _play(loop: Loop, steps: list[tuple[Step, bool]]) -> None:
-    """Each step, and whether `northd` must handle it without a recompute."""
+    """Each step, and whether `northd` must handle it without a recompute; after each,
+    the state equals a recompute's, down to the order of datapaths and ports."""
     for i, (step, in_place) in enumerate(steps):
         before = loop.stat("northd", "recompute")
         loop.change(step())
         recomputed = loop.stat("northd", "recompute") > before
         assert recomputed is not in_place, f"step {i}: recomputed={recomputed}"
         check_equals_recompute(loop)
+        fresh, _ = loop.fresh()
+        assert loop.driver.engine is not None and fresh.engine is not None
+        assert _core_order(loop.driver.engine.node_data("northd")) == \
+            _core_order(fresh.engine.node_data("northd")), f"step {i}"
 
 
 def test_switches_and_routers_come_and_go_in_place(nb: Nb, sb: LocalDb) -> None:
@@ -88,7 +110,11 @@ def test_switches_and_routers_come_and_go_in_place(nb: Nb, sb: LocalDb) -> None:
                                   "row": {"name": "lr7"}}]), True),
         (lambda: _lrp_add(nb, "lr7", "lr7-a", "10.7.0.1/24"), True),
         (lambda: _lrp_add(nb, "lr0", "lr0-b", "10.8.0.1/24"), True),
-        (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr0-b"), True),
+        (lambda: _gateway(nb, "lr0-b"), False),
+        (lambda: _lrp_add(nb, "lr0", "lr0-a", "10.9.0.1/24"), True),  # before lr0-b's cr-
+        (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr0-a"), True),
+        (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr0-b"),
+         False),  # a gateway port
         (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr7-a"), True),
         (lambda: _delete(nb, "Logical_Router", "lr7"), True),
     ])

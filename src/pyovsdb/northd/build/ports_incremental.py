@@ -35,7 +35,7 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
-from .datapaths import DatapathsData, smap_int
+from .datapaths import Datapath, DatapathsData, smap_int
 from .datapaths_incremental import add_switch, new_datapath_keys, remove_switch, simple_switch
 from .ipam import switch_ipam
 from .mcast_groups import (
@@ -265,15 +265,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         touched.add(ports.ports[row.value("name")].dp.key)
     gone = step.gone_switches.keys()
     touched -= gone
-    for key in touched:
-        old_dp = datapaths.switches[key]
-        ls = nb_ls.get(key)
-        _need(ls is not None)
-        assert ls is not None
-        dp = replace(old_dp, nb=ls)
-        datapaths.switches[key] = dp
-        for p in ports.by_datapath.get(key, []):
-            p.dp = dp
+    _refresh_datapaths(touched, datapaths.switches, nb_ls, ports)
     # Every binding of the ports of these switches and of the changed names.
     names = {row.value("name") for row in step.inserted.values()}
     for key in touched:
@@ -308,28 +300,13 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         new_ports.append(port)
     # Every other port of these switches keeps its key (its binding holds it), as a
     # recompute would see it now; then the new ones take keys in name order.
-    hi = PORT_KEY_MAX_VXLAN if datapaths.vxlan_mode else PORT_KEY_MAX
     for key in sorted(touched):
-        space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
-        for p in ports.by_datapath.get(key, []):
-            _need(not smap_int(p.options, "requested-tnl-key"))
-            pbs = found.get(p.name, [])
-            pb = min(pbs, key=lambda r: r.uuid) if pbs else None
-            _need(pb is not None and dp_keys.get(pb.value("datapath")) == key
-                  and pb.value("tunnel_key") == p.tunnel_key and p.name not in ports.retyped
-                  and space.add(p.tunnel_key))
-            p.sb = pb
+        space = _held_keys(step, key, found, dp_keys)
         for p in sorted((p for p in new_ports if p.dp.key == key),
                         key=lambda p: (p.name, p.nb.uuid)):
-            tunnel_key = space.allocate()
-            _need(tunnel_key is not None)
-            assert tunnel_key is not None
-            p.tunnel_key = tunnel_key
+            p.tunnel_key = _allocate(space)
     for port in new_ports:
-        ports.ports[port.name] = port
-        members = ports.by_datapath.setdefault(port.dp.key, [])
-        members.append(port)
-        members.sort(key=lambda p: (p.name, p.nb.uuid) if p.is_lsp else ("", ""))
+        _insert_in_build_order(ports, port)
         changed.append(port)
     _put_bindings(step, changed, sb_desired, delta)
     for key in sorted(touched):
@@ -341,6 +318,53 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         _cleanup_mac_bindings(step, sb_desired, delta)
     _cleanup_fdb(step, sb_desired, delta)
     return delta
+
+
+def _refresh_datapaths(keys: set[str], by_key: dict[str, Datapath],
+                       rows: Mapping[str, IdlRow], ports: PortsData) -> None:
+    """The datapaths `keys` with their NB rows as they are now; their ports follow."""
+    for key in keys:
+        row = rows.get(key)
+        _need(row is not None)
+        assert row is not None
+        dp = replace(by_key[key], nb=row)
+        by_key[key] = dp
+        for p in ports.by_datapath.get(key, []):
+            p.dp = dp
+
+
+def _held_keys(step: _Step, key: str, found: Mapping[str, list[IdlRow]],
+               dp_keys: Mapping[str, str]) -> TunnelKeys:
+    """Datapath `key`'s port key space with every port of it holding its key, as a
+    recompute would see them now: each has its binding (the first by UUID, now the
+    port's `sb`) on that datapath with that key, and requests none."""
+    hi = PORT_KEY_MAX_VXLAN if step.datapaths.vxlan_mode else PORT_KEY_MAX
+    space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
+    for p in step.ports.by_datapath.get(key, []):
+        _need(not smap_int(p.options, "requested-tnl-key"))
+        pbs = found.get(p.name, [])
+        pb = min(pbs, key=lambda r: r.uuid) if pbs else None
+        _need(pb is not None and dp_keys.get(pb.value("datapath")) == key
+              and pb.value("tunnel_key") == p.tunnel_key and p.name not in step.ports.retyped
+              and space.add(p.tunnel_key))
+        p.sb = pb
+    return space
+
+
+def _allocate(space: TunnelKeys) -> int:
+    key = space.allocate()
+    _need(key is not None)
+    assert key is not None
+    return key
+
+
+def _insert_in_build_order(ports: PortsData, port: Port) -> None:
+    """A new port among the ports where a build puts it: its datapath's ports by NB
+    name and UUID, a chassisredirect port right after its router port."""
+    ports.ports[port.name] = port
+    members = ports.by_datapath.setdefault(port.dp.key, [])
+    members.append(port)
+    members.sort(key=lambda p: (p.nb.value("name"), p.nb.uuid, p.is_cr))
 
 
 def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
@@ -502,15 +526,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     lrp_rows = step.nb["Logical_Router_Port"].rows
     touched = {row.uuid for row in added.values()}
     touched.update(ports.ports[row.name].dp.key for row in removed.values())
-    nb_lr = step.nb["Logical_Router"].rows
-    for key in touched:
-        lr = nb_lr.get(key)
-        _need(lr is not None)
-        assert lr is not None
-        dp = replace(datapaths.routers[key], nb=lr)
-        datapaths.routers[key] = dp
-        for p in ports.by_datapath.get(key, []):
-            p.dp = dp
+    _refresh_datapaths(touched, datapaths.routers, step.nb["Logical_Router"].rows, ports)
     names = {p.name for key in touched for p in ports.by_datapath.get(key, [])}
     names.update(lrp_rows[u].name for u in added)
     found = _bindings(step.sb, names)
@@ -524,34 +540,20 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
         sb_desired.tables["Port_Binding"].rows.pop(port.name, None)
         delta.touch("sb", "Port_Binding", port.name)
         doomed_binding |= port.name in found
-    hi = PORT_KEY_MAX_VXLAN if datapaths.vxlan_mode else PORT_KEY_MAX
     new_ports: list[Port] = []
     for key in sorted(touched):
-        space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
-        for p in ports.by_datapath.get(key, []):
-            pbs = found.get(p.name, [])
-            pb = min(pbs, key=lambda r: r.uuid) if pbs else None
-            _need(pb is not None and dp_keys.get(pb.value("datapath")) == key
-                  and pb.value("tunnel_key") == p.tunnel_key
-                  and not smap_int(p.options, "requested-tnl-key")
-                  and space.add(p.tunnel_key))
+        space = _held_keys(step, key, found, dp_keys)
         dp = datapaths.routers[key]
         rows = sorted((lrp_rows[u] for u, lr in added.items() if lr.uuid == key),
                       key=lambda r: (r.name, r.uuid))
         for row in rows:
-            tunnel_key = space.allocate()
-            _need(tunnel_key is not None)
             port = Port(row.name, dp, PortKind.ROUTER, row,
                         networks=lrp_networks(row.mac, row.networks))
-            assert tunnel_key is not None
-            port.tunnel_key = tunnel_key
+            port.tunnel_key = _allocate(space)
             new_ports.append(port)
     table = sb_desired.tables["Port_Binding"]
     for port in new_ports:
-        ports.ports[port.name] = port
-        members = ports.by_datapath.setdefault(port.dp.key, [])
-        members.append(port)
-        members.sort(key=lambda p: (p.name, p.nb.uuid) if p.is_lrp else ("", ""))
+        _insert_in_build_order(ports, port)
         table.put(port.name, logical_port=port.name,
                   datapath=Ref("Datapath_Binding", port.dp.key),
                   tunnel_key=port.tunnel_key, up=[False],
