@@ -147,7 +147,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
     # A switch's `ports` alone: the ports it gains and loses are inserted and deleted
     # in the same changes, which `on_nb_lsp` handles (it reads this input's delta and
     # gives up on anything else, a port moved between switches for one). A switch
-    # created or deleted (`build.switches_incremental.simple_switch`) with ordinary
+    # created or deleted (`build.datapaths_incremental.simple_switch`) with ordinary
     # VIFs is applied in place, by `on_nb_lsp` if ports changed too, else here.
     # A switch's `acls` alone are the flows' (`lflow` rebuilds the switch).
     def on_nb_ls(self, change: TableChange) -> Handled:
@@ -251,47 +251,41 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         delta = change.delta
         if delta is None or not self.has_data or not self.incremental_ports:
             return Handled.UNHANDLED
-        nb = self.nb_tables()
-        if self._names is None:
-            self._names = port_names(nb)
-        else:
-            for rc in delta.values():
-                if rc.old is not None:
-                    self._names[rc.old.value("name")] -= 1
-                if rc.new is not None:
-                    self._names[rc.new.value("name")] += 1
+        names = self._count_names(delta)
         lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
         lr_changes = lr.delta if lr is not None and lr.updated else None
         core = self.data.core
-        result = router_ports_changed(nb, self.sb_tables(), core.datapaths, core.ports,
-                                      self._names, self.data.sb, delta, lr_changes or {})
-        if result is None:
-            self._names = None
-            return Handled.UNHANDLED
-        if not result.sb and not result.nb:
-            return Handled.HANDLED_UNCHANGED
-        self.track().merge(result)
-        return Handled.HANDLED_UPDATED
+        return self._applied(router_ports_changed(
+            self.nb_tables(), self.sb_tables(), core.datapaths, core.ports, names,
+            self.data.sb, delta, lr_changes or {}))
 
     def _switch_ports(self, lsp_changes: Mapping[str, RowChange[IdlRow]],
                       ls_changes: Mapping[str, RowChange[IdlRow]]) -> Handled:
         """Switch ports (and switches) changed, applied in place if they can be."""
-        nb = self.nb_tables()
-        names = self._names
-        if names is None:
-            names = self._names = port_names(nb)
-        else:
-            for rc in lsp_changes.values():
-                if rc.old is not None:
-                    names[rc.old.value("name")] -= 1
-                if rc.new is not None:
-                    names[rc.new.value("name")] += 1
+        names = self._count_names(lsp_changes)
         data = self.data
         core = data.core
-        result = switch_ports_changed(
-            nb, self.sb_tables(), core.datapaths, core.ports, names,
+        return self._applied(switch_ports_changed(
+            self.nb_tables(), self.sb_tables(), core.datapaths, core.ports, names,
             core.dynamic_addresses, data.sb, data.nb, lsp_changes, ls_changes,
-            ignored=LSP_WRITTEN_ONLY)
+            ignored=LSP_WRITTEN_ONLY))
+
+    def _count_names(self, changes: Mapping[str, RowChange[IdlRow]]) -> Counter[str]:
+        """The NB switch and router port names (`port_names`), kept up to date with
+        `changes` of either table since the last recompute."""
+        names = self._names
+        if names is None:
+            names = self._names = port_names(self.nb_tables())
+            return names
+        for rc in changes.values():
+            if rc.old is not None:
+                names[rc.old.value("name")] -= 1
+            if rc.new is not None:
+                names[rc.new.value("name")] += 1
+        return names
+
+    def _applied(self, result: PortsDelta | None) -> Handled:
+        """What a handler says of ports applied in place (None: a recompute is due)."""
         if result is None:
             self._names = None  # (the recompute starts over)
             return Handled.UNHANDLED
