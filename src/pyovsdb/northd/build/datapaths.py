@@ -192,8 +192,13 @@ def datapath_external_ids(dp: Datapath) -> dict[str, str]:
 def put_datapaths(data: DatapathsData, sb: DesiredDb) -> DesiredTable:
     table = sb.add(DesiredTable("Datapath_Binding", DATAPATH_COLUMNS))
     for dp in data.all():
-        table.put(dp.key, tunnel_key=dp.tunnel_key, external_ids=datapath_external_ids(dp),
-                  load_balancers=[])
+        put_datapath(table, dp)
     return table
+
+
+def put_datapath(table: DesiredTable, dp: Datapath) -> None:
+    """The desired Datapath_Binding row of one datapath."""
+    table.put(dp.key, tunnel_key=dp.tunnel_key, external_ids=datapath_external_ids(dp),
+              load_balancers=[])
 
 

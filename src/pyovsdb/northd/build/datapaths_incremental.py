@@ -29,19 +29,16 @@ from collections.abc import Hashable, Mapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ..desired import DesiredDb, DesiredTable, Ref
+from ..desired import DesiredDb, Ref
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN
 from .datapaths import (
-    DATAPATH_COLUMNS,
     Datapath,
     DatapathKind,
     DatapathsData,
-    datapath_external_ids,
     existing_bindings,
+    put_datapath,
     router_enabled,
 )
-from .ip_mcast import COLUMNS as IP_MCAST_COLUMNS
-from .ip_mcast import SOURCES as IP_MCAST_SOURCES
 from .ip_mcast import mcast_settings
 from .lb import LbData
 from .mcast_groups import (
@@ -104,34 +101,33 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
 
 def add_switch(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,
                sb_desired: DesiredDb) -> Datapath:
-    """The new switch's datapath, in build order among the switches, and its desired
-    Datapath_Binding and IP_Multicast rows."""
-    dp = Datapath(row.uuid, DatapathKind.SWITCH, row.name, tunnel_key, row)
-    switches = [*datapaths.switches.values(), dp]
-    switches.sort(key=lambda d: (d.name, d.key))
-    datapaths.switches = {d.key: d for d in switches}
-    ports.by_datapath.setdefault(dp.key, [])
-    _datapath_table(sb_desired).put(dp.key, tunnel_key=tunnel_key,
-                                    external_ids=datapath_external_ids(dp),
-                                    load_balancers=[])
-    _ip_mcast_table(sb_desired).put(dp.key, datapath=Ref("Datapath_Binding", dp.key),
-                                    **mcast_settings(row.other_config))
+    """The new switch's datapath and its desired Datapath_Binding and IP_Multicast rows."""
+    dp = _add_datapath(row, DatapathKind.SWITCH, tunnel_key, datapaths, ports, sb_desired)
+    sb_desired.tables["IP_Multicast"].put(dp.key, datapath=Ref("Datapath_Binding", dp.key),
+                                          **mcast_settings(row.other_config))
     return dp
 
 
 def add_router(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,
                lbs: LbData, sb_desired: DesiredDb) -> Datapath:
-    """The new router's datapath, in build order among the routers, and its desired
-    Datapath_Binding row."""
-    dp = Datapath(row.uuid, DatapathKind.ROUTER, row.name, tunnel_key, row)
-    routers = [*datapaths.routers.values(), dp]
-    routers.sort(key=lambda d: (d.name, d.key))
-    datapaths.routers = {d.key: d for d in routers}
-    ports.by_datapath.setdefault(dp.key, [])
+    """The new router's datapath, its desired Datapath_Binding row and its (empty) set
+    of reachable load balancer VIPs."""
+    dp = _add_datapath(row, DatapathKind.ROUTER, tunnel_key, datapaths, ports, sb_desired)
     lbs.reachable[dp.key] = (frozenset(), frozenset())
-    _datapath_table(sb_desired).put(dp.key, tunnel_key=tunnel_key,
-                                    external_ids=datapath_external_ids(dp),
-                                    load_balancers=[])
+    return dp
+
+
+def _add_datapath(row: IdlRow, kind: DatapathKind, tunnel_key: int, datapaths: DatapathsData,
+                  ports: PortsData, sb_desired: DesiredDb) -> Datapath:
+    """A new datapath in build order among those of its kind (by name, then NB UUID),
+    and its desired binding."""
+    dp = Datapath(row.uuid, kind, row.name, tunnel_key, row)
+    same = datapaths.switches if kind is DatapathKind.SWITCH else datapaths.routers
+    ordered = sorted([*same.values(), dp], key=lambda d: (d.name, d.key))
+    same.clear()
+    same.update((d.key, d) for d in ordered)
+    ports.by_datapath.setdefault(dp.key, [])
+    put_datapath(sb_desired.tables["Datapath_Binding"], dp)
     return dp
 
 
@@ -163,15 +159,3 @@ def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,
         if desired is not None:
             desired.rows.pop(row_key, None)
     return gone
-
-
-def _datapath_table(sb: DesiredDb) -> DesiredTable:
-    table = sb.tables.get("Datapath_Binding")
-    return table if table is not None else sb.add(DesiredTable("Datapath_Binding",
-                                                               DATAPATH_COLUMNS))
-
-
-def _ip_mcast_table(sb: DesiredDb) -> DesiredTable:
-    table = sb.tables.get("IP_Multicast")
-    return table if table is not None else sb.add(DesiredTable(
-        "IP_Multicast", IP_MCAST_COLUMNS, keep=tuple(c for c, _ in IP_MCAST_SOURCES)))
