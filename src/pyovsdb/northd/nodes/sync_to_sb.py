@@ -258,7 +258,10 @@ class SyncToSbNode(Node[SyncOps, None]):
                    sb_cfg=hs.sb_cfg, sb_cfg_timestamp=hs.sb_cfg_timestamp,
                    hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
             patch_singleton(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
-        index = {t: self._by_key(t, sb[t]) for t in INDEXED if t in sb}
+        # A full plan (a recompute) matches every row anyway: the indexes are made by
+        # the first scoped plan after it, and kept from then on.
+        index = {t: self._by_key(t, sb[t]) for t in INDEXED if t in sb} \
+            if sb_scope is not None else {}
         sb_ops = plan(sb_db, sb, sb_keys, index)
         monitors = northd.sb.tables.get("Service_Monitor")
         rows = sb.get("Service_Monitor")
