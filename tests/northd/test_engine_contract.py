@@ -94,6 +94,48 @@ def _lb(nb: Nb, sb: LocalDb, world: World) -> None:
     nb.db.add_to("Logical_Switch", nb.uuid("Logical_Switch", "sw0"), "load_balancer", uuid)
 
 
+def _lb_on(nb: Nb, table: str, name: str) -> str:
+    uuid = nb.db.insert("Load_Balancer", name="lb1",
+                        vips={"10.0.0.101:80": "10.0.0.12:80"}, protocol="udp")
+    nb.db.add_to(table, nb.uuid(table, name), "load_balancer", uuid)
+    return uuid
+
+
+def _lb_vip_set(nb: Nb, sb: LocalDb, world: World) -> None:
+    uuid = _lb_on(nb, "Logical_Switch", "sw0")
+    world.northd.settle()
+    nb.db.update("Load_Balancer", uuid, vips={"10.0.0.101:81": "10.0.0.11:81,10.0.0.12:81"})
+
+
+def _lb_group(nb: Nb, sb: LocalDb, world: World) -> None:
+    lb = nb.db.insert("Load_Balancer", name="lb2", vips={"10.0.0.102": "10.0.0.11"})
+    group = nb.db.insert("Load_Balancer_Group", name="lbg", load_balancer=[lb])
+    nb.db.add_to("Logical_Switch", nb.uuid("Logical_Switch", "sw1"), "load_balancer_group",
+                 group)
+    nb.db.add_to("Logical_Router", nb.uuid("Logical_Router", "lr0"), "load_balancer_group",
+                 group)
+
+
+def _lb_health_check(nb: Nb, sb: LocalDb, world: World) -> None:
+    nb.db.transact([
+        {"op": "insert", "table": "Load_Balancer_Health_Check", "uuid-name": "hc",
+         "row": {"vip": "10.0.0.103:80"}},
+        {"op": "insert", "table": "Load_Balancer", "uuid-name": "lb",
+         "row": {"name": "lbh", "vips": ["map", [["10.0.0.103:80", "10.0.0.11:80"]]],
+                 "health_check": ["named-uuid", "hc"]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["load_balancer", "insert", ["named-uuid", "lb"]]]}])
+
+
+def _lb_del(nb: Nb, world: World) -> None:
+    uuid = _lb_on(nb, "Logical_Switch", "sw0")
+    world.northd.settle()
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["load_balancer", "delete", ["set", [["uuid", uuid]]]]]},
+        {"op": "delete", "table": "Load_Balancer", "where": [["_uuid", "==", ["uuid", uuid]]]}])
+
+
 def _nat(nb: Nb, sb: LocalDb, world: World) -> None:
     nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="snat",
                  external_ip="172.16.0.1", logical_ip="10.0.0.0/24")
@@ -181,7 +223,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("acl update", lambda nb, sb, w: nb.db.update(
         "ACL", next(iter(nb.db.tables["ACL"].rows)), match="ip4.src == 10.0.0.11"),
      frozenset()),
-    ("lb-add + ls-lb-add", _lb, FULL),
+    ("lb-add + ls-lb-add", _lb, IN_PLACE),
+    ("lb-add alone", lambda nb, sb, w: nb.db.insert(
+        "Load_Balancer", name="lb9", vips={"10.9.0.1": "10.0.0.11"}), IN_PLACE),
+    ("lr-lb-add", lambda nb, sb, w: _lb_on(nb, "Logical_Router", "lr0"), IN_PLACE),
+    ("lb VIP update", _lb_vip_set, IN_PLACE),
+    ("lb-del", lambda nb, sb, w: _lb_del(nb, w), IN_PLACE),
+    ("lb group on a switch and a router", _lb_group, IN_PLACE),
+    ("lb-add with a health check", _lb_health_check, FULL),
     ("lr-nat-add", _nat, FULL),
     ("lr-route-add", _route, frozenset()),
     ("lr-policy-add", _policy, frozenset()),

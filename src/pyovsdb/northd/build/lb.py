@@ -247,8 +247,15 @@ def _reachable(lb: LoadBalancer, nets: list[ipaddress.IPv4Network | ipaddress.IP
             (v4 if vip.vip.family == 4 else v6).add(vip.vip.ip_str)
 
 
-def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData) -> LbData:
-    parsed = {row.uuid: parse_lb(row) for row in _rows(nb.get("Load_Balancer"))}
+def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
+                  reuse: LbData | None = None) -> LbData:
+    """`reuse`: an earlier result whose parse of a load balancer is taken again while
+    its NB row is the same (rows are immutable: a changed row is a new object)."""
+    earlier = reuse.lbs if reuse is not None else {}
+    parsed: dict[str, LoadBalancer] = {}
+    for row in _rows(nb.get("Load_Balancer")):
+        was = earlier.get(row.uuid)
+        parsed[row.uuid] = was if was is not None and was.nb is row else parse_lb(row)
     groups = {row.uuid: _refs(row.load_balancer)
               for row in _rows(nb.get("Load_Balancer_Group"))}
     switches: dict[str, set[str]] = {k: set() for k in parsed}
@@ -303,12 +310,19 @@ def _sb_vips(lb: LoadBalancer) -> dict[str, str]:
 
 
 def build_sb_load_balancers(data: LbData, sb: DesiredDb) -> None:
-    table = sb.add(DesiredTable("Load_Balancer", LB_COLUMNS))
+    sb.add(DesiredTable("Load_Balancer", LB_COLUMNS))
     for lb in data.lbs.values():
-        if not lb.switches:
-            continue
-        options = dict(lb.nb.options)
-        options["hairpin_orig_tuple"] = "true"
-        table.put(lb.key, name=lb.name, vips=_sb_vips(lb), protocol=lb.protocol,
-                  datapaths=[], datapath_group=dp_group_ref(sb, lb.switches),
-                  options=options, external_ids={"lb_id": lb.key})
+        put_sb_load_balancer(lb, sb)
+
+
+def put_sb_load_balancer(lb: LoadBalancer, sb: DesiredDb) -> None:
+    """The SB row of one load balancer, if it applies to a switch (its datapath group
+    desired with it)."""
+    if not lb.switches:
+        return
+    options = dict(lb.nb.options)
+    options["hairpin_orig_tuple"] = "true"
+    sb.tables["Load_Balancer"].put(
+        lb.key, name=lb.name, vips=_sb_vips(lb), protocol=lb.protocol, datapaths=[],
+        datapath_group=dp_group_ref(sb, lb.switches), options=options,
+        external_ids={"lb_id": lb.key})

@@ -26,7 +26,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ...idl.replica import ReplicaTable
@@ -65,6 +65,9 @@ class PortsDelta:
 
     sb: dict[str, set[Hashable]] = field(default_factory=dict)
     nb: dict[str, set[Hashable]] = field(default_factory=dict)
+    # Datapaths whose flows changed in ways no desired row above names (their load
+    # balancers): `lflow` builds them again with the rest.
+    flows: set[str] = field(default_factory=set)
 
     def touch(self, db: str, table: str, key: Hashable | None = None) -> None:
         keys = (self.sb if db == "sb" else self.nb).setdefault(table, set())
@@ -75,6 +78,10 @@ class PortsDelta:
         for mine, theirs in ((self.sb, later.sb), (self.nb, later.nb)):
             for table, keys in theirs.items():
                 mine.setdefault(table, set()).update(keys)
+        self.flows |= later.flows
+
+    def empty(self) -> bool:
+        return not (self.sb or self.nb or self.flows)
 
 
 def simple_lsp(row: IdlRow) -> bool:
@@ -265,7 +272,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         touched.add(ports.ports[row.value("name")].dp.key)
     gone = step.gone_switches.keys()
     touched -= gone
-    _refresh_datapaths(touched, datapaths.switches, nb_ls, ports)
+    _need(refresh_datapaths(touched, datapaths.switches, nb_ls, ports))
     # Every binding of the ports of these switches and of the changed names.
     names = {row.value("name") for row in step.inserted.values()}
     for key in touched:
@@ -320,17 +327,18 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     return delta
 
 
-def _refresh_datapaths(keys: set[str], by_key: dict[str, Datapath],
-                       rows: Mapping[str, IdlRow], ports: PortsData) -> None:
-    """The datapaths `keys` with their NB rows as they are now; their ports follow."""
+def refresh_datapaths(keys: Collection[str], by_key: dict[str, Datapath],
+                      rows: Mapping[str, IdlRow], ports: PortsData) -> bool:
+    """The datapaths `keys` with their NB rows as they are now; their ports follow.
+    False (nothing changed) if one of them has no row."""
+    if any(rows.get(key) is None for key in keys):
+        return False
     for key in keys:
-        row = rows.get(key)
-        _need(row is not None)
-        assert row is not None
-        dp = replace(by_key[key], nb=row)
+        dp = replace(by_key[key], nb=rows[key])
         by_key[key] = dp
         for p in ports.by_datapath.get(key, []):
             p.dp = dp
+    return True
 
 
 def _held_keys(step: _Step, key: str, found: Mapping[str, list[IdlRow]],
@@ -526,7 +534,8 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     lrp_rows = step.nb["Logical_Router_Port"].rows
     touched = {row.uuid for row in added.values()}
     touched.update(ports.ports[row.name].dp.key for row in removed.values())
-    _refresh_datapaths(touched, datapaths.routers, step.nb["Logical_Router"].rows, ports)
+    _need(refresh_datapaths(touched, datapaths.routers, step.nb["Logical_Router"].rows,
+                            ports))
     names = {p.name for key in touched for p in ports.by_datapath.get(key, [])}
     names.update(lrp_rows[u].name for u in added)
     found = _bindings(step.sb, names)

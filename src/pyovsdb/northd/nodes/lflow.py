@@ -4,14 +4,15 @@ SB `Logical_Flow` rows and the `Logical_DP_Group` rows they share.
 Rules kept here:
 - `lflow` recomputes whenever `northd` recomputed (as 23.03 does on any change); when
   `northd` applied changes in place (its `PortsDelta`: the bindings of VIFs and router
-  ports, the datapaths created or deleted), only the flows of those datapaths and of
-  the routers connected to them are built again (`lflows.rebuild`), and its delta
+  ports, the datapaths created or deleted; the datapaths its `flows` names, whose
+  load balancers changed), only the flows of those datapaths and of the routers
+  connected to them are built again (`lflows.rebuild`), and its delta
   names the Logical_Flow rows that changed, so `sync_to_sb` plans those alone. It also
   recomputes on an SB table only flows read (`LFLOW_SB_INPUTS`), or, with
   `ignore_lsp_down=false`, when `sync_from_sb` moved a port's `up`. What the builders
   report about bad NB data comes from the recompute, and from the rebuild of a
-  datapath whose ACLs, routes or policies changed (what 23.03, recomputing, reports
-  then); the rebuild after VIF changes is `diagnostics.muted()`.
+  datapath whose ACLs, routes, policies or load balancers changed (what 23.03,
+  recomputing, reports then); the rebuild after VIF changes is `diagnostics.muted()`.
 - Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
@@ -56,6 +57,9 @@ LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
 # SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
 # the health checks' Service_Monitor status decides which backends a VIP has.
 LFLOW_SB_INPUTS = ("Service_Monitor",)
+# Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
+# them reaches the flows as the delta's `flows` (the datapaths to build again).
+FLOWLESS = frozenset(("Load_Balancer", "Address_Set", DP_GROUP_TABLE))
 
 
 @dataclass(slots=True)
@@ -205,20 +209,29 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 peer = ports.peer_of(rp)
                 if peer is not None:
                     dps.add(peer.dp.key)
-        if not dps:
-            return Handled.UNHANDLED if delta.sb or delta.nb else Handled.HANDLED_UNCHANGED
+        groups = DP_GROUP_TABLE in delta.sb
+        if not dps and not delta.flows and not groups:
+            unread = delta.sb.keys() - FLOWLESS
+            return Handled.UNHANDLED if unread or delta.nb else Handled.HANDLED_UNCHANGED
         with muted():  # a VIF's rebuild is not where 23.03 would warn
-            return self._rebuild(northd, dps, ports_changed=True)
+            handled = self._rebuild(northd, dps, ports_changed=True, groups=groups)
+        if not delta.flows:
+            return handled
+        # (load balancers changed: their flows report what a recompute would)
+        again = self._rebuild(northd, set(delta.flows))
+        return again if handled is Handled.HANDLED_UNCHANGED else handled
 
-    def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False
-                 ) -> Handled:
+    def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False,
+                 groups: bool = False) -> Handled:
         """The flows of the datapaths `dps` built again, the rows that changed tracked.
         What the builders report of those datapaths is reported (the NB data changed
         is theirs), unless the caller mutes it. `ports_changed`: `northd` changed
-        ports in place."""
+        ports in place; `groups`: its datapath groups (desired again here, flows
+        changed or not)."""
         old = self.data
-        changed = rebuild(old.flows, lflow_context(*self._tables(), northd), frozenset(dps))
-        if not changed:
+        changed = rebuild(old.flows, lflow_context(*self._tables(), northd), frozenset(dps)) \
+            if dps else set()
+        if not changed and not groups:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows
         desired, users = _desired(northd, old.flows, logical_flow, changed, old.group_users)

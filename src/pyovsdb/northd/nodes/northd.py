@@ -17,17 +17,19 @@ Rules kept here:
   an ordinary VIF added, deleted or updated, a switch created or deleted with such
   VIFs, a router without ports created or deleted and a router port without a peer or
   gateway added or deleted are applied in place (`build.ports_incremental`,
-  `build.datapaths_incremental`), their changed keys recorded as the node's
-  `PortsDelta`, and ACLs changed (an ACL without a meter, a switch's or a port group's
-  `acls`) and a router's routes (without BFD) and policies move nothing here: they are
-  `lflow`'s, which reads the NB tables itself.
+  `build.datapaths_incremental`), and so are load balancers, their groups and the
+  load balancers of switches and routers (`build.lb_incremental`), their changed keys
+  recorded as the node's `PortsDelta` (with the datapaths whose flows change). ACLs
+  changed (an ACL without a meter, a switch's or a port group's `acls`) and a
+  router's routes (without BFD) and policies move nothing here: they are `lflow`'s,
+  which reads the NB tables itself.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...engine import Group, Handled, Input, Leaf, Node, noop
@@ -45,10 +47,12 @@ from ..build.datapaths_incremental import (
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import global_config
 from ..build.inputs import BuildInput
+from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.ports import existing_port_bindings
 from ..build.ports_incremental import (
     PortsDelta,
     port_names,
+    refresh_datapaths,
     router_ports_changed,
     switch_ports_changed,
 )
@@ -101,6 +105,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                        "Logical_Router_Policy": self.on_nb_policy}
         if incremental_ports:
             nb_handlers["Logical_Switch"] = self.on_nb_ls
+            nb_handlers["Load_Balancer"] = self.on_nb_lb
+            nb_handlers["Load_Balancer_Group"] = self.on_nb_lb
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
@@ -161,14 +167,17 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 created_or_deleted = True
                 return True  # (`switch_ports_changed` decides)
             cols = set(changed_columns(rc))
-            return cols <= {"ports"} | LS_FLOWS_ONLY and ("ports" not in cols or ports_handled)
+            return cols <= {"ports"} | LS_FLOWS_ONLY | LB_COLUMNS \
+                and ("ports" not in cols or ports_handled)
 
         if not self.has_data:
             return Handled.UNHANDLED
         handled = only(change, ok)
+        if handled is not Handled.UNHANDLED and _lb_rows(change):
+            handled = _either(handled, self._lbs())
         if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
             return handled
-        return self._switch_ports({}, change.delta or {})
+        return _either(handled, self._switch_ports({}, change.delta or {}))
 
     # A router's routes and policies are the flows' (`lflow` rebuilds the router); of a
     # route, builders read only its `bfd` (the BFD sessions routes ask for).
@@ -182,7 +191,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         lrp = self.inputs.get(leaf_name("NB", "Logical_Router_Port"))
         # A router's `ports` changed with its ports: `on_nb_lrp` applies both.
         columns = LR_FLOWS_ONLY | ({"ports"} if lrp is not None and lrp.updated
-                                   and self.incremental_ports else set())
+                                   and self.incremental_ports else set()) \
+            | (LB_COLUMNS if self.incremental_ports else set())
         for rc in change.delta.values():
             if rc.old is not None and rc.new is not None:
                 if not set(changed_columns(rc)) <= columns:
@@ -193,12 +203,13 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             if not self.incremental_ports or not simple_router(row):
                 return Handled.UNHANDLED
             (made if rc.new is not None else gone).append(row)
-        if not made and not gone:
-            return Handled.HANDLED_UNCHANGED
+        lbs = self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED
+        if lbs is Handled.UNHANDLED or (not made and not gone):
+            return lbs
         ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
         if made and ls is not None and ls.updated:
             return Handled.UNHANDLED  # new switches take keys before new routers
-        core, lbs = self.data.core, self.data.extra.lbs
+        core, reachable = self.data.core, self.data.extra.lbs
         if any(row.uuid not in core.datapaths.routers for row in gone):
             return Handled.UNHANDLED
         keys = new_datapath_keys(made, core.datapaths, self.sb_tables()) if made else {}
@@ -206,12 +217,42 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             return Handled.UNHANDLED
         delta = self.track()
         for row in gone:
-            remove_router(row.uuid, core.datapaths, core.ports, lbs, self.data.sb)
+            remove_router(row.uuid, core.datapaths, core.ports, reachable, self.data.sb)
             delta.touch("sb", "Datapath_Binding", row.uuid)
         for row in made:
-            add_router(row, keys[row.uuid], core.datapaths, core.ports, lbs, self.data.sb)
+            add_router(row, keys[row.uuid], core.datapaths, core.ports, reachable,
+                       self.data.sb)
             delta.touch("sb", "Datapath_Binding", row.uuid)
         return Handled.HANDLED_UPDATED
+
+    # A load balancer or a group of them changed, or the load balancers of a switch or
+    # a router (`on_nb_ls`, `on_nb_lr`): applied in place where
+    # `build.lb_incremental.lbs_changed` can.
+    def on_nb_lb(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        return self._lbs()
+
+    def _lbs(self) -> Handled:
+        """The load balancer data built again and what changed applied in place (again
+        in the same run: nothing more changes). The switches and routers whose load
+        balancers changed in this run are taken with their rows as they are now."""
+        core, nb = self.data.core, self.nb_tables()
+        for table, by_key in (("Logical_Switch", core.datapaths.switches),
+                              ("Logical_Router", core.datapaths.routers)):
+            leaf = self.inputs.get(leaf_name("NB", table))
+            if leaf is None or not leaf.updated or leaf.delta is None:
+                continue
+            keys = [uuid for uuid, rc in leaf.delta.items()
+                    if uuid in by_key and rc.new is not None and _lb_row(rc)]
+            if not refresh_datapaths(keys, by_key, nb[table].rows, core.ports):
+                return Handled.UNHANDLED
+        result = lbs_changed(nb, core.datapaths, core.ports, self.data.extra.lbs,
+                             self.data.sb)
+        if result is None:
+            return Handled.UNHANDLED
+        self.data.extra = replace(self.data.extra, lbs=result[0])
+        return self._applied(result[1])
 
     def on_nb_route(self, change: TableChange) -> Handled:
         return only(change, lambda rc: not any(r is not None and r.value("bfd")
@@ -289,7 +330,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         if result is None:
             self._names = None  # (the recompute starts over)
             return Handled.UNHANDLED
-        if not result.sb and not result.nb:
+        if result.empty():
             return Handled.HANDLED_UNCHANGED
         self.track().merge(result)
         return Handled.HANDLED_UPDATED
@@ -405,6 +446,26 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
 
 def _rows(rc: RowChange[IdlRow]) -> tuple[IdlRow | None, IdlRow | None]:
     return rc.old, rc.new
+
+
+def _lb_row(rc: RowChange[IdlRow]) -> bool:
+    """Whether a switch or router update changed its load balancers."""
+    return rc.old is not None and rc.new is not None \
+        and not LB_COLUMNS.isdisjoint(changed_columns(rc))
+
+
+def _lb_rows(change: TableChange) -> bool:
+    return change.delta is not None and any(_lb_row(rc) for rc in change.delta.values())
+
+
+def _either(first: Handled, then: Handled) -> Handled:
+    """Two handled parts of one change: UNHANDLED if either is, else UPDATED if either
+    is."""
+    if Handled.UNHANDLED in (first, then):
+        return Handled.UNHANDLED
+    if Handled.HANDLED_UPDATED in (first, then):
+        return Handled.HANDLED_UPDATED
+    return Handled.HANDLED_UNCHANGED
 
 
 

@@ -1,0 +1,156 @@
+"""Load balancers changed in place: an `lb-add`, `lb-del` or VIP change, a load balancer
+group's, a switch's or a router's load balancers (`ls-lb-add`, `lr-lb-add`...), without
+rebuilding the core.
+
+Rules kept here:
+- Correctness first: what this leaves in the load balancer data and the desired tables
+  is what `build_extra` would build from the same NB. A change this cannot prove it
+  handles is refused (None) and the caller recomputes.
+- The load balancer data is built again from the NB as it is now (`build_lb_data`),
+  each load balancer parsed again only if its NB row changed; what differs from the
+  last data decides the rest: the load balancers whose row, switches or routers
+  changed, and the routers whose reachable VIPs changed.
+- Refused: `NB_Global` `install_ls_lb_from_router` (a router's load balancers reach its
+  switches), and a changed load balancer (before or after) with health checks or
+  `ip_port_mappings` (service monitors), a template one (its VIPs are ovn-controller's
+  to expand), or one asking for routes (`add_route`: its VIPs reach the routers
+  beyond the next switch); a changed router whose switch port advertises its
+  addresses (`nat-addresses=router` puts its VIPs in the port's binding); a router
+  VIP set whose name an NB address set also has.
+- Desired rows changed in place: the SB Load_Balancer row of each changed load
+  balancer, northd's Logical_DP_Group rows (the groups load balancers use, kept to
+  those), and the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
+  VIPs changed. The datapaths whose flows change (the switches and routers of each
+  changed load balancer, before and after, and the datapaths next to them through a
+  peer: a router's VIPs are answered on its switches) are named for `lflow`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
+from ..desired import DesiredDb
+from ..diagnostics import muted
+from .address_sets import router_lb_set_name
+from .datapaths import DatapathsData, smap_bool
+from .dp_groups import TABLE as DP_GROUP_TABLE
+from .dp_groups import dp_group_key
+from .inputs import singleton
+from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
+from .ports import PortsData
+from .ports_incremental import PortsDelta
+
+# Switch and router columns that say which load balancers apply to them.
+LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
+
+
+def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
+                old: LbData, sb_desired: DesiredDb) -> tuple[LbData, PortsDelta] | None:
+    """The load balancer data as the NB has it now and what changed with it, the
+    desired tables changed in place; None (nothing touched) where a recompute is
+    needed. The datapaths' NB rows must be the current ones."""
+    nbg = singleton(nb.get("NB_Global"))
+    if nbg is not None and smap_bool(nbg.options, "install_ls_lb_from_router"):
+        return None
+    with muted():  # (the changed ones are parsed again below, reporting)
+        new = build_lb_data(nb, datapaths, reuse=old)
+    changed = [key for key in old.lbs.keys() | new.lbs.keys()
+               if _differs(old.lbs.get(key), new.lbs.get(key))]
+    routers = {key for key in old.reachable.keys() | new.reachable.keys()
+               if old.reachable.get(key) != new.reachable.get(key)}
+    delta = PortsDelta()
+    if not changed and not routers:
+        return new, delta
+    lbs = [lb for key in changed for lb in (old.lbs.get(key), new.lbs.get(key))
+           if lb is not None]
+    if not all(_simple(lb) for lb in lbs):
+        return None
+    for lb in lbs:
+        delta.flows |= lb.switches | lb.routers
+        routers |= lb.routers
+    if any(_advertised(key, ports) for key in routers) or \
+            not _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=True):
+        return None
+    _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=False)
+    for key in changed:
+        now = new.lbs.get(key)
+        if now is not None and now.nb is not getattr(old.lbs.get(key), "nb", None):
+            parse_lb(now.nb)  # what a recompute reports of it
+    _sb_load_balancers(changed, new, sb_desired, delta)
+    delta.flows |= routers
+    for key in list(delta.flows):
+        for port in ports.of_datapath(key):
+            peer = ports.peer_of(port)
+            if peer is not None:
+                delta.flows.add(peer.dp.key)
+    return new, delta
+
+
+def _differs(old: LoadBalancer | None, new: LoadBalancer | None) -> bool:
+    if old is None or new is None:
+        return old is not new
+    return old.nb is not new.nb or old.switches != new.switches or old.routers != new.routers
+
+
+def _simple(lb: LoadBalancer) -> bool:
+    row = lb.nb
+    return not (lb.template or lb.routable or row.health_check or row.ip_port_mappings)
+
+
+def _advertised(router: str, ports: PortsData) -> bool:
+    """Whether a switch port of type router peering the router advertises its
+    addresses (and so its VIPs) in its binding's `nat_addresses`."""
+    for port in ports.of_datapath(router):
+        peer = ports.peer_of(port)
+        if peer is not None and peer.is_lsp and "nat-addresses" in peer.options:
+            return True
+    return False
+
+
+def _router_sets(routers: set[str], datapaths: DatapathsData, new: LbData,
+                 nb: Mapping[str, ReplicaTable], sb_desired: DesiredDb, delta: PortsDelta,
+                 *, check: bool) -> bool:
+    """The routers' VIP address sets desired as `new` has them (`check`: only whether
+    none of their names is an NB address set's, which would win over them)."""
+    table = sb_desired.tables["Address_Set"]
+    names = {router_lb_set_name(datapaths.routers[key].tunnel_key, family): (key, i)
+             for key in routers if key in datapaths.routers
+             for i, family in enumerate((4, 6))}
+    if check:
+        nb_sets = nb.get("Address_Set")
+        return nb_sets is None or not any(row.name in names for row in nb_sets.rows.values())
+    for name, (key, i) in names.items():
+        addresses = new.reachable.get(key, (frozenset(), frozenset()))[i]
+        if addresses:
+            table.put(name, name=name, addresses=sorted(addresses))
+        else:
+            table.rows.pop(name, None)
+        delta.touch("sb", "Address_Set", name)
+    return True
+
+
+def _sb_load_balancers(changed: list[str], new: LbData, sb_desired: DesiredDb,
+                       delta: PortsDelta) -> None:
+    """The SB rows of the changed load balancers, and northd's datapath groups kept to
+    those the load balancers use."""
+    table = sb_desired.tables["Load_Balancer"]
+    for key in changed:
+        table.rows.pop(key, None)
+        lb = new.lbs.get(key)
+        if lb is not None:
+            put_sb_load_balancer(lb, sb_desired)
+        delta.touch("sb", "Load_Balancer", key)
+    groups = sb_desired.tables.get(DP_GROUP_TABLE)
+    if groups is None:
+        return
+    used = {dp_group_key(lb.switches) for lb in new.lbs.values() if lb.switches}
+    for group in [k for k in groups.rows if k not in used]:
+        del groups.rows[group]
+        delta.touch("sb", DP_GROUP_TABLE, group)
+    for key in changed:
+        lb = new.lbs.get(key)
+        if lb is not None and lb.switches:
+            delta.touch("sb", DP_GROUP_TABLE, dp_group_key(lb.switches))
+    if not groups.rows:
+        del sb_desired.tables[DP_GROUP_TABLE]  # (a build makes it on first use)
