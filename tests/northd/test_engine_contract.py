@@ -141,6 +141,21 @@ def _nat(nb: Nb, sb: LocalDb, world: World) -> None:
                  external_ip="172.16.0.1", logical_ip="10.0.0.0/24")
 
 
+def _nat_set(nb: Nb, sb: LocalDb, world: World) -> None:
+    _nat(nb, sb, world)
+    world.northd.settle()
+    nb.db.update("NAT", next(iter(nb.db.tables["NAT"].rows)), external_ip="172.16.0.2")
+
+
+def _nat_del(nb: Nb, sb: LocalDb, world: World) -> None:
+    _nat(nb, sb, world)
+    world.northd.settle()
+    uuid = next(iter(nb.db.tables["NAT"].rows))
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["nat", "delete", ["set", [["uuid", uuid]]]]]}])
+
+
 def _route(nb: Nb, sb: LocalDb, world: World) -> None:
     nb.add_child("Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
                  ip_prefix="192.168.0.0/16", nexthop="10.0.0.254")
@@ -231,7 +246,15 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lb-del", lambda nb, sb, w: _lb_del(nb, w), IN_PLACE),
     ("lb group on a switch and a router", _lb_group, IN_PLACE),
     ("lb-add with a health check", _lb_health_check, FULL),
-    ("lr-nat-add", _nat, FULL),
+    ("lr-nat-add", _nat, IN_PLACE),
+    ("lr-nat-add dnat_and_snat", lambda nb, sb, w: nb.add_child(
+        "Logical_Router", "lr0", "nat", "NAT", type="dnat_and_snat", external_ip="172.16.0.9",
+        logical_ip="10.0.0.11"), IN_PLACE),
+    ("NAT update", _nat_set, IN_PLACE),
+    ("lr-nat-del", _nat_del, IN_PLACE),
+    ("lr-nat-add distributed", lambda nb, sb, w: nb.add_child(
+        "Logical_Router", "lr0", "nat", "NAT", type="dnat_and_snat", external_ip="172.16.0.8",
+        logical_ip="10.0.0.12", logical_port="vm2", external_mac="00:00:00:00:aa:02"), FULL),
     ("lr-route-add", _route, frozenset()),
     ("lr-policy-add", _policy, frozenset()),
     ("lr-route-add with BFD", lambda nb, sb, w: nb.add_child(

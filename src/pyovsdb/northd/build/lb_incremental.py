@@ -40,6 +40,7 @@ from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
 from .ports_incremental import PortsDelta
+from .ports_router import advertises
 
 # Switch and router columns that say which load balancers apply to them.
 LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
@@ -69,7 +70,7 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
     for lb in lbs:
         delta.flows |= lb.switches | lb.routers
         routers |= lb.routers
-    if any(_advertised(key, ports) for key in routers) or \
+    if any(advertises(key, ports) for key in routers) or \
             not _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=True):
         return None
     _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=False)
@@ -78,12 +79,7 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
         if now is not None and now.nb is not getattr(old.lbs.get(key), "nb", None):
             parse_lb(now.nb)  # what a recompute reports of it
     _sb_load_balancers(changed, new, sb_desired, delta)
-    delta.flows |= routers
-    for key in list(delta.flows):
-        for port in ports.of_datapath(key):
-            peer = ports.peer_of(port)
-            if peer is not None:
-                delta.flows.add(peer.dp.key)
+    delta.flows = ports.next_to(delta.flows | routers)
     return new, delta
 
 
@@ -96,16 +92,6 @@ def _differs(old: LoadBalancer | None, new: LoadBalancer | None) -> bool:
 def _simple(lb: LoadBalancer) -> bool:
     row = lb.nb
     return not (lb.template or lb.routable or row.health_check or row.ip_port_mappings)
-
-
-def _advertised(router: str, ports: PortsData) -> bool:
-    """Whether a switch port of type router peering the router advertises its
-    addresses (and so its VIPs) in its binding's `nat_addresses`."""
-    for port in ports.of_datapath(router):
-        peer = ports.peer_of(port)
-        if peer is not None and peer.is_lsp and "nat-addresses" in peer.options:
-            return True
-    return False
 
 
 def _router_sets(routers: set[str], datapaths: DatapathsData, new: LbData,

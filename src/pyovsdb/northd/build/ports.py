@@ -35,7 +35,7 @@ Rules kept here (OVN 23.03, `join_logical_ports` and `build_ports`):
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
@@ -124,6 +124,16 @@ class PortsData:
 
     def of_datapath(self, key: str) -> list[Port]:
         return self.by_datapath.get(key, [])
+
+    def next_to(self, keys: Iterable[str]) -> set[str]:
+        """The datapaths `keys` and those their ports' peers are on."""
+        out = set(keys)
+        for key in list(out):
+            for port in self.by_datapath.get(key, ()):
+                peer = self.peer_of(port)
+                if peer is not None:
+                    out.add(peer.dp.key)
+        return out
 
     def binding_of(self, port: Port, bindings: Mapping[str, IdlRow],
                    dp_keys: Mapping[str, str]) -> IdlRow | None:

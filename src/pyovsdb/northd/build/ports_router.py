@@ -235,6 +235,17 @@ def nat_addresses(port: Port, data: PortsData, include_lb_ips: bool) -> list[str
     return out
 
 
+def advertises(router: str, data: PortsData) -> bool:
+    """Whether a switch port of type router peering router `router` (a datapath key)
+    sets `nat-addresses`: its binding's `nat_addresses` then follow the router's NAT
+    rules and load balancer VIPs."""
+    for port in data.of_datapath(router):
+        peer = data.peer_of(port)
+        if peer is not None and peer.is_lsp and "nat-addresses" in peer.options:
+            return True
+    return False
+
+
 def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None) -> list[str]:
     """`nat_addresses` of a switch port of type router (`options:nat-addresses` and the
     router port's own GARP entry)."""

@@ -48,6 +48,7 @@ from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import global_config
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
+from ..build.nat_incremental import nats_changed
 from ..build.ports import existing_port_bindings
 from ..build.ports_incremental import (
     PortsDelta,
@@ -107,6 +108,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["Logical_Switch"] = self.on_nb_ls
             nb_handlers["Load_Balancer"] = self.on_nb_lb
             nb_handlers["Load_Balancer_Group"] = self.on_nb_lb
+            nb_handlers["NAT"] = self.on_nb_nat
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
@@ -192,7 +194,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         # A router's `ports` changed with its ports: `on_nb_lrp` applies both.
         columns = LR_FLOWS_ONLY | ({"ports"} if lrp is not None and lrp.updated
                                    and self.incremental_ports else set()) \
-            | (LB_COLUMNS if self.incremental_ports else set())
+            | (LB_COLUMNS | {"nat"} if self.incremental_ports else set())
         for rc in change.delta.values():
             if rc.old is not None and rc.new is not None:
                 if not set(changed_columns(rc)) <= columns:
@@ -203,9 +205,10 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             if not self.incremental_ports or not simple_router(row):
                 return Handled.UNHANDLED
             (made if rc.new is not None else gone).append(row)
-        lbs = self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED
-        if lbs is Handled.UNHANDLED or (not made and not gone):
-            return lbs
+        parts = _either(self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED,
+                        self._nats() if _nat_rows(change) else Handled.HANDLED_UNCHANGED)
+        if parts is Handled.UNHANDLED or (not made and not gone):
+            return parts
         ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
         if made and ls is not None and ls.updated:
             return Handled.UNHANDLED  # new switches take keys before new routers
@@ -233,6 +236,26 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             return Handled.UNHANDLED
         return self._lbs()
 
+    # NAT rules changed, or a router's `nat` (`on_nb_lr`): applied in place where
+    # `build.nat_incremental.nats_changed` can.
+    def on_nb_nat(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        return self._nats()
+
+    def _nats(self) -> Handled:
+        """The NAT rules and routers' `nat` changed in this run applied in place (again
+        in the same run: the same result)."""
+        core = self.data.core
+        return self._applied(nats_changed(
+            self.nb_tables(), core.datapaths, core.ports, self._changes("NAT"),
+            self._changes("Logical_Router")))
+
+    def _changes(self, table: str) -> Mapping[str, RowChange[IdlRow]]:
+        """This run's row changes of an NB table (none if it did not change)."""
+        leaf = self.inputs.get(leaf_name("NB", table))
+        return leaf.delta if leaf is not None and leaf.updated and leaf.delta else {}
+
     def _lbs(self) -> Handled:
         """The load balancer data built again and what changed applied in place (again
         in the same run: nothing more changes). The switches and routers whose load
@@ -240,10 +263,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         core, nb = self.data.core, self.nb_tables()
         for table, by_key in (("Logical_Switch", core.datapaths.switches),
                               ("Logical_Router", core.datapaths.routers)):
-            leaf = self.inputs.get(leaf_name("NB", table))
-            if leaf is None or not leaf.updated or leaf.delta is None:
-                continue
-            keys = [uuid for uuid, rc in leaf.delta.items()
+            keys = [uuid for uuid, rc in self._changes(table).items()
                     if uuid in by_key and rc.new is not None and _lb_row(rc)]
             if not refresh_datapaths(keys, by_key, nb[table].rows, core.ports):
                 return Handled.UNHANDLED
@@ -456,6 +476,13 @@ def _lb_row(rc: RowChange[IdlRow]) -> bool:
 
 def _lb_rows(change: TableChange) -> bool:
     return change.delta is not None and any(_lb_row(rc) for rc in change.delta.values())
+
+
+def _nat_rows(change: TableChange) -> bool:
+    """Whether a router update changed its NAT rules."""
+    return change.delta is not None and any(
+        rc.old is not None and rc.new is not None and "nat" in changed_columns(rc)
+        for rc in change.delta.values())
 
 
 def _either(first: Handled, then: Handled) -> Handled:
