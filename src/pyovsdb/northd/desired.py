@@ -23,7 +23,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Collection, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,13 +109,18 @@ def singleton_key(table: DesiredTable) -> Any:
     return next(iter(table.rows), None)
 
 
-def set_column(db: DesiredDb, table: str, column: str, values: Mapping[str, Any]) -> None:
-    """Set `column` of the not-owned rows `values` names (by key) in a copy of `table`."""
+def set_column(db: DesiredDb, table: str, column: str, values: Mapping[Hashable, Any],
+               keys: Collection[Hashable] | None = None) -> None:
+    """Set `column` of the not-owned rows `values` names (by key) in a copy of `table`
+    (with `keys`: a copy of those rows alone, for a plan of those keys)."""
     old = db.tables.get(table)
-    rows: dict[Hashable, dict[str, Any]] = {} if old is None else dict(old.rows)
+    rows: dict[Hashable, dict[str, Any]] = {}
+    if old is not None:
+        rows = dict(old.rows) if keys is None else \
+            {k: old.rows[k] for k in keys if k in old.rows}
     columns = (column,) if old is None else tuple(dict.fromkeys((*old.columns, column)))
-    for key, value in values.items():
-        rows[key] = {**rows.get(key, {}), column: value}
+    for key in values if keys is None else (k for k in keys if k in values):
+        rows[key] = {**rows.get(key, {}), column: values[key]}
     db.tables[table] = DesiredTable(table, columns, False, rows,
                                     () if old is None else old.fill)
 

@@ -5,6 +5,7 @@ Rules kept here:
   the engine over them. What a node reads, and which of its inputs have handlers, is
   declared in the node's own module under `nodes/`; `describe()` prints the whole
   graph (a golden file in the tests keeps it from changing unnoticed).
+- The replicas get the indexes the handlers read (`PB_BY_NAME`), kept by the replica.
 - The leaves: one per replicated table (`nodes.tables.leaf_name`), `now` (the wall
   clock of the run, whose change is never reported: time moving recomputes nothing),
   `sync_cfg_committed` (the nb_cfg of the last committed SB transaction) and
@@ -24,7 +25,7 @@ from ..engine import Engine, Leaf
 from ..idl.replica import ReplicaTable
 from .nodes.lflow import LflowNode
 from .nodes.mac_binding_aging import MacBindingAgingNode
-from .nodes.northd import NorthdNode
+from .nodes.northd import PB_BY_NAME, NorthdNode
 from .nodes.output import NorthdOutputNode
 from .nodes.sync_cfg import SyncCfgNode
 from .nodes.sync_from_sb import SyncFromSbNode
@@ -54,6 +55,9 @@ def wire(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaT
                                 for t in sorted(nb_tables)}
     sb: dict[str, TableLeaf] = {t: Leaf(leaf_name("SB", t), sb_tables[t])
                                 for t in sorted(sb_tables)}
+    bindings = sb_tables.get("Port_Binding")
+    if bindings is not None and PB_BY_NAME not in bindings.indexes:
+        bindings.add_index(PB_BY_NAME, "logical_port")
     now: Leaf[int, int] = Leaf("now", 0, is_change=lambda c: False)
     cfg: Leaf[int, int] = Leaf("sync_cfg_committed", 0, is_change=lambda c: True)
     waker: Leaf[int, int] = Leaf("mac_binding_aging_waker", 0, is_change=lambda c: True)

@@ -30,7 +30,11 @@ def dp_group_key(datapath_keys: Iterable[str]) -> tuple[str, ...]:
 
 def dp_group_ref(sb: DesiredDb, datapath_keys: Iterable[str]) -> Ref:
     """A reference to the group of `datapath_keys`, the group desired if new."""
-    key = dp_group_key(datapath_keys)
+    return group_ref(sb, dp_group_key(datapath_keys))
+
+
+def group_ref(sb: DesiredDb, key: tuple[str, ...]) -> Ref:
+    """`dp_group_ref` of a group's key (`dp_group_key`)."""
     table = dp_group_table(sb)
     if key not in table.rows:
         table.put(key, datapaths=[Ref("Datapath_Binding", k) for k in key])

@@ -203,14 +203,17 @@ class LflowContext:
     def port_group_switches(self) -> dict[str, list[str]]:
         """NB port group UUID -> keys of the switches it has ports on (build order)."""
         if self._pg_switches is None:
+            groups = self.nb_rows("Port_Group")
+            # (port UUIDs as stored: no row is made for the switches' ports)
+            wanted = {u for pg in groups for u in pg.value("ports")}
             where: dict[str, str] = {}
             order = {key: i for i, key in enumerate(self.datapaths.switches)}
-            for key, dp in self.datapaths.switches.items():
-                for lsp in ref_rows(dp.nb.ports):
-                    where.setdefault(lsp.uuid, key)
+            for key, dp in self.datapaths.switches.items() if wanted else ():
+                for uuid in wanted.intersection(dp.nb.value("ports")):
+                    where.setdefault(uuid, key)
             out: dict[str, list[str]] = {}
-            for pg in self.nb_rows("Port_Group"):
-                keys = {where[p.uuid] for p in ref_rows(pg.ports) if p.uuid in where}
+            for pg in groups:
+                keys = {where[u] for u in pg.value("ports") if u in where}
                 out[pg.uuid] = sorted(keys, key=order.__getitem__)
             self._pg_switches = out
         return self._pg_switches

@@ -122,15 +122,18 @@ class LflowTable:
 
     def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
         """Every flow on `dps` replaced by `new`'s (a rebuild of those datapaths alone);
-        the flows whose datapaths changed, or that came or went."""
-        changed: set[FlowKey] = set()
+        the flows whose datapaths changed, or that came or went, or whose SB row
+        changed (a flow that went and came back with another first request)."""
+        removed: dict[FlowKey, set[str]] = {}
+        dropped: dict[FlowKey, Flow] = {}
         for dp in dps:
             for key in self.by_dp.pop(dp, {}):
                 flow = self.flows[key]
                 del flow.datapaths[dp]
-                changed.add(key)
+                removed.setdefault(key, set()).add(dp)
                 if not flow.datapaths:
-                    del self.flows[key]
+                    dropped[key] = self.flows.pop(key)
+        added: dict[FlowKey, set[str]] = {}
         for dp, flows in new.by_dp.items():
             mine = self.by_dp.setdefault(dp, {})
             for key, owners in flows.items():
@@ -141,6 +144,13 @@ class LflowTable:
                                                        hint=theirs.hint, source=theirs.source)
                 mine_flow.datapaths[dp] = theirs.datapaths[dp]
                 mine[key] = list(owners)
+                added.setdefault(key, set()).add(dp)
+        changed = {key for key in removed.keys() | added.keys()
+                   if removed.get(key) != added.get(key)}
+        for key, was in dropped.items():
+            now = self.flows.get(key)
+            if now is not None and (now.io_port, now.hint, now.source) != \
+                    (was.io_port, was.hint, was.source):
                 changed.add(key)
         return changed
 

@@ -41,7 +41,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ..build.datapaths import smap_bool
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
-from ..build.dp_groups import dp_group_key, dp_group_ref
+from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
 from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, Ref
@@ -119,7 +119,7 @@ def _desired(northd: NorthdData, flows: LflowTable, rows: dict[Hashable, dict[st
             users[dp_group_key(flow.datapaths)] += 1
     for group_key, count in list(users.items()):
         if count > 0:
-            dp_group_ref(sb, group_key)
+            group_ref(sb, group_key)
         else:
             del users[group_key]
     return sb, users

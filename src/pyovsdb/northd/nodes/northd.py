@@ -80,6 +80,17 @@ PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_p
 PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
 QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
 DP_READ = frozenset(("external_ids", "tunnel_key"))
+# The index of SB Port_Binding rows by `logical_port` that `graph.wire` adds to the
+# replica (kept by the replica with every change).
+PB_BY_NAME = "logical_port"
+
+
+def bindings_named(table: ReplicaTable, name: str) -> int:
+    """How many SB Port_Binding rows name logical port `name`."""
+    index = table.indexes.get(PB_BY_NAME)
+    if index is None:
+        return sum(1 for r in table.rows.values() if r.value("logical_port") == name)
+    return len(index.entries.get((name,), ()))
 
 
 @dataclass
@@ -430,15 +441,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             want = desired.rows.get(new.logical_port)
             if want is None or not _same_binding(want, new):
                 return False
-            return names()[new.logical_port] == 1
-
-        counted: list[Counter[str]] = []
-
-        def names() -> Counter[str]:
-            """Bindings per logical_port, counted once per call of the handler."""
-            if not counted:
-                counted.append(Counter(r.logical_port for r in table.rows.values()))
-            return counted[0]
+            return bindings_named(table, new.logical_port) == 1
 
         return only(change, ok)
 

@@ -250,8 +250,10 @@ class SyncToSbNode(Node[SyncOps, None]):
         if feedback.ha_groups is not None and want(sb_scope, "HA_Chassis_Group"):
             sb_db.tables[feedback.ha_groups.name] = feedback.ha_groups
         if feedback.up and want(nb_scope, "Logical_Switch_Port"):
+            up, lsp_keys = feedback.up, nb_keys.get("Logical_Switch_Port")
             set_column(nb_db, "Logical_Switch_Port", "up",
-                        {k: [v] for k, v in feedback.up.items()})
+                       {k: [up[k]] for k in (up if lsp_keys is None else lsp_keys) if k in up},
+                       lsp_keys)
         _singleton_by_uuid(nb_db, "NB_Global", nb)
         if hs is not None:
             patch_singleton(nb_db, "NB_Global", nb_cfg_timestamp=hs.nb_cfg_timestamp,
