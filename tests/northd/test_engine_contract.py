@@ -261,7 +261,19 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
         ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=nb.db.insert(
             "BFD", logical_port="lrp0", dst_ip="10.0.0.253")), FULL),
-    ("pg-add", _port_group, FULL),
+    ("pg-add", _port_group, IN_PLACE),
+    ("pg ports changed", lambda nb, sb, w: nb.db.update(
+        "Port_Group", nb.uuid("Port_Group", "pgs"),
+        ports=[nb.uuid("Logical_Switch_Port", "vm1"), nb.uuid("Logical_Switch_Port", "vm2")]),
+     IN_PLACE),
+    ("pg renamed", lambda nb, sb, w: nb.db.update(
+        "Port_Group", nb.uuid("Port_Group", "pgs"), name="pgt"), IN_PLACE),
+    ("pg-del", lambda nb, sb, w: nb.db.transact([
+        {"op": "delete", "table": "Port_Group", "where": [["name", "==", "pgs"]]}]), IN_PLACE),
+    ("address set added", lambda nb, sb, w: nb.db.insert(
+        "Address_Set", name="as0", addresses=["10.0.0.11", "10.0.0.12"]), IN_PLACE),
+    ("address set named as a port group's", lambda nb, sb, w: nb.db.insert(
+        "Address_Set", name="pgs_ip4", addresses=["10.0.0.11"]), FULL),
     ("acl-add on a port group", lambda nb, sb, w: nb.add_child(
         "Port_Group", "pgs", "acls", "ACL", priority=1001, direction="to-lport",
         match="outport == @pgs && ip4", action="allow-related"), IN_PLACE),

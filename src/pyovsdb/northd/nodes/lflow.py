@@ -59,7 +59,7 @@ LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
 LFLOW_SB_INPUTS = ("Service_Monitor",)
 # Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
 # them reaches the flows as the delta's `flows` (the datapaths to build again).
-FLOWLESS = frozenset(("Load_Balancer", "Address_Set", DP_GROUP_TABLE))
+FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE))
 
 
 @dataclass(slots=True)
@@ -262,16 +262,16 @@ class LflowNode(Node[LflowData, LflowDelta]):
         return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
 
     # A port group's `acls` changed: the flows of the switches it has ports on built
-    # again; any other change of a group recomputes `northd`, and so this node.
+    # again; any other change of a group reaches `northd`, which recomputes or names
+    # the switches that gained or lost the group (`on_northd`).
     def on_nb_port_group(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         northd: NorthdData = self.inputs["northd"].data
         dps: set[str] = set()
         for rc in change.delta.values():
-            if rc.old is None or rc.new is None or set(changed_columns(rc)) != {"acls"}:
-                return Handled.UNHANDLED
-            dps |= _group_switches(rc.new, northd)
+            if rc.old is not None and rc.new is not None and "acls" in changed_columns(rc):
+                dps |= _group_switches(rc.new, northd)
         return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
 
     # A switch's `acls` changed: its flows built again; any other change of a switch

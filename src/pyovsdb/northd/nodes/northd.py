@@ -18,7 +18,9 @@ Rules kept here:
   VIFs, a router without ports created or deleted and a router port without a peer or
   gateway added or deleted are applied in place (`build.ports_incremental`,
   `build.datapaths_incremental`), and so are load balancers, their groups and the
-  load balancers of switches and routers (`build.lb_incremental`), their changed keys
+  load balancers of switches and routers (`build.lb_incremental`), NAT rules
+  (`build.nat_incremental`), port groups and NB address sets
+  (`build.groups_incremental`), their changed keys
   recorded as the node's `PortsDelta` (with the datapaths whose flows change). ACLs
   changed (an ACL without a meter, a switch's or a port group's `acls`) and a
   router's routes (without BFD) and policies move nothing here: they are `lflow`'s,
@@ -46,6 +48,7 @@ from ..build.datapaths_incremental import (
 )
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import global_config
+from ..build.groups_incremental import groups_changed
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.nat_incremental import nats_changed
@@ -120,6 +123,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["Load_Balancer"] = self.on_nb_lb
             nb_handlers["Load_Balancer_Group"] = self.on_nb_lb
             nb_handlers["NAT"] = self.on_nb_nat
+            nb_handlers["Address_Set"] = self.on_nb_groups
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
@@ -292,10 +296,26 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
     def on_nb_policy(self, change: TableChange) -> Handled:
         return only(change, lambda rc: True)
 
-    # A port group's `acls` alone are the flows' (`lflow` rebuilds its switches).
+    # A port group's `acls` alone are the flows' (`lflow` rebuilds its switches); other
+    # changes of port groups, and NB address sets (`on_nb_groups`), are applied in
+    # place where `build.groups_incremental.groups_changed` can.
     def on_nb_port_group(self, change: TableChange) -> Handled:
-        return only(change, lambda rc: rc.old is not None and rc.new is not None
-                    and set(changed_columns(rc)) == {"acls"})
+        handled = only(change, lambda rc: rc.old is not None and rc.new is not None
+                       and set(changed_columns(rc)) == {"acls"})
+        if handled is not Handled.UNHANDLED or not self.incremental_ports:
+            return handled
+        return self.on_nb_groups(change)
+
+    def on_nb_groups(self, change: TableChange) -> Handled:
+        """Port groups and NB address sets changed in this run, applied in place (again
+        in the same run: the same result)."""
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        core = self.data.core
+        return self._applied(groups_changed(
+            self.nb_tables(), core.datapaths, core.ports, self.data.sb,
+            self._changes("Port_Group"), self._changes("Address_Set"),
+            self._changes("Logical_Switch_Port")))
 
     # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
     # an ACL without one, before and after, is the flows' (`lflow` handles it).

@@ -1,0 +1,146 @@
+"""Port groups and address sets changed in place: a port group created, deleted or
+given other ports or another name, an NB address set created, deleted or given other
+addresses, without rebuilding the extra tables.
+
+Rules kept here:
+- Correctness first: what this leaves in the desired tables is what `build_extra`
+  builds from the same NB (`build_port_groups`, `build_address_sets`). A change this
+  cannot prove it handles is refused (None) and the caller recomputes.
+- A port group's ports are found through the core's ports (by name, then the same
+  NB row): a port the core does not have under that row, or one changed in the same
+  run, is refused. Its SB rows (`<switch key>_<name>`, one per switch it has ports
+  on) and its `<name>_ip4`/`_ip6` address sets are built again, the old ones deleted.
+- Derived address set names are refused where another source has the same name (an
+  NB address set wins over a port group's or a router's set, `svc_monitor_mac` is
+  northd's): a port group's set named as an NB set, an NB set named as a derived one.
+  An NB address set renamed is refused (flows of NAT rules name their sets).
+- Flows: a port group's ACLs apply on the switches it has ports on; the switches that
+  gained or lost the group (all of them if it was renamed: nothing else names it) are
+  named for `lflow`. An address set's addresses reach no flow (flows name the set).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
+from ..desired import DesiredDb
+from .address_sets import port_group_addresses
+from .datapaths import DatapathsData
+from .port_groups import sb_port_group_name
+from .ports import PortsData
+from .ports_incremental import PortsDelta
+
+RowChanges = Mapping[str, RowChange[IdlRow]]
+# Port group columns whose change this handles (`acls` is the flows' alone).
+PG_COLUMNS = frozenset(("ports", "name", "acls", "external_ids"))
+AS_COLUMNS = frozenset(("addresses", "external_ids"))
+
+
+class _Refused(Exception):
+    pass
+
+
+def _need(ok: object) -> None:
+    if not ok:
+        raise _Refused
+
+
+def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
+                   sb_desired: DesiredDb, pg_changes: RowChanges, as_changes: RowChanges,
+                   lsp_changes: RowChanges) -> PortsDelta | None:
+    """The port group and NB address set changes applied to the desired tables in
+    place; None (nothing touched) where a recompute is needed."""
+    delta = PortsDelta()
+    try:
+        plans = [_plan_group(rc, nb, ports, lsp_changes) for rc in pg_changes.values()]
+        _check_sets(nb, as_changes)
+    except _Refused:
+        return None
+    sets = sb_desired.tables["Address_Set"]
+    groups = sb_desired.tables["Port_Group"]
+    for old, new, renamed in plans:
+        for placement in (old, new):
+            if placement is None:
+                continue
+            name, switches = placement
+            for key in switches:
+                row = sb_port_group_name(datapaths.switches[key].tunnel_key, name)
+                groups.rows.pop(row, None)
+                delta.touch("sb", "Port_Group", row)
+            for family in ("ip4", "ip6"):
+                sets.rows.pop(f"{name}_{family}", None)
+                delta.touch("sb", "Address_Set", f"{name}_{family}")
+        if new is not None:
+            name, switches = new
+            for key, names in switches.items():
+                row = sb_port_group_name(datapaths.switches[key].tunnel_key, name)
+                groups.put(row, name=row, ports=sorted(names))
+        was = old[1].keys() if old is not None else set()
+        now = new[1].keys() if new is not None else set()
+        delta.flows |= (was | now) if renamed else (was ^ now)
+    for rc in pg_changes.values():
+        if rc.new is not None:
+            v4, v6 = port_group_addresses(rc.new)
+            for family, addresses in (("ip4", v4), ("ip6", v6)):
+                name = f"{rc.new.name}_{family}"
+                sets.put(name, name=name, addresses=sorted(set(addresses)))
+    for rc in as_changes.values():
+        if rc.old is not None:
+            sets.rows.pop(rc.old.name, None)
+            delta.touch("sb", "Address_Set", rc.old.name)
+        if rc.new is not None:
+            sets.put(rc.new.name, name=rc.new.name, addresses=sorted(set(rc.new.addresses)))
+            delta.touch("sb", "Address_Set", rc.new.name)
+    return delta
+
+
+Placement = tuple[str, dict[str, set[str]]]  # a group's name, and its ports per switch
+
+
+def _plan_group(rc: RowChange[IdlRow], nb: Mapping[str, ReplicaTable], ports: PortsData,
+                lsp_changes: RowChanges
+                ) -> tuple[Placement | None, Placement | None, bool]:
+    """Where the group was and is (its name and its port names by switch), and whether
+    it was renamed."""
+    if rc.old is not None and rc.new is not None:
+        _need(set(changed_columns(rc)) <= PG_COLUMNS)
+    nb_sets = nb.get("Address_Set")
+    for row in (rc.old, rc.new):
+        if row is not None:
+            _need(nb_sets is None or not any(
+                s.name in (f"{row.name}_ip4", f"{row.name}_ip6")
+                for s in nb_sets.rows.values()))
+    old = _placement(rc.old, ports, lsp_changes) if rc.old is not None else None
+    new = _placement(rc.new, ports, lsp_changes) if rc.new is not None else None
+    return old, new, old is not None and new is not None and old[0] != new[0]
+
+
+def _placement(pg: IdlRow, ports: PortsData, lsp_changes: RowChanges) -> Placement:
+    per_switch: dict[str, set[str]] = {}
+    for lsp in pg.ports:
+        _need(isinstance(lsp, IdlRow))  # (a port gone in the same run)
+        _need(lsp.uuid not in lsp_changes)
+        port = ports.ports.get(lsp.name)
+        _need(port is not None and port.is_lsp and port.nb.uuid == lsp.uuid)
+        assert port is not None
+        per_switch.setdefault(port.dp.key, set()).add(lsp.name)
+    return pg.name, per_switch
+
+
+def _check_sets(nb: Mapping[str, ReplicaTable], as_changes: RowChanges) -> None:
+    """NB address sets that no derived set shares a name with, and not renamed."""
+    pgs = nb.get("Port_Group")
+    pg_names = {r.name for r in pgs.rows.values()} if pgs is not None and as_changes else set()
+    for rc in as_changes.values():
+        if rc.old is not None and rc.new is not None:
+            _need(set(changed_columns(rc)) <= AS_COLUMNS)
+        for row in (rc.old, rc.new):
+            if row is None:
+                continue
+            name: str = row.name
+            _need(name != "svc_monitor_mac" and not name.startswith("_rtr_lb_")
+                  and not (name[-4:] in ("_ip4", "_ip6") and name[:-4] in pg_names))
