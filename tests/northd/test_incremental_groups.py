@@ -60,6 +60,21 @@ def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> No
         ("the group loses a switch", lambda: _pg_set(nb, "pg0", ports=_ports(nb, "vm2")),
          True),
         ("the group renamed", lambda: _pg_set(nb, "pg0", name="pg1"), True),
+        ("a grouped VIF gets other addresses", lambda: nb.db.transact([
+            {"op": "update", "table": "Logical_Switch_Port", "where": [["name", "==", "vm2"]],
+             "row": {"addresses": "00:00:00:00:00:02 10.1.0.22"}}]), True),
+        ("a pod added: its port, in the group", lambda: nb.db.transact([
+            {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+             "row": {"name": "pod3", "addresses": "00:00:00:00:00:03 10.1.0.13"}},
+            {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+             "mutations": [["ports", "insert", ["named-uuid", "p"]]]},
+            {"op": "mutate", "table": "Port_Group", "where": [["name", "==", "pg1"]],
+             "mutations": [["ports", "insert", ["named-uuid", "p"]]]}]), True),
+        ("a pod deleted: its port, out of the group", lambda: nb.db.transact([
+            {"op": "mutate", "table": t, "where": [["name", "==", n]],
+             "mutations": [[c, "delete", ["uuid", nb.uuid("Logical_Switch_Port", "pod3")]]]}
+            for t, n, c in (("Port_Group", "pg1", "ports"), ("Logical_Switch", "sw1", "ports"))]),
+         True),
         ("address set added", lambda: _as(nb, "insert", "as0", "10.0.0.11", "10.1.0.12"), True),
         ("address set changed", lambda: _as(nb, "update", "as0", "10.0.0.11"), True),
         ("address set deleted", lambda: _as(nb, "delete", "as0"), True),

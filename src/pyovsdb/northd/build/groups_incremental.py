@@ -7,9 +7,13 @@ Rules kept here:
   builds from the same NB (`build_port_groups`, `build_address_sets`). A change this
   cannot prove it handles is refused (None) and the caller recomputes.
 - A port group's ports are found through the core's ports (by name, then the same
-  NB row): a port the core does not have under that row, or one changed in the same
-  run, is refused. Its SB rows (`<switch key>_<name>`, one per switch it has ports
-  on) and its `<name>_ip4`/`_ip6` address sets are built again, the old ones deleted.
+  NB row; ports added or deleted in the same run are already there or gone): a
+  port the core does not have under that row is refused. Its SB rows (`<switch
+  key>_<name>`, one per switch it has ports on) and its `<name>_ip4`/`_ip6` address
+  sets are built again; the old rows are those desired under its old name, on the
+  switches there are (a switch made or gone in the same run is refused).
+- A switch port updated in place changes the address sets of the groups it is in
+  (`member_sets`).
 - Derived address set names are refused where another source has the same name (an
   NB address set wins over a port group's or a router's set, `svc_monitor_mac` is
   northd's): a port group's set named as an NB set, an NB set named as a derived one.
@@ -27,7 +31,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
-from ..desired import DesiredDb
+from ..desired import DesiredDb, DesiredTable
 from .address_sets import port_group_addresses
 from .datapaths import DatapathsData
 from .port_groups import sb_port_group_name
@@ -51,17 +55,21 @@ def _need(ok: object) -> None:
 
 def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
                    sb_desired: DesiredDb, pg_changes: RowChanges, as_changes: RowChanges,
-                   lsp_changes: RowChanges) -> PortsDelta | None:
+                   ls_changes: RowChanges) -> PortsDelta | None:
     """The port group and NB address set changes applied to the desired tables in
     place; None (nothing touched) where a recompute is needed."""
     delta = PortsDelta()
+    sets = sb_desired.tables["Address_Set"]
+    groups = sb_desired.tables["Port_Group"]
     try:
-        plans = [_plan_group(rc, nb, ports, lsp_changes) for rc in pg_changes.values()]
+        # A switch made or gone in the same run: the groups' rows on it are not found.
+        _need(all(rc.old is not None and rc.new is not None for rc in ls_changes.values()))
+        plans = [_plan_group(rc, nb, datapaths, ports, groups) for rc in pg_changes.values()]
+        named = [n for old, new, _ in plans for n in {p[0] for p in (old, new) if p}]
+        _need(len(named) == len(set(named)))  # (a name passed from one group to another)
         _check_sets(nb, as_changes)
     except _Refused:
         return None
-    sets = sb_desired.tables["Address_Set"]
-    groups = sb_desired.tables["Port_Group"]
     for old, new, renamed in plans:
         for placement in (old, new):
             if placement is None:
@@ -101,11 +109,11 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
 Placement = tuple[str, dict[str, set[str]]]  # a group's name, and its ports per switch
 
 
-def _plan_group(rc: RowChange[IdlRow], nb: Mapping[str, ReplicaTable], ports: PortsData,
-                lsp_changes: RowChanges
+def _plan_group(rc: RowChange[IdlRow], nb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
+                ports: PortsData, groups: DesiredTable
                 ) -> tuple[Placement | None, Placement | None, bool]:
-    """Where the group was and is (its name and its port names by switch), and whether
-    it was renamed."""
+    """Where the group was (its name and its SB rows' switches, as desired) and is (its
+    name and its port names by switch, from the core), and whether it was renamed."""
     if rc.old is not None and rc.new is not None:
         _need(set(changed_columns(rc)) <= PG_COLUMNS)
     nb_sets = nb.get("Address_Set")
@@ -114,16 +122,19 @@ def _plan_group(rc: RowChange[IdlRow], nb: Mapping[str, ReplicaTable], ports: Po
             _need(nb_sets is None or not any(
                 s.name in (f"{row.name}_ip4", f"{row.name}_ip6")
                 for s in nb_sets.rows.values()))
-    old = _placement(rc.old, ports, lsp_changes) if rc.old is not None else None
-    new = _placement(rc.new, ports, lsp_changes) if rc.new is not None else None
+    old: Placement | None = None
+    if rc.old is not None:
+        name = rc.old.name
+        old = name, {key: set() for key, dp in datapaths.switches.items()
+                     if sb_port_group_name(dp.tunnel_key, name) in groups.rows}
+    new = _placement(rc.new, ports) if rc.new is not None else None
     return old, new, old is not None and new is not None and old[0] != new[0]
 
 
-def _placement(pg: IdlRow, ports: PortsData, lsp_changes: RowChanges) -> Placement:
+def _placement(pg: IdlRow, ports: PortsData) -> Placement:
     per_switch: dict[str, set[str]] = {}
     for lsp in pg.ports:
         _need(isinstance(lsp, IdlRow))  # (a port gone in the same run)
-        _need(lsp.uuid not in lsp_changes)
         port = ports.ports.get(lsp.name)
         _need(port is not None and port.is_lsp and port.nb.uuid == lsp.uuid)
         assert port is not None
@@ -144,3 +155,25 @@ def _check_sets(nb: Mapping[str, ReplicaTable], as_changes: RowChanges) -> None:
             name: str = row.name
             _need(name != "svc_monitor_mac" and not name.startswith("_rtr_lb_")
                   and not (name[-4:] in ("_ip4", "_ip6") and name[:-4] in pg_names))
+
+
+def member_sets(nb: Mapping[str, ReplicaTable], sb_desired: DesiredDb, lsps: set[str],
+                delta: PortsDelta) -> None:
+    """The `_ip4`/`_ip6` address sets of the port groups with a port of `lsps` (switch
+    port UUIDs whose addresses may have changed) built again, where no NB address set
+    of the same name wins over them."""
+    pgs = nb.get("Port_Group")
+    if pgs is None or not lsps:
+        return
+    nb_sets = nb.get("Address_Set")
+    taken = {r.name for r in nb_sets.rows.values()} if nb_sets is not None else set()
+    sets = sb_desired.tables["Address_Set"]
+    for pg in pgs.rows.values():
+        if lsps.isdisjoint(pg.value("ports")):
+            continue
+        v4, v6 = port_group_addresses(pg)
+        for family, addresses in (("ip4", v4), ("ip6", v6)):
+            name = f"{pg.name}_{family}"
+            if name not in taken:
+                sets.put(name, name=name, addresses=sorted(set(addresses)))
+                delta.touch("sb", "Address_Set", name)

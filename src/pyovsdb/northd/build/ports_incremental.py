@@ -11,7 +11,8 @@ Rules kept here:
   dynamic_addresses, on a switch that has a datapath and no IPAM of its own (or one
   created or deleted with them, as `datapaths_incremental` handles it), while
   every dynamic address elsewhere is settled (NB holds what IPAM decided) and SB has no
-  IGMP groups; not in a port group, not named by a load balancer's port mappings, not
+  IGMP groups (the address sets of its port groups follow it:
+  `groups_incremental.member_sets`); not named by a load balancer's port mappings, not
   sharing its name with another switch or router port, not taking over a binding of
   its name. A port's binding is rebuilt from the same function a recompute uses.
 - Tunnel keys as a recompute gives them: every other port of the switch must hold its
@@ -220,10 +221,6 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
     _need(ipam_settled(core_dynamic, ports, nb.get("Logical_Switch_Port")))
     lbs = nb.get("Load_Balancer")
     _need(lbs is None or not any(lb.ip_port_mappings for lb in lbs.rows.values()))
-    groups = nb.get("Port_Group")
-    members: set[str] = set()
-    for pg in groups.rows.values() if groups is not None else ():
-        members.update(pg.data["ports"])
     switches: set[str] = set()
     for uuid, row in step.inserted.items():
         name = row.value("name")
@@ -233,7 +230,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         name = row.value("name")
         port = ports.ports.get(name)
         _need(port is not None and port.is_lsp and port.nb.uuid == uuid
-              and name not in ports.recreated and uuid not in members)
+              and name not in ports.recreated)
         # Deleted: no other port of that name takes its place.
         _need(step.names[name] == (1 if uuid in step.updated else 0))
         assert port is not None

@@ -48,7 +48,7 @@ from ..build.datapaths_incremental import (
 )
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import global_config
-from ..build.groups_incremental import groups_changed
+from ..build.groups_incremental import groups_changed, member_sets
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.nat_incremental import nats_changed
@@ -315,7 +315,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         return self._applied(groups_changed(
             self.nb_tables(), core.datapaths, core.ports, self.data.sb,
             self._changes("Port_Group"), self._changes("Address_Set"),
-            self._changes("Logical_Switch_Port")))
+            self._changes("Logical_Switch")))
 
     # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
     # an ACL without one, before and after, is the flows' (`lflow` handles it).
@@ -357,10 +357,15 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         names = self._count_names(lsp_changes)
         data = self.data
         core = data.core
-        return self._applied(switch_ports_changed(
-            self.nb_tables(), self.sb_tables(), core.datapaths, core.ports, names,
+        nb = self.nb_tables()
+        result = switch_ports_changed(
+            nb, self.sb_tables(), core.datapaths, core.ports, names,
             core.dynamic_addresses, data.sb, data.nb, lsp_changes, ls_changes,
-            ignored=LSP_WRITTEN_ONLY))
+            ignored=LSP_WRITTEN_ONLY)
+        if result is not None:  # (the groups of ports updated: their address sets)
+            member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
+                                      if rc.old is not None and rc.new is not None}, result)
+        return self._applied(result)
 
     def _count_names(self, changes: Mapping[str, RowChange[IdlRow]]) -> Counter[str]:
         """The NB switch and router port names (`port_names`), kept up to date with
