@@ -70,6 +70,20 @@ def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> No
              "mutations": [["ports", "insert", ["named-uuid", "p"]]]},
             {"op": "mutate", "table": "Port_Group", "where": [["name", "==", "pg1"]],
              "mutations": [["ports", "insert", ["named-uuid", "p"]]]}]), True),
+        ("an address set for the pods", lambda: _as(nb, "insert", "as_pods", "10.1.0.13"),
+         True),
+        ("a pod added as ovn-kubernetes adds one: port, group, address set at once",
+         lambda: nb.db.transact([
+             {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+              "row": {"name": "pod4", "addresses": "00:00:00:00:00:04 10.1.0.14",
+                      "port_security": "00:00:00:00:00:04 10.1.0.14",
+                      "options": ["map", [["requested-chassis", "ch0"]]]}},
+             {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+              "mutations": [["ports", "insert", ["named-uuid", "p"]]]},
+             {"op": "mutate", "table": "Port_Group", "where": [["name", "==", "pg1"]],
+              "mutations": [["ports", "insert", ["named-uuid", "p"]]]},
+             {"op": "mutate", "table": "Address_Set", "where": [["name", "==", "as_pods"]],
+              "mutations": [["addresses", "insert", "10.1.0.14"]]}]), True),
         ("a pod deleted: its port, out of the group", lambda: nb.db.transact([
             {"op": "mutate", "table": t, "where": [["name", "==", n]],
              "mutations": [[c, "delete", ["uuid", nb.uuid("Logical_Switch_Port", "pod3")]]]}

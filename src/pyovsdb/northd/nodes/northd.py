@@ -123,7 +123,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["Load_Balancer"] = self.on_nb_lb
             nb_handlers["Load_Balancer_Group"] = self.on_nb_lb
             nb_handlers["NAT"] = self.on_nb_nat
-            nb_handlers["Address_Set"] = self.on_nb_groups
+            nb_handlers["Address_Set"] = self.on_nb_address_set
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
@@ -297,25 +297,30 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         return only(change, lambda rc: True)
 
     # A port group's `acls` alone are the flows' (`lflow` rebuilds its switches); other
-    # changes of port groups, and NB address sets (`on_nb_groups`), are applied in
+    # changes of port groups, and NB address sets (`on_nb_address_set`), are applied in
     # place where `build.groups_incremental.groups_changed` can.
     def on_nb_port_group(self, change: TableChange) -> Handled:
         handled = only(change, lambda rc: rc.old is not None and rc.new is not None
                        and set(changed_columns(rc)) == {"acls"})
         if handled is not Handled.UNHANDLED or not self.incremental_ports:
             return handled
-        return self.on_nb_groups(change)
+        return self._groups(change, self._changes("Port_Group"))
 
-    def on_nb_groups(self, change: TableChange) -> Handled:
-        """Port groups and NB address sets changed in this run, applied in place (again
-        in the same run: the same result)."""
+    # NB address sets alone (port groups come later, after their new ports: handlers
+    # run in table order, `Logical_Switch_Port` before `Port_Group`).
+    def on_nb_address_set(self, change: TableChange) -> Handled:
+        return self._groups(change, {})
+
+    def _groups(self, change: TableChange,
+                groups: Mapping[str, RowChange[IdlRow]]) -> Handled:
+        """Port groups `groups` and the NB address sets changed in this run, applied in
+        place (again in the same run: the same result)."""
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         core = self.data.core
         return self._applied(groups_changed(
-            self.nb_tables(), core.datapaths, core.ports, self.data.sb,
-            self._changes("Port_Group"), self._changes("Address_Set"),
-            self._changes("Logical_Switch")))
+            self.nb_tables(), core.datapaths, core.ports, self.data.sb, groups,
+            self._changes("Address_Set"), self._changes("Logical_Switch")))
 
     # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
     # an ACL without one, before and after, is the flows' (`lflow` handles it).
