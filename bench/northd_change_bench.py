@@ -5,9 +5,13 @@ DIR; it runs on its own schemas).
 
     python bench/northd_change_bench.py [--switches 1000] [--ports 10] [--repeat 3]
                                         [--upstream DIR] [--only lsp-add,lr-add]
+    python bench/northd_change_bench.py --nodes 100 [--upstream DIR]
 
 Topology: SWITCHES switches of PORTS VIFs each (MAC and IP); a router `lr0` with a port
 on each of the first 10 switches and a gateway port `lr0-gw` (gateway chassis `gw1`).
+With `--nodes N`: the N-node ovn-kubernetes-like cluster of `tests/northd/k8sgen.py`
+(node switches, gateway routers, namespaces' port groups and address sets, the cluster
+load balancer group), and the changes ovn-kubernetes makes most (`k8s_kinds`).
 Every northd has its own NB and SB on the real ovsdb-server (unix sockets, a temporary
 directory each), preloaded the same way; all planes are up at once and idle between
 changes, and the changes take turns plane by plane: change 1 of every kind on every
@@ -35,6 +39,9 @@ from pathlib import Path
 
 from northd_bench import cpu_seconds, preload
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
+import k8sgen  # the cluster lives beside the corpus it generates
 
 COMPLETION = re.compile(r"ovn-northd completion:\s*(\d+)ms")
 
@@ -72,6 +79,44 @@ def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
     }
 
 
+def k8s_kinds(nodes: int) -> dict[str, Callable[[int], list[str]]]:
+    """What an ovn-kubernetes cluster does most, as `ovn-nbctl` arguments for the i-th
+    repetition (the cluster of `tests/northd/k8sgen.py`; the pod goes on node 1)."""
+    def pod(i: int) -> tuple[str, str, str]:
+        return f"bench-pod-{i}", k8sgen.node_mac(1, 60 + i), k8sgen.node_ip(1, 60 + i)
+
+    def pod_add(i: int) -> list[str]:
+        name, mac, ip = pod(i)
+        return k8sgen.joined([
+            ["--id=@p", "create", "Logical_Switch_Port", f"name={name}",
+             f'addresses="{mac} {ip}"', f'port_security="{mac} {ip}"',
+             f"options:requested-chassis={k8sgen.chassis(1)}"],
+            ["add", "Logical_Switch", k8sgen.node(1), "ports", "@p"],
+            *(["add", "Port_Group", pg, "ports", "@p"]
+              for pg in ("pg_ns0", "ingressDefaultDeny", "egressDefaultDeny")),
+            ["add", "Address_Set", "as_ns0", "addresses", f'"{ip}"']])
+
+    def pod_del(i: int) -> list[str]:
+        name, _, ip = pod(i)
+        return k8sgen.joined([["lsp-del", name],
+                              ["remove", "Address_Set", "as_ns0", "addresses", f'"{ip}"']])
+
+    return {
+        "pod add (port, 3 port groups, address set)": pod_add,
+        "pod del (the pod above)": pod_del,
+        "network policy ACL add": lambda i: [
+            "--type=port-group", "acl-add", "pg_ns1", "to-lport", "1001",
+            f"outport == @pg_ns1 && ip4.src == $as_ns0 && tcp.dst == {5432 + i}",
+            "allow-related"],
+        "service VIP add (the cluster LB group: every node)": lambda i: [
+            "set", "Load_Balancer", "cluster_tcp",
+            f'vips:"172.30.1.{i + 1}:8443"="{k8sgen.node_ip(2, 3)}:8443"'],
+        "egress reroute policy add": lambda i: [
+            "lr-policy-add", "ovn_cluster_router", "100", f"ip4.src == {k8sgen.node_ip(0, 3 + i)}",
+            "reroute", k8sgen.join_ip(4)],
+    }
+
+
 @dataclass
 class Northd:
     label: str
@@ -96,10 +141,26 @@ class Plane:
                                                             north.sb_schema)], name="sb")
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, switches: int, ports: int) -> None:
+    def start(self, switches: int, ports: int, nodes: int = 0) -> None:
+        """The grid of `switches` x `ports`, or with `nodes` the ovn-kubernetes-like
+        cluster of that many nodes."""
         self.nb.start()
         self.sb.start()
         self.nbctl("init")
+        if nodes:
+            cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
+            self.nbctl("--no-wait", *k8sgen.joined(cmds), timeout=900)
+        else:
+            self._grid(switches, ports)
+        cmd = [*self.north.binary, f"--ovnnb-db={self.nb.unix}", f"--ovnsb-db={self.sb.unix}",
+               f"--unixctl={self.dir / 'northd.ctl'}", f"--pidfile={self.dir / 'northd.pid'}",
+               f"--log-file={self.dir / 'northd.log'}", "-vconsole:off", "--no-chdir"]
+        with open(self.dir / "northd.stderr", "wb") as err:
+            self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL,
+                                         stderr=err)
+        self.nbctl("--wait=sb", "sync", timeout=900)
+
+    def _grid(self, switches: int, ports: int) -> None:
         preload(self.nb.unix, switches, ports)
         self.nbctl("lr-add", "lr0")
         for s in range(min(10, switches)):
@@ -110,13 +171,6 @@ class Plane:
                        f"router-port=lr0-ls{s}")
         self.nbctl("lrp-add", "lr0", "lr0-gw", "00:00:00:00:ff:fe", "172.16.0.1/24", "--",
                    "lrp-set-gateway-chassis", "lr0-gw", "gw1", "10")
-        cmd = [*self.north.binary, f"--ovnnb-db={self.nb.unix}", f"--ovnsb-db={self.sb.unix}",
-               f"--unixctl={self.dir / 'northd.ctl'}", f"--pidfile={self.dir / 'northd.pid'}",
-               f"--log-file={self.dir / 'northd.log'}", "-vconsole:off", "--no-chdir"]
-        with open(self.dir / "northd.stderr", "wb") as err:
-            self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL,
-                                         stderr=err)
-        self.nbctl("--wait=sb", "sync", timeout=900)
 
     def nbctl(self, *args: str, timeout: float = 120) -> str:
         p = subprocess.run([self.north.nbctl, f"--db={self.nb.unix}",
@@ -158,6 +212,9 @@ def main() -> int:
     ap.add_argument("--ports", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--upstream", help="a directory bench/build_upstream_ovn.sh printed")
+    ap.add_argument("--nodes", type=int, default=0,
+                    help="the ovn-kubernetes-like cluster of this many nodes instead of "
+                         "the grid (tests/northd/k8sgen.py), with its own change kinds")
     ap.add_argument("--only", default="", help="change kinds, comma-separated")
     args = ap.parse_args()
     northds = [Northd("23.03", ["ovn-northd"], "ovn-nbctl", NB_SCHEMA, SB_SCHEMA),
@@ -168,7 +225,7 @@ def main() -> int:
         northds.insert(1, Northd("newest", [str(up / "northd" / "ovn-northd")],
                                  str(up / "utilities" / "ovn-nbctl"),
                                  str(up / "ovn-nb.ovsschema"), str(up / "ovn-sb.ovsschema")))
-    table = kinds(args.switches)
+    table = k8s_kinds(args.nodes) if args.nodes else kinds(args.switches)
     chosen = [k for k in table if not args.only or k in args.only.split(",")]
     unknown = set(args.only.split(",")) - set(table) if args.only else set()
     if unknown:
@@ -178,7 +235,7 @@ def main() -> int:
         try:
             for p in planes:
                 t0 = time.monotonic()
-                p.start(args.switches, args.ports)
+                p.start(args.switches, args.ports, args.nodes)
                 print(f"{p.north.label}: loaded and settled in {time.monotonic() - t0:.1f} s",
                       file=sys.stderr, flush=True)
             cpu0 = {p.north.label: cpu_seconds(p.proc.pid) for p in planes if p.proc}
@@ -212,8 +269,9 @@ def _ratio(a: float | None, b: float | None) -> str:
 def report(northds: list[Northd], kinds_: list[str], args: argparse.Namespace) -> None:
     by = {n.label: n for n in northds}
     ours, old, new = by["ours"], by["23.03"], by.get("newest")
-    print(f"\n{args.switches} switches x {args.ports} ports, router lr0 (10 ports and a "
-          f"gateway port); median of {args.repeat} changes of each kind; ms\n")
+    where = f"the {args.nodes}-node ovn-kubernetes-like cluster" if args.nodes else \
+        f"{args.switches} switches x {args.ports} ports, router lr0 (10 ports and a gateway port)"
+    print(f"\n{where}; median of {args.repeat} changes of each kind; ms\n")
     head = "| change | 23.03 | " + ("newest | " if new else "") + "ours | ours/23.03 |" \
         + (" ours/newest |" if new else "")
     print(head)

@@ -88,10 +88,18 @@ class LflowContext:
     cache: dict[Any, Any] = field(default_factory=dict)
     # A partial rebuild: `switches()` and `routers()` list only these datapaths.
     scope: frozenset[str] | None = None
+    # A rebuild of what some ports ask for: only these ports (by name) are walked.
+    walked: frozenset[str] | None = None
 
     def narrowed(self, scope: frozenset[str]) -> LflowContext:
         """This context for a rebuild of the datapaths `scope` alone (facts shared)."""
         return dataclasses.replace(self, scope=scope)
+
+    def walking(self, names: frozenset[str]) -> LflowContext:
+        """This context for a rebuild of the flows the ports `names` ask for alone: no
+        datapath's own flows (`switches()` and `routers()` are empty), and only those
+        ports walked."""
+        return dataclasses.replace(self, scope=frozenset(), walked=names)
 
     @property
     def features(self) -> ChassisFeatures:
@@ -161,6 +169,9 @@ class LflowContext:
         scope = self.scope
         if scope is None:
             return None
+        if self.walked is not None:
+            return frozenset(self.ports.ports[n].dp.key for n in self.walked
+                             if n in self.ports.ports)
         found: frozenset[str] | None = self.cache.get(("port_scope", scope))
         if found is None:
             keys = set(scope)
@@ -176,6 +187,8 @@ class LflowContext:
         """The ports that build flows in this build (`port_scope`), in build order."""
         within = self.port_scope()
         ports = self.ports.ports.values()
+        if self.walked is not None:
+            return [p for p in ports if p.name in self.walked]
         return list(ports) if within is None else [p for p in ports if p.dp.key in within]
 
     def ports_of(self, dp: Datapath) -> list[Port]:

@@ -70,18 +70,21 @@ def walk_order(ctx: LflowContext) -> list[Port]:
     inserted first, then the new ports): where two ports ask for the same flow (one
     address on two switches), the first fixes the flow's stage hint. A partial
     rebuild computes the order of its ports alone (`hmap_order_of`)."""
-    cached: list[Port] | None = ctx.cache.get(("walk_order", ctx.scope))
+    cache_key = ("walk_order", ctx.scope, ctx.walked)
+    cached: list[Port] | None = ctx.cache.get(cache_key)
     if cached is None:
         ports = ctx.ports.ports
         existing = ctx.bindings()
         names = [*existing, *(n for n in ports if n not in existing)]
         within = ctx.port_scope()
+        walked = ctx.walked
         if within is None:
             order = hmap_order((hash_string(n), n) for n in names)
         else:
             order = hmap_order_of(((i, hash_string(n), n) for i, n in enumerate(names, 1)
-                                   if n in ports and ports[n].dp.key in within), len(names))
-        cached = ctx.cache[("walk_order", ctx.scope)] = [ports[n] for n in order if n in ports]
+                                   if n in ports and ports[n].dp.key in within
+                                   and (walked is None or n in walked)), len(names))
+        cached = ctx.cache[cache_key] = [ports[n] for n in order if n in ports]
     return cached
 
 

@@ -154,6 +154,46 @@ class LflowTable:
                 changed.add(key)
         return changed
 
+    def replace_owned(self, dps: Iterable[str], owners: frozenset[Owner], new: LflowTable
+                      ) -> set[FlowKey]:
+        """On each of `dps`, what `owners` asked for replaced by what they ask for in
+        `new` (a rebuild of those owners' flows alone; others' requests are kept); the
+        flows whose datapaths changed, or that came or went."""
+        removed: dict[FlowKey, set[str]] = {}
+        added: dict[FlowKey, set[str]] = {}
+        for dp in dps:
+            mine = self.by_dp.setdefault(dp, {})
+            for key, asked in list(mine.items()):
+                kept = [o for o in asked if o not in owners]
+                if len(kept) == len(asked):
+                    continue
+                if kept:
+                    mine[key] = kept
+                    continue
+                del mine[key]
+                flow = self.flows[key]
+                del flow.datapaths[dp]
+                removed.setdefault(key, set()).add(dp)
+                if not flow.datapaths:
+                    del self.flows[key]
+            for key, asked in new.by_dp.get(dp, {}).items():
+                theirs = [o for o in asked if o in owners]
+                if not theirs:
+                    continue
+                if key in mine:
+                    mine[key] += theirs
+                    continue
+                mine[key] = theirs
+                made = new.flows[key]
+                target = self.flows.get(key)
+                if target is None:
+                    target = self.flows[key] = Flow(key, io_port=made.io_port, hint=made.hint,
+                                                    source=made.source)
+                target.datapaths[dp] = made.datapaths[dp]
+                added.setdefault(key, set()).add(dp)
+        return {key for key in removed.keys() | added.keys()
+                if removed.get(key) != added.get(key)}
+
     def add_group(self, dps: Iterable[Datapath], stage: Stage, priority: int, match: str,
                   actions: str, *, hint: IdlRow | str | None = None,
                   meter: str | None = None) -> None:

@@ -46,7 +46,7 @@ from ..build.inputs import singleton
 from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
-from ..lflows import LflowContext, LflowTable, build_lflows, rebuild
+from ..lflows import LflowContext, LflowTable, build_lflows, rebuild, rebuild_owned
 from ..lflows.lr_routes import opt_str
 from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
 from .northd import LR_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
@@ -196,25 +196,36 @@ class LflowNode(Node[LflowData, LflowDelta]):
         northd: NorthdData = change.data
         old = self.data
         ports = northd.core.ports
+        switches = northd.core.datapaths.switches
         dps: set[str] = set()
+        vifs: set[str] = set()  # switch ports of type "" (or gone from a switch)
+        whole: set[str] = set()  # datapaths whose neighbours are built again whole
         for name in delta.sb.get("Port_Binding", ()):
             port = ports.ports.get(str(name))
             key = port.dp.key if port is not None else old.port_dps.get(str(name))
             if key is None:
                 return Handled.UNHANDLED
             dps.add(key)
-        dps.update(str(k) for k in delta.sb.get("Datapath_Binding", ()))  # switches made or gone
-        for key in list(dps):
+            if key in switches and (port is None or (port.is_lsp and not port.type)):
+                vifs.add(str(name))
+            else:
+                whole.add(key)
+        made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())}
+        dps |= made_or_gone
+        next_to: set[str] = set()
+        for key in dps:
             for rp in ports.router_ports.get(key, ()):
                 peer = ports.peer_of(rp)
                 if peer is not None:
-                    dps.add(peer.dp.key)
+                    (dps if key in whole | made_or_gone else next_to).add(peer.dp.key)
+        next_to -= dps
         groups = DP_GROUP_TABLE in delta.sb
         if not dps and not delta.flows and not groups:
             unread = delta.sb.keys() - FLOWLESS
             return Handled.UNHANDLED if unread or delta.nb else Handled.HANDLED_UNCHANGED
         with muted():  # a VIF's rebuild is not where 23.03 would warn
-            handled = self._rebuild(northd, dps, ports_changed=True, groups=groups)
+            handled = self._rebuild(northd, dps, ports_changed=True, groups=groups,
+                                    owned=(next_to, vifs) if next_to and vifs else None)
         if not delta.flows:
             return handled
         # (load balancers changed: their flows report what a recompute would)
@@ -222,15 +233,19 @@ class LflowNode(Node[LflowData, LflowDelta]):
         return again if handled is Handled.HANDLED_UNCHANGED else handled
 
     def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False,
-                 groups: bool = False) -> Handled:
+                 groups: bool = False, owned: tuple[set[str], set[str]] | None = None
+                 ) -> Handled:
         """The flows of the datapaths `dps` built again, the rows that changed tracked.
         What the builders report of those datapaths is reported (the NB data changed
         is theirs), unless the caller mutes it. `ports_changed`: `northd` changed
         ports in place; `groups`: its datapath groups (desired again here, flows
-        changed or not)."""
+        changed or not); `owned`: datapaths and switch ports whose requests there
+        alone are built again (`lflows.rebuild_owned`)."""
         old = self.data
-        changed = rebuild(old.flows, lflow_context(*self._tables(), northd), frozenset(dps)) \
-            if dps else set()
+        ctx = lflow_context(*self._tables(), northd)
+        changed = rebuild(old.flows, ctx, frozenset(dps)) if dps else set()
+        if owned is not None:
+            changed |= rebuild_owned(old.flows, ctx, frozenset(owned[0]), frozenset(owned[1]))
         if not changed and not groups:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows
