@@ -2,8 +2,9 @@
 (`build.lb_incremental`, `build.nat_incremental`): after every step the incremental
 state equals a graph built from scratch on the same databases (which wants to write
 nothing), and the stats say whether `northd` recomputed. Where the change reaches
-what those modules do not follow (health checks, a distributed NAT rule, a router
-whose switch port advertises its addresses), `northd` recomputes, and is still equal.
+what those modules do not follow (health checks, a distributed NAT rule), `northd`
+recomputes, and is still equal. A router whose switch port advertises its addresses
+(`nat-addresses=router`) has that port's binding follow its NAT rules and VIPs.
 """
 
 from __future__ import annotations
@@ -106,6 +107,15 @@ def _nat_del(nb: Nb, lr: str, external: str) -> Changeset[IdlRow]:
                                    ["uuid", _nat_row(nb, external)])])
 
 
+def _listed(sb: LocalDb, address: str) -> Changeset[IdlRow]:
+    """A step that changes nothing: it checks that the advertising port's binding
+    lists `address`."""
+    binding = next(r for r in sb.tables["Port_Binding"].rows.values()
+                   if r.data["logical_port"] == "ext-lr0")
+    assert any(address in entry.split() for entry in binding.data["nat_addresses"])
+    return Changeset()
+
+
 def _advertising_switch(nb: Nb) -> Changeset[IdlRow]:
     """Switch `ext` on router port lr0-gw (a gateway port), its router port with
     `nat-addresses=router`."""
@@ -175,15 +185,24 @@ def test_nat_rules_change_in_place(nb: Nb, sb: LocalDb) -> None:
     ])
 
 
-def test_a_router_that_advertises_recomputes(nb: Nb, sb: LocalDb) -> None:
+def test_a_router_that_advertises_its_addresses(nb: Nb, sb: LocalDb) -> None:
     """A switch port with `nat-addresses=router` carries its router's NAT and VIP
-    addresses in its binding: changes of those recompute."""
+    addresses in its binding: changes of those rebuild it in place."""
     loop = _topology(nb, sb)
     _play(loop, [
         ("the advertising switch", lambda: _advertising_switch(nb), False),
         ("a gateway", lambda: _gateway(nb, "lr0-gw"), False),
         ("lr-nat-add", lambda: _nat_add(nb, "lr0", "dnat_and_snat", "172.16.0.7",
-                                        "10.0.0.11"), False),
+                                        "10.0.0.11"), True),
         ("lr-lb-add", lambda: _lb_add(nb, "lbx", {"172.16.0.8": "10.0.0.11"},
-                                      ("Logical_Router", "lr0")), False),
+                                      ("Logical_Router", "lr0")), True),
+        ("VIPs changed", lambda: _lb_set(nb, "lbx", vips=["map", [["172.16.0.9", "10.0.0.11"]]]),
+         True),
+        ("lr-nat-del", lambda: _nat_del(nb, "lr0", "172.16.0.7"), True),
+        ("(the binding lists the VIP)", lambda: _listed(sb, "172.16.0.9"), True),
+        ("lb-del", lambda: _lb_del(nb, "lbx"), True),
     ])
+    binding = next(r for r in sb.tables["Port_Binding"].rows.values()
+                   if r.data["logical_port"] == "ext-lr0")
+    assert binding.data["nat_addresses"] == (
+        '00:00:00:00:ff:fe 172.16.0.1 is_chassis_resident("cr-lr0-gw")',)  # its own, alone

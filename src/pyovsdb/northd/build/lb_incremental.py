@@ -14,15 +14,15 @@ Rules kept here:
   switches), and a changed load balancer (before or after) with health checks or
   `ip_port_mappings` (service monitors), a template one (its VIPs are ovn-controller's
   to expand), or one asking for routes (`add_route`: its VIPs reach the routers
-  beyond the next switch); a changed router whose switch port advertises its
-  addresses (`nat-addresses=router` puts its VIPs in the port's binding); a router
-  VIP set whose name an NB address set also has.
+  beyond the next switch); a router VIP set whose name an NB address set also has.
 - Desired rows changed in place: the SB Load_Balancer row of each changed load
   balancer, northd's Logical_DP_Group rows (the groups load balancers use, kept to
-  those), and the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
-  VIPs changed. The datapaths whose flows change (the switches and routers of each
-  changed load balancer, before and after, and the datapaths next to them through a
-  peer: a router's VIPs are answered on its switches) are named for `lflow`.
+  those), the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
+  VIPs changed, and the `nat_addresses` of the switch ports advertising the changed
+  routers (`nat-addresses=router` lists their VIPs). The datapaths whose flows change
+  (the switches and routers of each changed load balancer, before and after, and the
+  datapaths next to them through a peer: a router's VIPs are answered on its
+  switches) are named for `lflow`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
 from .ports_incremental import PortsDelta
-from .ports_router import advertises
+from .ports_router import readvertise
 
 # Switch and router columns that say which load balancers apply to them.
 LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
@@ -70,8 +70,7 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
     for lb in lbs:
         delta.flows |= lb.switches | lb.routers
         routers |= lb.routers
-    if any(advertises(key, ports) for key in routers) or \
-            not _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=True):
+    if not _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=True):
         return None
     _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=False)
     for key in changed:
@@ -79,6 +78,8 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
         if now is not None and now.nb is not getattr(old.lbs.get(key), "nb", None):
             parse_lb(now.nb)  # what a recompute reports of it
     _sb_load_balancers(changed, new, sb_desired, delta)
+    for name in readvertise(routers, ports, sb_desired.tables["Port_Binding"]):
+        delta.touch("sb", "Port_Binding", name)
     delta.flows = ports.next_to(delta.flows | routers)
     return new, delta
 

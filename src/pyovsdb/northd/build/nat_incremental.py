@@ -3,16 +3,17 @@ rebuilding the core.
 
 Rules kept here:
 - Correctness first: a NAT rule is read by the flows of its router and of the switches
-  next to it (the ARP replies for its external IPs), and by nothing else this handles.
+  next to it (the ARP replies for its external IPs), and by the bindings of the switch
+  ports that advertise the router's addresses.
   A change this cannot prove is so is refused (None) and the caller recomputes.
 - Refused: a distributed rule (a `dnat_and_snat` with a logical port and an external
   MAC: it decides the chassis-redirect port's `always-redirect` and flows on the
   gateway's switch), one asking for routes (`add_route`: its IP reaches the routers
-  beyond the next switch), on a router whose switch port advertises its addresses
-  (`nat-addresses` puts them in the port's binding), and a rule of no router northd
-  has.
+  beyond the next switch), and a rule of no router northd has.
 - The routers whose `nat` changed are taken with their rows as they are now; the
-  datapaths whose flows change (those routers and their neighbours) are named.
+  `nat_addresses` of the switch ports advertising them (`nat-addresses`) are built
+  again; the datapaths whose flows change (those routers and their neighbours) are
+  named.
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
+from ..desired import DesiredDb
 from .datapaths import DatapathsData, smap_bool
 from .ports import PortsData
 from .ports_incremental import PortsDelta, refresh_datapaths
-from .ports_router import advertises
+from .ports_router import readvertise
 
 RowChanges = Mapping[str, RowChange[IdlRow]]
 
 
 def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
-                 nat_changes: RowChanges, lr_changes: RowChanges) -> PortsDelta | None:
+                 sb_desired: DesiredDb, nat_changes: RowChanges, lr_changes: RowChanges
+                 ) -> PortsDelta | None:
     """The NAT rules `nat_changes` and the routers' `nat` lists `lr_changes` applied;
     None (nothing touched) where a recompute is needed."""
     rows = [r for rc in nat_changes.values() for r in (rc.old, rc.new) if r is not None]
@@ -46,12 +49,13 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
     if updated and table is not None:
         routers |= {lr.uuid for lr in table.rows.values()
                     if not updated.isdisjoint(_uuids(lr.data["nat"]))}
-    if not routers <= datapaths.routers.keys() or table is None \
-            or any(advertises(key, ports) for key in routers):
+    if not routers <= datapaths.routers.keys() or table is None:
         return None
     if not refresh_datapaths(listed, datapaths.routers, table.rows, ports):
         return None
     delta = PortsDelta()
+    for name in readvertise(routers, ports, sb_desired.tables["Port_Binding"]):
+        delta.touch("sb", "Port_Binding", name)
     if routers:
         delta.flows = ports.next_to(routers)
     return delta

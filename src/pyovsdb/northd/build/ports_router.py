@@ -31,12 +31,12 @@ Rules kept here (OVN 23.03, `ovn_port_update_sbrec` for `op->nbrp`, and
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ..desired import Ref
+from ..desired import DesiredTable, Ref
 from .datapaths import Datapath, smap_bool, smap_int
 from .ports import Port, PortsData
 from .ports_addresses import ALL4, find_lrp_member_ip, format_mac, ip_parse_masked, parse_mac
@@ -235,15 +235,34 @@ def nat_addresses(port: Port, data: PortsData, include_lb_ips: bool) -> list[str
     return out
 
 
-def advertises(router: str, data: PortsData) -> bool:
-    """Whether a switch port of type router peering router `router` (a datapath key)
-    sets `nat-addresses`: its binding's `nat_addresses` then follow the router's NAT
-    rules and load balancer VIPs."""
+def advertising_ports(router: str, data: PortsData) -> list[Port]:
+    """The switch ports of type router peering router `router` (a datapath key) that
+    set `nat-addresses`: their bindings' `nat_addresses` follow the router's NAT rules
+    and load balancer VIPs."""
+    out: list[Port] = []
     for port in data.of_datapath(router):
         peer = data.peer_of(port)
         if peer is not None and peer.is_lsp and "nat-addresses" in peer.options:
-            return True
-    return False
+            out.append(peer)
+    return out
+
+
+def readvertise(routers: Iterable[str], data: PortsData, bindings: DesiredTable
+                ) -> list[str]:
+    """The desired `nat_addresses` of the ports advertising `routers`
+    (`advertising_ports`) built again, as the binding builder builds them; the names
+    of the bindings set."""
+    names: list[str] = []
+    for key in routers:
+        for lsp in advertising_ports(key, data):
+            if lsp.name not in bindings.rows:
+                continue
+            router = peer_router(lsp, data)
+            gw_chassis = router.nb.options.get("chassis") if router is not None else None
+            bindings.set(lsp.name, nat_addresses=router_lsp_nat_addresses(lsp, data,
+                                                                          gw_chassis))
+            names.append(lsp.name)
+    return names
 
 
 def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None) -> list[str]:

@@ -213,7 +213,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())}
         dps |= made_or_gone
         next_to: set[str] = set()
-        for key in dps:
+        for key in list(dps):
             for rp in ports.router_ports.get(key, ()):
                 peer = ports.peer_of(rp)
                 if peer is not None:

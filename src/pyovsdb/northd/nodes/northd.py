@@ -263,7 +263,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         in the same run: the same result)."""
         core = self.data.core
         return self._applied(nats_changed(
-            self.nb_tables(), core.datapaths, core.ports, self._changes("NAT"),
+            self.nb_tables(), core.datapaths, core.ports, self.data.sb, self._changes("NAT"),
             self._changes("Logical_Router")))
 
     def _changes(self, table: str) -> Mapping[str, RowChange[IdlRow]]:
