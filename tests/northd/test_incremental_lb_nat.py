@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from test_incremental_datapaths import _gateway, _topology
+from test_incremental_datapaths import _gateway, _lrp_add, _topology
 from test_incremental_ports import Loop, check_equals_recompute
 
 from pyovsdb.idl.row import IdlRow
@@ -107,6 +107,15 @@ def _nat_del(nb: Nb, lr: str, external: str) -> Changeset[IdlRow]:
                                    ["uuid", _nat_row(nb, external)])])
 
 
+def _router_set_lists(sb: LocalDb, address: str) -> Changeset[IdlRow]:
+    """A step that changes nothing: it checks that a router's VIP address set
+    (`_rtr_lb_<key>_ip4`) lists `address`."""
+    sets = [r for r in sb.tables["Address_Set"].rows.values()
+            if r.data["name"].startswith("_rtr_lb_")]
+    assert any(address in r.data["addresses"] for r in sets), sets
+    return Changeset()
+
+
 def _listed(sb: LocalDb, address: str) -> Changeset[IdlRow]:
     """A step that changes nothing: it checks that the advertising port's binding
     lists `address`."""
@@ -143,6 +152,15 @@ def test_load_balancers_change_in_place(nb: Nb, sb: LocalDb) -> None:
             ("Logical_Switch", "sw1"), protocol="udp"), True),
         ("lr-lb-add (a VIP on the router's network)",
          lambda: _lb_attach(nb, "lb0", "Logical_Router", "lr0"), True),
+        ("lb-add on the router, a VIP beyond its networks", lambda: _lb_add(
+            nb, "lb5", {"10.5.0.100:80": "10.0.0.11:80"}, ("Logical_Router", "lr0")), True),
+        ("lrp-add: a network that holds the VIP", lambda: _lrp_add(
+            nb, "lr0", "lr0-five", "10.5.0.1/24"), True),
+        ("(the router's VIP set lists it)", lambda: _router_set_lists(sb, "10.5.0.100"), True),
+        ("lrp-del of that port", lambda: nb.db.transact([
+            {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+             "mutations": [["ports", "delete",
+                            ["uuid", nb.uuid("Logical_Router_Port", "lr0-five")]]]}]), True),
         ("VIPs changed", lambda: _lb_set(nb, "lb0", vips=["map", [
             ["10.0.0.100:8080", "10.0.0.11:80,10.0.0.12:80"], ["10.0.0.99:80", "10.0.0.12:80"]]]),
          True),

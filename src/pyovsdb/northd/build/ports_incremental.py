@@ -448,9 +448,6 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
 # binding (`router_port_binding` reads the rest): a peer, a gateway, a delegated prefix.
 LRP_REFUSED = ("peer", "gateway_chassis", "ha_chassis_group")
 LRP_REFUSED_OPTIONS = ("requested-tnl-key", "prefix", "prefix_delegation")
-# Router columns that make a router's ports matter beyond their bindings and flows.
-LR_REFUSED = ("load_balancer", "load_balancer_group")
-
 
 def _simple_lrp(row: IdlRow) -> bool:
     return not any(row.value(c) for c in LRP_REFUSED) \
@@ -462,9 +459,11 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
                          sb_desired: DesiredDb, lrp_changes: RowChanges,
                          lr_changes: RowChanges) -> PortsDelta | None:
     """Router ports added to or deleted from existing routers (`lrp-add`, `lrp-del` of a
-    port without a peer or gateway, on a router without load balancers or multicast
-    relay, whose name nothing else names), applied to the core data and the desired
-    tables in place; what changed, or None where a recompute is needed."""
+    port without a peer or gateway, on a router without multicast relay, whose name
+    nothing else names), applied to the core data and the desired tables in place;
+    what changed, or None where a recompute is needed. (Which VIPs of its load
+    balancers a router answers for follows its networks: the caller builds the load
+    balancer data again.)"""
     step = _Step(nb, sb, datapaths, ports, names)
     try:
         added, removed = _classify_lrps(step, lrp_changes, lr_changes)
@@ -484,8 +483,7 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges
         old, new = rc.old, rc.new
         _need(old is not None and new is not None)
         assert old is not None and new is not None
-        _need(new.uuid in step.datapaths.routers and not any(new.value(c) for c in LR_REFUSED)
-              and "mcast_relay" not in new.options)
+        _need(new.uuid in step.datapaths.routers and "mcast_relay" not in new.options)
         before, after = set(old.data["ports"]), set(new.data["ports"])
         for u in after - before:
             owner[u] = new

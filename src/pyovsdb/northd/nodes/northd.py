@@ -352,9 +352,11 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
         lr_changes = lr.delta if lr is not None and lr.updated else None
         core = self.data.core
-        return self._applied(router_ports_changed(
+        handled = self._applied(router_ports_changed(
             self.nb_tables(), self.sb_tables(), core.datapaths, core.ports, names,
             self.data.sb, delta, lr_changes or {}))
+        # (a router's networks decide which of its load balancers' VIPs it answers for)
+        return handled if handled is Handled.UNHANDLED else _either(handled, self._lbs())
 
     def _switch_ports(self, lsp_changes: Mapping[str, RowChange[IdlRow]],
                       ls_changes: Mapping[str, RowChange[IdlRow]]) -> Handled:
