@@ -13,6 +13,8 @@ Rules kept here:
   report about bad NB data comes from the recompute, and from the rebuild of a
   datapath whose ACLs, routes, policies or load balancers changed (what 23.03,
   recomputing, reports then); the rebuild after VIF changes is `diagnostics.muted()`.
+- A change whose datapaths to build again are more than half of them (and more than a
+  few) recomputes (`REBUILD_AT_MOST`): a load balancer on every node of a cluster.
 - Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
 - The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
@@ -57,6 +59,11 @@ LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
 # SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
 # the health checks' Service_Monitor status decides which backends a VIP has.
 LFLOW_SB_INPUTS = ("Service_Monitor",)
+# A rebuild of more than this share of the datapaths (and more than REBUILD_ANY of them)
+# recomputes instead: the partial path's bookkeeping (replacing flows, diffing rows)
+# then costs more than it saves.
+REBUILD_AT_MOST = 0.5
+REBUILD_ANY = 64
 # Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
 # them reaches the flows as the delta's `flows` (the datapaths to build again).
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE))
@@ -242,6 +249,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
         changed or not); `owned`: datapaths and switch ports whose requests there
         alone are built again (`lflows.rebuild_owned`)."""
         old = self.data
+        datapaths = northd.core.datapaths
+        if len(dps) > max(REBUILD_ANY, REBUILD_AT_MOST * (len(datapaths.switches)
+                                                          + len(datapaths.routers))):
+            return Handled.UNHANDLED  # (a recompute costs less)
         ctx = lflow_context(*self._tables(), northd)
         changed = rebuild(old.flows, ctx, frozenset(dps)) if dps else set()
         if owned is not None:
