@@ -224,3 +224,22 @@ def test_a_router_that_advertises_its_addresses(nb: Nb, sb: LocalDb) -> None:
                    if r.data["logical_port"] == "ext-lr0")
     assert binding.data["nat_addresses"] == (
         '00:00:00:00:ff:fe 172.16.0.1 is_chassis_resident("cr-lr0-gw")',)  # its own, alone
+
+
+def test_a_rebuild_of_most_datapaths_recomputes_the_flows(nb: Nb, sb: LocalDb) -> None:
+    """`lflow` rebuilds a few datapaths in place, but recomputes where a change reaches
+    more than half of them (`REBUILD_AT_MOST`); `northd` stays in place either way."""
+    from pyovsdb.northd.nodes.lflow import REBUILD_ANY
+
+    loop = _topology(nb, sb)
+    count = 2 * REBUILD_ANY
+    loop.change(nb.db.transact([{"op": "insert", "table": "Logical_Switch",
+                                 "row": {"name": f"many{i}"}} for i in range(count)]))
+    for lb, switches, lflow_recomputes in (("few", range(10), False),
+                                           ("most", range(count - 10), True)):
+        before = {n: loop.stat(n, "recompute") for n in ("northd", "lflow")}
+        loop.change(_lb_add(nb, lb, {"10.9.9.9:80": "10.0.0.11:80"},
+                            *(("Logical_Switch", f"many{i}") for i in switches)))
+        check_equals_recompute(loop)
+        assert loop.stat("northd", "recompute") == before["northd"], lb
+        assert (loop.stat("lflow", "recompute") > before["lflow"]) is lflow_recomputes, lb

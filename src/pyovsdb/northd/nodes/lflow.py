@@ -237,6 +237,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
             return handled
         # (load balancers changed: their flows report what a recompute would)
         again = self._rebuild(northd, set(delta.flows))
+        if Handled.UNHANDLED in (handled, again):
+            return Handled.UNHANDLED
         return again if handled is Handled.HANDLED_UNCHANGED else handled
 
     def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False,
