@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from test_incremental_datapaths import _topology
 from test_incremental_lb_nat import _play
+from test_incremental_ports import check_equals_recompute
 
 from pyovsdb.idl.row import IdlRow
 from pyovsdb.northd.testing import LocalDb, Nb
@@ -100,3 +102,65 @@ def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> No
         ("the address set deleted", lambda: _as(nb, "delete", "pg1_ip4"), True),
         ("svc_monitor_mac", lambda: _as(nb, "insert", "svc_monitor_mac", "1.1.1.1"), False),
     ])
+
+
+def _acl_to(nb: Nb, table: str, owner: str, match: str, action: str) -> Changeset[IdlRow]:
+    return nb.db.transact([
+        {"op": "insert", "table": "ACL", "uuid-name": "a",
+         "row": {"priority": 1002, "direction": "to-lport", "action": action,
+                 "match": match}},
+        {"op": "mutate", "table": table, "where": [["name", "==", owner]],
+         "mutations": [["acls", "insert", ["named-uuid", "a"]]]}])
+
+
+def _acl_from(nb: Nb, table: str, owner: str, match: str) -> Changeset[IdlRow]:
+    uuid = next(u for u, r in nb.db.tables["ACL"].rows.items() if r.data["match"] == match)
+    return nb.db.transact([{"op": "mutate", "table": table, "where": [["name", "==", owner]],
+                            "mutations": [["acls", "delete", ["uuid", uuid]]]}])
+
+
+def test_acls_alone_are_built_again_alone(nb: Nb, sb: LocalDb,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ACL added to or taken from a port group or a switch that keeps its ACL facts
+    (has ACLs, has a stateful one) rebuilds that ACL's flows alone, not the switches;
+    one that changes them rebuilds the switches. Equal to a recompute either way."""
+    from pyovsdb.northd.nodes import lflow
+
+    rebuilt: list[frozenset[str]] = []
+    whole = lflow.rebuild
+
+    def counting(table: Any, ctx: Any, dps: frozenset[str]) -> Any:
+        rebuilt.append(dps)
+        return whole(table, ctx, dps)
+
+    monkeypatch.setattr(lflow, "rebuild", counting)
+    loop = _topology(nb, sb)
+    loop.change(nb.db.transact([
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+         "row": {"name": "vm2", "addresses": "00:00:00:00:00:02 10.1.0.12"}},
+        {"op": "insert", "table": "Logical_Switch",
+         "row": {"name": "sw1", "ports": ["named-uuid", "p"]}}]))
+    loop.change(nb.db.transact([{"op": "insert", "table": "Logical_Switch",
+                                 "row": {"name": "sw2"}}]))
+    loop.change(_pg_add_with_acl(nb, "pg0", "vm1", "vm2"))
+    for name, step, alone in [
+        ("a second stateful ACL on the group",
+         lambda: _acl_to(nb, "Port_Group", "pg0", "outport == @pg0 && tcp", "allow-related"),
+         True),
+        ("a drop ACL on the group", lambda: _acl_to(
+            nb, "Port_Group", "pg0", "outport == @pg0 && udp", "drop"), True),
+        ("the drop ACL taken off", lambda: _acl_from(
+            nb, "Port_Group", "pg0", "outport == @pg0 && udp"), True),
+        ("an ACL of a switch that has ACLs", lambda: _acl_to(
+            nb, "Logical_Switch", "sw0", "ip4.dst == 10.0.0.11", "allow-related"), True),
+        ("the first ACL of a switch", lambda: _acl_to(
+            nb, "Logical_Switch", "sw2", "ip4", "drop"), False),
+        ("its first stateful ACL", lambda: _acl_to(
+            nb, "Logical_Switch", "sw2", "ip4 && tcp", "allow-related"), False),
+    ]:
+        rebuilt.clear()
+        before = loop.stat("northd", "recompute")
+        loop.change(step())
+        check_equals_recompute(loop)
+        assert loop.stat("northd", "recompute") == before, name
+        assert (not rebuilt) is alone, (name, rebuilt)

@@ -74,6 +74,25 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
             build_qos(out, dp)
 
 
+def build_acl_flows(ctx: LflowContext, out: LflowTable, dps: list[Datapath],
+                    acls: set[str]) -> None:
+    """The flows of the ACLs `acls` (UUIDs) alone, on the switches `dps` that have
+    them, each owned by its ACL, as `build` makes them: for a rebuild of those ACLs
+    where the switches' ACL facts (`has_acls`, `has_stateful_acl`) stay the same."""
+    s = settings(ctx)
+    for dp in dps:
+        facts = ctx.switch(dp)
+        stateful = facts.has_stateful_acl or facts.has_lb_vip
+        reject_meter = ctx.copp_meter(dp, CoppProto.REJECT)
+        for acl in facts.acls:
+            if acl.uuid not in acls:
+                continue
+            with out.owned_by(("acl", acl.uuid)):
+                if acl.action == "allow-stateless" and stateful:
+                    build_stateless_filter(out, dp, acl)
+                build_acl(out, dp, acl, stateful=stateful, s=s, reject_meter=reject_meter)
+
+
 def _stateless_filters(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
     for acl in ctx.switch(dp).acls:
         if acl.action == "allow-stateless":

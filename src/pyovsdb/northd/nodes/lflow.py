@@ -26,8 +26,9 @@ Rules kept here:
   could see either recomputes `northd` or comes as its delta), and SB tables only
   flows read (`LFLOW_SB_INPUTS`, no handler). The exceptions are what `northd` does not
   carry: an ACL change and a switch's or a port group's `acls` rebuild the flows of
-  the switches they are on here, a route or policy change and a router's
-  `static_routes` or `policies` those of the routers.
+  the switches they are on here (ACLs added to or taken from `acls`, where the
+  switches keep their ACL facts: those ACLs' flows alone), a route or policy change and
+  a router's `static_routes` or `policies` those of the routers.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
 from ..lflows import LflowContext, LflowTable, build_lflows, rebuild, rebuild_owned
 from ..lflows.lr_routes import opt_str
+from ..lflows.ls_acl import build_acl_flows
 from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
 from .northd import LR_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
-from .tables import TableChanges, TableLeaf, declared, table_inputs
+from .tables import TableChanges, TableLeaf, declared, leaf_name, table_inputs
 
 LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
 # SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
@@ -259,6 +261,13 @@ class LflowNode(Node[LflowData, LflowDelta]):
         changed = rebuild(old.flows, ctx, frozenset(dps)) if dps else set()
         if owned is not None:
             changed |= rebuild_owned(old.flows, ctx, frozenset(owned[0]), frozenset(owned[1]))
+        return self._changed(northd, changed, ports_changed, groups)
+
+    def _changed(self, northd: NorthdData, changed: set[FlowKey], ports_changed: bool = False,
+                 groups: bool = False) -> Handled:
+        """The desired rows of the flows `changed` (in place in the table) made again,
+        and tracked."""
+        old = self.data
         if not changed and not groups:
             return Handled.HANDLED_UNCHANGED
         logical_flow = old.sb.tables["Logical_Flow"].rows
@@ -267,6 +276,46 @@ class LflowNode(Node[LflowData, LflowDelta]):
         self.data = LflowData(old.flows, desired, port_dps, users)
         self.track().rows.update(flow_row_key(k) for k in changed)
         return Handled.HANDLED_UPDATED
+
+    def _acls_alone(self, northd: NorthdData, column: str, switches: set[str],
+                    before: Mapping[str, list[str]], after: Mapping[str, list[str]]
+                    ) -> Handled | None:
+        """ACLs added to or taken from the `acls` of one kind of owner (switches or port
+        groups; `before`/`after`: owner UUID -> ACL UUIDs) on `switches`: the flows of
+        those ACLs alone built again (`ls_acl.build_acl_flows`), where no other ACL
+        changed in this run and every switch keeps its ACL facts (`has_acls`,
+        `has_stateful_acl`); None where that does not hold (the caller rebuilds the
+        switches)."""
+        acl_leaf = self.inputs.get(leaf_name("NB", "ACL"))
+        acl_changes = acl_leaf.delta if acl_leaf is not None and acl_leaf.updated else {}
+        other = leaf_name("NB", "Port_Group" if column == "ls" else "Logical_Switch")
+        other_leaf = self.inputs.get(other)
+        if acl_changes is None or (other_leaf is not None and other_leaf.updated) \
+                or any(rc.old is not None and rc.new is not None
+                       for rc in acl_changes.values()):
+            return None
+        added = {u for k in after for u in after[k]} - {u for k in before for u in before[k]}
+        removed = {u for k in before for u in before[k]} - {u for k in after for u in after[k]}
+        gone: dict[str, IdlRow] = {}
+        for uuid in removed:
+            rc = acl_changes.get(uuid)
+            if rc is None or rc.old is None or rc.new is not None:
+                return None  # (an ACL taken from one owner and kept by another)
+            gone[uuid] = rc.old
+        ctx = lflow_context(*self._tables(), northd)
+        by_key = northd.core.datapaths.switches
+        dps = [dp for key, dp in by_key.items() if key in switches]
+        for dp in dps:
+            facts = ctx.switch(dp)
+            was = [a for a in facts.acls if a.uuid not in added] + list(gone.values())
+            if (bool(was), any(a.action == "allow-related" for a in was)) != \
+                    (facts.has_acls, facts.has_stateful_acl):
+                return None
+        new = LflowTable(only=frozenset(switches))
+        new.source = "ls_acl.py"
+        build_acl_flows(ctx, new, dps, added)
+        owners = frozenset(("acl", u) for u in added | removed)
+        return self._changed(northd, self.data.flows.replace_owned(switches, owners, new))
 
     # An ACL of switches or port groups changed: those switches' flows built
     # again. An ACL exists only while referenced (it is not a root table): inserted or
@@ -297,20 +346,38 @@ class LflowNode(Node[LflowData, LflowDelta]):
             return Handled.UNHANDLED
         northd: NorthdData = self.inputs["northd"].data
         dps: set[str] = set()
-        for rc in change.delta.values():
+        before: dict[str, list[str]] = {}
+        after: dict[str, list[str]] = {}
+        alone = True  # (only `acls` changed: the groups' switches are theirs still)
+        for uuid, rc in change.delta.items():
             if rc.old is not None and rc.new is not None and "acls" in changed_columns(rc):
                 dps |= _group_switches(rc.new, northd)
-        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
+                before[uuid], after[uuid] = list(rc.old.value("acls")), list(rc.new.value("acls"))
+                alone = alone and set(changed_columns(rc)) == {"acls"}
+        if not dps:
+            return Handled.HANDLED_UNCHANGED
+        handled = self._acls_alone(northd, "pg", dps, before, after) if alone else None
+        return handled if handled is not None else self._rebuild(northd, dps)
 
     # A switch's `acls` changed: its flows built again; any other change of a switch
     # reaches `northd`, which recomputes or names the ports it changed (`on_northd`).
     def on_nb_ls(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        dps = {uuid for uuid, rc in change.delta.items() if rc.old is not None
-               and rc.new is not None and "acls" in changed_columns(rc)}
-        return self._rebuild(self.inputs["northd"].data, dps) if dps \
-            else Handled.HANDLED_UNCHANGED
+        northd: NorthdData = self.inputs["northd"].data
+        changed = {uuid: rc for uuid, rc in change.delta.items() if rc.old is not None
+                   and rc.new is not None and "acls" in changed_columns(rc)}
+        if not changed:
+            return Handled.HANDLED_UNCHANGED
+        dps = set(changed)
+        handled = None
+        if all(set(changed_columns(rc)) == {"acls"} for rc in changed.values()):
+            handled = self._acls_alone(
+                northd, "ls", dps, {u: list(rc.old.value("acls")) for u, rc in changed.items()
+                                    if rc.old is not None},
+                {u: list(rc.new.value("acls")) for u, rc in changed.items()
+                 if rc.new is not None})
+        return handled if handled is not None else self._rebuild(northd, dps)
 
     # A router's routes or policies changed: its flows built again (any other change
     # of a router recomputes `northd`, and so this node).
