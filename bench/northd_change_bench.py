@@ -102,7 +102,7 @@ def k8s_kinds(nodes: int) -> dict[str, Callable[[int], list[str]]]:
                               ["remove", "Address_Set", "as_ns0", "addresses", f'"{ip}"']])
 
     return {
-        "pod add (port, 3 port groups, address set)": pod_add,
+        "pod add (port + 3 port groups + address set)": pod_add,
         "pod del (the pod above)": pod_del,
         "network policy ACL add": lambda i: [
             "--type=port-group", "acl-add", "pg_ns1", "to-lport", "1001",
