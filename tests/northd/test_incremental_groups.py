@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_incremental_datapaths import _topology
 from test_incremental_lb_nat import _play
-from test_incremental_ports import check_equals_recompute
+from test_incremental_ports import Loop, check_equals_recompute
 
 from pyovsdb.idl.row import IdlRow
 from pyovsdb.northd.testing import LocalDb, Nb
@@ -48,13 +48,19 @@ def _as(nb: Nb, op: str, name: str, *addresses: str) -> Changeset[IdlRow]:
                             "where": [["name", "==", name]], "row": row}])
 
 
-def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> None:
+def _two_switches(nb: Nb, sb: LocalDb) -> Loop:
+    """The topology of `test_incremental_datapaths` and a switch sw1 with a VIF vm2."""
     loop = _topology(nb, sb)
     loop.change(nb.db.transact([
         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
          "row": {"name": "vm2", "addresses": "00:00:00:00:00:02 10.1.0.12"}},
         {"op": "insert", "table": "Logical_Switch",
          "row": {"name": "sw1", "ports": ["named-uuid", "p"]}}]))
+    return loop
+
+
+def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> None:
+    loop = _two_switches(nb, sb)
     _play(loop, [
         ("pg-add with an ACL", lambda: _pg_add_with_acl(nb, "pg0", "vm1"), True),
         ("the group gains a switch", lambda: _pg_set(nb, "pg0", ports=_ports(nb, "vm1", "vm2")),
@@ -134,12 +140,7 @@ def test_acls_alone_are_built_again_alone(nb: Nb, sb: LocalDb,
         return whole(table, ctx, dps)
 
     monkeypatch.setattr(lflow, "rebuild", counting)
-    loop = _topology(nb, sb)
-    loop.change(nb.db.transact([
-        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
-         "row": {"name": "vm2", "addresses": "00:00:00:00:00:02 10.1.0.12"}},
-        {"op": "insert", "table": "Logical_Switch",
-         "row": {"name": "sw1", "ports": ["named-uuid", "p"]}}]))
+    loop = _two_switches(nb, sb)
     loop.change(nb.db.transact([{"op": "insert", "table": "Logical_Switch",
                                  "row": {"name": "sw2"}}]))
     loop.change(_pg_add_with_acl(nb, "pg0", "vm1", "vm2"))
