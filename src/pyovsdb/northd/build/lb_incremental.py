@@ -70,9 +70,11 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
     for lb in lbs:
         delta.flows |= lb.switches | lb.routers
         routers |= lb.routers
-    if not _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=True):
-        return None
-    _router_sets(routers, datapaths, new, nb, sb_desired, delta, check=False)
+    sets = _router_set_names(routers, datapaths)
+    nb_sets = nb.get("Address_Set")
+    if nb_sets is not None and any(row.name in sets for row in nb_sets.rows.values()):
+        return None  # (an NB address set wins over a router's of the same name)
+    _put_router_sets(sets, new, sb_desired, delta)
     for key in changed:
         now = new.lbs.get(key)
         if now is not None and now.nb is not getattr(old.lbs.get(key), "nb", None):
@@ -95,18 +97,20 @@ def _simple(lb: LoadBalancer) -> bool:
     return not (lb.template or lb.routable or row.health_check or row.ip_port_mappings)
 
 
-def _router_sets(routers: set[str], datapaths: DatapathsData, new: LbData,
-                 nb: Mapping[str, ReplicaTable], sb_desired: DesiredDb, delta: PortsDelta,
-                 *, check: bool) -> bool:
-    """The routers' VIP address sets desired as `new` has them (`check`: only whether
-    none of their names is an NB address set's, which would win over them)."""
+def _router_set_names(routers: set[str], datapaths: DatapathsData
+                      ) -> dict[str, tuple[str, int]]:
+    """The names of the routers' VIP address sets: name -> (router, 0 for IPv4 or 1
+    for IPv6)."""
+    return {router_lb_set_name(datapaths.routers[key].tunnel_key, family): (key, i)
+            for key in routers if key in datapaths.routers
+            for i, family in enumerate((4, 6))}
+
+
+def _put_router_sets(names: Mapping[str, tuple[str, int]], new: LbData,
+                     sb_desired: DesiredDb, delta: PortsDelta) -> None:
+    """The routers' VIP address sets `names` desired as `new` has them (none where a
+    router reaches no VIP of the family)."""
     table = sb_desired.tables["Address_Set"]
-    names = {router_lb_set_name(datapaths.routers[key].tunnel_key, family): (key, i)
-             for key in routers if key in datapaths.routers
-             for i, family in enumerate((4, 6))}
-    if check:
-        nb_sets = nb.get("Address_Set")
-        return nb_sets is None or not any(row.name in names for row in nb_sets.rows.values())
     for name, (key, i) in names.items():
         addresses = new.reachable.get(key, (frozenset(), frozenset()))[i]
         if addresses:
@@ -114,7 +118,6 @@ def _router_sets(routers: set[str], datapaths: DatapathsData, new: LbData,
         else:
             table.rows.pop(name, None)
         delta.touch("sb", "Address_Set", name)
-    return True
 
 
 def _sb_load_balancers(changed: list[str], new: LbData, sb_desired: DesiredDb,

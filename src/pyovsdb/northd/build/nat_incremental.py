@@ -48,7 +48,7 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
     table = nb.get("Logical_Router")
     if updated and table is not None:
         routers |= {lr.uuid for lr in table.rows.values()
-                    if not updated.isdisjoint(_uuids(lr.data["nat"]))}
+                    if not updated.isdisjoint(lr.value("nat"))}
     if not routers <= datapaths.routers.keys() or table is None:
         return None
     if not refresh_datapaths(listed, datapaths.routers, table.rows, ports):
@@ -63,7 +63,3 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
 
 def _distributed(nat: IdlRow) -> bool:
     return nat.type == "dnat_and_snat" and bool(nat.logical_port) and bool(nat.external_mac)
-
-
-def _uuids(value: object) -> set[str]:
-    return {str(u) for u in value} if isinstance(value, (tuple, list, set, frozenset)) else set()

@@ -174,13 +174,7 @@ class LflowContext:
                              if n in self.ports.ports)
         found: frozenset[str] | None = self.cache.get(("port_scope", scope))
         if found is None:
-            keys = set(scope)
-            for key in scope:
-                for port in self.ports.of_datapath(key):
-                    peer = self.ports.peer_of(port)
-                    if peer is not None:
-                        keys.add(peer.dp.key)
-            found = self.cache[("port_scope", scope)] = frozenset(keys)
+            found = self.cache[("port_scope", scope)] = frozenset(self.ports.next_to(scope))
         return found
 
     def scoped_ports(self) -> list[Port]:

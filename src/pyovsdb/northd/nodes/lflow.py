@@ -278,10 +278,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
         return Handled.HANDLED_UPDATED
 
     def _acls_alone(self, northd: NorthdData, column: str, switches: set[str],
-                    before: Mapping[str, list[str]], after: Mapping[str, list[str]]
-                    ) -> Handled | None:
+                    before: set[str], after: set[str]) -> Handled | None:
         """ACLs added to or taken from the `acls` of one kind of owner (switches or port
-        groups; `before`/`after`: owner UUID -> ACL UUIDs) on `switches`: the flows of
+        groups; `before`/`after`: the ACL UUIDs they listed) on `switches`: the flows of
         those ACLs alone built again (`ls_acl.build_acl_flows`), where no other ACL
         changed in this run and every switch keeps its ACL facts (`has_acls`,
         `has_stateful_acl`); None where that does not hold (the caller rebuilds the
@@ -294,8 +293,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 or any(rc.old is not None and rc.new is not None
                        for rc in acl_changes.values()):
             return None
-        added = {u for k in after for u in after[k]} - {u for k in before for u in before[k]}
-        removed = {u for k in before for u in before[k]} - {u for k in after for u in after[k]}
+        added, removed = after - before, before - after
         gone: dict[str, IdlRow] = {}
         for uuid in removed:
             rc = acl_changes.get(uuid)
@@ -346,13 +344,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
             return Handled.UNHANDLED
         northd: NorthdData = self.inputs["northd"].data
         dps: set[str] = set()
-        before: dict[str, list[str]] = {}
-        after: dict[str, list[str]] = {}
+        before: set[str] = set()
+        after: set[str] = set()
         alone = True  # (only `acls` changed: the groups' switches are theirs still)
-        for uuid, rc in change.delta.items():
+        for rc in change.delta.values():
             if rc.old is not None and rc.new is not None and "acls" in changed_columns(rc):
                 dps |= _group_switches(rc.new, northd)
-                before[uuid], after[uuid] = list(rc.old.value("acls")), list(rc.new.value("acls"))
+                before.update(rc.old.value("acls"))
+                after.update(rc.new.value("acls"))
                 alone = alone and set(changed_columns(rc)) == {"acls"}
         if not dps:
             return Handled.HANDLED_UNCHANGED
@@ -373,10 +372,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
         handled = None
         if all(set(changed_columns(rc)) == {"acls"} for rc in changed.values()):
             handled = self._acls_alone(
-                northd, "ls", dps, {u: list(rc.old.value("acls")) for u, rc in changed.items()
-                                    if rc.old is not None},
-                {u: list(rc.new.value("acls")) for u, rc in changed.items()
-                 if rc.new is not None})
+                northd, "ls", dps,
+                {u for rc in changed.values() if rc.old for u in rc.old.value("acls")},
+                {u for rc in changed.values() if rc.new for u in rc.new.value("acls")})
         return handled if handled is not None else self._rebuild(northd, dps)
 
     # A router's routes or policies changed: its flows built again (any other change
