@@ -243,3 +243,93 @@ def test_a_rebuild_of_most_datapaths_recomputes_the_flows(nb: Nb, sb: LocalDb) -
         check_equals_recompute(loop)
         assert loop.stat("northd", "recompute") == before["northd"], lb
         assert (loop.stat("lflow", "recompute") > before["lflow"]) is lflow_recomputes, lb
+
+
+def _gateway_router(i: int) -> list[dict[str, Any]]:
+    """Gateway router `gw<i>` on switch `many<i>`, whose router port advertises the
+    router's addresses (`nat-addresses=router`: its binding lists the VIPs)."""
+    return [
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": f"p{i}",
+         "row": {"name": f"gw{i}-ext", "mac": f"00:00:00:01:{i // 256:02x}:{i % 256:02x}",
+                 "networks": f"172.20.{i}.1/24"}},
+        {"op": "insert", "table": "Logical_Router",
+         "row": {"name": f"gw{i}", "ports": ["named-uuid", f"p{i}"],
+                 "options": ["map", [["chassis", "ch0"]]]}},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": f"s{i}",
+         "row": {"name": f"many{i}-gw{i}", "type": "router", "addresses": "router",
+                 "options": ["map", [["router-port", f"gw{i}-ext"],
+                                     ["nat-addresses", "router"]]]}},
+        _mutate("Logical_Switch", f"many{i}", "ports", "insert", ["named-uuid", f"s{i}"])]
+
+
+def test_a_load_balancer_on_most_datapaths_rebuilds_its_own_flows(nb: Nb, sb: LocalDb) -> None:
+    """A load balancer on most datapaths (a cluster's, on every node's switch and
+    gateway router) whose VIPs or backends change has its own flows built again, not
+    its datapaths: `lflow` does not recompute (the routers' advertising bindings
+    change, but no flow reads them). Where what other flows read of it moves
+    (`lflows.lb_reads`: the first or last VIP of a switch, a VIP on a router port's
+    address or network or on a NAT external IP), those datapaths are built again
+    whole; each step equals a recompute."""
+    from pyovsdb.northd.nodes.lflow import REBUILD_ANY
+
+    loop = _topology(nb, sb)
+    count = 2 * REBUILD_ANY
+    loop.change(nb.db.transact([{"op": "insert", "table": "Logical_Switch",
+                                 "row": {"name": f"many{i}"}} for i in range(count)]))
+    loop.change(nb.db.transact([op for i in range(count) for op in _gateway_router(i)]))
+    loop.change(_nat_add(nb, "lr0", "dnat_and_snat", "10.7.0.5", "10.0.0.11"))
+    on = [(t, f"{n}{i}") for i in range(count - 10)
+          for t, n in (("Logical_Switch", "many"), ("Logical_Router", "gw"))] + [
+        ("Logical_Router", "lr0"), ("Logical_Switch", "sw0")]
+
+    def vips(*pairs: tuple[str, str]) -> Callable[[], Changeset[IdlRow]]:
+        return lambda: _lb_set(nb, "cluster", vips=["map", [list(p) for p in pairs]])
+
+    base = ("10.96.0.1:443", "10.0.0.11:6443")
+    for name, step, lflow_recomputes in (
+            ("the cluster's load balancer: its switches' first VIP",
+             lambda: _lb_add(nb, "cluster", dict([base]), *on), True),
+            ("a VIP added", vips(base, ("10.96.0.2:53", "10.0.0.11:53")), False),
+            ("backends changed", vips(base, ("10.96.0.2:53", "10.0.0.11:53,10.0.0.12:53")),
+             False),
+            ("a VIP in the router port's network", vips(base, ("10.0.0.200:80", "10.0.0.11:80")),
+             False),
+            ("a VIP on the router port's address", vips(base, ("10.0.0.1:80", "10.0.0.11:80")),
+             False),
+            ("a VIP on a NAT external IP", vips(base, ("10.7.0.5:80", "10.0.0.11:80")), False),
+            ("the VIP taken away", vips(base), False),
+            ("a second load balancer on one switch", lambda: _lb_add(
+                nb, "one", {"10.96.1.1:80": "10.0.0.11:80"}, ("Logical_Switch", "many0")),
+             False),
+            ("the switches' last VIP gone", lambda: _lb_set(nb, "cluster", vips=["map", []]),
+             True)):
+        before = {n: loop.stat(n, "recompute") for n in ("northd", "lflow")}
+        loop.change(step())
+        check_equals_recompute(loop)
+        assert loop.stat("northd", "recompute") == before["northd"], name
+        assert (loop.stat("lflow", "recompute") > before["lflow"]) is lflow_recomputes, name
+
+
+def test_a_binding_is_unread_only_while_every_step_left_its_flows_alone() -> None:
+    """`PortsDelta.unread` (bindings changed in columns no flow reads, which `lflow`
+    skips) holds a binding only while no step of the run changed it otherwise, in
+    whatever order the steps' deltas merge."""
+    from pyovsdb.northd.build.ports_incremental import PortsDelta
+
+    def delta(*steps: tuple[str, str]) -> PortsDelta:
+        """A delta of (how, binding) touches in this order."""
+        d = PortsDelta()
+        for how, name in steps:
+            if how == "read":
+                d.touch("sb", "Port_Binding", name)
+            else:
+                d.touch_unread(name)
+        return d
+
+    assert delta(("unread", "a")).unread == {"a"}
+    assert delta(("read", "a"), ("unread", "a")).unread == set()
+    assert delta(("unread", "a"), ("read", "a")).unread == set()
+    for first, later in ((delta(("unread", "a"), ("unread", "b")), delta(("read", "a"))),
+                         (delta(("read", "a")), delta(("unread", "a"), ("unread", "b")))):
+        first.merge(later)
+        assert first.unread == {"b"} and first.sb["Port_Binding"] == {"a", "b"}

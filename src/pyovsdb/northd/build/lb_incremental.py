@@ -19,10 +19,10 @@ Rules kept here:
   balancer, northd's Logical_DP_Group rows (the groups load balancers use, kept to
   those), the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
   VIPs changed, and the `nat_addresses` of the switch ports advertising the changed
-  routers (`nat-addresses=router` lists their VIPs). The datapaths whose flows change
-  (the switches and routers of each changed load balancer, before and after, and the
-  datapaths next to them through a peer: a router's VIPs are answered on its
-  switches) are named for `lflow`.
+  routers (`nat-addresses=router` lists their VIPs; no flow reads it). The changed
+  load balancers are named for `lflow` (`PortsDelta.lbs`), which decides what flows
+  change with them (`lflows.lb_reads`); so are the datapaths next to a router whose
+  reachable VIPs changed otherwise.
 """
 
 from __future__ import annotations
@@ -67,8 +67,10 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
            if lb is not None]
     if not all(_simple(lb) for lb in lbs):
         return None
+    delta.lbs.update(changed)
+    beyond = set(routers)  # (VIPs reached otherwise than by a changed load balancer)
     for lb in lbs:
-        delta.flows |= lb.switches | lb.routers
+        beyond -= lb.routers
         routers |= lb.routers
     sets = _router_set_names(routers, datapaths)
     nb_sets = nb.get("Address_Set")
@@ -81,8 +83,8 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
             parse_lb(now.nb)  # what a recompute reports of it
     _sb_load_balancers(changed, new, sb_desired, delta)
     for name in readvertise(routers, ports, sb_desired.tables["Port_Binding"]):
-        delta.touch("sb", "Port_Binding", name)
-    delta.flows = ports.next_to(delta.flows | routers)
+        delta.touch_unread(name)
+    delta.flows = ports.next_to(beyond) if beyond else set()
     return new, delta
 
 

@@ -55,7 +55,7 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
         return None
     delta = PortsDelta()
     for name in readvertise(routers, ports, sb_desired.tables["Port_Binding"]):
-        delta.touch("sb", "Port_Binding", name)
+        delta.touch_unread(name)
     if routers:
         delta.flows = ports.next_to(routers)
     return delta

@@ -66,23 +66,43 @@ class PortsDelta:
 
     sb: dict[str, set[Hashable]] = field(default_factory=dict)
     nb: dict[str, set[Hashable]] = field(default_factory=dict)
-    # Datapaths whose flows changed in ways no desired row above names (their load
-    # balancers): `lflow` builds them again with the rest.
+    # Datapaths whose flows changed in ways no desired row above names (their NAT
+    # rules, a port group's ports): `lflow` builds them again with the rest.
     flows: set[str] = field(default_factory=set)
+    # Load balancers (NB UUIDs) changed, created or deleted: `lflow` builds their own
+    # flows again, and the datapaths where what other flows read of them changed.
+    lbs: set[str] = field(default_factory=set)
+    # Port_Binding keys of `sb` changed only in columns no flow reads
+    # (`nat_addresses`): every step that touched them touched them so.
+    unread: set[Hashable] = field(default_factory=set)
 
     def touch(self, db: str, table: str, key: Hashable | None = None) -> None:
         keys = (self.sb if db == "sb" else self.nb).setdefault(table, set())
         if key is not None:
             keys.add(key)
+            if db == "sb" and table == "Port_Binding":
+                self.unread.discard(key)
+
+    def touch_unread(self, key: Hashable) -> None:
+        """A Port_Binding changed in columns no flow reads."""
+        if key not in self.sb.get("Port_Binding", ()):
+            self.unread.add(key)
+        self.sb.setdefault("Port_Binding", set()).add(key)
 
     def merge(self, later: PortsDelta) -> None:
+        read = self._read() | later._read()
         for mine, theirs in ((self.sb, later.sb), (self.nb, later.nb)):
             for table, keys in theirs.items():
                 mine.setdefault(table, set()).update(keys)
         self.flows |= later.flows
+        self.lbs |= later.lbs
+        self.unread = (self.unread | later.unread) - read
+
+    def _read(self) -> set[Hashable]:
+        return self.sb.get("Port_Binding", set()) - self.unread
 
     def empty(self) -> bool:
-        return not (self.sb or self.nb or self.flows)
+        return not (self.sb or self.nb or self.flows or self.lbs)
 
 
 def simple_lsp(row: IdlRow) -> bool:

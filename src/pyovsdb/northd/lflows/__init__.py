@@ -14,8 +14,9 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+from ..build.lb import LoadBalancer
 from . import (
     lr_admission,
     lr_arp,
@@ -51,6 +52,10 @@ AREAS: tuple[tuple[str, Builder], ...] = (
     ("lr_lb.py", lr_lb.build),
 )
 
+# The areas with flows of load balancers' own (`rebuild_lbs`), in the same order.
+LB_AREAS: tuple[tuple[str, Callable[[LflowContext, LflowTable, Iterable[LoadBalancer]], None]],
+                ...] = (("ls_lb.py", ls_lb.build_lbs), ("lr_lb.py", lr_lb.build_lbs))
+
 
 def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None) -> LflowTable:
     """Every flow (with `only`: the flows on those datapaths, which `ctx` must be
@@ -82,4 +87,20 @@ def rebuild_owned(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str
     return table.replace_owned(datapaths, frozenset(("port", n) for n in ports), new)
 
 
-__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild", "rebuild_owned"]
+def rebuild_lbs(table: LflowTable, ctx: LflowContext, keys: frozenset[str],
+                datapaths: frozenset[str]) -> set[FlowKey]:
+    """The flows the load balancers `keys` ask for on `datapaths` (those they are on,
+    before and after) built again and put in place of what they asked for there; the
+    flows that changed. Equal to a full build as long as a load balancer's own flows
+    depend on it and on datapath facts alone, and the datapaths where what other flows
+    read of it changed (`lb_reads.lb_rebuilds`) are built again whole."""
+    new = LflowTable(only=datapaths)
+    lbs = [lb for key, lb in ctx.lbs.lbs.items() if key in keys]
+    for source, build in LB_AREAS:
+        new.source = source
+        build(ctx, new, lbs)
+    return table.replace_owned(datapaths, frozenset(("lb", k) for k in keys), new)
+
+
+__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild", "rebuild_lbs",
+           "rebuild_owned"]

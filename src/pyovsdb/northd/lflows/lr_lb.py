@@ -30,7 +30,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -234,7 +234,13 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             out.add(dp, Stage.LR_IN_LB_AFF_CHECK, 0, "1", "next;")
             out.add(dp, Stage.LR_IN_LB_AFF_LEARN, 0, "1", "next;")
-    for lb in ctx.lbs.lbs.values():
+    build_lbs(ctx, out, ctx.lbs.lbs.values())
+
+
+def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer]) -> None:
+    """The flows the load balancers `lbs` ask for, on behalf of each."""
+    routers = ctx.routers()
+    for lb in lbs:
         dps = [dp for dp in routers if dp.key in lb.routers]
         if not dps:
             continue

@@ -26,7 +26,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
@@ -388,7 +388,13 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             build_switch(ctx, dp, out)
             build_affinity_defaults(dp, out)
-    for lb in ctx.lbs.lbs.values():
+    build_lbs(ctx, out, ctx.lbs.lbs.values())
+
+
+def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer]) -> None:
+    """The flows the load balancers `lbs` ask for, on behalf of each."""
+    switches = ctx.switches()
+    for lb in lbs:
         vips = switch_vips(lb)
         dps = [dp for dp in switches if dp.key in lb.switches]
         with out.owned_by(("lb", lb.key)):

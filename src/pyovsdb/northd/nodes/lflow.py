@@ -46,10 +46,12 @@ from ..build.datapaths import smap_bool
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
+from ..build.lb import LbData
 from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
-from ..lflows import LflowContext, LflowTable, build_lflows, rebuild, rebuild_owned
+from ..lflows import LflowContext, LflowTable, build_lflows, rebuild, rebuild_lbs, rebuild_owned
+from ..lflows.lb_reads import lb_rebuilds
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
 from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
@@ -78,6 +80,7 @@ class LflowData:
     port_dps: dict[str, str]  # logical port -> its datapath's key, as of this data
     # The flows of each datapath group they use (groups of more than one datapath).
     group_users: Counter[tuple[str, ...]]
+    lbs: LbData  # the load balancers these flows were built for
 
 
 @dataclass(slots=True)
@@ -158,7 +161,7 @@ def build_lflow_data(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTab
                      northd: NorthdData) -> LflowData:
     flows = build_lflows(lflow_context(nb, sb, northd))
     desired, users = _desired(northd, flows, None, set(), Counter())
-    return LflowData(flows, desired, _port_dps(northd), users)
+    return LflowData(flows, desired, _port_dps(northd), users, northd.extra.lbs)
 
 
 class LflowNode(Node[LflowData, LflowDelta]):
@@ -210,6 +213,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         vifs: set[str] = set()  # switch ports of type "" (or gone from a switch)
         whole: set[str] = set()  # datapaths whose neighbours are built again whole
         for name in delta.sb.get("Port_Binding", ()):
+            if name in delta.unread:
+                continue
             port = ports.ports.get(str(name))
             key = port.dp.key if port is not None else old.port_dps.get(str(name))
             if key is None:
@@ -228,20 +233,34 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 if peer is not None:
                     (dps if key in whole | made_or_gone else next_to).add(peer.dp.key)
         next_to -= dps
+        flows, lb_dps = set(delta.flows), set[str]()
+        if delta.lbs:
+            whole, lb_dps = lb_rebuilds(old.lbs, northd.extra.lbs, delta.lbs,
+                                        northd.core.datapaths, ports)
+            flows |= ports.next_to(whole)
         groups = DP_GROUP_TABLE in delta.sb
-        if not dps and not delta.flows and not groups:
-            unread = delta.sb.keys() - FLOWLESS
-            return Handled.UNHANDLED if unread or delta.nb else Handled.HANDLED_UNCHANGED
+        if not dps and not flows and not lb_dps and not groups:
+            if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb \
+                    or delta.sb.get("Port_Binding", set()) - delta.unread:
+                return Handled.UNHANDLED
+            old.lbs = northd.extra.lbs
+            return Handled.HANDLED_UNCHANGED
         with muted():  # a VIF's rebuild is not where 23.03 would warn
-            handled = self._rebuild(northd, dps, ports_changed=True, groups=groups,
-                                    owned=(next_to, vifs) if next_to and vifs else None)
-        if not delta.flows:
-            return handled
-        # (load balancers changed: their flows report what a recompute would)
-        again = self._rebuild(northd, set(delta.flows))
-        if Handled.UNHANDLED in (handled, again):
+            results = [self._rebuild(northd, dps, ports_changed=True, groups=groups,
+                                     owned=(next_to, vifs) if next_to and vifs else None)]
+        # (NAT rules, load balancers changed: their flows report what a recompute would)
+        if flows:
+            results.append(self._rebuild(northd, flows))
+        lb_dps -= flows | dps
+        if lb_dps and Handled.UNHANDLED not in results:
+            ctx = lflow_context(*self._tables(), northd)
+            results.append(self._changed(northd, rebuild_lbs(
+                self.data.flows, ctx, frozenset(delta.lbs), frozenset(lb_dps))))
+        if Handled.UNHANDLED in results:
             return Handled.UNHANDLED
-        return again if handled is Handled.HANDLED_UNCHANGED else handled
+        self.data.lbs = northd.extra.lbs
+        return Handled.HANDLED_UPDATED if Handled.HANDLED_UPDATED in results \
+            else Handled.HANDLED_UNCHANGED
 
     def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False,
                  groups: bool = False, owned: tuple[set[str], set[str]] | None = None
@@ -273,7 +292,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         logical_flow = old.sb.tables["Logical_Flow"].rows
         desired, users = _desired(northd, old.flows, logical_flow, changed, old.group_users)
         port_dps = _port_dps(northd) if ports_changed else old.port_dps
-        self.data = LflowData(old.flows, desired, port_dps, users)
+        self.data = LflowData(old.flows, desired, port_dps, users, old.lbs)
         self.track().rows.update(flow_row_key(k) for k in changed)
         return Handled.HANDLED_UPDATED
 

@@ -1,0 +1,93 @@
+"""What flows other than a load balancer's own read of it: where a load balancer
+changed, which datapaths must be built again whole, and where its own flows alone
+(those asked for on its behalf, `("lb", key)`) are built again.
+
+Rules kept here:
+- A switch's flows read of its load balancers only whether one of them has NB `vips`
+  (`has_lb_vip`: the pre-LB, stateful and hairpin stages).
+- A router's flows, and those its ports ask for on their peer switches, read of its
+  load balancers: whether one has NB `vips` (`has_lb_vip`); whether it reaches VIPs
+  of each family (the `$_rtr_lb_*` ARP/ND responders exist while it does: the sets'
+  addresses are rows, not flows; `options:neighbor_responder` decides which VIPs
+  count); and each VIP that is one of its ports' addresses (the drops of its own
+  destinations), in one of its ports' networks (the ARP/ND requests the peer switch
+  sends to that port alone) or a NAT external IP. A VIP that appears or goes on a
+  router is checked against those; one that another load balancer of the router
+  still has counts as changed too (a needless rebuild, never a missed one).
+- Load balancers that are routable (`add_route`), templated or health checked never
+  reach here: `build.lb_incremental` refuses them (their VIPs reach other routers,
+  ovn-controller expands them, their backends follow the SB).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+from ..build.datapaths import Datapath, DatapathsData
+from ..build.lb import LbData, LoadBalancer
+from ..build.ports import PortsData
+from .context import ref_rows
+
+
+def lb_rebuilds(old: LbData, new: LbData, keys: Iterable[str], datapaths: DatapathsData,
+                ports: PortsData) -> tuple[set[str], set[str]]:
+    """For the load balancers `keys` (changed from `old` to `new`): the datapaths to
+    build again whole, and every datapath they ask for flows on, before or after."""
+    touched: set[str] = set()
+    flipped: set[tuple[str, str]] = set()  # (attribute, datapath): `has_lb_vip` may move
+    candidates: dict[str, set[str]] = {}  # router -> VIPs that came or went on it
+    for key in keys:
+        was, now = old.lbs.get(key), new.lbs.get(key)
+        for attr in ("switches", "routers"):
+            dps = _on(was, attr) | _on(now, attr)
+            touched |= dps
+            flipped.update((attr, dp) for dp in dps
+                           if _has_vips(was, attr, dp) != _has_vips(now, attr, dp))
+        for dp in _on(was, "routers") | _on(now, "routers"):
+            candidates.setdefault(dp, set()).update(_ips(was, dp) ^ _ips(now, dp))
+    whole = {dp for attr, dp in flipped
+             if _has_lb_vip(old, attr, dp) != _has_lb_vip(new, attr, dp)}
+    empty = (frozenset(), frozenset())
+    for key, ips in candidates.items():
+        router = datapaths.routers.get(key)
+        reach_was, reach_now = old.reachable.get(key, empty), new.reachable.get(key, empty)
+        if key not in whole and (
+                router is None or _read_by_router(ips, router, ports)
+                or [bool(f) for f in reach_was] != [bool(f) for f in reach_now]):
+            whole.add(key)
+    return whole, touched
+
+
+def _on(lb: LoadBalancer | None, attr: str) -> frozenset[str]:
+    return getattr(lb, attr) if lb is not None else frozenset()
+
+
+def _has_vips(lb: LoadBalancer | None, attr: str, dp: str) -> bool:
+    return lb is not None and dp in getattr(lb, attr) and bool(lb.nb.vips)
+
+
+def _has_lb_vip(data: LbData, attr: str, dp: str) -> bool:
+    return any(_has_vips(lb, attr, dp) for lb in data.lbs.values())
+
+
+def _ips(lb: LoadBalancer | None, router: str) -> set[str]:
+    if lb is None or router not in lb.routers:
+        return set()
+    return {vip.vip.ip_str for vip in lb.vips}
+
+
+def _read_by_router(ips: set[str], router: Datapath, ports: PortsData) -> bool:
+    """Whether a flow other than a load balancer's own reads any of `ips` on `router`
+    or through its ports (see the module rules)."""
+    if ips & {str(nat.external_ip) for nat in ref_rows(router.nb.nat)}:
+        return True
+    addresses = [ipaddress.ip_address(ip) for ip in ips]
+    for port in ports.of_datapath(router.key):
+        networks = port.networks
+        if not port.is_lrp or networks is None:
+            continue
+        nets = [n.network for n in networks.ipv4] + [n.network for n in networks.ipv6]
+        if any(a in net for net in nets for a in addresses):  # (its address is in it)
+            return True
+    return False
