@@ -160,11 +160,17 @@ class LoadBalancer:
         return self.protocol if self.protocol in ("udp", "sctp") else "tcp"
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
 @dataclass(slots=True)
 class LbData:
     lbs: dict[str, LoadBalancer] = field(default_factory=dict)  # in build order
     # Per router datapath key: its reachable VIPs (strings), IPv4 and IPv6.
     reachable: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
+    # Per router port (NB UUID): the row and the networks parsed from it (a later
+    # build reuses them while the row is the same).
+    lrp_nets: dict[str, tuple[IdlRow, list[Network]]] = field(default_factory=dict)
 
 
 def _health_check(row: IdlRow, key: str, template: bool) -> IdlRow | None:
@@ -228,7 +234,7 @@ def switch_router_peers(nb: Mapping[str, ReplicaTable], dps: DatapathsData
     return peers
 
 
-def _networks(lrp: IdlRow) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+def _networks(lrp: IdlRow) -> list[Network]:
     """The networks of a router port 23.03 has a port for (none with a bad MAC), its
     link-local one included, parsed as `extract_lrp_networks` parses them."""
     addrs = lrp_networks(lrp.mac, lrp.networks)
@@ -237,7 +243,7 @@ def _networks(lrp: IdlRow) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network
     return [*(n.network for n in addrs.ipv4), *(n.network for n in addrs.ipv6)]
 
 
-def _reachable(lb: LoadBalancer, nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network],
+def _reachable(lb: LoadBalancer, nets: list[Network],
                v4: set[str], v6: set[str]) -> None:
     if lb.neigh_mode == "none":
         return
@@ -282,13 +288,23 @@ def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
             template=one.template, routable=one.routable, neigh_mode=one.neigh_mode,
             vips=one.vips,
             switches=frozenset(switches[key]), routers=frozenset(routers[key]))
+    on_router: dict[str, list[LoadBalancer]] = {}
+    for one in data.lbs.values():
+        for rkey in one.routers:
+            on_router.setdefault(rkey, []).append(one)
+    parsed_nets = reuse.lrp_nets if reuse is not None else {}
     for rkey, dp in dps.routers.items():
-        nets = [n for lrp in dp.nb.ports if isinstance(lrp, IdlRow) for n in _networks(lrp)]
+        nets: list[Network] = []
+        for lrp in dp.nb.ports:
+            if isinstance(lrp, IdlRow):
+                cached = parsed_nets.get(lrp.uuid)
+                mine = cached[1] if cached is not None and cached[0] is lrp else _networks(lrp)
+                data.lrp_nets[lrp.uuid] = (lrp, mine)
+                nets += mine
         v4: set[str] = set()
         v6: set[str] = set()
-        for one in data.lbs.values():
-            if rkey in one.routers:
-                _reachable(one, nets, v4, v6)
+        for one in on_router.get(rkey, ()):
+            _reachable(one, nets, v4, v6)
         data.reachable[rkey] = (frozenset(v4), frozenset(v6))
     return data
 

@@ -18,8 +18,9 @@ Rules kept here:
 - Desired rows changed in place: the SB Load_Balancer row of each changed load
   balancer, northd's Logical_DP_Group rows (the groups load balancers use, kept to
   those), the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
-  VIPs changed, and the `nat_addresses` of the switch ports advertising the changed
-  routers (`nat-addresses=router` lists their VIPs; no flow reads it). The changed
+  VIPs changed, and the `nat_addresses` of the switch ports advertising the routers
+  of the changed load balancers (`nat-addresses=router` lists their VIPs, unless
+  `exclude-lb-vips-from-garp`; no flow reads it). The changed
   load balancers are named for `lflow` (`PortsDelta.lbs`), which decides what flows
   change with them (`lflows.lb_reads`); so are the datapaths next to a router whose
   reachable VIPs changed otherwise.
@@ -69,12 +70,13 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
         return None
     delta.lbs.update(changed)
     beyond = set(routers)  # (VIPs reached otherwise than by a changed load balancer)
+    advertised = set(routers)
     for lb in lbs:
         beyond -= lb.routers
-        routers |= lb.routers
+        advertised |= lb.routers
     sets = _router_set_names(routers, datapaths)
     nb_sets = nb.get("Address_Set")
-    if nb_sets is not None and any(row.name in sets for row in nb_sets.rows.values()):
+    if sets and nb_sets is not None and any(row.name in sets for row in nb_sets.rows.values()):
         return None  # (an NB address set wins over a router's of the same name)
     _put_router_sets(sets, new, sb_desired, delta)
     for key in changed:
@@ -82,7 +84,8 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
         if now is not None and now.nb is not getattr(old.lbs.get(key), "nb", None):
             parse_lb(now.nb)  # what a recompute reports of it
     _sb_load_balancers(changed, new, sb_desired, delta)
-    for name in readvertise(routers, ports, sb_desired.tables["Port_Binding"]):
+    for name in readvertise(advertised, ports, sb_desired.tables["Port_Binding"],
+                            vips_only=True):
         delta.touch_unread(name)
     delta.flows = ports.next_to(beyond) if beyond else set()
     return new, delta

@@ -247,15 +247,16 @@ def advertising_ports(router: str, data: PortsData) -> list[Port]:
     return out
 
 
-def readvertise(routers: Iterable[str], data: PortsData, bindings: DesiredTable
-                ) -> list[str]:
+def readvertise(routers: Iterable[str], data: PortsData, bindings: DesiredTable,
+                vips_only: bool = False) -> list[str]:
     """The desired `nat_addresses` of the ports advertising `routers`
     (`advertising_ports`) built again, as the binding builder builds them; the names
-    of the bindings set."""
+    of the bindings set. `vips_only`: only the routers' VIPs changed, so the ports
+    whose addresses do not list them are skipped (`_lists_vips`)."""
     names: list[str] = []
     for key in routers:
         for lsp in advertising_ports(key, data):
-            if lsp.name not in bindings.rows:
+            if lsp.name not in bindings.rows or (vips_only and not _lists_vips(lsp)):
                 continue
             router = peer_router(lsp, data)
             gw_chassis = router.nb.options.get("chassis") if router is not None else None
@@ -263,6 +264,14 @@ def readvertise(routers: Iterable[str], data: PortsData, bindings: DesiredTable
                                                                           gw_chassis))
             names.append(lsp.name)
     return names
+
+
+def _lists_vips(lsp: Port) -> bool:
+    """Whether the `nat_addresses` of advertising port `lsp` list its router's VIPs
+    (`nat_addresses`: with `exclude-lb-vips-from-garp`, a router whose NAT rules
+    list nothing advertises nothing, VIPs or not)."""
+    return lsp.options.get("nat-addresses") == "router" \
+        and not smap_bool(lsp.options, "exclude-lb-vips-from-garp", False)
 
 
 def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None) -> list[str]:

@@ -14,7 +14,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from ..build.lb import LoadBalancer
 from . import (
@@ -32,7 +32,7 @@ from . import (
     ls_port_sec,
 )
 from .context import LflowContext
-from .table import FlowKey, LflowTable
+from .table import FlowKey, LflowTable, Owner
 
 Builder = Callable[[LflowContext, LflowTable], None]
 
@@ -53,8 +53,10 @@ AREAS: tuple[tuple[str, Builder], ...] = (
 )
 
 # The areas with flows of load balancers' own (`rebuild_lbs`), in the same order.
-LB_AREAS: tuple[tuple[str, Callable[[LflowContext, LflowTable, Iterable[LoadBalancer]], None]],
-                ...] = (("ls_lb.py", ls_lb.build_lbs), ("lr_lb.py", lr_lb.build_lbs))
+LbBuilder = Callable[[LflowContext, LflowTable, Iterable[LoadBalancer],
+                      Mapping[str, frozenset[str]]], None]
+LB_AREAS: tuple[tuple[str, LbBuilder], ...] = (
+    ("ls_lb.py", ls_lb.build_lbs), ("lr_lb.py", lr_lb.build_lbs))
 
 
 def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None) -> LflowTable:
@@ -87,19 +89,22 @@ def rebuild_owned(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str
     return table.replace_owned(datapaths, frozenset(("port", n) for n in ports), new)
 
 
-def rebuild_lbs(table: LflowTable, ctx: LflowContext, keys: frozenset[str],
-                datapaths: frozenset[str]) -> set[FlowKey]:
-    """The flows the load balancers `keys` ask for on `datapaths` (those they are on,
-    before and after) built again and put in place of what they asked for there; the
-    flows that changed. Equal to a full build as long as a load balancer's own flows
-    depend on it and on datapath facts alone, and the datapaths where what other flows
-    read of it changed (`lb_reads.lb_rebuilds`) are built again whole."""
+def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
+                only: Mapping[str, frozenset[str] | None], datapaths: frozenset[str]
+                ) -> set[FlowKey]:
+    """The flows of the load balancers `only` names built again (of each, those of the
+    VIPs named, or every one: None), on `datapaths` (those they are on, before and
+    after), and put in place of what their `owners` asked for there (`lb_owners`);
+    the flows that changed. Equal to a full build as long as a load balancer's own
+    flows depend on it, its VIP and datapath facts alone, and the datapaths where what
+    other flows read of it changed (`lb_reads.lb_rebuilds`) are built again whole."""
     new = LflowTable(only=datapaths)
-    lbs = [lb for key, lb in ctx.lbs.lbs.items() if key in keys]
+    lbs = [lb for key, lb in ctx.lbs.lbs.items() if key in only]
+    vips = {key: chosen for key, chosen in only.items() if chosen is not None}
     for source, build in LB_AREAS:
         new.source = source
-        build(ctx, new, lbs)
-    return table.replace_owned(datapaths, frozenset(("lb", k) for k in keys), new)
+        build(ctx, new, lbs, vips)
+    return table.replace_owned(datapaths, owners, new)
 
 
 __all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild", "rebuild_lbs",

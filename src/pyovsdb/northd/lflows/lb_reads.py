@@ -1,6 +1,7 @@
 """What flows other than a load balancer's own read of it: where a load balancer
 changed, which datapaths must be built again whole, and where its own flows alone
-(those asked for on its behalf, `("lb", key)`) are built again.
+(those asked for on its behalf, `("lb", key)`, and its VIPs', `("lb", key, vip)`) are
+built again; and which of its own (`lb_owners`).
 
 Rules kept here:
 - A switch's flows read of its load balancers only whether one of them has NB `vips`
@@ -24,10 +25,14 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
 from ..build.datapaths import Datapath, DatapathsData
 from ..build.lb import LbData, LoadBalancer
 from ..build.ports import PortsData
 from .context import ref_rows
+from .ls_lb import switch_vips
+from .table import Owner
 
 
 def lb_rebuilds(old: LbData, new: LbData, keys: Iterable[str], datapaths: DatapathsData,
@@ -48,7 +53,7 @@ def lb_rebuilds(old: LbData, new: LbData, keys: Iterable[str], datapaths: Datapa
             candidates.setdefault(dp, set()).update(_ips(was, dp) ^ _ips(now, dp))
     whole = {dp for attr, dp in flipped
              if _has_lb_vip(old, attr, dp) != _has_lb_vip(new, attr, dp)}
-    empty = (frozenset(), frozenset())
+    empty: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
     for key, ips in candidates.items():
         router = datapaths.routers.get(key)
         reach_was, reach_now = old.reachable.get(key, empty), new.reachable.get(key, empty)
@@ -57,6 +62,22 @@ def lb_rebuilds(old: LbData, new: LbData, keys: Iterable[str], datapaths: Datapa
                 or [bool(f) for f in reach_was] != [bool(f) for f in reach_now]):
             whole.add(key)
     return whole, touched
+
+
+def lb_owners(old: LoadBalancer | None, new: LoadBalancer | None
+              ) -> tuple[frozenset[Owner], frozenset[str] | None]:
+    """The owners of a changed load balancer's own flows to build again, and the keys
+    of the VIPs whose flows alone those are (None: every flow of it). Only its VIPs
+    changed (its other columns, switches and routers are the same): the VIPs added,
+    taken away or whose backends changed; else all of them."""
+    key = (new or old).key  # type: ignore[union-attr]
+    was = {v.key: v for v in switch_vips(old)} if old is not None else {}
+    now = {v.key: v for v in switch_vips(new)} if new is not None else {}
+    if old is None or new is None or (old.switches, old.routers) != (new.switches, new.routers) \
+            or set(changed_columns(RowChange(key, old.nb, new.nb))) - {"vips"}:
+        return frozenset({("lb", key), *(("lb", key, v) for v in was.keys() | now.keys())}), None
+    vips = frozenset(v for v in was.keys() | now.keys() if was.get(v) != now.get(v))
+    return frozenset(("lb", key, v) for v in vips), vips
 
 
 def _on(lb: LoadBalancer | None, attr: str) -> frozenset[str]:
@@ -87,7 +108,10 @@ def _read_by_router(ips: set[str], router: Datapath, ports: PortsData) -> bool:
         networks = port.networks
         if not port.is_lrp or networks is None:
             continue
-        nets = [n.network for n in networks.ipv4] + [n.network for n in networks.ipv6]
-        if any(a in net for net in nets for a in addresses):  # (its address is in it)
-            return True
+        nets: list[tuple[int, int, int]] = [  # (version, host bits, an address in it)
+            *((4, 32 - n.plen, int(n.addr)) for n in networks.ipv4),
+            *((6, 128 - n.plen, int(n.addr)) for n in networks.ipv6)]
+        if any(a.version == version and int(a) >> bits == addr >> bits
+               for version, bits, addr in nets for a in addresses):
+            return True  # (its own addresses are in its networks)
     return False

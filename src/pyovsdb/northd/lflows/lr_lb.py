@@ -30,16 +30,16 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ...idl.row import IdlRow
 from ..build.datapaths import Datapath, smap_bool
 from ..build.lb import LoadBalancer
 from .context import CoppProto, LflowContext
 from .lr_lb_affinity import build_affinity_flows, lb_affinity_timeout
 from .ls_lb import (
+    Monitors,
     SwitchVip,
     active_backends,
     event_flow,
@@ -51,8 +51,6 @@ from .ls_stateful import ct_lb_action
 from .router_facts import RouterFacts, router_facts
 from .stages import Stage
 from .table import LflowTable
-
-Monitors = dict[tuple[str, int, str, str], IdlRow]
 
 
 class FlowType(Enum):
@@ -146,13 +144,12 @@ def vip_matches(lb: LoadBalancer, vip: SwitchVip) -> VipMatches:
 
 # -- flows -----------------------------------------------------------------------------
 
-def _defrag_flows(lb: LoadBalancer, vips: Sequence[SwitchVip], routers: Sequence[Datapath],
-                  out: LflowTable) -> None:
+def _defrag_flow(lb: LoadBalancer, vip: SwitchVip, routers: Sequence[Datapath],
+                 out: LflowTable) -> None:
     """Send traffic to a VIP through conntrack first, to defragment it and to match
     established connections."""
-    for vip in vips:
-        match = f"ip && {vip.ip_match}.dst == {vip.ip}"
-        out.add_group(routers, Stage.LR_IN_DEFRAG, 100, match, "ct_dnat;", hint=lb.nb)
+    match = f"ip && {vip.ip_match}.dst == {vip.ip}"
+    out.add_group(routers, Stage.LR_IN_DEFRAG, 100, match, "ct_dnat;", hint=lb.nb)
 
 
 def _distributed_flows(ctx: LflowContext, lb: LoadBalancer, facts: RouterFacts,
@@ -214,17 +211,24 @@ def _vip_flows(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
 
 
 def build_lb(ctx: LflowContext, lb: LoadBalancer, routers: Sequence[Datapath],
-             out: LflowTable) -> None:
-    """Every router flow of one load balancer, on the routers it applies to."""
+             out: LflowTable, chosen: frozenset[str] | None = None) -> None:
+    """Every router flow of one load balancer, on the routers it applies to: each VIP's
+    on behalf of `("lb", key, vip key)`, the rest on behalf of `("lb", key)`;
+    `chosen`: the flows of those VIPs alone."""
     vips = switch_vips(lb)
-    _defrag_flows(lb, vips, routers, out)
+    if chosen is not None:
+        vips = [v for v in vips if v.key in chosen]
     monitors = lb_monitors(ctx) if any(v.health_check for v in vips) else {}
     for vip in vips:
-        _vip_flows(ctx, lb, vip, routers, monitors, out)
-        event_flow(ctx, lb, vip, routers, Stage.LR_IN_DNAT, out)
-    if smap_bool(lb.nb.options, "skip_snat"):
-        for dp in routers:
-            out.add(dp, Stage.LR_OUT_SNAT, 120, "flags.skip_snat_for_lb == 1 && ip", "next;")
+        with out.owned_by(("lb", lb.key, vip.key)):
+            _defrag_flow(lb, vip, routers, out)
+            _vip_flows(ctx, lb, vip, routers, monitors, out)
+            event_flow(ctx, lb, vip, routers, Stage.LR_IN_DNAT, out)
+    if chosen is None and smap_bool(lb.nb.options, "skip_snat"):
+        with out.owned_by(("lb", lb.key)):
+            for dp in routers:
+                out.add(dp, Stage.LR_OUT_SNAT, 120, "flags.skip_snat_for_lb == 1 && ip",
+                        "next;")
 
 
 def build(ctx: LflowContext, out: LflowTable) -> None:
@@ -237,12 +241,12 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     build_lbs(ctx, out, ctx.lbs.lbs.values())
 
 
-def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer]) -> None:
-    """The flows the load balancers `lbs` ask for, on behalf of each."""
+def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer],
+              only: Mapping[str, frozenset[str]] | None = None) -> None:
+    """The flows the load balancers `lbs` ask for (`build_lb`); `only`: of the load
+    balancers it names, the flows of those VIPs alone."""
     routers = ctx.routers()
     for lb in lbs:
         dps = [dp for dp in routers if dp.key in lb.routers]
-        if not dps:
-            continue
-        with out.owned_by(("lb", lb.key)):
-            build_lb(ctx, lb, dps, out)
+        if dps:
+            build_lb(ctx, lb, dps, out, only.get(lb.key) if only is not None else None)

@@ -26,7 +26,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
@@ -52,6 +52,8 @@ REG_LB_L2_AFF_BACKEND_IP6 = "xxreg0"
 REG_LB_AFF_MATCH_PORT = "reg8[0..15]"
 REGBIT_KNOWN_LB_SESSION = "reg9[6]"
 AFFINITY_MAX = 65535
+# The health checks' SB Service_Monitor rows by (IP, port, protocol, logical port).
+Monitors = dict[tuple[str, int, str, str], IdlRow]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +148,7 @@ def selection_fields(lb: LoadBalancer) -> str:
 
 # -- health checks ---------------------------------------------------------------------
 
-def lb_monitors(ctx: LflowContext) -> dict[tuple[str, int, str, str], IdlRow]:
+def lb_monitors(ctx: LflowContext) -> Monitors:
     table = ctx.sb.get("Service_Monitor")
     out: dict[tuple[str, int, str, str], IdlRow] = {}
     for row in sorted(table.rows.values(), key=lambda r: r.uuid) if table else ():
@@ -333,23 +335,20 @@ def affinity_rules(vip: SwitchVip, proto: str, reg_vip: str, reg_backend: str,
     return out
 
 
-def _lb_rules(ctx: LflowContext, lb: LoadBalancer, vips: Sequence[SwitchVip],
-              dps: Sequence[Datapath], out: LflowTable) -> None:
-    monitors = lb_monitors(ctx) if any(v.health_check for v in vips) else {}
+def _lb_rule(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip, dps: Sequence[Datapath],
+             monitors: Monitors, out: LflowTable) -> None:
+    act = vip_action(ctx, lb, vip, monitors)
+    match = f"ct.new && {vip.ip_match}.dst == {vip.ip}"
+    priority = 110
+    if vip.port_str:
+        match += f" && {lb.proto}.dst == {vip.port_str}"
+        priority = 120
     timeout = min(smap_uint(lb.nb.options, "affinity_timeout"), AFFINITY_MAX)
-    for vip in vips:
-        act = vip_action(ctx, lb, vip, monitors)
-        match = f"ct.new && {vip.ip_match}.dst == {vip.ip}"
-        priority = 110
-        if vip.port_str:
-            match += f" && {lb.proto}.dst == {vip.port_str}"
-            priority = 120
-        if timeout:
-            _affinity_flows(lb, vip, timeout, dps, out)
-        for dp in dps:
-            meter = ctx.copp_meter(dp, CoppProto.REJECT) if act.reject else None
-            out.add(dp, Stage.LS_IN_LB, priority, match, act.actions, hint=lb.nb,
-                    meter=meter)
+    if timeout:
+        _affinity_flows(lb, vip, timeout, dps, out)
+    for dp in dps:
+        meter = ctx.copp_meter(dp, CoppProto.REJECT) if act.reject else None
+        out.add(dp, Stage.LS_IN_LB, priority, match, act.actions, hint=lb.nb, meter=meter)
 
 
 def _service_monitor_responders(ctx: LflowContext, lb: LoadBalancer,
@@ -391,18 +390,26 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     build_lbs(ctx, out, ctx.lbs.lbs.values())
 
 
-def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer]) -> None:
-    """The flows the load balancers `lbs` ask for, on behalf of each."""
+def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer],
+              only: Mapping[str, frozenset[str]] | None = None) -> None:
+    """The flows the load balancers `lbs` ask for: each VIP's on behalf of
+    `("lb", key, vip key)`, the rest on behalf of `("lb", key)`. `only`: of the load
+    balancers it names, the flows of those VIPs alone."""
     switches = ctx.switches()
     for lb in lbs:
         vips = switch_vips(lb)
+        chosen = only.get(lb.key) if only is not None else None
+        if chosen is None:
+            with out.owned_by(("lb", lb.key)):
+                _service_monitor_responders(ctx, lb, vips, out)
+        else:
+            vips = [v for v in vips if v.key in chosen]
         dps = [dp for dp in switches if dp.key in lb.switches]
-        with out.owned_by(("lb", lb.key)):
-            _service_monitor_responders(ctx, lb, vips, out)
-            if not dps:
-                continue
-            for vip in vips:
+        if not dps:
+            continue
+        monitors = lb_monitors(ctx) if any(v.health_check for v in vips) else {}
+        for vip in vips:
+            with out.owned_by(("lb", lb.key, vip.key)):
                 event_flow(ctx, lb, vip, dps, Stage.LS_IN_PRE_LB, out)
-            for vip in vips:
                 _pre_stateful_flow(ctx, lb, vip, dps, out)
-            _lb_rules(ctx, lb, vips, dps, out)
+                _lb_rule(ctx, lb, vip, dps, monitors, out)

@@ -37,6 +37,14 @@ LOGICAL_FLOW_COLUMNS = ("logical_datapath", "logical_dp_group", "pipeline", "tab
 
 Owner = Hashable
 GLOBAL: Owner = ("global",)
+# Owners whose requests are also kept by owner (`LflowTable.owned_on`), so that
+# `replace_owned` walks their flows alone: those asked for on many datapaths at once
+# (a load balancer of every node, a port group's ACL), rebuilt on their own.
+INDEXED = frozenset(("lb", "acl"))
+
+
+def _indexed(owner: Owner) -> bool:
+    return isinstance(owner, tuple) and bool(owner) and owner[0] in INDEXED
 
 
 class FlowKey(NamedTuple):
@@ -73,6 +81,8 @@ class LflowTable:
         self.flows: dict[FlowKey, Flow] = {}
         # datapath key -> flow key -> the owners that asked for it on that datapath
         self.by_dp: dict[str, dict[FlowKey, list[Owner]]] = {}
+        # datapath key -> indexed owner (`INDEXED`) -> the flows it asked for there
+        self.owned_on: dict[str, dict[Owner, set[FlowKey]]] = {}
         self._owner: Owner = GLOBAL
         self.source = source  # `external_ids:source` of the flows asked for from now on
         self.only = only  # requests on other datapaths are ignored (a partial rebuild)
@@ -114,11 +124,14 @@ class LflowTable:
         on_dp = self.by_dp.get(dp_key)
         if on_dp is None:
             on_dp = self.by_dp[dp_key] = {}
+        owner = self._owner
         owners = on_dp.get(key)
         if owners is None:
-            on_dp[key] = [self._owner]
+            on_dp[key] = [owner]
         else:
-            owners.append(self._owner)
+            owners.append(owner)
+        if _indexed(owner):
+            self.owned_on.setdefault(dp_key, {}).setdefault(owner, set()).add(key)
 
     def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
         """Every flow on `dps` replaced by `new`'s (a rebuild of those datapaths alone);
@@ -127,6 +140,7 @@ class LflowTable:
         removed: dict[FlowKey, set[str]] = {}
         dropped: dict[FlowKey, Flow] = {}
         for dp in dps:
+            self.owned_on.pop(dp, None)
             for key in self.by_dp.pop(dp, {}):
                 flow = self.flows[key]
                 del flow.datapaths[dp]
@@ -134,6 +148,8 @@ class LflowTable:
                 if not flow.datapaths:
                     dropped[key] = self.flows.pop(key)
         added: dict[FlowKey, set[str]] = {}
+        for dp, owned in new.owned_on.items():
+            self.owned_on[dp] = {owner: set(keys) for owner, keys in owned.items()}
         for dp, flows in new.by_dp.items():
             mine = self.by_dp.setdefault(dp, {})
             for key, owners in flows.items():
@@ -161,9 +177,26 @@ class LflowTable:
         flows whose datapaths changed, or that came or went."""
         removed: dict[FlowKey, set[str]] = {}
         added: dict[FlowKey, set[str]] = {}
+        indexed = all(_indexed(o) for o in owners)
         for dp in dps:
             mine = self.by_dp.setdefault(dp, {})
-            for key, asked in list(mine.items()):
+            owned = self.owned_on.setdefault(dp, {})
+            if indexed:
+                keys: set[FlowKey] = set()
+                for owner in owners:
+                    keys |= owned.pop(owner, set())
+                walked = [(key, mine[key]) for key in keys]
+            else:
+                walked = list(mine.items())
+                for owner in owners:
+                    owned.pop(owner, None)
+            for owner in owners:
+                theirs_on = new.owned_on.get(dp, {}).get(owner)
+                if theirs_on:
+                    owned[owner] = set(theirs_on)
+            if not owned:
+                del self.owned_on[dp]
+            for key, asked in walked:
                 kept = [o for o in asked if o not in owners]
                 if len(kept) == len(asked):
                     continue

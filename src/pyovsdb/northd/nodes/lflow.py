@@ -51,10 +51,10 @@ from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
 from ..lflows import LflowContext, LflowTable, build_lflows, rebuild, rebuild_lbs, rebuild_owned
-from ..lflows.lb_reads import lb_rebuilds
+from ..lflows.lb_reads import lb_owners, lb_rebuilds
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
-from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, flow_row_key
+from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, Owner, flow_row_key
 from .northd import LR_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, leaf_name, table_inputs
@@ -253,9 +253,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
             results.append(self._rebuild(northd, flows))
         lb_dps -= flows | dps
         if lb_dps and Handled.UNHANDLED not in results:
+            owners: set[Owner] = set()
+            only: dict[str, frozenset[str] | None] = {}
+            for key in delta.lbs:
+                theirs, only[key] = lb_owners(old.lbs.lbs.get(key), northd.extra.lbs.lbs.get(key))
+                owners |= theirs
             ctx = lflow_context(*self._tables(), northd)
             results.append(self._changed(northd, rebuild_lbs(
-                self.data.flows, ctx, frozenset(delta.lbs), frozenset(lb_dps))))
+                self.data.flows, ctx, frozenset(owners), only, frozenset(lb_dps))))
         if Handled.UNHANDLED in results:
             return Handled.UNHANDLED
         self.data.lbs = northd.extra.lbs
