@@ -111,6 +111,11 @@ def k8s_kinds(nodes: int) -> dict[str, Callable[[int], list[str]]]:
         "service VIP add (the cluster LB group: every node)": lambda i: [
             "set", "Load_Balancer", "cluster_tcp",
             f'vips:"172.30.1.{i + 1}:8443"="{k8sgen.node_ip(2, 3)}:8443"'],
+        "service add (a load balancer in the cluster LB group: every node)": lambda i: (
+            k8sgen.joined([
+                ["--id=@lb", "create", "Load_Balancer", f"name=svc{i}", "protocol=tcp",
+                 f'vips:"172.30.2.{i + 1}:80"="{k8sgen.node_ip(2, 3)}:8080"'],
+                ["add", "Load_Balancer_Group", "cluster_lbg", "load_balancer", "@lb"]])),
         "egress reroute policy add": lambda i: [
             "lr-policy-add", "ovn_cluster_router", "100", f"ip4.src == {k8sgen.node_ip(0, 3 + i)}",
             "reroute", k8sgen.join_ip(4)],

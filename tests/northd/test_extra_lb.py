@@ -152,3 +152,30 @@ def test_service_monitors(nb: Nb, inp: BuildInput) -> None:
         "ip": "10.0.0.2", "port": 80, "protocol": "tcp", "logical_port": "p1",
         "options": {"interval": "3"}, "src_mac": "0a:00:00:00:00:fe",
         "src_ip": "10.0.0.254"}}
+
+
+def test_a_build_reusing_an_earlier_one_finds_what_a_fresh_build_finds(
+        nb: Nb, inp: BuildInput) -> None:
+    """`build_lb_data(reuse=...)` takes an earlier build's parsed load balancers, router
+    port networks and reachable VIPs (adding those of load balancers a router gained):
+    after each change it equals a build from scratch."""
+    r0 = nb.lr_add("r0")
+    nb.lrp_add("r0", "lrp", "00:00:00:00:ff:01", "20.0.0.1/24")
+    first = _lb(nb, "first", {"20.0.0.5": "", "30.0.0.5": ""})
+    nb.db.add_to("Logical_Router", r0, "load_balancer", first)
+    lrp = nb.uuid("Logical_Router_Port", "lrp")
+    data = build_lb_data(inp.nb, build_datapaths(inp))
+    for change, reached in (
+            (lambda: nb.db.add_to("Logical_Router", r0, "load_balancer",
+                                  _lb(nb, "gained", {"20.0.0.6": ""})),
+             {"20.0.0.5", "20.0.0.6"}),
+            (lambda: nb.db.update("Logical_Router_Port", lrp, networks=["30.0.0.1/24"]),
+             {"30.0.0.5"}),
+            (lambda: nb.db.update("Load_Balancer", first, vips={"30.0.0.7": ""}), {"30.0.0.7"}),
+            (lambda: nb.db.update("Load_Balancer", first,
+                                  options={"neighbor_responder": "none"}), set())):
+        change()
+        dps = build_datapaths(inp)
+        data = build_lb_data(inp.nb, dps, reuse=data)
+        assert data.reachable == build_lb_data(inp.nb, dps).reachable
+        assert data.reachable[r0] == (reached, frozenset())

@@ -157,6 +157,12 @@ def test_load_balancers_change_in_place(nb: Nb, sb: LocalDb) -> None:
         ("lrp-add: a network that holds the VIP", lambda: _lrp_add(
             nb, "lr0", "lr0-five", "10.5.0.1/24"), True),
         ("(the router's VIP set lists it)", lambda: _router_set_lists(sb, "10.5.0.100"), True),
+        ("its networks changed: the VIP beyond them", lambda: nb.db.transact([
+            {"op": "update", "table": "Logical_Router_Port", "where": [["name", "==", "lr0-five"]],
+             "row": {"networks": "10.6.0.1/24"}}]), False),  # (networks: a recompute)
+        ("and back", lambda: nb.db.transact([
+            {"op": "update", "table": "Logical_Router_Port", "where": [["name", "==", "lr0-five"]],
+             "row": {"networks": "10.5.0.1/24"}}]), False),
         ("lrp-del of that port", lambda: nb.db.transact([
             {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
              "mutations": [["ports", "delete",

@@ -171,6 +171,10 @@ class LbData:
     # Per router port (NB UUID): the row and the networks parsed from it (a later
     # build reuses them while the row is the same).
     lrp_nets: dict[str, tuple[IdlRow, list[Network]]] = field(default_factory=dict)
+    # Per router: the rows its reachable VIPs were found from (its ports', its load
+    # balancers' by UUID); a later build adds those of load balancers it gained alone.
+    router_inputs: dict[str, tuple[tuple[IdlRow, ...], dict[str, IdlRow]]] = \
+        field(default_factory=dict)
 
 
 def _health_check(row: IdlRow, key: str, template: bool) -> IdlRow | None:
@@ -295,18 +299,40 @@ def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
     parsed_nets = reuse.lrp_nets if reuse is not None else {}
     for rkey, dp in dps.routers.items():
         nets: list[Network] = []
-        for lrp in dp.nb.ports:
-            if isinstance(lrp, IdlRow):
-                cached = parsed_nets.get(lrp.uuid)
-                mine = cached[1] if cached is not None and cached[0] is lrp else _networks(lrp)
-                data.lrp_nets[lrp.uuid] = (lrp, mine)
-                nets += mine
+        lrps = tuple(lrp for lrp in dp.nb.ports if isinstance(lrp, IdlRow))
+        for lrp in lrps:
+            cached = parsed_nets.get(lrp.uuid)
+            mine = cached[1] if cached is not None and cached[0] is lrp else _networks(lrp)
+            data.lrp_nets[lrp.uuid] = (lrp, mine)
+            nets += mine
+        on_it = on_router.get(rkey, [])
+        inputs = data.router_inputs[rkey] = (lrps, {lb.key: lb.nb for lb in on_it})
         v4: set[str] = set()
         v6: set[str] = set()
-        for one in on_router.get(rkey, ()):
-            _reachable(one, nets, v4, v6)
+        added = _added(reuse, rkey, inputs)
+        if added is None:
+            added = set(inputs[1])
+        else:
+            v4, v6 = set(reuse.reachable[rkey][0]), set(reuse.reachable[rkey][1])  # type: ignore[union-attr]
+        for lb in on_it:
+            if lb.key in added:
+                _reachable(lb, nets, v4, v6)
         data.reachable[rkey] = (frozenset(v4), frozenset(v6))
     return data
+
+
+def _added(reuse: LbData | None, router: str,
+           inputs: tuple[tuple[IdlRow, ...], dict[str, IdlRow]]) -> set[str] | None:
+    """The load balancers a router gained since `reuse`, where that is all that changed
+    of what its reachable VIPs depend on (its ports' rows, its load balancers' rows);
+    None where its reachable VIPs must be found again from all of them."""
+    was = reuse.router_inputs.get(router) if reuse is not None else None
+    if reuse is None or was is None or router not in reuse.reachable \
+            or len(was[0]) != len(inputs[0]) \
+            or any(a is not b for a, b in zip(was[0], inputs[0], strict=True)) \
+            or any(inputs[1].get(key) is not row for key, row in was[1].items()):
+        return None
+    return set(inputs[1].keys() - was[1].keys())
 
 
 def _sb_vips(lb: LoadBalancer) -> dict[str, str]:

@@ -50,7 +50,10 @@ from .tables import TableChanges, TableLeaf, declared, table_inputs
 # and datapath kind; a datapath's NB UUID), so the index follows the table's own
 # changes. A multicast group's key names its datapath by the binding's NB UUID: its
 # index is dropped when a binding goes or its external_ids change.
-INDEXED = ("Datapath_Binding", "Logical_Flow", "Multicast_Group", "Port_Binding")
+INDEXED = ("Datapath_Binding", "Logical_DP_Group", "Logical_Flow", "Multicast_Group",
+           "Port_Binding")
+# INDEXED tables whose sync keys name datapaths (their index goes when one is renamed).
+BY_DATAPATH = ("Logical_DP_Group", "Multicast_Group")
 # NB tables northd writes back to (columns the CMS leaves to northd).
 NB_WRITTEN = ("BFD", "Logical_Router_Port", "Logical_Switch_Port", "NB_Global")
 
@@ -97,7 +100,8 @@ class SyncToSbNode(Node[SyncOps, None]):
         if table is not None:
             self._index_changes(table, change.delta)
             if table == "Datapath_Binding" and _renames_datapaths(change.delta):
-                self._indexes.pop("Multicast_Group", None)
+                for keyed in BY_DATAPATH:
+                    self._indexes.pop(keyed, None)
         last = [name for name, inp in self.inputs.items() if inp.updated][-1]
         if change.input == last:
             self.data = self.plan_scope()
