@@ -20,12 +20,12 @@ from pyovsdb.northd.testing import Nb
 
 def test_split_addresses() -> None:
     assert split_addresses("00:00:00:00:00:01 10.0.0.1 fd00::1/64 10.0.0.2/24") == \
-        (["10.0.0.1", "10.0.0.2"], ["fd00::1"])
-    assert split_addresses("00:00:00:00:00:01 10.0.0.1 junk 10.0.0.9") == (["10.0.0.1"], [])
-    assert split_addresses("router") == ([], [])
-    assert split_addresses("dynamic") == ([], [])
-    assert split_addresses("00:00:00:00:00:01 dynamic") == ([], [])
-    assert split_addresses("00:00:00:00:00:01 FD00:0::1") == ([], ["fd00::1"])
+        (("10.0.0.1", "10.0.0.2"), ("fd00::1",))
+    assert split_addresses("00:00:00:00:00:01 10.0.0.1 junk 10.0.0.9") == (("10.0.0.1",), ())
+    assert split_addresses("router") == ((), ())
+    assert split_addresses("dynamic") == ((), ())
+    assert split_addresses("00:00:00:00:00:01 dynamic") == ((), ())
+    assert split_addresses("00:00:00:00:00:01 FD00:0::1") == ((), ("fd00::1",))
 
 
 def test_port_groups_per_switch_and_their_address_sets(nb: Nb, inp: BuildInput) -> None:

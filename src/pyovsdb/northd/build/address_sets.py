@@ -14,6 +14,7 @@ en-sync-sb.c, `split_addresses`/`extract_lsp_addresses` in lib/ovn-util.c):
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
@@ -28,11 +29,14 @@ COLUMNS = ("name", "addresses")
 _MAC = re.compile(r"[0-9a-fA-F]{1,2}(?::[0-9a-fA-F]{1,2}){5}")
 
 
-def split_addresses(entry: str) -> tuple[list[str], list[str]]:
-    """The IPv4 and IPv6 addresses (no prefix length) of a "MAC [IP[/plen]...]" entry."""
+@functools.lru_cache(maxsize=1 << 16)
+def split_addresses(entry: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The IPv4 and IPv6 addresses (no prefix length) of a "MAC [IP[/plen]...]" entry
+    (remembered: a port group's sets are built again from every member's entries
+    whenever one member changes)."""
     tokens = entry.split()
     if not tokens or not _MAC.fullmatch(tokens[0]):
-        return [], []
+        return (), ()
     v4: list[str] = []
     v6: list[str] = []
     for tok in tokens[1:]:
@@ -41,7 +45,7 @@ def split_addresses(entry: str) -> tuple[list[str], list[str]]:
         except ValueError:
             break
         (v4 if iface.version == 4 else v6).append(str(iface.ip))
-    return v4, v6
+    return tuple(v4), tuple(v6)
 
 
 def port_group_addresses(pg: IdlRow) -> tuple[list[str], list[str]]:

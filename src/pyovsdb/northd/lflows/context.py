@@ -160,30 +160,38 @@ class LflowContext:
         return [dp for dp in self.datapaths.routers.values()
                 if scope is None or dp.key in scope]
 
-    def port_scope(self) -> frozenset[str] | None:
-        """The datapaths whose ports build flows in this build: every one (None), or in
-        a partial rebuild the datapaths rebuilt and their neighbors. A port builds flows
-        on its own datapath and through its peer on the next one (a VIF's address on
-        the routers of its switch, a router port's networks on its peer router), so a
-        rebuild walks those ports alone (the property tests hold it to a full build)."""
+    def scoped_names(self) -> frozenset[str] | None:
+        """The names of the ports that build flows in this build: every one (None), or
+        in a partial rebuild those on the datapaths rebuilt and, for a router, every
+        port of the switches next to it (a VIF's address and a router-type port's
+        routes land on the routers of its switch; a router port builds nothing on its
+        switch); the ports `walking` names alone. The rebuild tests hold each
+        datapath's rebuild to a full build."""
+        if self.walked is not None:
+            return self.walked
         scope = self.scope
         if scope is None:
             return None
-        if self.walked is not None:
-            return frozenset(self.ports.ports[n].dp.key for n in self.walked
-                             if n in self.ports.ports)
-        found: frozenset[str] | None = self.cache.get(("port_scope", scope))
+        found: frozenset[str] | None = self.cache.get(("scoped_names", scope))
         if found is None:
-            found = self.cache[("port_scope", scope)] = frozenset(self.ports.next_to(scope))
+            ports = self.ports
+            names: set[str] = set()
+            for key in scope:
+                for port in ports.of_datapath(key):
+                    names.add(port.name)
+                    peer = ports.peer_of(port) if port.is_lrp else None
+                    if peer is not None:
+                        names.update(p.name for p in ports.of_datapath(peer.dp.key))
+            found = self.cache[("scoped_names", scope)] = frozenset(names)
         return found
 
     def scoped_ports(self) -> list[Port]:
-        """The ports that build flows in this build (`port_scope`), in build order."""
-        within = self.port_scope()
-        ports = self.ports.ports.values()
-        if self.walked is not None:
-            return [p for p in ports if p.name in self.walked]
-        return list(ports) if within is None else [p for p in ports if p.dp.key in within]
+        """The ports that build flows in this build (`scoped_names`), in build order."""
+        names = self.scoped_names()
+        ports = self.ports.ports
+        if names is None:
+            return list(ports.values())
+        return [p for p in ports.values() if p.name in names]
 
     def ports_of(self, dp: Datapath) -> list[Port]:
         return self.ports.of_datapath(dp.key)

@@ -65,7 +65,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
 
 
 def walk_order(ctx: LflowContext) -> list[Port]:
-    """The ports that build flows (`ctx.scoped_ports()`), in the order 23.03 walks its
+    """The ports that build flows (`ctx.scoped_names()`), in the order 23.03 walks its
     port hash table when it builds flows (the names of the existing bindings
     inserted first, then the new ports): where two ports ask for the same flow (one
     address on two switches), the first fixes the flow's stage hint. A partial
@@ -76,14 +76,12 @@ def walk_order(ctx: LflowContext) -> list[Port]:
         ports = ctx.ports.ports
         existing = ctx.bindings()
         names = [*existing, *(n for n in ports if n not in existing)]
-        within = ctx.port_scope()
-        walked = ctx.walked
+        within = ctx.scoped_names()
         if within is None:
             order = hmap_order((hash_string(n), n) for n in names)
         else:
             order = hmap_order_of(((i, hash_string(n), n) for i, n in enumerate(names, 1)
-                                   if n in ports and ports[n].dp.key in within
-                                   and (walked is None or n in walked)), len(names))
+                                   if n in within and n in ports), len(names))
         cached = ctx.cache[cache_key] = [ports[n] for n in order if n in ports]
     return cached
 
