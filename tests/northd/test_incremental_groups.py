@@ -97,6 +97,22 @@ def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> No
              "mutations": [[c, "delete", ["uuid", nb.uuid("Logical_Switch_Port", "pod3")]]]}
             for t, n, c in (("Port_Group", "pg1", "ports"), ("Logical_Switch", "sw1", "ports"))]),
          True),
+        ("a grouped VIF moves to the other switch as the group gains a port", lambda: (
+            nb.db.transact([
+                {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+                 "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Switch_Port",
+                                                                    "pod4")]]]},
+                {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+                 "mutations": [["ports", "insert", ["uuid", nb.uuid("Logical_Switch_Port",
+                                                                    "pod4")]]]},
+                {"op": "mutate", "table": "Port_Group", "where": [["name", "==", "pg1"]],
+                 "mutations": [["ports", "insert", ["uuid", nb.uuid("Logical_Switch_Port",
+                                                                    "vm1")]]]}])), False),
+        ("a switch's one grouped port deleted", lambda: nb.db.transact([
+            {"op": "mutate", "table": t, "where": [["name", "==", n]],
+             "mutations": [[c, "delete", ["uuid", nb.uuid("Logical_Switch_Port", "vm2")]]]}
+            for t, n, c in (("Port_Group", "pg1", "ports"), ("Logical_Switch", "sw1", "ports"))]),
+         True),
         ("address set added", lambda: _as(nb, "insert", "as0", "10.0.0.11", "10.1.0.12"), True),
         ("address set changed", lambda: _as(nb, "update", "as0", "10.0.0.11"), True),
         ("address set deleted", lambda: _as(nb, "delete", "as0"), True),

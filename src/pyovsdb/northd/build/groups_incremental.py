@@ -64,7 +64,13 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
     try:
         # A switch made or gone in the same run: the groups' rows on it are not found.
         _need(all(rc.old is not None and rc.new is not None for rc in ls_changes.values()))
-        plans = [_plan_group(rc, nb, datapaths, ports, groups) for rc in pg_changes.values()]
+        nb_sets = nb.get("Address_Set")
+        nb_set_names = {r.name for r in nb_sets.rows.values()} \
+            if nb_sets is not None and pg_changes else set()
+        left = {str(u): key for key, rc in ls_changes.items() if rc.old is not None
+                for u in rc.old.value("ports")}
+        plans = [_plan_group(rc, nb_set_names, datapaths, ports, groups, left)
+                 for rc in pg_changes.values()]
         named = [n for old, new, _ in plans for n in {p[0] for p in (old, new) if p}]
         _need(len(named) == len(set(named)))  # (a name passed from one group to another)
         _check_sets(nb, as_changes)
@@ -109,26 +115,45 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
 Placement = tuple[str, dict[str, set[str]]]  # a group's name, and its ports per switch
 
 
-def _plan_group(rc: RowChange[IdlRow], nb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
-                ports: PortsData, groups: DesiredTable
+def _plan_group(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: DatapathsData,
+                ports: PortsData, groups: DesiredTable, left: Mapping[str, str]
                 ) -> tuple[Placement | None, Placement | None, bool]:
     """Where the group was (its name and its SB rows' switches, as desired) and is (its
     name and its port names by switch, from the core), and whether it was renamed."""
     if rc.old is not None and rc.new is not None:
         _need(set(changed_columns(rc)) <= PG_COLUMNS)
-    nb_sets = nb.get("Address_Set")
     for row in (rc.old, rc.new):
         if row is not None:
-            _need(nb_sets is None or not any(
-                s.name in (f"{row.name}_ip4", f"{row.name}_ip6")
-                for s in nb_sets.rows.values()))
+            _need(f"{row.name}_ip4" not in nb_set_names and f"{row.name}_ip6" not in nb_set_names)
     old: Placement | None = None
     if rc.old is not None:
         name = rc.old.name
+        candidates = _where_was(rc.old, ports, left)
         old = name, {key: set() for key, dp in datapaths.switches.items()
-                     if sb_port_group_name(dp.tunnel_key, name) in groups.rows}
+                     if (candidates is None or key in candidates)
+                     and sb_port_group_name(dp.tunnel_key, name) in groups.rows}
     new = _placement(rc.new, ports) if rc.new is not None else None
     return old, new, old is not None and new is not None and old[0] != new[0]
+
+
+def _where_was(pg: IdlRow, ports: PortsData, left: Mapping[str, str]) -> set[str] | None:
+    """The switches the group's ports (`pg`: its row at the last build) were on: the
+    switch whose `ports` listed it before this run's changes (`left`: port UUID ->
+    switch), else its switch now, where it is the same port; None where some port is
+    neither (then every switch is a candidate)."""
+    out: set[str] = set()
+    by_name = ports.ports
+    rows = {r.uuid: r for r in pg.ports if isinstance(r, IdlRow)}
+    for uuid in pg.value("ports"):
+        if str(uuid) in left:  # (where it was, if it moved)
+            out.add(left[str(uuid)])
+            continue
+        row = rows.get(str(uuid))
+        port = by_name.get(row.name) if row is not None else None
+        if port is None or not port.is_lsp or port.nb.uuid != str(uuid):
+            return None
+        out.add(port.dp.key)
+    return out
 
 
 def _placement(pg: IdlRow, ports: PortsData) -> Placement:

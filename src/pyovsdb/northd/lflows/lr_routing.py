@@ -300,8 +300,9 @@ def _routing_into(ctx: LflowContext) -> list[Datapath]:
     """In a partial rebuild, the routers outside it with a static route whose output
     port is a port of a router inside it."""
     scope = ctx.scope
-    if scope is None:
-        return []
+    routers = ctx.datapaths.routers
+    if scope is None or not any(key in routers for key in scope):
+        return []  # (a route's output port is a router's)
     ports = ctx.ports.ports
     found: list[Datapath] = []
     for dp in ctx.datapaths.routers.values():
