@@ -29,9 +29,9 @@ class World:
     """A switch with two VIFs, an ACL and a router port, a second switch, a chassis; every
     transaction made through `nb`/`sb` while `change()` is open goes to northd."""
 
-    def __init__(self, nb: Nb, sb: LocalDb) -> None:
+    def __init__(self, nb: Nb, sb: LocalDb, self_check: bool = True) -> None:
         self.nb, self.sb = nb, sb
-        self.northd = LocalNorthd(nb.db, sb, step_ms=10)
+        self.northd = LocalNorthd(nb.db, sb, step_ms=10, self_check=self_check)
         self._feeding = False
         self._wrap(nb.db, self.northd.nb_changed)
         self._wrap(sb, self.northd.sb_changed)
@@ -283,7 +283,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
                  "ignore_lsp_down": "false"}), ALL),
     ("nb_cfg bump", lambda nb, sb, w: nb.db.update(
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)), nb_cfg=5),
-     frozenset(("sync_cfg", "mac_binding_aging"))),
+     frozenset(("sync_cfg",))),
     ("SB claim", _claim, frozenset()),
     ("SB MAC_Binding learned", _learn, frozenset(("mac_binding_aging",))),
     ("SB chassis-add", lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2"), ALL),
@@ -320,3 +320,27 @@ def test_the_table_sees_a_handler_lost(nb: Nb, sb: LocalDb,
     world.northd.settle()
     after = world.counts()
     assert {n for n in COMPUTING if after[n][0] > before[n][0]} != CONTRACT[0][2]
+
+
+def test_aging_reads_the_removal_limit_whatever_northd_does(
+        nb: Nb, sb: LocalDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mac_binding_aging` takes an NB_Global change of `options` itself (it reads
+    `mac_binding_removal_limit`), not only through `northd`: with `northd` made to take
+    every NB_Global change in place (so no self-check: northd is wrong on purpose), an
+    options change still recomputes the aging, while an `nb_cfg` bump does not."""
+    from pyovsdb.engine import Handled
+    from pyovsdb.northd.nodes.northd import NorthdNode
+
+    monkeypatch.setattr(NorthdNode, "on_nb_global",
+                        lambda self, change: Handled.HANDLED_UNCHANGED)
+    world = World(nb, sb, self_check=False)
+    row = next(iter(nb.db.tables["NB_Global"].rows))
+    options = {"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe"}
+    for cols, recomputes in (({"nb_cfg": 7}, False),
+                             ({"options": {**options, "mac_binding_removal_limit": "3"}},
+                              True)):
+        before = world.counts()["mac_binding_aging"][0]
+        with world.change():
+            nb.db.update("NB_Global", row, **cols)
+        world.northd.settle()
+        assert (world.counts()["mac_binding_aging"][0] > before) is recomputes, cols

@@ -9,7 +9,8 @@ Rules kept here:
   chassis feature: nothing this node reads of `northd`. Nor do datapath bindings
   coming and going: no MAC binding names a binding being inserted, nor one deleted
   (a strong reference); a binding updated moves nothing unless its `external_ids`
-  (which router it is) changed.
+  (which router it is) changed. Of NB_Global it reads `options` alone
+  (`mac_binding_removal_limit`): `ovn-nbctl --wait` bumping `nb_cfg` moves nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class MacBindingAgingNode(Node[AgingResult, None]):
         super().__init__(
             "mac_binding_aging", northd=Input(northd, self.on_northd),
             mac_binding_aging_waker=Input(waker),
-            now=Input(now), nb=Group(table_inputs(nb, ("NB_Global",))),
+            now=Input(now), nb=Group(table_inputs(nb, ("NB_Global",),
+                                                  {"NB_Global": self.on_nb_global})),
             sb=Group(table_inputs(sb, ("MAC_Binding", "Datapath_Binding"),
                                   {"Datapath_Binding": self.on_datapath_binding})))
 
@@ -38,6 +40,10 @@ class MacBindingAgingNode(Node[AgingResult, None]):
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         return Handled.HANDLED_UNCHANGED
+
+    def on_nb_global(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: rc.old is not None and rc.new is not None
+                    and rc.old.options == rc.new.options)
 
     def on_datapath_binding(self, change: TableChange) -> Handled:
         return only(change, lambda rc: rc.old is None or rc.new is None
