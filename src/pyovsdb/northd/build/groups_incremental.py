@@ -32,7 +32,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable
-from .address_sets import port_group_addresses
+from .address_sets import port_group_addresses, split_addresses
 from .datapaths import DatapathsData
 from .port_groups import sb_port_group_name
 from .ports import PortsData
@@ -55,7 +55,7 @@ def _need(ok: object) -> None:
 
 def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
                    sb_desired: DesiredDb, pg_changes: RowChanges, as_changes: RowChanges,
-                   ls_changes: RowChanges) -> PortsDelta | None:
+                   ls_changes: RowChanges, lsp_changes: RowChanges) -> PortsDelta | None:
     """The port group and NB address set changes applied to the desired tables in
     place; None (nothing touched) where a recompute is needed."""
     delta = PortsDelta()
@@ -69,14 +69,16 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
             if nb_sets is not None and pg_changes else set()
         left = {str(u): key for key, rc in ls_changes.items() if rc.old is not None
                 for u in rc.old.value("ports")}
-        plans = [_plan_group(rc, nb_set_names, datapaths, ports, groups, left)
+        plans = [_members_changed(rc, nb_set_names, datapaths, ports, groups, sets, left,
+                                  lsp_changes)
+                 or _plan_group(rc, nb_set_names, datapaths, ports, groups, left)
                  for rc in pg_changes.values()]
-        named = [n for old, new, _ in plans for n in {p[0] for p in (old, new) if p}]
+        named = [n for old, new, _, _ in plans for n in {p[0] for p in (old, new) if p}]
         _need(len(named) == len(set(named)))  # (a name passed from one group to another)
         _check_sets(nb, as_changes)
     except _Refused:
         return None
-    for old, new, renamed in plans:
+    for old, new, renamed, _ in plans:
         for placement in (old, new):
             if placement is None:
                 continue
@@ -96,12 +98,18 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
         was = old[1].keys() if old is not None else set()
         now = new[1].keys() if new is not None else set()
         delta.flows |= (was | now) if renamed else (was ^ now)
-    for rc in pg_changes.values():
-        if rc.new is not None:
-            v4, v6 = port_group_addresses(rc.new)
-            for family, addresses in (("ip4", v4), ("ip6", v6)):
+    for rc, (_, _, _, gained) in zip(pg_changes.values(), plans, strict=True):
+        if rc.new is None:
+            continue
+        if gained is not None:  # (ports added alone: the sets as they were, with theirs)
+            for family, grown in zip(("ip4", "ip6"), gained, strict=True):
                 name = f"{rc.new.name}_{family}"
-                sets.put(name, name=name, addresses=sorted(set(addresses)))
+                sets.put(name, name=name, addresses=sorted(grown))
+            continue
+        v4, v6 = port_group_addresses(rc.new)
+        for family, addresses in (("ip4", v4), ("ip6", v6)):
+            name = f"{rc.new.name}_{family}"
+            sets.put(name, name=name, addresses=sorted(set(addresses)))
     for rc in as_changes.values():
         if rc.old is not None:
             sets.rows.pop(rc.old.name, None)
@@ -115,9 +123,76 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
 Placement = tuple[str, dict[str, set[str]]]  # a group's name, and its ports per switch
 
 
+# A group's old and new placement, whether it was renamed, and (ports added alone) its
+# sets' IPv4 and IPv6 addresses (those it had and the new ports').
+Plan = tuple[Placement | None, Placement | None, bool, tuple[set[str], set[str]] | None]
+
+
+def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: DatapathsData,
+                     ports: PortsData, groups: DesiredTable, sets: DesiredTable,
+                     left: Mapping[str, str], lsp_changes: RowChanges) -> Plan | None:
+    """A group whose ports alone changed, planned from the ports added and taken away
+    (not from all of its ports): its rows on the switches those were or are on, from
+    the rows desired now. None where that does not hold and `_plan_group` decides: a
+    port moved or renamed, one the core does not have, its sets named as NB sets."""
+    if rc.old is None or rc.new is None or set(changed_columns(rc)) - {"ports", "acls"} \
+            or f"{rc.new.name}_ip4" in nb_set_names or f"{rc.new.name}_ip6" in nb_set_names:
+        return None
+    was, now = set(map(str, rc.old.value("ports"))), set(map(str, rc.new.value("ports")))
+    for uuid, lc in lsp_changes.items():
+        if uuid in was and lc.old is not None and lc.new is not None \
+                and lc.old.name != lc.new.name:
+            return None  # (a member renamed: its rows list it by name)
+    found: dict[str, tuple[str, str, bool]] = {}  # port UUID -> (name, switch, added)
+    for uuid in was ^ now:
+        change = lsp_changes.get(uuid)
+        gone = change is not None and change.new is None
+        if gone:  # (deleted in this run: its switch's listing lost it)
+            assert change is not None and change.old is not None
+            if uuid in now or uuid not in left:
+                return None
+            found[uuid] = (change.old.name, left[uuid], False)
+            continue
+        row = next((r for r in (rc.new.ports if uuid in now else rc.old.ports)
+                    if isinstance(r, IdlRow) and r.uuid == uuid), None)
+        port = ports.ports.get(row.name) if row is not None else None
+        if port is None or not port.is_lsp or port.nb.uuid != uuid \
+                or left.get(uuid, port.dp.key) != port.dp.key:
+            return None  # (not the core's, or moved)
+        found[uuid] = (port.name, port.dp.key, uuid in now)
+    name = rc.new.name
+    old: dict[str, set[str]] = {}
+    new: dict[str, set[str]] = {}
+    for key in {switch for _, switch, _ in found.values()}:
+        row_name = sb_port_group_name(datapaths.switches[key].tunnel_key, name)
+        desired = groups.rows.get(row_name)
+        members = set(desired["ports"]) if desired is not None else set()
+        if desired is not None:
+            old[key] = set()
+        members -= {n for n, k, added in found.values() if k == key and not added}
+        members |= {n for n, k, added in found.values() if k == key and added}
+        if members:
+            new[key] = members
+    gained: tuple[set[str], set[str]] | None = None
+    if not was - now:
+        gained = _addresses(sets, f"{name}_ip4"), _addresses(sets, f"{name}_ip6")
+        for port_name, _, _ in found.values():
+            lsp = ports.ports[port_name].nb
+            for entry in [*lsp.addresses, *([lsp.dynamic_addresses]
+                                            if lsp.dynamic_addresses else [])]:
+                a4, a6 = split_addresses(entry)
+                gained[0].update(a4)
+                gained[1].update(a6)
+    return (name, old), (name, new), False, gained
+
+
+def _addresses(sets: DesiredTable, name: str) -> set[str]:
+    row = sets.rows.get(name)
+    return set(row["addresses"]) if row is not None else set()
+
+
 def _plan_group(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: DatapathsData,
-                ports: PortsData, groups: DesiredTable, left: Mapping[str, str]
-                ) -> tuple[Placement | None, Placement | None, bool]:
+                ports: PortsData, groups: DesiredTable, left: Mapping[str, str]) -> Plan:
     """Where the group was (its name and its SB rows' switches, as desired) and is (its
     name and its port names by switch, from the core), and whether it was renamed."""
     if rc.old is not None and rc.new is not None:
@@ -133,7 +208,7 @@ def _plan_group(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: Datapa
                      if (candidates is None or key in candidates)
                      and sb_port_group_name(dp.tunnel_key, name) in groups.rows}
     new = _placement(rc.new, ports) if rc.new is not None else None
-    return old, new, old is not None and new is not None and old[0] != new[0]
+    return old, new, old is not None and new is not None and old[0] != new[0], None
 
 
 def _where_was(pg: IdlRow, ports: PortsData, left: Mapping[str, str]) -> set[str] | None:

@@ -320,7 +320,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         core = self.data.core
         return self._applied(groups_changed(
             self.nb_tables(), core.datapaths, core.ports, self.data.sb, groups,
-            self._changes("Address_Set"), self._changes("Logical_Switch")))
+            self._changes("Address_Set"), self._changes("Logical_Switch"),
+            self._changes("Logical_Switch_Port")))
 
     # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
     # an ACL without one, before and after, is the flows' (`lflow` handles it).
