@@ -11,7 +11,11 @@ Rules kept here:
   port the core does not have under that row is refused. Its SB rows (`<switch
   key>_<name>`, one per switch it has ports on) and its `<name>_ip4`/`_ip6` address
   sets are built again; the old rows are those desired under its old name, on the
-  switches there are (a switch made or gone in the same run is refused).
+  switches its old ports were on (a switch made or gone in the same run is refused).
+- A group whose ports alone changed (none moved or renamed) is planned from the ports
+  added and taken away: its rows on their switches, from the rows desired now, and,
+  where none was taken away, its sets as they were with the new ports' addresses
+  (an ovn-kubernetes pod joins groups holding every pod of the cluster).
 - A switch port updated in place changes the address sets of the groups it is in
   (`member_sets`).
 - Derived address set names are refused where another source has the same name (an
