@@ -25,6 +25,13 @@ FULL = frozenset(("northd", "sync_from_sb", "mac_binding_aging", "lflow", "sync_
 IN_PLACE: frozenset[str] = frozenset()
 
 
+def _nb_option(nb: Nb, key: str, value: str) -> None:
+    """NB_Global's options as they are (northd's write-backs too), with `key` set."""
+    uuid = next(iter(nb.db.tables["NB_Global"].rows))
+    options = dict(nb.db.tables["NB_Global"].rows[uuid].data["options"])
+    nb.db.update("NB_Global", uuid, options={**options, key: value})
+
+
 class World:
     """A switch with two VIFs, an ACL and a router port, a second switch, a chassis; every
     transaction made through `nb`/`sb` while `change()` is open goes to northd."""
@@ -281,6 +288,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)),
         options={"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe",
                  "ignore_lsp_down": "false"}), ALL),
+    ("NB_Global option the daemon alone reads (northd-backoff-interval-ms)",
+     lambda nb, sb, w: _nb_option(nb, "northd-backoff-interval-ms", "200"),
+     frozenset(("sync_cfg",))),
     ("nb_cfg bump", lambda nb, sb, w: nb.db.update(
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)), nb_cfg=5),
      frozenset(("sync_cfg",))),

@@ -225,6 +225,7 @@ class _Planner:
         self.extra: dict[str, list[IdlRow]] = {}
         self.inserted: set[tuple[str, Hashable]] = set()
         self._lookup: dict[str, dict[Hashable, IdlRow]] = {}
+        self.collect: Mapping[str, dict[Hashable, dict[str, IdlRow]]] = {}
 
     def match(self, dt: DesiredTable) -> None:
         table = self.tables[dt.name]
@@ -242,8 +243,11 @@ class _Planner:
         index = self.index.get(dt.name) if only is not None else None
         rows = table.rows.values() if index is None else \
             [r for k in only or () for r in index.get(k, {}).values()]
+        collected = self.collect.get(dt.name) if only is None else None
         for row in sorted(rows, key=lambda r: r.uuid):
             key = row_key(dt.name, row, self.tables)
+            if collected is not None:
+                collected.setdefault(key, {})[row.uuid] = row
             if only is not None and key not in only:
                 continue
             if key is None or key not in dt.rows or key in found or key in dt.replace:
@@ -326,12 +330,16 @@ def _pending_of(value: Any) -> list[Pending]:
 
 def plan(desired: DesiredDb, tables: Tables,
          keys: Mapping[str, set[Hashable]] | None = None,
-         index: Mapping[str, KeyIndex] | None = None) -> list[Op]:
+         index: Mapping[str, KeyIndex] | None = None,
+         collect: Mapping[str, dict[Hashable, dict[str, IdlRow]]] | None = None) -> list[Op]:
     """The operations that turn `tables` into `desired` (see the module rules). With
     `keys`, the tables it names are planned only for those keys (their desired rows,
     and existing rows of those keys), every other row taken as already right: the
-    caller's promise, after a plan that left them right and changes it knows of."""
+    caller's promise, after a plan that left them right and changes it knows of.
+    `collect`: tables matched whole have every row put there by key (the index a later
+    plan by key takes), as the match keys them anyway."""
     p = _Planner(desired, tables, keys, index)
+    p.collect = collect or {}
     names = sorted(desired.tables)
     for name in names:
         p.match(desired.tables[name])

@@ -23,6 +23,7 @@ ovn-northd.c):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -142,6 +143,31 @@ def chassis_features(sb: Mapping[str, ReplicaTable]) -> ChassisFeatures:
         ct_no_masked_label=all(smap_bool(o, "ct-no-masked-label") for o in local),
         mac_binding_timestamp=all(smap_bool(o, "mac-binding-timestamp") for o in local),
         ct_lb_related=all(smap_bool(o, "ovn-ct-lb-related") for o in local))
+
+
+# NB_Global options the daemon reads (its loop and connections) and no builder does:
+# changed, they move only the options northd copies to NB_Global and SB_Global.
+DAEMON_OPTIONS = frozenset(("northd-backoff-interval-ms", "northd_probe_interval",
+                            "northd_trim_timeout"))
+
+
+def daemon_options_only(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
+    """Whether options `old` and `new` differ in `DAEMON_OPTIONS` keys alone."""
+    return all(old.get(k) == new.get(k) for k in old.keys() | new.keys()
+               if k not in DAEMON_OPTIONS)
+
+
+def with_daemon_options(cfg: GlobalConfig, options: Mapping[str, str]) -> GlobalConfig:
+    """`cfg` with the `DAEMON_OPTIONS` of NB_Global `options` (the rest the same)."""
+    def moved(current: dict[str, str]) -> dict[str, str]:
+        # In the order `global_config` makes: NB's keys first, then those it adds.
+        out = {k: v if k in DAEMON_OPTIONS else current[k] for k, v in options.items()
+               if k in DAEMON_OPTIONS or k in current}
+        out.update((k, v) for k, v in current.items()
+                   if k not in out and k not in DAEMON_OPTIONS)
+        return out
+    return dataclasses.replace(cfg, nb_options=moved(cfg.nb_options),
+                               sb_options=moved(cfg.sb_options))
 
 
 @dataclass(frozen=True, slots=True)

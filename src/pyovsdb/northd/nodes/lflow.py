@@ -70,7 +70,11 @@ REBUILD_AT_MOST = 0.5
 REBUILD_ANY = 64
 # Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
 # them reaches the flows as the delta's `flows` (the datapaths to build again).
-FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE))
+FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
+                      "SB_Global"))
+# Tables of its NB write-backs no flow reads (NB_Global: the options copied back; the
+# options flows read recompute `northd`, and so this node).
+FLOWLESS_NB = frozenset(("NB_Global",))
 
 
 @dataclass(slots=True)
@@ -240,7 +244,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             flows |= ports.next_to(whole)
         groups = DP_GROUP_TABLE in delta.sb
         if not dps and not flows and not lb_dps and not groups:
-            if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb \
+            if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
             old.lbs = northd.extra.lbs

@@ -10,7 +10,8 @@ Rules kept here:
   coming and going: no MAC binding names a binding being inserted, nor one deleted
   (a strong reference); a binding updated moves nothing unless its `external_ids`
   (which router it is) changed. Of NB_Global it reads `options` alone
-  (`mac_binding_removal_limit`): `ovn-nbctl --wait` bumping `nb_cfg` moves nothing.
+  (`mac_binding_removal_limit`): `ovn-nbctl --wait` bumping `nb_cfg`, or an option
+  only the daemon reads, moves nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 
 from ...engine import Change, Group, Handled, Input, Leaf, Node
 from ...idl.replica import ReplicaTable
+from ..build.global_cfg import daemon_options_only
 from ..build.mac_binding_aging import AgingResult, mac_binding_aging
 from ..build.ports_incremental import PortsDelta
 from .northd import NorthdData, NorthdNode
@@ -43,7 +45,7 @@ class MacBindingAgingNode(Node[AgingResult, None]):
 
     def on_nb_global(self, change: TableChange) -> Handled:
         return only(change, lambda rc: rc.old is not None and rc.new is not None
-                    and rc.old.options == rc.new.options)
+                    and daemon_options_only(rc.old.options, rc.new.options))
 
     def on_datapath_binding(self, change: TableChange) -> Handled:
         return only(change, lambda rc: rc.old is None or rc.new is None

@@ -47,7 +47,7 @@ from ..build.datapaths_incremental import (
     simple_router,
 )
 from ..build.extra import ExtraData, build_extra
-from ..build.global_cfg import global_config
+from ..build.global_cfg import daemon_options_only, global_config, with_daemon_options
 from ..build.groups_incremental import groups_changed, member_sets
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
@@ -163,9 +163,38 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         return NorthdData(sb_db, nb_db, core, extra)
 
     # NB_Global: the handshake columns alone are `sync_cfg`'s (it recomputes on them).
+    # Options the daemon alone reads (`DAEMON_OPTIONS`: the backoff, the probe
+    # interval) move only the options copied to NB_Global and SB_Global, in place.
     def on_nb_global(self, change: TableChange) -> Handled:
-        return only(change, lambda rc: rc.old is not None and rc.new is not None
-                     and set(changed_columns(rc)) <= CFG_COLUMNS)
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        options: Mapping[str, str] | None = None
+        for rc in change.delta.values():
+            if rc.old is None or rc.new is None:
+                return Handled.UNHANDLED
+            columns = set(changed_columns(rc))
+            if not columns <= CFG_COLUMNS | {"options"} or (
+                    "options" in columns
+                    and not daemon_options_only(rc.old.options, rc.new.options)):
+                return Handled.UNHANDLED
+            if "options" in columns:
+                options = rc.new.options
+        if options is None:
+            return Handled.HANDLED_UNCHANGED
+        data = self.data
+        cfg = with_daemon_options(data.extra.config, options)
+        data.extra = replace(data.extra, config=cfg)
+        delta = self.track()
+        nb_global = data.nb.tables.get("NB_Global")
+        for key in list(nb_global.rows) if nb_global is not None else ():
+            assert nb_global is not None
+            nb_global.set(key, options=cfg.nb_options)
+            delta.touch("nb", "NB_Global", key)
+        sb_global = data.sb.tables.get("SB_Global")
+        if sb_global is not None and () in sb_global.rows:
+            sb_global.set((), options=cfg.sb_options)
+            delta.touch("sb", "SB_Global", ())
+        return Handled.HANDLED_UPDATED
 
     # A switch's `ports` alone: the ports it gains and loses are inserted and deleted
     # in the same changes, which `on_nb_lsp` handles (it reads this input's delta and

@@ -264,11 +264,15 @@ class SyncToSbNode(Node[SyncOps, None]):
                    sb_cfg=hs.sb_cfg, sb_cfg_timestamp=hs.sb_cfg_timestamp,
                    hv_cfg=hs.hv_cfg, hv_cfg_timestamp=hs.hv_cfg_timestamp)
             patch_singleton(sb_db, "SB_Global", nb_cfg=hs.sb_nb_cfg)
-        # A full plan (a recompute) matches every row anyway: the indexes are made by
-        # the first scoped plan after it, and kept from then on.
+        # A full plan (a recompute) matches every row anyway: it makes the indexes of
+        # the tables it matches whole as it goes (the first scoped plan after it would
+        # otherwise key every row again), kept from then on.
         index = {t: self._by_key(t, sb[t]) for t in INDEXED if t in sb} \
             if sb_scope is not None else {}
-        sb_ops = plan(sb_db, sb, sb_keys, index)
+        collect: dict[str, dict[Hashable, dict[str, IdlRow]]] = \
+            {t: {} for t in INDEXED if t in sb and t in sb_db.tables} if sb_scope is None else {}
+        sb_ops = plan(sb_db, sb, sb_keys, index, collect)
+        self._indexes.update(collect)
         monitors = northd.sb.tables.get("Service_Monitor")
         rows = sb.get("Service_Monitor")
         if monitors is not None and rows is not None and want(sb_scope, "Service_Monitor"):
