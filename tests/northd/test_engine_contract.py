@@ -354,3 +354,13 @@ def test_aging_reads_the_removal_limit_whatever_northd_does(
             nb.db.update("NB_Global", row, **cols)
         world.northd.settle()
         assert (world.counts()["mac_binding_aging"][0] > before) is recomputes, cols
+
+
+def test_northd_s_own_options_coming_back_recompute_nothing(nb: Nb, sb: LocalDb) -> None:
+    """The options northd writes back to NB_Global on its first run (`max_tunid`,
+    `northd_internal_version`), coming back as an NB change, are what it has: no node
+    recomputes (each did once, at start)."""
+    world = World(nb, sb)
+    options = dict(next(iter(nb.db.tables["NB_Global"].rows.values())).data["options"])
+    assert "max_tunid" in options and "northd_internal_version" in options
+    assert world.counts()["northd"][0] == 1

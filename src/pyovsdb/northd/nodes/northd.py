@@ -164,7 +164,9 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
 
     # NB_Global: the handshake columns alone are `sync_cfg`'s (it recomputes on them).
     # Options the daemon alone reads (`DAEMON_OPTIONS`: the backoff, the probe
-    # interval) move only the options copied to NB_Global and SB_Global, in place.
+    # interval) move only the options copied to NB_Global and SB_Global, in place;
+    # options that are what northd wrote back (its first run's `mac_prefix`,
+    # `max_tunid`...) move nothing.
     def on_nb_global(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
@@ -173,6 +175,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             if rc.old is None or rc.new is None:
                 return Handled.UNHANDLED
             columns = set(changed_columns(rc))
+            if "options" in columns and dict(rc.new.options) == self.data.extra.config.nb_options:
+                columns.discard("options")  # (northd's own write-back, come back)
             if not columns <= CFG_COLUMNS | {"options"} or (
                     "options" in columns
                     and not daemon_options_only(rc.old.options, rc.new.options)):
