@@ -216,7 +216,9 @@ KeyIndex = Mapping[Hashable, Mapping[str, IdlRow]]
 class _Planner:
     def __init__(self, desired: DesiredDb, tables: Tables,
                  keys: Mapping[str, set[Hashable]] | None = None,
-                 index: Mapping[str, KeyIndex] | None = None) -> None:
+                 index: Mapping[str, KeyIndex] | None = None,
+                 collect: Mapping[str, dict[Hashable, dict[str, IdlRow]]] | None = None
+                 ) -> None:
         self.desired = desired
         self.tables = tables
         self.keys: Mapping[str, set[Hashable]] = keys or {}
@@ -225,7 +227,7 @@ class _Planner:
         self.extra: dict[str, list[IdlRow]] = {}
         self.inserted: set[tuple[str, Hashable]] = set()
         self._lookup: dict[str, dict[Hashable, IdlRow]] = {}
-        self.collect: Mapping[str, dict[Hashable, dict[str, IdlRow]]] = {}
+        self.collect: Mapping[str, dict[Hashable, dict[str, IdlRow]]] = collect or {}
 
     def match(self, dt: DesiredTable) -> None:
         table = self.tables[dt.name]
@@ -338,8 +340,7 @@ def plan(desired: DesiredDb, tables: Tables,
     caller's promise, after a plan that left them right and changes it knows of.
     `collect`: tables matched whole have every row put there by key (the index a later
     plan by key takes), as the match keys them anyway."""
-    p = _Planner(desired, tables, keys, index)
-    p.collect = collect or {}
+    p = _Planner(desired, tables, keys, index, collect)
     names = sorted(desired.tables)
     for name in names:
         p.match(desired.tables[name])

@@ -73,8 +73,9 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
             if nb_sets is not None and pg_changes else set()
         left = {str(u): key for key, rc in ls_changes.items() if rc.old is not None
                 for u in rc.old.value("ports")}
+        lsps = nb.get("Logical_Switch_Port")
         plans = [_members_changed(rc, nb_set_names, datapaths, ports, groups, sets, left,
-                                  lsp_changes)
+                                  lsp_changes, lsps)
                  or _plan_group(rc, nb_set_names, datapaths, ports, groups, left)
                  for rc in pg_changes.values()]
         named = [n for old, new, _, _ in plans for n in {p[0] for p in (old, new) if p}]
@@ -134,7 +135,8 @@ Plan = tuple[Placement | None, Placement | None, bool, tuple[set[str], set[str]]
 
 def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: DatapathsData,
                      ports: PortsData, groups: DesiredTable, sets: DesiredTable,
-                     left: Mapping[str, str], lsp_changes: RowChanges) -> Plan | None:
+                     left: Mapping[str, str], lsp_changes: RowChanges,
+                     lsps: ReplicaTable | None) -> Plan | None:
     """A group whose ports alone changed, planned from the ports added and taken away
     (not from all of its ports): its rows on the switches those were or are on, from
     the rows desired now. None where that does not hold and `_plan_group` decides: a
@@ -157,8 +159,7 @@ def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: D
                 return None
             found[uuid] = (change.old.name, left[uuid], False)
             continue
-        row = next((r for r in (rc.new.ports if uuid in now else rc.old.ports)
-                    if isinstance(r, IdlRow) and r.uuid == uuid), None)
+        row = lsps.rows.get(uuid) if lsps is not None else None  # (not deleted: as now)
         port = ports.ports.get(row.name) if row is not None else None
         if port is None or not port.is_lsp or port.nb.uuid != uuid \
                 or left.get(uuid, port.dp.key) != port.dp.key:

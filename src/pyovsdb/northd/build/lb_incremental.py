@@ -20,10 +20,10 @@ Rules kept here:
   those), the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
   VIPs changed, and the `nat_addresses` of the switch ports advertising the routers
   of the changed load balancers (`nat-addresses=router` lists their VIPs, unless
-  `exclude-lb-vips-from-garp`; no flow reads it). The changed
-  load balancers are named for `lflow` (`PortsDelta.lbs`), which decides what flows
-  change with them (`lflows.lb_reads`); so are the datapaths next to a router whose
-  reachable VIPs changed otherwise.
+  `exclude-lb-vips-from-garp`; no flow reads it). The changed load balancers are
+  named for `lflow` (`PortsDelta.lbs`), which decides what flows change with them
+  (`lflows.lb_reads`); so are the datapaths next to a router whose reachable VIPs
+  changed otherwise.
 """
 
 from __future__ import annotations

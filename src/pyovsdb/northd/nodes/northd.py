@@ -190,10 +190,10 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         data.extra = replace(data.extra, config=cfg)
         delta = self.track()
         nb_global = data.nb.tables.get("NB_Global")
-        for key in list(nb_global.rows) if nb_global is not None else ():
-            assert nb_global is not None
-            nb_global.set(key, options=cfg.nb_options)
-            delta.touch("nb", "NB_Global", key)
+        if nb_global is not None:
+            for key in nb_global.rows:
+                nb_global.set(key, options=cfg.nb_options)
+                delta.touch("nb", "NB_Global", key)
         sb_global = data.sb.tables.get("SB_Global")
         if sb_global is not None and () in sb_global.rows:
             sb_global.set((), options=cfg.sb_options)
