@@ -165,3 +165,26 @@ def test_non_root_rows_are_matched_by_their_values(sb: LocalDb) -> None:
     commit(sync.plan(want, sb.tables), sb)
     assert len(sb.tables["Meter_Band"].rows) == 2
     assert sync.plan(want, sb.tables) == []
+
+
+def test_a_reference_to_another_row_is_an_update_and_the_same_one_is_none(
+        sb: LocalDb) -> None:
+    a = sb.insert("Datapath_Binding", tunnel_key=1, external_ids={"logical-switch": "a"})
+    sb.insert("Datapath_Binding", tunnel_key=2, external_ids={"logical-switch": "b"})
+    sb.insert("Port_Binding", logical_port="p", datapath=a, tunnel_key=1)
+    want = DesiredDb()
+    dps = want.add(DesiredTable("Datapath_Binding", ("tunnel_key", "external_ids")))
+    dps.put("a", tunnel_key=1, external_ids={"logical-switch": "a"})
+    dps.put("b", tunnel_key=2, external_ids={"logical-switch": "b"})
+    pbs = want.add(DesiredTable("Port_Binding", ("logical_port", "datapath", "tunnel_key")))
+    pbs.put("p", logical_port="p", datapath=Ref("Datapath_Binding", "a"), tunnel_key=1)
+    assert sync.plan(want, sb.tables) == []
+    # Moved to `b`: the stored reference (a's UUID) is not what is wanted, keyed or not.
+    pbs.put("p", logical_port="p", datapath=Ref("Datapath_Binding", "b"), tunnel_key=1)
+    for keys in (None, {"Port_Binding": {"p"}}):
+        ops = sync.plan(want, sb.tables, keys)
+        assert [(type(op), op.table) for op in ops] == [(sync.Update, "Port_Binding")]
+        b = next(r for r in sb.tables["Datapath_Binding"].rows.values() if r.tunnel_key == 2)
+        assert isinstance(ops[0], sync.Update) and ops[0].values == {"datapath": b.uuid}
+    commit(sync.plan(want, sb.tables), sb)
+    assert sync.plan(want, sb.tables) == []

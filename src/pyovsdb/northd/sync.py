@@ -31,7 +31,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,20 +132,49 @@ def _flow_key(row: IdlRow, tables: Tables) -> Hashable | None:
 
 
 def _compute_flow_key(row: IdlRow) -> Hashable | None:
-    dp = row.logical_datapath
-    if not isinstance(dp, IdlRow):
-        group = row.logical_dp_group
-        dps = group.datapaths if isinstance(group, IdlRow) else ()
-        dp = next((d for d in dps if isinstance(d, IdlRow)), None)
+    # Read from the row's stored values: every flow of SB is keyed once after a
+    # recompute's commit comes back, and typed column access costs 3x this.
+    value = row.value
+    replica = row.table.replica
+    tables = replica.tables if replica is not None else {}
+    dp = _first_row(tables.get("Datapath_Binding"), value("logical_datapath"))
+    if dp is None:
+        group = _first_row(tables.get("Logical_DP_Group"), value("logical_dp_group"))
+        if group is not None:
+            dp = _first_row(tables.get("Datapath_Binding"), group.value("datapaths"))
     if dp is None:
         return None
-    ids = dp.external_ids
-    kind = "ls" if "logical-switch" in ids else "lr" if "logical-router" in ids else None
+    kind = _dp_kind(dp)
     if kind is None:
         return None
-    meter = row.controller_meter
-    return (kind, row.pipeline, row.table_id, row.priority, row.match, row.actions,
-            meter[0] if isinstance(meter, list) and meter else meter or "")
+    meter = value("controller_meter")
+    return (kind, value("pipeline"), value("table_id"), value("priority"), value("match"),
+            value("actions"), meter[0] if meter else "")
+
+
+def _first_row(table: ReplicaTable | None, uuids: Iterable[str]) -> IdlRow | None:
+    """The first of `uuids` (a reference column's stored value) that is a row of
+    `table`."""
+    if table is not None:
+        rows = table.rows
+        for uuid in uuids:
+            row = rows.get(uuid)
+            if row is not None:
+                return row
+    return None
+
+
+def _dp_kind(dp: IdlRow) -> str | None:
+    """"ls" or "lr" for a datapath binding, kept in its row's cache."""
+    cache = dp.cache
+    if cache is None:
+        cache = dp.cache = {}
+    elif "flow_kind" in cache:
+        return cache["flow_kind"]  # type: ignore[no-any-return]
+    ids = dp.external_ids
+    kind = cache["flow_kind"] = \
+        "ls" if "logical-switch" in ids else "lr" if "logical-router" in ids else None
+    return kind
 
 
 ROW_KEYS: dict[str, KeyFn] = {
@@ -243,19 +272,33 @@ class _Planner:
         found: dict[Hashable, IdlRow] = {}
         extra: list[IdlRow] = []
         index = self.index.get(dt.name) if only is not None else None
-        rows = table.rows.values() if index is None else \
-            [r for k in only or () for r in index.get(k, {}).values()]
-        collected = self.collect.get(dt.name) if only is None else None
-        for row in sorted(rows, key=lambda r: r.uuid):
-            key = row_key(dt.name, row, self.tables)
-            if collected is not None:
-                collected.setdefault(key, {})[row.uuid] = row
-            if only is not None and key not in only:
-                continue
-            if key is None or key not in dt.rows or key in found or key in dt.replace:
-                extra.append(row)
-            else:
-                found[key] = row
+        if index is not None:
+            # The index holds the rows by their keys: the first of a key by UUID is
+            # its match, as in a match of the whole table.
+            for key in only or ():
+                bucket = index.get(key)
+                if not bucket:
+                    continue
+                rows = bucket.values() if len(bucket) == 1 else \
+                    sorted(bucket.values(), key=_uuid_of)
+                for row in rows:
+                    if key not in dt.rows or key in found or key in dt.replace:
+                        extra.append(row)
+                    else:
+                        found[key] = row
+            extra.sort(key=_uuid_of)
+        else:
+            collected = self.collect.get(dt.name) if only is None else None
+            for row in sorted(table.rows.values(), key=_uuid_of):
+                key = row_key(dt.name, row, self.tables)
+                if collected is not None:
+                    collected.setdefault(key, {})[row.uuid] = row
+                if only is not None and key not in only:
+                    continue
+                if key is None or key not in dt.rows or key in found or key in dt.replace:
+                    extra.append(row)
+                else:
+                    found[key] = row
         self.matched[dt.name] = found
         self.extra[dt.name] = extra
         for key in dt.rows if only is None else only & dt.rows.keys():
@@ -352,15 +395,21 @@ def plan(desired: DesiredDb, tables: Tables,
         table = tables[name]
         codecs = table.codecs
         converters = table.converters
-        positions = table.col_index
         refs = {c for c in dt.columns
                 if codecs[c].key_type == "uuid" or codecs[c].value_type == "uuid"}
-        matched = p.matched[name]
         fill = set(dt.fill)
         keep = set(dt.keep)
+        # Per column: its position, converter, default and roles, looked up once.
+        info = {c: _column(table, c, refs, fill, keep) for c in dt.columns}
+        columns = list(info.values())
+        matched = p.matched[name]
         only = p.keys.get(name)
         wanted_keys = dt.rows.keys() if only is None else only & dt.rows.keys()
-        for key in sorted(wanted_keys, key=_sort_key):
+        # Keys are visited in any order and the table's operations sorted by key at
+        # the end: a plan that finds most rows right sorts only what it writes.
+        table_inserts: list[Insert] = []
+        table_updates: list[Update] = []
+        for key in wanted_keys:
             wanted = dt.rows[key]
             row = matched.get(key)
             if row is None:
@@ -372,26 +421,35 @@ def plan(desired: DesiredDb, tables: Tables,
                     if (col in refs and _has_pending(v)) or \
                             converters[col](v) != codecs[col].default:
                         values[col] = v
-                inserts[(name, key)] = Insert(name, key, values)
+                table_inserts.append(Insert(name, key, values))
                 continue
             changed: dict[str, Any] = {}
             current_values = row._values
-            for col in (wanted if not dt.owned else dt.columns):
-                current = current_values[positions[col]]
-                if col in fill and current != codecs[col].default:
+            for col, pos, convert, default, is_ref, is_fill, is_keep in (
+                    columns if dt.owned else
+                    [info.get(c) or _column(table, c, refs, fill, keep) for c in wanted]):
+                current = current_values[pos]
+                if is_fill and current != default:
                     continue
                 if col not in wanted:
-                    if col not in keep and current != codecs[col].default:
-                        changed[col] = codecs[col].default
+                    if not is_keep and current != default:
+                        changed[col] = default
                     continue
-                if col in refs:
+                if is_ref:
                     v = p.resolve(wanted[col])
-                    if _has_pending(v) or converters[col](v) != current:
+                    if (v.__class__ is str and (current == v or current == (v,))) or \
+                            (v is None and current == ()):
+                        continue  # a resolved reference, as stored (the common case)
+                    if _has_pending(v) or convert(v) != current:
                         changed[col] = v
-                elif converters[col](wanted[col]) != current:
+                elif convert(wanted[col]) != current:
                     changed[col] = wanted[col]
             if changed:
-                updates.append(Update(name, key, row, changed))
+                table_updates.append(Update(name, key, row, changed))
+        table_inserts.sort(key=lambda op: _sort_key(op.key))
+        table_updates.sort(key=lambda op: _sort_key(op.key))
+        inserts.update(((name, op.key), op) for op in table_inserts)
+        updates += table_updates
         gone: set[str] = set()
         if dt.owned:
             for extra in p.extra.get(name, ()):
@@ -402,6 +460,21 @@ def plan(desired: DesiredDb, tables: Tables,
             if doomed is not None:
                 deletes.append(Delete(name, doomed))
     return [*_ordered(inserts), *updates, *deletes]
+
+
+# A column as the plan compares it: name, position, converter, default, whether it
+# references rows, is filled only when empty (`fill`), is kept when left out (`keep`).
+_Column = tuple[str, int, Callable[[Any], Any], Any, bool, bool, bool]
+
+
+def _column(table: ReplicaTable, c: str, refs: set[str], fill: set[str], keep: set[str]
+            ) -> _Column:
+    return (c, table.col_index[c], table.converters[c], table.codecs[c].default, c in refs,
+            c in fill, c in keep)
+
+
+def _uuid_of(row: IdlRow) -> str:
+    return row.uuid
 
 
 def _sort_key(key: Hashable) -> tuple[str, str]:
