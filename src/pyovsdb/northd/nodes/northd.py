@@ -567,14 +567,13 @@ def _either(first: Handled, then: Handled) -> Handled:
 
 def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:
     """Whether an inserted Port_Binding carries what the builders read as desired."""
-    options = want.get("options") or {}
-    parent = single(want.get("parent_port")) or None
-    return (want.get("tunnel_key") == row.tunnel_key
-            and (want.get("type") or "") == row.type
-            and parent == row.parent_port
-            and not row.requested_additional_chassis
-            and all(options.get(k) == row.options.get(k) for k in PB_OPTIONS_READ)
-            and _refers(want.get("datapath"), row.datapath))
+    if want.get("tunnel_key") != row.tunnel_key or (want.get("type") or "") != row.type \
+            or (single(want.get("parent_port")) or None) != row.parent_port \
+            or row.requested_additional_chassis:
+        return False
+    options, have = want.get("options") or {}, row.options
+    return all(options.get(k) == have.get(k) for k in PB_OPTIONS_READ) \
+        and _refers(want.get("datapath"), row.datapath)
 
 
 def _dp_key(row: IdlRow) -> str | None:
