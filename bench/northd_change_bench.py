@@ -6,12 +6,15 @@ DIR; it runs on its own schemas).
     python bench/northd_change_bench.py [--switches 1000] [--ports 10] [--repeat 3]
                                         [--upstream DIR] [--only lsp-add,lr-add]
     python bench/northd_change_bench.py --nodes 100 [--upstream DIR]
+    python bench/northd_change_bench.py --cloud 1000 [--upstream DIR]
 
 Topology: SWITCHES switches of PORTS VIFs each (MAC and IP); a router `lr0` with a port
 on each of the first 10 switches and a gateway port `lr0-gw` (gateway chassis `gw1`).
 With `--nodes N`: the N-node ovn-kubernetes-like cluster of `tests/northd/k8sgen.py`
 (node switches, gateway routers, namespaces' port groups and address sets, the cluster
 load balancer group), and the changes ovn-kubernetes makes most (`k8s_kinds`).
+With `--cloud R`: the cloud of `bench/cloudgen.py` (R tenant routers with gateway
+ports, NAT and routes, 10 switches of 3 VIFs each per router) and a cloud CMS's changes.
 Every northd has its own NB and SB on the real ovsdb-server (unix sockets, a temporary
 directory each), preloaded the same way; all planes are up at once and idle between
 changes, and the changes take turns plane by plane: change 1 of every kind on every
@@ -37,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cloudgen
 from northd_bench import cpu_seconds, preload
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
 
@@ -133,6 +137,7 @@ class Northd:
     completions: dict[str, list[float]] = field(default_factory=dict)
     cpu: float = 0.0
     rss_mb: float = 0.0
+    start_s: float = 0.0
 
 
 class Plane:
@@ -146,13 +151,15 @@ class Plane:
                                                             north.sb_schema)], name="sb")
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, switches: int, ports: int, nodes: int = 0) -> None:
+    def start(self, switches: int, ports: int, nodes: int = 0, cloud: int = 0) -> None:
         """The grid of `switches` x `ports`, or with `nodes` the ovn-kubernetes-like
-        cluster of that many nodes."""
+        cluster of that many nodes, or with `cloud` the cloud of that many routers."""
         self.nb.start()
         self.sb.start()
         self.nbctl("init")
-        if nodes:
+        if cloud:
+            cloudgen.load(self.nb.unix, cloud)
+        elif nodes:
             cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
             self.nbctl("--no-wait", *k8sgen.joined(cmds), timeout=900)
         else:
@@ -163,7 +170,9 @@ class Plane:
         with open(self.dir / "northd.stderr", "wb") as err:
             self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL,
                                          stderr=err)
-        self.nbctl("--wait=sb", "sync", timeout=900)
+        t0 = time.monotonic()
+        self.nbctl("--wait=sb", "sync", timeout=1800)
+        self.north.start_s = time.monotonic() - t0
 
     def _grid(self, switches: int, ports: int) -> None:
         preload(self.nb.unix, switches, ports)
@@ -220,6 +229,9 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=0,
                     help="the ovn-kubernetes-like cluster of this many nodes instead of "
                          "the grid (tests/northd/k8sgen.py), with its own change kinds")
+    ap.add_argument("--cloud", type=int, default=0,
+                    help="the cloud of this many tenant routers instead of the grid "
+                         "(bench/cloudgen.py), with its own change kinds")
     ap.add_argument("--only", default="", help="change kinds, comma-separated")
     args = ap.parse_args()
     northds = [Northd("23.03", ["ovn-northd"], "ovn-nbctl", NB_SCHEMA, SB_SCHEMA),
@@ -230,7 +242,8 @@ def main() -> int:
         northds.insert(1, Northd("newest", [str(up / "northd" / "ovn-northd")],
                                  str(up / "utilities" / "ovn-nbctl"),
                                  str(up / "ovn-nb.ovsschema"), str(up / "ovn-sb.ovsschema")))
-    table = k8s_kinds(args.nodes) if args.nodes else kinds(args.switches)
+    table = cloudgen.kinds(args.cloud) if args.cloud else \
+        k8s_kinds(args.nodes) if args.nodes else kinds(args.switches)
     chosen = [k for k in table if not args.only or k in args.only.split(",")]
     unknown = set(args.only.split(",")) - set(table) if args.only else set()
     if unknown:
@@ -240,7 +253,7 @@ def main() -> int:
         try:
             for p in planes:
                 t0 = time.monotonic()
-                p.start(args.switches, args.ports, args.nodes)
+                p.start(args.switches, args.ports, args.nodes, args.cloud)
                 print(f"{p.north.label}: loaded and settled in {time.monotonic() - t0:.1f} s",
                       file=sys.stderr, flush=True)
             cpu0 = {p.north.label: cpu_seconds(p.proc.pid) for p in planes if p.proc}
@@ -274,7 +287,8 @@ def _ratio(a: float | None, b: float | None) -> str:
 def report(northds: list[Northd], kinds_: list[str], args: argparse.Namespace) -> None:
     by = {n.label: n for n in northds}
     ours, old, new = by["ours"], by["23.03"], by.get("newest")
-    where = f"the {args.nodes}-node ovn-kubernetes-like cluster" if args.nodes else \
+    where = f"the cloud of {args.cloud} tenant routers (bench/cloudgen.py)" if args.cloud \
+        else f"the {args.nodes}-node ovn-kubernetes-like cluster" if args.nodes else \
         f"{args.switches} switches x {args.ports} ports, router lr0 (10 ports and a gateway port)"
     print(f"\n{where}; median of {args.repeat} changes of each kind; ms\n")
     head = "| change | 23.03 | " + ("newest | " if new else "") + "ours | ours/23.03 |" \
@@ -290,7 +304,9 @@ def report(northds: list[Northd], kinds_: list[str], args: argparse.Namespace) -
             print(row)
     print()
     for n in northds:
-        print(f"{n.label}: CPU over all changes {n.cpu:.1f} s, peak RSS {n.rss_mb:.0f} MB")
+        print(f"{n.label}: start (northd started to `--wait=sb sync` done) "
+              f"{n.start_s:.1f} s; CPU over all changes {n.cpu:.1f} s, peak RSS "
+              f"{n.rss_mb:.0f} MB")
     sys.stdout.flush()
 
 

@@ -1,0 +1,192 @@
+"""A large cloud topology, as an OpenStack-like CMS builds it, for the northd benchmarks.
+
+    ROUTERS tenant routers (default 1,000), each with
+      - a gateway port on the shared `public` switch (gateway chassis `gw1`), which also
+        has a localnet port;
+      - SWITCHES_PER_ROUTER tenant switches (default 10), each on its own /24 and
+        connected by a router port (`lr{r}-ls{s}`, peer `ls{s}-lr{r}` of type router);
+      - VIFS VIF ports per tenant switch (default 3, MAC and IP);
+      - a SNAT rule per tenant subnet and one floating IP (dnat_and_snat, centralized);
+      - a default route through the public network's gateway and a route to a
+        neighbouring tenant's subnets.
+
+At the defaults: 10,001 switches, 30,000 VIFs, 1,000 routers with gateway ports, 11,000
+router ports, 11,000 NAT rules, 2,000 routes. Tenant switch `s` (0-based, router
+`s // SWITCHES_PER_ROUTER`) is 10.{s // 256}.{s % 256}.0/24 (so at most 65,536
+switches); its VIF `p` is `vm-{s}-{p}` at .{p + 10}. Router `r`'s gateway is
+100.64.{r // 250}.{r % 250 + 1}/16 on `public` (at most 16,000 routers).
+
+The rows go in by JSON-RPC `transact`, ROUTERS_PER_TXN routers a transaction (what
+`ovn-nbctl` would take hours for), each router with everything it owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyovsdb.jsonrpc.client import Client
+
+ROUTERS_PER_TXN = 20
+
+
+def switch_net(s: int) -> str:
+    return f"10.{s // 256}.{s % 256}"
+
+
+def vif_mac(s: int, p: int) -> str:
+    return f"0a:01:{s // 256:02x}:{s % 256:02x}:00:{p:02x}"
+
+
+def gw_ip(r: int) -> str:
+    return f"100.64.{r // 250}.{r % 250 + 1}"
+
+
+def _mac(kind: int, n: int) -> str:
+    return f"0a:{kind:02x}:00:{n // 65536 % 256:02x}:{n // 256 % 256:02x}:{n % 256:02x}"
+
+
+def router_ops(r: int, per_router: int, vifs: int) -> tuple[list[dict[str, Any]], str]:
+    """The operations that add router `r` and everything it owns; the named UUID of its
+    port on `public` (the caller adds it to that switch)."""
+    ops: list[dict[str, Any]] = []
+    lrps: list[list[str]] = []
+    nats: list[list[str]] = []
+    for k in range(per_router):
+        s = r * per_router + k
+        net = switch_net(s)
+        ports = []
+        for p in range(vifs):
+            ops.append({"op": "insert", "table": "Logical_Switch_Port",
+                        "uuid-name": f"vm{s}x{p}",
+                        "row": {"name": f"vm-{s}-{p}",
+                                "addresses": f"{vif_mac(s, p)} {net}.{p + 10}",
+                                "port_security": f"{vif_mac(s, p)} {net}.{p + 10}"}})
+            ports.append(["named-uuid", f"vm{s}x{p}"])
+        ops.append({"op": "insert", "table": "Logical_Switch_Port",
+                    "uuid-name": f"rp{s}",
+                    "row": {"name": f"ls{s}-lr{r}", "type": "router",
+                            "addresses": "router",
+                            "options": ["map", [["router-port", f"lr{r}-ls{s}"]]]}})
+        ports.append(["named-uuid", f"rp{s}"])
+        ops.append({"op": "insert", "table": "Logical_Switch",
+                    "row": {"name": f"ls{s}", "ports": ["set", ports],
+                            "other_config": ["map", [["subnet", f"{net}.0/24"]]]}})
+        ops.append({"op": "insert", "table": "Logical_Router_Port", "uuid-name": f"lrp{s}",
+                    "row": {"name": f"lr{r}-ls{s}", "mac": _mac(2, s),
+                            "networks": f"{net}.1/24"}})
+        lrps.append(["named-uuid", f"lrp{s}"])
+        ops.append({"op": "insert", "table": "NAT", "uuid-name": f"snat{s}",
+                    "row": {"type": "snat", "external_ip": gw_ip(r),
+                            "logical_ip": f"{net}.0/24"}})
+        nats.append(["named-uuid", f"snat{s}"])
+    ops.append({"op": "insert", "table": "Gateway_Chassis", "uuid-name": f"gc{r}",
+                "row": {"name": f"lr{r}-gw-gw1", "chassis_name": "gw1", "priority": 10}})
+    ops.append({"op": "insert", "table": "Logical_Router_Port", "uuid-name": f"gwp{r}",
+                "row": {"name": f"lr{r}-gw", "mac": _mac(3, r),
+                        "networks": f"{gw_ip(r)}/16",
+                        "gateway_chassis": ["named-uuid", f"gc{r}"]}})
+    lrps.append(["named-uuid", f"gwp{r}"])
+    first = r * per_router
+    ops.append({"op": "insert", "table": "NAT", "uuid-name": f"fip{r}",
+                "row": {"type": "dnat_and_snat",
+                        "external_ip": f"100.65.{r // 250}.{r % 250 + 1}",
+                        "logical_ip": f"{switch_net(first)}.10"}})
+    nats.append(["named-uuid", f"fip{r}"])
+    routes = []
+    ops.append({"op": "insert", "table": "Logical_Router_Static_Route",
+                "uuid-name": f"dflt{r}",
+                "row": {"ip_prefix": "0.0.0.0/0", "nexthop": "100.64.255.254"}})
+    routes.append(["named-uuid", f"dflt{r}"])
+    ops.append({"op": "insert", "table": "Logical_Router_Static_Route",
+                "uuid-name": f"peer{r}",
+                "row": {"ip_prefix": f"192.168.{r % 256}.0/24",
+                        "nexthop": gw_ip((r + 1) % 16000)}})
+    routes.append(["named-uuid", f"peer{r}"])
+    ops.append({"op": "insert", "table": "Logical_Router",
+                "row": {"name": f"lr{r}", "ports": ["set", lrps], "nat": ["set", nats],
+                        "static_routes": ["set", routes]}})
+    ops.append({"op": "insert", "table": "Logical_Switch_Port", "uuid-name": f"pub{r}",
+                "row": {"name": f"public-lr{r}", "type": "router", "addresses": "router",
+                        "options": ["map", [["router-port", f"lr{r}-gw"]]]}})
+    return ops, f"pub{r}"
+
+
+def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[str]]]:
+    """What a cloud CMS does most, as `ovn-nbctl` arguments for the i-th repetition, on
+    the router in the middle of the topology and its first switch."""
+    r = routers // 2
+    s = r * per_router
+    net = switch_net(s)
+
+    def interface(i: int) -> list[str]:
+        name, lrp = f"netx{i}", f"lr{r}-netx{i}"
+        return ["ls-add", name, "--", "lrp-add", f"lr{r}", lrp, _mac(4, i),
+                f"10.255.{i}.1/24", "--", "lsp-add", name, f"{name}-lr", "--",
+                "lsp-set-type", f"{name}-lr", "router", "--", "lsp-set-addresses",
+                f"{name}-lr", "router", "--", "lsp-set-options", f"{name}-lr",
+                f"router-port={lrp}"]
+
+    def router(i: int) -> list[str]:
+        name = f"lrx{i}"
+        return ["lr-add", name, "--", "lrp-add", name, f"{name}-gw", _mac(5, i),
+                f"100.64.251.{i + 1}/16", "--", "lrp-set-gateway-chassis", f"{name}-gw",
+                "gw1", "10", "--", "lsp-add", "public", f"public-{name}", "--",
+                "lsp-set-type", f"public-{name}", "router", "--", "lsp-set-addresses",
+                f"public-{name}", "router", "--", "lsp-set-options", f"public-{name}",
+                f"router-port={name}-gw"]
+
+    return {
+        "vm add (VIF on a tenant switch)": lambda i: [
+            "lsp-add", f"ls{s}", f"vmx{i}", "--", "lsp-set-addresses", f"vmx{i}",
+            f"{vif_mac(s, 100 + i)} {net}.{100 + i}", "--", "lsp-set-port-security",
+            f"vmx{i}", f"{vif_mac(s, 100 + i)} {net}.{100 + i}"],
+        "vm del (the VIF above)": lambda i: ["lsp-del", f"vmx{i}"],
+        "security rule add (ACL on a tenant switch)": lambda i: [
+            "acl-add", f"ls{s}", "to-lport", str(1000 + i),
+            f"ip4.src == 10.254.{i}.0/24 && tcp.dst == 22", "allow-related"],
+        "floating IP add (centralized dnat_and_snat)": lambda i: [
+            "lr-nat-add", f"lr{r}", "dnat_and_snat", f"100.66.0.{i + 1}", f"{net}.{11 + i}"],
+        "floating IP del (the one above)": lambda i: [
+            "lr-nat-del", f"lr{r}", "dnat_and_snat", f"100.66.0.{i + 1}"],
+        "network + router interface (ls-add, lrp-add, router port)": interface,
+        "router interface del (lrp-del, ls-del)": lambda i: [
+            "lrp-del", f"lr{r}-netx{i}", "--", "ls-del", f"netx{i}"],
+        "router with gateway add (lr-add, gateway lrp-add, port on public)": router,
+        "lr-route-add": lambda i: ["lr-route-add", f"lr{r}", f"192.169.{i}.0/24",
+                                   gw_ip(r + 1)],
+        "lb-add + ls-lb-add": lambda i: [
+            "lb-add", f"lbc{i}", f"172.17.0.{i + 1}:80", f"{net}.10:80", "tcp", "--",
+            "ls-lb-add", f"ls{s}", f"lbc{i}"],
+    }
+
+
+def load(db: str, routers: int, per_router: int = 10, vifs: int = 3) -> None:
+    """Add the topology to the (empty, initialized) Northbound database at `db`."""
+    if routers > 16000 or routers * per_router > 65536:
+        raise ValueError("cloudgen: at most 16,000 routers and 65,536 tenant switches")
+    with Client(db) as c:
+        _check(c.call("transact", [
+            "OVN_Northbound",
+            {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "ln",
+             "row": {"name": "public-ln", "type": "localnet", "addresses": "unknown",
+                     "options": ["map", [["network_name", "physnet1"]]]}},
+            {"op": "insert", "table": "Logical_Switch",
+             "row": {"name": "public", "ports": ["named-uuid", "ln"]}}]))
+        for start in range(0, routers, ROUTERS_PER_TXN):
+            ops: list[Any] = ["OVN_Northbound"]
+            public: list[list[str]] = []
+            for r in range(start, min(routers, start + ROUTERS_PER_TXN)):
+                more, pub = router_ops(r, per_router, vifs)
+                ops += more
+                public.append(["named-uuid", pub])
+            ops.append({"op": "mutate", "table": "Logical_Switch",
+                        "where": [["name", "==", "public"]],
+                        "mutations": [["ports", "insert", ["set", public]]]})
+            _check(c.call("transact", ops))
+
+
+def _check(reply: Any) -> None:
+    for r in reply:
+        if isinstance(r, dict) and "error" in r:
+            raise SystemExit(f"cloudgen: NB transaction failed: {r}")
