@@ -95,7 +95,7 @@ def _topology(nb: Nb, sb: LocalDb) -> Loop:
     add_chassis(sb, "ch0", "192.0.2.1")
     nb.ls_add("sw0")
     nb.ls_add("sw1", other_config={"vlan-passthru": "true"})
-    nb.ls_add("sw2", other_config={"subnet": "10.2.0.0/24"})  # IPAM: refused there
+    nb.ls_add("sw2", other_config={"subnet": "10.2.0.0/24"})  # IPAM, nothing dynamic
     nb.lr_add("lr0")
     nb.connect("sw0", "lr0", "lrp0", "00:00:00:00:ff:01", "10.0.0.1/24")
     nb.lsp_add("sw1", "ln1", type="localnet", options={"network_name": "phys"})
@@ -113,6 +113,8 @@ def test_vif_add_delete_update_do_not_recompute_northd(nb: Nb, sb: LocalDb) -> N
         lambda: _lsp_add(nb, "sw1", "vm3", addresses=["00:00:00:00:00:03"],
                          options={"requested-chassis": "ch0"}),
         lambda: _lsp_set(nb, "vm1", addresses=["00:00:00:00:00:01 10.0.0.12"]),
+        # a static port on a switch with IPAM that no port asks for addresses
+        lambda: _lsp_add(nb, "sw2", "vm4", addresses=["00:00:00:00:00:04 10.2.0.4"]),
         lambda: _lsp_set(nb, "vm2", enabled=[False]),
         lambda: _lsp_set(nb, "vm3", port_security=["00:00:00:00:00:03"],
                          external_ids={"neutron:port_name": "three"}),
@@ -135,6 +137,8 @@ def test_vif_add_delete_update_do_not_recompute_northd(nb: Nb, sb: LocalDb) -> N
 def test_what_it_cannot_prove_recomputes(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     steps: list[Callable[[], Changeset[IdlRow]]] = [
+        lambda: _lsp_add(nb, "sw2", "ipam0", addresses=["dynamic"]),
+        # a static port beside one IPAM gives addresses to (it may move them)
         lambda: _lsp_add(nb, "sw2", "ipam1", addresses=["00:00:00:00:00:21 10.2.0.5"]),
         lambda: _lsp_add(nb, "sw0", "dyn", addresses=["dynamic"]),
         lambda: _lsp_add(nb, "sw0", "keyed", options={"requested-tnl-key": "7"}),

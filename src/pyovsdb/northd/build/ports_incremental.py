@@ -8,8 +8,9 @@ Rules kept here:
   cannot prove it handles exactly is refused (None) and the caller recomputes.
 - Handled: switch ports of type "" without a parent, tag, tag request, HA chassis group,
   mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
-  dynamic_addresses, on a switch that has a datapath and no IPAM of its own (or one
-  created or deleted with them, as `datapaths_incremental` handles it), while
+  dynamic_addresses, on a switch that has a datapath and no IPAM of its own or no port
+  asking it for addresses (or one created or deleted with them, as
+  `datapaths_incremental` handles it), while
   every dynamic address elsewhere is settled (NB holds what IPAM decided) and SB has no
   IGMP groups (the address sets of its port groups follow it:
   `groups_incremental.member_sets`); not named by a load balancer's port mappings, not
@@ -255,9 +256,21 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         _need(step.names[name] == (1 if uuid in step.updated else 0))
         assert port is not None
         switches.add(port.dp.key)
+    switch_rows = nb["Logical_Switch"].rows
     for key in switches - step.new_switches.keys():
         dp = step.datapaths.switches[key]
-        _need(not switch_ipam(dp.nb.other_config).active)
+        # A switch's IPAM decides dynamic addresses only: with none on the switch, its
+        # static ports come and go as on a switch without IPAM.
+        row = switch_rows.get(key)
+        _need(not switch_ipam(dp.nb.other_config).active or (
+            row is not None and not any(_dynamic(p) for p in row.ports)))
+
+
+def _dynamic(row: IdlRow) -> bool:
+    """Whether a switch port asks IPAM for addresses (or holds some it gave; or is
+    not there to say)."""
+    return not isinstance(row, IdlRow) or row.dynamic_addresses is not None \
+        or any("dynamic" in a.split() for a in row.addresses)
 
 
 def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list[IdlRow]]:
