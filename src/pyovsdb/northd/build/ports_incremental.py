@@ -261,9 +261,9 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         dp = step.datapaths.switches[key]
         # A switch's IPAM decides dynamic addresses only: with none on the switch, its
         # static ports come and go as on a switch without IPAM.
-        row = switch_rows.get(key)
+        ls_row = switch_rows.get(key)
         _need(not switch_ipam(dp.nb.other_config).active or (
-            row is not None and not any(_dynamic(p) for p in row.ports)))
+            ls_row is not None and not any(_dynamic(p) for p in ls_row.ports)))
 
 
 def _dynamic(row: IdlRow) -> bool:
