@@ -163,6 +163,28 @@ def _nat_del(nb: Nb, sb: LocalDb, world: World) -> None:
          "mutations": [["nat", "delete", ["set", [["uuid", uuid]]]]]}])
 
 
+def _pair_later(nb: Nb, world: World) -> None:
+    nb.lrp_add("lr0", "lrp1", "00:00:00:00:ff:02", "10.1.0.1/24")
+    world.northd.settle()
+    nb.lsp_add("sw1", "sw1-lrp1", type="router", addresses=["router"],
+               options={"router-port": "lrp1"})
+
+
+def _unpair(nb: Nb) -> None:
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Router_Port", "lrp0")]]]]]},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Switch_Port", "sw0-lrp0")]]]]]}])
+
+
+def _pair_gateway(nb: Nb) -> None:
+    nb.lr_add("gw0", options={"chassis": "ch0"})
+    nb.connect("sw1", "gw0", "gw0-sw1", "00:00:00:00:ff:03", "10.1.0.254/24")
+
+
 def _route(nb: Nb, sb: LocalDb, world: World) -> None:
     nb.add_child("Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
                  ip_prefix="192.168.0.0/16", nexthop="10.0.0.254")
@@ -234,6 +256,17 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      FULL),
     ("lrp-add", lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09",
                                           "10.9.0.1/24"), IN_PLACE),
+    ("router interface add: lrp-add and the router-type lsp-add naming it, at once",
+     lambda nb, sb, w: nb.connect("sw1", "lr0", "lrp1", "00:00:00:00:ff:02", "10.1.0.1/24"),
+     IN_PLACE),
+    ("router-type lsp-add naming a router port added before",
+     lambda nb, sb, w: _pair_later(nb, w), IN_PLACE),
+    ("router interface del: lrp-del and its router-type lsp-del, at once",
+     lambda nb, sb, w: _unpair(nb), IN_PLACE),
+    ("router-type lsp-add on a switch that has a router port", lambda nb, sb, w: nb.connect(
+        "sw0", "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24"), FULL),
+    ("router-type lsp-add naming a gateway router's port", lambda nb, sb, w: _pair_gateway(nb),
+     FULL),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(
         "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24", peer="lrp8"), FULL),
     ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([

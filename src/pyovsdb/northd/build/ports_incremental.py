@@ -16,6 +16,9 @@ Rules kept here:
   `groups_incremental.member_sets`); not named by a load balancer's port mappings, not
   sharing its name with another switch or router port, not taking over a binding of
   its name. A port's binding is rebuilt from the same function a recompute uses.
+- A switch connected to or disconnected from a router (a router-type port paired with
+  a router port, added with it or after it, or deleted with it or before it), in the
+  plain case `peers_incremental` takes: the router port's binding follows its peer.
 - Tunnel keys as a recompute gives them: every other port of the switch must hold its
   key in its SB binding (so a recompute keeps it), none requests one; the new ports of
   the switch then take keys after the highest one, in name order.
@@ -49,6 +52,7 @@ from .mcast_groups import (
     MULTICAST_COLUMNS,
     switch_groups,
 )
+from .peers_incremental import connect, disconnect, pairable, router_lsp
 from .ports import Port, PortKind, PortsData, datapath_keys, parse_switch_addresses
 from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
@@ -162,6 +166,7 @@ class _Step:
     switch_of: dict[str, IdlRow] = field(default_factory=dict)  # new LSP uuid -> new LS row
     new_switches: dict[str, IdlRow] = field(default_factory=dict)  # by LS uuid
     gone_switches: dict[str, IdlRow] = field(default_factory=dict)
+    pairs: dict[str, Port] = field(default_factory=dict)  # new router LSP uuid -> its LRP
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -198,11 +203,11 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
             _need("name" not in cols and simple_lsp(old) and simple_lsp(new))
             step.updated[uuid] = new
         elif new is not None:
-            _need(simple_lsp(new))
+            _need(simple_lsp(new) or router_lsp(new))
             step.inserted[uuid] = new
         else:
             assert old is not None
-            _need(simple_lsp(old))
+            _need(simple_lsp(old) or router_lsp(old))
             step.deleted[uuid] = old
     added: dict[str, IdlRow] = {}
     removed: set[str] = set()
@@ -247,6 +252,14 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         name = row.value("name")
         _need(step.names[name] == 1 and name not in ports.ports)
         switches.add(step.switch_of[uuid].uuid)
+        if row.value("type") == "router":  # a switch connected to a router
+            lrp = pairable(row, ports)
+            switch = step.switch_of[uuid].uuid
+            _need(lrp is not None and not ports.router_ports.get(switch)
+                  and all(p is not lrp and step.switch_of[u].uuid != switch
+                          for u, p in step.pairs.items()))
+            assert lrp is not None
+            step.pairs[uuid] = lrp
     for uuid, row in [*step.deleted.items(), *step.updated.items()]:
         name = row.value("name")
         port = ports.ports.get(name)
@@ -256,6 +269,11 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         _need(step.names[name] == (1 if uuid in step.updated else 0))
         assert port is not None
         switches.add(port.dp.key)
+        if port.type == "router":  # a switch disconnected from a router
+            lrp = ports.peer_of(port)
+            _need(ports.router_ports.get(port.dp.key, []) == [port] and (
+                lrp is None or (lrp.is_lrp and lrp.cr_port is None
+                                and "chassis" not in lrp.dp.nb.options)))
     switch_rows = nb["Logical_Switch"].rows
     for key in switches - step.new_switches.keys():
         dp = step.datapaths.switches[key]
@@ -312,9 +330,14 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     for row in step.inserted.values():
         _need(row.value("name") not in found)  # taking over a binding: recompute
     doomed_binding = any(row.value("name") in found for row in step.deleted.values())
+    repaired: list[Port] = []  # router ports paired or unpaired: their bindings change
     for uuid, row in step.deleted.items():
         port = ports.ports.pop(row.value("name"))
         ports.by_datapath[port.dp.key].remove(port)
+        if port.type == "router":
+            lrp = disconnect(port, ports)
+            if lrp is not None:
+                repaired.append(lrp)
         delta.touch("sb", "Port_Binding", port.name)
         sb_desired.tables["Port_Binding"].rows.pop(port.name, None)
         lsp_nb = nb_desired.tables.get("Logical_Switch_Port")
@@ -345,7 +368,13 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     for port in new_ports:
         _insert_in_build_order(ports, port)
         changed.append(port)
+        lrp = step.pairs.get(port.nb.uuid)
+        if lrp is not None:
+            connect(port, lrp, ports)
+            repaired.append(lrp)
     _put_bindings(step, changed, sb_desired, delta)
+    for lrp in repaired:
+        _put_router_binding(lrp, ports, sb_desired.tables["Port_Binding"], delta)
     for key in sorted(touched):
         _put_groups(key, ports, datapaths, sb_desired, delta)
     for key in sorted(gone):
@@ -421,6 +450,14 @@ def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
         delta.touch("sb", "Port_Binding", port.name)
 
 
+def _put_router_binding(port: Port, ports: PortsData, table: DesiredTable,
+                        delta: PortsDelta) -> None:
+    table.put(port.name, logical_port=port.name, datapath=Ref("Datapath_Binding", port.dp.key),
+              tunnel_key=port.tunnel_key, up=[False], mirror_rules=[],
+              **router_port_binding(port, ports))
+    delta.touch("sb", "Port_Binding", port.name)
+
+
 def _put_groups(key: str, ports: PortsData, datapaths: DatapathsData,
                 sb_desired: DesiredDb, delta: PortsDelta) -> None:
     table = sb_desired.tables.get("Multicast_Group")
@@ -490,16 +527,19 @@ def _simple_lrp(row: IdlRow) -> bool:
 def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
                          datapaths: DatapathsData, ports: PortsData, names: Counter[str],
                          sb_desired: DesiredDb, lrp_changes: RowChanges,
-                         lr_changes: RowChanges) -> PortsDelta | None:
+                         lr_changes: RowChanges, lsp_changes: RowChanges | None = None
+                         ) -> PortsDelta | None:
     """Router ports added to or deleted from existing routers (`lrp-add`, `lrp-del` of a
     port without a peer or gateway, on a router without multicast relay, whose name
     nothing else names), applied to the core data and the desired tables in place;
     what changed, or None where a recompute is needed. (Which VIPs of its load
     balancers a router answers for follows its networks: the caller builds the load
-    balancer data again.)"""
+    balancer data again.) A port added with the switch port that names it, or deleted
+    with its switch port, in `lsp_changes`, is taken here without its peer: the switch
+    port's handler (`switch_ports_changed`) pairs them, or unpairs them, next."""
     step = _Step(nb, sb, datapaths, ports, names)
     try:
-        added, removed = _classify_lrps(step, lrp_changes, lr_changes)
+        added, removed = _classify_lrps(step, lrp_changes, lr_changes, lsp_changes or {})
         if not added and not removed:
             return PortsDelta()
         return _apply_lrps(step, added, removed, sb_desired)
@@ -507,8 +547,8 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
         return None
 
 
-def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges
-                   ) -> tuple[dict[str, IdlRow], dict[str, IdlRow]]:
+def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
+                   lsp_changes: RowChanges) -> tuple[dict[str, IdlRow], dict[str, IdlRow]]:
     """The LRPs inserted (by UUID: their router's new row) and deleted (their row)."""
     owner: dict[str, IdlRow] = {}
     lost: set[str] = set()
@@ -535,20 +575,25 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges
         _need(step.names[name] == 1 and name not in step.ports.ports
               and lrp_networks(row.mac, row.networks) is not None)
         added[uuid] = owner[uuid]
+    # Switch ports deleted in this change: a router port may go with its peer.
+    going = {rc.old.value("name") for rc in lsp_changes.values()
+             if rc.new is None and rc.old is not None}
     for uuid, row in removed.items():
         port = step.ports.ports.get(row.value("name"))
         _need(port is not None and port.is_lrp and port.nb.uuid == uuid
-              and port.peer is None and port.cr_port is None
+              and (port.peer is None or port.peer in going) and port.cr_port is None
               and step.names[port.name] == 0)
     # Nothing else may name the ports: a peer, a switch's router port, a static MAC
-    # binding or a BFD session would change with them.
+    # binding or a BFD session would change with them. (A router-type switch port
+    # created in this change may: its handler pairs them.)
     names = {step.nb["Logical_Router_Port"].rows[u].name for u in added} | \
         {row.name for row in removed.values()}
     lrps = step.nb["Logical_Router_Port"].rows.values()
     _need(not any(r.peer in names for r in lrps if r.peer))
-    lsps = step.nb["Logical_Switch_Port"].rows.values()
-    _need(not any(r.options.get("router-port") in names for r in lsps
-                  if r.value("type") == "router"))
+    lsps = step.nb["Logical_Switch_Port"].rows
+    _need(not any(r.options.get("router-port") in names for u, r in lsps.items()
+                  if r.value("type") == "router"
+                  and not (u in lsp_changes and lsp_changes[u].old is None)))
     for table in ("Static_MAC_Binding", "BFD"):
         rows = step.nb.get(table)
         _need(rows is None or not any(r.logical_port in names for r in rows.rows.values()))
@@ -591,11 +636,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     table = sb_desired.tables["Port_Binding"]
     for port in new_ports:
         _insert_in_build_order(ports, port)
-        table.put(port.name, logical_port=port.name,
-                  datapath=Ref("Datapath_Binding", port.dp.key),
-                  tunnel_key=port.tunnel_key, up=[False],
-                  mirror_rules=[], **router_port_binding(port, ports))
-        delta.touch("sb", "Port_Binding", port.name)
+        _put_router_binding(port, ports, table, delta)
     if doomed_binding:
         _cleanup_mac_bindings(step, sb_desired, delta)
     _cleanup_fdb(step, sb_desired, delta)

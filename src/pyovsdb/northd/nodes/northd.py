@@ -376,8 +376,9 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         ls_changes = ls.delta if ls is not None and ls.updated else None
         return self._switch_ports(delta, ls_changes or {})
 
-    # Router ports without a peer or gateway added or deleted are applied in place
-    # (`build.ports_incremental.router_ports_changed`); anything else recomputes.
+    # Router ports without a gateway added or deleted are applied in place, with the
+    # switch port that pairs with them in the same change (`build.ports_incremental.
+    # router_ports_changed`, then `on_nb_lsp` pairs them); anything else recomputes.
     def on_nb_lrp(self, change: TableChange) -> Handled:
         delta = change.delta
         if delta is None or not self.has_data or not self.incremental_ports:
@@ -385,10 +386,12 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         names = self._count_names(delta)
         lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
         lr_changes = lr.delta if lr is not None and lr.updated else None
+        lsp = self.inputs.get(leaf_name("NB", "Logical_Switch_Port"))
+        lsp_changes = lsp.delta if lsp is not None and lsp.updated else None
         core = self.data.core
         handled = self._applied(router_ports_changed(
             self.nb_tables(), self.sb_tables(), core.datapaths, core.ports, names,
-            self.data.sb, delta, lr_changes or {}))
+            self.data.sb, delta, lr_changes or {}, lsp_changes or {}))
         # (a router's networks decide which of its load balancers' VIPs it answers for)
         return handled if handled is Handled.UNHANDLED else _either(handled, self._lbs())
 

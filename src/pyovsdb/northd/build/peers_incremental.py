@@ -1,0 +1,69 @@
+"""A switch connected to a router, or disconnected, in place: the switch's router port
+(type "router", `options:router-port`) and the router port it names paired as
+`ports._connect` pairs them in a build.
+
+Rules kept here:
+- Only the plain case: a router-type switch port whose only option is `router-port`,
+  whose addresses are "router" or none, on a switch with no other router port (a build
+  lists a switch's router ports in its hash walk order, which one port alone cannot
+  get wrong), naming a router port that has no peer yet, no `peer` column of its own,
+  no gateway and is on a router that is not a gateway router. Anything else is refused
+  by the caller (`ports_incremental`), which recomputes.
+- A pair is made and undone in both directions at once: the switch port's `peer`, the
+  router port's `peer`, the switch's router ports, and the router port's networks as
+  the switch port's addresses ("router").
+"""
+
+from __future__ import annotations
+
+from ...idl.row import IdlRow
+from .ports import Port, PortsData
+
+# Router port options that make a router port more than a router port to pair.
+_PLAIN_OPTIONS = frozenset({"router-port"})
+
+
+def router_lsp(row: IdlRow) -> bool:
+    """Whether a switch port is a plain router port of its switch (see the rules)."""
+    if row.value("type") != "router" or row.parent_name is not None \
+            or row.tag_request is not None or row.tag is not None \
+            or row.ha_chassis_group is not None or row.value("mirror_rules") \
+            or row.dynamic_addresses is not None:
+        return False
+    options = row.options
+    return set(options) == _PLAIN_OPTIONS and all(a == "router" for a in row.addresses)
+
+
+def pairable(lsp_row: IdlRow, ports: PortsData) -> Port | None:
+    """The router port a new plain router-type switch port would pair with, if the pair
+    is one this module makes (see the rules)."""
+    lrp = ports.ports.get(lsp_row.options.get("router-port", ""))
+    if lrp is None or not lrp.is_lrp or lrp.peer is not None or lrp.cr_port is not None \
+            or lrp.nb.value("peer") or lrp.nb.value("gateway_chassis") \
+            or lrp.nb.ha_chassis_group is not None or "chassis" in lrp.dp.nb.options:
+        return None
+    return lrp
+
+
+def connect(lsp: Port, lrp: Port, ports: PortsData) -> None:
+    """Pair the switch port `lsp` with the router port `lrp`."""
+    lsp.peer = lrp.name
+    lrp.peer = lsp.name
+    ports.router_ports.setdefault(lsp.dp.key, []).append(lsp)
+    if "router" in lsp.nb.addresses and lrp.networks is not None:
+        lsp.lsp_addrs.append(lrp.networks)
+
+
+def disconnect(lsp: Port, ports: PortsData) -> Port | None:
+    """Undo the pair of the switch port `lsp` (going away); the router port it was
+    paired with if that one stays."""
+    members = ports.router_ports.get(lsp.dp.key)
+    if members is not None and lsp in members:
+        members.remove(lsp)
+        if not members:
+            del ports.router_ports[lsp.dp.key]
+    lrp = ports.peer_of(lsp)
+    if lrp is None or not lrp.is_lrp or lrp.peer != lsp.name:
+        return None
+    lrp.peer = None
+    return lrp
