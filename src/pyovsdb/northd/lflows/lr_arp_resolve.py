@@ -287,6 +287,8 @@ def routable_addresses(ctx: LflowContext, port: Port) -> list[Addresses]:
 
 def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
     dp = port.dp
+    if not _asks_routes(ctx, dp):
+        return []  # (what follows finds nothing: the router's facts are not built)
     facts = router_facts(ctx, dp)
     mac = parse_mac(str(port.nb.mac))
     networks = port.networks
@@ -322,6 +324,22 @@ def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
         strings.append(" ".join(central))
     parsed = (lsp_addresses(s) for s in strings)
     return [a for a in parsed if a is not None]
+
+
+def _asks_routes(ctx: LflowContext, dp: Datapath) -> bool:
+    """Whether a NAT rule (other than SNAT) or a load balancer with VIPs of router `dp`
+    asks for routes (`add_route`): without one, its gateway ports have no routables.
+    NAT rules read from their stored values: every router on a shared switch is asked."""
+    for nat in dp.nb.nat:
+        if isinstance(nat, IdlRow) and nat.value("type") != "snat" \
+                and any(k == "add_route" for k, _ in nat.value("options")):
+            return True
+    routers: set[str] | None = ctx.cache.get("lr_arp_lb_route_routers")
+    if routers is None:
+        routers = ctx.cache["lr_arp_lb_route_routers"] = {
+            key for lb in ctx.lbs.lbs.values() if lb.routable and lb.vips
+            for key in lb.routers}
+    return dp.key in routers
 
 
 def _sset_order(names: list[str]) -> list[str]:
