@@ -12,8 +12,9 @@ Rules kept here:
   beyond the next switch), and a rule of no router northd has.
 - The routers whose `nat` changed are taken with their rows as they are now; the
   `nat_addresses` of the switch ports advertising them (`nat-addresses`) are built
-  again; the datapaths whose flows change (those routers and their neighbours) are
-  named.
+  again; the datapaths whose flows change are named: those routers and the routers
+  paired with them whole, on their switches the requests of the switch ports paired
+  with theirs alone.
 """
 
 from __future__ import annotations
@@ -56,8 +57,19 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
     delta = PortsDelta()
     for name in readvertise(routers, ports, sb_desired.tables["Port_Binding"]):
         delta.touch_unread(name)
-    if routers:
-        delta.flows = ports.next_to(routers)
+    # The routers' flows, and on the switches next to them the requests of the ports
+    # paired with theirs (the ARP replies and MACs of their NAT addresses); a router
+    # next to them is built again whole.
+    delta.flows = set(routers)
+    for key in routers:
+        for port in ports.of_datapath(key):
+            peer = ports.peer_of(port)
+            if peer is None:
+                continue
+            if peer.is_lsp:
+                delta.focus.add(peer.name)
+            else:
+                delta.flows.add(peer.dp.key)
     return delta
 
 

@@ -74,6 +74,9 @@ class PortsDelta:
     # Datapaths whose flows changed in ways no desired row above names (their NAT
     # rules, a port group's ports): `lflow` builds them again with the rest.
     flows: set[str] = field(default_factory=set)
+    # Switch ports (router-type) whose own requests on their switches `lflow` builds
+    # again, those switches kept otherwise (a NAT rule of the router they pair with).
+    focus: set[str] = field(default_factory=set)
     # Load balancers (NB UUIDs) changed, created or deleted: `lflow` builds their own
     # flows again, and the datapaths where what other flows read of them changed.
     lbs: set[str] = field(default_factory=set)
@@ -100,6 +103,7 @@ class PortsDelta:
             for table, keys in theirs.items():
                 mine.setdefault(table, set()).update(keys)
         self.flows |= later.flows
+        self.focus |= later.focus
         self.lbs |= later.lbs
         self.unread = (self.unread | later.unread) - read
 
@@ -107,7 +111,7 @@ class PortsDelta:
         return self.sb.get("Port_Binding", set()) - self.unread
 
     def empty(self) -> bool:
-        return not (self.sb or self.nb or self.flows or self.lbs)
+        return not (self.sb or self.nb or self.flows or self.focus or self.lbs)
 
 
 def simple_lsp(row: IdlRow) -> bool:

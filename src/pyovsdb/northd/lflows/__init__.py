@@ -89,6 +89,18 @@ def rebuild_owned(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str
     return table.replace_owned(datapaths, frozenset(("port", n) for n in ports), new)
 
 
+def rebuild_focused(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
+                    ports: frozenset[str]) -> set[FlowKey]:
+    """The flows the ports `ports` ask for on their own datapaths `datapaths` built
+    again and put in place of what they asked for there; the flows that changed. Equal
+    to a full build as long as a port's own requests depend on that port, its peer's
+    router and datapath facts alone (the property tests hold it to one): what changes
+    a router's NAT rules, and nothing of its switches, moves only the requests of the
+    switch ports paired with its ports."""
+    new = build_lflows(ctx.focused(datapaths, ports), only=datapaths)
+    return table.replace_owned(datapaths, frozenset(("port", n) for n in ports), new)
+
+
 def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
                 only: Mapping[str, frozenset[str] | None], datapaths: frozenset[str]
                 ) -> set[FlowKey]:
@@ -107,5 +119,5 @@ def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
     return table.replace_owned(datapaths, owners, new)
 
 
-__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild", "rebuild_lbs",
-           "rebuild_owned"]
+__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild",
+           "rebuild_focused", "rebuild_lbs", "rebuild_owned"]

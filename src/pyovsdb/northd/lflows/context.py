@@ -90,10 +90,19 @@ class LflowContext:
     scope: frozenset[str] | None = None
     # A rebuild of what some ports ask for: only these ports (by name) are walked.
     walked: frozenset[str] | None = None
+    # A rebuild of what some ports ask for on their own datapaths (`scope`): there,
+    # only these ports are walked.
+    focus: frozenset[str] | None = None
 
     def narrowed(self, scope: frozenset[str]) -> LflowContext:
         """This context for a rebuild of the datapaths `scope` alone (facts shared)."""
         return dataclasses.replace(self, scope=scope)
+
+    def focused(self, scope: frozenset[str], names: frozenset[str]) -> LflowContext:
+        """This context for a rebuild of the flows the ports `names` ask for on their
+        own datapaths `scope` (the datapaths' own flows are built too: the caller keeps
+        the ports' alone)."""
+        return dataclasses.replace(self, scope=scope, focus=names)
 
     def walking(self, names: frozenset[str]) -> LflowContext:
         """This context for a rebuild of the flows the ports `names` ask for alone: no
@@ -169,6 +178,8 @@ class LflowContext:
         datapath's rebuild to a full build."""
         if self.walked is not None:
             return self.walked
+        if self.focus is not None:
+            return self.focus
         scope = self.scope
         if scope is None:
             return None
@@ -194,7 +205,9 @@ class LflowContext:
         return [p for p in ports.values() if p.name in names]
 
     def ports_of(self, dp: Datapath) -> list[Port]:
-        return self.ports.of_datapath(dp.key)
+        ports = self.ports.of_datapath(dp.key)
+        focus = self.focus
+        return ports if focus is None else [p for p in ports if p.name in focus]
 
     def bindings(self) -> dict[str, IdlRow]:
         """The SB Port_Binding rows by logical port as the SB has them in this run (a

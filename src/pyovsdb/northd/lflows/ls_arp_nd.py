@@ -70,7 +70,7 @@ def walk_order(ctx: LflowContext) -> list[Port]:
     inserted first, then the new ports): where two ports ask for the same flow (one
     address on two switches), the first fixes the flow's stage hint. A partial
     rebuild computes the order of its ports alone (`hmap_order_of`)."""
-    cache_key = ("walk_order", ctx.scope, ctx.walked)
+    cache_key = ("walk_order", ctx.scope, ctx.walked, ctx.focus)
     cached: list[Port] | None = ctx.cache.get(cache_key)
     if cached is None:
         ports = ctx.ports.ports

@@ -50,7 +50,15 @@ from ..build.lb import LbData
 from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
-from ..lflows import LflowContext, LflowTable, build_lflows, rebuild, rebuild_lbs, rebuild_owned
+from ..lflows import (
+    LflowContext,
+    LflowTable,
+    build_lflows,
+    rebuild,
+    rebuild_focused,
+    rebuild_lbs,
+    rebuild_owned,
+)
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
@@ -243,7 +251,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
                                         northd.core.datapaths, ports)
             flows |= ports.next_to(whole)
         groups = DP_GROUP_TABLE in delta.sb
-        if not dps and not flows and not lb_dps and not groups:
+        focus = {n for n in delta.focus if n in ports.ports}
+        if not dps and not flows and not lb_dps and not groups and not focus:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -255,6 +264,12 @@ class LflowNode(Node[LflowData, LflowDelta]):
         # (NAT rules, load balancers changed: their flows report what a recompute would)
         if flows:
             results.append(self._rebuild(northd, flows))
+        focus_dps = {ports.ports[n].dp.key for n in focus} - flows - dps
+        if focus_dps:
+            ctx = lflow_context(*self._tables(), northd)
+            results.append(self._changed(northd, rebuild_focused(
+                self.data.flows, ctx, frozenset(focus_dps),
+                frozenset(n for n in focus if ports.ports[n].dp.key in focus_dps))))
         lb_dps -= flows | dps
         if lb_dps and Handled.UNHANDLED not in results:
             owners: set[Owner] = set()
