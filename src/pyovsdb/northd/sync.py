@@ -81,11 +81,28 @@ KeyFn = Callable[[IdlRow, Tables], Hashable | None]
 
 
 def _dp_key(dp: Any) -> str | None:
+    """A datapath binding's key (its NB row's UUID), kept in its row's cache (a row
+    never changes: new external_ids make a new row)."""
     if not isinstance(dp, IdlRow):
         return None
+    cache = dp.cache
+    if cache is None:
+        cache = dp.cache = {}
+    elif "sync_dp_key" in cache:
+        return cache["sync_dp_key"]  # type: ignore[no-any-return]
     ids = dp.external_ids
     key = ids.get("logical-switch") or ids.get("logical-router")
-    return str(key) if key else None
+    found = cache["sync_dp_key"] = str(key) if key else None
+    return found
+
+
+def _group_key(row: IdlRow) -> Hashable:
+    """A datapath group by the keys of its datapaths (read from its stored UUIDs)."""
+    replica = row.table.replica
+    table = replica.tables.get("Datapath_Binding") if replica is not None else None
+    rows = table.rows if table is not None else {}
+    return tuple(sorted(k for k in (_dp_key(rows.get(u)) for u in row.value("datapaths"))
+                        if k is not None))
 
 
 def _ha_chassis_key(row: IdlRow, tables: Tables) -> Hashable | None:
@@ -183,8 +200,7 @@ ROW_KEYS: dict[str, KeyFn] = {
     "Port_Binding": _by("logical_port"),
     "Multicast_Group": lambda row, _: (_dp_key(row.datapath), row.name)
     if _dp_key(row.datapath) else None,
-    "Logical_DP_Group": lambda row, _: tuple(sorted(
-        k for k in (_dp_key(d) for d in row.datapaths) if k is not None)),
+    "Logical_DP_Group": lambda row, _: _group_key(row),
     "HA_Chassis_Group": _by("name"),
     "HA_Chassis": _ha_chassis_key,
     "Chassis": _by("name"),
