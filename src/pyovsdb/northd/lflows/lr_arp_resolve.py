@@ -326,20 +326,35 @@ def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
     return [a for a in parsed if a is not None]
 
 
+def routes_asked(ctx: LflowContext) -> bool:
+    """Whether any NAT rule or load balancer asks for routes (`add_route`): without
+    one, no gateway port has routables (a router-type port on a shared switch need not
+    ask each router)."""
+    nats, routers = _route_askers(ctx)
+    return bool(nats or routers)
+
+
 def _asks_routes(ctx: LflowContext, dp: Datapath) -> bool:
     """Whether a NAT rule (other than SNAT) or a load balancer with VIPs of router `dp`
-    asks for routes (`add_route`): without one, its gateway ports have no routables.
-    NAT rules read from their stored values: every router on a shared switch is asked."""
-    for nat in dp.nb.nat:
-        if isinstance(nat, IdlRow) and nat.value("type") != "snat" \
-                and any(k == "add_route" for k, _ in nat.value("options")):
-            return True
-    routers: set[str] | None = ctx.cache.get("lr_arp_lb_route_routers")
-    if routers is None:
-        routers = ctx.cache["lr_arp_lb_route_routers"] = {
-            key for lb in ctx.lbs.lbs.values() if lb.routable and lb.vips
-            for key in lb.routers}
-    return dp.key in routers
+    asks for routes: without one, its gateway ports have no routables."""
+    nats, routers = _route_askers(ctx)
+    return dp.key in routers or (bool(nats) and not nats.isdisjoint(dp.nb.value("nat")))
+
+
+def _route_askers(ctx: LflowContext) -> tuple[frozenset[str], frozenset[str]]:
+    """The NAT rules (NB UUIDs; not SNAT) and the routers (of load balancers with VIPs)
+    that ask for routes, once per build; NAT rules read from their stored values."""
+    found: tuple[frozenset[str], frozenset[str]] | None = ctx.cache.get("lr_arp_route_askers")
+    if found is None:
+        table = ctx.nb.get("NAT")
+        nats = frozenset(
+            u for u, nat in (table.rows.items() if table is not None else ())
+            if nat.value("type") != "snat"
+            and any(k == "add_route" for k, _ in nat.value("options")))
+        routers = frozenset(key for lb in ctx.lbs.lbs.values() if lb.routable and lb.vips
+                            for key in lb.routers)
+        found = ctx.cache["lr_arp_route_askers"] = (nats, routers)
+    return found
 
 
 def _sset_order(names: list[str]) -> list[str]:

@@ -47,7 +47,7 @@ from ..build.ports import Port
 from ..build.ports_addresses import format_ipv6
 from ..diagnostics import muted
 from .context import LflowContext
-from .lr_arp_resolve import routable_addresses
+from .lr_arp_resolve import routable_addresses, routes_asked
 from .lr_policy import ECMP_GROUP, ECMP_MEMBER, build_policies
 from .lr_routes import (
     EcmpGroup,
@@ -277,6 +277,8 @@ class Routes:
         if peer is None or not peer.is_lrp or peer.networks is None or \
                 not peer.networks.ipv4:
             return
+        if not routes_asked(self.ctx):
+            return  # (no router port has routables)
         src = peer.networks.ipv4[0].addr_s
         for other in ports.router_ports.get(lsp.dp.key, []):
             rp = ports.ports.get(other.options.get("router-port", ""))
