@@ -261,12 +261,13 @@ class LflowNode(Node[LflowData, LflowDelta]):
         with muted():  # a VIF's rebuild is not where 23.03 would warn
             results = [self._rebuild(northd, dps, ports_changed=True, groups=groups,
                                      owned=(next_to, vifs) if next_to and vifs else None)]
-        # (NAT rules, load balancers changed: their flows report what a recompute would)
+        # (NAT rules, load balancers changed: their flows report what a recompute would;
+        # these rebuilds share one context, its facts built once)
+        ctx = lflow_context(*self._tables(), northd)
         if flows:
-            results.append(self._rebuild(northd, flows))
+            results.append(self._rebuild(northd, flows, ctx=ctx))
         focus_dps = {ports.ports[n].dp.key for n in focus} - flows - dps
         if focus_dps:
-            ctx = lflow_context(*self._tables(), northd)
             results.append(self._changed(northd, rebuild_focused(
                 self.data.flows, ctx, frozenset(focus_dps),
                 frozenset(n for n in focus if ports.ports[n].dp.key in focus_dps))))
@@ -277,7 +278,6 @@ class LflowNode(Node[LflowData, LflowDelta]):
             for key in delta.lbs:
                 theirs, only[key] = lb_owners(old.lbs.lbs.get(key), northd.extra.lbs.lbs.get(key))
                 owners |= theirs
-            ctx = lflow_context(*self._tables(), northd)
             results.append(self._changed(northd, rebuild_lbs(
                 self.data.flows, ctx, frozenset(owners), only, frozenset(lb_dps))))
         if Handled.UNHANDLED in results:
@@ -287,20 +287,22 @@ class LflowNode(Node[LflowData, LflowDelta]):
             else Handled.HANDLED_UNCHANGED
 
     def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False,
-                 groups: bool = False, owned: tuple[set[str], set[str]] | None = None
-                 ) -> Handled:
+                 groups: bool = False, owned: tuple[set[str], set[str]] | None = None,
+                 ctx: LflowContext | None = None) -> Handled:
         """The flows of the datapaths `dps` built again, the rows that changed tracked.
         What the builders report of those datapaths is reported (the NB data changed
         is theirs), unless the caller mutes it. `ports_changed`: `northd` changed
         ports in place; `groups`: its datapath groups (desired again here, flows
         changed or not); `owned`: datapaths and switch ports whose requests there
-        alone are built again (`lflows.rebuild_owned`)."""
+        alone are built again (`lflows.rebuild_owned`); `ctx`: the context to build in
+        (a new one by default)."""
         old = self.data
         datapaths = northd.core.datapaths
         if len(dps) > max(REBUILD_ANY, REBUILD_AT_MOST * (len(datapaths.switches)
                                                           + len(datapaths.routers))):
             return Handled.UNHANDLED  # (a recompute costs less)
-        ctx = lflow_context(*self._tables(), northd)
+        if ctx is None:
+            ctx = lflow_context(*self._tables(), northd)
         changed = rebuild(old.flows, ctx, frozenset(dps)) if dps else set()
         if owned is not None:
             changed |= rebuild_owned(old.flows, ctx, frozenset(owned[0]), frozenset(owned[1]))
