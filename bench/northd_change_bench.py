@@ -30,6 +30,7 @@ peak RSS (VmHWM). Only processes this script started are stopped, by pid.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import subprocess
@@ -233,6 +234,8 @@ def main() -> int:
                     help="the cloud of this many tenant routers instead of the grid "
                          "(bench/cloudgen.py), with its own change kinds")
     ap.add_argument("--only", default="", help="change kinds, comma-separated")
+    ap.add_argument("--json", help="also write the medians here (bench/plot_sizes.py "
+                                   "draws several such files against topology size)")
     args = ap.parse_args()
     northds = [Northd("23.03", ["ovn-northd"], "ovn-nbctl", NB_SCHEMA, SB_SCHEMA),
                Northd("ours", [sys.executable, "-m", "pyovsdb", "northd"], "ovn-nbctl",
@@ -269,7 +272,27 @@ def main() -> int:
             for p in planes:
                 p.stop()
     report(northds, chosen, args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary(northds, chosen, args), indent=1))
     return 0
+
+
+def summary(northds: list[Northd], kinds_: list[str], args: argparse.Namespace
+            ) -> dict[str, object]:
+    """The medians of one run, with the topology and its size (logical switches; nodes
+    for the ovn-kubernetes-like cluster)."""
+    if args.cloud:
+        topology, size, unit = "cloud", args.cloud * 10 + 1, "logical switches"
+    elif args.nodes:
+        topology, size, unit = "ovn-kubernetes", args.nodes, "nodes"
+    else:
+        topology, size, unit = "grid", args.switches, "logical switches"
+    return {"topology": topology, "size": size, "unit": unit, "repeat": args.repeat,
+            "northds": {n.label: {
+                "completion_ms": {k: _med(n.completions.get(k)) for k in kinds_},
+                "wall_ms": {k: _med(n.walls.get(k)) for k in kinds_},
+                "cpu_s": n.cpu, "rss_mb": n.rss_mb, "start_s": n.start_s}
+                for n in northds}}
 
 
 def _med(xs: list[float] | None) -> float | None:
