@@ -53,7 +53,7 @@ from typing import Any
 from ..idl import MONITOR, Idl, Result, Status
 from ..jsonrpc.session import ConnectionLost, RpcError
 from ..server.appctl import CommandError, UnixctlServer, register_vlog
-from ..util import memtrim, ratelimit, vlog
+from ..util import gctune, memtrim, ratelimit, vlog
 from ..util.cnum import atoi, str_to_uint
 from ..util.coverage import Coverage
 from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
@@ -73,6 +73,8 @@ DEFAULT_PROBE_MS = 5000
 STATE_POLL_S = 0.1
 FATAL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 ERROR_RETRY_MS = 1000
+# Nodes whose recompute builds most of northd's memory (`_freeze_after_recompute`).
+RECOMPUTE_FREEZES = frozenset(("northd", "lflow"))
 
 # ovn-northd's stopwatches (lib/stopwatch-names.h), in the order it creates them; ours
 # take samples from the engine nodes that do that work (`NODE_STOPWATCHES`) and from
@@ -448,7 +450,19 @@ class Northd:
         self._sample_stopwatches()
         self._set_timer(out.wake_at_ms)
         await self._commit(out)
+        self._freeze_after_recompute()
         return out.updated
+
+    def _freeze_after_recompute(self) -> None:
+        """After a run that built the flows or the core from scratch, move what it built
+        out of the cyclic collector's sight (`gctune.freeze_new`): millions of acyclic,
+        long-lived objects otherwise make the next full collection, seconds at scale,
+        land in whatever change comes next (they are still freed by reference
+        counting when replaced)."""
+        engine = self.driver.engine
+        result = engine.last_result if engine is not None else None
+        if result is not None and not RECOMPUTE_FREEZES.isdisjoint(result.recomputed):
+            gctune.freeze_new()
 
     def _log_diagnostics(self, found: list[diagnostics.Diagnostic]) -> None:
         """What the builders reported, each site with its own rate limit."""

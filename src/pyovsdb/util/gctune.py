@@ -26,3 +26,11 @@ def freeze() -> None:
     """Call after loading a large, long-lived structure."""
     gc.collect()
     gc.freeze()
+
+
+def freeze_new() -> None:
+    """Move every object tracked now into the permanent generation, without a
+    collection first (one over a large heap costs what this avoids): for a process
+    that just replaced a large acyclic structure, whose old version reference counting
+    already freed."""
+    gc.freeze()
