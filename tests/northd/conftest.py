@@ -4,11 +4,14 @@ comes with ovn-nbctl-like helpers, `northd.testing.Nb`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from plugin_rewrite import pytest_addoption  # noqa: F401  (the --rewrite option)
 
+from procs import ServerProcess, create_db
 from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.testing import LocalDb, Nb
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
@@ -47,3 +50,14 @@ def sb() -> LocalDb:
 def inp(nb: Nb, sb: LocalDb) -> BuildInput:
     """The builders' input over `nb` and `sb` (live: it sees later transactions)."""
     return BuildInput(nb=nb.db.tables, sb=sb.tables)
+
+
+@pytest.fixture
+def our_servers(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """Our NB and SB servers on unix sockets in `tmp_path` (stopped by pid after)."""
+    nb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "nb.db", NB_SCHEMA)],
+                       name="nb")
+    sb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "sb.db", SB_SCHEMA)],
+                       name="sb")
+    with nb, sb:
+        yield nb.unix, sb.unix

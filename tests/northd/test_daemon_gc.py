@@ -7,25 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db
 from pyovsdb.idl import Idl
 from pyovsdb.northd.daemon import Config, Northd
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    nb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "nb.db", NB_SCHEMA)],
-                       name="nb")
-    sb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "sb.db", SB_SCHEMA)],
-                       name="sb")
-    with nb, sb:
-        yield nb.unix, sb.unix
 
 
 async def _freezes(nb_remote: str, sb_remote: str) -> tuple[int, int]:
@@ -84,7 +69,7 @@ async def _until(cond: Any, timeout: float = 30) -> None:
 
 
 def test_a_recompute_freezes_what_it_built_and_a_handler_run_does_not(
-        servers: tuple[str, str]) -> None:
-    first, then = asyncio.run(asyncio.wait_for(_freezes(*servers), 60))
+        our_servers: tuple[str, str]) -> None:
+    first, then = asyncio.run(asyncio.wait_for(_freezes(*our_servers), 60))
     assert first > 10_000  # the graph's data, and everything before it
     assert then == 0

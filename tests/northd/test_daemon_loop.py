@@ -8,13 +8,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-import pytest
-
-from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db
 from pyovsdb.idl import Idl
 from pyovsdb.idl.replica import ReplicaTable
 from pyovsdb.idl.row import IdlRow
@@ -43,16 +39,6 @@ class SlowDriver(Driver):
         self.lsps.append(len(nb["Logical_Switch"].rows))
         time.sleep(RUN_S)  # the engine blocks the loop, as a real run does
         return RunOutput([], [], None, False, True)
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    nb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "nb.db", NB_SCHEMA)],
-                       name="nb")
-    sb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "sb.db", SB_SCHEMA)],
-                       name="sb")
-    with nb, sb:
-        yield nb.unix, sb.unix
 
 
 async def _stream(nb_remote: str, sb_remote: str, *, backoff_ms: int, seq_delay_ms: float,
@@ -99,8 +85,8 @@ def _gaps(starts: list[float]) -> list[float]:
     return [b - a for a, b in itertools.pairwise(starts)]
 
 
-def test_backoff_spaces_runs_of_a_change_stream(servers: tuple[str, str]) -> None:
-    nb, sb = servers
+def test_backoff_spaces_runs_of_a_change_stream(our_servers: tuple[str, str]) -> None:
+    nb, sb = our_servers
     plain = asyncio.run(asyncio.wait_for(
         _stream(nb, sb, backoff_ms=0, seq_delay_ms=0, n=30, every_s=0.005), 60))
     backed = asyncio.run(asyncio.wait_for(
@@ -113,8 +99,8 @@ def test_backoff_spaces_runs_of_a_change_stream(servers: tuple[str, str]) -> Non
     assert len(backed.starts) <= len(plain.starts)
 
 
-def test_seq_delay_coalesces_a_burst(servers: tuple[str, str]) -> None:
-    nb, sb = servers
+def test_seq_delay_coalesces_a_burst(our_servers: tuple[str, str]) -> None:
+    nb, sb = our_servers
     delayed = asyncio.run(asyncio.wait_for(
         _stream(nb, sb, backoff_ms=0, seq_delay_ms=300, n=10, every_s=0.01), 60))
     # Ten changes within ~0.2 s, each waking the loop no sooner than 300 ms after it
@@ -155,8 +141,8 @@ async def _probe_intervals(nb_remote: str, sb_remote: str, values: list[str | No
     return out
 
 
-def test_northd_probe_interval(servers: tuple[str, str]) -> None:
-    nb, sb = servers
+def test_northd_probe_interval(our_servers: tuple[str, str]) -> None:
+    nb, sb = our_servers
     got = asyncio.run(asyncio.wait_for(
         _probe_intervals(nb, sb, ["2000", "500", "0", None, " 3000", "3000 "]), 60))
     # ms; below a second is a second; 0 off; unset: off on unix sockets (5 s on TCP);

@@ -80,20 +80,29 @@ Tables = Mapping[str, ReplicaTable]
 KeyFn = Callable[[IdlRow, Tables], Hashable | None]
 
 
+def _cached(row: IdlRow, name: str, compute: Callable[[IdlRow], Any]) -> Any:
+    """`compute(row)`, kept in the replica row's cache under `name`: a row never
+    changes (an update makes a new one)."""
+    cache = row.cache
+    if cache is None:
+        cache = row.cache = {}
+    elif name in cache:
+        return cache[name]
+    value = cache[name] = compute(row)
+    return value
+
+
 def _dp_key(dp: Any) -> str | None:
-    """A datapath binding's key (its NB row's UUID), kept in its row's cache (a row
-    never changes: new external_ids make a new row)."""
+    """A datapath binding's key (its NB row's UUID), kept in its row's cache."""
     if not isinstance(dp, IdlRow):
         return None
-    cache = dp.cache
-    if cache is None:
-        cache = dp.cache = {}
-    elif "sync_dp_key" in cache:
-        return cache["sync_dp_key"]  # type: ignore[no-any-return]
+    return _cached(dp, "sync_dp_key", _compute_dp_key)  # type: ignore[no-any-return]
+
+
+def _compute_dp_key(dp: IdlRow) -> str | None:
     ids = dp.external_ids
     key = ids.get("logical-switch") or ids.get("logical-router")
-    found = cache["sync_dp_key"] = str(key) if key else None
-    return found
+    return str(key) if key else None
 
 
 def _group_key(row: IdlRow) -> Hashable:
@@ -139,13 +148,7 @@ def _flow_key(row: IdlRow, tables: Tables) -> Hashable | None:
     its datapath type from its datapath or the first of its group's. Kept in the
     replica row's cache: a row never changes (an update makes a new one), and a plan
     of a few keys must not compute the keys of every flow."""
-    cache = row.cache
-    if cache is None:
-        cache = row.cache = {}
-    elif "sync_key" in cache:
-        return cache["sync_key"]  # type: ignore[no-any-return]
-    key = cache["sync_key"] = _compute_flow_key(row)
-    return key
+    return _cached(row, "sync_key", _compute_flow_key)  # type: ignore[no-any-return]
 
 
 def _compute_flow_key(row: IdlRow) -> Hashable | None:
@@ -183,15 +186,12 @@ def _first_row(table: ReplicaTable | None, uuids: Iterable[str]) -> IdlRow | Non
 
 def _dp_kind(dp: IdlRow) -> str | None:
     """"ls" or "lr" for a datapath binding, kept in its row's cache."""
-    cache = dp.cache
-    if cache is None:
-        cache = dp.cache = {}
-    elif "flow_kind" in cache:
-        return cache["flow_kind"]  # type: ignore[no-any-return]
+    return _cached(dp, "flow_kind", _compute_dp_kind)  # type: ignore[no-any-return]
+
+
+def _compute_dp_kind(dp: IdlRow) -> str | None:
     ids = dp.external_ids
-    kind = cache["flow_kind"] = \
-        "ls" if "logical-switch" in ids else "lr" if "logical-router" in ids else None
-    return kind
+    return "ls" if "logical-switch" in ids else "lr" if "logical-router" in ids else None
 
 
 ROW_KEYS: dict[str, KeyFn] = {
