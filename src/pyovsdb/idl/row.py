@@ -105,6 +105,11 @@ class IdlRow(Row):
         """The canonical value of a replicated column."""
         return self._values[self._table.col_index[column]]
 
+    def value_at(self, position: int) -> Any:
+        """The canonical value of the replicated column at `position` in its table's
+        `col_index` (for loops over many rows of one table)."""
+        return self._values[position]
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)

@@ -39,6 +39,7 @@ from ..idl.replica import ReplicaTable
 from ..idl.row import IdlRow
 from ..idl.txn import NewRow, Transaction
 from ..ovsdb.changeset import RowChange
+from .build.ports import datapath_key
 from .desired import DesiredDb, DesiredTable, Ref
 
 
@@ -94,15 +95,7 @@ def _cached(row: IdlRow, name: str, compute: Callable[[IdlRow], Any]) -> Any:
 
 def _dp_key(dp: Any) -> str | None:
     """A datapath binding's key (its NB row's UUID), kept in its row's cache."""
-    if not isinstance(dp, IdlRow):
-        return None
-    return _cached(dp, "sync_dp_key", _compute_dp_key)  # type: ignore[no-any-return]
-
-
-def _compute_dp_key(dp: IdlRow) -> str | None:
-    ids = dp.external_ids
-    key = ids.get("logical-switch") or ids.get("logical-router")
-    return str(key) if key else None
+    return datapath_key(dp) if isinstance(dp, IdlRow) else None
 
 
 def _group_key(row: IdlRow) -> Hashable:

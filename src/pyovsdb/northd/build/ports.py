@@ -159,8 +159,10 @@ def existing_port_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
     if table is None:
         return {}
     out: dict[str, IdlRow] = {}
-    for row in sorted(table.rows.values(), key=lambda r: r.uuid):
-        out.setdefault(row.value("logical_port"), row)
+    column = table.col_index["logical_port"]
+    # (UUIDs are unique: the pairs sort by UUID without comparing rows)
+    for _, row in sorted(table.rows.items()):
+        out.setdefault(row.value_at(column), row)
     return out
 
 
@@ -169,11 +171,24 @@ def datapath_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, str]:
     table = sb.get("Datapath_Binding")
     out: dict[str, str] = {}
     for uuid, row in table.rows.items() if table is not None else ():
-        ids = row.external_ids
-        key = ids.get("logical-switch") or ids.get("logical-router")
+        key = datapath_key(row)
         if key:
-            out[uuid] = str(key)
+            out[uuid] = key
     return out
+
+
+def datapath_key(row: IdlRow) -> str | None:
+    """The NB UUID a Datapath_Binding names, kept in the row's cache (a replica row
+    never changes: an update makes a new one)."""
+    cache = row.cache
+    if cache is None:
+        cache = row.cache = {}
+    elif "nb_key" in cache:
+        return cache["nb_key"]  # type: ignore[no-any-return]
+    ids = row.external_ids
+    key = ids.get("logical-switch") or ids.get("logical-router")
+    found = cache["nb_key"] = str(key) if key else None
+    return found
 
 
 def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:

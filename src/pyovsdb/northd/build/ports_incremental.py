@@ -298,8 +298,11 @@ def _dynamic(row: IdlRow) -> bool:
 def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list[IdlRow]]:
     table = sb.get("Port_Binding")
     out: dict[str, list[IdlRow]] = {}
-    for row in table.rows.values() if table is not None else ():
-        name = row.value("logical_port")
+    if table is None:
+        return out
+    column = table.col_index["logical_port"]
+    for row in table.rows.values():
+        name = row.value_at(column)
         if name in names:
             out.setdefault(name, []).append(row)
     return out
