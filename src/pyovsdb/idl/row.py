@@ -21,7 +21,7 @@ Rules kept here:
 from __future__ import annotations
 
 import uuid as uuidlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..ovsdb.row import Row
@@ -154,6 +154,18 @@ class IdlRow(Row):
         """Every replicated column, typed."""
         table = self._table
         return {c: typed(table, c, v) for c, v in zip(table.columns, self._values, strict=True)}
+
+
+def cached(row: IdlRow, name: str, compute: Callable[[IdlRow], Any]) -> Any:
+    """`compute(row)`, kept in the row's cache under `name`: a replica row never
+    changes (an update makes a new one), so what is derived from it holds."""
+    cache = row.cache
+    if cache is None:
+        cache = row.cache = {}
+    elif name in cache:
+        return cache[name]
+    value = cache[name] = compute(row)
+    return value
 
 
 def typed(table: ReplicaTable, name: str, value: Any) -> Any:

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..idl.replica import ReplicaTable
-from ..idl.row import IdlRow
+from ..idl.row import IdlRow, cached
 from ..idl.txn import NewRow, Transaction
 from ..ovsdb.changeset import RowChange
-from .build.ports import datapath_key
+from .build.datapaths import datapath_key
 from .desired import DesiredDb, DesiredTable, Ref
 
 
@@ -79,18 +79,6 @@ Op = Insert | Update | Delete
 
 Tables = Mapping[str, ReplicaTable]
 KeyFn = Callable[[IdlRow, Tables], Hashable | None]
-
-
-def _cached(row: IdlRow, name: str, compute: Callable[[IdlRow], Any]) -> Any:
-    """`compute(row)`, kept in the replica row's cache under `name`: a row never
-    changes (an update makes a new one)."""
-    cache = row.cache
-    if cache is None:
-        cache = row.cache = {}
-    elif name in cache:
-        return cache[name]
-    value = cache[name] = compute(row)
-    return value
 
 
 def _dp_key(dp: Any) -> str | None:
@@ -141,7 +129,7 @@ def _flow_key(row: IdlRow, tables: Tables) -> Hashable | None:
     its datapath type from its datapath or the first of its group's. Kept in the
     replica row's cache: a row never changes (an update makes a new one), and a plan
     of a few keys must not compute the keys of every flow."""
-    return _cached(row, "sync_key", _compute_flow_key)  # type: ignore[no-any-return]
+    return cached(row, "sync_key", _compute_flow_key)  # type: ignore[no-any-return]
 
 
 def _compute_flow_key(row: IdlRow) -> Hashable | None:
@@ -179,7 +167,7 @@ def _first_row(table: ReplicaTable | None, uuids: Iterable[str]) -> IdlRow | Non
 
 def _dp_kind(dp: IdlRow) -> str | None:
     """"ls" or "lr" for a datapath binding, kept in its row's cache."""
-    return _cached(dp, "flow_kind", _compute_dp_kind)  # type: ignore[no-any-return]
+    return cached(dp, "flow_kind", _compute_dp_kind)  # type: ignore[no-any-return]
 
 
 def _compute_dp_kind(dp: IdlRow) -> str | None:

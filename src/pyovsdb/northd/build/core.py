@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable, Ref
 from .datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
 from .ha_chassis import build_ha_chassis_groups, build_ref_chassis
@@ -27,7 +26,7 @@ from .inputs import BuildInput
 from .ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .lsp_up import lsp_up
 from .mcast_groups import build_mcast_groups
-from .ports import PortsData, build_ports, existing_port_bindings
+from .ports import PortsData, build_ports, existing_port_bindings, stale_mac_bindings
 from .ports_bfd import build_bfd
 from .ports_mirrors import build_mirrors, mirror_rules
 from .ports_router import router_port_binding
@@ -93,14 +92,7 @@ def cleanup_mac_bindings(inp: BuildInput, datapaths: DatapathsData, ports: Ports
     table, and its strong reference would keep a deleted datapath's binding alive)."""
     if not ports.bindings_removed(existing_port_bindings(inp.sb)):
         return
-    table = inp.sb.get("MAC_Binding")
-    doomed = set()
-    for row in table.rows.values() if table is not None else ():
-        dp = row.datapath
-        ids = dp.external_ids if isinstance(dp, IdlRow) else {}
-        key = ids.get("logical-switch") or ids.get("logical-router")
-        if not key or datapaths.get(str(key)) is None or row.logical_port not in ports.ports:
-            doomed.add(row.uuid)
+    doomed = stale_mac_bindings(inp.sb, datapaths, ports)
     if doomed:
         sb.table("MAC_Binding", (), owned=False).delete.update(doomed)
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
-from ...idl.row import IdlRow
+from ...idl.row import IdlRow, cached
 from ...util.cnum import str_to_int, str_to_uint, str_to_ullong
 from ..desired import DesiredDb, DesiredTable
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN, TunnelKeys
@@ -124,11 +124,22 @@ def existing_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
     if table is None:
         return out
     for row in sorted(table.rows.values(), key=lambda r: r.uuid):
-        ids = row.external_ids
-        key = ids.get("logical-switch") or ids.get("logical-router")
+        key = datapath_key(row)
         if key and key not in out:
             out[key] = row
     return out
+
+
+def datapath_key(row: IdlRow) -> str | None:
+    """The NB UUID a Datapath_Binding names (`external_ids` "logical-switch" or
+    "logical-router"), kept in the row's cache."""
+    return cached(row, "nb_key", _nb_key)  # type: ignore[no-any-return]
+
+
+def _nb_key(row: IdlRow) -> str | None:
+    ids = row.external_ids
+    key = ids.get("logical-switch") or ids.get("logical-router")
+    return str(key) if key else None
 
 
 def build_datapaths(inp: BuildInput) -> DatapathsData:

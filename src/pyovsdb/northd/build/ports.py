@@ -43,7 +43,7 @@ from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
 from ..diagnostics import DUPLICATE_LRP, DUPLICATE_LSP, LRP_BAD_MAC, LSP_NO_MAC, PS_NO_MAC, report
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
-from .datapaths import Datapath, DatapathsData, smap_int
+from .datapaths import Datapath, DatapathsData, datapath_key, smap_int
 from .inputs import BuildInput
 from .ports_addresses import Addresses, extract_lsp_addresses, is_dynamic, lrp_networks
 
@@ -166,6 +166,19 @@ def existing_port_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
     return out
 
 
+def stale_mac_bindings(sb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
+                       ports: PortsData) -> set[str]:
+    """The SB MAC bindings (UUIDs) of datapaths or ports that are gone."""
+    table = sb.get("MAC_Binding")
+    doomed: set[str] = set()
+    for row in table.rows.values() if table is not None else ():
+        dp = row.datapath
+        key = datapath_key(dp) if isinstance(dp, IdlRow) else None
+        if not key or datapaths.get(key) is None or row.logical_port not in ports.ports:
+            doomed.add(row.uuid)
+    return doomed
+
+
 def datapath_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, str]:
     """The NB UUID each SB Datapath_Binding names, by the binding's UUID."""
     table = sb.get("Datapath_Binding")
@@ -175,20 +188,6 @@ def datapath_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, str]:
         if key:
             out[uuid] = key
     return out
-
-
-def datapath_key(row: IdlRow) -> str | None:
-    """The NB UUID a Datapath_Binding names, kept in the row's cache (a replica row
-    never changes: an update makes a new one)."""
-    cache = row.cache
-    if cache is None:
-        cache = row.cache = {}
-    elif "nb_key" in cache:
-        return cache["nb_key"]  # type: ignore[no-any-return]
-    ids = row.external_ids
-    key = ids.get("logical-switch") or ids.get("logical-router")
-    found = cache["nb_key"] = str(key) if key else None
-    return found
 
 
 def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:

@@ -53,7 +53,14 @@ from .mcast_groups import (
     switch_groups,
 )
 from .peers_incremental import connect, disconnect, pairable, router_lsp
-from .ports import Port, PortKind, PortsData, datapath_keys, parse_switch_addresses
+from .ports import (
+    Port,
+    PortKind,
+    PortsData,
+    datapath_keys,
+    parse_switch_addresses,
+    stale_mac_bindings,
+)
 from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
 from .ports_router import chassis_index, router_port_binding
@@ -118,12 +125,12 @@ def simple_lsp(row: IdlRow) -> bool:
     """Whether a switch port is one this module handles (see the module rules)."""
     if row.value("type") or row.parent_name is not None or row.tag_request is not None \
             or row.tag is not None or row.ha_chassis_group is not None \
-            or row.value("mirror_rules") or row.dynamic_addresses is not None:
+            or row.value("mirror_rules") or _dynamic(row):
         return False
     options = row.options
     if any(k in options for k in REFUSED_OPTIONS):
         return False
-    return not any(a == "router" or "dynamic" in a.split() for a in row.addresses)
+    return "router" not in row.addresses
 
 
 def port_names(nb: Mapping[str, ReplicaTable]) -> Counter[str]:
@@ -489,17 +496,8 @@ def _put_groups(key: str, ports: PortsData, datapaths: DatapathsData,
 
 def _cleanup_mac_bindings(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
     """23.03's `cleanup_mac_bindings`, run because a binding goes."""
-    table = step.sb.get("MAC_Binding")
-    doomed: set[str] = set()
-    for row in table.rows.values() if table is not None else ():
-        dp = row.datapath
-        ids = dp.external_ids if isinstance(dp, IdlRow) else {}
-        key = ids.get("logical-switch") or ids.get("logical-router")
-        if not key or step.datapaths.get(str(key)) is None \
-                or row.logical_port not in step.ports.ports:
-            doomed.add(row.uuid)
     desired = sb_desired.table("MAC_Binding", (), owned=False)
-    desired.delete = doomed
+    desired.delete = stale_mac_bindings(step.sb, step.datapaths, step.ports)
     delta.touch("sb", "MAC_Binding")
 
 

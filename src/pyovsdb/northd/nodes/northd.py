@@ -40,6 +40,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.core import CoreData, build_core
+from ..build.datapaths import datapath_key
 from ..build.datapaths_incremental import (
     add_router,
     new_datapath_keys,
@@ -527,7 +528,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 return not (set(changed_columns(rc)) & DP_READ)
             row = new if new is not None else old
             assert row is not None
-            key = _dp_key(row)
+            key = datapath_key(row)
             if new is None:
                 return key is None or key not in desired.rows
             want = desired.rows.get(key) if key is not None else None
@@ -579,14 +580,8 @@ def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:
         and _refers(want.get("datapath"), row.datapath)
 
 
-def _dp_key(row: IdlRow) -> str | None:
-    ids = row.external_ids
-    key = ids.get("logical-switch") or ids.get("logical-router")
-    return str(key) if key else None
-
-
 def _refers(ref: Any, value: Any) -> bool:
     """Whether the SB reference `value` is the Datapath_Binding desired as `ref`."""
     if not isinstance(ref, Ref) or not isinstance(value, IdlRow):
         return False
-    return _dp_key(value) == ref.key
+    return datapath_key(value) == ref.key
