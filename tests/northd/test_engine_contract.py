@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.build.peers_incremental import alone_in_bucket
 from pyovsdb.northd.testing import LocalDb, LocalNorthd, Nb, add_chassis
 from pyovsdb.ovsdb.changeset import Changeset
 
@@ -185,6 +186,46 @@ def _pair_gateway(nb: Nb) -> None:
     nb.connect("sw1", "gw0", "gw0-sw1", "00:00:00:00:ff:03", "10.1.0.254/24")
 
 
+def _share(nb: Nb, world: World) -> None:
+    """A second router on sw0, whose router port's networks lr0 resolves statically
+    (neither router has `dynamic_neigh_routers`)."""
+    nb.lr_add("lr1")
+    world.northd.settle()
+    nb.connect("sw0", "lr1", "lr1-sw0", "00:00:00:00:ff:11", "10.0.0.2/24")
+
+
+def _unshare(nb: Nb, world: World) -> None:
+    _share(nb, world)
+    world.northd.settle()
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr1"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Router_Port", "lr1-sw0")]]]]]},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Switch_Port", "sw0-lr1-sw0")]]]]]}])
+
+
+def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
+    """What a cloud CMS does for a router with an external gateway, in one transaction:
+    the router, its gateway port (gateway chassis `chassis`) and that port's peer on
+    `switch`."""
+    nb.db.transact([
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+         "row": {"name": "lr9-gw-" + chassis, "chassis_name": chassis, "priority": 10}},
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": "lr9-gw", "mac": "00:00:00:00:ff:99", "networks": "10.0.0.99/24",
+                 "gateway_chassis": ["named-uuid", "gc"]}},
+        {"op": "insert", "table": "Logical_Router",
+         "row": {"name": "lr9", "ports": ["named-uuid", "gw"],
+                 "options": ["map", [["dynamic_neigh_routers", "true"]]]}},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
+         "row": {"name": f"{switch}-lr9", "type": "router", "addresses": "router",
+                 "options": ["map", [["router-port", "lr9-gw"]]]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", switch]],
+         "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
+
+
 def _route(nb: Nb, sb: LocalDb, world: World) -> None:
     nb.add_child("Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
                  ip_prefix="192.168.0.0/16", nexthop="10.0.0.254")
@@ -264,7 +305,15 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router interface del: lrp-del and its router-type lsp-del, at once",
      lambda nb, sb, w: _unpair(nb), IN_PLACE),
     ("router-type lsp-add on a switch that has a router port", lambda nb, sb, w: nb.connect(
-        "sw0", "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24"), FULL),
+        "sw0", "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24"), IN_PLACE),
+    ("router interface add on a switch another router is on", lambda nb, sb, w: _share(nb, w),
+     IN_PLACE),
+    ("router interface del on a switch another router is on",
+     lambda nb, sb, w: _unshare(nb, w), IN_PLACE),
+    ("router with a gateway port added, its port on a switch another router is on",
+     lambda nb, sb, w: _gateway_router(nb), IN_PLACE),
+    ("router with a gateway port on an unregistered chassis, on a switch of its own",
+     lambda nb, sb, w: _gateway_router(nb, "sw1", "nosuch"), IN_PLACE),
     ("router-type lsp-add naming a gateway router's port", lambda nb, sb, w: _pair_gateway(nb),
      FULL),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(
@@ -397,3 +446,34 @@ def test_northd_s_own_options_coming_back_recompute_nothing(nb: Nb, sb: LocalDb)
     options = dict(next(iter(nb.db.tables["NB_Global"].rows.values())).data["options"])
     assert "max_tunid" in options and "northd_internal_version" in options
     assert world.counts()["northd"][0] == 1
+
+
+def test_routers_joining_a_switch_take_its_walk_order(nb: Nb, sb: LocalDb) -> None:
+    """A virtual port's VIP is resolved on the first router of its switch, in the order
+    a build walks the switch's router ports (hash buckets): routers joining the switch
+    one by one, in place, each land where a build puts them (the self-check compares
+    every run with a recompute), whichever bucket their port falls in."""
+    world = World(nb, sb)
+    with world.change():
+        nb.lsp_add("sw0", "vip", type="virtual", addresses=["00:00:00:00:00:50 10.0.0.50"],
+                   options={"virtual-ip": "10.0.0.50", "virtual-parents": "vm1"})
+    world.northd.settle()
+    shared = 0
+    for i in range(1, 9):
+        with world.change():
+            nb.lr_add(f"lr{i}")
+        world.northd.settle()
+        before = world.counts()
+        with world.change():
+            nb.connect("sw0", f"lr{i}", f"lr{i}-sw0", f"00:00:00:00:fe:{i:02x}",
+                       f"10.0.0.{100 + i}/24")
+        world.northd.settle()
+        # In place, but for a port sharing a hash bucket with another of the switch:
+        # its binding coming back moves it in the walk, which recomputes.
+        ports = world.northd.driver.engine.node_data("northd").core.ports
+        alone = alone_in_bucket(ports.ports[f"sw0-lr{i}-sw0"], ports)
+        shared += not alone
+        assert world.counts()["northd"][0] - before["northd"][0] == (0 if alone else 1)
+    order = [p.name for p in ports.router_ports[nb.uuid("Logical_Switch", "sw0")]]
+    assert order != sorted(order)  # (some router landed before one that came earlier)
+    assert 0 < shared < 8

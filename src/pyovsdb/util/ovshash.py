@@ -112,6 +112,12 @@ def hmap_expansions(total: int) -> list[int]:
     return out
 
 
+def hmap_mask(total: int) -> int:
+    """The mask of an hmap after `total` insertions (no removals)."""
+    expansions = hmap_expansions(total)
+    return calc_mask(expansions[-1]) if expansions else 0
+
+
 def hmap_order_of(hashed: Iterable[tuple[int, int, T]], total: int) -> list[T]:
     """The walk order of some of the items of an hmap filled with `total` items, each
     given as (its place among the `total` insertions, from 1; its hash; the item), in

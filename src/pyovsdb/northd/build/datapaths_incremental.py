@@ -11,8 +11,9 @@ Rules kept here:
   interconnection), no load balancers or groups of them, DNS records, forwarding
   groups, QoS rules, ACLs or CoPP: everything else a switch row has is read by the
   flows alone, or not at all. Its ports are `ports_incremental`'s to check. A router
-  enabled, without ports, NAT, routes, policies, load balancers or CoPP, and no
-  requested tunnel key (its options are read by flows alone).
+  enabled, without NAT, routes, policies, load balancers or CoPP, and no requested
+  tunnel key (its options are read by flows alone); without ports, or created with
+  ports that `ports_incremental` adds next.
 - Tunnel keys as a recompute gives them: while every datapath holds the key of its
   SB binding (a recompute keeps those), new datapaths take the lowest free keys in
   the order of their names, switches before routers (23.03's walk from hint 0 over
@@ -67,10 +68,12 @@ def simple_switch(row: IdlRow) -> bool:
     return not any(row.value(column) for column in REFUSED_COLUMNS)
 
 
-def simple_router(row: IdlRow) -> bool:
-    """Whether a router created or deleted is one this module handles."""
+def simple_router(row: IdlRow, with_ports: bool = False) -> bool:
+    """Whether a router created or deleted is one this module handles (`with_ports`:
+    a router created with ports, which `ports_incremental` judges)."""
     return router_enabled(row) and "requested-tnl-key" not in row.options \
-        and not any(row.value(column) for column in ROUTER_REFUSED_COLUMNS)
+        and not any(row.value(column) for column in ROUTER_REFUSED_COLUMNS
+                    if not (with_ports and column == "ports"))
 
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,

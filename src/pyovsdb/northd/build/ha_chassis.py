@@ -25,40 +25,61 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable, Ref
 from .datapaths import DatapathsData
-from .ports import PortsData
+from .ports import Port, PortsData
 
 GROUP_COLUMNS = ("name", "ha_chassis", "ref_chassis")
 CHASSIS_COLUMNS = ("chassis", "priority", "external_ids")
 
 
+Members = list[tuple[str, int]]  # (chassis name, priority) of each HA chassis
+
+
+def port_group(port: Port) -> tuple[str, Members] | None:
+    """The SB group a port uses (its name and members), if any (see the rules)."""
+    nb = port.nb
+    if port.is_cr:
+        group = nb.ha_chassis_group
+        if isinstance(group, IdlRow):
+            return str(group.name), _nb_group(group)
+        if nb.gateway_chassis:
+            return str(nb.name), [
+                (gc.chassis_name, gc.priority)
+                for gc in sorted(nb.gateway_chassis, key=lambda g: g.uuid)
+                if isinstance(gc, IdlRow) and gc.chassis_name]
+    elif port.is_lsp and nb.type == "external":
+        group = nb.ha_chassis_group
+        if isinstance(group, IdlRow):
+            return str(group.name), _nb_group(group)
+    return None
+
+
 def build_ha_chassis_groups(ports: PortsData, sb: DesiredDb) -> DesiredTable:
-    members: dict[str, list[tuple[str, int]]] = {}
+    members: dict[str, Members] = {}
     for port in ports.ports.values():
-        nb = port.nb
-        if port.is_cr:
-            group = nb.ha_chassis_group
-            if isinstance(group, IdlRow):
-                members[group.name] = _nb_group(group)
-            elif nb.gateway_chassis:
-                members[nb.name] = [
-                    (gc.chassis_name, gc.priority)
-                    for gc in sorted(nb.gateway_chassis, key=lambda g: g.uuid)
-                    if isinstance(gc, IdlRow) and gc.chassis_name]
-        elif port.is_lsp and nb.type == "external":
-            group = nb.ha_chassis_group
-            if isinstance(group, IdlRow):
-                members[group.name] = _nb_group(group)
+        found = port_group(port)
+        if found is not None:
+            members[found[0]] = found[1]
     groups = sb.add(DesiredTable("HA_Chassis_Group", GROUP_COLUMNS))
     chassis = sb.add(DesiredTable("HA_Chassis", CHASSIS_COLUMNS))
     for name in sorted(members):
-        refs = []
-        for chassis_name, priority in members[name]:
-            key = (name, chassis_name)
-            chassis.put(key, chassis=Ref("Chassis", chassis_name), priority=priority,
-                        external_ids={"chassis-name": chassis_name})
-            refs.append(Ref("HA_Chassis", key))
-        groups.put(name, name=name, ha_chassis=refs, ref_chassis=[])
+        put_group(groups, chassis, name, members[name])
     return groups
+
+
+def put_group(groups: DesiredTable, chassis: DesiredTable, name: str, members: Members
+              ) -> list[tuple[str, str]]:
+    """A desired group and its HA chassis rows (their keys returned); its
+    `ref_chassis` empty (`build_ref_chassis` fills it)."""
+    refs = []
+    keys = []
+    for chassis_name, priority in members:
+        key = (name, chassis_name)
+        chassis.put(key, chassis=Ref("Chassis", chassis_name), priority=priority,
+                    external_ids={"chassis-name": chassis_name})
+        refs.append(Ref("HA_Chassis", key))
+        keys.append(key)
+    groups.put(name, name=name, ha_chassis=refs, ref_chassis=[])
+    return keys
 
 
 def router_groups(datapaths: DatapathsData, ports: PortsData) -> dict[str, str]:

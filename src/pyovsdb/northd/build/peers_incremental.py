@@ -4,11 +4,15 @@
 
 Rules kept here:
 - Only the plain case: a router-type switch port whose only option is `router-port`,
-  whose addresses are "router" or none, on a switch with no other router port (a build
-  lists a switch's router ports in its hash walk order, which one port alone cannot
-  get wrong), naming a router port that has no peer yet, no `peer` column of its own,
-  no gateway and is on a router that is not a gateway router. Anything else is refused
-  by the caller (`ports_incremental`), which recomputes.
+  whose addresses are "router" or none, naming a router port that has no peer yet, no
+  `peer` column of its own, no NB HA chassis group (gateway chassis it may have: a
+  distributed gateway port) and is on a router that is not a gateway router. Anything else is refused by the caller (`ports_incremental`), which
+  recomputes.
+- A switch's router ports are listed as a build lists them: in the order of 23.03's
+  walk of its port hash table (every binding's name, then every port without one),
+  which for ports in different buckets is their bucket order under the table's final
+  mask (`walk_sorted`); ports sharing a bucket are ordered by where each was inserted
+  (`hmap_order_of`), which takes a walk over every binding, so only then.
 - A pair is made and undone in both directions at once: the switch port's `peer`, the
   router port's `peer`, the switch's router ports, and the router port's networks as
   the switch port's addresses ("router").
@@ -16,7 +20,14 @@ Rules kept here:
 
 from __future__ import annotations
 
+import bisect
+from collections import Counter
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ...util.ovshash import hash_string, hmap_mask, hmap_order_of
+from .datapaths import DatapathsData
 from .ports import Port, PortsData
 
 # Router port options that make a router port more than a router port to pair.
@@ -38,9 +49,9 @@ def pairable(lsp_row: IdlRow, ports: PortsData) -> Port | None:
     """The router port a new plain router-type switch port would pair with, if the pair
     is one this module makes (see the rules)."""
     lrp = ports.ports.get(lsp_row.options.get("router-port", ""))
-    if lrp is None or not lrp.is_lrp or lrp.peer is not None or lrp.cr_port is not None \
-            or lrp.nb.value("peer") or lrp.nb.value("gateway_chassis") \
-            or lrp.nb.ha_chassis_group is not None or "chassis" in lrp.dp.nb.options:
+    if lrp is None or not lrp.is_lrp or lrp.peer is not None \
+            or lrp.nb.value("peer") or lrp.nb.ha_chassis_group is not None \
+            or "chassis" in lrp.dp.nb.options:
         return None
     return lrp
 
@@ -52,6 +63,65 @@ def connect(lsp: Port, lrp: Port, ports: PortsData) -> None:
     ports.router_ports.setdefault(lsp.dp.key, []).append(lsp)
     if "router" in lsp.nb.addresses and lrp.networks is not None:
         lsp.lsp_addrs.append(lrp.networks)
+
+
+def walk_sorted(members: list[Port], sb: Mapping[str, ReplicaTable], ports: PortsData,
+                datapaths: DatapathsData) -> None:
+    """Sort a switch's router ports `members` in place in the order a build from `sb`,
+    `ports` and `datapaths` walks its port hash table (see the rules)."""
+    table = sb.get("Port_Binding")
+    first: dict[str, str] = {}  # name -> the UUID of its first binding by UUID
+    if table is not None:
+        column = table.col_index["logical_port"]
+        for uuid, row in table.rows.items():
+            name = row.value_at(column)
+            if name not in first or uuid < first[name]:
+                first[name] = uuid
+    unbound = [p for name, p in ports.ports.items() if name not in first]
+    total = len(first) + len(unbound)
+    mask = hmap_mask(total)
+    hashes = {p.name: hash_string(p.name) for p in members}
+    buckets = Counter(h & mask for h in hashes.values())
+    shared = [p for p in members if buckets[hashes[p.name] & mask] > 1]
+    place: dict[str, int] = {}
+    if shared:
+        place = _insertion_places(shared, first, unbound, datapaths)
+        ordered = hmap_order_of(sorted((place[p.name], hashes[p.name], p.name)
+                                       for p in shared), total)
+        place = {name: i for i, name in enumerate(ordered)}
+    members.sort(key=lambda p: (hashes[p.name] & mask, place.get(p.name, 0)))
+
+
+def alone_in_bucket(lsp: Port, ports: PortsData) -> bool:
+    """Whether a router port of a switch is alone in its hash bucket among the switch's
+    router ports, so that its binding coming (which moves where it was inserted) leaves
+    their walk order as it was. Checked under the mask of the ports alone, which is no
+    larger than a build's (ports in different buckets there are so in a build)."""
+    mask = hmap_mask(len(ports.ports))
+    mine = hash_string(lsp.name) & mask
+    return not any(hash_string(p.name) & mask == mine
+                   for p in ports.router_ports.get(lsp.dp.key, ()) if p is not lsp)
+
+
+def _insertion_places(some: list[Port], first: Mapping[str, str], unbound: list[Port],
+                      datapaths: DatapathsData) -> dict[str, int]:
+    """Where each of `some` is inserted (from 1) in a build's port hash table: the
+    bound names by their first binding's UUID, then the ports without a binding in
+    build order (datapaths as built, switches first; a datapath's ports by name)."""
+    out: dict[str, int] = {}
+    uuids = sorted(first.values()) if any(p.name in first for p in some) else []
+    for p in some:
+        if p.name in first:
+            out[p.name] = bisect.bisect_left(uuids, first[p.name]) + 1
+    if len(out) < len(some):
+        rank = {key: i for i, key in enumerate([*datapaths.switches, *datapaths.routers])}
+        built = sorted(unbound, key=lambda p: (rank.get(p.dp.key, -1), p.nb.value("name"),
+                                               p.nb.uuid, p.is_cr))
+        at = {p.name: i for i, p in enumerate(built, len(first) + 1)}
+        for p in some:
+            if p.name not in out:
+                out[p.name] = at[p.name]
+    return out
 
 
 def disconnect(lsp: Port, ports: PortsData) -> Port | None:

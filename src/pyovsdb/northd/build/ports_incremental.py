@@ -42,6 +42,13 @@ from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
 from .datapaths import Datapath, DatapathsData, smap_int
 from .datapaths_incremental import add_switch, new_datapath_keys, remove_switch, simple_switch
+from .gateways_incremental import (
+    add_redirect,
+    is_gateway,
+    plain_gateway,
+    put_redirect_group,
+    redirect_name,
+)
 from .ipam import switch_ipam
 from .mcast_groups import (
     MC_FLOOD,
@@ -52,7 +59,13 @@ from .mcast_groups import (
     MULTICAST_COLUMNS,
     switch_groups,
 )
-from .peers_incremental import connect, disconnect, pairable, router_lsp
+from .peers_incremental import (
+    connect,
+    disconnect,
+    pairable,
+    router_lsp,
+    walk_sorted,
+)
 from .ports import (
     Port,
     PortKind,
@@ -84,6 +97,9 @@ class PortsDelta:
     # Switch ports (router-type) whose own requests on their switches `lflow` builds
     # again, those switches kept otherwise (a NAT rule of the router they pair with).
     focus: set[str] = field(default_factory=set)
+    # Switches that gained or lost a router port: `lflow` builds again what their other
+    # router ports ask for on their routers, where that reads the switch's router ports.
+    rewired: set[str] = field(default_factory=set)
     # Load balancers (NB UUIDs) changed, created or deleted: `lflow` builds their own
     # flows again, and the datapaths where what other flows read of them changed.
     lbs: set[str] = field(default_factory=set)
@@ -111,6 +127,7 @@ class PortsDelta:
                 mine.setdefault(table, set()).update(keys)
         self.flows |= later.flows
         self.focus |= later.focus
+        self.rewired |= later.rewired
         self.lbs |= later.lbs
         self.unread = (self.unread | later.unread) - read
 
@@ -118,7 +135,8 @@ class PortsDelta:
         return self.sb.get("Port_Binding", set()) - self.unread
 
     def empty(self) -> bool:
-        return not (self.sb or self.nb or self.flows or self.focus or self.lbs)
+        return not (self.sb or self.nb or self.flows or self.focus or self.lbs
+                    or self.rewired)
 
 
 def simple_lsp(row: IdlRow) -> bool:
@@ -266,9 +284,8 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         if row.value("type") == "router":  # a switch connected to a router
             lrp = pairable(row, ports)
             switch = step.switch_of[uuid].uuid
-            _need(lrp is not None and not ports.router_ports.get(switch)
-                  and all(p is not lrp and step.switch_of[u].uuid != switch
-                          for u, p in step.pairs.items()))
+            _need(lrp is not None and all(p is not lrp and step.switch_of[u].uuid != switch
+                                          for u, p in step.pairs.items()))
             assert lrp is not None
             step.pairs[uuid] = lrp
     for uuid, row in [*step.deleted.items(), *step.updated.items()]:
@@ -282,9 +299,8 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         switches.add(port.dp.key)
         if port.type == "router":  # a switch disconnected from a router
             lrp = ports.peer_of(port)
-            _need(ports.router_ports.get(port.dp.key, []) == [port] and (
-                lrp is None or (lrp.is_lrp and lrp.cr_port is None
-                                and "chassis" not in lrp.dp.nb.options)))
+            _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None
+                                  and "chassis" not in lrp.dp.nb.options))
     switch_rows = nb["Logical_Switch"].rows
     for key in switches - step.new_switches.keys():
         dp = step.datapaths.switches[key]
@@ -345,10 +361,12 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         _need(row.value("name") not in found)  # taking over a binding: recompute
     doomed_binding = any(row.value("name") in found for row in step.deleted.values())
     repaired: list[Port] = []  # router ports paired or unpaired: their bindings change
+    rewired: set[str] = set()  # switches whose router ports changed
     for uuid, row in step.deleted.items():
         port = ports.ports.pop(row.value("name"))
         ports.by_datapath[port.dp.key].remove(port)
         if port.type == "router":
+            rewired.add(port.dp.key)
             lrp = disconnect(port, ports)
             if lrp is not None:
                 repaired.append(lrp)
@@ -386,6 +404,16 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         if lrp is not None:
             connect(port, lrp, ports)
             repaired.append(lrp)
+            rewired.add(port.dp.key)
+    if rewired:
+        delta.rewired |= rewired
+        for key in rewired:
+            walk_sorted(ports.router_ports.get(key, []), step.sb, ports, datapaths)
+        # (router groups, so the `ref_chassis` of groups of more than one chassis,
+        # follow switches' router ports)
+        groups = sb_desired.tables.get("HA_Chassis_Group")
+        if groups is not None and any(len(r["ha_chassis"]) > 1 for r in groups.rows.values()):
+            delta.touch("sb", "HA_Chassis_Group")
     _put_bindings(step, changed, sb_desired, delta)
     for lrp in repaired:
         _put_router_binding(lrp, ports, sb_desired.tables["Port_Binding"], delta)
@@ -522,10 +550,14 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
 # Router port columns a builder other than the flows reads beyond the port's own
 # binding (`router_port_binding` reads the rest): a peer, a gateway, a delegated prefix.
 LRP_REFUSED = ("peer", "gateway_chassis", "ha_chassis_group")
+LRP_REFUSED_WITH_GATEWAY = ("peer", "ha_chassis_group")
 LRP_REFUSED_OPTIONS = ("requested-tnl-key", "prefix", "prefix_delegation")
 
-def _simple_lrp(row: IdlRow) -> bool:
-    return not any(row.value(c) for c in LRP_REFUSED) \
+def _simple_lrp(row: IdlRow, gateway: bool = False) -> bool:
+    """Whether a router port is one this module handles (`gateway`: with gateway
+    chassis, `gateways_incremental` judges those)."""
+    refused = LRP_REFUSED if not gateway else LRP_REFUSED_WITH_GATEWAY
+    return not any(row.value(c) for c in refused) \
         and not any(k in row.options for k in LRP_REFUSED_OPTIONS)
 
 
@@ -544,7 +576,8 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
     port's handler (`switch_ports_changed`) pairs them, or unpairs them, next."""
     step = _Step(nb, sb, datapaths, ports, names)
     try:
-        added, removed = _classify_lrps(step, lrp_changes, lr_changes, lsp_changes or {})
+        added, removed = _classify_lrps(step, lrp_changes, lr_changes, lsp_changes or {},
+                                        sb_desired)
         if not added and not removed:
             return PortsDelta()
         return _apply_lrps(step, added, removed, sb_desired)
@@ -553,16 +586,18 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
 
 
 def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
-                   lsp_changes: RowChanges) -> tuple[dict[str, IdlRow], dict[str, IdlRow]]:
+                   lsp_changes: RowChanges, sb_desired: DesiredDb
+                   ) -> tuple[dict[str, IdlRow], dict[str, IdlRow]]:
     """The LRPs inserted (by UUID: their router's new row) and deleted (their row)."""
     owner: dict[str, IdlRow] = {}
     lost: set[str] = set()
     for rc in lr_changes.values():
         old, new = rc.old, rc.new
-        _need(old is not None and new is not None)
-        assert old is not None and new is not None
+        _need(new is not None)  # (a router created with its ports: `on_nb_lr` made it)
+        assert new is not None
         _need(new.uuid in step.datapaths.routers and "mcast_relay" not in new.options)
-        before, after = set(old.data["ports"]), set(new.data["ports"])
+        before = set(old.data["ports"]) if old is not None else set()
+        after = set(new.data["ports"])
         for u in after - before:
             owner[u] = new
         lost.update(before - after)
@@ -572,10 +607,13 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
         _need(rc.old is None or rc.new is None)  # an update: recompute
         row = rc.new if rc.new is not None else rc.old
         assert row is not None
-        _need(_simple_lrp(row))
+        _need(_simple_lrp(row) or (rc.new is not None and _simple_lrp(row, gateway=True)))
         (added if rc.new is not None else removed)[uuid] = row
     _need(set(added) == set(owner) and set(removed) == lost)
     for uuid, row in added.items():
+        _need(not is_gateway(row) or plain_gateway(
+            row, step.datapaths.routers[owner[uuid].uuid], step.ports, step.names,
+            sb_desired))
         name = row.value("name")
         _need(step.names[name] == 1 and name not in step.ports.ports
               and lrp_networks(row.mac, row.networks) is not None)
@@ -616,6 +654,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
                             ports))
     names = {p.name for key in touched for p in ports.by_datapath.get(key, [])}
     names.update(lrp_rows[u].name for u in added)
+    names.update(redirect_name(lrp_rows[u].name) for u in added if is_gateway(lrp_rows[u]))
     found = _bindings(step.sb, names)
     dp_keys = datapath_keys(step.sb)
     for uuid in added:
@@ -638,10 +677,19 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
                         networks=lrp_networks(row.mac, row.networks))
             port.tunnel_key = _allocate(space)
             new_ports.append(port)
+            if is_gateway(row):
+                _need(redirect_name(row.name) not in found)
+                cr = add_redirect(port, ports)
+                cr.tunnel_key = _allocate(space)
+                new_ports.append(cr)
     table = sb_desired.tables["Port_Binding"]
     for port in new_ports:
         _insert_in_build_order(ports, port)
+    for port in new_ports:
         _put_router_binding(port, ports, table, delta)
+        if port.is_cr:
+            for group_table, row_key in put_redirect_group(port, sb_desired):
+                delta.touch("sb", group_table, row_key)
     if doomed_binding:
         _cleanup_mac_bindings(step, sb_desired, delta)
     _cleanup_fdb(step, sb_desired, delta)

@@ -60,6 +60,7 @@ from ..lflows import (
     rebuild_owned,
 )
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
+from ..lflows.lr_arp_resolve import routes_asked
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
 from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, Owner, flow_row_key
@@ -165,6 +166,35 @@ def _group_switches(group: IdlRow, northd: NorthdData) -> set[str]:
     return out
 
 
+def _router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
+                         ) -> tuple[set[str], set[str]]:
+    """The ports of `switches` (which gained or lost a router port) whose requests on
+    the switch's routers read its router ports, and those routers: router-type ports
+    whose routers' flows read the other router ports (their networks, without
+    `dynamic_neigh_routers`; their routable addresses, while some rule asks for
+    routes), and virtual ports (their VIP is resolved on the first router that holds
+    it). Routers in `built` are built again whole already."""
+    asked = routes_asked(ctx)
+    ports = ctx.ports
+    names: set[str] = set()
+    routers: set[str] = set()
+    for key in switches:
+        on_switch: set[str] = set()
+        for lsp in ports.router_ports.get(key, ()):
+            peer = ports.peer_of(lsp)
+            if peer is None or peer.dp.key in built:
+                continue
+            on_switch.add(peer.dp.key)
+            if asked or not smap_bool(peer.dp.nb.options, "dynamic_neigh_routers"):
+                names.add(lsp.name)
+                routers.add(peer.dp.key)
+        virtual = {p.name for p in ports.of_datapath(key) if p.type == "virtual"}
+        if virtual and on_switch:
+            names |= virtual
+            routers |= on_switch
+    return names, routers
+
+
 def _port_dps(northd: NorthdData) -> dict[str, str]:
     return {name: port.dp.key for name, port in northd.core.ports.ports.items()}
 
@@ -224,6 +254,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         dps: set[str] = set()
         vifs: set[str] = set()  # switch ports of type "" (or gone from a switch)
         whole: set[str] = set()  # datapaths whose neighbours are built again whole
+        rewired = set(delta.rewired)  # switches that gained or lost a router port
         for name in delta.sb.get("Port_Binding", ()):
             if name in delta.unread:
                 continue
@@ -234,8 +265,11 @@ class LflowNode(Node[LflowData, LflowDelta]):
             dps.add(key)
             if key in switches and (port is None or (port.is_lsp and not port.type)):
                 vifs.add(str(name))
+            elif key in switches and port is not None and port.type == "router":
+                rewired.add(key)
             else:
                 whole.add(key)
+        # (a router port's binding comes with its switch port's: its router is in `dps`)
         made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())}
         dps |= made_or_gone
         next_to: set[str] = set()
@@ -245,6 +279,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 if peer is not None:
                     (dps if key in whole | made_or_gone else next_to).add(peer.dp.key)
         next_to -= dps
+        readers, read_on = _router_port_readers(lflow_context(*self._tables(), northd),
+                                                rewired, dps) if rewired else (set(), set())
         flows, lb_dps = set(delta.flows), set[str]()
         if delta.lbs:
             whole, lb_dps = lb_rebuilds(old.lbs, northd.extra.lbs, delta.lbs,
@@ -252,7 +288,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             flows |= ports.next_to(whole)
         groups = DP_GROUP_TABLE in delta.sb
         focus = {n for n in delta.focus if n in ports.ports}
-        if not dps and not flows and not lb_dps and not groups and not focus:
+        if not dps and not flows and not lb_dps and not groups and not focus and not rewired:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -261,6 +297,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
         with muted():  # a VIF's rebuild is not where 23.03 would warn
             results = [self._rebuild(northd, dps, ports_changed=True, groups=groups,
                                      owned=(next_to, vifs) if next_to and vifs else None)]
+            if readers:
+                results.append(self._changed(northd, rebuild_owned(
+                    self.data.flows, lflow_context(*self._tables(), northd),
+                    frozenset(read_on), frozenset(readers))))
         # (NAT rules, load balancers changed: their flows report what a recompute would;
         # these rebuilds share one context, its facts built once)
         ctx = lflow_context(*self._tables(), northd)

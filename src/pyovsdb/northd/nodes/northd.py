@@ -53,7 +53,8 @@ from ..build.groups_incremental import groups_changed, member_sets
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.nat_incremental import nats_changed
-from ..build.ports import existing_port_bindings
+from ..build.peers_incremental import alone_in_bucket, walk_sorted
+from ..build.ports import Port, existing_port_bindings
 from ..build.ports_incremental import (
     PortsDelta,
     port_names,
@@ -125,6 +126,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["Load_Balancer_Group"] = self.on_nb_lb
             nb_handlers["NAT"] = self.on_nb_nat
             nb_handlers["Address_Set"] = self.on_nb_address_set
+            nb_handlers["Gateway_Chassis"] = self.on_nb_gateway_chassis
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
@@ -251,7 +253,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 continue
             row = rc.new if rc.new is not None else rc.old
             assert row is not None
-            if not self.incremental_ports or not simple_router(row):
+            with_ports = rc.new is not None and lrp is not None and lrp.updated
+            if not self.incremental_ports or not simple_router(row, with_ports):
                 return Handled.UNHANDLED
             (made if rc.new is not None else gone).append(row)
         parts = _either(self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED,
@@ -259,7 +262,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         if parts is Handled.UNHANDLED or (not made and not gone):
             return parts
         ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
-        if made and ls is not None and ls.updated:
+        if made and ls is not None and ls.updated and (
+                ls.delta is None or any(rc.old is None for rc in ls.delta.values())):
             return Handled.UNHANDLED  # new switches take keys before new routers
         core, reachable = self.data.core, self.data.extra.lbs
         if any(row.uuid not in core.datapaths.routers for row in gone):
@@ -396,6 +400,13 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         # (a router's networks decide which of its load balancers' VIPs it answers for)
         return handled if handled is Handled.UNHANDLED else _either(handled, self._lbs())
 
+    # A gateway chassis exists only while a router port names it: one inserted or
+    # deleted comes with a router port inserted, deleted or updated, which
+    # `on_nb_lrp` applies or gives up on; one updated (its chassis, its priority)
+    # recomputes.
+    def on_nb_gateway_chassis(self, change: TableChange) -> Handled:
+        return only(change, lambda rc: rc.old is None or rc.new is None)
+
     def _switch_ports(self, lsp_changes: Mapping[str, RowChange[IdlRow]],
                       ls_changes: Mapping[str, RowChange[IdlRow]]) -> Handled:
         """Switch ports (and switches) changed, applied in place if they can be."""
@@ -417,8 +428,14 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         `changes` of either table since the last recompute."""
         names = self._names
         if names is None:
+            # (as they were before this run: each handler applies its table's changes)
             names = self._names = port_names(self.nb_tables())
-            return names
+            for table in ("Logical_Switch_Port", "Logical_Router_Port"):
+                for rc in self._changes(table).values():
+                    if rc.new is not None:
+                        names[rc.new.value("name")] -= 1
+                    if rc.old is not None:
+                        names[rc.old.value("name")] += 1
         for rc in changes.values():
             if rc.old is not None:
                 names[rc.old.value("name")] -= 1
@@ -511,9 +528,25 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             want = desired.rows.get(new.logical_port)
             if want is None or not _same_binding(want, new):
                 return False
+            # (a switch's router port takes its place in the walk by its binding)
+            port = ports.ports.get(new.logical_port) if ports is not None else None
+            if port is not None and port.is_lsp and port.type == "router" \
+                    and not self._walk_kept(port):
+                return False
             return bindings_named(table, new.logical_port) == 1
 
         return only(change, ok)
+
+    def _walk_kept(self, lsp: Port) -> bool:
+        """Whether the router ports of the switch of `lsp` (whose binding came) are in
+        the order a build from the SB as it is now would walk them."""
+        core = self.data.core
+        if alone_in_bucket(lsp, core.ports):
+            return True
+        members = core.ports.router_ports.get(lsp.dp.key, [])
+        walked = list(members)
+        walk_sorted(walked, self.sb_tables(), core.ports, core.datapaths)
+        return walked == members
 
     def on_datapath_binding(self, change: TableChange) -> Handled:
         if not self.has_data:

@@ -79,9 +79,17 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
 
     def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
         delta = change.delta
-        if delta is None or not self.has_data or "HA_Chassis_Group" in delta.sb:
+        if delta is None or not self.has_data:
             return Handled.UNHANDLED
         data = self.data
+        if "HA_Chassis_Group" in delta.sb:
+            groups = change.data.sb.tables.get("HA_Chassis_Group")
+            if groups is None or _multi(groups) or (data.ha_groups is not None
+                                                    and _multi(data.ha_groups)):
+                return Handled.UNHANDLED  # (`ref_chassis` decided again)
+            data.ha_groups = DesiredTable(groups.name, groups.columns, groups.owned,
+                                          {k: dict(v) for k, v in groups.rows.items()},
+                                          groups.fill)
         ports = change.data.core.ports
         changed = False
         touched = self.track().lsps
@@ -127,3 +135,8 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
                 self.track().lsps.add(lsp.uuid)
                 changed = True
         return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
+
+
+def _multi(groups: DesiredTable) -> bool:
+    """Whether a group has more than one chassis (only those have `ref_chassis`)."""
+    return any(len(r.get("ha_chassis") or ()) > 1 for r in groups.rows.values())

@@ -1,0 +1,82 @@
+"""A distributed gateway port added in place: a router port with gateway chassis, added
+to a router (new or not), with its chassisredirect port and its SB HA chassis group,
+as `ports.build_ports` and `ha_chassis.build_ha_chassis_groups` make them in a build.
+
+Rules kept here:
+- Only the plain case: the router port's gateway is its `gateway_chassis` (no NB HA
+  chassis group); its router is no gateway router (there a build makes no
+  chassisredirect port), has no other distributed gateway port, no NAT rules and no
+  load balancers (each of those reads which gateway port a router has); no port or
+  binding is named as the chassisredirect port would be, and no other group is named
+  as its group would be. Anything else is refused (`plain_gateway` false) and the
+  caller recomputes.
+- The chassisredirect port follows its router port in build order and takes the next
+  tunnel key after it (the caller allocates in that order).
+- Its group has the ports' gateway chassis as `ha_chassis_group.port_group` reads
+  them; `ref_chassis` is `sync_from_sb`'s.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable
+
+from ...idl.row import IdlRow
+from ..desired import DesiredDb, DesiredTable
+from .datapaths import Datapath
+from .ha_chassis import CHASSIS_COLUMNS, GROUP_COLUMNS, port_group, put_group
+from .ports import Port, PortKind, PortsData
+
+
+def is_gateway(row: IdlRow) -> bool:
+    """Whether a router port has gateway chassis."""
+    return bool(row.value("gateway_chassis"))
+
+
+def redirect_name(lrp_name: str) -> str:
+    return "cr-" + lrp_name
+
+
+def plain_gateway(row: IdlRow, router: Datapath, ports: PortsData, names: Counter[str],
+                  sb_desired: DesiredDb) -> bool:
+    """Whether the new router port `row` of `router` is a distributed gateway port
+    this module adds (see the rules)."""
+    lr = router.nb
+    if row.ha_chassis_group is not None or "chassis" in lr.options \
+            or ports.l3dgw_ports.get(router.key) or lr.value("nat") \
+            or lr.value("load_balancer") or lr.value("load_balancer_group") \
+            or sum(1 for r in lr.ports if isinstance(r, IdlRow) and is_gateway(r)) != 1:
+        return False
+    cr = redirect_name(str(row.name))
+    groups = sb_desired.tables.get("HA_Chassis_Group")
+    return names[cr] == 0 and cr not in ports.ports \
+        and (groups is None or row.name not in groups.rows)
+
+
+def add_redirect(lrp: Port, ports: PortsData) -> Port:
+    """The chassisredirect port of the distributed gateway port `lrp` (its tunnel key
+    still to be given), registered with it."""
+    cr = Port(redirect_name(lrp.name), lrp.dp, PortKind.REDIRECT, lrp.nb,
+              networks=lrp.networks, l3dgw_port=lrp.name)
+    lrp.cr_port = cr.name
+    gateways = ports.l3dgw_ports.setdefault(lrp.dp.key, [])
+    gateways.append(lrp)
+    gateways.sort(key=lambda p: p.nb.uuid)
+    return cr
+
+
+def put_redirect_group(cr: Port, sb_desired: DesiredDb) -> list[tuple[str, Hashable]]:
+    """The SB group of the chassisredirect port `cr` put in the desired tables; the
+    (table, key) of each row put."""
+    found = port_group(cr)
+    if found is None:
+        return []
+    groups = sb_desired.tables.get("HA_Chassis_Group")
+    if groups is None:
+        groups = sb_desired.add(DesiredTable("HA_Chassis_Group", GROUP_COLUMNS))
+    chassis = sb_desired.tables.get("HA_Chassis")
+    if chassis is None:
+        chassis = sb_desired.add(DesiredTable("HA_Chassis", CHASSIS_COLUMNS))
+    name, members = found
+    keys = put_group(groups, chassis, name, members)
+    return [("HA_Chassis_Group", name), *(("HA_Chassis", key) for key in keys)]
