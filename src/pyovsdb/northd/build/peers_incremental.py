@@ -6,8 +6,8 @@ Rules kept here:
 - Only the plain case: a router-type switch port whose only option is `router-port`,
   whose addresses are "router" or none, naming a router port that has no peer yet, no
   `peer` column of its own, no NB HA chassis group (gateway chassis it may have: a
-  distributed gateway port) and is on a router that is not a gateway router. Anything else is refused by the caller (`ports_incremental`), which
-  recomputes.
+  distributed gateway port) and is on a router that is not a gateway router.
+  Anything else is refused by the caller (`ports_incremental`), which recomputes.
 - A switch's router ports are listed as a build lists them: in the order of 23.03's
   walk of its port hash table (every binding's name, then every port without one),
   which for ports in different buckets is their bucket order under the table's final

@@ -32,7 +32,7 @@ from . import (
     ls_port_sec,
 )
 from .context import LflowContext
-from .table import FlowKey, LflowTable, Owner
+from .table import GLOBAL, FlowKey, LflowTable, Owner
 
 Builder = Callable[[LflowContext, LflowTable], None]
 
@@ -90,15 +90,20 @@ def rebuild_owned(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str
 
 
 def rebuild_focused(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
-                    ports: frozenset[str]) -> set[FlowKey]:
+                    ports: frozenset[str], own: bool = False) -> set[FlowKey]:
     """The flows the ports `ports` ask for on their own datapaths `datapaths` built
-    again and put in place of what they asked for there; the flows that changed. Equal
-    to a full build as long as a port's own requests depend on that port, its peer's
-    router and datapath facts alone (the property tests hold it to one): what changes
-    a router's NAT rules, and nothing of its switches, moves only the requests of the
-    switch ports paired with its ports."""
+    again and put in place of what they asked for there (`own`: and the datapaths' own
+    flows, those no port, ACL or load balancer asks for); the flows that changed.
+    Equal to a full build as long as a port's own requests depend on that port, its
+    peer's router and datapath facts alone (the property tests hold it to one): what
+    changes a router's NAT rules, and nothing of its switches, moves only the requests
+    of the switch ports paired with its ports; a router port joining a switch, those
+    of its switch port and the switch's own."""
     new = build_lflows(ctx.focused(datapaths, ports), only=datapaths)
-    return table.replace_owned(datapaths, frozenset(("port", n) for n in ports), new)
+    owners: set[Owner] = {("port", n) for n in ports}
+    if own:
+        owners |= {GLOBAL, *(("dp", key) for key in datapaths)}
+    return table.replace_owned(datapaths, frozenset(owners), new)
 
 
 def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],

@@ -205,9 +205,14 @@ class LflowContext:
         return [p for p in ports.values() if p.name in names]
 
     def ports_of(self, dp: Datapath) -> list[Port]:
+        """The ports of `dp` to build flows for (in a focused rebuild, those focused)."""
         ports = self.ports.of_datapath(dp.key)
         focus = self.focus
         return ports if focus is None else [p for p in ports if p.name in focus]
+
+    def all_ports_of(self, dp: Datapath) -> list[Port]:
+        """Every port of `dp`, focused or not: what a datapath's own flows read."""
+        return self.ports.of_datapath(dp.key)
 
     def bindings(self) -> dict[str, IdlRow]:
         """The SB Port_Binding rows by logical port as the SB has them in this run (a

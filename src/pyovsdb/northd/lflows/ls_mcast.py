@@ -54,7 +54,7 @@ def switch_info(ctx: LflowContext, dp: Datapath) -> McastSwitchInfo:
         if peer is not None and smap_bool(peer.dp.nb.options, "mcast_relay"):
             relay = True
     static = False
-    for port in ctx.ports_of(dp):
+    for port in ctx.all_ports_of(dp):
         enabled = port.nb.value("enabled")
         if port.is_lsp and (not enabled or enabled[0]) and \
                 smap_bool(port.options, "mcast_flood"):

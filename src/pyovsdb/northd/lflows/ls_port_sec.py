@@ -48,10 +48,9 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
     queues = queue_ids(ctx)
     for dp in ctx.switches():
-        ports = [p for p in ctx.ports_of(dp) if p.is_lsp]
         with out.owned_by(("dp", dp.key)):
-            _datapath_flows(ctx, out, dp, ports)
-        for port in ports:
+            _datapath_flows(ctx, out, dp, [p for p in ctx.all_ports_of(dp) if p.is_lsp])
+        for port in (p for p in ctx.ports_of(dp) if p.is_lsp):
             with out.owned_by(("port", port.name)):
                 _port_sec(ctx, out, port, queues.get(port.name, 0))
                 _learn_fdb(out, port)
@@ -68,7 +67,7 @@ def queue_ids(ctx: LflowContext) -> dict[str, int]:
     without one left out), allocated as the Port_Binding builder allocates them."""
     # Only ports with QoS settings get a queue (23.03 frees the others' in the same
     # run): without one among the ports built, there is nothing to allocate.
-    if not any(_has_qos(p) for dp in ctx.switches() for p in ctx.ports_of(dp)):
+    if not any(_has_qos(p) for dp in ctx.switches() for p in ctx.all_ports_of(dp)):
         return {}
     state = SwitchPortState.start(ctx.sb, ctx.ports)
     out: dict[str, int] = {}

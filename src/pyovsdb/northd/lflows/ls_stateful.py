@@ -80,7 +80,7 @@ def _interconn_mcast_snoop(ctx: LflowContext, dp: Datapath, out: LflowTable) -> 
     if not smap_bool(other, "mcast_snoop") or "interconn-ts" not in other:
         return
     meter = ctx.copp_meter(dp, CoppProto.IGMP)
-    for port in ctx.ports_of(dp):
+    for port in ctx.all_ports_of(dp):
         if port.is_lsp and port.type == "remote":
             for what in ("igmp", "(mldv1 || mldv2)"):
                 out.add(dp, Stage.LS_OUT_PRE_LB, 120, f"inport == {port.json_key} && {what}",

@@ -47,6 +47,7 @@ from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
 from ..build.lb import LbData
+from ..build.ports import PortsData
 from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
@@ -195,6 +196,16 @@ def _router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
     return names, routers
 
 
+def _ports_kept_alike(ports: PortsData, switch: str, joined: set[str]) -> bool:
+    """Whether what the other ports of `switch` ask for stays as it was when the router
+    ports `joined` join it: while the switch has a port other than a router port (they
+    flood ARP requests to the rest) and no router with multicast relay on it."""
+    return any(p.type != "router" and p.name not in joined for p in ports.of_datapath(switch)) \
+        and not any(smap_bool(peer.dp.nb.options, "mcast_relay")
+                    for lsp in ports.router_ports.get(switch, ())
+                    if (peer := ports.peer_of(lsp)) is not None)
+
+
 def _port_dps(northd: NorthdData) -> dict[str, str]:
     return {name: port.dp.key for name, port in northd.core.ports.ports.items()}
 
@@ -255,6 +266,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         vifs: set[str] = set()  # switch ports of type "" (or gone from a switch)
         whole: set[str] = set()  # datapaths whose neighbours are built again whole
         rewired = set(delta.rewired)  # switches that gained or lost a router port
+        joined: dict[str, set[str]] = {}  # of those, the router ports they gained
+        mixed: set[str] = set()  # switches whose other ports changed
         for name in delta.sb.get("Port_Binding", ()):
             if name in delta.unread:
                 continue
@@ -265,13 +278,21 @@ class LflowNode(Node[LflowData, LflowDelta]):
             dps.add(key)
             if key in switches and (port is None or (port.is_lsp and not port.type)):
                 vifs.add(str(name))
+                mixed.add(key)
             elif key in switches and port is not None and port.type == "router":
                 rewired.add(key)
+                joined.setdefault(key, set()).add(port.name)
             else:
                 whole.add(key)
         # (a router port's binding comes with its switch port's: its router is in `dps`)
         made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())}
         dps |= made_or_gone
+        # Switches that gained router ports and nothing else: those ports' requests and
+        # the switches' own flows built again, the other ports' kept.
+        joined = {key: names for key, names in joined.items()
+                  if key not in mixed and key not in made_or_gone
+                  and _ports_kept_alike(ports, key, names)}
+        dps -= joined.keys()
         next_to: set[str] = set()
         for key in list(dps):
             for rp in ports.router_ports.get(key, ()):
@@ -288,7 +309,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
             flows |= ports.next_to(whole)
         groups = DP_GROUP_TABLE in delta.sb
         focus = {n for n in delta.focus if n in ports.ports}
-        if not dps and not flows and not lb_dps and not groups and not focus and not rewired:
+        if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
+                and not joined:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -297,6 +319,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
         with muted():  # a VIF's rebuild is not where 23.03 would warn
             results = [self._rebuild(northd, dps, ports_changed=True, groups=groups,
                                      owned=(next_to, vifs) if next_to and vifs else None)]
+            if joined:
+                results.append(self._changed(northd, rebuild_focused(
+                    self.data.flows, lflow_context(*self._tables(), northd),
+                    frozenset(joined), frozenset().union(*joined.values()), own=True)))
             if readers:
                 results.append(self._changed(northd, rebuild_owned(
                     self.data.flows, lflow_context(*self._tables(), northd),
