@@ -188,3 +188,22 @@ def test_a_reference_to_another_row_is_an_update_and_the_same_one_is_none(
         assert isinstance(ops[0], sync.Update) and ops[0].values == {"datapath": b.uuid}
     commit(sync.plan(want, sb.tables), sb)
     assert sync.plan(want, sb.tables) == []
+
+
+def test_ha_chassis_keys_at_once_equal_the_keys_row_by_row(sb: LocalDb) -> None:
+    """An HA chassis is keyed by the first group (by UUID) that lists it: the table's
+    keys computed in one walk of the groups are the row-by-row keys, rows listed by two
+    groups included."""
+    ops: list[dict[str, object]] = [
+        {"op": "insert", "table": "HA_Chassis", "uuid-name": f"c{i}",
+         "row": {"priority": i, "external_ids": ["map", [["chassis-name", f"ch{i}"]]]}}
+        for i in range(5)]
+    for n, members in enumerate(([0, 1], [1, 2, 3], [3], [4], [1])):
+        ops.append({"op": "insert", "table": "HA_Chassis_Group",
+                    "row": {"name": f"g{n}", "ha_chassis": [
+                        "set", [["named-uuid", f"c{i}"] for i in members]]}})
+    sb.transact(ops)
+    table = sb.tables["HA_Chassis"]
+    at_once = sync.TABLE_KEYS["HA_Chassis"](sb.tables)
+    one_by_one = {u: sync.row_key("HA_Chassis", r, sb.tables) for u, r in table.rows.items()}
+    assert at_once == one_by_one and len(at_once) == 5

@@ -105,6 +105,22 @@ def _ha_chassis_key(row: IdlRow, tables: Tables) -> Hashable | None:
     return None
 
 
+def _ha_chassis_keys(tables: Tables) -> dict[str, Hashable]:
+    """`_ha_chassis_key` of every HA_Chassis row at once (by UUID), in one walk of the
+    groups instead of one per row."""
+    groups = tables.get("HA_Chassis_Group")
+    chassis = tables.get("HA_Chassis")
+    out: dict[str, Hashable] = {}
+    if groups is None or chassis is None:
+        return out
+    for group in sorted(groups.rows.values(), key=lambda r: r.uuid, reverse=True):
+        for uuid in group.data["ha_chassis"]:
+            row = chassis.rows.get(uuid)
+            if row is not None:  # (the first group by UUID wins: it is written last)
+                out[uuid] = (group.name, row.external_ids.get("chassis-name", ""))
+    return out
+
+
 def _band_key(row: IdlRow, tables: Tables) -> Hashable | None:
     """A meter band by its meter's name and its content (`build.meters`)."""
     meters = tables.get("Meter")
@@ -205,6 +221,13 @@ ROW_KEYS: dict[str, KeyFn] = {
 }
 
 
+# Tables whose rows' keys are cheaper computed all at once (by UUID; a row not there
+# names nothing), for a walk of the whole table.
+TABLE_KEYS: dict[str, Callable[[Tables], dict[str, Hashable]]] = {
+    "HA_Chassis": _ha_chassis_keys,
+}
+
+
 def row_key(table: str, row: IdlRow, tables: Tables, owned: bool = True) -> Hashable | None:
     """The key the builders give the row `row` of `table` (None: it names nothing).
     Rows of tables that are not owned are keyed by UUID (NB write-backs)."""
@@ -286,8 +309,10 @@ class _Planner:
             extra.sort(key=_uuid_of)
         else:
             collected = self.collect.get(dt.name) if only is None else None
+            keyed = self._table_keys(dt.name)
             for row in sorted(table.rows.values(), key=_uuid_of):
-                key = row_key(dt.name, row, self.tables)
+                key = row_key(dt.name, row, self.tables) if keyed is None \
+                    else keyed.get(row.uuid)
                 if collected is not None:
                     collected.setdefault(key, {})[row.uuid] = row
                 if only is not None and key not in only:
@@ -302,6 +327,11 @@ class _Planner:
             if key not in found:
                 self.inserted.add((dt.name, key))
 
+    def _table_keys(self, table: str) -> Mapping[str, Hashable] | None:
+        """The keys of every row of `table` at once, where `TABLE_KEYS` has them."""
+        fn = TABLE_KEYS.get(table)
+        return fn(self.tables) if fn is not None else None
+
     def existing(self, table: str, key: Hashable) -> IdlRow | None:
         """A row of a table with no desired state (e.g. Chassis), or planned by key
         outside its keys, by key (the first by UUID, as a match takes it)."""
@@ -314,8 +344,10 @@ class _Planner:
             index = {}
             replica = self.tables.get(table)
             if replica is not None:
+                keyed = self._table_keys(table)
                 for row in sorted(replica.rows.values(), key=lambda r: r.uuid):
-                    k = row_key(table, row, self.tables)
+                    k = row_key(table, row, self.tables) if keyed is None \
+                        else keyed.get(row.uuid)
                     if k is not None:
                         index.setdefault(k, row)
             self._lookup[table] = index

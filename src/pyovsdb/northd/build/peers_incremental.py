@@ -20,15 +20,14 @@ Rules kept here:
 
 from __future__ import annotations
 
-import bisect
-from collections import Counter
 from collections.abc import Mapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ...util.ovshash import hash_string, hmap_mask, hmap_order_of
+from ...util.ovshash import hash_string, hmap_mask
 from .datapaths import DatapathsData
 from .ports import Port, PortsData
+from .walk import PortWalk
 
 # Router port options that make a router port more than a router port to pair.
 _PLAIN_OPTIONS = frozenset({"router-port"})
@@ -69,27 +68,7 @@ def walk_sorted(members: list[Port], sb: Mapping[str, ReplicaTable], ports: Port
                 datapaths: DatapathsData) -> None:
     """Sort a switch's router ports `members` in place in the order a build from `sb`,
     `ports` and `datapaths` walks its port hash table (see the rules)."""
-    table = sb.get("Port_Binding")
-    first: dict[str, str] = {}  # name -> the UUID of its first binding by UUID
-    if table is not None:
-        column = table.col_index["logical_port"]
-        for uuid, row in table.rows.items():
-            name = row.value_at(column)
-            if name not in first or uuid < first[name]:
-                first[name] = uuid
-    unbound = [p for name, p in ports.ports.items() if name not in first]
-    total = len(first) + len(unbound)
-    mask = hmap_mask(total)
-    hashes = {p.name: hash_string(p.name) for p in members}
-    buckets = Counter(h & mask for h in hashes.values())
-    shared = [p for p in members if buckets[hashes[p.name] & mask] > 1]
-    place: dict[str, int] = {}
-    if shared:
-        place = _insertion_places(shared, first, unbound, datapaths)
-        ordered = hmap_order_of(sorted((place[p.name], hashes[p.name], p.name)
-                                       for p in shared), total)
-        place = {name: i for i, name in enumerate(ordered)}
-    members.sort(key=lambda p: (hashes[p.name] & mask, place.get(p.name, 0)))
+    PortWalk(sb, ports, datapaths).sort_ports(members)
 
 
 def alone_in_bucket(lsp: Port, ports: PortsData) -> bool:
@@ -101,27 +80,6 @@ def alone_in_bucket(lsp: Port, ports: PortsData) -> bool:
     mine = hash_string(lsp.name) & mask
     return not any(hash_string(p.name) & mask == mine
                    for p in ports.router_ports.get(lsp.dp.key, ()) if p is not lsp)
-
-
-def _insertion_places(some: list[Port], first: Mapping[str, str], unbound: list[Port],
-                      datapaths: DatapathsData) -> dict[str, int]:
-    """Where each of `some` is inserted (from 1) in a build's port hash table: the
-    bound names by their first binding's UUID, then the ports without a binding in
-    build order (datapaths as built, switches first; a datapath's ports by name)."""
-    out: dict[str, int] = {}
-    uuids = sorted(first.values()) if any(p.name in first for p in some) else []
-    for p in some:
-        if p.name in first:
-            out[p.name] = bisect.bisect_left(uuids, first[p.name]) + 1
-    if len(out) < len(some):
-        rank = {key: i for i, key in enumerate([*datapaths.switches, *datapaths.routers])}
-        built = sorted(unbound, key=lambda p: (rank.get(p.dp.key, -1), p.nb.value("name"),
-                                               p.nb.uuid, p.is_cr))
-        at = {p.name: i for i, p in enumerate(built, len(first) + 1)}
-        for p in some:
-            if p.name not in out:
-                out[p.name] = at[p.name]
-    return out
 
 
 def disconnect(lsp: Port, ports: PortsData) -> Port | None:

@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...ovsdb.hashorder import hash_string, hmap_order, hmap_order_of
+from ...ovsdb.hashorder import hash_string, hmap_order
 from ..build.datapaths import smap_bool
 from ..build.lsp_up import port_up
 from ..build.ports import Port, datapath_keys
 from ..build.ports_addresses import ip_addresses
+from ..build.walk import PortWalk
 from .context import CoppProto, LflowContext
 from .stages import Stage
 from .table import LflowTable
@@ -69,19 +70,19 @@ def walk_order(ctx: LflowContext) -> list[Port]:
     port hash table when it builds flows (the names of the existing bindings
     inserted first, then the new ports): where two ports ask for the same flow (one
     address on two switches), the first fixes the flow's stage hint. A partial
-    rebuild computes the order of its ports alone (`hmap_order_of`)."""
+    rebuild computes the order of its ports alone (`build.walk.PortWalk`)."""
     cache_key = ("walk_order", ctx.scope, ctx.walked, ctx.focus)
     cached: list[Port] | None = ctx.cache.get(cache_key)
     if cached is None:
         ports = ctx.ports.ports
-        existing = ctx.bindings()
-        names = [*existing, *(n for n in ports if n not in existing)]
         within = ctx.scoped_names()
         if within is None:
+            existing = ctx.bindings()
+            names = [*existing, *(n for n in ports if n not in existing)]
             order = hmap_order((hash_string(n), n) for n in names)
         else:
-            order = hmap_order_of(((i, hash_string(n), n) for i, n in enumerate(names, 1)
-                                   if n in within and n in ports), len(names))
+            order = PortWalk(ctx.sb, ctx.ports, ctx.datapaths).order(
+                n for n in within if n in ports)
         cached = ctx.cache[cache_key] = [ports[n] for n in order if n in ports]
     return cached
 

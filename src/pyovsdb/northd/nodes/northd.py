@@ -397,8 +397,12 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         handled = self._applied(router_ports_changed(
             self.nb_tables(), self.sb_tables(), core.datapaths, core.ports, names,
             self.data.sb, delta, lr_changes or {}, lsp_changes or {}))
-        # (a router's networks decide which of its load balancers' VIPs it answers for)
-        return handled if handled is Handled.UNHANDLED else _either(handled, self._lbs())
+        # (a router's networks decide which of its load balancers' VIPs it answers for;
+        # every router port added or deleted changes its router's `ports`)
+        if handled is Handled.UNHANDLED or not any(
+                rc.new is not None and _has_lbs(rc.new) for rc in (lr_changes or {}).values()):
+            return handled
+        return _either(handled, self._lbs())
 
     # A gateway chassis exists only while a router port names it: one inserted or
     # deleted comes with a router port inserted, deleted or updated, which
@@ -618,3 +622,8 @@ def _refers(ref: Any, value: Any) -> bool:
     if not isinstance(ref, Ref) or not isinstance(value, IdlRow):
         return False
     return datapath_key(value) == ref.key
+
+
+def _has_lbs(router: IdlRow) -> bool:
+    """Whether a router has load balancers (its own or through groups)."""
+    return bool(router.value("load_balancer") or router.value("load_balancer_group"))

@@ -1,0 +1,87 @@
+"""The order in which ovn-northd 23.03 walks its port hash table, for some of the ports:
+what a partial rebuild needs to visit its ports as a build would (`ports._walk_order`
+gives the order of all of them in a build).
+
+Rules kept here:
+- A build inserts a name per SB binding first (by the UUID of the name's first
+  binding), then a name per port without a binding, in build order (datapaths as the
+  build lists them, switches first; a datapath's ports by name and NB UUID, a
+  chassisredirect port after its router port).
+- The walk visits buckets in order under the table's final mask; within a bucket the
+  order follows from where each name was inserted (`hmap_order_of`). So names alone
+  in their bucket need only their hashes; the places of names sharing one are found
+  only then (a sort of the bindings' UUIDs).
+- Reads the SB Port_Binding table once (a walk of its rows, no sort): the cost of a
+  partial rebuild grows with the bindings by that walk alone.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from ...idl.replica import ReplicaTable
+from ...util.ovshash import hash_string, hmap_mask, hmap_order_of
+from .datapaths import DatapathsData
+from .ports import Port, PortsData
+
+
+class PortWalk:
+    """The walk of a build from `sb`, `ports` and `datapaths` (see the rules)."""
+
+    def __init__(self, sb: Mapping[str, ReplicaTable], ports: PortsData,
+                 datapaths: DatapathsData) -> None:
+        table = sb.get("Port_Binding")
+        first: dict[str, str] = {}  # name -> the UUID of its first binding
+        if table is not None:
+            column = table.col_index["logical_port"]
+            for uuid, row in table.rows.items():
+                name = row.value_at(column)
+                was = first.get(name)
+                if was is None or uuid < was:
+                    first[name] = uuid
+        self._first = first
+        self._ports = ports
+        self._datapaths = datapaths
+        self.unbound = [p for name, p in ports.ports.items() if name not in first]
+        self.total = len(first) + len(self.unbound)
+        self.mask = hmap_mask(self.total)
+
+    def order(self, names: Iterable[str]) -> list[str]:
+        """`names` (distinct; each a bound name or a port) in the walk's order."""
+        hashes = {n: hash_string(n) for n in names}
+        mask = self.mask
+        buckets = Counter(h & mask for h in hashes.values())
+        shared = [n for n, h in hashes.items() if buckets[h & mask] > 1]
+        place: dict[str, int] = {}
+        if shared:
+            at = self._places(shared)
+            ordered = hmap_order_of(sorted((at[n], hashes[n], n) for n in shared), self.total)
+            place = {n: i for i, n in enumerate(ordered)}
+        return sorted(hashes, key=lambda n: (hashes[n] & mask, place.get(n, 0)))
+
+    def sort_ports(self, ports: list[Port]) -> None:
+        """Sort `ports` in place in the walk's order."""
+        rank = {n: i for i, n in enumerate(self.order(p.name for p in ports))}
+        ports.sort(key=lambda p: rank[p.name])
+
+    def _places(self, some: list[str]) -> dict[str, int]:
+        """Where each of `some` is inserted, from 1 (see the rules)."""
+        first = self._first
+        out: dict[str, int] = {}
+        if any(n in first for n in some):
+            uuids = sorted(first.values())
+            for n in some:
+                if n in first:
+                    out[n] = bisect.bisect_left(uuids, first[n]) + 1
+        if len(out) < len(some):
+            datapaths = self._datapaths
+            rank = {key: i for i, key in enumerate([*datapaths.switches, *datapaths.routers])}
+            built = sorted(self.unbound, key=lambda p: (rank.get(p.dp.key, -1),
+                                                        p.nb.value("name"), p.nb.uuid, p.is_cr))
+            at = {p.name: i for i, p in enumerate(built, len(first) + 1)}
+            for n in some:
+                if n not in out:
+                    out[n] = at[n]
+        return out
