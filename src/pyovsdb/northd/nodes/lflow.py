@@ -64,7 +64,7 @@ from ..lflows.lb_reads import lb_owners, lb_rebuilds
 from ..lflows.lr_arp_resolve import routes_asked
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
-from ..lflows.table import LOGICAL_FLOW_COLUMNS, FlowKey, Owner, flow_row_key
+from ..lflows.table import FlowKey, Owner, flow_row_key
 from .northd import LR_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, leaf_name, table_inputs
@@ -111,43 +111,56 @@ def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]
                         config=northd.extra.config)
 
 
-def _desired(northd: NorthdData, flows: LflowTable, rows: dict[Hashable, dict[str, Any]] | None,
-             changed: set[FlowKey], users: Counter[tuple[str, ...]]
+def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
+             changed: set[FlowKey], users: Counter[tuple[str, ...]], groups_kept: bool = False
              ) -> tuple[DesiredDb, Counter[tuple[str, ...]]]:
     """The desired tables of `flows` and the users of each datapath group: every row
-    built (`rows` None), or `rows` (the last ones) with those of `changed` built again,
-    the groups' users (`users`, the last ones) counted again for those alone. The
-    groups desired are northd's and those a flow uses."""
+    built (`last` None), or the last tables (`last`, whose Logical_Flow rows are
+    changed in place) with the rows of `changed` built again and the groups' users
+    (`users`, the last ones) counted again for those alone. The groups desired are
+    northd's and those a flow uses: with `groups_kept` (northd's unchanged) the last
+    ones with the groups whose users changed added or taken away, else all again."""
     sb = DesiredDb()
     groups = northd.sb.tables.get(DP_GROUP_TABLE)
-    if groups is not None:
-        sb.add(DesiredTable(groups.name, groups.columns, groups.owned, dict(groups.rows),
-                            groups.fill))
-    if rows is None:
+    previous = last.tables.get(DP_GROUP_TABLE) if last is not None and groups_kept else None
+    base = previous if previous is not None else groups
+    if base is not None:
+        sb.add(DesiredTable(base.name, base.columns, base.owned, dict(base.rows), base.fill))
+    if last is None:
         flows.put_desired(sb)
         return sb, Counter(dp_group_key(f.datapaths) for f in flows.flows.values()
                            if len(f.datapaths) > 1)
     users = users.copy()
-    table = sb.add(DesiredTable("Logical_Flow", LOGICAL_FLOW_COLUMNS,
-                                fill=("external_ids", "tags"), rows=dict(rows)))
+    touched: set[tuple[str, ...]] = set()
+    table = sb.add(last.tables["Logical_Flow"])
+    rows = table.rows
     for key in changed:
         row_key = flow_row_key(key)
         was = rows.get(row_key)
         group = was.get("logical_dp_group") if was is not None else None
         if isinstance(group, Ref) and isinstance(group.key, tuple):
             users[group.key] -= 1
+            touched.add(group.key)
         flow = flows.flows.get(key)
         if flow is None:
-            table.rows.pop(row_key, None)
+            rows.pop(row_key, None)
             continue
-        table.rows[row_key] = flows.row(flow, sb)
+        rows[row_key] = flows.row(flow, sb)
         if len(flow.datapaths) > 1:
-            users[dp_group_key(flow.datapaths)] += 1
-    for group_key, count in list(users.items()):
-        if count > 0:
+            group_key = dp_group_key(flow.datapaths)
+            users[group_key] += 1
+            touched.add(group_key)
+    kept = groups.rows if groups is not None else {}
+    for group_key in touched if previous is not None else list(users):
+        if users[group_key] > 0:
             group_ref(sb, group_key)
         else:
             del users[group_key]
+            if previous is not None and group_key not in kept:
+                sb.tables[DP_GROUP_TABLE].rows.pop(group_key, None)
+    left = sb.tables.get(DP_GROUP_TABLE)
+    if left is not None and not left.rows and groups is None:
+        del sb.tables[DP_GROUP_TABLE]  # (as a build leaves it: no table, none desired)
     return sb, users
 
 
@@ -381,8 +394,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         old = self.data
         if not changed and not groups:
             return Handled.HANDLED_UNCHANGED
-        logical_flow = old.sb.tables["Logical_Flow"].rows
-        desired, users = _desired(northd, old.flows, logical_flow, changed, old.group_users)
+        desired, users = _desired(northd, old.flows, old.sb, changed, old.group_users,
+                                  groups_kept=not groups)
         port_dps = _port_dps(northd) if ports_changed else old.port_dps
         self.data = LflowData(old.flows, desired, port_dps, users, old.lbs)
         self.track().rows.update(flow_row_key(k) for k in changed)
