@@ -226,6 +226,21 @@ def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
          "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
 
 
+def _named_before(nb: Nb, world: World, what: str) -> None:
+    """Something names router port lrp9 before it exists (`what`: a router port's
+    `peer`, a router-type switch port, a static MAC binding); then lrp9 is added."""
+    if what == "peer":
+        nb.lrp_add("lr0", "lrp8", "00:00:00:00:ff:08", "10.8.0.1/24", peer="lrp9")
+    elif what == "lsp":
+        nb.lsp_add("sw1", "sw1-lrp9", type="router", addresses=["router"],
+                   options={"router-port": "lrp9"})
+    else:
+        nb.db.insert("Static_MAC_Binding", logical_port="lrp9", ip="10.9.0.50",
+                     mac="00:00:00:00:09:50")
+    world.northd.settle()
+    nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24")
+
+
 def _route(nb: Nb, sb: LocalDb, world: World) -> None:
     nb.add_child("Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
                  ip_prefix="192.168.0.0/16", nexthop="10.0.0.254")
@@ -318,6 +333,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      FULL),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(
         "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24", peer="lrp8"), FULL),
+    ("lrp-add of a port another router port names as its peer",
+     lambda nb, sb, w: _named_before(nb, w, "peer"), FULL),
+    ("lrp-add of a port a router-type switch port names", lambda nb, sb, w: _named_before(
+        nb, w, "lsp"), FULL),
+    ("lrp-add of a port a static MAC binding names", lambda nb, sb, w: _named_before(
+        nb, w, "static"), FULL),
     ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([
         {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
          "mutations": [["ports", "delete",

@@ -31,7 +31,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ...idl.replica import ReplicaTable
@@ -78,6 +78,7 @@ from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
 from .ports_router import chassis_index, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
+from .walk import BY_NAME
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
@@ -322,6 +323,13 @@ def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list
     table = sb.get("Port_Binding")
     out: dict[str, list[IdlRow]] = {}
     if table is None:
+        return out
+    index = table.indexes.get(BY_NAME)
+    if index is not None and index.columns == ("logical_port",):
+        for name in names:
+            rows = index.entries.get((name,))
+            if rows:
+                out[name] = list(rows.values())
         return out
     column = table.col_index["logical_port"]
     for row in table.rows.values():
@@ -631,16 +639,34 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
     # created in this change may: its handler pairs them.)
     names = {step.nb["Logical_Router_Port"].rows[u].name for u in added} | \
         {row.name for row in removed.values()}
-    lrps = step.nb["Logical_Router_Port"].rows.values()
-    _need(not any(r.peer in names for r in lrps if r.peer))
-    lsps = step.nb["Logical_Switch_Port"].rows
-    _need(not any(r.options.get("router-port") in names for u, r in lsps.items()
+    lrps = step.nb["Logical_Router_Port"]
+    _need(not any(r.peer in names for r in _rows_where(lrps, "peer", [(n,) for n in names])
+                  if r.peer))
+    routers = _rows_where(step.nb["Logical_Switch_Port"], "type", ["router"])
+    _need(not any(r.options.get("router-port") in names for r in routers
                   if r.value("type") == "router"
-                  and not (u in lsp_changes and lsp_changes[u].old is None)))
+                  and not (r.uuid in lsp_changes and lsp_changes[r.uuid].old is None)))
     for table in ("Static_MAC_Binding", "BFD"):
         rows = step.nb.get(table)
-        _need(rows is None or not any(r.logical_port in names for r in rows.rows.values()))
+        _need(rows is None or not any(r.logical_port in names
+                                      for r in _rows_where(rows, "logical_port", names)))
     return added, removed
+
+
+# NB columns the handlers here look rows up by (the replicas keep an index of each,
+# named as the column, where `graph.wire` adds them; without one, a walk of the rows).
+NB_INDEXES = {"Logical_Router_Port": "peer", "Logical_Switch_Port": "type",
+              "Static_MAC_Binding": "logical_port", "BFD": "logical_port"}
+
+
+def _rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]
+                ) -> Iterable[IdlRow]:
+    """The rows of `table` whose `column` (as stored) is one of `values`: all of them
+    if the table has no index of that column (the caller checks each row)."""
+    index = table.indexes.get(column)
+    if index is None or index.columns != (column,):
+        return table.rows.values()
+    return [row for v in values for row in index.entries.get((v,), {}).values()]
 
 
 def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow],

@@ -11,20 +11,25 @@ Rules kept here:
   order follows from where each name was inserted (`hmap_order_of`). So names alone
   in their bucket need only their hashes; the places of names sharing one are found
   only then (a sort of the bindings' UUIDs).
-- Reads the SB Port_Binding table once (a walk of its rows, no sort): the cost of a
-  partial rebuild grows with the bindings by that walk alone.
+- Reads the SB Port_Binding table through its index by name where the replica keeps
+  one, else by a walk of its rows (no sort): the cost of a partial rebuild grows with
+  the ports by one lookup each.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ...idl.replica import ReplicaTable
 from ...util.ovshash import hash_string, hmap_mask, hmap_order_of
 from .datapaths import DatapathsData
 from .ports import Port, PortsData
+
+# The index of Port_Binding rows by `logical_port` the daemon's replica keeps, if any
+# (`nodes.northd.PB_BY_NAME`): with it, no walk of the bindings.
+BY_NAME = "logical_port"
 
 
 class PortWalk:
@@ -33,19 +38,21 @@ class PortWalk:
     def __init__(self, sb: Mapping[str, ReplicaTable], ports: PortsData,
                  datapaths: DatapathsData) -> None:
         table = sb.get("Port_Binding")
-        first: dict[str, str] = {}  # name -> the UUID of its first binding
-        if table is not None:
-            column = table.col_index["logical_port"]
-            for uuid, row in table.rows.items():
-                name = row.value_at(column)
-                was = first.get(name)
-                if was is None or uuid < was:
-                    first[name] = uuid
-        self._first = first
-        self._ports = ports
+        index = table.indexes.get(BY_NAME) if table is not None else None
+        if index is not None and index.columns == ("logical_port",):
+            by_name = index.entries
+            self._first_of: Callable[[], dict[str, str]] = lambda: {
+                key[0]: min(rows) for key, rows in by_name.items()}
+            self.unbound = [p for name, p in ports.ports.items() if (name,) not in by_name]
+            bound = len(by_name)
+        else:
+            first = _first_bindings(table)
+            self._first_of = lambda: first
+            self.unbound = [p for name, p in ports.ports.items() if name not in first]
+            bound = len(first)
+        self._first: dict[str, str] | None = None
         self._datapaths = datapaths
-        self.unbound = [p for name, p in ports.ports.items() if name not in first]
-        self.total = len(first) + len(self.unbound)
+        self.total = bound + len(self.unbound)
         self.mask = hmap_mask(self.total)
 
     def order(self, names: Iterable[str]) -> list[str]:
@@ -69,6 +76,8 @@ class PortWalk:
     def _places(self, some: list[str]) -> dict[str, int]:
         """Where each of `some` is inserted, from 1 (see the rules)."""
         first = self._first
+        if first is None:
+            first = self._first = self._first_of()
         out: dict[str, int] = {}
         if any(n in first for n in some):
             uuids = sorted(first.values())
@@ -85,3 +94,16 @@ class PortWalk:
                 if n not in out:
                     out[n] = at[n]
         return out
+
+
+def _first_bindings(table: ReplicaTable | None) -> dict[str, str]:
+    """Each bound name's first binding (its UUID), by a walk of the bindings."""
+    first: dict[str, str] = {}
+    if table is not None:
+        column = table.col_index["logical_port"]
+        for uuid, row in table.rows.items():
+            name = row.value_at(column)
+            was = first.get(name)
+            if was is None or uuid < was:
+                first[name] = uuid
+    return first
