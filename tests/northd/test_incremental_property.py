@@ -291,6 +291,14 @@ def recompute_differences(world: World) -> list[str]:
           _feedback(labels, fresh.engine.node_data("sync_from_sb")), lines)
     _diff("sync_cfg", _fields(inc.node_data("sync_cfg")),
           _fields(fresh.engine.node_data("sync_cfg")), lines)
+    # (what partial rebuilds read of the walk: the ports without a binding, and each
+    # switch's router ports in walk order)
+    _diff("northd.ports.unbound", sorted(a.core.ports.unbound), sorted(b.core.ports.unbound),
+          lines)
+    _diff("northd.ports.router_ports",
+          {labels.sub(k): [p.name for p in v] for k, v in a.core.ports.router_ports.items()},
+          {labels.sub(k): [p.name for p in v] for k, v in b.core.ports.router_ports.items()},
+          lines)
     lines += [f"recompute would write SB: {_op(labels, op)}" for op in out.sb_ops]
     lines += [f"recompute would write NB: {_op(labels, op)}" for op in out.nb_ops]
     return lines

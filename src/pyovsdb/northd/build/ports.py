@@ -118,6 +118,9 @@ class PortsData:
     recreated: set[str] = field(default_factory=set)
     retyped: set[str] = field(default_factory=set)  # of those, the ones whose kind changed
     replaced: set[str] = field(default_factory=set)  # UUIDs of the bindings they replace
+    # Ports no SB binding is named for (a build's port table holds them after the
+    # bound names: `walk.PortWalk`), kept as bindings come.
+    unbound: set[str] = field(default_factory=set)
 
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None
@@ -264,6 +267,7 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
         gateways.sort(key=lambda p: p.nb.uuid)  # 23.03 meets them in NB (UUID) order
     _connect(data, _walk_order(existing, data))
     _assign_tunnel_keys(data, both, nb_only, datapaths.vxlan_mode)
+    data.unbound = {name for name in ports if name not in existing}
     return data
 
 

@@ -372,6 +372,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     rewired: set[str] = set()  # switches whose router ports changed
     for uuid, row in step.deleted.items():
         port = ports.ports.pop(row.value("name"))
+        ports.unbound.discard(port.name)
         ports.by_datapath[port.dp.key].remove(port)
         if port.type == "router":
             rewired.add(port.dp.key)
@@ -407,6 +408,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             p.tunnel_key = _allocate(space)
     for port in new_ports:
         _insert_in_build_order(ports, port)
+        ports.unbound.add(port.name)  # (no binding: checked above)
         changed.append(port)
         lrp = step.pairs.get(port.nb.uuid)
         if lrp is not None:
@@ -688,6 +690,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     doomed_binding = False
     for row in removed.values():
         port = ports.ports.pop(row.name)
+        ports.unbound.discard(port.name)
         ports.by_datapath[port.dp.key].remove(port)
         sb_desired.tables["Port_Binding"].rows.pop(port.name, None)
         delta.touch("sb", "Port_Binding", port.name)
@@ -711,6 +714,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     table = sb_desired.tables["Port_Binding"]
     for port in new_ports:
         _insert_in_build_order(ports, port)
+        ports.unbound.add(port.name)  # (no binding: checked above)
     for port in new_ports:
         _put_router_binding(port, ports, table, delta)
         if port.is_cr:

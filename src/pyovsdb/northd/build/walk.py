@@ -43,7 +43,8 @@ class PortWalk:
             by_name = index.entries
             self._first_of: Callable[[], dict[str, str]] = lambda: {
                 key[0]: min(rows) for key, rows in by_name.items()}
-            self.unbound = [p for name, p in ports.ports.items() if (name,) not in by_name]
+            self.unbound = [ports.ports[name] for name in ports.unbound
+                            if name in ports.ports and (name,) not in by_name]
             bound = len(by_name)
         else:
             first = _first_bindings(table)

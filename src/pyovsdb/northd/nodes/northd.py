@@ -537,7 +537,10 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             if port is not None and port.is_lsp and port.type == "router" \
                     and not self._walk_kept(port):
                 return False
-            return bindings_named(table, new.logical_port) == 1
+            if bindings_named(table, new.logical_port) != 1:
+                return False
+            self.data.core.ports.unbound.discard(new.logical_port)
+            return True
 
         return only(change, ok)
 
