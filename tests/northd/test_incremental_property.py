@@ -295,6 +295,8 @@ def recompute_differences(world: World) -> list[str]:
     # switch's router ports in walk order)
     _diff("northd.ports.unbound", sorted(a.core.ports.unbound), sorted(b.core.ports.unbound),
           lines)
+    _diff("northd.ports.named_by", {k: sorted(v) for k, v in a.core.ports.named_by.items()},
+          {k: sorted(v) for k, v in b.core.ports.named_by.items()}, lines)
     _diff("northd.ports.router_ports",
           {labels.sub(k): [p.name for p in v] for k, v in a.core.ports.router_ports.items()},
           {labels.sub(k): [p.name for p in v] for k, v in b.core.ports.router_ports.items()},

@@ -59,6 +59,7 @@ def connect(lsp: Port, lrp: Port, ports: PortsData) -> None:
     """Pair the switch port `lsp` with the router port `lrp`."""
     lsp.peer = lrp.name
     lrp.peer = lsp.name
+    ports.named_by.setdefault(lrp.name, set()).add(lsp.name)
     ports.router_ports.setdefault(lsp.dp.key, []).append(lsp)
     if "router" in lsp.nb.addresses and lrp.networks is not None:
         lsp.lsp_addrs.append(lrp.networks)
@@ -85,6 +86,12 @@ def alone_in_bucket(lsp: Port, ports: PortsData) -> bool:
 def disconnect(lsp: Port, ports: PortsData) -> Port | None:
     """Undo the pair of the switch port `lsp` (going away); the router port it was
     paired with if that one stays."""
+    naming = lsp.options.get("router-port", "")
+    named = ports.named_by.get(naming)
+    if named is not None:
+        named.discard(lsp.name)
+        if not named:
+            del ports.named_by[naming]
     members = ports.router_ports.get(lsp.dp.key)
     if members is not None and lsp in members:
         members.remove(lsp)

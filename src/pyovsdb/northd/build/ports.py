@@ -121,6 +121,9 @@ class PortsData:
     # Ports no SB binding is named for (a build's port table holds them after the
     # bound names: `walk.PortWalk`), kept as bindings come.
     unbound: set[str] = field(default_factory=set)
+    # Router-type switch ports by the router port they name (`options:router-port`),
+    # found or not: who would pair with a router port of that name.
+    named_by: dict[str, set[str]] = field(default_factory=dict)
 
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None
@@ -304,6 +307,7 @@ def _connect(data: PortsData, walk: list[Port]) -> None:
     ports = data.ports
     for port in walk:
         if port.is_lsp and port.type == "router":
+            data.named_by.setdefault(port.options.get("router-port", ""), set()).add(port.name)
             peer = ports.get(port.options.get("router-port", ""))
             if peer is None or peer.is_lsp:
                 continue

@@ -644,10 +644,8 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
     lrps = step.nb["Logical_Router_Port"]
     _need(not any(r.peer in names for r in _rows_where(lrps, "peer", [(n,) for n in names])
                   if r.peer))
-    routers = _rows_where(step.nb["Logical_Switch_Port"], "type", ["router"])
-    _need(not any(r.options.get("router-port") in names for r in routers
-                  if r.value("type") == "router"
-                  and not (r.uuid in lsp_changes and lsp_changes[r.uuid].old is None)))
+    # (router-type switch ports inserted in this change are not there yet)
+    _need(not any(step.ports.named_by.get(n, set()) - going for n in names))
     for table in ("Static_MAC_Binding", "BFD"):
         rows = step.nb.get(table)
         _need(rows is None or not any(r.logical_port in names

@@ -39,19 +39,24 @@ class PortWalk:
                  datapaths: DatapathsData) -> None:
         table = sb.get("Port_Binding")
         index = table.indexes.get(BY_NAME) if table is not None else None
-        if index is not None and index.columns == ("logical_port",):
+        if table is not None and index is not None and index.columns == ("logical_port",):
             by_name = index.entries
-            self._first_of: Callable[[], dict[str, str]] = lambda: {
-                key[0]: min(rows) for key, rows in by_name.items()}
+            self._first: Callable[[str], str | None] = lambda name: _min_key(by_name, name)
+            # (one binding per name, the usual case: every binding's UUID is a first)
+            single = len(table.rows) == len(by_name)
+            rows = table.rows
+            self._firsts: Callable[[], list[str]] = lambda: sorted(rows) if single else \
+                sorted(min(found) for found in by_name.values())
             self.unbound = [ports.ports[name] for name in ports.unbound
                             if name in ports.ports and (name,) not in by_name]
             bound = len(by_name)
         else:
             first = _first_bindings(table)
-            self._first_of = lambda: first
+            self._first = first.get
+            self._firsts = lambda: sorted(first.values())
             self.unbound = [p for name, p in ports.ports.items() if name not in first]
             bound = len(first)
-        self._first: dict[str, str] | None = None
+        self._bound = bound
         self._datapaths = datapaths
         self.total = bound + len(self.unbound)
         self.mask = hmap_mask(self.total)
@@ -76,25 +81,29 @@ class PortWalk:
 
     def _places(self, some: list[str]) -> dict[str, int]:
         """Where each of `some` is inserted, from 1 (see the rules)."""
-        first = self._first
-        if first is None:
-            first = self._first = self._first_of()
         out: dict[str, int] = {}
-        if any(n in first for n in some):
-            uuids = sorted(first.values())
-            for n in some:
-                if n in first:
-                    out[n] = bisect.bisect_left(uuids, first[n]) + 1
+        firsts: list[str] | None = None
+        for n in some:
+            uuid = self._first(n)
+            if uuid is not None:
+                if firsts is None:
+                    firsts = self._firsts()
+                out[n] = bisect.bisect_left(firsts, uuid) + 1
         if len(out) < len(some):
             datapaths = self._datapaths
             rank = {key: i for i, key in enumerate([*datapaths.switches, *datapaths.routers])}
             built = sorted(self.unbound, key=lambda p: (rank.get(p.dp.key, -1),
                                                         p.nb.value("name"), p.nb.uuid, p.is_cr))
-            at = {p.name: i for i, p in enumerate(built, len(first) + 1)}
+            at = {p.name: i for i, p in enumerate(built, self._bound + 1)}
             for n in some:
                 if n not in out:
                     out[n] = at[n]
         return out
+
+
+def _min_key(by_name: Mapping[tuple[str, ...], Mapping[str, object]], name: str) -> str | None:
+    found = by_name.get((name,))
+    return min(found) if found else None
 
 
 def _first_bindings(table: ReplicaTable | None) -> dict[str, str]:

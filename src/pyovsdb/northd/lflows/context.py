@@ -160,14 +160,22 @@ class LflowContext:
         """The switches to build flows for (all, or those of a partial rebuild); an
         area loops over these for per-switch and per-port flows, and reaches other
         datapaths only through ports and peers."""
-        scope = self.scope
-        return [dp for dp in self.datapaths.switches.values()
-                if scope is None or dp.key in scope]
+        return self._scoped("switches", self.datapaths.switches)
 
     def routers(self) -> list[Datapath]:
+        return self._scoped("routers", self.datapaths.routers)
+
+    def _scoped(self, kind: str, by_key: Mapping[str, Datapath]) -> list[Datapath]:
+        """The datapaths of `by_key` in scope, in its order (once per build and scope:
+        every area asks)."""
         scope = self.scope
-        return [dp for dp in self.datapaths.routers.values()
-                if scope is None or dp.key in scope]
+        if scope is None:
+            return list(by_key.values())
+        found: list[Datapath] | None = self.cache.get((kind, scope))
+        if found is None:
+            found = self.cache[(kind, scope)] = [dp for dp in by_key.values()
+                                                 if dp.key in scope]
+        return found
 
     def scoped_names(self) -> frozenset[str] | None:
         """The names of the ports that build flows in this build: every one (None), or

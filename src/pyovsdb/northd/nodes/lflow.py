@@ -298,6 +298,12 @@ class LflowNode(Node[LflowData, LflowDelta]):
             else:
                 whole.add(key)
         # (a router port's binding comes with its switch port's: its router is in `dps`)
+        for name in delta.sb.get("Port_Binding", ()):  # (where each port is now)
+            port = ports.ports.get(str(name))
+            if port is None:
+                old.port_dps.pop(str(name), None)
+            else:
+                old.port_dps[port.name] = port.dp.key
         made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())}
         dps |= made_or_gone
         # Switches that gained router ports and nothing else: those ports' requests and
@@ -330,7 +336,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             old.lbs = northd.extra.lbs
             return Handled.HANDLED_UNCHANGED
         with muted():  # a VIF's rebuild is not where 23.03 would warn
-            results = [self._rebuild(northd, dps, ports_changed=True, groups=groups,
+            results = [self._rebuild(northd, dps, groups=groups,
                                      owned=(next_to, vifs) if next_to and vifs else None)]
             if joined:
                 results.append(self._changed(northd, rebuild_focused(
@@ -365,16 +371,16 @@ class LflowNode(Node[LflowData, LflowDelta]):
         return Handled.HANDLED_UPDATED if Handled.HANDLED_UPDATED in results \
             else Handled.HANDLED_UNCHANGED
 
-    def _rebuild(self, northd: NorthdData, dps: set[str], ports_changed: bool = False,
-                 groups: bool = False, owned: tuple[set[str], set[str]] | None = None,
+    def _rebuild(self, northd: NorthdData, dps: set[str], groups: bool = False,
+                 owned: tuple[set[str], set[str]] | None = None,
                  ctx: LflowContext | None = None) -> Handled:
         """The flows of the datapaths `dps` built again, the rows that changed tracked.
         What the builders report of those datapaths is reported (the NB data changed
-        is theirs), unless the caller mutes it. `ports_changed`: `northd` changed
-        ports in place; `groups`: its datapath groups (desired again here, flows
-        changed or not); `owned`: datapaths and switch ports whose requests there
-        alone are built again (`lflows.rebuild_owned`); `ctx`: the context to build in
-        (a new one by default)."""
+        is theirs), unless the caller mutes it. `groups`: `northd`'s datapath groups
+        changed (desired again here, flows changed or not); `owned`: datapaths and
+        switch ports whose requests there alone are built again
+        (`lflows.rebuild_owned`); `ctx`: the context to build in (a new one by
+        default)."""
         old = self.data
         datapaths = northd.core.datapaths
         if len(dps) > max(REBUILD_ANY, REBUILD_AT_MOST * (len(datapaths.switches)
@@ -385,10 +391,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
         changed = rebuild(old.flows, ctx, frozenset(dps)) if dps else set()
         if owned is not None:
             changed |= rebuild_owned(old.flows, ctx, frozenset(owned[0]), frozenset(owned[1]))
-        return self._changed(northd, changed, ports_changed, groups)
+        return self._changed(northd, changed, groups)
 
-    def _changed(self, northd: NorthdData, changed: set[FlowKey], ports_changed: bool = False,
-                 groups: bool = False) -> Handled:
+    def _changed(self, northd: NorthdData, changed: set[FlowKey], groups: bool = False
+                 ) -> Handled:
         """The desired rows of the flows `changed` (in place in the table) made again,
         and tracked."""
         old = self.data
@@ -396,7 +402,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             return Handled.HANDLED_UNCHANGED
         desired, users = _desired(northd, old.flows, old.sb, changed, old.group_users,
                                   groups_kept=not groups)
-        port_dps = _port_dps(northd) if ports_changed else old.port_dps
+        port_dps = old.port_dps
         self.data = LflowData(old.flows, desired, port_dps, users, old.lbs)
         self.track().rows.update(flow_row_key(k) for k in changed)
         return Handled.HANDLED_UPDATED
