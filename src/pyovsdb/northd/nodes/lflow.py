@@ -99,9 +99,11 @@ class LflowData:
 
 @dataclass(slots=True)
 class LflowDelta:
-    """The sync keys of the Logical_Flow rows a partial rebuild changed."""
+    """The sync keys of the Logical_Flow rows a partial rebuild changed, and of the
+    datapath groups it may have added or taken away (None: any of them)."""
 
     rows: set[Hashable] = field(default_factory=set)
+    groups: set[Hashable] | None = field(default_factory=set)
 
 
 def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -113,8 +115,9 @@ def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]
 
 def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
              changed: set[FlowKey], users: Counter[tuple[str, ...]], groups_kept: bool = False
-             ) -> tuple[DesiredDb, Counter[tuple[str, ...]]]:
-    """The desired tables of `flows` and the users of each datapath group: every row
+             ) -> tuple[DesiredDb, Counter[tuple[str, ...]], set[Hashable] | None]:
+    """The desired tables of `flows`, the users of each datapath group and the groups
+    whose users changed (None: every group desired again): every row
     built (`last` None), or the last tables (`last`, whose Logical_Flow rows are
     changed in place) with the rows of `changed` built again and the groups' users
     (`users`, the last ones) counted again for those alone. The groups desired are
@@ -129,7 +132,7 @@ def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
     if last is None:
         flows.put_desired(sb)
         return sb, Counter(dp_group_key(f.datapaths) for f in flows.flows.values()
-                           if len(f.datapaths) > 1)
+                           if len(f.datapaths) > 1), None
     users = users.copy()
     touched: set[tuple[str, ...]] = set()
     table = sb.add(last.tables["Logical_Flow"])
@@ -161,7 +164,7 @@ def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
     left = sb.tables.get(DP_GROUP_TABLE)
     if left is not None and not left.rows and groups is None:
         del sb.tables[DP_GROUP_TABLE]  # (as a build leaves it: no table, none desired)
-    return sb, users
+    return sb, users, set(touched) if previous is not None else None
 
 
 def _uuids(refs: Any) -> set[str]:
@@ -226,7 +229,7 @@ def _port_dps(northd: NorthdData) -> dict[str, str]:
 def build_lflow_data(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
                      northd: NorthdData) -> LflowData:
     flows = build_lflows(lflow_context(nb, sb, northd))
-    desired, users = _desired(northd, flows, None, set(), Counter())
+    desired, users, _ = _desired(northd, flows, None, set(), Counter())
     return LflowData(flows, desired, _port_dps(northd), users, northd.extra.lbs)
 
 
@@ -400,11 +403,16 @@ class LflowNode(Node[LflowData, LflowDelta]):
         old = self.data
         if not changed and not groups:
             return Handled.HANDLED_UNCHANGED
-        desired, users = _desired(northd, old.flows, old.sb, changed, old.group_users,
-                                  groups_kept=not groups)
+        desired, users, touched = _desired(northd, old.flows, old.sb, changed,
+                                           old.group_users, groups_kept=not groups)
         port_dps = old.port_dps
         self.data = LflowData(old.flows, desired, port_dps, users, old.lbs)
-        self.track().rows.update(flow_row_key(k) for k in changed)
+        delta = self.track()
+        delta.rows.update(flow_row_key(k) for k in changed)
+        if touched is None:
+            delta.groups = None
+        elif delta.groups is not None:
+            delta.groups |= touched
         return Handled.HANDLED_UPDATED
 
     def _acls_alone(self, northd: NorthdData, column: str, switches: set[str],

@@ -31,6 +31,7 @@ from typing import Any
 from ...engine import Change, Group, Handled, Input, Node
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.global_cfg import CfgHandshake
 from ..build.inputs import singleton
 from ..build.mac_binding_aging import AgingResult
@@ -146,15 +147,18 @@ class SyncToSbNode(Node[SyncOps, None]):
             return {}, {}
         whole = {"Service_Monitor"}
         lflow = self.inputs["lflow"]
-        flow_rows = lflow.delta.rows if lflow.updated and isinstance(lflow.delta, LflowDelta) \
+        flow_delta = lflow.delta if lflow.updated and isinstance(lflow.delta, LflowDelta) \
             else None
+        flow_rows = flow_delta.rows if flow_delta is not None else None
+        flow_groups = flow_delta.groups if flow_delta is not None else None
         feedback = self.inputs["sync_from_sb"]
         up = feedback.delta.lsps if feedback.updated and isinstance(feedback.delta, UpDelta) \
             else None
         for node, tables in (("sync_from_sb", ("HA_Chassis_Group",) if up is None else ()),
                              ("sync_cfg", ("SB_Global",)),
                              ("mac_binding_aging", ("MAC_Binding",)),
-                             ("lflow", LFLOW_TABLES if flow_rows is None else LFLOW_TABLES[1:])):
+                             ("lflow", LFLOW_TABLES if flow_rows is None
+                              else () if flow_groups is not None else LFLOW_TABLES[1:])):
             if self.inputs[node].updated:
                 whole.update(tables)
         sb: dict[str, set[Hashable]] = {}
@@ -168,6 +172,8 @@ class SyncToSbNode(Node[SyncOps, None]):
                     sb[table] = keys
         if flow_rows is not None and "Logical_Flow" not in whole:
             sb.setdefault("Logical_Flow", set()).update(flow_rows)
+        if flow_groups is not None and DP_GROUP_TABLE not in whole:
+            sb.setdefault(DP_GROUP_TABLE, set()).update(flow_groups)
         northd = self.inputs["northd"]
         delta = northd.delta if northd.updated else None
         if isinstance(delta, PortsDelta):
