@@ -298,6 +298,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("ls-del", lambda nb, sb, w: nb.db.transact([
         {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]}]),
      IN_PLACE),
+    ("ls-del and ls-add at once (the new switch takes the key the gone one frees)",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]},
+         {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), IN_PLACE),
     ("lr-add", lambda nb, sb, w: nb.lr_add("lr9"), IN_PLACE),
     ("lr-add with options", lambda nb, sb, w: nb.lr_add(
         "lr9", options={"chassis": "ch1", "always_learn_from_arp_request": "false"}),

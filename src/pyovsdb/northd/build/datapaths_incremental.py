@@ -36,7 +36,7 @@ from .datapaths import (
     Datapath,
     DatapathKind,
     DatapathsData,
-    existing_bindings,
+    datapath_key,
     put_datapath,
     router_enabled,
 )
@@ -80,26 +80,32 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
                       sb: Mapping[str, ReplicaTable]) -> dict[str, int] | None:
     """The tunnel keys a recompute gives the new datapaths `rows`, all switches or all
     routers (see the module rules); None if it cannot be told without one."""
-    existing = existing_bindings(sb)
-    used: set[int] = set()
-    for dp in datapaths.all():
-        pb = existing.get(dp.key)
-        if pb is None or pb.tunnel_key != dp.tunnel_key:
-            return None
-        used.add(dp.tunnel_key)
+    held = _held_keys(sb)
+    if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()):
+        return None
+    used = {dp.tunnel_key for dp in datapaths.all()}  # (not those of bindings going)
     hi = DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX
-    out: dict[str, int] = {}
-    key = DP_KEY_MIN - 1
-    for row in sorted(rows, key=lambda r: (r.name, r.uuid)):
-        if row.uuid in existing:
-            return None  # a binding already names it: a recompute keeps that one's key
-        key += 1
-        while key in used:
-            key += 1
-        if key > hi:
-            return None
-        out[row.uuid] = key
-    return out
+    new = sorted(rows, key=lambda r: (r.name, r.uuid))
+    if any(row.uuid in held for row in new):
+        return None  # a binding already names it: a recompute keeps that one's key
+    free = sorted(set(range(DP_KEY_MIN, DP_KEY_MIN + len(used) + len(new))) - used)[:len(new)]
+    if len(free) < len(new) or (free and free[-1] > hi):
+        return None
+    return {row.uuid: key for row, key in zip(new, free, strict=True)}
+
+
+def _held_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, int]:
+    """`existing_bindings`' tunnel keys (by the NB UUID each binding names), in one walk
+    of the bindings without sorting them."""
+    table = sb.get("Datapath_Binding")
+    first: dict[str, IdlRow] = {}
+    for row in table.rows.values() if table is not None else ():
+        key = datapath_key(row)
+        if key:
+            was = first.get(key)
+            if was is None or row.uuid < was.uuid:
+                first[key] = row
+    return {key: row.tunnel_key for key, row in first.items()}
 
 
 def add_switch(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,
