@@ -241,6 +241,14 @@ def _named_before(nb: Nb, world: World, what: str) -> None:
     nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24")
 
 
+def _router_swap(nb: Nb, world: World) -> None:
+    nb.lr_add("lr8")
+    world.northd.settle()
+    nb.db.transact([
+        {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr8"]]},
+        {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}}])
+
+
 def _route(nb: Nb, sb: LocalDb, world: World) -> None:
     nb.add_child("Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
                  ip_prefix="192.168.0.0/16", nexthop="10.0.0.254")
@@ -303,6 +311,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
          {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]},
          {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), IN_PLACE),
     ("lr-add", lambda nb, sb, w: nb.lr_add("lr9"), IN_PLACE),
+    ("lr-del and lr-add at once (the new router takes the key the gone one frees)",
+     lambda nb, sb, w: _router_swap(nb, w), IN_PLACE),
     ("lr-add with options", lambda nb, sb, w: nb.lr_add(
         "lr9", options={"chassis": "ch1", "always_learn_from_arp_request": "false"}),
      IN_PLACE),

@@ -26,7 +26,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -77,13 +77,15 @@ def simple_router(row: IdlRow, with_ports: bool = False) -> bool:
 
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
-                      sb: Mapping[str, ReplicaTable]) -> dict[str, int] | None:
+                      sb: Mapping[str, ReplicaTable], going: Collection[str] = ()
+                      ) -> dict[str, int] | None:
     """The tunnel keys a recompute gives the new datapaths `rows`, all switches or all
-    routers (see the module rules); None if it cannot be told without one."""
+    routers (see the module rules), while the datapaths `going` are deleted in the same
+    change (their keys free); None if it cannot be told without one."""
     held = _held_keys(sb)
     if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()):
         return None
-    used = {dp.tunnel_key for dp in datapaths.all()}  # (not those of bindings going)
+    used = {dp.tunnel_key for dp in datapaths.all() if dp.key not in going}
     hi = DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX
     new = sorted(rows, key=lambda r: (r.name, r.uuid))
     if any(row.uuid in held for row in new):

@@ -343,7 +343,8 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     ports, datapaths = step.ports, step.datapaths
     delta = PortsDelta()
     if step.new_switches:
-        keys = new_datapath_keys(list(step.new_switches.values()), datapaths, step.sb)
+        keys = new_datapath_keys(list(step.new_switches.values()), datapaths, step.sb,
+                                 step.gone_switches.keys())
         _need(keys is not None)
         assert keys is not None
         for uuid, row in step.new_switches.items():

@@ -268,7 +268,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         core, reachable = self.data.core, self.data.extra.lbs
         if any(row.uuid not in core.datapaths.routers for row in gone):
             return Handled.UNHANDLED
-        keys = new_datapath_keys(made, core.datapaths, self.sb_tables()) if made else {}
+        keys = new_datapath_keys(made, core.datapaths, self.sb_tables(),
+                                 [row.uuid for row in gone]) if made else {}
         if keys is None:
             return Handled.UNHANDLED
         delta = self.track()
