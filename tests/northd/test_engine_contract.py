@@ -512,3 +512,33 @@ def test_routers_joining_a_switch_take_its_walk_order(nb: Nb, sb: LocalDb) -> No
     order = [p.name for p in ports.router_ports[nb.uuid("Logical_Switch", "sw0")]]
     assert order != sorted(order)  # (some router landed before one that came earlier)
     assert 0 < shared < 8
+
+
+def test_a_datapath_group_gains_a_datapath_in_place(nb: Nb, sb: LocalDb) -> None:
+    """Issue 17 item 3: the flows both switches have share one datapath group; a new
+    switch joins that group's row (updated in place, its UUID kept: no group deleted),
+    and the flows naming it are not rewritten; the switch going leaves the row in
+    place again. (Flows of switches without a router port, on sw1 alone before, get a
+    group of their own with sw9: a new group, as it should be.)"""
+    world = World(nb, sb)
+    groups = sb.tables["Logical_DP_Group"].rows
+    flows = sb.tables["Logical_Flow"].rows
+    before = set(groups)
+    naming = {u: r.value("logical_dp_group") for u, r in flows.items()
+              if r.value("logical_dp_group")}
+    assert len(before) == 1 and naming
+    with world.change():
+        nb.ls_add("sw9")
+    world.northd.settle()
+    assert before <= set(groups)
+    sw9 = next(r.uuid for r in sb.tables["Datapath_Binding"].rows.values()
+               if r.external_ids.get("name") == "sw9")
+    (kept,) = before
+    assert sw9 in {str(d) for d in groups[kept].value("datapaths")}
+    assert {u: flows[u].value("logical_dp_group") for u in naming if u in flows} == naming
+    with world.change():
+        nb.db.transact([{"op": "delete", "table": "Logical_Switch",
+                         "where": [["name", "==", "sw9"]]}])
+    world.northd.settle()
+    assert set(groups) == before
+    assert {u: flows[u].value("logical_dp_group") for u in naming if u in flows} == naming

@@ -10,7 +10,10 @@ Rules kept here:
   port binding by `logical_port`, a multicast group by (datapath key, name), ... Of
   several rows with one key the one with the lowest UUID is kept, the others are
   deleted like rows nobody wants (owned tables only). A row the table `replace`s is
-  deleted and inserted anew.
+  deleted and inserted anew. In a table keyed by its content (`REUSED`: datapath
+  groups), a row nobody wants any more is given to the new key that shares most with
+  it and updated in place: no row is deleted and another inserted, and the rows
+  referring to it keep their reference.
 - Only managed columns are compared, in the replica's canonical form, and an Update
   carries only the columns that differ: an engine run that changed nothing plans
   nothing, and the transaction is never sent. `fill` columns are written only where
@@ -221,6 +224,11 @@ ROW_KEYS: dict[str, KeyFn] = {
 }
 
 
+# Tables whose rows no longer desired are given to new keys and updated in place
+# (`_Planner._reuse`), and how many (new key, unwanted row) pairs are weighed at most.
+REUSED = frozenset(("Logical_DP_Group",))
+REUSE_AT_MOST = 4096
+
 # Tables whose rows' keys are cheaper computed all at once (by UUID; a row not there
 # names nothing), for a walk of the whole table.
 TABLE_KEYS: dict[str, Callable[[Tables], dict[str, Hashable]]] = {
@@ -321,11 +329,51 @@ class _Planner:
                     extra.append(row)
                 else:
                     found[key] = row
+        if dt.name in REUSED and extra:
+            self._reuse(dt, only, found, extra)
         self.matched[dt.name] = found
         self.extra[dt.name] = extra
         for key in dt.rows if only is None else only & dt.rows.keys():
             if key not in found:
                 self.inserted.add((dt.name, key))
+
+    def _reuse(self, dt: DesiredTable, only: set[Hashable] | None,
+               found: dict[Hashable, IdlRow], extra: list[IdlRow]) -> None:
+        """Rows of `dt`'s table whose keys are no longer desired given to new keys
+        (`REUSED`): the pairs of a new key and an unwanted row sharing most members
+        go first (then by key order, then by the rows' UUID order), each key and row
+        in one pair at most; a row paired is then updated in place,
+        not deleted while another is inserted. A datapath group that gains or loses a
+        datapath stays the same row, and the flows naming it stay as they are. Only
+        while the pairs to weigh are few (`REUSE_AT_MOST`)."""
+        wanted = sorted((k for k in (dt.rows if only is None else only & dt.rows.keys())
+                         if k not in found), key=repr)
+        if not wanted:
+            return
+        stale: list[tuple[IdlRow, set[Any]]] = []
+        for row in extra:
+            key = row_key(dt.name, row, self.tables)
+            if isinstance(key, tuple) and key not in dt.rows:
+                stale.append((row, set(key)))
+        if not stale or len(wanted) * len(stale) > REUSE_AT_MOST:
+            return
+        pairs = []
+        for k, key in enumerate(wanted):
+            members = set(key) if isinstance(key, tuple) else set()
+            for i, (_row, have) in enumerate(stale):
+                shared = len(members & have)
+                if shared:
+                    pairs.append((-shared, k, i))
+        taken_keys: set[int] = set()
+        taken_rows: set[int] = set()
+        for _, k, i in sorted(pairs):
+            if k in taken_keys or i in taken_rows:
+                continue
+            taken_keys.add(k)
+            taken_rows.add(i)
+            row = stale[i][0]
+            found[wanted[k]] = row
+            extra.remove(row)
 
     def _table_keys(self, table: str) -> Mapping[str, Hashable] | None:
         """The keys of every row of `table` at once, where `TABLE_KEYS` has them."""
