@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from ...idl.row import IdlRow
 from ..build.datapaths import Datapath, DatapathKind
-from ..build.dp_groups import dp_group_ref
+from ..build.dp_groups import dp_group_ref, group_ref
 from ..desired import DesiredDb, DesiredTable, Ref
 from .stages import Stage
 
@@ -249,8 +249,10 @@ class LflowTable:
             table.put(flow_row_key(flow.key), **self.row(flow, sb))
         return table
 
-    def row(self, flow: Flow, sb: DesiredDb) -> dict[str, Any]:
-        """The desired SB row of one flow (its datapath group desired in `sb`)."""
+    def row(self, flow: Flow, sb: DesiredDb, group: tuple[str, ...] | None = None
+            ) -> dict[str, Any]:
+        """The desired SB row of one flow (its datapath group desired in `sb`; `group`:
+        the group's key, if the caller has it)."""
         key = flow.key
         values: dict[str, Any] = {
             "pipeline": key.stage.pipeline.value, "table_id": key.stage.table,
@@ -258,7 +260,8 @@ class LflowTable:
         if len(flow.datapaths) == 1:
             values["logical_datapath"] = Ref("Datapath_Binding", next(iter(flow.datapaths)))
         else:
-            values["logical_dp_group"] = dp_group_ref(sb, flow.datapaths)
+            values["logical_dp_group"] = dp_group_ref(sb, flow.datapaths) if group is None \
+                else group_ref(sb, group)
         if flow.io_port is not None:
             values["tags"] = {"in_out_port": flow.io_port}
         if key.meter is not None:

@@ -135,6 +135,7 @@ def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
                            if len(f.datapaths) > 1), None
     users = users.copy()
     touched: set[tuple[str, ...]] = set()
+    keys: dict[frozenset[str], tuple[str, ...]] = {}
     table = sb.add(last.tables["Logical_Flow"])
     rows = table.rows
     for key in changed:
@@ -148,11 +149,17 @@ def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
         if flow is None:
             rows.pop(row_key, None)
             continue
-        rows[row_key] = flows.row(flow, sb)
         if len(flow.datapaths) > 1:
-            group_key = dp_group_key(flow.datapaths)
+            # (flows on the same datapaths share one key: sorted once)
+            members = frozenset(flow.datapaths)
+            group_key = keys.get(members)
+            if group_key is None:
+                group_key = keys[members] = dp_group_key(members)
             users[group_key] += 1
             touched.add(group_key)
+            rows[row_key] = flows.row(flow, sb, group_key)
+        else:
+            rows[row_key] = flows.row(flow, sb)
     kept = groups.rows if groups is not None else {}
     for group_key in touched if previous is not None else list(users):
         if users[group_key] > 0:
