@@ -56,6 +56,7 @@ from nbgen import BASES, Applier, Step, find, steps
 from pyovsdb.engine import Handled
 from pyovsdb.idl.replica import ReplicaTable
 from pyovsdb.idl.row import IdlRow
+from pyovsdb.northd.build.ha_chassis import with_ref_chassis
 from pyovsdb.northd.desired import DesiredDb, DesiredTable, Ref
 from pyovsdb.northd.driver import RunOutput
 from pyovsdb.northd.nodes import northd as northd_node
@@ -317,8 +318,7 @@ def _lsp(world: World, name: str) -> IdlRow | None:
 def _multi_chassis_groups(world: World) -> bool:
     data = world.driver.engine.node_data("sync_from_sb") if world.driver.engine else None
     groups = getattr(data, "ha_groups", None)
-    return groups is not None and any(len(r.get("ha_chassis") or ()) > 1
-                                      for r in groups.rows.values())
+    return groups is not None and with_ref_chassis(groups)
 
 
 def promised(world: World, step: Step, text: str) -> dict[str, int]:

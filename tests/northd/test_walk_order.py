@@ -1,5 +1,5 @@
 """A switch's router ports in the order a build walks its port hash table
-(`peers_incremental.walk_sorted`), against the order `build_ports` gives, whichever
+(`build.walk.PortWalk.sort_ports`), against the order `build_ports` gives, whichever
 ports have bindings yet: many routers on one switch, so that ports share buckets."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from pyovsdb.northd.build.core import build_core
 from pyovsdb.northd.build.inputs import BuildInput
-from pyovsdb.northd.build.peers_incremental import walk_sorted
+from pyovsdb.northd.build.walk import PortWalk
 from pyovsdb.northd.desired import DesiredDb
 from pyovsdb.northd.testing import LocalDb, Nb, run_core
 
@@ -41,5 +41,5 @@ def test_walk_sorted_matches_a_build(nb: Nb, sb: LocalDb, seed: int) -> None:
     built = core.ports.router_ports[public]
     mine = list(built)
     rng.shuffle(mine)
-    walk_sorted(mine, sb.tables, core.ports, core.datapaths)
+    PortWalk(sb.tables, core.ports, core.datapaths).sort_ports(mine)
     assert [p.name for p in mine] == [p.name for p in built]

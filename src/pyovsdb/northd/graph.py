@@ -24,10 +24,11 @@ from dataclasses import dataclass
 
 from ..engine import Engine, Leaf
 from ..idl.replica import ReplicaTable
+from .build.ports import PB_BY_NAME
 from .build.ports_incremental import NB_INDEXES
 from .nodes.lflow import LflowNode
 from .nodes.mac_binding_aging import MacBindingAgingNode
-from .nodes.northd import PB_BY_NAME, NorthdNode
+from .nodes.northd import NorthdNode
 from .nodes.output import NorthdOutputNode
 from .nodes.sync_cfg import SyncCfgNode
 from .nodes.sync_from_sb import SyncFromSbNode

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..desired import DesiredDb, DesiredTable, Ref
 from .datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
-from .ha_chassis import build_ha_chassis_groups, build_ref_chassis
+from .ha_chassis import build_ha_chassis_groups, build_ref_chassis, copy_groups
 from .inputs import BuildInput
 from .ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .lsp_up import lsp_up
@@ -122,8 +122,7 @@ def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -
     lsp_up(inp.sb, core.ports, nb)
     groups = sb.tables.get("HA_Chassis_Group")
     if groups is not None:
-        copy = DesiredTable(groups.name, groups.columns, groups.owned,
-                            {k: dict(v) for k, v in groups.rows.items()}, groups.fill)
+        copy = copy_groups(groups)
         sb.tables[groups.name] = copy
         build_ref_chassis(core.datapaths, core.ports, inp.sb, copy)
 

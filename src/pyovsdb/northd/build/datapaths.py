@@ -121,12 +121,12 @@ def existing_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
     SB UUID, as the rest are deleted)."""
     out: dict[str, IdlRow] = {}
     table = sb.get("Datapath_Binding")
-    if table is None:
-        return out
-    for row in sorted(table.rows.values(), key=lambda r: r.uuid):
+    for row in table.rows.values() if table is not None else ():
         key = datapath_key(row)
-        if key and key not in out:
-            out[key] = row
+        if key:
+            was = out.get(key)
+            if was is None or row.uuid < was.uuid:
+                out[key] = row
     return out
 
 

@@ -36,7 +36,7 @@ from .datapaths import (
     Datapath,
     DatapathKind,
     DatapathsData,
-    datapath_key,
+    existing_bindings,
     put_datapath,
     router_enabled,
 )
@@ -82,7 +82,7 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
     """The tunnel keys a recompute gives the new datapaths `rows`, all switches or all
     routers (see the module rules), while the datapaths `going` are deleted in the same
     change (their keys free); None if it cannot be told without one."""
-    held = _held_keys(sb)
+    held = {key: row.tunnel_key for key, row in existing_bindings(sb).items()}
     if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()):
         return None
     used = {dp.tunnel_key for dp in datapaths.all() if dp.key not in going}
@@ -94,20 +94,6 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
     if len(free) < len(new) or (free and free[-1] > hi):
         return None
     return {row.uuid: key for row, key in zip(new, free, strict=True)}
-
-
-def _held_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, int]:
-    """`existing_bindings`' tunnel keys (by the NB UUID each binding names), in one walk
-    of the bindings without sorting them."""
-    table = sb.get("Datapath_Binding")
-    first: dict[str, IdlRow] = {}
-    for row in table.rows.values() if table is not None else ():
-        key = datapath_key(row)
-        if key:
-            was = first.get(key)
-            if was is None or row.uuid < was.uuid:
-                first[key] = row
-    return {key: row.tunnel_key for key, row in first.items()}
 
 
 def add_switch(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,

@@ -82,6 +82,19 @@ def put_group(groups: DesiredTable, chassis: DesiredTable, name: str, members: M
     return keys
 
 
+def with_ref_chassis(groups: DesiredTable) -> bool:
+    """Whether a desired group has more than one chassis: only those have
+    `ref_chassis`, which follows claims and router groups."""
+    return any(len(r.get("ha_chassis") or ()) > 1 for r in groups.rows.values())
+
+
+def copy_groups(groups: DesiredTable) -> DesiredTable:
+    """A copy of a desired group table whose rows (their `ref_chassis`) can be set
+    without changing `groups`'."""
+    return DesiredTable(groups.name, groups.columns, groups.owned,
+                        {k: dict(v) for k, v in groups.rows.items()}, groups.fill)
+
+
 def router_groups(datapaths: DatapathsData, ports: PortsData) -> dict[str, str]:
     """Each router's group (`build_lrouter_groups`), named by one of its routers."""
     parent = {key: key for key in datapaths.routers}

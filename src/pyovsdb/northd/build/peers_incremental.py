@@ -11,7 +11,7 @@ Rules kept here:
 - A switch's router ports are listed as a build lists them: in the order of 23.03's
   walk of its port hash table (every binding's name, then every port without one),
   which for ports in different buckets is their bucket order under the table's final
-  mask (`walk_sorted`); ports sharing a bucket are ordered by where each was inserted
+  mask (`walk.PortWalk.sort_ports`); ports sharing a bucket are ordered by where each was inserted
   (`hmap_order_of`), which takes a walk over every binding, so only then.
 - A pair is made and undone in both directions at once: the switch port's `peer`, the
   router port's `peer`, the switch's router ports, and the router port's networks as
@@ -20,14 +20,9 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...util.ovshash import hash_string, hmap_mask
-from .datapaths import DatapathsData
 from .ports import Port, PortsData
-from .walk import PortWalk
 
 # Router port options that make a router port more than a router port to pair.
 _PLAIN_OPTIONS = frozenset({"router-port"})
@@ -63,13 +58,6 @@ def connect(lsp: Port, lrp: Port, ports: PortsData) -> None:
     ports.router_ports.setdefault(lsp.dp.key, []).append(lsp)
     if "router" in lsp.nb.addresses and lrp.networks is not None:
         lsp.lsp_addrs.append(lrp.networks)
-
-
-def walk_sorted(members: list[Port], sb: Mapping[str, ReplicaTable], ports: PortsData,
-                datapaths: DatapathsData) -> None:
-    """Sort a switch's router ports `members` in place in the order a build from `sb`,
-    `ports` and `datapaths` walks its port hash table (see the rules)."""
-    PortWalk(sb, ports, datapaths).sort_ports(members)
 
 
 def alone_in_bucket(lsp: Port, ports: PortsData) -> bool:

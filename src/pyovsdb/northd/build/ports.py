@@ -160,6 +160,12 @@ class PortsData:
                    for name, pb in existing.items())
 
 
+# The index of SB Port_Binding rows by `logical_port` that `graph.wire` adds to the
+# replica (kept by the replica with every change; named as its column, as every index
+# the handlers read).
+PB_BY_NAME = "logical_port"
+
+
 def existing_port_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
     table = sb.get("Port_Binding")
     if table is None:

@@ -49,6 +49,7 @@ from .gateways_incremental import (
     put_redirect_group,
     redirect_name,
 )
+from .ha_chassis import with_ref_chassis
 from .ipam import switch_ipam
 from .mcast_groups import (
     MC_FLOOD,
@@ -64,9 +65,9 @@ from .peers_incremental import (
     disconnect,
     pairable,
     router_lsp,
-    walk_sorted,
 )
 from .ports import (
+    PB_BY_NAME,
     Port,
     PortKind,
     PortsData,
@@ -78,7 +79,7 @@ from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
 from .ports_router import chassis_index, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
-from .walk import BY_NAME
+from .walk import PortWalk
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
@@ -324,15 +325,8 @@ def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list
     out: dict[str, list[IdlRow]] = {}
     if table is None:
         return out
-    index = table.indexes.get(BY_NAME)
-    if index is not None and index.columns == ("logical_port",):
-        for name in names:
-            rows = index.entries.get((name,))
-            if rows:
-                out[name] = list(rows.values())
-        return out
     column = table.col_index["logical_port"]
-    for row in table.rows.values():
+    for row in _rows_where(table, PB_BY_NAME, names):
         name = row.value_at(column)
         if name in names:
             out.setdefault(name, []).append(row)
@@ -418,12 +412,13 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             rewired.add(port.dp.key)
     if rewired:
         delta.rewired |= rewired
+        walk = PortWalk(step.sb, ports, datapaths)
         for key in rewired:
-            walk_sorted(ports.router_ports.get(key, []), step.sb, ports, datapaths)
+            walk.sort_ports(ports.router_ports.get(key, []))
         # (router groups, so the `ref_chassis` of groups of more than one chassis,
         # follow switches' router ports)
         groups = sb_desired.tables.get("HA_Chassis_Group")
-        if groups is not None and any(len(r["ha_chassis"]) > 1 for r in groups.rows.values()):
+        if groups is not None and with_ref_chassis(groups):
             delta.touch("sb", "HA_Chassis_Group")
     _put_bindings(step, changed, sb_desired, delta)
     for lrp in repaired:
@@ -656,8 +651,8 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
 
 # NB columns the handlers here look rows up by (the replicas keep an index of each,
 # named as the column, where `graph.wire` adds them; without one, a walk of the rows).
-NB_INDEXES = {"Logical_Router_Port": "peer", "Logical_Switch_Port": "type",
-              "Static_MAC_Binding": "logical_port", "BFD": "logical_port"}
+NB_INDEXES = {"Logical_Router_Port": "peer", "Static_MAC_Binding": "logical_port",
+              "BFD": "logical_port"}
 
 
 def _rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]

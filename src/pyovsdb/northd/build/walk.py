@@ -25,11 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from ...idl.replica import ReplicaTable
 from ...util.ovshash import hash_string, hmap_mask, hmap_order_of
 from .datapaths import DatapathsData
-from .ports import Port, PortsData
-
-# The index of Port_Binding rows by `logical_port` the daemon's replica keeps, if any
-# (`nodes.northd.PB_BY_NAME`): with it, no walk of the bindings.
-BY_NAME = "logical_port"
+from .ports import PB_BY_NAME, Port, PortsData, existing_port_bindings
 
 
 class PortWalk:
@@ -38,7 +34,7 @@ class PortWalk:
     def __init__(self, sb: Mapping[str, ReplicaTable], ports: PortsData,
                  datapaths: DatapathsData) -> None:
         table = sb.get("Port_Binding")
-        index = table.indexes.get(BY_NAME) if table is not None else None
+        index = table.indexes.get(PB_BY_NAME) if table is not None else None
         if table is not None and index is not None and index.columns == ("logical_port",):
             by_name = index.entries
             self._first: Callable[[str], str | None] = lambda name: _min_key(by_name, name)
@@ -51,7 +47,7 @@ class PortWalk:
                             if name in ports.ports and (name,) not in by_name]
             bound = len(by_name)
         else:
-            first = _first_bindings(table)
+            first = {name: row.uuid for name, row in existing_port_bindings(sb).items()}
             self._first = first.get
             self._firsts = lambda: sorted(first.values())
             self.unbound = [p for name, p in ports.ports.items() if name not in first]
@@ -104,16 +100,3 @@ class PortWalk:
 def _min_key(by_name: Mapping[tuple[str, ...], Mapping[str, object]], name: str) -> str | None:
     found = by_name.get((name,))
     return min(found) if found else None
-
-
-def _first_bindings(table: ReplicaTable | None) -> dict[str, str]:
-    """Each bound name's first binding (its UUID), by a walk of the bindings."""
-    first: dict[str, str] = {}
-    if table is not None:
-        column = table.col_index["logical_port"]
-        for uuid, row in table.rows.items():
-            name = row.value_at(column)
-            was = first.get(name)
-            if was is None or uuid < was:
-                first[name] = uuid
-    return first

@@ -329,8 +329,11 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 if peer is not None:
                     (dps if key in whole | made_or_gone else next_to).add(peer.dp.key)
         next_to -= dps
-        readers, read_on = _router_port_readers(lflow_context(*self._tables(), northd),
-                                                rewired, dps) if rewired else (set(), set())
+        # (the rebuilds of ports changed share one context, its facts built once; muted,
+        # they have one of their own)
+        ctx = lflow_context(*self._tables(), northd)
+        readers, read_on = _router_port_readers(ctx, rewired, dps) if rewired \
+            else (set(), set())
         flows, lb_dps = set(delta.flows), set[str]()
         if delta.lbs:
             whole, lb_dps = lb_rebuilds(old.lbs, northd.extra.lbs, delta.lbs,
@@ -347,17 +350,17 @@ class LflowNode(Node[LflowData, LflowDelta]):
             return Handled.HANDLED_UNCHANGED
         with muted():  # a VIF's rebuild is not where 23.03 would warn
             results = [self._rebuild(northd, dps, groups=groups,
-                                     owned=(next_to, vifs) if next_to and vifs else None)]
+                                     owned=(next_to, vifs) if next_to and vifs else None,
+                                     ctx=ctx)]
             if joined:
                 results.append(self._changed(northd, rebuild_focused(
-                    self.data.flows, lflow_context(*self._tables(), northd),
-                    frozenset(joined), frozenset().union(*joined.values()), own=True)))
+                    self.data.flows, ctx, frozenset(joined),
+                    frozenset().union(*joined.values()), own=True)))
             if readers:
                 results.append(self._changed(northd, rebuild_owned(
-                    self.data.flows, lflow_context(*self._tables(), northd),
-                    frozenset(read_on), frozenset(readers))))
+                    self.data.flows, ctx, frozenset(read_on), frozenset(readers))))
         # (NAT rules, load balancers changed: their flows report what a recompute would;
-        # these rebuilds share one context, its facts built once)
+        # these rebuilds share one context, its facts built once and reported)
         ctx = lflow_context(*self._tables(), northd)
         if flows:
             results.append(self._rebuild(northd, flows, ctx=ctx))

@@ -53,8 +53,8 @@ from ..build.groups_incremental import groups_changed, member_sets
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.nat_incremental import nats_changed
-from ..build.peers_incremental import alone_in_bucket, walk_sorted
-from ..build.ports import Port, existing_port_bindings
+from ..build.peers_incremental import alone_in_bucket
+from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
 from ..build.ports_incremental import (
     PortsDelta,
     port_names,
@@ -62,6 +62,7 @@ from ..build.ports_incremental import (
     router_ports_changed,
     switch_ports_changed,
 )
+from ..build.walk import PortWalk
 from ..desired import DesiredDb, Ref, single
 from .tables import TableChange, TableLeaf, Tables, declared, leaf_name, only, table_inputs
 
@@ -85,11 +86,6 @@ PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_p
 PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
 QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
 DP_READ = frozenset(("external_ids", "tunnel_key"))
-# The index of SB Port_Binding rows by `logical_port` that `graph.wire` adds to the
-# replica (kept by the replica with every change).
-PB_BY_NAME = "logical_port"
-
-
 def bindings_named(table: ReplicaTable, name: str) -> int:
     """How many SB Port_Binding rows name logical port `name`."""
     index = table.indexes.get(PB_BY_NAME)
@@ -553,7 +549,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             return True
         members = core.ports.router_ports.get(lsp.dp.key, [])
         walked = list(members)
-        walk_sorted(walked, self.sb_tables(), core.ports, core.datapaths)
+        PortWalk(self.sb_tables(), core.ports, core.datapaths).sort_ports(walked)
         return walked == members
 
     def on_datapath_binding(self, change: TableChange) -> Handled:

@@ -24,6 +24,7 @@ from ...engine import Change, Group, Handled, Input, Node, noop
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..build.core import sb_feedback
+from ..build.ha_chassis import copy_groups, with_ref_chassis
 from ..build.inputs import BuildInput
 from ..build.lsp_up import port_up, switch_ports
 from ..build.ports_incremental import PortsDelta
@@ -84,12 +85,10 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         data = self.data
         if "HA_Chassis_Group" in delta.sb:
             groups = change.data.sb.tables.get("HA_Chassis_Group")
-            if groups is None or _multi(groups) or (data.ha_groups is not None
-                                                    and _multi(data.ha_groups)):
+            if groups is None or with_ref_chassis(groups) or (
+                    data.ha_groups is not None and with_ref_chassis(data.ha_groups)):
                 return Handled.UNHANDLED  # (`ref_chassis` decided again)
-            data.ha_groups = DesiredTable(groups.name, groups.columns, groups.owned,
-                                          {k: dict(v) for k, v in groups.rows.items()},
-                                          groups.fill)
+            data.ha_groups = copy_groups(groups)
         ports = change.data.core.ports
         changed = False
         touched = self.track().lsps
@@ -113,8 +112,7 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
             return Handled.UNHANDLED
         data = self.data
         groups = data.ha_groups
-        if groups is not None and any(len(r.get("ha_chassis") or ()) > 1
-                                      for r in groups.rows.values()):
+        if groups is not None and with_ref_chassis(groups):
             return Handled.UNHANDLED  # ref_chassis follows every claim: recompute it
         changed = False
         for rc in change.delta.values():
@@ -136,7 +134,3 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
                 changed = True
         return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
 
-
-def _multi(groups: DesiredTable) -> bool:
-    """Whether a group has more than one chassis (only those have `ref_chassis`)."""
-    return any(len(r.get("ha_chassis") or ()) > 1 for r in groups.rows.values())
