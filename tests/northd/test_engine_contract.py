@@ -23,6 +23,9 @@ COMPUTING = ("northd", "sync_from_sb", "sync_cfg", "mac_binding_aging", "lflow",
 ALL = frozenset(COMPUTING)
 FULL = frozenset(("northd", "sync_from_sb", "mac_binding_aging", "lflow", "sync_to_sb"))
 # `northd` changed in place: no node recomputes.
+CFG = frozenset(("sync_cfg",))
+FEATURES = {"ct-no-masked-label": "true", "mac-binding-timestamp": "true",
+            "ovn-ct-lb-related": "true"}
 IN_PLACE: frozenset[str] = frozenset()
 
 
@@ -268,6 +271,37 @@ def _claim(nb: Nb, sb: LocalDb, world: World) -> None:
     sb.update("Port_Binding", _pb(sb, "vm1"), chassis=world.chassis, up=True)
 
 
+def _chassis_named(sb: LocalDb, world: World, by: str) -> None:
+    """Chassis ch1 (hostname host1) named before it registers (`by`: a gateway
+    chassis of a new router's gateway port, a switch port's `requested-chassis` by
+    name or by hostname); then it registers."""
+    nb = world.nb
+    if by == "gateway":
+        _gateway_router(nb, "sw1", "ch1")
+    else:
+        nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
+                   options={"requested-chassis": "ch1" if by == "port" else "host1"})
+    world.northd.settle()
+    add_chassis(sb, "ch1", "192.0.2.2", hostname="host1")
+
+
+def _chassis_del(sb: LocalDb, world: World, named: str = "") -> None:
+    """Chassis ch1 registered (a gateway chassis naming it if `named`), then gone."""
+    if named:
+        _gateway_router(world.nb, "sw1", "ch1")
+    uuid = add_chassis(sb, "ch1", "192.0.2.2")
+    world.northd.settle()
+    sb.transact([{"op": "delete", "table": "Chassis", "where": [["_uuid", "==", ["uuid", uuid]]]}])
+
+
+def _claimed_notif(sb: LocalDb, world: World) -> None:
+    """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
+    `up` goes from true, for the claim, to false, for the binding's `up`)."""
+    sb.update("Port_Binding", _pb(sb, "vm1"), chassis=world.chassis, up=False)
+    world.northd.settle()
+    sb.update("Chassis", world.chassis, other_config={"port-up-notif": "true"})
+
+
 def _learn(nb: Nb, sb: LocalDb, world: World) -> None:
     dp = next(iter(sb.tables["Datapath_Binding"].rows))
     sb.insert("MAC_Binding", logical_port="lrp0", ip="10.0.0.50",
@@ -413,7 +447,26 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      frozenset(("sync_cfg",))),
     ("SB claim", _claim, frozenset()),
     ("SB MAC_Binding learned", _learn, frozenset(("mac_binding_aging",))),
-    ("SB chassis-add", lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2"), ALL),
+    # Chassis: `sync_cfg` recomputes (hv_cfg is a minimum over every chassis).
+    ("SB chassis-add", lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2"), CFG),
+    ("SB chassis-add named by a gateway chassis (its HA chassis row finds it)",
+     lambda nb, sb, w: _chassis_named(sb, w, "gateway"), CFG),
+    ("SB chassis-add a switch port asked for (requested-chassis)",
+     lambda nb, sb, w: _chassis_named(sb, w, "port"), ALL),
+    ("SB chassis-add by the hostname a switch port asked for",
+     lambda nb, sb, w: _chassis_named(sb, w, "hostname"), ALL),
+    ("SB chassis-del", lambda nb, sb, w: _chassis_del(sb, w), CFG),
+    ("SB chassis-del of a gateway chassis", lambda nb, sb, w: _chassis_del(sb, w, "gateway"),
+     CFG),
+    ("SB chassis update a builder does not read", lambda nb, sb, w: sb.update(
+        "Chassis", w.chassis, external_ids={"ovn-bridge-mappings": "phys:br-ex"},
+        other_config={"iface-types": "geneve"}), CFG),
+    ("SB chassis update: port-up-notif", lambda nb, sb, w: _claimed_notif(sb, w),
+     CFG | {"sync_from_sb"}),
+    ("SB chassis update: every chassis now has the features",
+     lambda nb, sb, w: sb.update("Chassis", w.chassis, other_config=FEATURES), ALL),
+    ("SB chassis-add with a vxlan encap",
+     lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2", encap="vxlan"), ALL),
 ]
 
 

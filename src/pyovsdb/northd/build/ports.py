@@ -124,6 +124,10 @@ class PortsData:
     # Router-type switch ports by the router port they name (`options:router-port`),
     # found or not: who would pair with a router port of that name.
     named_by: dict[str, set[str]] = field(default_factory=dict)
+    # Every chassis name or hostname a switch port asked for (`requested-chassis`)
+    # since the last build, found or not; a port gone leaves its names (a chassis
+    # change naming one of them recomputes, which starts this set over).
+    chassis_asked: set[str] = field(default_factory=set)
 
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None

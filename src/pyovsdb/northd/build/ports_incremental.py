@@ -486,6 +486,7 @@ def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
                   delta: PortsDelta) -> None:
     state = SwitchPortState()
     state.by_name, state.by_host = chassis_index(step.sb)
+    state.asked = step.ports.chassis_asked
     table = sb_desired.tables["Port_Binding"]
     mirrors = sb_desired.tables.get("Mirror") or DesiredTable("Mirror", ())
     for port in changed:

@@ -50,11 +50,13 @@ class SwitchPortState:
     by_name: dict[str, IdlRow] = field(default_factory=dict)
     by_host: dict[str, IdlRow] = field(default_factory=dict)
     passthru: dict[str, bool] = field(default_factory=dict)  # by switch UUID
+    asked: set[str] = field(default_factory=set)  # every name `chassis` was asked for
 
     @classmethod
     def start(cls, sb: Mapping[str, ReplicaTable], data: PortsData) -> SwitchPortState:
         state = cls()
         state.by_name, state.by_host = chassis_index(sb)
+        state.asked = data.chassis_asked
         for port in data.ports.values():
             if not port.is_lsp:
                 continue
@@ -123,6 +125,7 @@ class SwitchPortState:
         return value
 
     def chassis(self, name: str) -> IdlRow | None:
+        self.asked.add(name)
         row = self.by_name.get(name)
         return row if row is not None else self.by_host.get(name)
 

@@ -81,7 +81,7 @@ REBUILD_ANY = 64
 # Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
 # them reaches the flows as the delta's `flows` (the datapaths to build again).
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
-                      "SB_Global"))
+                      "SB_Global", "HA_Chassis"))
 # Tables of its NB write-backs no flow reads (NB_Global: the options copied back; the
 # options flows read recompute `northd`, and so this node).
 FLOWLESS_NB = frozenset(("NB_Global",))

@@ -13,7 +13,9 @@ Rules kept here:
   where a change cannot move its output: its own Datapath_Binding and Port_Binding
   inserts coming back, bindings it deleted going, and chassis claims (`chassis`, `up`,
   `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
-  SB_Global and Chassis_Private (read only by the handshake). With `incremental_ports`
+  SB_Global and Chassis_Private (read only by the handshake). Chassis and Encap
+  changes that keep the chassis features and the vxlan mode, of chassis no port asks
+  for, are applied in place (`build.chassis_incremental`). With `incremental_ports`
   an ordinary VIF added, deleted or updated, a switch created or deleted with such
   VIFs, a router without ports created or deleted and a router port without a peer or
   gateway added or deleted are applied in place (`build.ports_incremental`,
@@ -39,6 +41,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
+from ..build.chassis_incremental import chassis_changed, facts_kept
 from ..build.core import CoreData, build_core
 from ..build.datapaths import datapath_key
 from ..build.datapaths_incremental import (
@@ -130,6 +133,9 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                        "Datapath_Binding": self.on_datapath_binding,
                        "Multicast_Group": self.on_multicast_group,
                        "MAC_Binding": self.on_mac_binding, "FDB": self.on_fdb}
+        if incremental_ports:
+            sb_handlers["Chassis"] = self.on_chassis
+            sb_handlers["Encap"] = self.on_encap
         super().__init__(
             "northd",
             nb=Group(table_inputs(nb, sorted(nb), nb_handlers)),
@@ -458,6 +464,23 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
     # their changes, and `sync_to_sb` re-plans SB_Global against them.
     def on_cfg_only(self, change: TableChange) -> Handled:
         return Handled.HANDLED_UNCHANGED
+
+    # Chassis registering, updating or leaving: applied in place where
+    # `build.chassis_incremental.chassis_changed` can (the features and the vxlan mode
+    # kept, no port asking for the chassis by a name it changes).
+    def on_chassis(self, change: TableChange) -> Handled:
+        if change.delta is None or not self._chassis_facts_kept():
+            return Handled.UNHANDLED
+        return self._applied(chassis_changed(change.delta, self.data.core, self.data.sb))
+
+    # Of the encaps, builders read only whether one is vxlan.
+    def on_encap(self, change: TableChange) -> Handled:
+        return Handled.HANDLED_UNCHANGED if self._chassis_facts_kept() \
+            else Handled.UNHANDLED
+
+    def _chassis_facts_kept(self) -> bool:
+        return self.has_data and facts_kept(self.sb_tables(), self.data.core,
+                                            self.data.extra.config.features)
 
     # Builders read SB Multicast_Group (the kept keys of IGMP groups) only while SB
     # has IGMP groups, whose changes recompute.

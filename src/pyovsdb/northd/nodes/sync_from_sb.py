@@ -6,7 +6,8 @@ Rules kept here:
   and `Datapath_Binding` (to match a binding to its port's datapath), whose handler is
   `noop`: a datapath's own insert coming back changes no binding's match, and any
   other change of it recomputes `northd`; no NB table (the ports' NB rows come with
-  `northd`'s data).
+  `northd`'s data). A chassis added or deleted, or updated in columns other than its
+  name and `other_config:port-up-notif`, moves nothing here.
 - A claim or an `up` change updates the ports it names, without `northd`; while a
   group has more than one chassis its `ref_chassis` follows every claim, so a binding
   change recomputes. Switch ports `northd` changed in place (its `PortsDelta` names
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from ...engine import Change, Group, Handled, Input, Node, noop
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
 from ..build.core import sb_feedback
 from ..build.ha_chassis import copy_groups, with_ref_chassis
 from ..build.inputs import BuildInput
@@ -30,9 +33,10 @@ from ..build.lsp_up import port_up, switch_ports
 from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, single
 from .northd import NorthdData, NorthdNode
-from .tables import TableChange, TableLeaf, declared, table_inputs
+from .tables import TableChange, TableLeaf, declared, only, table_inputs
 
 SYNC_FROM_SB_INPUTS = ("Chassis", "Datapath_Binding", "Port_Binding")
+NOTIF = "port-up-notif"  # the Chassis `other_config` key `up` reads (`lsp_up`)
 
 
 @dataclass
@@ -60,7 +64,8 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
             "sync_from_sb", northd=Input(northd, self.on_northd),
             sb=Group(table_inputs(sb, SYNC_FROM_SB_INPUTS,
                                   {"Port_Binding": self.on_port_binding,
-                                   "Datapath_Binding": noop})))
+                                   "Datapath_Binding": noop,
+                                   "Chassis": self.on_chassis})))
 
     def new_delta(self) -> UpDelta:
         return UpDelta()
@@ -134,3 +139,15 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
                 changed = True
         return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
 
+    # A binding's `chassis` is a weak reference: a chassis added or deleted is named
+    # by no binding that did not change with it (`on_port_binding` takes those). Of an
+    # update, `up` reads only `other_config:port-up-notif` and `ref_chassis` the name.
+    def on_chassis(self, change: TableChange) -> Handled:
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            if rc.old is None or rc.new is None:
+                return True
+            columns = changed_columns(rc)
+            return "name" not in columns and (
+                "other_config" not in columns
+                or rc.old.other_config.get(NOTIF) == rc.new.other_config.get(NOTIF))
+        return only(change, ok)

@@ -1,0 +1,65 @@
+"""SB Chassis and Encap changes (ovn-controller registering, updating or leaving)
+applied to northd's build in place.
+
+Rules kept here:
+- Of the chassis, builders read: what every local chassis supports
+  (`global_cfg.chassis_features`), whether any has a vxlan encap (`is_vxlan_mode`: the
+  datapath tunnel key range, `max_tunid`), the chassis switch ports ask for by name or
+  hostname (`requested-chassis`, every name asked recorded in
+  `PortsData.chassis_asked`), and the chassis HA chassis rows name (a reference by
+  name, resolved when `sync_to_sb` plans the row).
+- A change that moves the features or the vxlan mode, or that adds, deletes or
+  renames a chassis under a name or hostname a port asked for, is not applied (the
+  caller recomputes).
+- Otherwise nothing a builder made moves, except that the HA chassis rows naming a
+  chassis added, deleted or renamed are touched: their reference is planned again.
+  Any other column (`external_ids`, `nb_cfg`, `transport_zones`...) moves nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
+from ..desired import DesiredDb
+from .core import CoreData
+from .datapaths import is_vxlan_mode
+from .global_cfg import ChassisFeatures, chassis_features
+from .ports_incremental import PortsDelta
+
+# Chassis columns by which a reference or a request finds the chassis.
+NAMING = frozenset(("name", "hostname"))
+
+
+def facts_kept(sb: Mapping[str, ReplicaTable], core: CoreData,
+               features: ChassisFeatures) -> bool:
+    """Whether the chassis as `sb` has them keep the facts the last build read of all
+    of them together: the features (`features`, as built) and the vxlan mode."""
+    return chassis_features(sb) == features and \
+        is_vxlan_mode(sb) == core.datapaths.vxlan_mode
+
+
+def chassis_changed(changes: Mapping[str, RowChange[IdlRow]], core: CoreData,
+                    sb_desired: DesiredDb) -> PortsDelta | None:
+    """The delta of Chassis row changes `changes` (the facts checked kept by the
+    caller), or None if a port asked for a chassis they name (see the rules)."""
+    named: set[str] = set()
+    for rc in changes.values():
+        rows = [r for r in (rc.old, rc.new) if r is not None]
+        if rc.old is not None and rc.new is not None \
+                and NAMING.isdisjoint(changed_columns(rc)):
+            continue
+        names = {r.name for r in rows}
+        if not core.ports.chassis_asked.isdisjoint(names | {r.hostname for r in rows}):
+            return None
+        named.update(names)
+    delta = PortsDelta()
+    chassis = sb_desired.tables.get("HA_Chassis")
+    if named and chassis is not None:
+        for key in chassis.rows:
+            if isinstance(key, tuple) and key[1] in named:  # (group, chassis name)
+                delta.touch("sb", "HA_Chassis", key)
+    return delta
