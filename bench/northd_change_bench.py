@@ -20,6 +20,9 @@ directory each), preloaded the same way; all planes are up at once and idle betw
 changes, and the changes take turns plane by plane: change 1 of every kind on every
 northd, then change 2, ...
 
+Kinds ending in "(...; SB)" change SB as ovn-controller does (`ovn-sbctl`), then wait
+with `ovn-nbctl --wait=sb sync`: their wall time covers both commands.
+
 Figures per kind, median of the repeats: the wall time of the whole `ovn-nbctl
 --wait=sb` process (what a CMS pays: connect, commit, northd's run, SB commit, the
 nb_cfg coming back) and the `ovn-northd completion` time `--print-wait-time` reports,
@@ -84,6 +87,21 @@ def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
     }
 
 
+# A kind whose arguments start with this changes SB (as ovn-controller does): the rest
+# go to `ovn-sbctl`, then `ovn-nbctl --wait=sb sync` waits for northd, and the wall
+# time covers both.
+SBCTL = "ovn-sbctl"
+
+
+def sb_kinds() -> dict[str, Callable[[int], list[str]]]:
+    """What hypervisors do to SB that northd reads, on every topology."""
+    return {
+        "chassis add (a hypervisor registers; SB)": lambda i: [
+            SBCTL, "chassis-add", f"chx{i}", "geneve", f"192.0.3.{i + 1}"],
+        "chassis del (the one above; SB)": lambda i: [SBCTL, "chassis-del", f"chx{i}"],
+    }
+
+
 def k8s_kinds(nodes: int) -> dict[str, Callable[[int], list[str]]]:
     """What an ovn-kubernetes cluster does most, as `ovn-nbctl` arguments for the i-th
     repetition (the cluster of `tests/northd/k8sgen.py`; the pod goes on node 1)."""
@@ -134,6 +152,7 @@ class Northd:
     nbctl: str
     nb_schema: str
     sb_schema: str
+    sbctl: str = "ovn-sbctl"
     walls: dict[str, list[float]] = field(default_factory=dict)
     completions: dict[str, list[float]] = field(default_factory=dict)
     cpu: float = 0.0
@@ -198,12 +217,23 @@ class Plane:
 
     def change(self, kind: str, args: list[str]) -> None:
         start = time.monotonic()
+        if args[0] == SBCTL:
+            self.sbctl(*args[1:])
+            args = ["sync"]
         out = self.nbctl("--wait=sb", "--print-wait-time", *args)
         wall = (time.monotonic() - start) * 1000
         self.north.walls.setdefault(kind, []).append(wall)
         m = COMPLETION.search(out)
         if m:
             self.north.completions.setdefault(kind, []).append(float(m.group(1)))
+
+    def sbctl(self, *args: str, timeout: float = 120) -> None:
+        p = subprocess.run([self.north.sbctl, f"--db={self.sb.unix}",
+                            f"--timeout={int(timeout)}", *args],
+                           capture_output=True, text=True, timeout=timeout + 20)
+        if p.returncode != 0:
+            raise SystemExit(f"{self.north.label}: ovn-sbctl {' '.join(args)}: "
+                             f"{p.stderr.strip()}")
 
     def sample(self) -> None:
         assert self.proc is not None
@@ -245,9 +275,11 @@ def main() -> int:
         up = Path(args.upstream)
         northds.insert(1, Northd("newest", [str(up / "northd" / "ovn-northd")],
                                  str(up / "utilities" / "ovn-nbctl"),
-                                 str(up / "ovn-nb.ovsschema"), str(up / "ovn-sb.ovsschema")))
+                                 str(up / "ovn-nb.ovsschema"), str(up / "ovn-sb.ovsschema"),
+                                 str(up / "utilities" / "ovn-sbctl")))
     table = cloudgen.kinds(args.cloud) if args.cloud else \
         k8s_kinds(args.nodes) if args.nodes else kinds(args.switches)
+    table |= sb_kinds()
     # (a kind by the start of its name: some names hold commas)
     wanted = [w.strip() for w in args.only.split(",")] if args.only else []
     chosen = [k for k in table if not wanted or any(k.startswith(w) for w in wanted)]

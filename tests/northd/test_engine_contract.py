@@ -271,6 +271,38 @@ def _claim(nb: Nb, sb: LocalDb, world: World) -> None:
     sb.update("Port_Binding", _pb(sb, "vm1"), chassis=world.chassis, up=True)
 
 
+def _learn_after(nb: Nb, sb: LocalDb, world: World) -> None:
+    """A VIF added and deleted (its binding come and gone), then a MAC learned."""
+    nb.lsp_add("sw0", "vm3", addresses=["00:00:00:00:00:03 10.0.0.13"])
+    world.northd.settle()
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Switch_Port", "vm3")]]]]]}])
+    world.northd.settle()
+    _learn(nb, sb, world)
+
+
+def _learn_beside_stale(sb: LocalDb, world: World) -> None:
+    """A binding of no port (northd not told of it: as one whose delete northd sent
+    and that has not come back yet), then a MAC learned on it: the recompute deletes
+    both."""
+    dp = next(iter(sb.tables["Datapath_Binding"].rows))
+    world._feeding = False
+    sb.insert("Port_Binding", logical_port="gone", datapath=dp, tunnel_key=77)
+    world._feeding = True
+    sb.insert("MAC_Binding", logical_port="gone", ip="10.0.0.77", mac="00:00:00:00:00:77",
+              datapath=dp)
+
+
+def _fdb(sb: LocalDb, port: str, port_key: int | None = None) -> None:
+    """ovn-controller learning a MAC on `port` (by its tunnel keys; `port_key`: a key
+    no port of that switch holds)."""
+    pb = sb.tables["Port_Binding"].rows[_pb(sb, port)]
+    sb.insert("FDB", mac="00:00:00:00:cc:01", dp_key=pb.datapath.tunnel_key,
+              port_key=pb.tunnel_key if port_key is None else port_key)
+
+
 def _chassis_named(sb: LocalDb, world: World, by: str) -> None:
     """Chassis ch1 (hostname host1) named before it registers (`by`: a gateway
     chassis of a new router's gateway port, a switch port's `requested-chassis` by
@@ -447,6 +479,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      frozenset(("sync_cfg",))),
     ("SB claim", _claim, frozenset()),
     ("SB MAC_Binding learned", _learn, frozenset(("mac_binding_aging",))),
+    ("SB MAC_Binding learned after a VIF came and went", lambda nb, sb, w: _learn_after(
+        nb, sb, w), frozenset(("mac_binding_aging",))),
+    ("SB MAC_Binding learned while a binding of no port is there (its delete in flight)",
+     lambda nb, sb, w: _learn_beside_stale(sb, w), FULL),
+    ("SB FDB learned for a live port", lambda nb, sb, w: _fdb(sb, "vm1"), IN_PLACE),
+    ("SB FDB learned for no port", lambda nb, sb, w: _fdb(sb, "vm1", 99), FULL),
     # Chassis: `sync_cfg` recomputes (hv_cfg is a minimum over every chassis).
     ("SB chassis-add", lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2"), CFG),
     ("SB chassis-add named by a gateway chassis (its HA chassis row finds it)",

@@ -5,8 +5,8 @@ Rules kept here:
   the engine over them. What a node reads, and which of its inputs have handlers, is
   declared in the node's own module under `nodes/`; `describe()` prints the whole
   graph (a golden file in the tests keeps it from changing unnoticed).
-- The replicas get the indexes the handlers read (`PB_BY_NAME`, `NB_INDEXES`), kept by
-  the replica.
+- The replicas get the indexes the handlers read (`PB_BY_NAME`, `DP_BY_TUNNEL_KEY`,
+  `NB_INDEXES`), kept by the replica.
 - The leaves: one per replicated table (`nodes.tables.leaf_name`), `now` (the wall
   clock of the run, whose change is never reported: time moving recomputes nothing),
   `sync_cfg_committed` (the nb_cfg of the last committed SB transaction) and
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ..engine import Engine, Leaf
 from ..idl.replica import ReplicaTable
+from .build.core import DP_BY_TUNNEL_KEY
 from .build.ports import PB_BY_NAME
 from .build.ports_incremental import NB_INDEXES
 from .nodes.lflow import LflowNode
@@ -61,6 +62,9 @@ def wire(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaT
     bindings = sb_tables.get("Port_Binding")
     if bindings is not None and PB_BY_NAME not in bindings.indexes:
         bindings.add_index(PB_BY_NAME, "logical_port")
+    datapaths = sb_tables.get("Datapath_Binding")
+    if datapaths is not None and DP_BY_TUNNEL_KEY not in datapaths.indexes:
+        datapaths.add_index(DP_BY_TUNNEL_KEY, "tunnel_key")
     for table, column in NB_INDEXES.items():
         rows = nb_tables.get(table)
         if rows is not None and column not in rows.indexes and column in rows.col_index:

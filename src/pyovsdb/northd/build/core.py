@@ -17,10 +17,14 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
-from .datapaths import DatapathsData, build_datapaths, put_datapaths, smap_bool
+from .datapaths import DatapathsData, build_datapaths, datapath_key, put_datapaths, smap_bool
 from .ha_chassis import build_ha_chassis_groups, build_ref_chassis, copy_groups
 from .inputs import BuildInput
 from .ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
@@ -111,6 +115,39 @@ def cleanup_fdb(inp: BuildInput, datapaths: DatapathsData, ports: PortsData,
               if row.port_key not in keys.get(row.dp_key, ())}
     if doomed:
         sb.table("FDB", (), owned=False).delete.update(doomed)
+
+
+# The index of SB Datapath_Binding rows by `tunnel_key` that `graph.wire` adds to the
+# replica (for `fdb_ports_live`).
+DP_BY_TUNNEL_KEY = "tunnel_key"
+
+
+def fdb_ports_live(changes: Mapping[str, RowChange[IdlRow]],
+                   sb: Mapping[str, ReplicaTable], core: CoreData) -> bool | None:
+    """Whether every FDB entry of `changes` not going names, by tunnel keys, a datapath
+    and a port of it that this build holds (so `cleanup_fdb` would keep it), found
+    through the SB datapath bindings by tunnel key and the datapath's ports alone; None
+    if SB has no such index."""
+    table = sb.get("Datapath_Binding")
+    index = table.indexes.get(DP_BY_TUNNEL_KEY) if table is not None else None
+    if index is None or index.columns != ("tunnel_key",):
+        return None
+    for rc in changes.values():
+        new = rc.new
+        if new is None:
+            continue
+        dp_key, port_key = new.dp_key, new.port_key
+        if not any(_holds(core, row, dp_key, port_key)
+                   for row in index.entries.get((dp_key,), {}).values()):
+            return False
+    return True
+
+
+def _holds(core: CoreData, binding: IdlRow, dp_key: int, port_key: int) -> bool:
+    key = datapath_key(binding)
+    dp = core.datapaths.get(key) if key else None
+    return dp is not None and dp.tunnel_key == dp_key and any(
+        p.tunnel_key == port_key for p in core.ports.by_datapath.get(dp.key, ()))
 
 
 def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -> None:

@@ -42,7 +42,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.chassis_incremental import chassis_changed, facts_kept
-from ..build.core import CoreData, build_core
+from ..build.core import CoreData, build_core, fdb_ports_live
 from ..build.datapaths import datapath_key
 from ..build.datapaths_incremental import (
     add_router,
@@ -495,6 +495,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         if not self.has_data:
             return Handled.UNHANDLED
         ports = self.data.core.ports
+        if self._one_binding_each():
+            return Handled.HANDLED_UNCHANGED
         for name, pb in existing_port_bindings(self.sb_tables()).items():
             if name in ports.retyped:
                 continue
@@ -504,12 +506,28 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 return Handled.UNHANDLED
         return Handled.HANDLED_UNCHANGED
 
+    def _one_binding_each(self) -> bool:
+        """Whether, without a walk, every SB binding is a port's own and none goes: as
+        many bindings as ports with one named for them (every port not `unbound`), none
+        recreated, and no binding changed in this run (`unbound` then follows them)."""
+        bindings = self.sb_tables().get("Port_Binding")
+        ports = self.data.core.ports
+        leaf = self.groups["sb"].get("Port_Binding")
+        return bindings is not None and leaf is not None \
+            and not self.inputs[leaf].updated and not ports.recreated \
+            and len(bindings.rows) == len(ports.ports) - len(ports.unbound)
+
     # FDB entries are read to delete those of no datapath or port: an entry learned
     # for a live port, or one going, moves nothing.
     def on_fdb(self, change: TableChange) -> Handled:
         if not self.has_data:
             return Handled.UNHANDLED
         core = self.data.core
+        if change.delta is None:
+            return Handled.UNHANDLED
+        live = fdb_ports_live(change.delta, self.sb_tables(), core)
+        if live is not None:
+            return Handled.HANDLED_UNCHANGED if live else Handled.UNHANDLED
         keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in core.datapaths.all()}
         for port in core.ports.ports.values():
             keys[port.dp.tunnel_key].add(port.tunnel_key)
