@@ -244,6 +244,21 @@ def _named_before(nb: Nb, world: World, what: str) -> None:
     nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24")
 
 
+def _unpair_in_turn(nb: Nb, world: World) -> None:
+    """A router interface removed as a CMS may: the router port first, then (its
+    switch port left naming nothing) the switch port."""
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Router_Port", "lrp0")]]]]]}])
+    world.northd.settle()
+    lsp = next(u for u, r in nb.db.tables["Logical_Switch_Port"].rows.items()
+               if r.value("type") == "router")
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["ports", "delete", ["set", [["uuid", lsp]]]]]}])
+
+
 def _router_swap(nb: Nb, world: World) -> None:
     nb.lr_add("lr8")
     world.northd.settle()
@@ -415,15 +430,17 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24", peer="lrp8"), FULL),
     ("lrp-add of a port another router port names as its peer",
      lambda nb, sb, w: _named_before(nb, w, "peer"), FULL),
-    ("lrp-add of a port a router-type switch port names", lambda nb, sb, w: _named_before(
-        nb, w, "lsp"), FULL),
+    ("router-type lsp-add naming no router port, then that lrp-add (a CMS making the "
+     "switch's port first)", lambda nb, sb, w: _named_before(nb, w, "lsp"), IN_PLACE),
     ("lrp-add of a port a static MAC binding names", lambda nb, sb, w: _named_before(
         nb, w, "static"), FULL),
     ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([
         {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
          "mutations": [["ports", "delete",
                         ["set", [["uuid", nb.uuid("Logical_Router_Port", "lrp0")]]]]]}]),
-     FULL),
+     IN_PLACE),
+    ("lrp-del of a switch's router port, then its switch port's lsp-del",
+     lambda nb, sb, w: _unpair_in_turn(nb, w), IN_PLACE),
     ("acl-add", _acl, frozenset()),
     ("acl update", lambda nb, sb, w: nb.db.update(
         "ACL", next(iter(nb.db.tables["ACL"].rows)), match="ip4.src == 10.0.0.11"),

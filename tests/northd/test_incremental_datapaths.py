@@ -124,8 +124,9 @@ def test_switches_and_routers_come_and_go_in_place(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_what_names_them_recomputes(nb: Nb, sb: LocalDb) -> None:
-    """A router port another port names as its peer, one a switch's router port names,
-    a switch with IPAM, a router with a requested key: recomputed, and still equal."""
+    """A router port another port names as its peer, a switch with IPAM, a router with a
+    requested key: recomputed, and still equal. A router port a switch's router port
+    names before it comes pairs in place."""
     loop = _topology(nb, sb)
     _play(loop, [
         (lambda: _lrp_add(nb, "lr0", "lr0-x", "10.5.0.1/24", peer=["lr0-y"]), False),
@@ -135,8 +136,8 @@ def test_what_names_them_recomputes(nb: Nb, sb: LocalDb) -> None:
              "row": {"name": "sw0-lr0-z", "type": "router",
                      "options": ["map", [["router-port", "lr0-z"]]]}},
             {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
-             "mutations": [["ports", "insert", ["set", [["named-uuid", "r"]]]]]}]), False),
-        (lambda: _lrp_add(nb, "lr0", "lr0-z", "10.4.0.1/24"), False),  # named by sw0-lr0-z
+             "mutations": [["ports", "insert", ["set", [["named-uuid", "r"]]]]]}]), True),
+        (lambda: _lrp_add(nb, "lr0", "lr0-z", "10.4.0.1/24"), True),  # named by sw0-lr0-z
         (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Switch", "row": {
             "name": "sw8", "other_config": ["map", [["subnet", "10.8.0.0/24"]]]}}]), False),
         (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Router", "row": {

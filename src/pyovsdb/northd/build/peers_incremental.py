@@ -13,6 +13,10 @@ Rules kept here:
   which for ports in different buckets is their bucket order under the table's final
   mask (`walk.PortWalk.sort_ports`); ports sharing a bucket are ordered by where each was inserted
   (`hmap_order_of`), which takes a walk over every binding, so only then.
+- Either side may come first: a router-type switch port naming no router port (yet)
+  is listed in `PortsData.named_by` alone, and pairs when its router port comes
+  (`named_before`); a router port going unpairs its switch port, which stays
+  (`unpair`).
 - A pair is made and undone in both directions at once: the switch port's `peer`, the
   router port's `peer`, the switch's router ports, and the router port's networks as
   the switch port's addresses ("router").
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 from ...idl.row import IdlRow
 from ...util.ovshash import hash_string, hmap_mask
-from .ports import Port, PortsData
+from .ports import Port, PortKind, PortsData, parse_switch_addresses
 
 # Router port options that make a router port more than a router port to pair.
 _PLAIN_OPTIONS = frozenset({"router-port"})
@@ -48,6 +52,28 @@ def pairable(lsp_row: IdlRow, ports: PortsData) -> Port | None:
             or "chassis" in lrp.dp.nb.options:
         return None
     return lrp
+
+
+def named_before(lrp_row: IdlRow, router: IdlRow, ports: PortsData, going: set[str]
+                 ) -> Port | bool | None:
+    """The switch port a new router port (`lrp_row`, on router `router`) pairs with
+    because it named it before the router port came: None if no switch port (other
+    than those `going`) names it; False if the pair is not one this module makes (see
+    the rules), or more than one does."""
+    naming = ports.named_by.get(lrp_row.value("name"), set()) - going
+    if not naming:
+        return None
+    lsp = ports.ports.get(next(iter(naming)))
+    if len(naming) != 1 or lsp is None or not lsp.is_lsp or lsp.peer is not None \
+            or not router_lsp(lsp.nb) or lrp_row.value("peer") \
+            or lrp_row.ha_chassis_group is not None or "chassis" in router.options:
+        return False
+    return lsp
+
+
+def name_router_port(lsp: Port, ports: PortsData) -> None:
+    """A router-type switch port naming a router port that is not there (yet)."""
+    ports.named_by.setdefault(lsp.options.get("router-port", ""), set()).add(lsp.name)
 
 
 def connect(lsp: Port, lrp: Port, ports: PortsData) -> None:
@@ -90,3 +116,21 @@ def disconnect(lsp: Port, ports: PortsData) -> Port | None:
         return None
     lrp.peer = None
     return lrp
+
+
+def unpair(lsp: Port, ports: PortsData) -> Port:
+    """The switch port `lsp` (staying) without the router port it was paired with
+    (going): a new port in its place, as a build makes a router-type switch port
+    naming no router port (out of the switch's router ports, no router addresses)."""
+    members = ports.router_ports.get(lsp.dp.key)
+    if members is not None and lsp in members:
+        members.remove(lsp)
+        if not members:
+            del ports.router_ports[lsp.dp.key]
+    port = Port(lsp.name, lsp.dp, PortKind.SWITCH, lsp.nb, tunnel_key=lsp.tunnel_key)
+    port.sb = lsp.sb
+    parse_switch_addresses(port)
+    ports.ports[port.name] = port
+    on_dp = ports.by_datapath[port.dp.key]
+    on_dp[on_dp.index(lsp)] = port
+    return port

@@ -63,8 +63,11 @@ from .mcast_groups import (
 from .peers_incremental import (
     connect,
     disconnect,
+    name_router_port,
+    named_before,
     pairable,
     router_lsp,
+    unpair,
 )
 from .ports import (
     PB_BY_NAME,
@@ -198,6 +201,9 @@ class _Step:
     new_switches: dict[str, IdlRow] = field(default_factory=dict)  # by LS uuid
     gone_switches: dict[str, IdlRow] = field(default_factory=dict)
     pairs: dict[str, Port] = field(default_factory=dict)  # new router LSP uuid -> its LRP
+    # New router ports by name -> the switch port that named them before they came.
+    named: dict[str, Port] = field(default_factory=dict)
+    going: set[str] = field(default_factory=set)  # names of switch ports deleted
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -285,6 +291,8 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         switches.add(step.switch_of[uuid].uuid)
         if row.value("type") == "router":  # a switch connected to a router
             lrp = pairable(row, ports)
+            if lrp is None and row.options.get("router-port", "") not in ports.ports:
+                continue  # (naming no port yet: it pairs when that one comes)
             switch = step.switch_of[uuid].uuid
             _need(lrp is not None and all(p is not lrp and step.switch_of[u].uuid != switch
                                           for u, p in step.pairs.items()))
@@ -410,16 +418,9 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             connect(port, lrp, ports)
             repaired.append(lrp)
             rewired.add(port.dp.key)
-    if rewired:
-        delta.rewired |= rewired
-        walk = PortWalk(step.sb, ports, datapaths)
-        for key in rewired:
-            walk.sort_ports(ports.router_ports.get(key, []))
-        # (router groups, so the `ref_chassis` of groups of more than one chassis,
-        # follow switches' router ports)
-        groups = sb_desired.tables.get("HA_Chassis_Group")
-        if groups is not None and with_ref_chassis(groups):
-            delta.touch("sb", "HA_Chassis_Group")
+        elif port.type == "router":
+            name_router_port(port, ports)
+    _rewire(step, rewired, sb_desired, delta)
     _put_bindings(step, changed, sb_desired, delta)
     for lrp in repaired:
         _put_router_binding(lrp, ports, sb_desired.tables["Port_Binding"], delta)
@@ -432,6 +433,23 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         _cleanup_mac_bindings(step, sb_desired, delta)
     _cleanup_fdb(step, sb_desired, delta)
     return delta
+
+
+def _rewire(step: _Step, rewired: set[str], sb_desired: DesiredDb, delta: PortsDelta
+            ) -> None:
+    """The switches `rewired` gained or lost router ports: their router ports in walk
+    order again."""
+    if not rewired:
+        return
+    delta.rewired |= rewired
+    walk = PortWalk(step.sb, step.ports, step.datapaths)
+    for key in rewired:
+        walk.sort_ports(step.ports.router_ports.get(key, []))
+    # (router groups, so the `ref_chassis` of groups of more than one chassis, follow
+    # switches' router ports)
+    groups = sb_desired.tables.get("HA_Chassis_Group")
+    if groups is not None and with_ref_chassis(groups):
+        delta.touch("sb", "HA_Chassis_Group")
 
 
 def refresh_datapaths(keys: Collection[str], by_key: dict[str, Datapath],
@@ -626,23 +644,30 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
               and lrp_networks(row.mac, row.networks) is not None)
         added[uuid] = owner[uuid]
     # Switch ports deleted in this change: a router port may go with its peer.
-    going = {rc.old.value("name") for rc in lsp_changes.values()
-             if rc.new is None and rc.old is not None}
+    going = step.going = {rc.old.value("name") for rc in lsp_changes.values()
+                          if rc.new is None and rc.old is not None}
     for uuid, row in removed.items():
         port = step.ports.ports.get(row.value("name"))
         _need(port is not None and port.is_lrp and port.nb.uuid == uuid
-              and (port.peer is None or port.peer in going) and port.cr_port is None
-              and step.names[port.name] == 0)
-    # Nothing else may name the ports: a peer, a switch's router port, a static MAC
-    # binding or a BFD session would change with them. (A router-type switch port
-    # created in this change may: its handler pairs them.)
+              and port.cr_port is None and step.names[port.name] == 0)
+        assert port is not None
+        peer = step.ports.peer_of(port)  # (staying, it is unpaired)
+        _need(peer is None or peer.name in going or (peer.is_lsp and router_lsp(peer.nb)))
+    for uuid, router in added.items():
+        row = step.nb["Logical_Router_Port"].rows[uuid]
+        lsp = named_before(row, router, step.ports, going)
+        _need(lsp is not False and (not isinstance(lsp, Port) or all(
+            other.dp is not lsp.dp for other in step.named.values())))
+        if isinstance(lsp, Port):
+            step.named[row.name] = lsp
+    # Nothing else may name the ports: a peer, a static MAC binding or a BFD session
+    # would change with them. (A router-type switch port may: created in this change,
+    # its handler pairs them; there before, it pairs here.)
     names = {step.nb["Logical_Router_Port"].rows[u].name for u in added} | \
         {row.name for row in removed.values()}
     lrps = step.nb["Logical_Router_Port"]
     _need(not any(r.peer in names for r in _rows_where(lrps, "peer", [(n,) for n in names])
                   if r.peer))
-    # (router-type switch ports inserted in this change are not there yet)
-    _need(not any(step.ports.named_by.get(n, set()) - going for n in names))
     for table in ("Static_MAC_Binding", "BFD"):
         rows = step.nb.get(table)
         _need(rows is None or not any(r.logical_port in names
@@ -683,7 +708,13 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     for uuid in added:
         _need(lrp_rows[uuid].name not in found)  # taking over a binding: recompute
     doomed_binding = False
+    relisted: list[Port] = []  # switch ports paired or unpaired: their bindings change
+    rewired: set[str] = set()
     for row in removed.values():
+        lsp = ports.peer_of(ports.ports[row.name])
+        if lsp is not None and lsp.is_lsp and lsp.name not in step.going:
+            relisted.append(unpair(lsp, ports))
+            rewired.add(lsp.dp.key)
         port = ports.ports.pop(row.name)
         ports.unbound.discard(port.name)
         ports.by_datapath[port.dp.key].remove(port)
@@ -710,6 +741,15 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     for port in new_ports:
         _insert_in_build_order(ports, port)
         ports.unbound.add(port.name)  # (no binding: checked above)
+        lsp = step.named.get(port.name) if port.is_lrp else None
+        if lsp is not None:
+            connect(lsp, port, ports)
+            relisted.append(lsp)
+            rewired.add(lsp.dp.key)
+    _rewire(step, rewired, sb_desired, delta)
+    _put_bindings(step, relisted, sb_desired, delta)
+    for key in sorted(rewired):
+        _put_groups(key, ports, datapaths, sb_desired, delta)
     for port in new_ports:
         _put_router_binding(port, ports, table, delta)
         if port.is_cr:
