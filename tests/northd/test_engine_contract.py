@@ -229,6 +229,27 @@ def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
          "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
 
 
+def _gateway_gone(nb: Nb, world: World, router: bool) -> None:
+    """A router with a gateway port on sw1 (and a default route); then its gateway
+    port deleted, or (`router`) the router deleted with the switch port naming it."""
+    _gateway_router(nb, "sw1")
+    world.northd.settle()
+    nb.add_child("Logical_Router", "lr9", "static_routes", "Logical_Router_Static_Route",
+                 ip_prefix="0.0.0.0/0", nexthop="10.0.0.254")
+    world.northd.settle()
+    if not router:
+        nb.db.transact([
+            {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr9"]],
+             "mutations": [["ports", "delete",
+                            ["set", [["uuid", nb.uuid("Logical_Router_Port", "lr9-gw")]]]]]}])
+        return
+    nb.db.transact([
+        {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr9"]]},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Switch_Port", "sw1-lr9")]]]]]}])
+
+
 def _named_before(nb: Nb, world: World, what: str) -> None:
     """Something names router port lrp9 before it exists (`what`: a router port's
     `peer`, a router-type switch port, a static MAC binding); then lrp9 is added."""
@@ -402,9 +423,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lr-add and ls-add at once", lambda nb, sb, w: nb.db.transact([
         {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}},
         {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), FULL),
-    ("lr-del", lambda nb, sb, w: nb.db.transact([
-        {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr0"]]}]),
-     FULL),
+    ("lr-del (of a router with a port; its peer on the switch stays)",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr0"]]}]),
+     IN_PLACE),
+    ("lrp-del of a distributed gateway port", lambda nb, sb, w: _gateway_gone(nb, w, False),
+     IN_PLACE),
+    ("lr-del of a router with a gateway port and a route, with its switch port",
+     lambda nb, sb, w: _gateway_gone(nb, w, True), IN_PLACE),
     ("lrp-add", lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09",
                                           "10.9.0.1/24"), IN_PLACE),
     ("router interface add: lrp-add and the router-type lsp-add naming it, at once",

@@ -59,6 +59,8 @@ FIXED_GROUP_NAMES = tuple(name for name, _ in (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_
                                                MC_STATIC, MC_FLOOD_L2))
 
 
+# Router columns only the flows read (their rows go with the router's flows).
+FLOWS_ONLY = frozenset(("static_routes", "policies"))
 ROUTER_REFUSED_COLUMNS = ("ports", "nat", "static_routes", "policies", "load_balancer",
                           "load_balancer_group", "copp")
 
@@ -68,12 +70,14 @@ def simple_switch(row: IdlRow) -> bool:
     return not any(row.value(column) for column in REFUSED_COLUMNS)
 
 
-def simple_router(row: IdlRow, with_ports: bool = False) -> bool:
+def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) -> bool:
     """Whether a router created or deleted is one this module handles (`with_ports`:
-    a router created with ports, which `ports_incremental` judges)."""
+    created or deleted with ports, which `ports_incremental` judges; `going`: deleted,
+    its routes and policies going with its flows)."""
     return router_enabled(row) and "requested-tnl-key" not in row.options \
         and not any(row.value(column) for column in ROUTER_REFUSED_COLUMNS
-                    if not (with_ports and column == "ports"))
+                    if not (with_ports and column == "ports")
+                    and not (going and column in FLOWS_ONLY))
 
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,

@@ -1,6 +1,7 @@
-"""A distributed gateway port added in place: a router port with gateway chassis, added
-to a router (new or not), with its chassisredirect port and its SB HA chassis group,
-as `ports.build_ports` and `ha_chassis.build_ha_chassis_groups` make them in a build.
+"""A distributed gateway port added or deleted in place: a router port with gateway
+chassis, added to a router (new or not) or deleted from one (staying or not), with its
+chassisredirect port and its SB HA chassis group, as `ports.build_ports` and
+`ha_chassis.build_ha_chassis_groups` make them in a build.
 
 Rules kept here:
 - Only the plain case: the router port's gateway is its `gateway_chassis` (no NB HA
@@ -10,6 +11,8 @@ Rules kept here:
   binding is named as the chassisredirect port would be, and no other group is named
   as its group would be. Anything else is refused (`plain_gateway` false) and the
   caller recomputes.
+- Deleted, the same plain case as it was (`plain_gateway_going`): its chassisredirect
+  port, binding and group go with it.
 - The chassisredirect port follows its router port in build order and takes the next
   tunnel key after it (the caller allocates in that order).
 - Its group has the ports' gateway chassis as `ha_chassis_group.port_group` reads
@@ -19,7 +22,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
@@ -80,3 +83,44 @@ def put_redirect_group(cr: Port, sb_desired: DesiredDb) -> list[tuple[str, Hasha
     name, members = found
     keys = put_group(groups, chassis, name, members)
     return [("HA_Chassis_Group", name), *(("HA_Chassis", key) for key in keys)]
+
+
+def plain_gateway_going(lrp: Port, router: IdlRow | None, ports: PortsData,
+                        nb_groups: Mapping[str, IdlRow] | None) -> bool:
+    """Whether the distributed gateway port `lrp` going (from `router` as it is now;
+    None: the router goes too) is one this module deletes (see the rules)."""
+    nb = lrp.nb
+    if nb.ha_chassis_group is not None or ports.l3dgw_ports.get(lrp.dp.key) != [lrp] \
+            or (nb_groups is not None and any(g.name == nb.name for g in nb_groups.values())):
+        return False
+    return router is None or not ("chassis" in router.options or router.value("nat")
+                                  or router.value("load_balancer")
+                                  or router.value("load_balancer_group"))
+
+
+def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb
+                    ) -> list[tuple[str, Hashable]]:
+    """The chassisredirect port of the distributed gateway port `lrp` (going) out of
+    the core data with its binding and group; the (table, key) of every desired row
+    taken away."""
+    cr = ports.ports.pop(lrp.cr_port or "")
+    ports.unbound.discard(cr.name)
+    ports.by_datapath[cr.dp.key].remove(cr)
+    gateways = ports.l3dgw_ports.get(lrp.dp.key, [])
+    if lrp in gateways:
+        gateways.remove(lrp)
+        if not gateways:
+            del ports.l3dgw_ports[lrp.dp.key]
+    # (the group is named after the router port, whose gateway chassis may be gone
+    # from the replica with it: its members are found among the desired rows)
+    gone: list[tuple[str, Hashable]] = [("Port_Binding", cr.name),
+                                        ("HA_Chassis_Group", lrp.name)]
+    members = sb_desired.tables.get("HA_Chassis")
+    if members is not None:
+        gone += [("HA_Chassis", key) for key in members.rows
+                 if isinstance(key, tuple) and key[0] == lrp.name]
+    for table, key in gone:
+        desired = sb_desired.tables.get(table)
+        if desired is not None:
+            desired.rows.pop(key, None)
+    return gone

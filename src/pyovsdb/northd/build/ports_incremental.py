@@ -17,8 +17,9 @@ Rules kept here:
   sharing its name with another switch or router port, not taking over a binding of
   its name. A port's binding is rebuilt from the same function a recompute uses.
 - A switch connected to or disconnected from a router (a router-type port paired with
-  a router port, added with it or after it, or deleted with it or before it), in the
-  plain case `peers_incremental` takes: the router port's binding follows its peer.
+  a router port, added with it, before it or after it, or deleted with it, before it or
+  after it), in the plain case `peers_incremental` takes: each binding follows its
+  peer.
 - Tunnel keys as a recompute gives them: every other port of the switch must hold its
   key in its SB binding (so a recompute keeps it), none requests one; the new ports of
   the switch then take keys after the highest one, in name order.
@@ -46,8 +47,10 @@ from .gateways_incremental import (
     add_redirect,
     is_gateway,
     plain_gateway,
+    plain_gateway_going,
     put_redirect_group,
     redirect_name,
+    remove_redirect,
 )
 from .ha_chassis import with_ref_chassis
 from .ipam import switch_ipam
@@ -204,6 +207,7 @@ class _Step:
     # New router ports by name -> the switch port that named them before they came.
     named: dict[str, Port] = field(default_factory=dict)
     going: set[str] = field(default_factory=set)  # names of switch ports deleted
+    gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -591,9 +595,11 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
                          sb_desired: DesiredDb, lrp_changes: RowChanges,
                          lr_changes: RowChanges, lsp_changes: RowChanges | None = None
                          ) -> PortsDelta | None:
-    """Router ports added to or deleted from existing routers (`lrp-add`, `lrp-del` of a
-    port without a peer or gateway, on a router without multicast relay, whose name
-    nothing else names), applied to the core data and the desired tables in place;
+    """Router ports added to or deleted from routers (`lrp-add`, `lrp-del`, on a router
+    without multicast relay, whose name no peer, static MAC binding or BFD session
+    names; a distributed gateway port in `gateways_incremental`'s plain case; of a
+    router deleted, all of them, the caller deleting it after), applied to the core
+    data and the desired tables in place;
     what changed, or None where a recompute is needed. (Which VIPs of its load
     balancers a router answers for follows its networks: the caller builds the load
     balancer data again.) A port added with the switch port that names it, or deleted
@@ -618,10 +624,18 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
     lost: set[str] = set()
     for rc in lr_changes.values():
         old, new = rc.old, rc.new
-        _need(new is not None)  # (a router created with its ports: `on_nb_lr` made it)
-        assert new is not None
-        _need(new.uuid in step.datapaths.routers and "mcast_relay" not in new.options)
+        # (a router created with its ports: `on_nb_lr` made it; deleted with them: its
+        # ports go here first, then the caller deletes it)
+        lr = new if new is not None else old
+        assert lr is not None
         before = set(old.data["ports"]) if old is not None else set()
+        if new is None and not before:
+            continue  # (a router without ports: `on_nb_lr` deleted it)
+        _need(lr.uuid in step.datapaths.routers and "mcast_relay" not in lr.options)
+        if new is None:
+            step.gone_routers.add(lr.uuid)
+            lost.update(before)
+            continue
         after = set(new.data["ports"])
         for u in after - before:
             owner[u] = new
@@ -632,7 +646,7 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
         _need(rc.old is None or rc.new is None)  # an update: recompute
         row = rc.new if rc.new is not None else rc.old
         assert row is not None
-        _need(_simple_lrp(row) or (rc.new is not None and _simple_lrp(row, gateway=True)))
+        _need(_simple_lrp(row, gateway=True))
         (added if rc.new is not None else removed)[uuid] = row
     _need(set(added) == set(owner) and set(removed) == lost)
     for uuid, row in added.items():
@@ -649,8 +663,12 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
     for uuid, row in removed.items():
         port = step.ports.ports.get(row.value("name"))
         _need(port is not None and port.is_lrp and port.nb.uuid == uuid
-              and port.cr_port is None and step.names[port.name] == 0)
+              and step.names[port.name] == 0)
         assert port is not None
+        nb_groups = step.nb.get("HA_Chassis_Group")
+        _need(port.cr_port is None or plain_gateway_going(
+            port, step.nb["Logical_Router"].rows.get(port.dp.key), step.ports,
+            nb_groups.rows if nb_groups is not None else None))
         peer = step.ports.peer_of(port)  # (staying, it is unpaired)
         _need(peer is None or peer.name in going or (peer.is_lsp and router_lsp(peer.nb)))
     for uuid, router in added.items():
@@ -698,10 +716,13 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     lrp_rows = step.nb["Logical_Router_Port"].rows
     touched = {row.uuid for row in added.values()}
     touched.update(ports.ports[row.name].dp.key for row in removed.values())
+    touched -= step.gone_routers
     _need(refresh_datapaths(touched, datapaths.routers, step.nb["Logical_Router"].rows,
                             ports))
     names = {p.name for key in touched for p in ports.by_datapath.get(key, [])}
     names.update(lrp_rows[u].name for u in added)
+    names.update(n for row in removed.values()
+                 for n in (row.name, ports.ports[row.name].cr_port) if n is not None)
     names.update(redirect_name(lrp_rows[u].name) for u in added if is_gateway(lrp_rows[u]))
     found = _bindings(step.sb, names)
     dp_keys = datapath_keys(step.sb)
@@ -715,7 +736,12 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
         if lsp is not None and lsp.is_lsp and lsp.name not in step.going:
             relisted.append(unpair(lsp, ports))
             rewired.add(lsp.dp.key)
-        port = ports.ports.pop(row.name)
+        port = ports.ports[row.name]
+        if port.cr_port is not None:
+            doomed_binding |= port.cr_port in found
+            for group_table, row_key in remove_redirect(port, ports, sb_desired):
+                delta.touch("sb", group_table, row_key)
+        del ports.ports[row.name]
         ports.unbound.discard(port.name)
         ports.by_datapath[port.dp.key].remove(port)
         sb_desired.tables["Port_Binding"].rows.pop(port.name, None)

@@ -17,8 +17,9 @@ Rules kept here:
   changes that keep the chassis features and the vxlan mode, of chassis no port asks
   for, are applied in place (`build.chassis_incremental`). With `incremental_ports`
   an ordinary VIF added, deleted or updated, a switch created or deleted with such
-  VIFs, a router without ports created or deleted and a router port without a peer or
-  gateway added or deleted are applied in place (`build.ports_incremental`,
+  VIFs, a router created or deleted (with its ports: `on_nb_lrp` deletes it after them)
+  and a router port, its switch port paired or unpaired in either order, added or
+  deleted are applied in place (`build.ports_incremental`,
   `build.datapaths_incremental`), and so are load balancers, their groups and the
   load balancers of switches and routers (`build.lb_incremental`), NAT rules
   (`build.nat_incremental`), port groups and NB address sets
@@ -255,9 +256,12 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 continue
             row = rc.new if rc.new is not None else rc.old
             assert row is not None
-            with_ports = rc.new is not None and lrp is not None and lrp.updated
-            if not self.incremental_ports or not simple_router(row, with_ports):
+            with_ports = lrp is not None and lrp.updated
+            if not self.incremental_ports or not simple_router(row, with_ports,
+                                                               going=rc.new is None):
                 return Handled.UNHANDLED
+            if rc.new is None and row.value("ports"):
+                continue  # (its ports go first: `on_nb_lrp` deletes it after them)
             (made if rc.new is not None else gone).append(row)
         parts = _either(self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED,
                         self._nats() if _nat_rows(change) else Handled.HANDLED_UNCHANGED)
@@ -384,9 +388,10 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         ls_changes = ls.delta if ls is not None and ls.updated else None
         return self._switch_ports(delta, ls_changes or {})
 
-    # Router ports without a gateway added or deleted are applied in place, with the
-    # switch port that pairs with them in the same change (`build.ports_incremental.
-    # router_ports_changed`, then `on_nb_lsp` pairs them); anything else recomputes.
+    # Router ports added or deleted are applied in place, with the switch port that
+    # pairs with them in the same change (`build.ports_incremental.
+    # router_ports_changed`, then `on_nb_lsp` pairs them) or one there before (paired
+    # there), and with their routers when those go too; anything else recomputes.
     def on_nb_lrp(self, change: TableChange) -> Handled:
         delta = change.delta
         if delta is None or not self.has_data or not self.incremental_ports:
@@ -400,6 +405,15 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         handled = self._applied(router_ports_changed(
             self.nb_tables(), self.sb_tables(), core.datapaths, core.ports, names,
             self.data.sb, delta, lr_changes or {}, lsp_changes or {}))
+        if handled is not Handled.UNHANDLED:
+            # Routers deleted with their ports (`on_nb_lr` left them): deleted now.
+            for rc in (lr_changes or {}).values():
+                if rc.new is None and rc.old is not None \
+                        and rc.old.uuid in core.datapaths.routers:
+                    remove_router(rc.old.uuid, core.datapaths, core.ports,
+                                  self.data.extra.lbs, self.data.sb)
+                    self.track().touch("sb", "Datapath_Binding", rc.old.uuid)
+                    handled = Handled.HANDLED_UPDATED
         # (a router's networks decide which of its load balancers' VIPs it answers for;
         # every router port added or deleted changes its router's `ports`)
         if handled is Handled.UNHANDLED or not any(
