@@ -162,6 +162,16 @@ def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[
         "router interface del (lrp-del, ls-del)": lambda i: [
             "lrp-del", f"lr{r}-netx{i}", "--", "ls-del", f"netx{i}"],
         "router with gateway add (lr-add, gateway lrp-add, port on public)": router,
+        "network with a router-type port first (ls-add, lsp-add naming no port yet)":
+            lambda i: ["ls-add", f"nety{i}", "--", "lsp-add", f"nety{i}", f"nety{i}-lr",
+                       "--", "lsp-set-type", f"nety{i}-lr", "router", "--",
+                       "lsp-set-addresses", f"nety{i}-lr", "router", "--",
+                       "lsp-set-options", f"nety{i}-lr", f"router-port=lr{r}-nety{i}"],
+        "router interface add after (lrp-add of the port named above)": lambda i: [
+            "lrp-add", f"lr{r}", f"lr{r}-nety{i}", _mac(6, i), f"10.254.{i}.1/24"],
+        "router interface del first (lrp-del; the switch port stays)": lambda i: [
+            "lrp-del", f"lr{r}-nety{i}"],
+        "network del (ls-del with its router-type port)": lambda i: ["ls-del", f"nety{i}"],
         "lr-route-add": lambda i: ["lr-route-add", f"lr{r}", f"192.169.{i}.0/24",
                                    gw_ip(r + 1)],
         "lb-add + ls-lb-add": lambda i: [

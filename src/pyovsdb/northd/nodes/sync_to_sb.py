@@ -49,12 +49,13 @@ from .tables import TableChanges, TableLeaf, declared, table_inputs
 # SB tables planned by key through an index of their rows, and whose rows a reference
 # finds there: a row's key is its own (`logical_port`; a flow's match, actions, stage
 # and datapath kind; a datapath's NB UUID), so the index follows the table's own
-# changes. A multicast group's key names its datapath by the binding's NB UUID: its
-# index is dropped when a binding goes or its external_ids change.
-INDEXED = ("Datapath_Binding", "Logical_DP_Group", "Logical_Flow", "Multicast_Group",
-           "Port_Binding")
+# changes, each row filed under the key it had then. A multicast group's or a datapath
+# group's key names datapaths by the bindings' NB UUIDs: those indexes are dropped
+# when a binding's external_ids change.
+INDEXED = ("Datapath_Binding", "IP_Multicast", "Logical_DP_Group", "Logical_Flow",
+           "Multicast_Group", "Port_Binding")
 # INDEXED tables whose sync keys name datapaths (their index goes when one is renamed).
-BY_DATAPATH = ("Logical_DP_Group", "Multicast_Group")
+BY_DATAPATH = ("IP_Multicast", "Logical_DP_Group", "Multicast_Group")
 # NB tables northd writes back to (columns the CMS leaves to northd).
 NB_WRITTEN = ("BFD", "Logical_Router_Port", "Logical_Switch_Port", "NB_Global")
 
@@ -77,6 +78,14 @@ class SyncToSbNode(Node[SyncOps, None]):
         # a table's is made when a scoped plan first needs it, and dropped by a
         # recompute or a change without a delta.
         self._indexes: dict[str, dict[Hashable, dict[str, IdlRow]]] = {}
+        # Each indexed row's key as it was filed (by UUID), so that a row going or
+        # changing leaves its old entry even when what its key was made of (a
+        # datapath it named) went in the same change.
+        self._filed: dict[str, dict[str, Hashable]] = {}
+        # The keys, as filed and as filed again, of the rows of an indexed table that
+        # changed in this run: what its plan is scoped to (a row going names a
+        # datapath going with it, whose key could not be told from the row any more).
+        self._refiled: dict[str, set[Hashable]] = {}
         self.nb_leaves = {nb[t].name: t for t in NB_WRITTEN if t in nb}
         gather = self.on_input
         super().__init__(
@@ -102,10 +111,11 @@ class SyncToSbNode(Node[SyncOps, None]):
             self._index_changes(table, change.delta)
             if table == "Datapath_Binding" and _renames_datapaths(change.delta):
                 for keyed in BY_DATAPATH:
-                    self._indexes.pop(keyed, None)
+                    self._drop(keyed)
         last = [name for name, inp in self.inputs.items() if inp.updated][-1]
         if change.input == last:
             self.data = self.plan_scope()
+            self._refiled.clear()
         return Handled.HANDLED_UPDATED
 
     def plan_scope(self) -> SyncOps:
@@ -165,7 +175,8 @@ class SyncToSbNode(Node[SyncOps, None]):
         for name, table in sorted(self.sb_leaves.items()):
             leaf = self.inputs[name]
             if leaf.updated and table not in whole:
-                keys = changed_keys(table, leaf.delta, sb_tables, desired.tables.get(table))
+                keys = self._refiled[table] if table in self._refiled else \
+                    changed_keys(table, leaf.delta, sb_tables, desired.tables.get(table))
                 if keys is None:
                     whole.add(table)
                 else:
@@ -211,32 +222,45 @@ class SyncToSbNode(Node[SyncOps, None]):
         if index is None:
             return
         if changes is None:
-            del self._indexes[table]
+            self._drop(table)
             return
+        filed = self._filed[table]
+        refiled = self._refiled.setdefault(table, set())
         for uuid, rc in changes.items():
-            if rc.old is not None:
-                key = row_key(table, rc.old, {})
-                rows = index.get(key)
-                if rows is not None:
-                    rows.pop(uuid, None)
-                    if not rows:
-                        del index[key]
+            key = filed.pop(uuid, None)
+            rows = index.get(key) if rc.old is not None else None
+            if rows is not None:
+                refiled.add(key)
+                rows.pop(uuid, None)
+                if not rows:
+                    del index[key]
             if rc.new is not None:
-                index.setdefault(row_key(table, rc.new, {}), {})[uuid] = rc.new
+                key = filed[uuid] = row_key(table, rc.new, {})
+                refiled.add(key)
+                index.setdefault(key, {})[uuid] = rc.new
+
+    def _drop(self, table: str) -> None:
+        self._indexes.pop(table, None)
+        self._filed.pop(table, None)
+        self._refiled.pop(table, None)
 
     def _by_key(self, table: str, replica: ReplicaTable
                 ) -> dict[Hashable, dict[str, IdlRow]]:
         index = self._indexes.get(table)
         if index is None:
             index = self._indexes[table] = {}
+            filed = self._filed[table] = {}
             for uuid, row in replica.rows.items():
-                index.setdefault(row_key(table, row, {}), {})[uuid] = row
+                key = filed[uuid] = row_key(table, row, {})
+                index.setdefault(key, {})[uuid] = row
         return index
 
     def run(self, *, northd: NorthdData, sync_from_sb: SbFeedback,
             sync_cfg: CfgHandshake | None, mac_binding_aging: AgingResult, lflow: LflowData,
             nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> SyncOps:
         self._indexes.clear()
+        self._filed.clear()
+        self._refiled.clear()
         return self._plan(None, None, northd=northd, sync_from_sb=sync_from_sb,
                           sync_cfg=sync_cfg, mac_binding_aging=mac_binding_aging,
                           lflow=lflow, nb=nb, sb=sb)
@@ -279,6 +303,8 @@ class SyncToSbNode(Node[SyncOps, None]):
             {t: {} for t in INDEXED if t in sb and t in sb_db.tables} if sb_scope is None else {}
         sb_ops = plan(sb_db, sb, sb_keys, index, collect)
         self._indexes.update(collect)
+        for table, by_key in collect.items():
+            self._filed[table] = {uuid: key for key, rows in by_key.items() for uuid in rows}
         monitors = northd.sb.tables.get("Service_Monitor")
         rows = sb.get("Service_Monitor")
         if monitors is not None and rows is not None and want(sb_scope, "Service_Monitor"):
@@ -296,9 +322,12 @@ class SyncToSbNode(Node[SyncOps, None]):
 
 
 def _renames_datapaths(changes: TableChanges | None) -> bool:
-    """Whether a Datapath_Binding went or its external_ids changed."""
+    """Whether a Datapath_Binding's external_ids changed (the keys of the rows that
+    name it change with them, those rows not). One that went is named by no row
+    that did not change with it (a group's reference is weak; a multicast group's
+    row goes with it), and those leave their entries as filed."""
     return changes is None or any(
-        rc.old is not None and (rc.new is None or rc.old.external_ids != rc.new.external_ids)
+        rc.old is not None and rc.new is not None and rc.old.external_ids != rc.new.external_ids
         for rc in changes.values())
 
 
