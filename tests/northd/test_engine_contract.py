@@ -24,6 +24,8 @@ ALL = frozenset(COMPUTING)
 FULL = frozenset(("northd", "sync_from_sb", "mac_binding_aging", "lflow", "sync_to_sb"))
 # `northd` changed in place: no node recomputes.
 CFG = frozenset(("sync_cfg",))
+DHCP = {"lease_time": "3600", "router": "10.0.0.1", "server_id": "10.0.0.1",
+        "server_mac": "00:00:00:00:ff:01"}
 FEATURES = {"ct-no-masked-label": "true", "mac-binding-timestamp": "true",
             "ovn-ct-lb-related": "true"}
 IN_PLACE: frozenset[str] = frozenset()
@@ -44,6 +46,7 @@ class World:
         self.nb, self.sb = nb, sb
         self.northd = LocalNorthd(nb.db, sb, step_ms=10, self_check=self_check)
         self._feeding = False
+        self.baseline: dict[str, tuple[int, int]] = {}
         self._wrap(nb.db, self.northd.nb_changed)
         self._wrap(sb, self.northd.sb_changed)
         with self.change():
@@ -82,6 +85,11 @@ class World:
             yield
         finally:
             self._feeding = False
+
+    def settled(self) -> None:
+        """The change's setup done: northd settles, and the row counts from here."""
+        self.northd.settle()
+        self.baseline = self.counts()
 
     def counts(self) -> dict[str, tuple[int, int]]:
         d = self.northd.driver
@@ -227,6 +235,27 @@ def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
                  "options": ["map", [["router-port", "lr9-gw"]]]}},
         {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", switch]],
          "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
+
+
+def _dhcp(nb: Nb, world: World) -> None:
+    """DHCP options vm1 names (its DHCP flows), then their lease time and router."""
+    uuid = nb.db.insert("DHCP_Options", cidr="10.0.0.0/24", options=DHCP)
+    nb.set("Logical_Switch_Port", "vm1", dhcpv4_options=uuid)
+    world.northd.settle()
+    nb.db.update("DHCP_Options", uuid, options={**DHCP, "lease_time": "600",
+                                                "router": "10.0.0.254"})
+
+
+def _dns(nb: Nb, world: World, host: str | None) -> None:
+    """sw0 listing a DNS row (a recompute: `dns_records` changed, not counted); then
+    its records set to a new name (`host`), or emptied (""); None: only the row listed
+    (counted)."""
+    uuid = nb.db.insert("DNS", records={"vm1": "10.0.0.11"})
+    nb.set("Logical_Switch", "sw0", dns_records=[uuid])
+    if host is None:
+        return
+    world.settled()
+    nb.db.update("DNS", uuid, records={host: "10.0.0.19"} if host else {})
 
 
 def _gateway_gone(nb: Nb, world: World, router: bool) -> None:
@@ -494,6 +523,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
         ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=nb.db.insert(
             "BFD", logical_port="lrp0", dst_ip="10.0.0.253")), FULL),
+    ("DHCP options added (a subnet; no port names them yet)", lambda nb, sb, w: nb.db.insert(
+        "DHCP_Options", cidr="10.0.0.0/24", options=DHCP), IN_PLACE),
+    ("DHCP options updated (a port names them)", lambda nb, sb, w: _dhcp(nb, w), IN_PLACE),
+    ("DNS records updated (a switch lists the row)", lambda nb, sb, w: _dns(nb, w, "vm9"),
+     IN_PLACE),
+    ("DNS records emptied (the switch's DNS flows go)", lambda nb, sb, w: _dns(nb, w, ""),
+     IN_PLACE),
+    ("DNS row added to a switch", lambda nb, sb, w: _dns(nb, w, None), FULL),
     ("pg-add", _port_group, IN_PLACE),
     ("pg ports changed", lambda nb, sb, w: nb.db.update(
         "Port_Group", nb.uuid("Port_Group", "pgs"),
@@ -556,11 +593,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
 def test_contract(nb: Nb, sb: LocalDb, change: Callable[..., Any],
                   recomputes: frozenset[str]) -> None:
     world = World(nb, sb)
-    before = world.counts()
+    world.baseline = world.counts()
     with world.change():
         change(nb, sb, world)
     world.northd.settle()
-    after = world.counts()
+    before, after = world.baseline, world.counts()
     got = {n for n in COMPUTING if after[n][0] > before[n][0]}
     assert got == recomputes, {n: (after[n][0] - before[n][0], after[n][1] - before[n][1])
                                for n in COMPUTING}

@@ -6,7 +6,7 @@ Rules kept here:
   declared in the node's own module under `nodes/`; `describe()` prints the whole
   graph (a golden file in the tests keeps it from changing unnoticed).
 - The replicas get the indexes the handlers read (`PB_BY_NAME`, `DP_BY_TUNNEL_KEY`,
-  `NB_INDEXES`), kept by the replica.
+  `NB_INDEXES`, `LSP_INDEXES`), kept by the replica.
 - The leaves: one per replicated table (`nodes.tables.leaf_name`), `now` (the wall
   clock of the run, whose change is never reported: time moving recomputes nothing),
   `sync_cfg_committed` (the nb_cfg of the last committed SB transaction) and
@@ -27,7 +27,7 @@ from ..idl.replica import ReplicaTable
 from .build.core import DP_BY_TUNNEL_KEY
 from .build.ports import PB_BY_NAME
 from .build.ports_incremental import NB_INDEXES
-from .nodes.lflow import LflowNode
+from .nodes.lflow import LSP_INDEXES, LflowNode
 from .nodes.mac_binding_aging import MacBindingAgingNode
 from .nodes.northd import NorthdNode
 from .nodes.output import NorthdOutputNode
@@ -65,7 +65,8 @@ def wire(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaT
     datapaths = sb_tables.get("Datapath_Binding")
     if datapaths is not None and DP_BY_TUNNEL_KEY not in datapaths.indexes:
         datapaths.add_index(DP_BY_TUNNEL_KEY, "tunnel_key")
-    for table, column in NB_INDEXES.items():
+    indexed = [*NB_INDEXES.items(), *(("Logical_Switch_Port", c) for c in LSP_INDEXES)]
+    for table, column in indexed:
         rows = nb_tables.get(table)
         if rows is not None and column not in rows.indexes and column in rows.col_index:
             rows.add_index(column, column)

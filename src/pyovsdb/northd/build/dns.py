@@ -6,11 +6,17 @@ Rules kept here (OVN 23.03, `sync_dns_entries` in northd.c):
   switch lists has no SB row.
 - Record values are lower-cased (DNS lookups are case-insensitive); names stay as NB
   has them.
+- A DNS row's records changed (`dns_changed`) change its SB row in place; a row
+  created or deleted is listed by no switch that did not change with it (the
+  switch's `dns_records` changed: the caller decides).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...idl.row import IdlRow
+from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .datapaths import DatapathsData
 
@@ -29,3 +35,24 @@ def build_dns(dps: DatapathsData, sb: DesiredDb) -> None:
         table.put(uuid, records={k: v.lower() for k, v in dns.records.items()},
                   datapaths=[Ref("Datapath_Binding", k) for k in sorted(set(switches))],
                   external_ids={"dns_id": uuid})
+
+
+def dns_changed(changes: Mapping[str, RowChange[IdlRow]], sb: DesiredDb
+                ) -> set[str] | None:
+    """The keys of the SB DNS rows `changes` (NB DNS rows) changed in place (their
+    records: NB's external_ids are not copied), or None if one that some switch lists
+    was created or deleted."""
+    table = sb.tables.get("DNS")
+    changed: set[str] = set()
+    for uuid, rc in changes.items():
+        listed = table is not None and uuid in table.rows
+        if rc.old is None or rc.new is None:
+            if listed:
+                return None
+            continue
+        if not listed or rc.old.records == rc.new.records:
+            continue
+        assert table is not None
+        table.set(uuid, records={k: v.lower() for k, v in rc.new.records.items()})
+        changed.add(uuid)
+    return changed

@@ -338,7 +338,7 @@ def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list
     if table is None:
         return out
     column = table.col_index["logical_port"]
-    for row in _rows_where(table, PB_BY_NAME, names):
+    for row in rows_where(table, PB_BY_NAME, names):
         name = row.value_at(column)
         if name in names:
             out.setdefault(name, []).append(row)
@@ -684,12 +684,12 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
     names = {step.nb["Logical_Router_Port"].rows[u].name for u in added} | \
         {row.name for row in removed.values()}
     lrps = step.nb["Logical_Router_Port"]
-    _need(not any(r.peer in names for r in _rows_where(lrps, "peer", [(n,) for n in names])
+    _need(not any(r.peer in names for r in rows_where(lrps, "peer", [(n,) for n in names])
                   if r.peer))
     for table in ("Static_MAC_Binding", "BFD"):
         rows = step.nb.get(table)
         _need(rows is None or not any(r.logical_port in names
-                                      for r in _rows_where(rows, "logical_port", names)))
+                                      for r in rows_where(rows, "logical_port", names)))
     return added, removed
 
 
@@ -699,7 +699,7 @@ NB_INDEXES = {"Logical_Router_Port": "peer", "Static_MAC_Binding": "logical_port
               "BFD": "logical_port"}
 
 
-def _rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]
+def rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]
                 ) -> Iterable[IdlRow]:
     """The rows of `table` whose `column` (as stored) is one of `values`: all of them
     if the table has no index of that column (the caller checks each row)."""

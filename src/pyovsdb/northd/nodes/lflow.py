@@ -48,7 +48,7 @@ from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
 from ..build.lb import LbData
 from ..build.ports import PortsData
-from ..build.ports_incremental import PortsDelta
+from ..build.ports_incremental import PortsDelta, rows_where
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
 from ..lflows import (
@@ -81,7 +81,10 @@ REBUILD_ANY = 64
 # Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
 # them reaches the flows as the delta's `flows` (the datapaths to build again).
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
-                      "SB_Global", "HA_Chassis"))
+                      "SB_Global", "HA_Chassis", "DNS"))
+# NB switch port columns the flows look ports up by (the replica keeps an index of each,
+# named as the column, where `graph.wire` adds them; without one, a walk of the ports).
+LSP_INDEXES = ("dhcpv4_options", "dhcpv6_options")
 # Tables of its NB write-backs no flow reads (NB_Global: the options copied back; the
 # options flows read recompute `northd`, and so this node).
 FLOWLESS_NB = frozenset(("NB_Global",))
@@ -256,7 +259,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
                                                    "Logical_Router_Static_Route":
                                                        self.on_nb_route,
                                                    "Logical_Router_Policy":
-                                                       self.on_nb_policy})),
+                                                       self.on_nb_policy,
+                                                   "DHCP_Options": self.on_nb_dhcp_options,
+                                                   "DNS": self.on_nb_dns})),
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS + LFLOW_SB_INPUTS), covered)))
 
     def _tables(self) -> tuple[Mapping[str, ReplicaTable], Mapping[str, ReplicaTable]]:
@@ -482,6 +487,39 @@ class LflowNode(Node[LflowData, LflowDelta]):
         switches = nb.get("Logical_Switch")
         dps |= {ls.uuid for ls in switches.rows.values() if acls & _uuids(ls.acls)} \
             if switches is not None else set()
+        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
+
+    # DHCP options changed: the switches of the ports that name them built again (a
+    # row created or deleted is named by no port that did not change with it).
+    def on_nb_dhcp_options(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        changed = [(u,) for u, rc in change.delta.items()
+                   if rc.old is not None and rc.new is not None]
+        lsps = self._tables()[0].get("Logical_Switch_Port")
+        if not changed or lsps is None:
+            return Handled.HANDLED_UNCHANGED
+        northd: NorthdData = self.inputs["northd"].data
+        ports = northd.core.ports.ports
+        dps = {port.dp.key for column in LSP_INDEXES
+               for row in rows_where(lsps, column, changed)
+               if (port := ports.get(row.name)) is not None and port.nb is row}
+        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
+
+    # A DNS row whose records came or went: the switches listing it built again (their
+    # DNS flows are there while a row of theirs has records). `northd` changed the SB
+    # row; a row created or deleted recomputes it.
+    def on_nb_dns(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        northd: NorthdData = self.inputs["northd"].data
+        table = northd.sb.tables.get("DNS")
+        dps: set[str] = set()
+        for uuid, rc in change.delta.items():
+            row = table.rows.get(uuid) if table is not None else None
+            if row is not None and rc.old is not None and rc.new is not None \
+                    and bool(rc.old.records) != bool(rc.new.records):
+                dps.update(str(ref.key) for ref in row["datapaths"])
         return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
 
     # A port group's `acls` changed: the flows of the switches it has ports on built

@@ -15,7 +15,8 @@ Rules kept here:
   `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
   SB_Global and Chassis_Private (read only by the handshake). Chassis and Encap
   changes that keep the chassis features and the vxlan mode, of chassis no port asks
-  for, are applied in place (`build.chassis_incremental`). With `incremental_ports`
+  for, are applied in place (`build.chassis_incremental`). NB DHCP options are the
+  flows' alone; a DNS row's records change its SB row in place (`build.dns`). With `incremental_ports`
   an ordinary VIF added, deleted or updated, a switch created or deleted with such
   VIFs, a router created or deleted (with its ports: `on_nb_lrp` deletes it after them)
   and a router port, its switch port paired or unpaired in either order, added or
@@ -51,6 +52,7 @@ from ..build.datapaths_incremental import (
     remove_router,
     simple_router,
 )
+from ..build.dns import dns_changed
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import daemon_options_only, global_config, with_daemon_options
 from ..build.groups_incremental import groups_changed, member_sets
@@ -127,6 +129,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["NAT"] = self.on_nb_nat
             nb_handlers["Address_Set"] = self.on_nb_address_set
             nb_handlers["Gateway_Chassis"] = self.on_nb_gateway_chassis
+            nb_handlers["DNS"] = self.on_nb_dns
+        nb_handlers["DHCP_Options"] = self.on_nb_dhcp_options
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
@@ -420,6 +424,26 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 rc.new is not None and _has_lbs(rc.new) for rc in (lr_changes or {}).values()):
             return handled
         return _either(handled, self._lbs())
+
+    # NB DHCP options are the flows' alone (`lflow` builds the switches of the ports
+    # that name a row changed; a port naming another row changes itself).
+    def on_nb_dhcp_options(self, change: TableChange) -> Handled:
+        return Handled.HANDLED_UNCHANGED
+
+    # A DNS row's records changed: its SB row in place (`build.dns.dns_changed`); one
+    # created or deleted comes with the switches listing it, which recompute.
+    def on_nb_dns(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        changed = dns_changed(change.delta, self.data.sb)
+        if changed is None:
+            return Handled.UNHANDLED
+        if not changed:
+            return Handled.HANDLED_UNCHANGED
+        delta = self.track()
+        for key in changed:
+            delta.touch("sb", "DNS", key)
+        return Handled.HANDLED_UPDATED
 
     # A gateway chassis exists only while a router port names it: one inserted or
     # deleted comes with a router port inserted, deleted or updated, which
