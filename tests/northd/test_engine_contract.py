@@ -237,6 +237,15 @@ def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
          "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
 
 
+def _qos_set(nb: Nb, world: World) -> None:
+    """A QoS rule on sw0 (counted from after it), then its match and action."""
+    nb.add_child("Logical_Switch", "sw0", "qos_rules", "QoS", priority=100,
+                 direction="from-lport", match="ip4.src == 10.0.0.11", action={"dscp": 12})
+    world.settled()
+    uuid = next(iter(nb.db.tables["QoS"].rows))
+    nb.db.update("QoS", uuid, match="ip4.src == 10.0.0.12", action={"dscp": 14})
+
+
 def _dhcp(nb: Nb, world: World) -> None:
     """DHCP options vm1 names (its DHCP flows), then their lease time and router."""
     uuid = nb.db.insert("DHCP_Options", cidr="10.0.0.0/24", options=DHCP)
@@ -531,6 +540,18 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("DNS records emptied (the switch's DNS flows go)", lambda nb, sb, w: _dns(nb, w, ""),
      IN_PLACE),
     ("DNS row added to a switch", lambda nb, sb, w: _dns(nb, w, None), FULL),
+    ("qos-add", lambda nb, sb, w: nb.add_child(
+        "Logical_Switch", "sw0", "qos_rules", "QoS", priority=100, direction="from-lport",
+        match="ip4.src == 10.0.0.11", action={"dscp": 12}), IN_PLACE),
+    ("QoS rule updated", lambda nb, sb, w: _qos_set(nb, w), IN_PLACE),
+    ("forwarding group added", lambda nb, sb, w: nb.add_child(
+        "Logical_Switch", "sw0", "forwarding_groups", "Forwarding_Group", name="fg0",
+        vip="10.0.0.200", vmac="00:00:00:00:00:c8", child_port=["vm1", "vm2"]), IN_PLACE),
+    ("NB connection added (the database's own)", lambda nb, sb, w: nb.db.transact([
+        {"op": "insert", "table": "Connection", "uuid-name": "c",
+         "row": {"target": "ptcp:6641"}},
+        {"op": "mutate", "table": "NB_Global", "where": [],
+         "mutations": [["connections", "insert", ["named-uuid", "c"]]]}]), CFG),
     ("pg-add", _port_group, IN_PLACE),
     ("pg ports changed", lambda nb, sb, w: nb.db.update(
         "Port_Group", nb.uuid("Port_Group", "pgs"),

@@ -65,7 +65,7 @@ from ..lflows.lr_arp_resolve import routes_asked
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
 from ..lflows.table import FlowKey, Owner, flow_row_key
-from .northd import LR_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
+from .northd import LR_FLOWS_ONLY, LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, leaf_name, table_inputs
 
@@ -85,6 +85,9 @@ FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TAB
 # NB switch port columns the flows look ports up by (the replica keeps an index of each,
 # named as the column, where `graph.wire` adds them; without one, a walk of the ports).
 LSP_INDEXES = ("dhcpv4_options", "dhcpv6_options")
+# The switch column that lists the rows of each of these NB tables (by leaf name).
+SWITCH_LISTS = {leaf_name("NB", "QoS"): "qos_rules",
+                leaf_name("NB", "Forwarding_Group"): "forwarding_groups"}
 # Tables of its NB write-backs no flow reads (NB_Global: the options copied back; the
 # options flows read recompute `northd`, and so this node).
 FLOWLESS_NB = frozenset(("NB_Global",))
@@ -261,7 +264,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
                                                    "Logical_Router_Policy":
                                                        self.on_nb_policy,
                                                    "DHCP_Options": self.on_nb_dhcp_options,
-                                                   "DNS": self.on_nb_dns})),
+                                                   "DNS": self.on_nb_dns,
+                                                   "QoS": self.on_switch_rows,
+                                                   "Forwarding_Group": self.on_switch_rows})),
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS + LFLOW_SB_INPUTS), covered)))
 
     def _tables(self) -> tuple[Mapping[str, ReplicaTable], Mapping[str, ReplicaTable]]:
@@ -506,6 +511,20 @@ class LflowNode(Node[LflowData, LflowDelta]):
                if (port := ports.get(row.name)) is not None and port.nb is row}
         return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
 
+    # A QoS rule or a forwarding group updated: the switches listing it built again
+    # (created or deleted, it comes with its switch's list: `on_nb_ls`).
+    def on_switch_rows(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        column = SWITCH_LISTS[change.node]
+        changed = {u for u, rc in change.delta.items() if rc.old is not None and rc.new is not None}
+        switches = self._tables()[0].get("Logical_Switch")
+        if not changed or switches is None:
+            return Handled.HANDLED_UNCHANGED
+        dps = {ls.uuid for ls in switches.rows.values() if changed & _uuids(ls[column])}
+        return self._rebuild(self.inputs["northd"].data, dps) if dps \
+            else Handled.HANDLED_UNCHANGED
+
     # A DNS row whose records came or went: the switches listing it built again (their
     # DNS flows are there while a row of theirs has records). `northd` changed the SB
     # row; a row created or deleted recomputes it.
@@ -551,7 +570,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             return Handled.UNHANDLED
         northd: NorthdData = self.inputs["northd"].data
         changed = {uuid: rc for uuid, rc in change.delta.items() if rc.old is not None
-                   and rc.new is not None and "acls" in changed_columns(rc)}
+                   and rc.new is not None and LS_FLOWS_ONLY & set(changed_columns(rc))}
         if not changed:
             return Handled.HANDLED_UNCHANGED
         dps = set(changed)

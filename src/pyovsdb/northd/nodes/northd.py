@@ -15,12 +15,13 @@ Rules kept here:
   `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
   SB_Global and Chassis_Private (read only by the handshake). Chassis and Encap
   changes that keep the chassis features and the vxlan mode, of chassis no port asks
-  for, are applied in place (`build.chassis_incremental`). NB DHCP options are the
-  flows' alone; a DNS row's records change its SB row in place (`build.dns`). With `incremental_ports`
-  an ordinary VIF added, deleted or updated, a switch created or deleted with such
-  VIFs, a router created or deleted (with its ports: `on_nb_lrp` deletes it after them)
-  and a router port, its switch port paired or unpaired in either order, added or
-  deleted are applied in place (`build.ports_incremental`,
+  for, are applied in place (`build.chassis_incremental`). NB DHCP options, QoS rules
+  and forwarding groups are the flows' alone (`FLOWS_ONLY_TABLES`), NB connections and
+  SSL nobody's; a DNS row's records change its SB row in place (`build.dns`). With
+  `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
+  deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
+  deletes it after them) and a router port, its switch port paired or unpaired in
+  either order, added or deleted are applied in place (`build.ports_incremental`,
   `build.datapaths_incremental`), and so are load balancers, their groups and the
   load balancers of switches and routers (`build.lb_incremental`), NAT rules
   (`build.nat_incremental`), port groups and NB address sets
@@ -77,11 +78,17 @@ NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapat
                     "Port_Binding", "IGMP_Group", "Multicast_Group", "MAC_Binding",
                     "Static_MAC_Binding", "FDB", "BFD")
 # Logical_Switch and Logical_Router columns only the flows read.
-LS_FLOWS_ONLY = frozenset(("acls",))
+LS_FLOWS_ONLY = frozenset(("acls", "qos_rules", "forwarding_groups"))
+# NB tables no builder reads: the flows' alone (a port's DHCP options; rows that come
+# and go with a switch's `qos_rules` or `forwarding_groups`), or nobody's (the
+# databases' own connections).
+FLOWS_ONLY_TABLES = ("DHCP_Options", "QoS", "Forwarding_Group", "Connection", "SSL")
 LR_FLOWS_ONLY = frozenset(("static_routes", "policies"))
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
                          "hv_cfg", "hv_cfg_timestamp"))
+# NB_Global columns no builder reads (the database's own connections).
+UNREAD_GLOBAL = frozenset(("connections", "ssl"))
 # NB Logical_Switch_Port columns northd writes back and no builder reads (`sync_from_sb`
 # decides them): a builder that starts reading one must take it out of here.
 LSP_WRITTEN_ONLY = frozenset(("up",))
@@ -130,7 +137,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["Address_Set"] = self.on_nb_address_set
             nb_handlers["Gateway_Chassis"] = self.on_nb_gateway_chassis
             nb_handlers["DNS"] = self.on_nb_dns
-        nb_handlers["DHCP_Options"] = self.on_nb_dhcp_options
+        nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
@@ -187,6 +194,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             columns = set(changed_columns(rc))
             if "options" in columns and dict(rc.new.options) == self.data.extra.config.nb_options:
                 columns.discard("options")  # (northd's own write-back, come back)
+            columns -= UNREAD_GLOBAL
             if not columns <= CFG_COLUMNS | {"options"} or (
                     "options" in columns
                     and not daemon_options_only(rc.old.options, rc.new.options)):
@@ -233,6 +241,14 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         if not self.has_data:
             return Handled.UNHANDLED
         handled = only(change, ok)
+        if handled is not Handled.UNHANDLED:
+            # (the flows read the switches' rows through their datapaths: those of
+            # switches updated are the rows as they are now)
+            updated = {u for u, rc in (change.delta or {}).items()
+                       if rc.old is not None and rc.new is not None}
+            core = self.data.core
+            refresh_datapaths(updated & core.datapaths.switches.keys(),
+                              core.datapaths.switches, change.data.rows, core.ports)
         if handled is not Handled.UNHANDLED and _lb_rows(change):
             handled = _either(handled, self._lbs())
         if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
@@ -426,8 +442,9 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         return _either(handled, self._lbs())
 
     # NB DHCP options are the flows' alone (`lflow` builds the switches of the ports
-    # that name a row changed; a port naming another row changes itself).
-    def on_nb_dhcp_options(self, change: TableChange) -> Handled:
+    # that name a row changed; a port naming another row changes itself), and so are
+    # QoS rules and forwarding groups (`FLOWS_ONLY_TABLES`).
+    def on_flows_only(self, change: TableChange) -> Handled:
         return Handled.HANDLED_UNCHANGED
 
     # A DNS row's records changed: its SB row in place (`build.dns.dns_changed`); one
