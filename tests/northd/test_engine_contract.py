@@ -237,6 +237,21 @@ def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
          "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
 
 
+def _policies(nb: Nb, world: World, update: bool) -> None:
+    """A policy on lr0 (counted from after it); then an ECMP reroute added (its group
+    id comes before the first's, UUIDs permitting), or the first one's match changed."""
+    _policy(nb, world.sb, world)
+    world.settled()
+    uuid = next(iter(nb.db.tables["Logical_Router_Policy"].rows))
+    if update:
+        nb.db.update("Logical_Router_Policy", uuid, match="ip4.src == 10.0.0.12",
+                     action="reroute", nexthops=["10.0.0.250"])
+        return
+    nb.add_child("Logical_Router", "lr0", "policies", "Logical_Router_Policy", priority=90,
+                 match="ip4.dst == 10.9.0.0/16", action="reroute",
+                 nexthops=["10.0.0.251", "10.0.0.252"])
+
+
 def _qos_set(nb: Nb, world: World) -> None:
     """A QoS rule on sw0 (counted from after it), then its match and action."""
     nb.add_child("Logical_Switch", "sw0", "qos_rules", "QoS", priority=100,
@@ -528,6 +543,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         logical_ip="10.0.0.12", logical_port="vm2", external_mac="00:00:00:00:aa:02"), FULL),
     ("lr-route-add", _route, frozenset()),
     ("lr-policy-add", _policy, frozenset()),
+    ("lr-policy-add reroute with two next hops (ECMP), before the first",
+     lambda nb, sb, w: _policies(nb, w, False), frozenset()),
+    ("policy updated", lambda nb, sb, w: _policies(nb, w, True), frozenset()),
     ("lr-route-add with BFD", lambda nb, sb, w: nb.add_child(
         "Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
         ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=nb.db.insert(

@@ -32,6 +32,7 @@ from . import (
     ls_port_sec,
 )
 from .context import LflowContext
+from .lr_policy import build_policies
 from .table import GLOBAL, FlowKey, LflowTable, Owner
 
 Builder = Callable[[LflowContext, LflowTable], None]
@@ -51,6 +52,9 @@ AREAS: tuple[tuple[str, Builder], ...] = (
     ("lr_nat.py", lr_nat.build),
     ("lr_lb.py", lr_lb.build),
 )
+
+# The area that builds routers' policies (`rebuild_policies` builds them alone).
+POLICY_SOURCE = "lr_routing.py"
 
 # The areas with flows of load balancers' own (`rebuild_lbs`), in the same order.
 LbBuilder = Callable[[LflowContext, LflowTable, Iterable[LoadBalancer],
@@ -106,6 +110,20 @@ def rebuild_focused(table: LflowTable, ctx: LflowContext, datapaths: frozenset[s
     return table.replace_owned(datapaths, frozenset(owners), new)
 
 
+def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
+                     ) -> set[FlowKey]:
+    """The policy flows of `routers` built again and put in place of theirs; the flows
+    that changed. Equal to a full build as long as a router's policy flows depend on
+    its policies and its ports alone (a change of its ports rebuilds it whole)."""
+    new = LflowTable(only=routers)
+    new.source = POLICY_SOURCE
+    for key in sorted(routers):
+        dp = ctx.datapaths.routers[key]
+        with new.owned_by(("policy", key)):
+            build_policies(ctx, new, dp)
+    return table.replace_owned(routers, frozenset(("policy", key) for key in routers), new)
+
+
 def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
                 only: Mapping[str, frozenset[str] | None], datapaths: frozenset[str]
                 ) -> set[FlowKey]:
@@ -125,4 +143,4 @@ def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
 
 
 __all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild",
-           "rebuild_focused", "rebuild_lbs", "rebuild_owned"]
+           "rebuild_focused", "rebuild_lbs", "rebuild_owned", "rebuild_policies"]

@@ -39,8 +39,9 @@ Owner = Hashable
 GLOBAL: Owner = ("global",)
 # Owners whose requests are also kept by owner (`LflowTable.owned_on`), so that
 # `replace_owned` walks their flows alone: those asked for on many datapaths at once
-# (a load balancer of every node, a port group's ACL), rebuilt on their own.
-INDEXED = frozenset(("lb", "acl"))
+# (a load balancer of every node, a port group's ACL), or many on one (a router's
+# policies), rebuilt on their own.
+INDEXED = frozenset(("lb", "acl", "policy"))
 
 
 def _indexed(owner: Owner) -> bool:

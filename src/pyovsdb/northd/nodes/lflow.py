@@ -59,6 +59,7 @@ from ..lflows import (
     rebuild_focused,
     rebuild_lbs,
     rebuild_owned,
+    rebuild_policies,
 )
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
 from ..lflows.lr_arp_resolve import routes_asked
@@ -67,7 +68,7 @@ from ..lflows.ls_acl import build_acl_flows
 from ..lflows.table import FlowKey, Owner, flow_row_key
 from .northd import LR_FLOWS_ONLY, LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
-from .tables import TableChanges, TableLeaf, declared, leaf_name, table_inputs
+from .tables import TableChanges, TableLeaf, declared, either, leaf_name, table_inputs
 
 LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
 # SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
@@ -582,14 +583,18 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 {u for rc in changed.values() if rc.new for u in rc.new.value("acls")})
         return handled if handled is not None else self._rebuild(northd, dps)
 
-    # A router's routes or policies changed: its flows built again (any other change
-    # of a router recomputes `northd`, and so this node).
+    # A router's routes changed: its flows built again; its policies alone: its policy
+    # flows (any other change of a router reaches `northd`).
     def on_nb_lr(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        dps = {uuid for uuid, rc in change.delta.items() if rc.old is not None
-               and rc.new is not None and LR_FLOWS_ONLY & set(changed_columns(rc))}
-        return self._rebuild_routers(dps, [])
+        dps: set[str] = set()
+        policies: set[str] = set()
+        for uuid, rc in change.delta.items():
+            if rc.old is not None and rc.new is not None:
+                columns = LR_FLOWS_ONLY & set(changed_columns(rc))
+                (policies if columns == {"policies"} else dps if columns else set()).add(uuid)
+        return either(self._rebuild_routers(dps, []), self._rebuild_policies(policies - dps))
 
     # A route updated: the routers that list it built again. Inserted or deleted, its
     # router's `static_routes` changes too (`on_nb_lr`); here the router its output
@@ -605,7 +610,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
     def on_nb_policy(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        return self._rebuild_routers(self._listing(change.delta, "policies"), [])
+        return self._rebuild_policies(self._listing(change.delta, "policies"))
+
+    def _rebuild_policies(self, routers: set[str]) -> Handled:
+        if not routers:
+            return Handled.HANDLED_UNCHANGED
+        northd: NorthdData = self.inputs["northd"].data
+        ctx = lflow_context(*self._tables(), northd)
+        return self._changed(northd, rebuild_policies(self.data.flows, ctx, frozenset(routers)))
 
     def _listing(self, delta: TableChanges, column: str) -> set[str]:
         """The routers whose `column` lists a row the delta updated."""

@@ -71,7 +71,16 @@ from ..build.ports_incremental import (
 )
 from ..build.walk import PortWalk
 from ..desired import DesiredDb, Ref, single
-from .tables import TableChange, TableLeaf, Tables, declared, leaf_name, only, table_inputs
+from .tables import (
+    TableChange,
+    TableLeaf,
+    Tables,
+    declared,
+    either,
+    leaf_name,
+    only,
+    table_inputs,
+)
 
 # SB tables the builders read (the rest they only write, or never look at).
 NORTHD_SB_INPUTS = ("SB_Global", "Chassis", "Chassis_Private", "Encap", "Datapath_Binding",
@@ -250,10 +259,10 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             refresh_datapaths(updated & core.datapaths.switches.keys(),
                               core.datapaths.switches, change.data.rows, core.ports)
         if handled is not Handled.UNHANDLED and _lb_rows(change):
-            handled = _either(handled, self._lbs())
+            handled = either(handled, self._lbs())
         if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
             return handled
-        return _either(handled, self._switch_ports({}, change.delta or {}))
+        return either(handled, self._switch_ports({}, change.delta or {}))
 
     # A router's routes and policies are the flows' (`lflow` rebuilds the router); of a
     # route, builders read only its `bfd` (the BFD sessions routes ask for).
@@ -283,7 +292,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             if rc.new is None and row.value("ports"):
                 continue  # (its ports go first: `on_nb_lrp` deletes it after them)
             (made if rc.new is not None else gone).append(row)
-        parts = _either(self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED,
+        parts = either(self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED,
                         self._nats() if _nat_rows(change) else Handled.HANDLED_UNCHANGED)
         if parts is Handled.UNHANDLED or (not made and not gone):
             return parts
@@ -439,7 +448,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         if handled is Handled.UNHANDLED or not any(
                 rc.new is not None and _has_lbs(rc.new) for rc in (lr_changes or {}).values()):
             return handled
-        return _either(handled, self._lbs())
+        return either(handled, self._lbs())
 
     # NB DHCP options are the flows' alone (`lflow` builds the switches of the ports
     # that name a row changed; a port naming another row changes itself), and so are
@@ -689,16 +698,6 @@ def _nat_rows(change: TableChange) -> bool:
     return change.delta is not None and any(
         rc.old is not None and rc.new is not None and "nat" in changed_columns(rc)
         for rc in change.delta.values())
-
-
-def _either(first: Handled, then: Handled) -> Handled:
-    """Two handled parts of one change: UNHANDLED if either is, else UPDATED if either
-    is."""
-    if Handled.UNHANDLED in (first, then):
-        return Handled.UNHANDLED
-    if Handled.HANDLED_UPDATED in (first, then):
-        return Handled.HANDLED_UPDATED
-    return Handled.HANDLED_UNCHANGED
 
 
 

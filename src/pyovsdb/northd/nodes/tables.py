@@ -99,3 +99,12 @@ def only(change: TableChange, ok: Callable[[RowChange[IdlRow]], bool]) -> Handle
             return Handled.UNHANDLED
     return Handled.HANDLED_UNCHANGED
 
+
+def either(first: Handled, then: Handled) -> Handled:
+    """Two handled parts of one change: UNHANDLED if either is, else UPDATED if either
+    is."""
+    if Handled.UNHANDLED in (first, then):
+        return Handled.UNHANDLED
+    if Handled.HANDLED_UPDATED in (first, then):
+        return Handled.HANDLED_UPDATED
+    return Handled.HANDLED_UNCHANGED
