@@ -252,6 +252,31 @@ def _policies(nb: Nb, world: World, update: bool) -> None:
                  nexthops=["10.0.0.251", "10.0.0.252"])
 
 
+def _localnet_by_gateway(nb: Nb, world: World, gateway_router: bool) -> None:
+    """A router with a gateway port on sw1, or a gateway router (`options:chassis`)
+    with a port on sw1 (counted from after it), then a localnet port on sw1 (the
+    gateway router's switch port's `nat_addresses` change)."""
+    if gateway_router:
+        nb.lr_add("lr8", options={"chassis": "ch0"})
+        nb.connect("sw1", "lr8", "lr8-sw1", "00:00:00:00:ff:08", "10.1.0.1/24")
+    else:
+        _gateway_router(nb, "sw1")
+    world.settled()
+    nb.lsp_add("sw1", "ln1", type="localnet", addresses=["unknown"],
+               options={"network_name": "phys"})
+
+
+def _localnet_del(nb: Nb, world: World) -> None:
+    """A localnet port with a VLAN on sw1 (counted from after it), then deleted."""
+    nb.lsp_add("sw1", "ln1", type="localnet", addresses=["unknown"], tag_request=101,
+               options={"network_name": "phys"})
+    world.settled()
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Switch_Port", "ln1")]]]]]}])
+
+
 def _qos_set(nb: Nb, world: World) -> None:
     """A QoS rule on sw0 (counted from after it), then its match and action."""
     nb.add_child("Logical_Switch", "sw0", "qos_rules", "QoS", priority=100,
@@ -446,7 +471,24 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lsp-add localnet", lambda nb, sb, w: nb.lsp_add("sw1", "ln1", type="localnet",
                                                    addresses=["unknown"],
                                                    options={"network_name": "phys"}),
-     FULL),
+     IN_PLACE),
+    ("lsp-add localnet with a VLAN (its tag written back)", lambda nb, sb, w: nb.lsp_add(
+        "sw1", "ln1", type="localnet", addresses=["unknown"], tag_request=101,
+        options={"network_name": "phys"}), IN_PLACE),
+    ("lsp-add localnet on a switch with a router port", lambda nb, sb, w: nb.lsp_add(
+        "sw0", "ln0", type="localnet", addresses=["unknown"],
+        options={"network_name": "phys"}), IN_PLACE),
+    ("lsp-add localnet on a switch with a distributed gateway port's peer",
+     lambda nb, sb, w: _localnet_by_gateway(nb, w, False), IN_PLACE),
+    ("lsp-add localnet on a switch with a gateway router's port",
+     lambda nb, sb, w: _localnet_by_gateway(nb, w, True), FULL),
+    ("lsp-del localnet", lambda nb, sb, w: _localnet_del(nb, w), IN_PLACE),
+    ("ls-add with a localnet port (a provider network)", lambda nb, sb, w: nb.db.transact([
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "ln",
+         "row": {"name": "ln9", "type": "localnet", "addresses": "unknown",
+                 "tag_request": 102, "options": ["map", [["network_name", "phys"]]]}},
+        {"op": "insert", "table": "Logical_Switch",
+         "row": {"name": "sw9", "ports": ["named-uuid", "ln"]}}]), IN_PLACE),
     ("ls-add", lambda nb, sb, w: nb.ls_add("sw9"), IN_PLACE),
     ("ls-add with 2 VIFs", lambda nb, sb, w: nb.db.transact([
         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "a",

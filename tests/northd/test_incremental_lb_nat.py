@@ -320,7 +320,7 @@ def test_a_binding_is_unread_only_while_every_step_left_its_flows_alone() -> Non
     """`PortsDelta.unread` (bindings changed in columns no flow reads, which `lflow`
     skips) holds a binding only while no step of the run changed it otherwise, in
     whatever order the steps' deltas merge."""
-    from pyovsdb.northd.build.ports_incremental import PortsDelta
+    from pyovsdb.northd.build.delta import PortsDelta
 
     def delta(*steps: tuple[str, str]) -> PortsDelta:
         """A delta of (how, binding) touches in this order."""

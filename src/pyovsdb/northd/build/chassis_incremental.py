@@ -27,8 +27,8 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .core import CoreData
 from .datapaths import is_vxlan_mode
+from .delta import PortsDelta
 from .global_cfg import ChassisFeatures, chassis_features
-from .ports_incremental import PortsDelta
 
 # Chassis columns by which a reference or a request finds the chassis.
 NAMING = frozenset(("name", "hostname"))

@@ -38,9 +38,9 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable
 from .address_sets import port_group_addresses, split_addresses
 from .datapaths import DatapathsData
+from .delta import PortsDelta
 from .port_groups import sb_port_group_name
 from .ports import PortsData
-from .ports_incremental import PortsDelta
 
 RowChanges = Mapping[str, RowChange[IdlRow]]
 # Port group columns whose change this handles (`acls` is the flows' alone).

@@ -35,12 +35,12 @@ from ..desired import DesiredDb
 from ..diagnostics import muted
 from .address_sets import router_lb_set_name
 from .datapaths import DatapathsData, smap_bool
+from .delta import PortsDelta
 from .dp_groups import TABLE as DP_GROUP_TABLE
 from .dp_groups import dp_group_key
 from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
-from .ports_incremental import PortsDelta
 from .ports_router import readvertise
 
 # Switch and router columns that say which load balancers apply to them.

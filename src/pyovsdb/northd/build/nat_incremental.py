@@ -27,8 +27,9 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .datapaths import DatapathsData, smap_bool
+from .delta import PortsDelta
 from .ports import PortsData
-from .ports_incremental import PortsDelta, refresh_datapaths
+from .ports_incremental import refresh_datapaths
 from .ports_router import readvertise
 
 RowChanges = Mapping[str, RowChange[IdlRow]]

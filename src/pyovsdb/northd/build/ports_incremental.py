@@ -6,7 +6,9 @@ Rules kept here:
 - Correctness first: the core data and the desired SB and NB tables this leaves behind
   are what `build_core` would build from the same NB and SB contents. Whatever this
   cannot prove it handles exactly is refused (None) and the caller recomputes.
-- Handled: switch ports of type "" without a parent, tag, tag request, HA chassis group,
+- Handled: switch ports of type "" or "localnet" (its VLAN its own `tag_request`,
+  written back to `tag`; not on a switch a gateway router is on) without a parent,
+  tag, tag request, HA chassis group,
   mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
   dynamic_addresses, on a switch that has a datapath and no IPAM of its own or no port
   asking it for addresses (or one created or deleted with them, as
@@ -41,8 +43,10 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
+from .core import NB_LSP_COLUMNS
 from .datapaths import Datapath, DatapathsData, smap_int
 from .datapaths_incremental import add_switch, new_datapath_keys, remove_switch, simple_switch
+from .delta import PortsDelta
 from .gateways_incremental import (
     add_redirect,
     is_gateway,
@@ -93,65 +97,16 @@ RowChanges = Mapping[str, RowChange[IdlRow]]
 REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_burst")
 
 
-@dataclass
-class PortsDelta:
-    """Keys of the desired rows an incremental step changed, by table."""
-
-    sb: dict[str, set[Hashable]] = field(default_factory=dict)
-    nb: dict[str, set[Hashable]] = field(default_factory=dict)
-    # Datapaths whose flows changed in ways no desired row above names (their NAT
-    # rules, a port group's ports): `lflow` builds them again with the rest.
-    flows: set[str] = field(default_factory=set)
-    # Switch ports (router-type) whose own requests on their switches `lflow` builds
-    # again, those switches kept otherwise (a NAT rule of the router they pair with).
-    focus: set[str] = field(default_factory=set)
-    # Switches that gained or lost a router port: `lflow` builds again what their other
-    # router ports ask for on their routers, where that reads the switch's router ports.
-    rewired: set[str] = field(default_factory=set)
-    # Load balancers (NB UUIDs) changed, created or deleted: `lflow` builds their own
-    # flows again, and the datapaths where what other flows read of them changed.
-    lbs: set[str] = field(default_factory=set)
-    # Port_Binding keys of `sb` changed only in columns no flow reads
-    # (`nat_addresses`): every step that touched them touched them so.
-    unread: set[Hashable] = field(default_factory=set)
-
-    def touch(self, db: str, table: str, key: Hashable | None = None) -> None:
-        keys = (self.sb if db == "sb" else self.nb).setdefault(table, set())
-        if key is not None:
-            keys.add(key)
-            if db == "sb" and table == "Port_Binding":
-                self.unread.discard(key)
-
-    def touch_unread(self, key: Hashable) -> None:
-        """A Port_Binding changed in columns no flow reads."""
-        if key not in self.sb.get("Port_Binding", ()):
-            self.unread.add(key)
-        self.sb.setdefault("Port_Binding", set()).add(key)
-
-    def merge(self, later: PortsDelta) -> None:
-        read = self._read() | later._read()
-        for mine, theirs in ((self.sb, later.sb), (self.nb, later.nb)):
-            for table, keys in theirs.items():
-                mine.setdefault(table, set()).update(keys)
-        self.flows |= later.flows
-        self.focus |= later.focus
-        self.rewired |= later.rewired
-        self.lbs |= later.lbs
-        self.unread = (self.unread | later.unread) - read
-
-    def _read(self) -> set[Hashable]:
-        return self.sb.get("Port_Binding", set()) - self.unread
-
-    def empty(self) -> bool:
-        return not (self.sb or self.nb or self.flows or self.focus or self.lbs
-                    or self.rewired)
-
-
 def simple_lsp(row: IdlRow) -> bool:
     """Whether a switch port is one this module handles (see the module rules)."""
-    if row.value("type") or row.parent_name is not None or row.tag_request is not None \
-            or row.tag is not None or row.ha_chassis_group is not None \
-            or row.value("mirror_rules") or _dynamic(row):
+    localnet = row.value("type") == "localnet"
+    if (row.value("type") and not localnet) or row.parent_name is not None \
+            or row.ha_chassis_group is not None or row.value("mirror_rules") or _dynamic(row):
+        return False
+    # (a localnet port's VLAN is its own request, copied to `tag`: no allocation)
+    request, tag = row.tag_request, row.tag
+    if (request is not None or tag is not None) and not (
+            localnet and request and tag in (None, request)):
         return False
     options = row.options
     if any(k in options for k in REFUSED_OPTIONS):
@@ -207,6 +162,7 @@ class _Step:
     # New router ports by name -> the switch port that named them before they came.
     named: dict[str, Port] = field(default_factory=dict)
     going: set[str] = field(default_factory=set)  # names of switch ports deleted
+    localnet: set[str] = field(default_factory=set)  # switches whose localnet ports change
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
 
 
@@ -241,7 +197,8 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
             cols = set(changed_columns(rc))
             if cols <= ignored:
                 continue
-            _need("name" not in cols and simple_lsp(old) and simple_lsp(new))
+            _need("name" not in cols and "type" not in cols and simple_lsp(old)
+                  and simple_lsp(new))
             step.updated[uuid] = new
         elif new is not None:
             _need(simple_lsp(new) or router_lsp(new))
@@ -293,6 +250,8 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         name = row.value("name")
         _need(step.names[name] == 1 and name not in ports.ports)
         switches.add(step.switch_of[uuid].uuid)
+        if row.value("type") == "localnet":
+            step.localnet.add(step.switch_of[uuid].uuid)
         if row.value("type") == "router":  # a switch connected to a router
             lrp = pairable(row, ports)
             if lrp is None and row.options.get("router-port", "") not in ports.ports:
@@ -311,10 +270,18 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         _need(step.names[name] == (1 if uuid in step.updated else 0))
         assert port is not None
         switches.add(port.dp.key)
+        if port.type == "localnet":
+            step.localnet.add(port.dp.key)
         if port.type == "router":  # a switch disconnected from a router
             lrp = ports.peer_of(port)
             _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None
                                   and "chassis" not in lrp.dp.nb.options))
+    # A localnet port changes what a gateway router on its switch writes (its switch
+    # port's `nat_addresses`): not on a switch with one. (The flows of the routers on
+    # it are built again.)
+    _need(not any(_gateway_peer(rp, ports) for key in step.localnet
+                  for rp in ports.router_ports.get(key, ()))
+          and not any(step.switch_of[u].uuid in step.localnet for u in step.pairs))
     switch_rows = nb["Logical_Switch"].rows
     for key in switches - step.new_switches.keys():
         dp = step.datapaths.switches[key]
@@ -323,6 +290,12 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         ls_row = switch_rows.get(key)
         _need(not switch_ipam(dp.nb.other_config).active or (
             ls_row is not None and not any(_dynamic(p) for p in ls_row.ports)))
+
+
+def _gateway_peer(lsp: Port, ports: PortsData) -> bool:
+    """Whether a switch's router port pairs with a gateway router's port."""
+    peer = ports.peer_of(lsp)
+    return peer is not None and "chassis" in peer.dp.nb.options
 
 
 def _dynamic(row: IdlRow) -> bool:
@@ -425,7 +398,12 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         elif port.type == "router":
             name_router_port(port, ports)
     _rewire(step, rewired, sb_desired, delta)
-    _put_bindings(step, changed, sb_desired, delta)
+    for key in step.localnet - gone:
+        ports.localnet_ports[key] = [p for p in ports.by_datapath.get(key, [])
+                                     if p.type == "localnet"]
+        if not ports.localnet_ports[key]:
+            del ports.localnet_ports[key]
+    _put_bindings(step, changed, sb_desired, delta, nb_desired)
     for lrp in repaired:
         _put_router_binding(lrp, ports, sb_desired.tables["Port_Binding"], delta)
     for key in sorted(touched):
@@ -505,7 +483,9 @@ def _insert_in_build_order(ports: PortsData, port: Port) -> None:
 
 
 def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
-                  delta: PortsDelta) -> None:
+                  delta: PortsDelta, nb_desired: DesiredDb | None = None) -> None:
+    """The bindings of the switch ports `changed` put again (and the VLAN tags they
+    request written back to NB, into `nb_desired`)."""
     state = SwitchPortState()
     state.by_name, state.by_host = chassis_index(step.sb)
     state.asked = step.ports.chassis_asked
@@ -513,12 +493,17 @@ def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
     mirrors = sb_desired.tables.get("Mirror") or DesiredTable("Mirror", ())
     for port in changed:
         values = switch_port_binding(port, step.ports, state)
-        _need(not state.new_tags)
+        _need(not state.new_tags or nb_desired is not None)
         table.put(port.name, logical_port=port.name,
                   datapath=Ref("Datapath_Binding", port.dp.key),
                   tunnel_key=port.tunnel_key, up=[False],
                   mirror_rules=mirror_rules(port, mirrors), **values)
         delta.touch("sb", "Port_Binding", port.name)
+    if state.new_tags and nb_desired is not None:
+        lsp = nb_desired.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
+        for uuid, tag in sorted(state.new_tags.items()):
+            lsp.set(uuid, tag=[tag])
+            delta.touch("nb", "Logical_Switch_Port", uuid)
 
 
 def _put_router_binding(port: Port, ports: PortsData, table: DesiredTable,

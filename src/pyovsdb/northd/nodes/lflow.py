@@ -43,12 +43,13 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ..build.datapaths import smap_bool
+from ..build.delta import PortsDelta
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
 from ..build.lb import LbData
 from ..build.ports import PortsData
-from ..build.ports_incremental import PortsDelta, rows_where
+from ..build.ports_incremental import rows_where
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
 from ..lflows import (

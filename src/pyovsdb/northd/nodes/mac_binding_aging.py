@@ -20,9 +20,9 @@ from collections.abc import Mapping
 
 from ...engine import Change, Group, Handled, Input, Leaf, Node
 from ...idl.replica import ReplicaTable
+from ..build.delta import PortsDelta
 from ..build.global_cfg import daemon_options_only
 from ..build.mac_binding_aging import AgingResult, mac_binding_aging
-from ..build.ports_incremental import PortsDelta
 from .northd import NorthdData, NorthdNode
 from .tables import TableChange, TableLeaf, only, table_inputs
 

@@ -53,6 +53,7 @@ from ..build.datapaths_incremental import (
     remove_router,
     simple_router,
 )
+from ..build.delta import PortsDelta
 from ..build.dns import dns_changed
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import daemon_options_only, global_config, with_daemon_options
@@ -63,7 +64,6 @@ from ..build.nat_incremental import nats_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
 from ..build.ports_incremental import (
-    PortsDelta,
     port_names,
     refresh_datapaths,
     router_ports_changed,

@@ -27,10 +27,10 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.core import sb_feedback
+from ..build.delta import PortsDelta
 from ..build.ha_chassis import copy_groups, with_ref_chassis
 from ..build.inputs import BuildInput
 from ..build.lsp_up import port_up, switch_ports
-from ..build.ports_incremental import PortsDelta
 from ..desired import DesiredDb, DesiredTable, single
 from .northd import NorthdData, NorthdNode
 from .tables import TableChange, TableLeaf, declared, only, table_inputs

@@ -31,11 +31,11 @@ from typing import Any
 from ...engine import Change, Group, Handled, Input, Node
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ..build.delta import PortsDelta
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.global_cfg import CfgHandshake
 from ..build.inputs import singleton
 from ..build.mac_binding_aging import AgingResult
-from ..build.ports_incremental import PortsDelta
 from ..build.service_monitor import offline_monitors
 from ..desired import DesiredDb, DesiredTable, overlay, patch_singleton, set_column
 from ..sync import Delete, Op, Update, changed_keys, plan, row_key
