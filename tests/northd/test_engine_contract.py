@@ -514,7 +514,16 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "lr9", options={"chassis": "ch1", "always_learn_from_arp_request": "false"}),
      IN_PLACE),
     ("lr-add with a requested tunnel key", lambda nb, sb, w: nb.lr_add(
-        "lr9", options={"requested-tnl-key": "77"}), FULL),
+        "lr9", options={"requested-tnl-key": "77"}), IN_PLACE),
+    ("lr-add requesting the key a switch holds", lambda nb, sb, w: nb.lr_add(
+        "lr9", options={"requested-tnl-key": "1"}), FULL),
+    ("ls-add of two switches, one requesting a key (an interconnected node's)",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "insert", "table": "Logical_Switch",
+          "row": {"name": "sw8", "other_config": ["map", [["requested-tnl-key", "5"]]]}},
+         {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), IN_PLACE),
+    ("ls-add of a transit switch (interconn-ts, requested key)", lambda nb, sb, w: nb.ls_add(
+        "ts0", other_config={"interconn-ts": "ts0", "requested-tnl-key": "40"}), IN_PLACE),
     ("lr-add and ls-add at once", lambda nb, sb, w: nb.db.transact([
         {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}},
         {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), FULL),

@@ -7,17 +7,18 @@ Rules kept here:
   `build_core` and `build_extra` would build from the same NB and SB. A switch this
   cannot prove it handles is refused (`simple_switch` false) and the caller
   recomputes.
-- Handled: a switch with no `other_config` (no IPAM, snooping, requested tunnel key,
-  interconnection), no load balancers or groups of them, DNS records, forwarding
-  groups, QoS rules, ACLs or CoPP: everything else a switch row has is read by the
-  flows alone, or not at all. Its ports are `ports_incremental`'s to check. A router
-  enabled, without NAT, routes, policies, load balancers or CoPP, and no requested
-  tunnel key (its options are read by flows alone); without ports, or created with
-  ports that `ports_incremental` adds next.
+- Handled: a switch with no `other_config` but a requested tunnel key and a transit
+  switch name (no IPAM, snooping), no load balancers or groups of them, DNS records,
+  forwarding groups, QoS rules, ACLs or CoPP: everything else a switch row has is
+  read by the flows alone, or not at all. Its ports are `ports_incremental`'s to
+  check. A router enabled, without NAT, routes, policies, load balancers or CoPP (its
+  options are read by flows alone, but its requested tunnel key); without ports, or
+  created with ports that `ports_incremental` adds next.
 - Tunnel keys as a recompute gives them: while every datapath holds the key of its
-  SB binding (a recompute keeps those), new datapaths take the lowest free keys in
-  the order of their names, switches before routers (23.03's walk from hint 0 over
-  the datapaths it has no binding for); otherwise this refuses.
+  SB binding (a recompute keeps those), new datapaths take the key they request
+  (refused unless it is free and in range), then the lowest free keys in the order
+  of their names, switches before routers (23.03's walk from hint 0 over the
+  datapaths it has no binding for); otherwise this refuses.
 - The datapath's own desired rows come and go with it: its Datapath_Binding, its
   IP_Multicast row, its fixed multicast groups (the ports' bindings and the groups of
   a new switch are `ports_incremental`'s); a router's binding, and its (empty) set of
@@ -39,6 +40,7 @@ from .datapaths import (
     existing_bindings,
     put_datapath,
     router_enabled,
+    smap_int,
 )
 from .ip_mcast import mcast_settings
 from .lb import LbData
@@ -52,6 +54,9 @@ from .mcast_groups import (
 from .ports import PortsData
 
 # Switch columns whose content a builder other than the flows reads.
+# A switch's other_config keys handled here: its requested tunnel key, and the transit
+# switch name its binding's external_ids copy.
+OTHER_CONFIG_KEPT = frozenset(("requested-tnl-key", "interconn-ts"))
 REFUSED_COLUMNS = ("other_config", "load_balancer", "load_balancer_group", "dns_records",
                    "forwarding_groups", "qos_rules", "acls", "copp")
 # The names of a switch's fixed multicast groups (each a name and its tunnel key).
@@ -67,14 +72,16 @@ ROUTER_REFUSED_COLUMNS = ("ports", "nat", "static_routes", "policies", "load_bal
 
 def simple_switch(row: IdlRow) -> bool:
     """Whether a switch created or deleted is one this module handles."""
-    return not any(row.value(column) for column in REFUSED_COLUMNS)
+    return set(row.other_config) <= OTHER_CONFIG_KEPT \
+        and not any(row.value(column) for column in REFUSED_COLUMNS
+                    if column != "other_config")
 
 
 def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) -> bool:
     """Whether a router created or deleted is one this module handles (`with_ports`:
     created or deleted with ports, which `ports_incremental` judges; `going`: deleted,
     its routes and policies going with its flows)."""
-    return router_enabled(row) and "requested-tnl-key" not in row.options \
+    return router_enabled(row) \
         and not any(row.value(column) for column in ROUTER_REFUSED_COLUMNS
                     if not (with_ports and column == "ports")
                     and not (going and column in FLOWS_ONLY))
@@ -94,10 +101,24 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
     new = sorted(rows, key=lambda r: (r.name, r.uuid))
     if any(row.uuid in held for row in new):
         return None  # a binding already names it: a recompute keeps that one's key
+    # Requested keys come first in a recompute: each must be free and taken as asked
+    # (one held by another datapath would move that one).
+    requested = {row.uuid: smap_int(_config(row), "requested-tnl-key") for row in new}
+    asked = {uuid: key for uuid, key in requested.items() if key}
+    if len(set(asked.values())) != len(asked) or any(
+            key in used or not DP_KEY_MIN <= key <= hi for key in asked.values()):
+        return None
+    used |= set(asked.values())
+    new = [row for row in new if row.uuid not in asked]
     free = sorted(set(range(DP_KEY_MIN, DP_KEY_MIN + len(used) + len(new))) - used)[:len(new)]
     if len(free) < len(new) or (free and free[-1] > hi):
         return None
-    return {row.uuid: key for row, key in zip(new, free, strict=True)}
+    return {**asked, **{row.uuid: key for row, key in zip(new, free, strict=True)}}
+
+
+def _config(row: IdlRow) -> Mapping[str, str]:
+    """Where a switch or a router asks for its tunnel key."""
+    return row.options if row.table.name == "Logical_Router" else row.other_config  # type: ignore[no-any-return]
 
 
 def add_switch(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,
