@@ -197,6 +197,22 @@ def _pair_gateway(nb: Nb) -> None:
     nb.connect("sw1", "gw0", "gw0-sw1", "00:00:00:00:ff:03", "10.1.0.254/24")
 
 
+def _unpair_gateway(nb: Nb, world: World) -> None:
+    """A gateway router on sw1 (counted from after it), then its port and the switch
+    port naming it deleted at once."""
+    _pair_gateway(nb)
+    world.settled()
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "gw0"]],
+         "mutations": [["ports", "delete",
+                        ["set", [["uuid", nb.uuid("Logical_Router_Port", "gw0-sw1")]]]]]},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "delete", ["set", [["uuid", nb.uuid(
+             "Logical_Switch_Port", next(r.name for r in nb.db.tables[
+                 "Logical_Switch_Port"].rows.values() if r.options.get(
+                     "router-port") == "gw0-sw1"))]]]]]}])
+
+
 def _share(nb: Nb, world: World) -> None:
     """A second router on sw0, whose router port's networks lr0 resolves statically
     (neither router has `dynamic_neigh_routers`)."""
@@ -555,7 +571,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router with a gateway port on an unregistered chassis, on a switch of its own",
      lambda nb, sb, w: _gateway_router(nb, "sw1", "nosuch"), IN_PLACE),
     ("router-type lsp-add naming a gateway router's port", lambda nb, sb, w: _pair_gateway(nb),
-     FULL),
+     IN_PLACE),
+    ("gateway router's port and its switch port deleted", lambda nb, sb, w: _unpair_gateway(
+        nb, w), IN_PLACE),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(
         "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24", peer="lrp8"), FULL),
     ("lrp-add of a port another router port names as its peer",

@@ -6,7 +6,8 @@ Rules kept here:
 - Only the plain case: a router-type switch port whose only option is `router-port`,
   whose addresses are "router" or none, naming a router port that has no peer yet, no
   `peer` column of its own, no NB HA chassis group (gateway chassis it may have: a
-  distributed gateway port) and is on a router that is not a gateway router.
+  distributed gateway port), on any router (a gateway router's pair is bound as
+  `l3gateway` on both sides, from the same binding builders a recompute uses).
   Anything else is refused by the caller (`ports_incremental`), which recomputes.
 - A switch's router ports are listed as a build lists them: in the order of 23.03's
   walk of its port hash table (every binding's name, then every port without one),
@@ -48,8 +49,7 @@ def pairable(lsp_row: IdlRow, ports: PortsData) -> Port | None:
     is one this module makes (see the rules)."""
     lrp = ports.ports.get(lsp_row.options.get("router-port", ""))
     if lrp is None or not lrp.is_lrp or lrp.peer is not None \
-            or lrp.nb.value("peer") or lrp.nb.ha_chassis_group is not None \
-            or "chassis" in lrp.dp.nb.options:
+            or lrp.nb.value("peer") or lrp.nb.ha_chassis_group is not None:
         return None
     return lrp
 
@@ -66,7 +66,7 @@ def named_before(lrp_row: IdlRow, router: IdlRow, ports: PortsData, going: set[s
     lsp = ports.ports.get(next(iter(naming)))
     if len(naming) != 1 or lsp is None or not lsp.is_lsp or lsp.peer is not None \
             or not router_lsp(lsp.nb) or lrp_row.value("peer") \
-            or lrp_row.ha_chassis_group is not None or "chassis" in router.options:
+            or lrp_row.ha_chassis_group is not None:
         return False
     return lsp
 

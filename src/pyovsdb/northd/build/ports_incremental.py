@@ -274,8 +274,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
             step.localnet.add(port.dp.key)
         if port.type == "router":  # a switch disconnected from a router
             lrp = ports.peer_of(port)
-            _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None
-                                  and "chassis" not in lrp.dp.nb.options))
+            _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None))
     # A localnet port changes what a gateway router on its switch writes (its switch
     # port's `nat_addresses`): not on a switch with one. (The flows of the routers on
     # it are built again.)
