@@ -233,10 +233,11 @@ def _unshare(nb: Nb, world: World) -> None:
                         ["set", [["uuid", nb.uuid("Logical_Switch_Port", "sw0-lr1-sw0")]]]]]}])
 
 
-def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
+def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0",
+                    options: dict[str, str] | None = None) -> None:
     """What a cloud CMS does for a router with an external gateway, in one transaction:
     the router, its gateway port (gateway chassis `chassis`) and that port's peer on
-    `switch`."""
+    `switch` (with more `options`)."""
     nb.db.transact([
         {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
          "row": {"name": "lr9-gw-" + chassis, "chassis_name": chassis, "priority": 10}},
@@ -248,7 +249,8 @@ def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0") -> None:
                  "options": ["map", [["dynamic_neigh_routers", "true"]]]}},
         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
          "row": {"name": f"{switch}-lr9", "type": "router", "addresses": "router",
-                 "options": ["map", [["router-port", "lr9-gw"]]]}},
+                 "options": ["map", [["router-port", "lr9-gw"],
+                                     *([k, v] for k, v in (options or {}).items())]]}},
         {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", switch]],
          "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
 
@@ -571,6 +573,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router with a gateway port on an unregistered chassis, on a switch of its own",
      lambda nb, sb, w: _gateway_router(nb, "sw1", "nosuch"), IN_PLACE),
     ("router-type lsp-add naming a gateway router's port", lambda nb, sb, w: _pair_gateway(nb),
+     IN_PLACE),
+    ("router with a gateway port added, its switch port advertising its NAT addresses",
+     lambda nb, sb, w: _gateway_router(nb, "sw1", "ch0", {"nat-addresses": "router"}),
      IN_PLACE),
     ("gateway router's port and its switch port deleted", lambda nb, sb, w: _unpair_gateway(
         nb, w), IN_PLACE),

@@ -3,7 +3,8 @@
 `ports._connect` pairs them in a build.
 
 Rules kept here:
-- Only the plain case: a router-type switch port whose only option is `router-port`,
+- Only the plain case: a router-type switch port whose options are `router-port` and
+  what it advertises (`nat-addresses`, `exclude-lb-vips-from-garp`),
   whose addresses are "router" or none, naming a router port that has no peer yet, no
   `peer` column of its own, no NB HA chassis group (gateway chassis it may have: a
   distributed gateway port), on any router (a gateway router's pair is bound as
@@ -29,8 +30,9 @@ from ...idl.row import IdlRow
 from ...util.ovshash import hash_string, hmap_mask
 from .ports import Port, PortKind, PortsData, parse_switch_addresses
 
-# Router port options that make a router port more than a router port to pair.
-_PLAIN_OPTIONS = frozenset({"router-port"})
+# The options of a router-type switch port this module pairs: the router port it names,
+# and what it advertises (`nat_addresses` of its binding, built with it).
+_PLAIN_OPTIONS = frozenset({"router-port", "nat-addresses", "exclude-lb-vips-from-garp"})
 
 
 def router_lsp(row: IdlRow) -> bool:
@@ -41,7 +43,8 @@ def router_lsp(row: IdlRow) -> bool:
             or row.dynamic_addresses is not None:
         return False
     options = row.options
-    return set(options) == _PLAIN_OPTIONS and all(a == "router" for a in row.addresses)
+    return "router-port" in options and set(options) <= _PLAIN_OPTIONS \
+        and all(a == "router" for a in row.addresses)
 
 
 def pairable(lsp_row: IdlRow, ports: PortsData) -> Port | None:
