@@ -214,7 +214,7 @@ def test_a_router_that_advertises_its_addresses(nb: Nb, sb: LocalDb) -> None:
     addresses in its binding: changes of those rebuild it in place."""
     loop = _topology(nb, sb)
     _play(loop, [
-        ("the advertising switch", lambda: _advertising_switch(nb), False),
+        ("the advertising switch", lambda: _advertising_switch(nb), True),
         ("a gateway", lambda: _gateway(nb, "lr0-gw"), False),
         ("lr-nat-add", lambda: _nat_add(nb, "lr0", "dnat_and_snat", "172.16.0.7",
                                         "10.0.0.11"), True),
