@@ -214,11 +214,17 @@ class Plane:
                    "lrp-set-gateway-chassis", "lr0-gw", "gw1", "10")
 
     def nbctl(self, *args: str, timeout: float = 120) -> str:
-        p = subprocess.run([self.north.nbctl, f"--db={self.nb.unix}",
-                            f"--timeout={int(timeout)}", *args],
+        return self._ctl(self.north.nbctl, self.nb, args, timeout)
+
+    def sbctl(self, *args: str, timeout: float = 120) -> str:
+        return self._ctl(self.north.sbctl, self.sb, args, timeout)
+
+    def _ctl(self, tool: str, db: ServerProcess, args: tuple[str, ...], timeout: float
+             ) -> str:
+        p = subprocess.run([tool, f"--db={db.unix}", f"--timeout={int(timeout)}", *args],
                            capture_output=True, text=True, timeout=timeout + 20)
         if p.returncode != 0:
-            raise SystemExit(f"{self.north.label}: ovn-nbctl {' '.join(args)}: "
+            raise SystemExit(f"{self.north.label}: {Path(tool).name} {' '.join(args)}: "
                              f"{p.stderr.strip()}")
         return p.stdout
 
@@ -233,14 +239,6 @@ class Plane:
         m = COMPLETION.search(out)
         if m:
             self.north.completions.setdefault(kind, []).append(float(m.group(1)))
-
-    def sbctl(self, *args: str, timeout: float = 120) -> None:
-        p = subprocess.run([self.north.sbctl, f"--db={self.sb.unix}",
-                            f"--timeout={int(timeout)}", *args],
-                           capture_output=True, text=True, timeout=timeout + 20)
-        if p.returncode != 0:
-            raise SystemExit(f"{self.north.label}: ovn-sbctl {' '.join(args)}: "
-                             f"{p.stderr.strip()}")
 
     def sample(self) -> None:
         assert self.proc is not None
