@@ -314,15 +314,26 @@ def _dhcp(nb: Nb, world: World) -> None:
 
 
 def _dns(nb: Nb, world: World, host: str | None) -> None:
-    """sw0 listing a DNS row (a recompute: `dns_records` changed, not counted); then
-    its records set to a new name (`host`), or emptied (""); None: only the row listed
-    (counted)."""
+    """sw0 listing a DNS row (not counted); then its records set to a new name
+    (`host`), or emptied (""); None: only the row listed (counted)."""
     uuid = nb.db.insert("DNS", records={"vm1": "10.0.0.11"})
     nb.set("Logical_Switch", "sw0", dns_records=[uuid])
     if host is None:
         return
     world.settled()
     nb.db.update("DNS", uuid, records={host: "10.0.0.19"} if host else {})
+
+
+def _dns_gone(nb: Nb, world: World) -> None:
+    """sw0 listing a DNS row (counted from after it); then the row unlisted and
+    deleted in one transaction."""
+    uuid = nb.db.insert("DNS", records={"vm1": "10.0.0.11"})
+    nb.set("Logical_Switch", "sw0", dns_records=[uuid])
+    world.settled()
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["dns_records", "delete", ["uuid", uuid]]]},
+        {"op": "delete", "table": "DNS", "where": [["_uuid", "==", ["uuid", uuid]]]}])
 
 
 def _gateway_gone(nb: Nb, world: World, router: bool) -> None:
@@ -631,7 +642,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      IN_PLACE),
     ("DNS records emptied (the switch's DNS flows go)", lambda nb, sb, w: _dns(nb, w, ""),
      IN_PLACE),
-    ("DNS row added to a switch", lambda nb, sb, w: _dns(nb, w, None), FULL),
+    ("DNS row added to a switch", lambda nb, sb, w: _dns(nb, w, None), IN_PLACE),
+    ("DNS row created and listed by two switches at once", lambda nb, sb, w: nb.db.transact([
+        {"op": "insert", "table": "DNS", "uuid-name": "d",
+         "row": {"records": ["map", [["vm1", "10.0.0.11"]]]}},
+        *({"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", ls]],
+           "mutations": [["dns_records", "insert", ["named-uuid", "d"]]]}
+          for ls in ("sw0", "sw1"))]), IN_PLACE),
+    ("DNS row unlisted and deleted", lambda nb, sb, w: _dns_gone(nb, w), IN_PLACE),
     ("qos-add", lambda nb, sb, w: nb.add_child(
         "Logical_Switch", "sw0", "qos_rules", "QoS", priority=100, direction="from-lport",
         match="ip4.src == 10.0.0.11", action={"dscp": 12}), IN_PLACE),

@@ -8,7 +8,9 @@ Rules kept here (OVN 23.03, `sync_dns_entries` in northd.c):
   has them.
 - A DNS row's records changed (`dns_changed`) change its SB row in place; a row
   created or deleted is listed by no switch that did not change with it (the
-  switch's `dns_records` changed: the caller decides).
+  switch's `dns_records` changed: `dns_listed` moves that switch in or out of the
+  rows' datapaths, making or deleting a row as the first switch lists it or the last
+  one stops).
 """
 
 from __future__ import annotations
@@ -37,22 +39,45 @@ def build_dns(dps: DatapathsData, sb: DesiredDb) -> None:
                   external_ids={"dns_id": uuid})
 
 
-def dns_changed(changes: Mapping[str, RowChange[IdlRow]], sb: DesiredDb
-                ) -> set[str] | None:
+def dns_changed(changes: Mapping[str, RowChange[IdlRow]], sb: DesiredDb) -> set[str]:
     """The keys of the SB DNS rows `changes` (NB DNS rows) changed in place (their
-    records: NB's external_ids are not copied), or None if one that some switch lists
-    was created or deleted."""
+    records: NB's external_ids are not copied). A row created or deleted comes with
+    the switches that list it or stop (a switch's reference is strong)."""
     table = sb.tables.get("DNS")
     changed: set[str] = set()
     for uuid, rc in changes.items():
         listed = table is not None and uuid in table.rows
         if rc.old is None or rc.new is None:
-            if listed:
-                return None
-            continue
+            continue  # (with the switches that list it or stop: `dns_listed`)
         if not listed or rc.old.records == rc.new.records:
             continue
         assert table is not None
         table.set(uuid, records={k: v.lower() for k, v in rc.new.records.items()})
+        changed.add(uuid)
+    return changed
+
+
+def dns_listed(switch: str, before: set[str], after: set[str],
+               rows: Mapping[str, IdlRow], sb: DesiredDb) -> set[str]:
+    """Switch `switch` listing the DNS rows `after` (NB UUIDs; `rows` by UUID) instead
+    of `before`: the keys of the SB DNS rows changed."""
+    table = sb.tables.get("DNS")
+    if table is None:
+        table = sb.add(DesiredTable("DNS", COLUMNS))
+    changed: set[str] = set()
+    for uuid in before ^ after:
+        current = table.rows.get(uuid)
+        switches = {str(ref.key) for ref in current["datapaths"]} if current else set()
+        if uuid in after:
+            switches.add(switch)
+        else:
+            switches.discard(switch)
+        if not switches:
+            table.rows.pop(uuid, None)
+        else:
+            dns = rows[uuid]
+            table.put(uuid, records={k: v.lower() for k, v in dns.records.items()},
+                      datapaths=[Ref("Datapath_Binding", k) for k in sorted(switches)],
+                      external_ids={"dns_id": uuid})
         changed.add(uuid)
     return changed

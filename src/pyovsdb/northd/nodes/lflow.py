@@ -84,6 +84,9 @@ REBUILD_ANY = 64
 # them reaches the flows as the delta's `flows` (the datapaths to build again).
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
                       "SB_Global", "HA_Chassis", "DNS"))
+# Switch columns whose change rebuilds the switch here: those only the flows read, and
+# its DNS rows (whose SB rows `northd` changes).
+LS_REBUILT = LS_FLOWS_ONLY | {"dns_records"}
 # NB switch port columns the flows look ports up by (the replica keeps an index of each,
 # named as the column, where `graph.wire` adds them; without one, a walk of the ports).
 LSP_INDEXES = ("dhcpv4_options", "dhcpv6_options")
@@ -572,7 +575,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             return Handled.UNHANDLED
         northd: NorthdData = self.inputs["northd"].data
         changed = {uuid: rc for uuid, rc in change.delta.items() if rc.old is not None
-                   and rc.new is not None and LS_FLOWS_ONLY & set(changed_columns(rc))}
+                   and rc.new is not None and LS_REBUILT & set(changed_columns(rc))}
         if not changed:
             return Handled.HANDLED_UNCHANGED
         dps = set(changed)

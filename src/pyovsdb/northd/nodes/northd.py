@@ -17,7 +17,8 @@ Rules kept here:
   changes that keep the chassis features and the vxlan mode, of chassis no port asks
   for, are applied in place (`build.chassis_incremental`). NB DHCP options, QoS rules
   and forwarding groups are the flows' alone (`FLOWS_ONLY_TABLES`), NB connections and
-  SSL nobody's; a DNS row's records change its SB row in place (`build.dns`). With
+  SSL nobody's; a DNS row's records, and the DNS rows a switch lists, change the SB
+  DNS rows in place (`build.dns`). With
   `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
@@ -54,7 +55,7 @@ from ..build.datapaths_incremental import (
     simple_router,
 )
 from ..build.delta import PortsDelta
-from ..build.dns import dns_changed
+from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import daemon_options_only, global_config, with_daemon_options
 from ..build.groups_incremental import groups_changed, member_sets
@@ -244,8 +245,9 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 created_or_deleted = True
                 return True  # (`switch_ports_changed` decides)
             cols = set(changed_columns(rc))
-            return cols <= {"ports"} | LS_FLOWS_ONLY | LB_COLUMNS \
-                and ("ports" not in cols or ports_handled)
+            return cols <= {"ports", "dns_records"} | LS_FLOWS_ONLY | LB_COLUMNS \
+                and ("ports" not in cols or ports_handled) \
+                and ("dns_records" not in cols or self.incremental_ports)
 
         if not self.has_data:
             return Handled.UNHANDLED
@@ -258,6 +260,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             core = self.data.core
             refresh_datapaths(updated & core.datapaths.switches.keys(),
                               core.datapaths.switches, change.data.rows, core.ports)
+        if handled is not Handled.UNHANDLED and change.delta is not None:
+            handled = either(handled, self._dns_listed(change.delta))
         if handled is not Handled.UNHANDLED and _lb_rows(change):
             handled = either(handled, self._lbs())
         if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
@@ -462,8 +466,24 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         changed = dns_changed(change.delta, self.data.sb)
-        if changed is None:
-            return Handled.UNHANDLED
+        if not changed:
+            return Handled.HANDLED_UNCHANGED
+        delta = self.track()
+        for key in changed:
+            delta.touch("sb", "DNS", key)
+        return Handled.HANDLED_UPDATED
+
+    def _dns_listed(self, changes: Mapping[str, RowChange[IdlRow]]) -> Handled:
+        """Switches listing other DNS rows: those rows' SB rows follow
+        (`build.dns.dns_listed`)."""
+        dns = self.nb_tables().get("DNS")
+        changed: set[str] = set()
+        for uuid, rc in changes.items():
+            if rc.old is not None and rc.new is not None and dns is not None \
+                    and "dns_records" in changed_columns(rc):
+                changed |= dns_listed(uuid, set(rc.old.value("dns_records")),
+                                      set(rc.new.value("dns_records")), dns.rows,
+                                      self.data.sb)
         if not changed:
             return Handled.HANDLED_UNCHANGED
         delta = self.track()
