@@ -461,17 +461,11 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         return Handled.HANDLED_UNCHANGED
 
     # A DNS row's records changed: its SB row in place (`build.dns.dns_changed`); one
-    # created or deleted comes with the switches listing it, which recompute.
+    # created or deleted comes with the switches that list it or stop (`on_nb_ls`).
     def on_nb_dns(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        changed = dns_changed(change.delta, self.data.sb)
-        if not changed:
-            return Handled.HANDLED_UNCHANGED
-        delta = self.track()
-        for key in changed:
-            delta.touch("sb", "DNS", key)
-        return Handled.HANDLED_UPDATED
+        return self._dns_touched(dns_changed(change.delta, self.data.sb))
 
     def _dns_listed(self, changes: Mapping[str, RowChange[IdlRow]]) -> Handled:
         """Switches listing other DNS rows: those rows' SB rows follow
@@ -484,10 +478,14 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                 changed |= dns_listed(uuid, set(rc.old.value("dns_records")),
                                       set(rc.new.value("dns_records")), dns.rows,
                                       self.data.sb)
-        if not changed:
+        return self._dns_touched(changed)
+
+    def _dns_touched(self, keys: set[str]) -> Handled:
+        """The SB DNS rows `keys` changed in place, in this run's delta."""
+        if not keys:
             return Handled.HANDLED_UNCHANGED
         delta = self.track()
-        for key in changed:
+        for key in keys:
             delta.touch("sb", "DNS", key)
         return Handled.HANDLED_UPDATED
 
