@@ -108,13 +108,25 @@ def cleanup_fdb(inp: BuildInput, datapaths: DatapathsData, ports: PortsData,
     table = inp.sb.get("FDB")
     if table is None or not table.rows:
         return
+    doomed = stale_fdb(table, datapaths, ports)
+    if doomed:
+        sb.table("FDB", (), owned=False).delete.update(doomed)
+
+
+def held_tunnel_keys(datapaths: DatapathsData, ports: PortsData) -> dict[int, set[int]]:
+    """Each datapath's tunnel key, with the tunnel keys of its ports."""
     keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in datapaths.all()}
     for port in ports.ports.values():
         keys[port.dp.tunnel_key].add(port.tunnel_key)
-    doomed = {row.uuid for row in table.rows.values()
-              if row.port_key not in keys.get(row.dp_key, ())}
-    if doomed:
-        sb.table("FDB", (), owned=False).delete.update(doomed)
+    return keys
+
+
+def stale_fdb(table: ReplicaTable, datapaths: DatapathsData, ports: PortsData) -> set[str]:
+    """The FDB entries (UUIDs) of `table` whose datapath or port tunnel key no
+    datapath or port holds."""
+    keys = held_tunnel_keys(datapaths, ports)
+    return {row.uuid for row in table.rows.values()
+            if row.port_key not in keys.get(row.dp_key, ())}
 
 
 # The index of SB Datapath_Binding rows by `tunnel_key` that `graph.wire` adds to the

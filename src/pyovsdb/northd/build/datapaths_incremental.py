@@ -53,10 +53,10 @@ from .mcast_groups import (
 )
 from .ports import PortsData
 
-# Switch columns whose content a builder other than the flows reads.
 # A switch's other_config keys handled here: its requested tunnel key, and the transit
 # switch name its binding's external_ids copy.
 OTHER_CONFIG_KEPT = frozenset(("requested-tnl-key", "interconn-ts"))
+# Switch columns whose content a builder other than the flows reads.
 REFUSED_COLUMNS = ("other_config", "load_balancer", "load_balancer_group", "dns_records",
                    "forwarding_groups", "qos_rules", "acls", "copp")
 # The names of a switch's fixed multicast groups (each a name and its tunnel key).

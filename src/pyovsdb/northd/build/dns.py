@@ -34,9 +34,18 @@ def build_dns(dps: DatapathsData, sb: DesiredDb) -> None:
                 users.setdefault(dns.uuid, (dns, []))[1].append(key)
     for uuid in sorted(users):
         dns, switches = users[uuid]
-        table.put(uuid, records={k: v.lower() for k, v in dns.records.items()},
-                  datapaths=[Ref("Datapath_Binding", k) for k in sorted(set(switches))],
-                  external_ids={"dns_id": uuid})
+        _put(table, dns, set(switches))
+
+
+def _put(table: DesiredTable, dns: IdlRow, switches: set[str]) -> None:
+    """The SB row of NB DNS row `dns`, listed by the switches `switches`."""
+    table.put(dns.uuid, records=_records(dns),
+              datapaths=[Ref("Datapath_Binding", k) for k in sorted(switches)],
+              external_ids={"dns_id": dns.uuid})
+
+
+def _records(dns: IdlRow) -> dict[str, str]:
+    return {k: v.lower() for k, v in dns.records.items()}
 
 
 def dns_changed(changes: Mapping[str, RowChange[IdlRow]], sb: DesiredDb) -> set[str]:
@@ -46,13 +55,11 @@ def dns_changed(changes: Mapping[str, RowChange[IdlRow]], sb: DesiredDb) -> set[
     table = sb.tables.get("DNS")
     changed: set[str] = set()
     for uuid, rc in changes.items():
-        listed = table is not None and uuid in table.rows
         if rc.old is None or rc.new is None:
             continue  # (with the switches that list it or stop: `dns_listed`)
-        if not listed or rc.old.records == rc.new.records:
+        if table is None or uuid not in table.rows or rc.old.records == rc.new.records:
             continue
-        assert table is not None
-        table.set(uuid, records={k: v.lower() for k, v in rc.new.records.items()})
+        table.set(uuid, records=_records(rc.new))
         changed.add(uuid)
     return changed
 
@@ -75,9 +82,6 @@ def dns_listed(switch: str, before: set[str], after: set[str],
         if not switches:
             table.rows.pop(uuid, None)
         else:
-            dns = rows[uuid]
-            table.put(uuid, records={k: v.lower() for k, v in dns.records.items()},
-                      datapaths=[Ref("Datapath_Binding", k) for k in sorted(switches)],
-                      external_ids={"dns_id": uuid})
+            _put(table, rows[uuid], switches)
         changed.add(uuid)
     return changed

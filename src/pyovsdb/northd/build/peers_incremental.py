@@ -57,10 +57,9 @@ def pairable(lsp_row: IdlRow, ports: PortsData) -> Port | None:
     return lrp
 
 
-def named_before(lrp_row: IdlRow, router: IdlRow, ports: PortsData, going: set[str]
-                 ) -> Port | bool | None:
-    """The switch port a new router port (`lrp_row`, on router `router`) pairs with
-    because it named it before the router port came: None if no switch port (other
+def named_before(lrp_row: IdlRow, ports: PortsData, going: set[str]) -> Port | bool | None:
+    """The switch port a new router port (`lrp_row`) pairs with because it named it
+    before the router port came: None if no switch port (other
     than those `going`) names it; False if the pair is not one this module makes (see
     the rules), or more than one does."""
     naming = ports.named_by.get(lrp_row.value("name"), set()) - going
@@ -109,11 +108,7 @@ def disconnect(lsp: Port, ports: PortsData) -> Port | None:
         named.discard(lsp.name)
         if not named:
             del ports.named_by[naming]
-    members = ports.router_ports.get(lsp.dp.key)
-    if members is not None and lsp in members:
-        members.remove(lsp)
-        if not members:
-            del ports.router_ports[lsp.dp.key]
+    _leave_router_ports(lsp, ports)
     lrp = ports.peer_of(lsp)
     if lrp is None or not lrp.is_lrp or lrp.peer != lsp.name:
         return None
@@ -125,11 +120,7 @@ def unpair(lsp: Port, ports: PortsData) -> Port:
     """The switch port `lsp` (staying) without the router port it was paired with
     (going): a new port in its place, as a build makes a router-type switch port
     naming no router port (out of the switch's router ports, no router addresses)."""
-    members = ports.router_ports.get(lsp.dp.key)
-    if members is not None and lsp in members:
-        members.remove(lsp)
-        if not members:
-            del ports.router_ports[lsp.dp.key]
+    _leave_router_ports(lsp, ports)
     port = Port(lsp.name, lsp.dp, PortKind.SWITCH, lsp.nb, tunnel_key=lsp.tunnel_key)
     port.sb = lsp.sb
     parse_switch_addresses(port)
@@ -137,3 +128,12 @@ def unpair(lsp: Port, ports: PortsData) -> Port:
     on_dp = ports.by_datapath[port.dp.key]
     on_dp[on_dp.index(lsp)] = port
     return port
+
+
+def _leave_router_ports(lsp: Port, ports: PortsData) -> None:
+    """The switch port `lsp` out of its switch's router ports (if it is there)."""
+    members = ports.router_ports.get(lsp.dp.key)
+    if members is not None and lsp in members:
+        members.remove(lsp)
+        if not members:
+            del ports.router_ports[lsp.dp.key]

@@ -43,7 +43,7 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
-from .core import NB_LSP_COLUMNS
+from .core import NB_LSP_COLUMNS, stale_fdb
 from .datapaths import Datapath, DatapathsData, smap_int
 from .datapaths_incremental import add_switch, new_datapath_keys, remove_switch, simple_switch
 from .delta import PortsDelta
@@ -548,11 +548,7 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
     old = sb_desired.tables.get("FDB")
     if (table is None or not table.rows) and old is None:
         return
-    keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in step.datapaths.all()}
-    for port in step.ports.ports.values():
-        keys[port.dp.tunnel_key].add(port.tunnel_key)
-    doomed = {row.uuid for row in table.rows.values()
-              if row.port_key not in keys.get(row.dp_key, ())} if table is not None else set()
+    doomed = stale_fdb(table, step.datapaths, step.ports) if table is not None else set()
     if doomed or old is not None:
         sb_desired.table("FDB", (), owned=False).delete = doomed
         delta.touch("sb", "FDB")
@@ -561,16 +557,15 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
 # -- router ports -----------------------------------------------------------------------
 
 # Router port columns a builder other than the flows reads beyond the port's own
-# binding (`router_port_binding` reads the rest): a peer, a gateway, a delegated prefix.
-LRP_REFUSED = ("peer", "gateway_chassis", "ha_chassis_group")
-LRP_REFUSED_WITH_GATEWAY = ("peer", "ha_chassis_group")
+# binding (`router_port_binding` reads the rest): a peer, an NB HA chassis group (its
+# gateway chassis `gateways_incremental` judges), a delegated prefix.
+LRP_REFUSED = ("peer", "ha_chassis_group")
 LRP_REFUSED_OPTIONS = ("requested-tnl-key", "prefix", "prefix_delegation")
 
-def _simple_lrp(row: IdlRow, gateway: bool = False) -> bool:
-    """Whether a router port is one this module handles (`gateway`: with gateway
-    chassis, `gateways_incremental` judges those)."""
-    refused = LRP_REFUSED if not gateway else LRP_REFUSED_WITH_GATEWAY
-    return not any(row.value(c) for c in refused) \
+def _simple_lrp(row: IdlRow) -> bool:
+    """Whether a router port is one this module handles (with gateway chassis,
+    `gateways_incremental` judges it)."""
+    return not any(row.value(c) for c in LRP_REFUSED) \
         and not any(k in row.options for k in LRP_REFUSED_OPTIONS)
 
 
@@ -630,7 +625,7 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
         _need(rc.old is None or rc.new is None)  # an update: recompute
         row = rc.new if rc.new is not None else rc.old
         assert row is not None
-        _need(_simple_lrp(row, gateway=True))
+        _need(_simple_lrp(row))
         (added if rc.new is not None else removed)[uuid] = row
     _need(set(added) == set(owner) and set(removed) == lost)
     for uuid, row in added.items():
@@ -655,9 +650,9 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
             nb_groups.rows if nb_groups is not None else None))
         peer = step.ports.peer_of(port)  # (staying, it is unpaired)
         _need(peer is None or peer.name in going or (peer.is_lsp and router_lsp(peer.nb)))
-    for uuid, router in added.items():
+    for uuid in added:
         row = step.nb["Logical_Router_Port"].rows[uuid]
-        lsp = named_before(row, router, step.ports, going)
+        lsp = named_before(row, step.ports, going)
         _need(lsp is not False and (not isinstance(lsp, Port) or all(
             other.dp is not lsp.dp for other in step.named.values())))
         if isinstance(lsp, Port):
@@ -684,7 +679,7 @@ NB_INDEXES = {"Logical_Router_Port": "peer", "Static_MAC_Binding": "logical_port
 
 
 def rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]
-                ) -> Iterable[IdlRow]:
+               ) -> Iterable[IdlRow]:
     """The rows of `table` whose `column` (as stored) is one of `values`: all of them
     if the table has no index of that column (the caller checks each row)."""
     index = table.indexes.get(column)
@@ -716,11 +711,11 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     relisted: list[Port] = []  # switch ports paired or unpaired: their bindings change
     rewired: set[str] = set()
     for row in removed.values():
-        lsp = ports.peer_of(ports.ports[row.name])
+        port = ports.ports[row.name]
+        lsp = ports.peer_of(port)
         if lsp is not None and lsp.is_lsp and lsp.name not in step.going:
             relisted.append(unpair(lsp, ports))
             rewired.add(lsp.dp.key)
-        port = ports.ports[row.name]
         if port.cr_port is not None:
             doomed_binding |= port.cr_port in found
             for group_table, row_key in remove_redirect(port, ports, sb_desired):

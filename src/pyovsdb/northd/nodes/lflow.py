@@ -521,18 +521,13 @@ class LflowNode(Node[LflowData, LflowDelta]):
     def on_switch_rows(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        column = SWITCH_LISTS[change.node]
-        changed = {u for u, rc in change.delta.items() if rc.old is not None and rc.new is not None}
-        switches = self._tables()[0].get("Logical_Switch")
-        if not changed or switches is None:
-            return Handled.HANDLED_UNCHANGED
-        dps = {ls.uuid for ls in switches.rows.values() if changed & _uuids(ls[column])}
+        dps = self._listing(change.delta, "Logical_Switch", SWITCH_LISTS[change.node])
         return self._rebuild(self.inputs["northd"].data, dps) if dps \
             else Handled.HANDLED_UNCHANGED
 
     # A DNS row whose records came or went: the switches listing it built again (their
     # DNS flows are there while a row of theirs has records). `northd` changed the SB
-    # row; a row created or deleted recomputes it.
+    # row; a row created or deleted comes with its switches' `dns_records` (`on_nb_ls`).
     def on_nb_dns(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
@@ -595,9 +590,13 @@ class LflowNode(Node[LflowData, LflowDelta]):
         dps: set[str] = set()
         policies: set[str] = set()
         for uuid, rc in change.delta.items():
-            if rc.old is not None and rc.new is not None:
-                columns = LR_FLOWS_ONLY & set(changed_columns(rc))
-                (policies if columns == {"policies"} else dps if columns else set()).add(uuid)
+            if rc.old is None or rc.new is None:
+                continue
+            columns = LR_FLOWS_ONLY & set(changed_columns(rc))
+            if columns == {"policies"}:
+                policies.add(uuid)
+            elif columns:
+                dps.add(uuid)
         return either(self._rebuild_routers(dps, []), self._rebuild_policies(policies - dps))
 
     # A route updated: the routers that list it built again. Inserted or deleted, its
@@ -607,14 +606,16 @@ class LflowNode(Node[LflowData, LflowDelta]):
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         routes = [r for rc in change.delta.values() for r in (rc.old, rc.new) if r is not None]
-        return self._rebuild_routers(self._listing(change.delta, "static_routes"), routes)
+        return self._rebuild_routers(
+            self._listing(change.delta, "Logical_Router", "static_routes"), routes)
 
     # A policy updated: the routers that list it built again (inserted or deleted, its
     # router's `policies` changes too: `on_nb_lr`).
     def on_nb_policy(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        return self._rebuild_policies(self._listing(change.delta, "policies"))
+        return self._rebuild_policies(
+            self._listing(change.delta, "Logical_Router", "policies"))
 
     def _rebuild_policies(self, routers: set[str]) -> Handled:
         if not routers:
@@ -623,13 +624,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
         ctx = lflow_context(*self._tables(), northd)
         return self._changed(northd, rebuild_policies(self.data.flows, ctx, frozenset(routers)))
 
-    def _listing(self, delta: TableChanges, column: str) -> set[str]:
-        """The routers whose `column` lists a row the delta updated."""
+    def _listing(self, delta: TableChanges, table: str, column: str) -> set[str]:
+        """The switches or routers (`table`) whose `column` lists a row the delta
+        updated."""
         rows = {u for u, rc in delta.items() if rc.old is not None and rc.new is not None}
-        routers = self._tables()[0].get("Logical_Router")
-        if not rows or routers is None:
+        listing = self._tables()[0].get(table)
+        if not rows or listing is None:
             return set()
-        return {lr.uuid for lr in routers.rows.values() if rows & _uuids(getattr(lr, column))}
+        return {dp.uuid for dp in listing.rows.values() if rows & _uuids(getattr(dp, column))}
 
     def _rebuild_routers(self, routers: set[str], routes: list[IdlRow]) -> Handled:
         """The flows of `routers` built again, and of the routers that the output ports

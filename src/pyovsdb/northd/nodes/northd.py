@@ -46,7 +46,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.chassis_incremental import chassis_changed, facts_kept
-from ..build.core import CoreData, build_core, fdb_ports_live
+from ..build.core import CoreData, build_core, fdb_ports_live, held_tunnel_keys
 from ..build.datapaths import datapath_key
 from ..build.datapaths_incremental import (
     add_router,
@@ -255,8 +255,10 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         if handled is not Handled.UNHANDLED:
             # (the flows read the switches' rows through their datapaths: those of
             # switches updated are the rows as they are now)
+            # (`switch_ports_changed` refreshes those whose ports alone changed)
             updated = {u for u, rc in (change.delta or {}).items()
-                       if rc.old is not None and rc.new is not None}
+                       if rc.old is not None and rc.new is not None
+                       and set(changed_columns(rc)) - {"ports"}}
             core = self.data.core
             refresh_datapaths(updated & core.datapaths.switches.keys(),
                               core.datapaths.switches, change.data.rows, core.ports)
@@ -602,17 +604,13 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
     # FDB entries are read to delete those of no datapath or port: an entry learned
     # for a live port, or one going, moves nothing.
     def on_fdb(self, change: TableChange) -> Handled:
-        if not self.has_data:
+        if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         core = self.data.core
-        if change.delta is None:
-            return Handled.UNHANDLED
         live = fdb_ports_live(change.delta, self.sb_tables(), core)
         if live is not None:
             return Handled.HANDLED_UNCHANGED if live else Handled.UNHANDLED
-        keys: dict[int, set[int]] = {dp.tunnel_key: set() for dp in core.datapaths.all()}
-        for port in core.ports.ports.values():
-            keys[port.dp.tunnel_key].add(port.tunnel_key)
+        keys = held_tunnel_keys(core.datapaths, core.ports)
         return only(change, lambda rc: rc.new is None
                      or rc.new.port_key in keys.get(rc.new.dp_key, ()))
 
