@@ -469,6 +469,28 @@ def _chassis_del(sb: LocalDb, world: World, named: str = "") -> None:
     sb.transact([{"op": "delete", "table": "Chassis", "where": [["_uuid", "==", ["uuid", uuid]]]}])
 
 
+def _ha_claim(nb: Nb, sb: LocalDb, world: World, release: bool) -> None:
+    """lr0 given a gateway port with two gateway chassis (its SB group's `ref_chassis`
+    counts the chassis bound beside lr0); then vm1 claimed on ch0, or (`release`)
+    claimed and then released."""
+    ch1 = add_chassis(sb, "ch1", "192.0.2.2")
+    nb.db.transact([
+        *({"op": "insert", "table": "Gateway_Chassis", "uuid-name": f"gc{i}",
+           "row": {"name": f"lr0-gw-ch{i}", "chassis_name": f"ch{i}", "priority": 20 - i}}
+          for i in (0, 1)),
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": "lr0-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.1/24",
+                 "gateway_chassis": ["set", [["named-uuid", "gc0"], ["named-uuid", "gc1"]]]}},
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "insert", ["named-uuid", "gw"]]]}])
+    sb.update("Port_Binding", _pb(sb, "vm2"), chassis=ch1, up=True)
+    world.settled()
+    sb.update("Port_Binding", _pb(sb, "vm1"), chassis=world.chassis, up=True)
+    if release:
+        world.settled()
+        sb.update("Port_Binding", _pb(sb, "vm1"), chassis=[], up=False)
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -689,6 +711,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)), nb_cfg=5),
      frozenset(("sync_cfg",))),
     ("SB claim", _claim, frozenset()),
+    ("SB claim beside a router with an HA gateway port (its group's ref_chassis)",
+     lambda nb, sb, w: _ha_claim(nb, sb, w, False), frozenset()),
+    ("SB release beside a router with an HA gateway port",
+     lambda nb, sb, w: _ha_claim(nb, sb, w, True), frozenset()),
     ("SB MAC_Binding learned", _learn, frozenset(("mac_binding_aging",))),
     ("SB MAC_Binding learned after a VIF came and went", lambda nb, sb, w: _learn_after(
         nb, sb, w), frozenset(("mac_binding_aging",))),

@@ -25,7 +25,7 @@ from ...idl.row import IdlRow
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .datapaths import DatapathsData, build_datapaths, datapath_key, put_datapaths, smap_bool
-from .ha_chassis import build_ha_chassis_groups, build_ref_chassis, copy_groups
+from .ha_chassis import build_ha_chassis_groups, copy_groups
 from .inputs import BuildInput
 from .ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
 from .lsp_up import lsp_up
@@ -36,6 +36,7 @@ from .ports_mirrors import build_mirrors, mirror_rules
 from .ports_router import router_port_binding
 from .ports_static_mac import build_static_mac_bindings
 from .ports_switch import SwitchPortState, switch_port_binding
+from .ref_chassis import RefChassis, build_ref_chassis
 
 PORT_BINDING_COLUMNS = (
     "logical_port", "type", "options", "datapath", "tunnel_key", "parent_port", "tag",
@@ -162,18 +163,21 @@ def _holds(core: CoreData, binding: IdlRow, dp_key: int, port_key: int) -> bool:
         p.tunnel_key == port_key for p in core.ports.by_datapath.get(dp.key, ()))
 
 
-def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb) -> None:
+def sb_feedback(inp: BuildInput, core: CoreData, sb: DesiredDb, nb: DesiredDb
+                ) -> RefChassis | None:
     """What the core derives from ovn-controller's writes to Port_Binding (`chassis`,
     `up`) and Chassis: NB `Logical_Switch_Port.up`, and `ref_chassis` of the desired
     HA_Chassis_Group rows of `sb` (a copy of the table replaces it, so the table
     `build_core` made is not changed). An engine node can run this alone on a claim,
-    without rebuilding the rest."""
+    without rebuilding the rest; what keeps `ref_chassis` claim by claim (None: no
+    groups) returned."""
     lsp_up(inp.sb, core.ports, nb)
     groups = sb.tables.get("HA_Chassis_Group")
-    if groups is not None:
-        copy = copy_groups(groups)
-        sb.tables[groups.name] = copy
-        build_ref_chassis(core.datapaths, core.ports, inp.sb, copy)
+    if groups is None:
+        return None
+    copy = copy_groups(groups)
+    sb.tables[groups.name] = copy
+    return build_ref_chassis(core.datapaths, core.ports, inp.sb, copy)
 
 
 def build_core(inp: BuildInput, sb: DesiredDb, nb: DesiredDb, *,

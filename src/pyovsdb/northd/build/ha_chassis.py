@@ -11,20 +11,13 @@ Rules kept here:
 - Each member is an HA_Chassis with the chassis (by name; empty while no such chassis
   is registered), the priority, and `external_ids:chassis-name`. Gateway chassis
   without a chassis name are left out.
-- `ref_chassis` of a group with more than one member (`build_ref_chassis`): the
-  chassis that bound a switch port on a switch attached to a router of the group's
-  router group (routers connected to each other directly or through switches) where a
-  chassisredirect port uses the group. Every other group's is empty.
+- `ref_chassis` is `ref_chassis.build_ref_chassis`'s (put empty here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable, Ref
-from .datapaths import DatapathsData
 from .ports import Port, PortsData
 
 GROUP_COLUMNS = ("name", "ha_chassis", "ref_chassis")
@@ -93,68 +86,6 @@ def copy_groups(groups: DesiredTable) -> DesiredTable:
     without changing `groups`'."""
     return DesiredTable(groups.name, groups.columns, groups.owned,
                         {k: dict(v) for k, v in groups.rows.items()}, groups.fill)
-
-
-def router_groups(datapaths: DatapathsData, ports: PortsData) -> dict[str, str]:
-    """Each router's group (`build_lrouter_groups`), named by one of its routers."""
-    parent = {key: key for key in datapaths.routers}
-
-    def find(key: str) -> str:
-        while parent[key] != key:
-            parent[key] = parent[parent[key]]
-            key = parent[key]
-        return key
-
-    def union(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
-    for port in ports.ports.values():
-        if not port.is_lrp:
-            continue
-        peer = ports.peer_of(port)
-        if peer is None:
-            continue
-        if peer.dp.is_router:
-            union(port.dp.key, peer.dp.key)
-        else:
-            for lsp in ports.router_ports.get(peer.dp.key, []):
-                rp = ports.peer_of(lsp)
-                if rp is not None and rp.dp.is_router:
-                    union(port.dp.key, rp.dp.key)
-    return {key: find(key) for key in parent}
-
-
-def build_ref_chassis(datapaths: DatapathsData, ports: PortsData,
-                      sb: Mapping[str, ReplicaTable], groups: DesiredTable) -> None:
-    """Fill `ref_chassis` of the desired groups (see the module rules)."""
-    lr_group = router_groups(datapaths, ports)
-    names_by_lr: dict[str, set[str]] = {}
-    for port in ports.ports.values():
-        if not port.is_cr:
-            continue
-        ref = port_group_name(port.nb)
-        row = groups.rows.get(ref) if ref is not None else None
-        if row is not None and len(row["ha_chassis"]) > 1:
-            names_by_lr.setdefault(lr_group[port.dp.key], set()).add(str(ref))
-    if not names_by_lr:
-        return
-    refs: dict[str, set[str]] = {}
-    table = sb.get("Port_Binding")
-    for pb in table.rows.values() if table is not None else ():
-        chassis = pb.chassis
-        bound = ports.ports.get(pb.logical_port)
-        if not isinstance(chassis, IdlRow) or bound is None or not bound.is_lsp:
-            continue
-        for lsp in ports.router_ports.get(bound.dp.key, []):
-            rp = ports.peer_of(lsp)
-            if rp is not None and rp.dp.is_router:
-                for name in names_by_lr.get(lr_group[rp.dp.key], ()):
-                    refs.setdefault(name, set()).add(chassis.name)
-                break
-    for name, chassis_names in refs.items():
-        groups.rows[name]["ref_chassis"] = [Ref("Chassis", c) for c in sorted(chassis_names)]
 
 
 def port_group_name(lrp: IdlRow) -> str | None:

@@ -8,12 +8,15 @@ Rules kept here:
   other change of it recomputes `northd`; no NB table (the ports' NB rows come with
   `northd`'s data). A chassis added or deleted, or updated in columns other than its
   name and `other_config:port-up-notif`, moves nothing here.
-- A claim or an `up` change updates the ports it names, without `northd`; while a
-  group has more than one chassis its `ref_chassis` follows every claim, so a binding
-  change recomputes. Switch ports `northd` changed in place (its `PortsDelta` names
-  their bindings) are decided again alone; they belong to no HA chassis group.
-- Its delta (`UpDelta`) names the switch ports whose `up` a handler changed, so
-  `sync_to_sb` plans those alone; a recompute has none (everything is planned).
+- A claim or an `up` change updates the ports it names, without `northd`, and the
+  `ref_chassis` of the groups of more than one chassis the port's claim counts for
+  (`build.ref_chassis`, by the port's name). Switch ports `northd` changed in place
+  (its `PortsDelta` names their bindings) are decided again alone. A change of
+  `northd`'s groups while one has more than one chassis recomputes (the router
+  groups, so which switch counts for which group, are decided again).
+- Its delta (`UpDelta`) names the switch ports whose `up` a handler changed and the
+  groups whose `ref_chassis` it changed, so `sync_to_sb` plans those alone; a
+  recompute has none (everything is planned).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..build.delta import PortsDelta
 from ..build.ha_chassis import copy_groups, with_ref_chassis
 from ..build.inputs import BuildInput
 from ..build.lsp_up import port_up, switch_ports
+from ..build.ref_chassis import RefChassis
 from ..desired import DesiredDb, DesiredTable, single
 from .northd import NorthdData, NorthdNode
 from .tables import TableChange, TableLeaf, declared, only, table_inputs
@@ -47,13 +51,16 @@ class SbFeedback:
     up: dict[str, bool]
     ha_groups: DesiredTable | None
     lsps: dict[str, IdlRow]  # switch ports by name, as of the last recompute
+    refs: RefChassis | None = None  # what keeps the groups' `ref_chassis`
 
 
 @dataclass
 class UpDelta:
-    """The LSP UUIDs whose `up` handlers changed (set or taken away) in this run."""
+    """The LSP UUIDs whose `up` handlers changed (set or taken away) in this run,
+    and the HA chassis groups (by name) whose `ref_chassis` they changed."""
 
     lsps: set[str] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
 
 
 class SyncFromSbNode(Node[SbFeedback, UpDelta]):
@@ -76,12 +83,12 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         nb_db = DesiredDb()
         inp = BuildInput(nb=declared({}, self.nb_schema, self.name),
                          sb=declared(sb, self.sb_schema, self.name))
-        sb_feedback(inp, northd.core, sb_db, nb_db)
+        refs = sb_feedback(inp, northd.core, sb_db, nb_db)
         lsp = nb_db.tables.get("Logical_Switch_Port")
         up = {} if lsp is None else {k: bool(single(v["up"])) for k, v in lsp.rows.items()
                                      if isinstance(k, str)}
         return SbFeedback(up, sb_db.tables.get("HA_Chassis_Group"),
-                          switch_ports(northd.core.ports))
+                          switch_ports(northd.core.ports), refs)
 
     def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
         delta = change.delta
@@ -99,6 +106,7 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         touched = self.track().lsps
         for key in delta.sb.get("Port_Binding", ()):
             name = str(key)
+            changed |= self._rebind(name)
             old = data.lsps.pop(name, None)
             if old is not None and data.up.pop(old.uuid, None) is not None:
                 touched.add(old.uuid)
@@ -116,14 +124,14 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         if not self.has_data or change.delta is None:
             return Handled.UNHANDLED
         data = self.data
-        groups = data.ha_groups
-        if groups is not None and with_ref_chassis(groups):
-            return Handled.UNHANDLED  # ref_chassis follows every claim: recompute it
         changed = False
         for rc in change.delta.values():
             old, new = rc.old, rc.new
             row = new if new is not None else old
             assert row is not None
+            changed |= self._rebind(row.logical_port)
+            if old is not None and new is not None and old.logical_port != new.logical_port:
+                changed |= self._rebind(old.logical_port)
             lsp = data.lsps.get(row.logical_port)
             if lsp is None:
                 continue
@@ -138,6 +146,20 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
                 self.track().lsps.add(lsp.uuid)
                 changed = True
         return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
+
+    def _rebind(self, name: str) -> bool:
+        """The groups logical port `name`'s bindings count for (`RefChassis.rebind`):
+        those whose `ref_chassis` changed written and tracked."""
+        data = self.data
+        refs, groups = data.refs, data.ha_groups
+        if refs is None or groups is None or not refs.switch_groups:
+            return False
+        changed = refs.rebind(name, self.group_data("sb")["Port_Binding"])
+        if not changed:
+            return False
+        refs.write(groups, changed)
+        self.track().groups |= changed
+        return True
 
     # A binding's `chassis` is a weak reference: a chassis added or deleted is named
     # by no binding that did not change with it (`on_port_binding` takes those). Of an

@@ -132,8 +132,8 @@ class SyncToSbNode(Node[SyncOps, None]):
         nb = {t for name, t in self.nb_leaves.items() if self.inputs[name].updated}
         feedback = self.inputs["sync_from_sb"]
         if feedback.updated:
-            if not isinstance(feedback.delta, UpDelta):
-                sb.add("HA_Chassis_Group")  # (handlers change `up` alone)
+            if not isinstance(feedback.delta, UpDelta) or feedback.delta.groups:
+                sb.add("HA_Chassis_Group")  # (handlers: `up`, and the groups they name)
             nb.add("Logical_Switch_Port")
         if self.inputs["sync_cfg"].updated:
             sb.add("SB_Global")
@@ -185,6 +185,9 @@ class SyncToSbNode(Node[SyncOps, None]):
             sb.setdefault("Logical_Flow", set()).update(flow_rows)
         if flow_groups is not None and DP_GROUP_TABLE not in whole:
             sb.setdefault(DP_GROUP_TABLE, set()).update(flow_groups)
+        if feedback.updated and isinstance(feedback.delta, UpDelta) \
+                and feedback.delta.groups and "HA_Chassis_Group" not in whole:
+            sb.setdefault("HA_Chassis_Group", set()).update(feedback.delta.groups)
         northd = self.inputs["northd"]
         delta = northd.delta if northd.updated else None
         if isinstance(delta, PortsDelta):
