@@ -147,8 +147,8 @@ class RefChassis:
         for name in self.counts if names is None else names:
             row = groups.rows.get(name)
             if row is not None:
-                counts = self.counts.get(name, {})
-                row["ref_chassis"] = [Ref("Chassis", c) for c in sorted(counts)]
+                row["ref_chassis"] = [Ref("Chassis", c)
+                                      for c in sorted(self.counts.get(name, ()))]
 
 
 def build_ref_chassis(datapaths: DatapathsData, ports: PortsData,
