@@ -491,6 +491,82 @@ def _ha_claim(nb: Nb, sb: LocalDb, world: World, release: bool) -> None:
         sb.update("Port_Binding", _pb(sb, "vm1"), chassis=[], up=False)
 
 
+def _gateway_set(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
+    """lr0 given a gateway port (gateway chassis ch0; with `how` starting "ha", ch1
+    too), vm2 beside lr0 bound to ch1; then its gateway chassis changed (`how`:
+    "priority" of one, "add" a chassis, "ha-swap" the priorities, "ha-drop" one)."""
+    ch1 = add_chassis(sb, "ch1", "192.0.2.2")
+    nb.db.transact([
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc0",
+         "row": {"name": "lr0-gw-ch0", "chassis_name": "ch0", "priority": 10}},
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": "lr0-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.1/24",
+                 "gateway_chassis": ["named-uuid", "gc0"]}},
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "insert", ["named-uuid", "gw"]]]}])
+    world.northd.settle()
+    gw = nb.uuid("Logical_Router_Port", "lr0-gw")
+    add = [{"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+            "row": {"name": "lr0-gw-ch1", "chassis_name": "ch1", "priority": 5}},
+           {"op": "mutate", "table": "Logical_Router_Port",
+            "where": [["_uuid", "==", ["uuid", gw]]],
+            "mutations": [["gateway_chassis", "insert", ["named-uuid", "gc"]]]}]
+    if how.startswith("ha"):
+        nb.db.transact(add)
+    sb.update("Port_Binding", _pb(sb, "vm2"), chassis=ch1, up=True)
+    world.settled()
+    gcs = {r.data["chassis_name"]: u for u, r in nb.db.tables["Gateway_Chassis"].rows.items()}
+    if how == "priority":
+        nb.db.update("Gateway_Chassis", gcs["ch0"], priority=20)
+    elif how == "add":
+        nb.db.transact(add)
+    elif how == "ha-swap":
+        nb.db.update("Gateway_Chassis", gcs["ch0"], priority=5)
+        nb.db.update("Gateway_Chassis", gcs["ch1"], priority=10)
+    else:
+        nb.db.transact([
+            {"op": "mutate", "table": "Logical_Router_Port",
+             "where": [["_uuid", "==", ["uuid", gw]]],
+             "mutations": [["gateway_chassis", "delete", ["uuid", gcs["ch1"]]]]}])
+
+
+def _nb_ha_group(nb: Nb, sb: LocalDb, world: World, user: str, how: str) -> None:
+    """An NB HA chassis group (ch0 at 20, ch1 at 10) used by `user` ("external": an
+    external switch port on sw1; "gateway": lr0's gateway port); then its members
+    changed (`how`: "priority" of ch1, "add" a third chassis)."""
+    add_chassis(sb, "ch1", "192.0.2.2")
+    group = [
+        *({"op": "insert", "table": "HA_Chassis", "uuid-name": f"hc{i}",
+           "row": {"chassis_name": f"ch{i}", "priority": 20 - 10 * i}} for i in (0, 1)),
+        {"op": "insert", "table": "HA_Chassis_Group", "uuid-name": "g",
+         "row": {"name": "g0", "ha_chassis": ["set", [["named-uuid", "hc0"],
+                                                       ["named-uuid", "hc1"]]]}}]
+    nb.db.transact([
+        *group,
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "ext",
+         "row": {"name": "ext0", "type": "external", "addresses": "00:00:00:00:00:e0",
+                 "ha_chassis_group": ["named-uuid", "g"]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "insert", ["named-uuid", "ext"]]]}]
+        if user == "external" else [
+        *group,
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": "lr0-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.1/24",
+                 "ha_chassis_group": ["named-uuid", "g"]}},
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "insert", ["named-uuid", "gw"]]]}])
+    world.settled()
+    hcs = {r.data["chassis_name"]: u for u, r in nb.db.tables["HA_Chassis"].rows.items()}
+    if how == "priority":
+        nb.db.update("HA_Chassis", hcs["ch1"], priority=30)
+    else:
+        nb.db.transact([
+            {"op": "insert", "table": "HA_Chassis", "uuid-name": "hc2",
+             "row": {"chassis_name": "ch2", "priority": 5}},
+            {"op": "mutate", "table": "HA_Chassis_Group", "where": [["name", "==", "g0"]],
+             "mutations": [["ha_chassis", "insert", ["named-uuid", "hc2"]]]}])
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -620,6 +696,22 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      "switch's port first)", lambda nb, sb, w: _named_before(nb, w, "lsp"), IN_PLACE),
     ("lrp-add of a port a static MAC binding names", lambda nb, sb, w: _named_before(
         nb, w, "static"), FULL),
+    ("gateway chassis priority changed", lambda nb, sb, w: _gateway_set(
+        nb, sb, w, "priority"), IN_PLACE),
+    ("gateway chassis added to a gateway port (HA from then on)",
+     lambda nb, sb, w: _gateway_set(nb, sb, w, "add"), IN_PLACE),
+    ("HA gateway's chassis priorities swapped", lambda nb, sb, w: _gateway_set(
+        nb, sb, w, "ha-swap"), IN_PLACE),
+    ("gateway chassis taken from an HA gateway port (one left)",
+     lambda nb, sb, w: _gateway_set(nb, sb, w, "ha-drop"), IN_PLACE),
+    ("NB HA chassis priority changed (an external port's group)",
+     lambda nb, sb, w: _nb_ha_group(nb, sb, w, "external", "priority"), IN_PLACE),
+    ("NB HA chassis added to a group (an external port's)",
+     lambda nb, sb, w: _nb_ha_group(nb, sb, w, "external", "add"), IN_PLACE),
+    ("NB HA chassis priority changed (a gateway port's group)",
+     lambda nb, sb, w: _nb_ha_group(nb, sb, w, "gateway", "priority"), IN_PLACE),
+    ("NB HA chassis added to a group (a gateway port's)",
+     lambda nb, sb, w: _nb_ha_group(nb, sb, w, "gateway", "add"), IN_PLACE),
     ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([
         {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
          "mutations": [["ports", "delete",

@@ -65,6 +65,9 @@ class RefChassis:
     """The chassis referencing each group of more than one chassis (see the rules)."""
 
     ports: PortsData
+    lr_root: dict[str, str]  # router key -> its router group's root
+    switch_root: dict[str, str]  # switch key -> the router group its claims count for
+    names_by_root: dict[str, set[str]]  # router group root -> its groups of > 1 chassis
     switch_groups: dict[str, tuple[str, ...]]  # switch key -> the groups a claim there adds to
     added: dict[str, tuple[frozenset[str], tuple[str, ...]]] = field(default_factory=dict)
     counts: dict[str, Counter[str]] = field(default_factory=dict)
@@ -72,26 +75,53 @@ class RefChassis:
     @classmethod
     def build(cls, datapaths: DatapathsData, ports: PortsData, groups: DesiredTable
               ) -> RefChassis:
-        lr_group = router_groups(datapaths, ports)
-        names_by_lr: dict[str, set[str]] = {}
+        lr_root = router_groups(datapaths, ports)
+        names_by_root: dict[str, set[str]] = {}
         for port in ports.ports.values():
             if not port.is_cr:
                 continue
             ref = port_group_name(port.nb)
             row = groups.rows.get(ref) if ref is not None else None
             if row is not None and len(row["ha_chassis"]) > 1:
-                names_by_lr.setdefault(lr_group[port.dp.key], set()).add(str(ref))
-        switch_groups: dict[str, tuple[str, ...]] = {}
-        if names_by_lr:
-            for key, lsps in ports.router_ports.items():
-                for lsp in lsps:
-                    rp = ports.peer_of(lsp)
-                    if rp is not None and rp.dp.is_router:
-                        names = names_by_lr.get(lr_group[rp.dp.key])
-                        if names:
-                            switch_groups[key] = tuple(sorted(names))
-                        break
-        return cls(ports, switch_groups)
+                names_by_root.setdefault(lr_root[port.dp.key], set()).add(str(ref))
+        switch_root: dict[str, str] = {}
+        for key, lsps in ports.router_ports.items():
+            for lsp in lsps:
+                rp = ports.peer_of(lsp)
+                if rp is not None and rp.dp.is_router:
+                    switch_root[key] = lr_root[rp.dp.key]
+                    break
+        switch_groups = {key: tuple(sorted(names_by_root[root]))
+                         for key, root in switch_root.items() if names_by_root.get(root)}
+        return cls(ports, lr_root, switch_root, names_by_root, switch_groups)
+
+    def regroup(self, name: str, router: str, multi: bool, table: ReplicaTable) -> set[str]:
+        """Group `name`, used by a chassisredirect port of router `router`, now of more
+        than one chassis (`multi`) or not: the switches of its router group count for
+        it or stop, their ports bound again; the groups whose referencing chassis
+        changed."""
+        root = self.lr_root.get(router, router)
+        names = self.names_by_root.setdefault(root, set())
+        if (name in names) == multi:
+            return set()
+        if multi:
+            names.add(name)
+        else:
+            names.discard(name)
+        changed: set[str] = set()
+        for key, r in self.switch_root.items():
+            if r != root:
+                continue
+            if names:
+                self.switch_groups[key] = tuple(sorted(names))
+            else:
+                self.switch_groups.pop(key, None)
+            for port in self.ports.of_datapath(key):
+                changed |= self.rebind(port.name, table)
+        if not multi:
+            self.counts.pop(name, None)
+            changed.add(name)
+        return changed
 
     def bind(self, name: str, rows: Iterable[IdlRow]) -> set[str]:
         """The bindings `rows` are all logical port `name` has now: what the port adds

@@ -18,7 +18,8 @@ Rules kept here:
   for, are applied in place (`build.chassis_incremental`). NB DHCP options, QoS rules
   and forwarding groups are the flows' alone (`FLOWS_ONLY_TABLES`), NB connections and
   SSL nobody's; a DNS row's records, and the DNS rows a switch lists, change the SB
-  DNS rows in place (`build.dns`). With
+  DNS rows in place (`build.dns`), and gateway chassis, NB HA chassis and their
+  groups the SB HA chassis groups (`build.ha_groups_incremental`). With
   `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
@@ -59,6 +60,7 @@ from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
 from ..build.global_cfg import daemon_options_only, global_config, with_daemon_options
 from ..build.groups_incremental import groups_changed, member_sets
+from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.nat_incremental import nats_changed
@@ -146,6 +148,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["NAT"] = self.on_nb_nat
             nb_handlers["Address_Set"] = self.on_nb_address_set
             nb_handlers["Gateway_Chassis"] = self.on_nb_gateway_chassis
+            nb_handlers["HA_Chassis"] = self.on_nb_ha_chassis
+            nb_handlers["HA_Chassis_Group"] = self.on_nb_ha_chassis_group
             nb_handlers["DNS"] = self.on_nb_dns
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
@@ -431,6 +435,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         delta = change.delta
         if delta is None or not self.has_data or not self.incremental_ports:
             return Handled.UNHANDLED
+        if all(gateway_chassis_only(rc) for rc in delta.values()):
+            return self._ha_groups(change, "Logical_Router_Port")
         names = self._count_names(delta)
         lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
         lr_changes = lr.delta if lr is not None and lr.updated else None
@@ -493,10 +499,23 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
 
     # A gateway chassis exists only while a router port names it: one inserted or
     # deleted comes with a router port inserted, deleted or updated, which
-    # `on_nb_lrp` applies or gives up on; one updated (its chassis, its priority)
-    # recomputes.
+    # `on_nb_lrp` applies or gives up on; one updated (its chassis, its priority), and
+    # NB HA chassis and their groups, change the SB groups in place
+    # (`build.ha_groups_incremental`).
     def on_nb_gateway_chassis(self, change: TableChange) -> Handled:
-        return only(change, lambda rc: rc.old is None or rc.new is None)
+        return self._ha_groups(change, "Gateway_Chassis")
+
+    def on_nb_ha_chassis(self, change: TableChange) -> Handled:
+        return self._ha_groups(change, "HA_Chassis")
+
+    def on_nb_ha_chassis_group(self, change: TableChange) -> Handled:
+        return self._ha_groups(change, "HA_Chassis_Group")
+
+    def _ha_groups(self, change: TableChange, table: str) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        return self._applied(ha_groups_changed({table: change.delta}, self.nb_tables(),
+                                               self.data.core.ports, self.data.sb))
 
     def _switch_ports(self, lsp_changes: Mapping[str, RowChange[IdlRow]],
                       ls_changes: Mapping[str, RowChange[IdlRow]]) -> Handled:

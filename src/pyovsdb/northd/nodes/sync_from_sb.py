@@ -11,9 +11,11 @@ Rules kept here:
 - A claim or an `up` change updates the ports it names, without `northd`, and the
   `ref_chassis` of the groups of more than one chassis the port's claim counts for
   (`build.ref_chassis`, by the port's name). Switch ports `northd` changed in place
-  (its `PortsDelta` names their bindings) are decided again alone. A change of
-  `northd`'s groups while one has more than one chassis recomputes (the router
-  groups, so which switch counts for which group, are decided again).
+  (its `PortsDelta` names their bindings) are decided again alone. The groups
+  `northd` changed are taken by key; one that comes to have more than one chassis, or
+  no longer has, makes the switches of its router group count for it or stop
+  (`RefChassis.regroup`). Switches gaining or losing router ports while a group has
+  more than one chassis recompute (the router groups are decided again).
 - Its delta (`UpDelta`) names the switch ports whose `up` a handler changed and the
   groups whose `ref_chassis` it changed, so `sync_to_sb` plans those alone; a
   recompute has none (everything is planned).
@@ -31,7 +33,7 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.core import sb_feedback
 from ..build.delta import PortsDelta
-from ..build.ha_chassis import copy_groups, with_ref_chassis
+from ..build.ha_chassis import copy_groups, port_group_name, with_ref_chassis
 from ..build.inputs import BuildInput
 from ..build.lsp_up import port_up, switch_ports
 from ..build.ref_chassis import RefChassis
@@ -95,12 +97,8 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         if delta is None or not self.has_data:
             return Handled.UNHANDLED
         data = self.data
-        if "HA_Chassis_Group" in delta.sb:
-            groups = change.data.sb.tables.get("HA_Chassis_Group")
-            if groups is None or with_ref_chassis(groups) or (
-                    data.ha_groups is not None and with_ref_chassis(data.ha_groups)):
-                return Handled.UNHANDLED  # (`ref_chassis` decided again)
-            data.ha_groups = copy_groups(groups)
+        if "HA_Chassis_Group" in delta.sb and not self._regroup(change.data, delta):
+            return Handled.UNHANDLED  # (`ref_chassis` decided again)
         ports = change.data.core.ports
         changed = False
         touched = self.track().lsps
@@ -146,6 +144,46 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
                 self.track().lsps.add(lsp.uuid)
                 changed = True
         return Handled.HANDLED_UPDATED if changed else Handled.HANDLED_UNCHANGED
+
+    def _regroup(self, northd: NorthdData, delta: PortsDelta) -> bool:
+        """`northd`'s groups `delta` names taken into the copy; False if the router
+        groups may have changed while a group has more than one chassis."""
+        data = self.data
+        groups = northd.sb.tables.get("HA_Chassis_Group")
+        if groups is None:
+            return False
+        if not with_ref_chassis(groups) and (
+                data.ha_groups is None or not with_ref_chassis(data.ha_groups)):
+            data.ha_groups = copy_groups(groups)
+            if delta.rewired:
+                data.refs = None  # (the router groups it knows may be gone)
+            return True
+        keys = delta.sb["HA_Chassis_Group"]
+        refs, copy = data.refs, data.ha_groups
+        if refs is None or copy is None or not keys or delta.rewired:
+            return False
+        # (the group each distributed gateway port's chassisredirect port uses, and its
+        # router; an external switch port's group is referenced by no chassis)
+        routers = {port_group_name(lrp.nb): key
+                   for key, gateways in northd.core.ports.l3dgw_ports.items()
+                   for lrp in gateways}
+        table = self.group_data("sb")["Port_Binding"]
+        for key in keys:
+            name = str(key)
+            row, old = groups.rows.get(name), copy.rows.get(name)
+            if row is None:
+                copy.rows.pop(name, None)
+            else:
+                copy.rows[name] = {**row, "ref_chassis": [] if old is None
+                                   else old["ref_chassis"]}
+            changed = {name}
+            router = routers.get(name)
+            if router is not None:
+                changed |= refs.regroup(name, router, row is not None
+                                        and len(row["ha_chassis"]) > 1, table)
+            refs.write(copy, changed)
+            self.track().groups |= changed
+        return True
 
     def _rebind(self, name: str) -> bool:
         """The groups logical port `name`'s bindings count for (`RefChassis.rebind`):
