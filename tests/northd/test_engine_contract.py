@@ -567,6 +567,54 @@ def _nb_ha_group(nb: Nb, sb: LocalDb, world: World, user: str, how: str) -> None
              "mutations": [["ha_chassis", "insert", ["named-uuid", "hc2"]]]}])
 
 
+def _meter(nb: Nb, name: str = "m0", fair: bool = False, rate: int = 100) -> str:
+    nb.db.transact([
+        {"op": "insert", "table": "Meter_Band", "uuid-name": "b",
+         "row": {"action": "drop", "rate": rate}},
+        {"op": "insert", "table": "Meter", "row": {"name": name, "unit": "pktps",
+                                                   "fair": fair, "bands": ["named-uuid", "b"]}}])
+    return next(u for u, r in nb.db.tables["Meter"].rows.items() if r.data["name"] == name)
+
+
+def _log_acl(nb: Nb, meter: str = "m0") -> None:
+    nb.add_child("Logical_Switch", "sw0", "acls", "ACL", priority=1002,
+                 direction="to-lport", match="ip4.dst == 10.0.0.11", action="drop",
+                 log=True, meter=meter)
+
+
+def _meters(nb: Nb, world: World, how: str) -> None:
+    """Meters as a CMS sets them (`how`): "fair-after" an ACL logging through m0 first,
+    then m0 created fair (each ACL its own copy); "acl" m0 fair first, then an ACL
+    logging through it; "band" m0 there, then its band's rate changed; "copp-del"
+    lr0's Copp naming m0 for ARP resolution, then m0 deleted; "copp-set" that Copp
+    then naming m1 too."""
+    if how == "fair-after":
+        _log_acl(nb)
+        world.settled()
+        _meter(nb, fair=True)
+    elif how == "acl":
+        _meter(nb, fair=True)
+        world.settled()
+        _log_acl(nb)
+    elif how == "band":
+        meter = _meter(nb, fair=True)
+        _log_acl(nb)
+        world.settled()
+        band = nb.db.tables["Meter"].rows[meter].data["bands"][0]
+        nb.db.update("Meter_Band", band, rate=200)
+    else:
+        meter = _meter(nb)
+        _meter(nb, "m1")
+        copp = nb.db.insert("Copp", name="c0", meters={"arp-resolve": "m0"})
+        nb.db.update("Logical_Router", nb.uuid("Logical_Router", "lr0"), copp=copp)
+        world.settled()
+        if how == "copp-del":
+            nb.db.transact([{"op": "delete", "table": "Meter",
+                             "where": [["_uuid", "==", ["uuid", meter]]]}])
+        else:
+            nb.db.update("Copp", copp, meters={"arp-resolve": "m0", "icmp4-error": "m1"})
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -749,6 +797,17 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
         ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=nb.db.insert(
             "BFD", logical_port="lrp0", dst_ip="10.0.0.253")), FULL),
+    ("meter-add (nothing names it)", lambda nb, sb, w: _meter(nb), IN_PLACE),
+    ("meter-add of the fair meter an ACL logs through", lambda nb, sb, w: _meters(
+        nb, w, "fair-after"), IN_PLACE),
+    ("acl-add logging through a fair meter (its own copy)", lambda nb, sb, w: _meters(
+        nb, w, "acl"), IN_PLACE),
+    ("meter band rate changed (of a fair meter an ACL logs through)",
+     lambda nb, sb, w: _meters(nb, w, "band"), IN_PLACE),
+    ("meter-del of the meter a router's Copp names", lambda nb, sb, w: _meters(
+        nb, w, "copp-del"), IN_PLACE),
+    ("Copp updated (a router's control-plane meters)", lambda nb, sb, w: _meters(
+        nb, w, "copp-set"), IN_PLACE),
     ("DHCP options added (a subnet; no port names them yet)", lambda nb, sb, w: nb.db.insert(
         "DHCP_Options", cidr="10.0.0.0/24", options=DHCP), IN_PLACE),
     ("DHCP options updated (a port names them)", lambda nb, sb, w: _dhcp(nb, w), IN_PLACE),

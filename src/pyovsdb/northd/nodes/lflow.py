@@ -83,7 +83,8 @@ REBUILD_ANY = 64
 # Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
 # them reaches the flows as the delta's `flows` (the datapaths to build again).
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
-                      "SB_Global", "HA_Chassis", "HA_Chassis_Group", "DNS"))
+                      "SB_Global", "HA_Chassis", "HA_Chassis_Group", "DNS", "Meter",
+                      "Meter_Band"))
 # Switch columns whose change rebuilds the switch here: those only the flows read, and
 # its DNS rows (whose SB rows `northd` changes).
 LS_REBUILT = LS_FLOWS_ONLY | {"dns_records"}
@@ -186,7 +187,10 @@ def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
 
 
 def _uuids(refs: Any) -> set[str]:
-    """The UUIDs of a reference column's value (rows or UUID strings)."""
+    """The UUIDs of a reference column's value (rows or UUID strings; one row, of an
+    optional reference)."""
+    if isinstance(refs, IdlRow):
+        return {refs.uuid}
     return {r.uuid if isinstance(r, IdlRow) else str(r) for r in refs or ()}
 
 
@@ -199,6 +203,23 @@ def _group_switches(group: IdlRow, northd: NorthdData) -> set[str]:
         if port is not None and port.is_lsp and port.nb.uuid == lsp.uuid:
             out.add(port.dp.key)
     return out
+
+
+def _acl_switches(nb: Mapping[str, ReplicaTable], acls: set[str], northd: NorthdData
+                  ) -> set[str]:
+    """The switches whose flows the ACLs `acls` (UUIDs) are in: those listing them and
+    those a port group listing them has ports on."""
+    if not acls:
+        return set()
+    groups = nb.get("Port_Group")
+    dps: set[str] = set()
+    for group in groups.rows.values() if groups is not None else ():
+        if acls & _uuids(group.acls):
+            dps |= _group_switches(group, northd)
+    switches = nb.get("Logical_Switch")
+    dps |= {ls.uuid for ls in switches.rows.values() if acls & _uuids(ls.acls)} \
+        if switches is not None else set()
+    return dps
 
 
 def _router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
@@ -261,6 +282,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
             sync_from_sb=Input(feedback, self.on_up),
             nb=Group(table_inputs(nb, sorted(nb), {**dict.fromkeys(nb, noop),
                                                    "ACL": self.on_nb_acl,
+                                                   "Meter": self.on_nb_meter,
+                                                   "Copp": self.on_nb_copp,
                                                    "Logical_Switch": self.on_nb_ls,
                                                    "Port_Group": self.on_nb_port_group,
                                                    "Logical_Router": self.on_nb_lr,
@@ -489,15 +512,41 @@ class LflowNode(Node[LflowData, LflowDelta]):
         if not acls:
             return Handled.HANDLED_UNCHANGED
         northd: NorthdData = self.inputs["northd"].data
-        groups = nb.get("Port_Group")
-        dps: set[str] = set()
-        for group in groups.rows.values() if groups is not None else ():
-            if acls & _uuids(group.acls):
-                dps |= _group_switches(group, northd)
-        switches = nb.get("Logical_Switch")
-        dps |= {ls.uuid for ls in switches.rows.values() if acls & _uuids(ls.acls)} \
-            if switches is not None else set()
+        dps = _acl_switches(nb, acls, northd)
         return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
+
+    # Flows read of the NB meters which names exist and which are fair: a meter
+    # created, deleted, renamed or made fair or not builds again the datapaths whose
+    # Copp names it and the switches of the ACLs that log through it (a walk of the
+    # datapaths and the ACLs). Its bands are the SB rows' alone (`northd`).
+    def on_nb_meter(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        names = {str(r.name) for rc in change.delta.values() for r in (rc.old, rc.new)
+                 if r is not None and (rc.old is None or rc.new is None
+                                       or rc.old.name != rc.new.name
+                                       or rc.old.fair != rc.new.fair)}
+        if not names:
+            return Handled.HANDLED_UNCHANGED
+        nb = self._tables()[0]
+        northd: NorthdData = self.inputs["northd"].data
+        datapaths = northd.core.datapaths
+        dps = {key for key, dp in (*datapaths.switches.items(), *datapaths.routers.items())
+               if isinstance(dp.nb.copp, IdlRow) and names & set(dp.nb.copp.meters.values())}
+        acls = nb.get("ACL")
+        dps |= _acl_switches(nb, {a.uuid for a in (acls.rows.values() if acls else ())
+                                  if a.meter in names}, northd)
+        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
+
+    # A Copp row updated: the datapaths naming it built again (created or deleted, it
+    # comes with their `copp`).
+    def on_nb_copp(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        dps = self._listing(change.delta, "Logical_Switch", "copp") | \
+            self._listing(change.delta, "Logical_Router", "copp")
+        return self._rebuild(self.inputs["northd"].data, dps) if dps \
+            else Handled.HANDLED_UNCHANGED
 
     # DHCP options changed: the switches of the ports that name them built again (a
     # row created or deleted is named by no port that did not change with it).

@@ -19,7 +19,8 @@ Rules kept here:
   and forwarding groups are the flows' alone (`FLOWS_ONLY_TABLES`), NB connections and
   SSL nobody's; a DNS row's records, and the DNS rows a switch lists, change the SB
   DNS rows in place (`build.dns`), and gateway chassis, NB HA chassis and their
-  groups the SB HA chassis groups (`build.ha_groups_incremental`). With
+  groups the SB HA chassis groups (`build.ha_groups_incremental`), NB meters and the
+  ACLs' fair meters the SB meters (`build.meters`). With
   `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
@@ -29,7 +30,7 @@ Rules kept here:
   (`build.nat_incremental`), port groups and NB address sets
   (`build.groups_incremental`), their changed keys
   recorded as the node's `PortsDelta` (with the datapaths whose flows change). ACLs
-  changed (an ACL without a meter, a switch's or a port group's `acls`) and a
+  changed (a switch's or a port group's `acls`, an ACL but for its meter) and a
   router's routes (without BFD) and policies move nothing here: they are `lflow`'s,
   which reads the NB tables itself.
 """
@@ -63,6 +64,7 @@ from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
+from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
@@ -94,7 +96,7 @@ LS_FLOWS_ONLY = frozenset(("acls", "qos_rules", "forwarding_groups"))
 # NB tables no builder reads: the flows' alone (a port's DHCP options; rows that come
 # and go with a switch's `qos_rules` or `forwarding_groups`), or nobody's (the
 # databases' own connections).
-FLOWS_ONLY_TABLES = ("DHCP_Options", "QoS", "Forwarding_Group", "Connection", "SSL")
+FLOWS_ONLY_TABLES = ("DHCP_Options", "QoS", "Forwarding_Group", "Copp", "Connection", "SSL")
 LR_FLOWS_ONLY = frozenset(("static_routes", "policies"))
 # NB_Global columns only the handshake reads.
 CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
@@ -151,6 +153,8 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["HA_Chassis"] = self.on_nb_ha_chassis
             nb_handlers["HA_Chassis_Group"] = self.on_nb_ha_chassis_group
             nb_handlers["DNS"] = self.on_nb_dns
+            nb_handlers["Meter"] = self.on_nb_meter
+            nb_handlers["Meter_Band"] = self.on_nb_meter
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
@@ -407,11 +411,35 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             self._changes("Address_Set"), self._changes("Logical_Switch"),
             self._changes("Logical_Switch_Port")))
 
-    # Of an ACL, builders read only its `meter` (a fair meter of its own): a change of
-    # an ACL without one, before and after, is the flows' (`lflow` handles it).
+    # Of an ACL, builders read only its `meter` (a fair meter of its own copy): the
+    # rest is the flows' (`lflow` handles it); the copies of the ACLs changed are put
+    # again (`build.meters.acl_meters_changed`).
     def on_nb_acl(self, change: TableChange) -> Handled:
-        return only(change, lambda rc: not any(r is not None and r.value("meter")
-                                               for r in (rc.old, rc.new)))
+        if not any(r is not None and r.value("meter")
+                   for rc in (change.delta or {}).values() for r in (rc.old, rc.new)):
+            return only(change, lambda rc: True)
+        if change.delta is None or not self.has_data or not self.incremental_ports:
+            return Handled.UNHANDLED
+        delta = PortsDelta()
+        acl_meters_changed(self.nb_tables(), self.data.sb, change.delta, delta)
+        return self._applied(delta)
+
+    # NB meters and their bands: the SB meters of the names changed put again
+    # (`build.meters.meters_changed`); a band updated, by the meters listing it.
+    def on_nb_meter(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        nb = self.nb_tables()
+        names = {str(r.name) for rc in self._changes("Meter").values()
+                 for r in (rc.old, rc.new) if r is not None}
+        bands = set(self._changes("Meter_Band"))
+        meters = nb.get("Meter")
+        if bands and meters is not None:
+            names |= {str(m.name) for m in meters.rows.values()
+                      if bands & set(m.value("bands"))}
+        delta = PortsDelta()
+        meters_changed(nb, self.data.sb, names, delta)
+        return self._applied(delta)
 
     # LSP.up written back by `sync_from_sb` (northd's own write coming back) moves
     # nothing; ordinary VIFs added, deleted or updated are applied in place
