@@ -615,6 +615,20 @@ def _meters(nb: Nb, world: World, how: str) -> None:
             nb.db.update("Copp", copp, meters={"arp-resolve": "m0", "icmp4-error": "m1"})
 
 
+def _static_mac(nb: Nb, world: World, how: str) -> None:
+    """A static MAC binding on lrp0 added; then (`how`) its MAC changed, or deleted."""
+    smb = nb.db.insert("Static_MAC_Binding", logical_port="lrp0", ip="10.0.0.99",
+                       mac="00:00:00:00:00:99")
+    if how == "add":
+        return
+    world.settled()
+    if how == "update":
+        nb.db.update("Static_MAC_Binding", smb, mac="00:00:00:00:00:98")
+    else:
+        nb.db.transact([{"op": "delete", "table": "Static_MAC_Binding",
+                         "where": [["_uuid", "==", ["uuid", smb]]]}])
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -808,6 +822,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         nb, w, "copp-del"), IN_PLACE),
     ("Copp updated (a router's control-plane meters)", lambda nb, sb, w: _meters(
         nb, w, "copp-set"), IN_PLACE),
+    ("static MAC binding added", lambda nb, sb, w: _static_mac(nb, w, "add"), IN_PLACE),
+    ("static MAC binding's MAC changed", lambda nb, sb, w: _static_mac(nb, w, "update"),
+     IN_PLACE),
+    ("static MAC binding deleted", lambda nb, sb, w: _static_mac(nb, w, "del"), IN_PLACE),
     ("DHCP options added (a subnet; no port names them yet)", lambda nb, sb, w: nb.db.insert(
         "DHCP_Options", cidr="10.0.0.0/24", options=DHCP), IN_PLACE),
     ("DHCP options updated (a port names them)", lambda nb, sb, w: _dhcp(nb, w), IN_PLACE),

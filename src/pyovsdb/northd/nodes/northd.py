@@ -9,18 +9,14 @@ Rules kept here:
   overrides what this node builds of it in `sync_to_sb`).
 - It recomputes on any NB change except these. Two cannot move its output:
   NB_Global changes of the handshake columns alone (`sync_cfg` recomputes on them) and
-  LSP `up` written back; and on the SB tables builders read, with honest handlers
-  where a change cannot move its output: its own Datapath_Binding and Port_Binding
-  inserts coming back, bindings it deleted going, and chassis claims (`chassis`, `up`,
-  `encap`... of a port without QoS queue) are HANDLED_UNCHANGED, as is everything in
-  SB_Global and Chassis_Private (read only by the handshake). Chassis and Encap
-  changes that keep the chassis features and the vxlan mode, of chassis no port asks
-  for, are applied in place (`build.chassis_incremental`). NB DHCP options, QoS rules
-  and forwarding groups are the flows' alone (`FLOWS_ONLY_TABLES`), NB connections and
-  SSL nobody's; a DNS row's records, and the DNS rows a switch lists, change the SB
-  DNS rows in place (`build.dns`), and gateway chassis, NB HA chassis and their
-  groups the SB HA chassis groups (`build.ha_groups_incremental`), NB meters and the
-  ACLs' fair meters the SB meters (`build.meters`). With
+  LSP `up` written back. Its SB tables' handlers are `nodes.northd_sb`'s (with their
+  rules). NB DHCP options, QoS rules, forwarding groups and Copp rows are the flows'
+  alone (`FLOWS_ONLY_TABLES`), NB connections and SSL nobody's; a DNS row's records,
+  and the DNS rows a switch lists, change the SB DNS rows in place (`build.dns`),
+  gateway chassis, NB HA chassis and their groups the SB HA chassis groups
+  (`build.ha_groups_incremental`), NB meters and the ACLs' fair meters the SB meters
+  (`build.meters`), NB static MAC bindings (and the SB rows of their names) theirs
+  (`build.ports_static_mac`). With
   `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
@@ -40,16 +36,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ...engine import Group, Handled, Input, Leaf, Node, noop
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
-from ..build.chassis_incremental import chassis_changed, facts_kept
-from ..build.core import CoreData, build_core, fdb_ports_live, held_tunnel_keys
-from ..build.datapaths import datapath_key
+from ..build.core import CoreData, build_core
 from ..build.datapaths_incremental import (
     add_router,
     new_datapath_keys,
@@ -66,16 +59,15 @@ from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
-from ..build.peers_incremental import alone_in_bucket
-from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
 from ..build.ports_incremental import (
     port_names,
     refresh_datapaths,
     router_ports_changed,
     switch_ports_changed,
 )
-from ..build.walk import PortWalk
-from ..desired import DesiredDb, Ref, single
+from ..build.ports_static_mac import static_macs_changed
+from ..desired import DesiredDb
+from .northd_sb import SbHandlers
 from .tables import (
     TableChange,
     TableLeaf,
@@ -106,21 +98,6 @@ UNREAD_GLOBAL = frozenset(("connections", "ssl"))
 # NB Logical_Switch_Port columns northd writes back and no builder reads (`sync_from_sb`
 # decides them): a builder that starts reading one must take it out of here.
 LSP_WRITTEN_ONLY = frozenset(("up",))
-# SB Port_Binding columns the builders read whole; of `options` they read a few keys,
-# and `chassis` only to own the QoS queue of a port with a queue or QoS options.
-PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_port",
-                     "requested_additional_chassis"))
-PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
-QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
-DP_READ = frozenset(("external_ids", "tunnel_key"))
-def bindings_named(table: ReplicaTable, name: str) -> int:
-    """How many SB Port_Binding rows name logical port `name`."""
-    index = table.indexes.get(PB_BY_NAME)
-    if index is None:
-        return sum(1 for r in table.rows.values() if r.value("logical_port") == name)
-    return len(index.entries.get((name,), ()))
-
-
 @dataclass
 class NorthdData:
     sb: DesiredDb
@@ -129,7 +106,7 @@ class NorthdData:
     extra: ExtraData
 
 
-class NorthdNode(Node[NorthdData, PortsDelta]):
+class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     """Every builder of parts N1 and N2 into desired SB and NB state."""
 
     def __init__(self, nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf],
@@ -155,6 +132,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
             nb_handlers["DNS"] = self.on_nb_dns
             nb_handlers["Meter"] = self.on_nb_meter
             nb_handlers["Meter_Band"] = self.on_nb_meter
+            nb_handlers["Static_MAC_Binding"] = self.on_static_mac
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
@@ -164,6 +142,7 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
                        "Multicast_Group": self.on_multicast_group,
                        "MAC_Binding": self.on_mac_binding, "FDB": self.on_fdb}
         if incremental_ports:
+            sb_handlers["Static_MAC_Binding"] = self.on_static_mac
             sb_handlers["Chassis"] = self.on_chassis
             sb_handlers["Encap"] = self.on_encap
         super().__init__(
@@ -424,6 +403,16 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         acl_meters_changed(self.nb_tables(), self.data.sb, change.delta, delta)
         return self._applied(delta)
 
+    # NB static MAC bindings, and the SB rows of their names (ours coming back): the
+    # names changed decided again (`build.ports_static_mac.static_macs_changed`).
+    def on_static_mac(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        keys = {(r.logical_port, r.ip) for rc in change.delta.values()
+                for r in (rc.old, rc.new) if r is not None}
+        return self._applied(static_macs_changed(
+            self.nb_tables(), self.sb_tables(), self.data.core.ports, self.data.sb, keys))
+
     # NB meters and their bands: the SB meters of the names changed put again
     # (`build.meters.meters_changed`); a band updated, by the meters listing it.
     def on_nb_meter(self, change: TableChange) -> Handled:
@@ -591,161 +580,6 @@ class NorthdNode(Node[NorthdData, PortsDelta]):
         self.track().merge(result)
         return Handled.HANDLED_UPDATED
 
-    # SB_Global and Chassis_Private are read by the handshake only: `sync_cfg` takes
-    # their changes, and `sync_to_sb` re-plans SB_Global against them.
-    def on_cfg_only(self, change: TableChange) -> Handled:
-        return Handled.HANDLED_UNCHANGED
-
-    # Chassis registering, updating or leaving: applied in place where
-    # `build.chassis_incremental.chassis_changed` can (the features and the vxlan mode
-    # kept, no port asking for the chassis by a name it changes).
-    def on_chassis(self, change: TableChange) -> Handled:
-        if change.delta is None or not self._chassis_facts_kept():
-            return Handled.UNHANDLED
-        return self._applied(chassis_changed(change.delta, self.data.core, self.data.sb))
-
-    # Of the encaps, builders read only whether one is vxlan.
-    def on_encap(self, change: TableChange) -> Handled:
-        return Handled.HANDLED_UNCHANGED if self._chassis_facts_kept() \
-            else Handled.UNHANDLED
-
-    def _chassis_facts_kept(self) -> bool:
-        return self.has_data and facts_kept(self.sb_tables(), self.data.core,
-                                            self.data.extra.config.features)
-
-    # Builders read SB Multicast_Group (the kept keys of IGMP groups) only while SB
-    # has IGMP groups, whose changes recompute.
-    def on_multicast_group(self, change: TableChange) -> Handled:
-        igmp = self.sb_tables().get("IGMP_Group")
-        return Handled.UNHANDLED if igmp is not None and igmp.rows \
-            else Handled.HANDLED_UNCHANGED
-
-    # Builders read SB MAC_Binding (to delete the bindings of gone ports) only while an
-    # existing Port_Binding goes; ovn-controller's learning otherwise moves nothing.
-    def on_mac_binding(self, change: TableChange) -> Handled:
-        if not self.has_data:
-            return Handled.UNHANDLED
-        ports = self.data.core.ports
-        if self._one_binding_each():
-            return Handled.HANDLED_UNCHANGED
-        for name, pb in existing_port_bindings(self.sb_tables()).items():
-            if name in ports.retyped:
-                continue
-            port = ports.ports.get(name)
-            # A port whose binding is its own insert come back (sb None) keeps it.
-            if port is None or (port.sb is not None and port.sb.uuid != pb.uuid):
-                return Handled.UNHANDLED
-        return Handled.HANDLED_UNCHANGED
-
-    def _one_binding_each(self) -> bool:
-        """Whether, without a walk, every SB binding is a port's own and none goes: as
-        many bindings as ports with one named for them (every port not `unbound`), none
-        recreated, and no binding changed in this run (`unbound` then follows them)."""
-        bindings = self.sb_tables().get("Port_Binding")
-        ports = self.data.core.ports
-        leaf = self.groups["sb"].get("Port_Binding")
-        return bindings is not None and leaf is not None \
-            and not self.inputs[leaf].updated and not ports.recreated \
-            and len(bindings.rows) == len(ports.ports) - len(ports.unbound)
-
-    # FDB entries are read to delete those of no datapath or port: an entry learned
-    # for a live port, or one going, moves nothing.
-    def on_fdb(self, change: TableChange) -> Handled:
-        if change.delta is None or not self.has_data:
-            return Handled.UNHANDLED
-        core = self.data.core
-        live = fdb_ports_live(change.delta, self.sb_tables(), core)
-        if live is not None:
-            return Handled.HANDLED_UNCHANGED if live else Handled.UNHANDLED
-        keys = held_tunnel_keys(core.datapaths, core.ports)
-        return only(change, lambda rc: rc.new is None
-                     or rc.new.port_key in keys.get(rc.new.dp_key, ()))
-
-    def on_port_binding(self, change: TableChange) -> Handled:
-        """A binding northd wants, as it wants it (its own insert coming back), one it
-        no longer wants going, or a change builders do not read (a claim: `chassis`,
-        `up`, `encap`)."""
-        if not self.has_data:
-            return Handled.UNHANDLED
-        desired = self.data.sb.tables.get("Port_Binding")
-        if desired is None:
-            return Handled.UNHANDLED
-        table = change.data
-        ports = getattr(self.data.core, "ports", None)
-
-        def qos(name: str) -> bool:
-            port = ports.ports.get(name) if ports is not None else None
-            lsp = getattr(port, "nb", None) if port is not None else None
-            options = getattr(lsp, "options", None) if lsp is not None else None
-            return isinstance(options, dict) and any(k in options for k in QOS_OPTIONS)
-
-        def ok(rc: RowChange[IdlRow]) -> bool:
-            old, new = _rows(rc)
-            if old is not None and new is not None:
-                cols = set(changed_columns(rc))
-                if cols & PB_READ:
-                    return False
-                if "options" in cols and any(old.options.get(k) != new.options.get(k)
-                                             for k in PB_OPTIONS_READ):
-                    return False
-                return "chassis" not in cols or not (
-                    "qdisc_queue_id" in old.options or "qdisc_queue_id" in new.options
-                    or qos(new.logical_port))
-            if new is None:
-                assert old is not None
-                return old.logical_port not in desired.rows
-            want = desired.rows.get(new.logical_port)
-            if want is None or not _same_binding(want, new):
-                return False
-            # (a switch's router port takes its place in the walk by its binding)
-            port = ports.ports.get(new.logical_port) if ports is not None else None
-            if port is not None and port.is_lsp and port.type == "router" \
-                    and not self._walk_kept(port):
-                return False
-            if bindings_named(table, new.logical_port) != 1:
-                return False
-            self.data.core.ports.unbound.discard(new.logical_port)
-            return True
-
-        return only(change, ok)
-
-    def _walk_kept(self, lsp: Port) -> bool:
-        """Whether the router ports of the switch of `lsp` (whose binding came) are in
-        the order a build from the SB as it is now would walk them."""
-        core = self.data.core
-        if alone_in_bucket(lsp, core.ports):
-            return True
-        members = core.ports.router_ports.get(lsp.dp.key, [])
-        walked = list(members)
-        PortWalk(self.sb_tables(), core.ports, core.datapaths).sort_ports(walked)
-        return walked == members
-
-    def on_datapath_binding(self, change: TableChange) -> Handled:
-        if not self.has_data:
-            return Handled.UNHANDLED
-        desired = self.data.sb.tables.get("Datapath_Binding")
-        if desired is None:
-            return Handled.UNHANDLED
-
-        def ok(rc: RowChange[IdlRow]) -> bool:
-            old, new = _rows(rc)
-            if old is not None and new is not None:
-                return not (set(changed_columns(rc)) & DP_READ)
-            row = new if new is not None else old
-            assert row is not None
-            key = datapath_key(row)
-            if new is None:
-                return key is None or key not in desired.rows
-            want = desired.rows.get(key) if key is not None else None
-            return want is not None and want.get("tunnel_key") == row.tunnel_key
-
-        return only(change, ok)
-
-
-def _rows(rc: RowChange[IdlRow]) -> tuple[IdlRow | None, IdlRow | None]:
-    return rc.old, rc.new
-
-
 def _lb_row(rc: RowChange[IdlRow]) -> bool:
     """Whether a switch or router update changed its load balancers."""
     return rc.old is not None and rc.new is not None \
@@ -762,24 +596,6 @@ def _nat_rows(change: TableChange) -> bool:
         rc.old is not None and rc.new is not None and "nat" in changed_columns(rc)
         for rc in change.delta.values())
 
-
-
-def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:
-    """Whether an inserted Port_Binding carries what the builders read as desired."""
-    if want.get("tunnel_key") != row.tunnel_key or (want.get("type") or "") != row.type \
-            or (single(want.get("parent_port")) or None) != row.parent_port \
-            or row.requested_additional_chassis:
-        return False
-    options, have = want.get("options") or {}, row.options
-    return all(options.get(k) == have.get(k) for k in PB_OPTIONS_READ) \
-        and _refers(want.get("datapath"), row.datapath)
-
-
-def _refers(ref: Any, value: Any) -> bool:
-    """Whether the SB reference `value` is the Datapath_Binding desired as `ref`."""
-    if not isinstance(ref, Ref) or not isinstance(value, IdlRow):
-        return False
-    return datapath_key(value) == ref.key
 
 
 def _has_lbs(router: IdlRow) -> bool:

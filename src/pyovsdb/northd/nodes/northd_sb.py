@@ -1,0 +1,233 @@
+"""The `northd` node's handlers of the SB tables its builders read (`NORTHD_SB_INPUTS`),
+kept apart from the NB side for size: `nodes.northd.NorthdNode` inherits them.
+
+Rules kept here:
+- A change a builder cannot see is HANDLED_UNCHANGED: northd's own Datapath_Binding
+  and Port_Binding inserts coming back as it wants them, bindings it deleted going,
+  claims (`chassis`, `up`, `encap`... of a port without a QoS queue), SB_Global and
+  Chassis_Private (the handshake's), MAC bindings and FDB entries learned for live
+  ports.
+- Chassis and Encap changes that keep the chassis features and the vxlan mode, of
+  chassis no port asks for, are applied in place (`build.chassis_incremental`); SB
+  static MAC bindings are `NorthdNode.on_static_mac`'s, with the NB ones.
+- Anything else recomputes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ...engine import Handled, Node
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
+from ..build.chassis_incremental import chassis_changed, facts_kept
+from ..build.core import fdb_ports_live, held_tunnel_keys
+from ..build.datapaths import datapath_key
+from ..build.delta import PortsDelta
+from ..build.peers_incremental import alone_in_bucket
+from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
+from ..build.walk import PortWalk
+from ..desired import Ref, single
+from .tables import TableChange, Tables, only
+
+if TYPE_CHECKING:
+    from .northd import NorthdData  # noqa: F401  (the base's type argument)
+
+# SB Port_Binding columns the builders read whole; of `options` they read a few keys,
+# and `chassis` only to own the QoS queue of a port with a queue or QoS options.
+PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_port",
+                     "requested_additional_chassis"))
+PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
+QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
+DP_READ = frozenset(("external_ids", "tunnel_key"))
+def bindings_named(table: ReplicaTable, name: str) -> int:
+    """How many SB Port_Binding rows name logical port `name`."""
+    index = table.indexes.get(PB_BY_NAME)
+    if index is None:
+        return sum(1 for r in table.rows.values() if r.value("logical_port") == name)
+    return len(index.entries.get((name,), ()))
+
+
+def _rows(rc: RowChange[IdlRow]) -> tuple[IdlRow | None, IdlRow | None]:
+    return rc.old, rc.new
+
+
+class SbHandlers(Node["NorthdData", PortsDelta]):
+    """The SB handlers of `NorthdNode` (see the module rules)."""
+
+    def sb_tables(self) -> Tables:
+        raise NotImplementedError  # (`NorthdNode`'s)
+
+    def _applied(self, result: PortsDelta | None) -> Handled:
+        raise NotImplementedError  # (`NorthdNode`'s)
+
+    # SB_Global and Chassis_Private are read by the handshake only: `sync_cfg` takes
+    # their changes, and `sync_to_sb` re-plans SB_Global against them.
+    def on_cfg_only(self, change: TableChange) -> Handled:
+        return Handled.HANDLED_UNCHANGED
+
+    # Chassis registering, updating or leaving: applied in place where
+    # `build.chassis_incremental.chassis_changed` can (the features and the vxlan mode
+    # kept, no port asking for the chassis by a name it changes).
+    def on_chassis(self, change: TableChange) -> Handled:
+        if change.delta is None or not self._chassis_facts_kept():
+            return Handled.UNHANDLED
+        return self._applied(chassis_changed(change.delta, self.data.core, self.data.sb))
+
+    # Of the encaps, builders read only whether one is vxlan.
+    def on_encap(self, change: TableChange) -> Handled:
+        return Handled.HANDLED_UNCHANGED if self._chassis_facts_kept() \
+            else Handled.UNHANDLED
+
+    def _chassis_facts_kept(self) -> bool:
+        return self.has_data and facts_kept(self.sb_tables(), self.data.core,
+                                            self.data.extra.config.features)
+
+    # Builders read SB Multicast_Group (the kept keys of IGMP groups) only while SB
+    # has IGMP groups, whose changes recompute.
+    def on_multicast_group(self, change: TableChange) -> Handled:
+        igmp = self.sb_tables().get("IGMP_Group")
+        return Handled.UNHANDLED if igmp is not None and igmp.rows \
+            else Handled.HANDLED_UNCHANGED
+
+    # Builders read SB MAC_Binding (to delete the bindings of gone ports) only while an
+    # existing Port_Binding goes; ovn-controller's learning otherwise moves nothing.
+    def on_mac_binding(self, change: TableChange) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        ports = self.data.core.ports
+        if self._one_binding_each():
+            return Handled.HANDLED_UNCHANGED
+        for name, pb in existing_port_bindings(self.sb_tables()).items():
+            if name in ports.retyped:
+                continue
+            port = ports.ports.get(name)
+            # A port whose binding is its own insert come back (sb None) keeps it.
+            if port is None or (port.sb is not None and port.sb.uuid != pb.uuid):
+                return Handled.UNHANDLED
+        return Handled.HANDLED_UNCHANGED
+
+    def _one_binding_each(self) -> bool:
+        """Whether, without a walk, every SB binding is a port's own and none goes: as
+        many bindings as ports with one named for them (every port not `unbound`), none
+        recreated, and no binding changed in this run (`unbound` then follows them)."""
+        bindings = self.sb_tables().get("Port_Binding")
+        ports = self.data.core.ports
+        leaf = self.groups["sb"].get("Port_Binding")
+        return bindings is not None and leaf is not None \
+            and not self.inputs[leaf].updated and not ports.recreated \
+            and len(bindings.rows) == len(ports.ports) - len(ports.unbound)
+
+    # FDB entries are read to delete those of no datapath or port: an entry learned
+    # for a live port, or one going, moves nothing.
+    def on_fdb(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        core = self.data.core
+        live = fdb_ports_live(change.delta, self.sb_tables(), core)
+        if live is not None:
+            return Handled.HANDLED_UNCHANGED if live else Handled.UNHANDLED
+        keys = held_tunnel_keys(core.datapaths, core.ports)
+        return only(change, lambda rc: rc.new is None
+                     or rc.new.port_key in keys.get(rc.new.dp_key, ()))
+
+    def on_port_binding(self, change: TableChange) -> Handled:
+        """A binding northd wants, as it wants it (its own insert coming back), one it
+        no longer wants going, or a change builders do not read (a claim: `chassis`,
+        `up`, `encap`)."""
+        if not self.has_data:
+            return Handled.UNHANDLED
+        desired = self.data.sb.tables.get("Port_Binding")
+        if desired is None:
+            return Handled.UNHANDLED
+        table = change.data
+        ports = getattr(self.data.core, "ports", None)
+
+        def qos(name: str) -> bool:
+            port = ports.ports.get(name) if ports is not None else None
+            lsp = getattr(port, "nb", None) if port is not None else None
+            options = getattr(lsp, "options", None) if lsp is not None else None
+            return isinstance(options, dict) and any(k in options for k in QOS_OPTIONS)
+
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            old, new = _rows(rc)
+            if old is not None and new is not None:
+                cols = set(changed_columns(rc))
+                if cols & PB_READ:
+                    return False
+                if "options" in cols and any(old.options.get(k) != new.options.get(k)
+                                             for k in PB_OPTIONS_READ):
+                    return False
+                return "chassis" not in cols or not (
+                    "qdisc_queue_id" in old.options or "qdisc_queue_id" in new.options
+                    or qos(new.logical_port))
+            if new is None:
+                assert old is not None
+                return old.logical_port not in desired.rows
+            want = desired.rows.get(new.logical_port)
+            if want is None or not _same_binding(want, new):
+                return False
+            # (a switch's router port takes its place in the walk by its binding)
+            port = ports.ports.get(new.logical_port) if ports is not None else None
+            if port is not None and port.is_lsp and port.type == "router" \
+                    and not self._walk_kept(port):
+                return False
+            if bindings_named(table, new.logical_port) != 1:
+                return False
+            self.data.core.ports.unbound.discard(new.logical_port)
+            return True
+
+        return only(change, ok)
+
+    def _walk_kept(self, lsp: Port) -> bool:
+        """Whether the router ports of the switch of `lsp` (whose binding came) are in
+        the order a build from the SB as it is now would walk them."""
+        core = self.data.core
+        if alone_in_bucket(lsp, core.ports):
+            return True
+        members = core.ports.router_ports.get(lsp.dp.key, [])
+        walked = list(members)
+        PortWalk(self.sb_tables(), core.ports, core.datapaths).sort_ports(walked)
+        return walked == members
+
+    def on_datapath_binding(self, change: TableChange) -> Handled:
+        if not self.has_data:
+            return Handled.UNHANDLED
+        desired = self.data.sb.tables.get("Datapath_Binding")
+        if desired is None:
+            return Handled.UNHANDLED
+
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            old, new = _rows(rc)
+            if old is not None and new is not None:
+                return not (set(changed_columns(rc)) & DP_READ)
+            row = new if new is not None else old
+            assert row is not None
+            key = datapath_key(row)
+            if new is None:
+                return key is None or key not in desired.rows
+            want = desired.rows.get(key) if key is not None else None
+            return want is not None and want.get("tunnel_key") == row.tunnel_key
+
+        return only(change, ok)
+
+
+def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:
+    """Whether an inserted Port_Binding carries what the builders read as desired."""
+    if want.get("tunnel_key") != row.tunnel_key or (want.get("type") or "") != row.type \
+            or (single(want.get("parent_port")) or None) != row.parent_port \
+            or row.requested_additional_chassis:
+        return False
+    options, have = want.get("options") or {}, row.options
+    return all(options.get(k) == have.get(k) for k in PB_OPTIONS_READ) \
+        and _refers(want.get("datapath"), row.datapath)
+
+
+def _refers(ref: Any, value: Any) -> bool:
+    """Whether the SB reference `value` is the Datapath_Binding desired as `ref`."""
+    if not isinstance(ref, Ref) or not isinstance(value, IdlRow):
+        return False
+    return datapath_key(value) == ref.key
