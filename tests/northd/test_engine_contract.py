@@ -146,6 +146,44 @@ def _lb_health_check(nb: Nb, sb: LocalDb, world: World) -> None:
          "mutations": [["load_balancer", "insert", ["named-uuid", "lb"]]]}])
 
 
+def _monitor_status(nb: Nb, sb: LocalDb, world: World, status: str) -> None:
+    """A health-checked VIP on sw0 whose backends vm1 and vm2 are probed (their SB
+    Service_Monitor rows made by northd); then (`status`) ovn-controller sets vm1's
+    `status`, or the health check's options, the mappings or the load balancer
+    change ("options", "mappings", "del"; "": nothing more)."""
+    nb.db.transact([
+        {"op": "insert", "table": "Load_Balancer_Health_Check", "uuid-name": "hc",
+         "row": {"vip": "10.0.0.103:80"}},
+        {"op": "insert", "table": "Load_Balancer", "uuid-name": "lb",
+         "row": {"name": "lbh", "vips": ["map", [["10.0.0.103:80",
+                                                  "10.0.0.11:80,10.0.0.12:80"]]],
+                 "health_check": ["named-uuid", "hc"],
+                 "ip_port_mappings": ["map", [["10.0.0.11", "vm1:10.0.0.2"],
+                                              ["10.0.0.12", "vm2:10.0.0.2"]]]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+         "mutations": [["load_balancer", "insert", ["named-uuid", "lb"]]]}])
+    if not status:
+        return
+    nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"])
+    world.settled()
+    lb = nb.uuid("Load_Balancer", "lbh")
+    if status == "options":
+        hc = nb.db.tables["Load_Balancer"].rows[lb].data["health_check"][0]
+        nb.db.update("Load_Balancer_Health_Check", hc,
+                     options={"interval": "10", "failure_count": "5"})
+    elif status == "mappings":
+        nb.db.update("Load_Balancer", lb, ip_port_mappings={"10.0.0.11": "vm9:10.1.0.2"})
+    elif status == "del":
+        nb.db.transact([
+            {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw0"]],
+             "mutations": [["load_balancer", "delete", ["uuid", lb]]]},
+            {"op": "delete", "table": "Load_Balancer", "where": [["_uuid", "==", ["uuid", lb]]]}])
+    else:
+        monitor = next(u for u, r in sb.tables["Service_Monitor"].rows.items()
+                       if r.data["logical_port"] == "vm1")
+        sb.update("Service_Monitor", monitor, status=status)
+
+
 def _lb_del(nb: Nb, world: World) -> None:
     uuid = _lb_on(nb, "Logical_Switch", "sw0")
     world.northd.settle()
@@ -792,7 +830,20 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lb VIP update", _lb_vip_set, IN_PLACE),
     ("lb-del", lambda nb, sb, w: _lb_del(nb, w), IN_PLACE),
     ("lb group on a switch and a router", _lb_group, IN_PLACE),
-    ("lb-add with a health check", _lb_health_check, FULL),
+    ("lb-add with a health check", _lb_health_check, IN_PLACE),
+    ("lb-add with a health check and backends probed through vm1 and vm2",
+     lambda nb, sb, w: _monitor_status(nb, sb, w, ""), IN_PLACE),
+    ("health check options changed", lambda nb, sb, w: _monitor_status(
+        nb, sb, w, "options"), IN_PLACE),
+    ("ip_port_mappings changed (a backend probed through a port on another switch, "
+     "the other no longer probed)",
+     lambda nb, sb, w: _monitor_status(nb, sb, w, "mappings"), IN_PLACE),
+    ("lb-del of a health-checked load balancer", lambda nb, sb, w: _monitor_status(
+        nb, sb, w, "del"), IN_PLACE),
+    ("SB service monitor status: a backend offline", lambda nb, sb, w: _monitor_status(
+        nb, sb, w, "offline"), IN_PLACE),
+    ("SB service monitor status: a backend online", lambda nb, sb, w: _monitor_status(
+        nb, sb, w, "online"), IN_PLACE),
     ("lr-nat-add", _nat, IN_PLACE),
     ("lr-nat-add dnat_and_snat", lambda nb, sb, w: nb.add_child(
         "Logical_Router", "lr0", "nat", "NAT", type="dnat_and_snat", external_ip="172.16.0.9",

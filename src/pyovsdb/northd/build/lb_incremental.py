@@ -11,10 +11,15 @@ Rules kept here:
   last data decides the rest: the load balancers whose row, switches or routers
   changed, and the routers whose reachable VIPs changed.
 - Refused: `NB_Global` `install_ls_lb_from_router` (a router's load balancers reach its
-  switches), and a changed load balancer (before or after) with health checks or
-  `ip_port_mappings` (service monitors), a template one (its VIPs are ovn-controller's
-  to expand), or one asking for routes (`add_route`: its VIPs reach the routers
-  beyond the next switch); a router VIP set whose name an NB address set also has.
+  switches), and a changed load balancer (before or after) that is a template one (its
+  VIPs are ovn-controller's to expand), or one asking for routes (`add_route`: its
+  VIPs reach the routers beyond the next switch); a router VIP set whose name an NB
+  address set also has.
+- Health checks: the service monitors of a changed load balancer's backends are
+  decided again (`service_monitor.monitors_changed`), and the switches of the ports
+  its `ip_port_mappings` name (before and after), where the monitors' ARP/ND
+  responders are, have their flows built again. A load balancer whose health check
+  row changed (its own row did not) is parsed again (`reparse`).
 - Desired rows changed in place: the SB Load_Balancer row of each changed load
   balancer, northd's Logical_DP_Group rows (the groups load balancers use, kept to
   those), the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
@@ -28,9 +33,11 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import replace
 
 from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
 from ..desired import DesiredDb
 from ..diagnostics import muted
 from .address_sets import router_lb_set_name
@@ -42,13 +49,15 @@ from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
 from .ports_router import readvertise
+from .service_monitor import monitors_changed
 
 # Switch and router columns that say which load balancers apply to them.
 LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
 
 
 def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
-                old: LbData, sb_desired: DesiredDb) -> tuple[LbData, PortsDelta] | None:
+                old: LbData, sb_desired: DesiredDb, svc_monitor_mac: str,
+                reparse: Collection[str] = ()) -> tuple[LbData, PortsDelta] | None:
     """The load balancer data as the NB has it now and what changed with it, the
     desired tables changed in place; None (nothing touched) where a recompute is
     needed. The datapaths' NB rows must be the current ones."""
@@ -56,9 +65,10 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
     if nbg is not None and smap_bool(nbg.options, "install_ls_lb_from_router"):
         return None
     with muted():  # (the changed ones are parsed again below, reporting)
-        new = build_lb_data(nb, datapaths, reuse=old)
+        new = build_lb_data(nb, datapaths, reuse=replace(old, lbs={
+            k: lb for k, lb in old.lbs.items() if k not in reparse}) if reparse else old)
     changed = [key for key in old.lbs.keys() | new.lbs.keys()
-               if _differs(old.lbs.get(key), new.lbs.get(key))]
+               if key in reparse or _differs(old.lbs.get(key), new.lbs.get(key))]
     routers = {key for key in old.reachable.keys() | new.reachable.keys()
                if old.reachable.get(key) != new.reachable.get(key)}
     delta = PortsDelta()
@@ -84,11 +94,33 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
         if now is not None and now.nb is not getattr(old.lbs.get(key), "nb", None):
             parse_lb(now.nb)  # what a recompute reports of it
     _sb_load_balancers(changed, new, sb_desired, delta)
+    _health_checks([old.lbs[k] for k in changed if k in old.lbs], new, ports,
+                   svc_monitor_mac, sb_desired, delta)
     for name in readvertise(advertised, ports, sb_desired.tables["Port_Binding"],
                             vips_only=True):
         delta.touch_unread(name)
-    delta.flows = ports.next_to(beyond) if beyond else set()
+    delta.flows |= ports.next_to(beyond) if beyond else set()
     return new, delta
+
+
+def _health_checks(old: list[LoadBalancer], new: LbData, ports: PortsData,
+                   svc_monitor_mac: str, sb_desired: DesiredDb, delta: PortsDelta) -> None:
+    """The service monitors and responders of the changed load balancers `old` (as
+    they were) and as `new` has them (see the rules)."""
+    lbs = [*old, *(new.lbs[k] for k in delta.lbs if k in new.lbs)]
+    if not any(lb.nb.ip_port_mappings or lb.nb.health_check for lb in lbs):
+        return
+
+    def lsp(name: str) -> IdlRow | None:
+        port = ports.ports.get(name)
+        return port.nb if port is not None and port.is_lsp else None
+
+    monitors_changed(old, new, lsp, svc_monitor_mac, sb_desired, delta)
+    for lb in lbs:
+        for target in lb.nb.ip_port_mappings.values():
+            port = ports.ports.get(target.split(":", 1)[0])
+            if port is not None and port.is_lsp:
+                delta.flows.add(port.dp.key)
 
 
 def _differs(old: LoadBalancer | None, new: LoadBalancer | None) -> bool:
@@ -98,8 +130,7 @@ def _differs(old: LoadBalancer | None, new: LoadBalancer | None) -> bool:
 
 
 def _simple(lb: LoadBalancer) -> bool:
-    row = lb.nb
-    return not (lb.template or lb.routable or row.health_check or row.ip_port_mappings)
+    return not (lb.template or lb.routable)
 
 
 def _router_set_names(routers: set[str], datapaths: DatapathsData

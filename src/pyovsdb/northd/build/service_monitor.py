@@ -18,13 +18,15 @@ Rules kept here (OVN 23.03, `ovn_lb_svc_create` and `build_lb_svcs` in northd.c)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
 from .datapaths import DatapathsData
-from .lb import LbData, parse_address
+from .delta import PortsDelta
+from .lb import LbData, LoadBalancer, parse_address
 
 COLUMNS = ("ip", "port", "protocol", "logical_port", "options", "src_mac", "src_ip")
 
@@ -43,32 +45,64 @@ def lsp_enabled(lsp: IdlRow) -> bool:
     return lsp.enabled is None or bool(lsp.enabled)
 
 
+MonitorKey = tuple[str, int, str, str]  # (ip, port, protocol, logical port)
+
+
+def lb_monitors(lb: LoadBalancer, lsp: Callable[[str], IdlRow | None], svc_monitor_mac: str
+                ) -> Iterator[tuple[MonitorKey, dict[str, Any]]]:
+    """The monitors of one load balancer's health-checked backends (see the rules;
+    `lsp`: a switch port's NB row by name)."""
+    if lb.template:
+        return
+    mappings = lb.nb.ip_port_mappings
+    protocol = lb.protocol or "tcp"
+    for vip in lb.vips:
+        if vip.health_check is None:
+            continue
+        for be in vip.backends:
+            mkey = be.ip_str if be.family == 4 else f"[{be.ip_str}]"
+            target = mappings.get(mkey)
+            if target is None or ":" not in target:
+                continue
+            port_name, src = target.split(":", 1)
+            row = lsp(port_name)
+            src_ip = parse_address(src)
+            if row is None or src_ip is None or not lsp_enabled(row):
+                continue
+            yield (be.ip_str, be.port, protocol, port_name), {
+                "ip": be.ip_str, "port": be.port, "protocol": protocol,
+                "logical_port": port_name, "options": dict(vip.health_check.options),
+                "src_mac": svc_monitor_mac, "src_ip": str(src_ip)}
+
+
 def build_service_monitors(lbs: LbData, dps: DatapathsData, svc_monitor_mac: str,
                            sb: DesiredDb) -> None:
     table = sb.add(DesiredTable("Service_Monitor", COLUMNS))
     ports = switch_ports(dps)
     for lb in lbs.lbs.values():
-        if lb.template:
-            continue
-        mappings = lb.nb.ip_port_mappings
-        protocol = lb.protocol or "tcp"
-        for vip in lb.vips:
-            if vip.health_check is None:
-                continue
-            for be in vip.backends:
-                mkey = be.ip_str if be.family == 4 else f"[{be.ip_str}]"
-                target = mappings.get(mkey)
-                if target is None or ":" not in target:
-                    continue
-                port_name, src = target.split(":", 1)
-                lsp = ports.get(port_name)
-                src_ip = parse_address(src)
-                if lsp is None or src_ip is None or not lsp_enabled(lsp):
-                    continue
-                table.put((be.ip_str, be.port, protocol, port_name), ip=be.ip_str,
-                          port=be.port, protocol=protocol, logical_port=port_name,
-                          options=dict(vip.health_check.options), src_mac=svc_monitor_mac,
-                          src_ip=str(src_ip))
+        for key, values in lb_monitors(lb, ports.get, svc_monitor_mac):
+            table.put(key, **values)
+
+
+def monitors_changed(old: Iterable[LoadBalancer], new: LbData, lsp: Callable[[str], IdlRow | None],
+                     svc_monitor_mac: str, sb: DesiredDb, delta: PortsDelta) -> None:
+    """The load balancers `old` (as they were) changed into `new`'s: the monitors they
+    had or have decided again from every load balancer with health checks, in build
+    order; the keys whose rows changed touched."""
+    table = sb.tables["Service_Monitor"]
+    keys = {key for lb in old for key, _ in lb_monitors(lb, lsp, svc_monitor_mac)}
+    wanted: dict[MonitorKey, dict[str, Any]] = {}
+    for lb in new.lbs.values():
+        if any(v.health_check is not None for v in lb.vips):
+            for key, values in lb_monitors(lb, lsp, svc_monitor_mac):
+                wanted[key] = values
+    keys |= {key for key in wanted if key not in table.rows or table.rows[key] != wanted[key]}
+    for key in keys:
+        before = table.rows.pop(key, None)
+        if key in wanted:
+            table.put(key, **wanted[key])
+        if table.rows.get(key) != before:
+            delta.touch("sb", "Service_Monitor", key)
 
 
 def offline_monitors(monitors: DesiredTable, sb: Mapping[str, ReplicaTable]

@@ -72,8 +72,8 @@ from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, either, leaf_name, table_inputs
 
 LFLOW_TABLES = ("Logical_Flow", DP_GROUP_TABLE)
-# SB tables the flow builders read that `northd` does not (a change recomputes `lflow`):
-# the health checks' Service_Monitor status decides which backends a VIP has.
+# SB tables the flow builders read that `northd` does not: the health checks'
+# Service_Monitor status decides which backends a VIP has (`on_service_monitor`).
 LFLOW_SB_INPUTS = ("Service_Monitor",)
 # A rebuild of more than this share of the datapaths (and more than REBUILD_ANY of them)
 # recomputes instead: the partial path's bookkeeping (replacing flows, diffing rows)
@@ -276,7 +276,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
     def __init__(self, northd: NorthdNode, feedback: SyncFromSbNode,
                  nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
-        covered = dict.fromkeys(NORTHD_SB_INPUTS, noop)  # (`northd` carries them)
+        covered = {**dict.fromkeys(NORTHD_SB_INPUTS, noop),  # (`northd` carries them)
+                   "Service_Monitor": self.on_service_monitor}
         super().__init__(
             "lflow", northd=Input(northd, self.on_northd),
             sync_from_sb=Input(feedback, self.on_up),
@@ -537,6 +538,30 @@ class LflowNode(Node[LflowData, LflowDelta]):
         dps |= _acl_switches(nb, {a.uuid for a in (acls.rows.values() if acls else ())
                                   if a.meter in names}, northd)
         return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
+
+    # A service monitor's `status` (ovn-controller's) decides which backends of a
+    # health-checked VIP the flows name: the load balancers with such a VIP and a
+    # backend a changed monitor probes have their own flows built again.
+    def on_service_monitor(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        probed = {(str(r.ip), int(r.port)) for rc in change.delta.values()
+                  for r in (rc.old, rc.new) if r is not None}
+        northd: NorthdData = self.inputs["northd"].data
+        lbs = [lb for lb in northd.extra.lbs.lbs.values()
+               if any(v.health_check is not None
+                      and any((b.ip_str, b.port) in probed for b in v.backends)
+                      for v in lb.vips)]
+        if not lbs:
+            return Handled.HANDLED_UNCHANGED
+        owners: set[Owner] = set()
+        for lb in lbs:
+            owners |= lb_owners(lb, None)[0]
+        dps = frozenset().union(*(lb.switches | lb.routers for lb in lbs))
+        ctx = lflow_context(*self._tables(), northd)
+        return self._changed(northd, rebuild_lbs(
+            self.data.flows, ctx, frozenset(owners), dict.fromkeys(lb.key for lb in lbs),
+            dps))
 
     # A Copp row updated: the datapaths naming it built again (created or deleted, it
     # comes with their `copp`).

@@ -124,6 +124,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb_handlers["Logical_Switch"] = self.on_nb_ls
             nb_handlers["Load_Balancer"] = self.on_nb_lb
             nb_handlers["Load_Balancer_Group"] = self.on_nb_lb
+            nb_handlers["Load_Balancer_Health_Check"] = self.on_nb_lb_health_check
             nb_handlers["NAT"] = self.on_nb_nat
             nb_handlers["Address_Set"] = self.on_nb_address_set
             nb_handlers["Gateway_Chassis"] = self.on_nb_gateway_chassis
@@ -338,10 +339,21 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         leaf = self.inputs.get(leaf_name("NB", table))
         return leaf.delta if leaf is not None and leaf.updated and leaf.delta else {}
 
-    def _lbs(self) -> Handled:
+    # A health check changed (its options, its VIP): the load balancers naming it
+    # parsed again (created or deleted, it comes with their `health_check`).
+    def on_nb_lb_health_check(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        changed = set(change.delta)
+        lbs = self.nb_tables().get("Load_Balancer")
+        return self._lbs({u for u, row in (lbs.rows.items() if lbs is not None else ())
+                          if changed & set(row.value("health_check"))})
+
+    def _lbs(self, reparse: set[str] | None = None) -> Handled:
         """The load balancer data built again and what changed applied in place (again
-        in the same run: nothing more changes). The switches and routers whose load
-        balancers changed in this run are taken with their rows as they are now."""
+        in the same run: nothing more changes), the load balancers `reparse` parsed
+        again. The switches and routers whose load balancers changed in this run are
+        taken with their rows as they are now."""
         core, nb = self.data.core, self.nb_tables()
         for table, by_key in (("Logical_Switch", core.datapaths.switches),
                               ("Logical_Router", core.datapaths.routers)):
@@ -350,7 +362,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             if not refresh_datapaths(keys, by_key, nb[table].rows, core.ports):
                 return Handled.UNHANDLED
         result = lbs_changed(nb, core.datapaths, core.ports, self.data.extra.lbs,
-                             self.data.sb)
+                             self.data.sb, self.data.extra.config.svc_monitor_mac,
+                             reparse or ())
         if result is None:
             return Handled.UNHANDLED
         self.data.extra = replace(self.data.extra, lbs=result[0])
