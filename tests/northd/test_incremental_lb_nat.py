@@ -3,8 +3,9 @@
 state equals a graph built from scratch on the same databases (which wants to write
 nothing), and the stats say whether `northd` recomputed. Where the change reaches
 what those modules do not follow (a distributed NAT rule), `northd` recomputes, and
-is still equal; health checks (their service monitors) are followed. A router whose switch port advertises its addresses
-(`nat-addresses=router`) has that port's binding follow its NAT rules and VIPs.
+is still equal; health checks (their service monitors) are followed. A router whose
+switch port advertises its addresses (`nat-addresses=router`) has that port's binding
+follow its NAT rules and VIPs.
 """
 
 from __future__ import annotations
