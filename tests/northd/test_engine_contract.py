@@ -667,6 +667,24 @@ def _static_mac(nb: Nb, world: World, how: str) -> None:
                          "where": [["_uuid", "==", ["uuid", smb]]]}])
 
 
+def _lrp_set(nb: Nb, world: World, gateway: bool, **cols: Any) -> None:
+    """A router port updated (`cols`): lrp0, or (`gateway`) lr0's gateway port added
+    first."""
+    name = "lrp0"
+    if gateway:
+        nb.db.transact([
+            {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+             "row": {"name": "lr0-gw-ch0", "chassis_name": "ch0", "priority": 10}},
+            {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+             "row": {"name": "lr0-gw", "mac": "00:00:00:00:ff:99",
+                     "networks": "172.16.0.1/24", "gateway_chassis": ["named-uuid", "gc"]}},
+            {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+             "mutations": [["ports", "insert", ["named-uuid", "gw"]]]}])
+        world.settled()
+        name = "lr0-gw"
+    nb.db.update("Logical_Router_Port", nb.uuid("Logical_Router_Port", name), **cols)
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -812,6 +830,19 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _nb_ha_group(nb, sb, w, "gateway", "priority"), IN_PLACE),
     ("NB HA chassis added to a group (a gateway port's)",
      lambda nb, sb, w: _nb_ha_group(nb, sb, w, "gateway", "add"), IN_PLACE),
+    ("lrp-set-enabled lrp0 disabled", lambda nb, sb, w: _lrp_set(
+        nb, w, False, enabled=[False]), IN_PLACE),
+    ("router port's gateway_mtu set", lambda nb, sb, w: _lrp_set(
+        nb, w, False, options={"gateway_mtu": "1400"}), IN_PLACE),
+    ("gateway port's gateway_mtu set (Neutron's MTU)", lambda nb, sb, w: _lrp_set(
+        nb, w, True, options={"gateway_mtu": "1400"}), IN_PLACE),
+    ("gateway port disabled", lambda nb, sb, w: _lrp_set(nb, w, True, enabled=[False]),
+     IN_PLACE),
+    ("router port's IPv6 RA configs set", lambda nb, sb, w: _lrp_set(
+        nb, w, False, ipv6_ra_configs={"address_mode": "slaac", "send_periodic": "true"}),
+     IN_PLACE),
+    ("router port's external_ids set", lambda nb, sb, w: _lrp_set(
+        nb, w, False, external_ids={"neutron:revision_number": "2"}), IN_PLACE),
     ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([
         {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
          "mutations": [["ports", "delete",

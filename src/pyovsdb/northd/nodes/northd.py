@@ -20,7 +20,8 @@ Rules kept here:
   `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
-  either order, added or deleted are applied in place (`build.ports_incremental`,
+  either order, added or deleted, or updated in what the flows and its binding read
+  alone (`build.lrp_updated`) are applied in place (`build.ports_incremental`,
   `build.datapaths_incremental`), and so are load balancers, their groups and the
   load balancers of switches and routers (`build.lb_incremental`), NAT rules
   (`build.nat_incremental`), port groups and NB address sets
@@ -57,6 +58,7 @@ from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
+from ..build.lrp_updated import lrps_updated, updatable
 from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
 from ..build.ports_incremental import (
@@ -467,6 +469,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             return Handled.UNHANDLED
         if all(gateway_chassis_only(rc) for rc in delta.values()):
             return self._ha_groups(change, "Logical_Router_Port")
+        if all(updatable(rc) for rc in delta.values()):
+            return self._applied(lrps_updated(delta, self.data.core.ports, self.data.sb))
         names = self._count_names(delta)
         lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
         lr_changes = lr.delta if lr is not None and lr.updated else None
