@@ -685,6 +685,38 @@ def _lrp_set(nb: Nb, world: World, gateway: bool, **cols: Any) -> None:
     nb.db.update("Logical_Router_Port", nb.uuid("Logical_Router_Port", name), **cols)
 
 
+def _template_var(nb: Nb, world: World, how: str) -> None:
+    """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
+    cluster that uses load balancer templates); then (`how`) a value changed, or the
+    row deleted."""
+    row = nb.db.insert("Chassis_Template_Var", chassis="ch0",
+                       variables={"NODEIP": "192.0.2.1", "NODEPORT": "30080"})
+    if how == "add":
+        return
+    world.settled()
+    if how == "update":
+        nb.db.update("Chassis_Template_Var", row, variables={"NODEIP": "192.0.2.9"})
+    else:
+        nb.db.transact([{"op": "delete", "table": "Chassis_Template_Var",
+                         "where": [["_uuid", "==", ["uuid", row]]]}])
+
+
+def _mirror(nb: Nb, world: World, how: str) -> None:
+    """A mirror m0 added; with `how` other than "add", vm1's rules name it, then its
+    sink changes ("update") or it is renamed ("rename")."""
+    mirror = nb.db.insert("Mirror", name="m0", filter="to-lport", sink="192.0.2.50",
+                          type="gre", index=1)
+    if how == "add":
+        return
+    nb.db.update("Logical_Switch_Port", nb.uuid("Logical_Switch_Port", "vm1"),
+                 mirror_rules=[mirror])
+    world.settled()
+    if how == "update":
+        nb.db.update("Mirror", mirror, sink="192.0.2.51")
+    else:
+        nb.db.update("Mirror", mirror, name="m1")
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -908,6 +940,15 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("static MAC binding's MAC changed", lambda nb, sb, w: _static_mac(nb, w, "update"),
      IN_PLACE),
     ("static MAC binding deleted", lambda nb, sb, w: _static_mac(nb, w, "del"), IN_PLACE),
+    ("template variables added", lambda nb, sb, w: _template_var(nb, w, "add"), IN_PLACE),
+    ("template variable changed", lambda nb, sb, w: _template_var(nb, w, "update"),
+     IN_PLACE),
+    ("template variables deleted", lambda nb, sb, w: _template_var(nb, w, "del"), IN_PLACE),
+    ("mirror added", lambda nb, sb, w: _mirror(nb, w, "add"), IN_PLACE),
+    ("mirror's sink changed (a port's rules name it)", lambda nb, sb, w: _mirror(
+        nb, w, "update"), IN_PLACE),
+    ("mirror renamed while a port's rules name it", lambda nb, sb, w: _mirror(
+        nb, w, "rename"), FULL),
     ("DHCP options added (a subnet; no port names them yet)", lambda nb, sb, w: nb.db.insert(
         "DHCP_Options", cidr="10.0.0.0/24", options=DHCP), IN_PLACE),
     ("DHCP options updated (a port names them)", lambda nb, sb, w: _dhcp(nb, w), IN_PLACE),

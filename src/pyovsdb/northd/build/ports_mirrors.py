@@ -7,29 +7,61 @@ Rules kept here:
 - A switch port's binding lists the SB mirrors named by its NB mirror rules (router
   ports none). 23.03 adds a mirror created in the same run one run later; the final
   rows are the same.
+- In place (`mirrors_changed`): the names an NB mirror change touches are decided
+  again alone. A mirror renamed while a switch port's rules name it is refused (its
+  bindings list it by name): the caller recomputes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
+from .delta import PortsDelta
 from .ports import Port
 
 MIRROR_COLUMNS = ("name", "filter", "sink", "type", "index")
 
 
-def build_mirrors(nb: Mapping[str, ReplicaTable], sb: DesiredDb) -> DesiredTable:
-    table = sb.add(DesiredTable("Mirror", MIRROR_COLUMNS))
-    mirrors = nb.get("Mirror")
-    for row in sorted(mirrors.rows.values() if mirrors is not None else (),
-                      key=lambda r: (r.name, r.uuid)):
+def _put(table: DesiredTable, rows: Iterable[IdlRow]) -> None:
+    for row in sorted(rows, key=lambda r: (r.name, r.uuid)):
         if row.name not in table.rows:
             table.put(row.name, name=row.name, filter=row.filter, sink=row.sink,
                       type=row.type, index=row.index)
+
+
+def build_mirrors(nb: Mapping[str, ReplicaTable], sb: DesiredDb) -> DesiredTable:
+    table = sb.add(DesiredTable("Mirror", MIRROR_COLUMNS))
+    mirrors = nb.get("Mirror")
+    _put(table, mirrors.rows.values() if mirrors is not None else ())
     return table
+
+
+def mirrors_changed(nb: Mapping[str, ReplicaTable], sb: DesiredDb,
+                    changes: Mapping[str, RowChange[IdlRow]]) -> PortsDelta | None:
+    """The NB mirror changes `changes` on the desired SB mirrors, or None (see the
+    rules)."""
+    renamed = {u for u, rc in changes.items()
+               if rc.old is not None and rc.new is not None and rc.old.name != rc.new.name}
+    lsps = nb.get("Logical_Switch_Port")
+    if renamed and lsps is not None and any(
+            not renamed.isdisjoint(r.value("mirror_rules")) for r in lsps.rows.values()):
+        return None
+    names = {str(r.name) for rc in changes.values() for r in (rc.old, rc.new)
+             if r is not None}
+    table = sb.tables["Mirror"]
+    old = {n: table.rows.pop(n) for n in names if n in table.rows}
+    mirrors = nb.get("Mirror")
+    _put(table, [r for r in (mirrors.rows.values() if mirrors is not None else ())
+                 if r.name in names])
+    delta = PortsDelta()
+    for name in names:
+        if table.rows.get(name) != old.get(name):
+            delta.touch("sb", "Mirror", name)
+    return delta
 
 
 def mirror_rules(port: Port, mirrors: DesiredTable) -> list[Ref]:

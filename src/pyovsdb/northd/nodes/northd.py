@@ -16,7 +16,8 @@ Rules kept here:
   gateway chassis, NB HA chassis and their groups the SB HA chassis groups
   (`build.ha_groups_incremental`), NB meters and the ACLs' fair meters the SB meters
   (`build.meters`), NB static MAC bindings (and the SB rows of their names) theirs
-  (`build.ports_static_mac`). With
+  (`build.ports_static_mac`), template variables and mirrors theirs
+  (`build.lb_templates`, `build.ports_mirrors`). With
   `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
@@ -58,6 +59,7 @@ from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
+from ..build.lb_templates import template_vars_changed
 from ..build.lrp_updated import lrps_updated, updatable
 from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
@@ -67,6 +69,7 @@ from ..build.ports_incremental import (
     router_ports_changed,
     switch_ports_changed,
 )
+from ..build.ports_mirrors import mirrors_changed
 from ..build.ports_static_mac import static_macs_changed
 from ..desired import DesiredDb
 from .northd_sb import SbHandlers
@@ -136,6 +139,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb_handlers["Meter"] = self.on_nb_meter
             nb_handlers["Meter_Band"] = self.on_nb_meter
             nb_handlers["Static_MAC_Binding"] = self.on_static_mac
+            nb_handlers["Chassis_Template_Var"] = self.on_nb_template_var
+            nb_handlers["Mirror"] = self.on_nb_mirror
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
@@ -427,6 +432,22 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 for r in (rc.old, rc.new) if r is not None}
         return self._applied(static_macs_changed(
             self.nb_tables(), self.sb_tables(), self.data.core.ports, self.data.sb, keys))
+
+    # Template variables: the SB rows of the chassis changed decided again
+    # (`build.lb_templates.template_vars_changed`); flows name variables, not values.
+    def on_nb_template_var(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        names = {str(r.chassis) for rc in change.delta.values() for r in (rc.old, rc.new)
+                 if r is not None}
+        return self._applied(template_vars_changed(self.nb_tables(), self.data.sb, names))
+
+    # Mirrors: the SB mirrors of the names changed (`build.ports_mirrors`); bindings
+    # list them by name, so one renamed while a port names it recomputes.
+    def on_nb_mirror(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        return self._applied(mirrors_changed(self.nb_tables(), self.data.sb, change.delta))
 
     # NB meters and their bands: the SB meters of the names changed put again
     # (`build.meters.meters_changed`); a band updated, by the meters listing it.
