@@ -717,6 +717,24 @@ def _mirror(nb: Nb, world: World, how: str) -> None:
         nb.db.update("Mirror", mirror, name="m1")
 
 
+def _bfd(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
+    """A static route on lr0 through a BFD session to its next hop; then (`how`)
+    ovn-controller reports the session "up", or "up" and then "down" (the route leaves
+    the flows), or NB changes the session's `min_tx`."""
+    bfd = nb.db.insert("BFD", logical_port="lrp0", dst_ip="10.0.0.253")
+    nb.add_child("Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
+                 ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=bfd)
+    world.settled()
+    session = next(iter(sb.tables["BFD"].rows))
+    if how == "min_tx":
+        nb.db.update("BFD", bfd, min_tx=[500])
+        return
+    sb.update("BFD", session, status="up")
+    if how == "down":
+        world.settled()
+        sb.update("BFD", session, status="down")
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -924,7 +942,13 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lr-route-add with BFD", lambda nb, sb, w: nb.add_child(
         "Logical_Router", "lr0", "static_routes", "Logical_Router_Static_Route",
         ip_prefix="192.168.9.0/24", nexthop="10.0.0.253", bfd=nb.db.insert(
-            "BFD", logical_port="lrp0", dst_ip="10.0.0.253")), FULL),
+            "BFD", logical_port="lrp0", dst_ip="10.0.0.253")), IN_PLACE),
+    ("SB BFD session up (ovn-controller)", lambda nb, sb, w: _bfd(nb, sb, w, "up"),
+     IN_PLACE),
+    ("SB BFD session down (its route leaves the flows)", lambda nb, sb, w: _bfd(
+        nb, sb, w, "down"), IN_PLACE),
+    ("NB BFD session's min_tx changed", lambda nb, sb, w: _bfd(nb, sb, w, "min_tx"),
+     IN_PLACE),
     ("meter-add (nothing names it)", lambda nb, sb, w: _meter(nb), IN_PLACE),
     ("meter-add of the fair meter an ACL logs through", lambda nb, sb, w: _meters(
         nb, w, "fair-after"), IN_PLACE),

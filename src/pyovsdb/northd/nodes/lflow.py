@@ -85,7 +85,7 @@ REBUILD_ANY = 64
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
                       "SB_Global", "HA_Chassis", "HA_Chassis_Group", "DNS", "Meter",
                       "Meter_Band", "Static_MAC_Binding", "Chassis_Template_Var",
-                      "Mirror"))
+                      "Mirror", "BFD"))
 # Switch columns whose change rebuilds the switch here: those only the flows read, and
 # its DNS rows (whose SB rows `northd` changes).
 LS_REBUILT = LS_FLOWS_ONLY | {"dns_records"}
@@ -97,7 +97,7 @@ SWITCH_LISTS = {leaf_name("NB", "QoS"): "qos_rules",
                 leaf_name("NB", "Forwarding_Group"): "forwarding_groups"}
 # Tables of its NB write-backs no flow reads (NB_Global: the options copied back; the
 # options flows read recompute `northd`, and so this node).
-FLOWLESS_NB = frozenset(("NB_Global",))
+FLOWLESS_NB = frozenset(("NB_Global", "BFD"))
 
 
 @dataclass(slots=True)

@@ -17,7 +17,9 @@ Rules kept here:
   (`build.ha_groups_incremental`), NB meters and the ACLs' fair meters the SB meters
   (`build.meters`), NB static MAC bindings (and the SB rows of their names) theirs
   (`build.ports_static_mac`), template variables and mirrors theirs
-  (`build.lb_templates`, `build.ports_mirrors`). With
+  (`build.lb_templates`, `build.ports_mirrors`), BFD sessions (NB's, SB's status, and
+  routes naming them) theirs and the flows of the routers reading them
+  (`build.bfd_incremental`). With
   `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
@@ -44,6 +46,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
+from ..build.bfd_incremental import bfd_changed
 from ..build.core import CoreData, build_core
 from ..build.datapaths_incremental import (
     add_router,
@@ -141,6 +144,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb_handlers["Static_MAC_Binding"] = self.on_static_mac
             nb_handlers["Chassis_Template_Var"] = self.on_nb_template_var
             nb_handlers["Mirror"] = self.on_nb_mirror
+            nb_handlers["BFD"] = self.on_bfd
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
@@ -151,6 +155,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                        "MAC_Binding": self.on_mac_binding, "FDB": self.on_fdb}
         if incremental_ports:
             sb_handlers["Static_MAC_Binding"] = self.on_static_mac
+            sb_handlers["BFD"] = self.on_bfd
             sb_handlers["Chassis"] = self.on_chassis
             sb_handlers["Encap"] = self.on_encap
         super().__init__(
@@ -377,8 +382,28 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         return self._applied(result[1])
 
     def on_nb_route(self, change: TableChange) -> Handled:
-        return only(change, lambda rc: not any(r is not None and r.value("bfd")
-                                               for r in (rc.old, rc.new)))
+        if not self.incremental_ports or change.delta is None or not self.has_data:
+            return only(change, lambda rc: not any(r is not None and r.value("bfd")
+                                                   for r in (rc.old, rc.new)))
+        sessions = {(r.bfd.logical_port, r.bfd.dst_ip) for rc in change.delta.values()
+                    for r in (rc.old, rc.new) if r is not None and isinstance(r.bfd, IdlRow)}
+        if not any(r is not None and r.value("bfd")
+                   for rc in change.delta.values() for r in (rc.old, rc.new)):
+            return Handled.HANDLED_UNCHANGED
+        return self._bfd(sessions)
+
+    # BFD sessions, NB's and SB's (ovn-controller's status): the BFD tables built
+    # again and compared (`build.bfd_incremental`), the routers reading them named.
+    def on_bfd(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        return self._bfd({(r.logical_port, r.dst_ip) for rc in change.delta.values()
+                          for r in (rc.old, rc.new) if r is not None})
+
+    def _bfd(self, sessions: set[tuple[str, str]]) -> Handled:
+        data = self.data
+        return self._applied(bfd_changed(self.nb_tables(), self.sb_tables(), data.core,
+                                         data.sb, data.nb, sessions))
 
     def on_nb_policy(self, change: TableChange) -> Handled:
         return only(change, lambda rc: True)
