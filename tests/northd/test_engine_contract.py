@@ -735,6 +735,33 @@ def _bfd(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
         sb.update("BFD", session, status="down")
 
 
+def _igmp(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
+    """sw0 snooping multicast (and, with `how` "relay", lr0 relaying it); then vm1
+    joins 239.0.1.1 (ovn-controller's IGMP_Group row), or ("leave") joins and then
+    leaves, or ("second") vm1 joins and then vm2 joins another group."""
+    nb.db.update("Logical_Switch", nb.uuid("Logical_Switch", "sw0"),
+                 other_config={"mcast_snoop": "true", "mcast_querier": "false"})
+    if how == "relay":
+        nb.db.update("Logical_Router", nb.uuid("Logical_Router", "lr0"),
+                     options={"mcast_relay": "true"})
+    world.settled()
+    dp = next(u for u, r in sb.tables["Datapath_Binding"].rows.items()
+              if dict(r.data["external_ids"]).get("name") == "sw0")
+
+    def join(port: str, address: str) -> str:
+        return sb.insert("IGMP_Group", address=address, datapath=dp, chassis=world.chassis,
+                         ports=[_pb(sb, port)])
+
+    row = join("vm1", "239.0.1.1")
+    if how == "leave":
+        world.settled()
+        sb.transact([{"op": "delete", "table": "IGMP_Group",
+                      "where": [["_uuid", "==", ["uuid", row]]]}])
+    elif how == "second":
+        world.settled()
+        join("vm2", "239.0.1.2")
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -1036,6 +1063,13 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         nb, sb, w), frozenset(("mac_binding_aging",))),
     ("SB MAC_Binding learned while a binding of no port is there (its delete in flight)",
      lambda nb, sb, w: _learn_beside_stale(sb, w), FULL),
+    ("SB IGMP group joined (a receiver on a snooping switch)", lambda nb, sb, w: _igmp(
+        nb, sb, w, "join"), IN_PLACE),
+    ("SB IGMP group joined on a switch whose router relays multicast",
+     lambda nb, sb, w: _igmp(nb, sb, w, "relay"), IN_PLACE),
+    ("SB IGMP group left", lambda nb, sb, w: _igmp(nb, sb, w, "leave"), IN_PLACE),
+    ("SB IGMP group joined beside another", lambda nb, sb, w: _igmp(nb, sb, w, "second"),
+     IN_PLACE),
     ("SB FDB learned for a live port", lambda nb, sb, w: _fdb(sb, "vm1"), IN_PLACE),
     ("SB FDB learned for no port", lambda nb, sb, w: _fdb(sb, "vm1", 99), FULL),
     # Chassis: `sync_cfg` recomputes (hv_cfg is a minimum over every chassis).

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..engine import Engine, Leaf
 from ..idl.replica import ReplicaTable
 from .build.core import DP_BY_TUNNEL_KEY
+from .build.igmp_incremental import MC_BY_DATAPATH
 from .build.ports import PB_BY_NAME
 from .build.ports_incremental import NB_INDEXES
 from .nodes.lflow import LSP_INDEXES, LflowNode
@@ -65,6 +66,9 @@ def wire(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaT
     datapaths = sb_tables.get("Datapath_Binding")
     if datapaths is not None and DP_BY_TUNNEL_KEY not in datapaths.indexes:
         datapaths.add_index(DP_BY_TUNNEL_KEY, "tunnel_key")
+    groups = sb_tables.get("Multicast_Group")
+    if groups is not None and MC_BY_DATAPATH not in groups.indexes:
+        groups.add_index(MC_BY_DATAPATH, "datapath")
     indexed = [*NB_INDEXES.items(), *(("Logical_Switch_Port", c) for c in LSP_INDEXES)]
     for table, column in indexed:
         rows = nb_tables.get(table)

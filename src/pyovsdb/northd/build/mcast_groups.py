@@ -123,7 +123,7 @@ def switch_groups(key: str, ports: PortsData) -> Groups:
     return groups
 
 
-def _relays(port: Port | None) -> bool:
+def relays(port: Port | None) -> bool:
     return port is not None and port.dp.is_router and smap_bool(
         port.dp.nb.options, "mcast_relay", False)
 
@@ -150,9 +150,11 @@ def _routable(address: int) -> bool:
 
 
 def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
-                      sb: Mapping[str, ReplicaTable], groups: Groups) -> set[str]:
+                      sb: Mapping[str, ReplicaTable], groups: Groups,
+                      held: Mapping[tuple[str, str], int] | None = None) -> set[str]:
     """Add the IGMP groups to `groups` (see the module rules); the UUIDs of the stale
-    SB IGMP_Group rows."""
+    SB IGMP_Group rows. `held`: the tunnel keys the SB groups hold, by (datapath key,
+    name), of the datapaths the caller writes (None: read from SB Multicast_Group)."""
     # (datapath key, address) -> [name, members]
     igmp: dict[tuple[str, int], tuple[str, set[str]]] = {}
     by_dp: dict[str, list[int]] = {}
@@ -189,7 +191,7 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
                 continue
             if smap_bool(port.options, "mcast_flood", False):
                 continue
-            if _relays(ports.peer_of(port)):
+            if relays(ports.peer_of(port)):
                 continue
             members.append(port.name)
         if members:
@@ -200,7 +202,7 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
             continue
         for lsp in ports.router_ports.get(dp.key, []):
             rp = ports.peer_of(lsp)
-            if rp is None or not _relays(rp) or smap_bool(rp.options, "mcast_flood", False):
+            if rp is None or not relays(rp) or smap_bool(rp.options, "mcast_flood", False):
                 continue
             member = rp.cr_port if rp.cr_port is not None else rp.name
             for address in addresses:
@@ -209,8 +211,8 @@ def build_igmp_groups(datapaths: DatapathsData, ports: PortsData,
                     continue
                 group(rp.dp.key, address, name).add(member)
     order = {dp.key: i for i, dp in enumerate(datapaths.all())}
-    existing: dict[tuple[str, str], int] = {}
-    mc_table = sb.get("Multicast_Group")
+    existing: dict[tuple[str, str], int] = dict(held or {})
+    mc_table = sb.get("Multicast_Group") if held is None else None
     for row in mc_table.rows.values() if mc_table is not None else ():
         dp = row.datapath
         if isinstance(dp, IdlRow):

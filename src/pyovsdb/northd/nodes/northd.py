@@ -156,6 +156,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if incremental_ports:
             sb_handlers["Static_MAC_Binding"] = self.on_static_mac
             sb_handlers["BFD"] = self.on_bfd
+            sb_handlers["IGMP_Group"] = self.on_igmp_group
             sb_handlers["Chassis"] = self.on_chassis
             sb_handlers["Encap"] = self.on_encap
         super().__init__(

@@ -9,7 +9,10 @@ Rules kept here:
   ports.
 - Chassis and Encap changes that keep the chassis features and the vxlan mode, of
   chassis no port asks for, are applied in place (`build.chassis_incremental`); SB
-  static MAC bindings are `NorthdNode.on_static_mac`'s, with the NB ones.
+  static MAC bindings are `NorthdNode.on_static_mac`'s, with the NB ones; IGMP
+  groups change the multicast groups of their switches in place
+  (`build.igmp_incremental`), and the Multicast_Group rows coming back as desired
+  move nothing.
 - Anything else recomputes.
 """
 
@@ -27,6 +30,7 @@ from ..build.chassis_incremental import chassis_changed, facts_kept
 from ..build.core import fdb_ports_live, held_tunnel_keys
 from ..build.datapaths import datapath_key
 from ..build.delta import PortsDelta
+from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
 from ..build.walk import PortWalk
@@ -90,8 +94,38 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
     # has IGMP groups, whose changes recompute.
     def on_multicast_group(self, change: TableChange) -> Handled:
         igmp = self.sb_tables().get("IGMP_Group")
-        return Handled.UNHANDLED if igmp is not None and igmp.rows \
-            else Handled.HANDLED_UNCHANGED
+        if igmp is None or not igmp.rows:
+            return Handled.HANDLED_UNCHANGED
+        desired = self.data.sb.tables.get("Multicast_Group") if self.has_data else None
+        if desired is None:
+            return Handled.UNHANDLED
+
+        # (what they read is the tunnel key a group holds: one coming back as
+        # desired, or one going that is not, moves nothing)
+        def ok(rc: RowChange[IdlRow]) -> bool:
+            row = rc.new if rc.new is not None else rc.old
+            assert row is not None
+            dp = row.datapath
+            want = desired.rows.get((datapath_key(dp), row.name)) \
+                if isinstance(dp, IdlRow) else None
+            if rc.new is None:
+                return want is None
+            return want is not None and want.get("tunnel_key") == row.tunnel_key and (
+                rc.old is None or (rc.old.name, rc.old.tunnel_key) == (row.name, row.tunnel_key))
+
+        return only(change, ok)
+
+    # A receiver joining or leaving a multicast group (ovn-controller's IGMP rows): the
+    # groups of its switch and the routers relaying for it (`build.igmp_incremental`).
+    def on_igmp_group(self, change: TableChange) -> Handled:
+        if change.delta is None or not self.has_data:
+            return Handled.UNHANDLED
+        switches = {str(datapath_key(r.datapath)) for rc in change.delta.values()
+                    for r in (rc.old, rc.new)
+                    if r is not None and isinstance(r.datapath, IdlRow)}
+        core = self.data.core
+        return self._applied(igmp_changed(core.datapaths, core.ports, self.sb_tables(),
+                                          self.data.sb, switches))
 
     # Builders read SB MAC_Binding (to delete the bindings of gone ports) only while an
     # existing Port_Binding goes; ovn-controller's learning otherwise moves nothing.
