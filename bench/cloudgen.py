@@ -177,6 +177,17 @@ def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[
         "lb-add + ls-lb-add": lambda i: [
             "lb-add", f"lbc{i}", f"172.17.0.{i + 1}:80", f"{net}.10:80", "tcp", "--",
             "ls-lb-add", f"ls{s}", f"lbc{i}"],
+        "health-checked lb-add (a backend probed through its VIF, as Octavia's)": lambda i: [
+            "lb-add", f"lbh{i}", f"172.18.0.{i + 1}:80", f"{net}.11:80", "tcp", "--",
+            "set", "Load_Balancer", f"lbh{i}",
+            f'ip_port_mappings:"{net}.11"="vm-{s}-1:{net}.2"', "--",
+            "--id=@hc", "create", "Load_Balancer_Health_Check",
+            f'vip="172.18.0.{i + 1}:80"', "options:interval=5", "--",
+            "add", "Load_Balancer", f"lbh{i}", "health_check", "@hc", "--",
+            "ls-lb-add", f"ls{s}", f"lbh{i}"],
+        "health-checked lb-del (the one above)": lambda i: ["lb-del", f"lbh{i}"],
+        "gateway chassis priority (lrp-set-gateway-chassis)": lambda i: [
+            "lrp-set-gateway-chassis", f"lr{r}-gw", "gw1", str(20 + i)],
     }
 
 
