@@ -762,6 +762,17 @@ def _igmp(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
         join("vm2", "239.0.1.2")
 
 
+def _ipam_switch_gone(nb: Nb, world: World) -> None:
+    """A switch with a subnet (counted from after it), a static VIF added to it, then
+    the switch deleted with it."""
+    nb.ls_add("sw9", other_config={"subnet": "10.9.0.0/24"})
+    world.settled()
+    nb.lsp_add("sw9", "vm9", addresses=["00:00:00:00:09:09 10.9.0.9"])
+    world.northd.settle()
+    nb.db.transact([
+        {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw9"]]}])
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -821,7 +832,27 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
          "row": {"name": "sw9", "ports": ["set", [["named-uuid", "a"], ["named-uuid", "b"]]]}}]),
      IN_PLACE),
     ("ls-add with a subnet (IPAM)", lambda nb, sb, w: nb.ls_add(
-        "sw9", other_config={"subnet": "10.9.0.0/24"}), FULL),
+        "sw9", other_config={"subnet": "10.9.0.0/24"}), IN_PLACE),
+    ("ls-add with a subnet, excluded IPs and two static VIFs (an ovn-kubernetes node's)",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "a",
+          "row": {"name": "vm9a", "addresses": "00:00:00:00:09:0a 10.9.0.10"}},
+         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "b",
+          "row": {"name": "vm9b", "addresses": "00:00:00:00:09:0b 10.9.0.11"}},
+         {"op": "insert", "table": "Logical_Switch",
+          "row": {"name": "sw9", "other_config": ["map", [["subnet", "10.9.0.0/24"],
+                                                           ["exclude_ips", "10.9.0.2"]]],
+                  "ports": ["set", [["named-uuid", "a"], ["named-uuid", "b"]]]}}]),
+     IN_PLACE),
+    ("lsp-add of a static VIF on a switch with a subnet, then ls-del of that switch",
+     lambda nb, sb, w: _ipam_switch_gone(nb, w), IN_PLACE),
+    ("ls-add with a subnet and a port asking for a dynamic address",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "a",
+          "row": {"name": "vm9a", "addresses": "dynamic"}},
+         {"op": "insert", "table": "Logical_Switch",
+          "row": {"name": "sw9", "other_config": ["map", [["subnet", "10.9.0.0/24"]]],
+                  "ports": ["named-uuid", "a"]}}]), FULL),
     ("ls-del", lambda nb, sb, w: nb.db.transact([
         {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]}]),
      IN_PLACE),

@@ -124,9 +124,10 @@ def test_switches_and_routers_come_and_go_in_place(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_what_names_them_recomputes(nb: Nb, sb: LocalDb) -> None:
-    """A router port another port names as its peer, a switch with IPAM: recomputed,
-    and still equal. A router port a switch's router port names before it comes pairs
-    in place, and a router with a requested key takes it in place."""
+    """A router port another port names as its peer: recomputed, and still equal. A
+    router port a switch's router port names before it comes pairs in place, a switch
+    with IPAM (no port asking it for addresses) comes in place, and a router with a
+    requested key takes it in place."""
     loop = _topology(nb, sb)
     _play(loop, [
         (lambda: _lrp_add(nb, "lr0", "lr0-x", "10.5.0.1/24", peer=["lr0-y"]), False),
@@ -139,7 +140,7 @@ def test_what_names_them_recomputes(nb: Nb, sb: LocalDb) -> None:
              "mutations": [["ports", "insert", ["set", [["named-uuid", "r"]]]]]}]), True),
         (lambda: _lrp_add(nb, "lr0", "lr0-z", "10.4.0.1/24"), True),  # named by sw0-lr0-z
         (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Switch", "row": {
-            "name": "sw8", "other_config": ["map", [["subnet", "10.8.0.0/24"]]]}}]), False),
+            "name": "sw8", "other_config": ["map", [["subnet", "10.8.0.0/24"]]]}}]), True),
         (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Router", "row": {
             "name": "lr9", "options": ["map", [["requested-tnl-key", "40"]]]}}]), True),
     ])

@@ -7,8 +7,10 @@ Rules kept here:
   `build_core` and `build_extra` would build from the same NB and SB. A switch this
   cannot prove it handles is refused (`simple_switch` false) and the caller
   recomputes.
-- Handled: a switch with no `other_config` but a requested tunnel key and a transit
-  switch name (no IPAM, snooping), no load balancers or groups of them, DNS records,
+- Handled: a switch with no `other_config` but a requested tunnel key, a transit
+  switch name and IPAM settings (`IPAM_CONFIG`: its ports' addresses are
+  `ports_incremental`'s, which refuses dynamic ones; no snooping), no load balancers
+  or groups of them, DNS records,
   forwarding groups, QoS rules, ACLs or CoPP: everything else a switch row has is
   read by the flows alone, or not at all. Its ports are `ports_incremental`'s to
   check. A router enabled, without NAT, routes, policies, load balancers or CoPP (its
@@ -56,6 +58,8 @@ from .ports import PortsData
 # A switch's other_config keys handled here: its requested tunnel key, and the transit
 # switch name its binding's external_ids copy.
 OTHER_CONFIG_KEPT = frozenset(("requested-tnl-key", "interconn-ts"))
+# A switch's IPAM settings: read by IPAM alone, for the dynamic addresses of its ports.
+IPAM_CONFIG = frozenset(("subnet", "exclude_ips", "ipv6_prefix", "mac_only"))
 # Switch columns whose content a builder other than the flows reads.
 REFUSED_COLUMNS = ("other_config", "load_balancer", "load_balancer_group", "dns_records",
                    "forwarding_groups", "qos_rules", "acls", "copp")
@@ -72,7 +76,7 @@ ROUTER_REFUSED_COLUMNS = ("ports", "nat", "static_routes", "policies", "load_bal
 
 def simple_switch(row: IdlRow) -> bool:
     """Whether a switch created or deleted is one this module handles."""
-    return set(row.other_config) <= OTHER_CONFIG_KEPT \
+    return set(row.other_config) <= OTHER_CONFIG_KEPT | IPAM_CONFIG \
         and not any(row.value(column) for column in REFUSED_COLUMNS
                     if column != "other_config")
 

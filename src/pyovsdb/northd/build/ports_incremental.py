@@ -286,9 +286,17 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         dp = step.datapaths.switches[key]
         # A switch's IPAM decides dynamic addresses only: with none on the switch, its
         # static ports come and go as on a switch without IPAM.
+        if not switch_ipam(dp.nb.other_config).active:
+            continue
         ls_row = switch_rows.get(key)
-        _need(not switch_ipam(dp.nb.other_config).active or (
-            ls_row is not None and not any(_dynamic(p) for p in ls_row.ports)))
+        if ls_row is None:  # (going with its ports: theirs are the deleted rows)
+            _need(key in step.gone_switches)
+            ls_ports: Iterable[IdlRow] = [
+                r for r in step.deleted.values()
+                if (p := ports.ports.get(r.value("name"))) is not None and p.dp.key == key]
+        else:
+            ls_ports = ls_row.ports
+        _need(not any(_dynamic(p) for p in ls_ports))
 
 
 def _gateway_peer(lsp: Port, ports: PortsData) -> bool:
