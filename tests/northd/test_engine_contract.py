@@ -773,6 +773,41 @@ def _ipam_switch_gone(nb: Nb, world: World) -> None:
         {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw9"]]}])
 
 
+def _dvr(nb: Nb, world: World, delete: bool) -> None:
+    """lr0 given a gateway port on sw1 (sw1 its external network, with a localnet
+    port); then a distributed
+    floating IP for vm2 added, or (`delete`) added and then deleted."""
+    nb.db.transact([
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+         "row": {"name": "lr0-gw-ch0", "chassis_name": "ch0", "priority": 10}},
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": "lr0-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.1/24",
+                 "gateway_chassis": ["named-uuid", "gc"]}},
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "insert", ["named-uuid", "gw"]]]},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
+         "row": {"name": "sw1-lr0", "type": "router", "addresses": "router",
+                 "options": ["map", [["router-port", "lr0-gw"],
+                                     ["nat-addresses", "router"]]]}},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "ln",
+         "row": {"name": "sw1-ln", "type": "localnet", "addresses": "unknown",
+                 "options": ["map", [["network_name", "phys"]]]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "insert", ["set", [["named-uuid", "pub"],
+                                                    ["named-uuid", "ln"]]]]]}])
+    world.settled()
+    nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="dnat_and_snat",
+                 external_ip="172.16.0.8", logical_ip="10.0.0.12", logical_port="vm2",
+                 external_mac="00:00:00:00:aa:02")
+    if delete:
+        world.settled()
+        uuid = next(u for u, r in nb.db.tables["NAT"].rows.items()
+                    if r.data["external_ip"] == "172.16.0.8")
+        nb.db.transact([
+            {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+             "mutations": [["nat", "delete", ["set", [["uuid", uuid]]]]]}])
+
+
 def _claimed_notif(sb: LocalDb, world: World) -> None:
     """vm1 claimed on ch0, not yet up; ch0 then announces port-up-notif (vm1's NB
     `up` goes from true, for the claim, to false, for the binding's `up`)."""
@@ -991,7 +1026,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lr-nat-del", _nat_del, IN_PLACE),
     ("lr-nat-add distributed", lambda nb, sb, w: nb.add_child(
         "Logical_Router", "lr0", "nat", "NAT", type="dnat_and_snat", external_ip="172.16.0.8",
-        logical_ip="10.0.0.12", logical_port="vm2", external_mac="00:00:00:00:aa:02"), FULL),
+        logical_ip="10.0.0.12", logical_port="vm2", external_mac="00:00:00:00:aa:02"),
+     IN_PLACE),
+    ("lr-nat-add distributed (a DVR floating IP) on a router with a gateway port",
+     lambda nb, sb, w: _dvr(nb, w, False), IN_PLACE),
+    ("lr-nat-del of the last distributed rule (the redirect port always redirects again)",
+     lambda nb, sb, w: _dvr(nb, w, True), IN_PLACE),
     ("lr-route-add", _route, frozenset()),
     ("lr-policy-add", _policy, frozenset()),
     ("lr-policy-add reroute with two next hops (ECMP), before the first",

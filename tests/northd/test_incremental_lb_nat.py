@@ -2,8 +2,8 @@
 (`build.lb_incremental`, `build.nat_incremental`): after every step the incremental
 state equals a graph built from scratch on the same databases (which wants to write
 nothing), and the stats say whether `northd` recomputed. Where the change reaches
-what those modules do not follow (a distributed NAT rule), `northd` recomputes, and
-is still equal; health checks (their service monitors) are followed. A router whose
+what those modules do not follow, `northd` recomputes, and is still equal; health
+checks (their service monitors) and distributed NAT rules are followed. A router whose
 switch port advertises its addresses (`nat-addresses=router`) has that port's binding
 follow its NAT rules and VIPs.
 """
@@ -203,7 +203,7 @@ def test_nat_rules_change_in_place(nb: Nb, sb: LocalDb) -> None:
         ("lr-nat-del", lambda: _nat_del(nb, "lr0", "10.0.0.51"), True),
         ("a distributed one", lambda: _nat_add(
             nb, "lr0", "dnat_and_snat", "10.0.0.60", "10.0.0.11", logical_port="vm1",
-            external_mac="00:00:00:00:aa:01"), False),
+            external_mac="00:00:00:00:aa:01"), True),
         ("one asking for routes", lambda: _nat_add(
             nb, "lr0", "dnat", "10.0.0.61", "10.0.0.11",
             options=["map", [["add_route", "true"]]]), False),

@@ -6,10 +6,11 @@ Rules kept here:
   next to it (the ARP replies for its external IPs), and by the bindings of the switch
   ports that advertise the router's addresses.
   A change this cannot prove is so is refused (None) and the caller recomputes.
-- Refused: a distributed rule (a `dnat_and_snat` with a logical port and an external
-  MAC: it decides the chassis-redirect port's `always-redirect` and flows on the
-  gateway's switch), one asking for routes (`add_route`: its IP reaches the routers
-  beyond the next switch), and a rule of no router northd has.
+- A distributed rule (a `dnat_and_snat` with a logical port and an external MAC, as
+  a DVR floating IP) also decides the chassisredirect ports' `always-redirect`: the
+  bindings of the routers' chassisredirect ports are put again.
+- Refused: a rule asking for routes (`add_route`: its IP reaches the routers beyond
+  the next switch), and a rule of no router northd has.
 - The routers whose `nat` changed are taken with their rows as they are now; the
   `nat_addresses` of the switch ports advertising them (`nat-addresses`) are built
   again; the datapaths whose flows change are named: those routers and the routers
@@ -30,7 +31,7 @@ from .datapaths import DatapathsData, smap_bool
 from .delta import PortsDelta
 from .ports import PortsData
 from .ports_incremental import refresh_datapaths
-from .ports_router import readvertise
+from .ports_router import readvertise, router_port_binding
 
 RowChanges = Mapping[str, RowChange[IdlRow]]
 
@@ -41,7 +42,7 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
     """The NAT rules `nat_changes` and the routers' `nat` lists `lr_changes` applied;
     None (nothing touched) where a recompute is needed."""
     rows = [r for rc in nat_changes.values() for r in (rc.old, rc.new) if r is not None]
-    if any(_distributed(r) or smap_bool(r.options, "add_route") for r in rows):
+    if any(smap_bool(r.options, "add_route") for r in rows):
         return None
     listed = {u for u, rc in lr_changes.items() if rc.old is not None and rc.new is not None
               and "nat" in changed_columns(rc)}
@@ -56,8 +57,16 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
     if not refresh_datapaths(listed, datapaths.routers, table.rows, ports):
         return None
     delta = PortsDelta()
-    for name in readvertise(routers, ports, sb_desired.tables["Port_Binding"]):
+    bindings = sb_desired.tables["Port_Binding"]
+    for name in readvertise(routers, ports, bindings):
         delta.touch_unread(name)
+    if any(_distributed(r) for r in rows):
+        for key in routers:
+            for lrp in ports.l3dgw_ports.get(key, ()):
+                cr = ports.ports.get(lrp.cr_port or "")
+                if cr is not None and cr.name in bindings.rows:
+                    bindings.set(cr.name, **router_port_binding(cr, ports))
+                    delta.touch("sb", "Port_Binding", cr.name)
     # The routers' flows, and on the switches next to them the requests of the ports
     # paired with theirs (the ARP replies and MACs of their NAT addresses); a router
     # next to them is built again whole.
