@@ -914,7 +914,20 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "ts0", other_config={"interconn-ts": "ts0", "requested-tnl-key": "40"}), IN_PLACE),
     ("lr-add and ls-add at once", lambda nb, sb, w: nb.db.transact([
         {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}},
-        {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), FULL),
+        {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), IN_PLACE),
+    ("two lr-adds and two ls-adds at once (with VIFs)", lambda nb, sb, w: nb.db.transact([
+        {"op": "insert", "table": "Logical_Router", "row": {"name": "lr8"}},
+        {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "a",
+         "row": {"name": "vm9a", "addresses": "00:00:00:00:09:0a 10.9.0.10"}},
+        {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw8"}},
+        {"op": "insert", "table": "Logical_Switch",
+         "row": {"name": "sw9", "ports": ["named-uuid", "a"]}}]), IN_PLACE),
+    ("lr-add and ls-add at once, the switch requesting a key", lambda nb, sb, w: nb.db.transact([
+        {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}},
+        {"op": "insert", "table": "Logical_Switch",
+         "row": {"name": "sw9", "other_config": ["map", [["requested-tnl-key", "7"]]]}}]),
+     FULL),
     ("lr-del (of a router with a port; its peer on the switch stays)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr0"]]}]),

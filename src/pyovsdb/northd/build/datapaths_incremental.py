@@ -20,7 +20,9 @@ Rules kept here:
   SB binding (a recompute keeps those), new datapaths take the key they request
   (refused unless it is free and in range), then the lowest free keys in the order
   of their names, switches before routers (23.03's walk from hint 0 over the
-  datapaths it has no binding for); otherwise this refuses.
+  datapaths it has no binding for); otherwise this refuses. Routers and switches made
+  in one change: the routers take the keys after the switches', none requesting one,
+  none deleted in it.
 - The datapath's own desired rows come and go with it: its Datapath_Binding, its
   IP_Multicast row, its fixed multicast groups (the ports' bindings and the groups of
   a new switch are `ports_incremental`'s); a router's binding, and its (empty) set of
@@ -92,15 +94,19 @@ def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) ->
 
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
-                      sb: Mapping[str, ReplicaTable], going: Collection[str] = ()
+                      sb: Mapping[str, ReplicaTable], going: Collection[str] = (),
+                      taken: Collection[int] = (), fresh: Collection[str] = ()
                       ) -> dict[str, int] | None:
     """The tunnel keys a recompute gives the new datapaths `rows`, all switches or all
     routers (see the module rules), while the datapaths `going` are deleted in the same
-    change (their keys free); None if it cannot be told without one."""
+    change (their keys free); None if it cannot be told without one. `taken`: keys new
+    switches of the same change take first (for new routers); `fresh`: datapaths made
+    in this change (no binding yet: new routers, for new switches)."""
     held = {key: row.tunnel_key for key, row in existing_bindings(sb).items()}
-    if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()):
+    if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()
+           if dp.key not in fresh):
         return None
-    used = {dp.tunnel_key for dp in datapaths.all() if dp.key not in going}
+    used = {dp.tunnel_key for dp in datapaths.all() if dp.key not in going} | set(taken)
     hi = DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX
     new = sorted(rows, key=lambda r: (r.name, r.uuid))
     if any(row.uuid in held for row in new):

@@ -164,20 +164,22 @@ class _Step:
     going: set[str] = field(default_factory=set)  # names of switch ports deleted
     localnet: set[str] = field(default_factory=set)  # switches whose localnet ports change
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
+    fresh: Collection[str] = ()  # datapaths made in place in this change
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
                          datapaths: DatapathsData, ports: PortsData, names: Counter[str],
                          core_dynamic: Mapping[str, str | None], sb_desired: DesiredDb,
                          nb_desired: DesiredDb, lsp_changes: RowChanges,
-                         ls_changes: RowChanges, *, ignored: frozenset[str]
-                         ) -> PortsDelta | None:
+                         ls_changes: RowChanges, *, ignored: frozenset[str],
+                         fresh: Collection[str] = ()) -> PortsDelta | None:
     """Apply the switch port changes `lsp_changes` (with the `ports` changes of their
     switches, `ls_changes`) to the core data and the desired tables in place; what
     changed, or None (nothing touched) where a recompute is needed. `ignored`: LSP
     columns whose change moves nothing here. `names` (from `port_names`) is kept up to
-    date."""
-    step = _Step(nb, sb, datapaths, ports, names)
+    date. `fresh`: datapaths made in place in this change (new routers, no binding
+    yet)."""
+    step = _Step(nb, sb, datapaths, ports, names, fresh=fresh)
     try:
         _classify(step, lsp_changes, ls_changes, ignored)
         if not (step.inserted or step.deleted or step.updated or step.new_switches
@@ -330,7 +332,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     delta = PortsDelta()
     if step.new_switches:
         keys = new_datapath_keys(list(step.new_switches.values()), datapaths, step.sb,
-                                 step.gone_switches.keys())
+                                 step.gone_switches.keys(), fresh=step.fresh)
         _need(keys is not None)
         assert keys is not None
         for uuid, row in step.new_switches.items():

@@ -303,15 +303,14 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                         self._nats() if _nat_rows(change) else Handled.HANDLED_UNCHANGED)
         if parts is Handled.UNHANDLED or (not made and not gone):
             return parts
-        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
-        if made and ls is not None and ls.updated and (
-                ls.delta is None or any(rc.old is None for rc in ls.delta.values())):
-            return Handled.UNHANDLED  # new switches take keys before new routers
         core, reachable = self.data.core, self.data.extra.lbs
         if any(row.uuid not in core.datapaths.routers for row in gone):
             return Handled.UNHANDLED
+        taken = self._switch_keys(made, gone)
+        if taken is None:
+            return Handled.UNHANDLED
         keys = new_datapath_keys(made, core.datapaths, self.sb_tables(),
-                                 [row.uuid for row in gone]) if made else {}
+                                 [row.uuid for row in gone], taken) if made else {}
         if keys is None:
             return Handled.UNHANDLED
         delta = self.track()
@@ -323,6 +322,25 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                        self.data.sb)
             delta.touch("sb", "Datapath_Binding", row.uuid)
         return Handled.HANDLED_UPDATED
+
+    def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
+        """The keys the switches made in this change take before the routers `made`
+        (`on_nb_ls` gives them those next); None where that cannot be told: a
+        datapath made or deleted with them requesting a key or going."""
+        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
+        if not made or ls is None or not ls.updated:
+            return []
+        if ls.delta is None:
+            return None
+        switches = [rc.new for rc in ls.delta.values() if rc.old is None and rc.new]
+        if not switches:
+            return []
+        if gone or any(rc.new is None for rc in ls.delta.values()) or any(
+                "requested-tnl-key" in r.other_config for r in switches) or any(
+                "requested-tnl-key" in r.options for r in made):
+            return None
+        keys = new_datapath_keys(switches, self.data.core.datapaths, self.sb_tables())
+        return None if keys is None else list(keys.values())
 
     # A load balancer or a group of them changed, or the load balancers of a switch or
     # a router (`on_nb_ls`, `on_nb_lr`): applied in place where
@@ -605,10 +623,11 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         data = self.data
         core = data.core
         nb = self.nb_tables()
+        fresh = self.delta.sb.get("Datapath_Binding", ()) if self.delta is not None else ()
         result = switch_ports_changed(
             nb, self.sb_tables(), core.datapaths, core.ports, names,
             core.dynamic_addresses, data.sb, data.nb, lsp_changes, ls_changes,
-            ignored=LSP_WRITTEN_ONLY)
+            ignored=LSP_WRITTEN_ONLY, fresh={str(k) for k in fresh})
         if result is not None:  # (the groups of ports updated: their address sets)
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None}, result)
