@@ -97,7 +97,8 @@ def northd_command(kind: str, nb: str, sb: str, workdir: Path) -> list[str]:
     if kind == "real":
         base = ["ovn-northd"]
     elif kind == "ours":
-        base = [sys.executable, "-m", "pyovsdb", "northd"]
+        # self-checked: every incremental run is also computed from scratch (`check_self`)
+        base = [sys.executable, "-m", "pyovsdb", "northd", "--self-check"]
     else:
         raise ValueError(f"unknown northd {kind!r}")
     return [*base, f"--ovnnb-db={nb}", f"--ovnsb-db={sb}",
@@ -150,6 +151,20 @@ class Run:
         if self.northd is not None and self.northd.poll() is not None:
             raise ScriptError(f"{self.kind} northd exited {self.northd.returncode}:\n"
                               f"{self.logs()}")
+
+    def check_self(self) -> None:
+        """For our northd: no incremental run differed from its recompute (the daemon's
+        `inc-engine/self-check` counters; the differences themselves are in its log)."""
+        if self.kind != "ours":
+            return
+        out = run(["ovn-appctl", "-t", str(self.workdir / "northd.ctl"),
+                   "inc-engine/self-check"], check=True, timeout=TIMEOUT).stdout
+        m = re.search(r"(\d+) runs checked, (\d+) differed", out)
+        if m is None:
+            raise ScriptError(f"inc-engine/self-check answered {out!r}")
+        if int(m.group(2)) > 0:
+            raise ScriptError(f"our northd's incremental runs differ from recomputes: "
+                              f"{out.strip()}\n{self.logs()}")
 
     def logs(self) -> str:
         out = []
@@ -299,6 +314,7 @@ def run_script(script: Script, kind: str, workdir: Path, *,
         snap = r.snapshot(script, sb_tables)
         if without_counters(first) != without_counters(snap):
             raise ScriptError(f"{kind} northd still changing rows after {script.name}")
+        r.check_self()
         if at_end is not None:
             at_end(r)
         return snap
@@ -320,6 +336,7 @@ def run_points(steps: Sequence[Step | None], kind: str, workdir: Path, *,
                 out.append(r.snapshot(script))
             else:
                 r.step(step)
+        r.check_self()
         return out
     finally:
         r.stop()

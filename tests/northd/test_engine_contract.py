@@ -667,9 +667,9 @@ def _static_mac(nb: Nb, world: World, how: str) -> None:
                          "where": [["_uuid", "==", ["uuid", smb]]]}])
 
 
-def _lrp_set(nb: Nb, world: World, gateway: bool, **cols: Any) -> None:
+def _lrp_set(nb: Nb, world: World, gateway: bool, port: str = "", **cols: Any) -> None:
     """A router port updated (`cols`): lrp0, or (`gateway`) lr0's gateway port added
-    first."""
+    first (and updated, unless `port` names another)."""
     name = "lrp0"
     if gateway:
         nb.db.transact([
@@ -682,7 +682,7 @@ def _lrp_set(nb: Nb, world: World, gateway: bool, **cols: Any) -> None:
              "mutations": [["ports", "insert", ["named-uuid", "gw"]]]}])
         world.settled()
         name = "lr0-gw"
-    nb.db.update("Logical_Router_Port", nb.uuid("Logical_Router_Port", name), **cols)
+    nb.db.update("Logical_Router_Port", nb.uuid("Logical_Router_Port", port or name), **cols)
 
 
 def _template_var(nb: Nb, world: World, how: str) -> None:
@@ -994,6 +994,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         nb, w, True, options={"gateway_mtu": "1400"}), IN_PLACE),
     ("gateway port disabled", lambda nb, sb, w: _lrp_set(nb, w, True, enabled=[False]),
      IN_PLACE),
+    ("downlink set to reside on the redirect chassis (its switch port's GARP entry)",
+     lambda nb, sb, w: _lrp_set(nb, w, True, "lrp0",
+                                options={"reside-on-redirect-chassis": "true"}), IN_PLACE),
     ("router port's IPv6 RA configs set", lambda nb, sb, w: _lrp_set(
         nb, w, False, ipv6_ra_configs={"address_mode": "slaac", "send_periodic": "true"}),
      IN_PLACE),

@@ -8,8 +8,10 @@ Rules kept here:
   it with `enabled`). Anything else is refused (None) and the caller recomputes.
 - The port and its chassisredirect port take the new row; their bindings are put
   again (`router_port_binding`: the IPv6 options read `enabled` and
-  `ipv6_ra_configs`); its router and the datapaths of its router's peers have their
-  flows built again (`PortsDelta.flows`).
+  `ipv6_ra_configs`), and so is the `nat_addresses` of the switch port peering it
+  (`reside-on-redirect-chassis` adds the port's own GARP entry there); its router
+  and the datapaths of its router's peers have their flows built again
+  (`PortsDelta.flows`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
 from .delta import PortsDelta
 from .ports import Port, PortsData
-from .ports_router import router_port_binding
+from .ports_router import router_lsp_nat_addresses, router_port_binding
 
 COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options"))
 FLOW_OPTIONS = frozenset(("gateway_mtu", "gateway_mtu_bypass", "reside-on-redirect-chassis",
@@ -70,6 +72,11 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                       tunnel_key=p.tunnel_key, up=[False], mirror_rules=[],
                       **router_port_binding(p, ports))
             delta.touch("sb", "Port_Binding", p.name)
+        peer = ports.peer_of(port)
+        if peer is not None and peer.is_lsp and peer.name in table.rows:
+            table.set(peer.name, nat_addresses=router_lsp_nat_addresses(
+                peer, ports, port.dp.nb.options.get("chassis")))
+            delta.touch("sb", "Port_Binding", peer.name)
         routers.add(port.dp.key)
     delta.flows = ports.next_to(routers)
     return delta
