@@ -452,6 +452,16 @@ def _claim(nb: Nb, sb: LocalDb, world: World) -> None:
     sb.update("Port_Binding", _pb(sb, "vm1"), chassis=world.chassis, up=True)
 
 
+def _virtual_claim(nb: Nb, sb: LocalDb, world: World, parent: str) -> None:
+    """A virtual port with parents vm1 and vm2 added; then the SB claims it as
+    ovn-controller does when a parent answers for the VIP (`virtual_parent`,
+    `chassis`): its VIP resolves to the parent's MAC on the switch's routers."""
+    nb.lsp_add("sw0", "vip", type="virtual", addresses=["00:00:00:00:00:50 10.0.0.50"],
+               options={"virtual-ip": "10.0.0.50", "virtual-parents": "vm1,vm2"})
+    world.settled()
+    sb.update("Port_Binding", _pb(sb, "vip"), virtual_parent=parent, chassis=world.chassis)
+
+
 def _learn_after(nb: Nb, sb: LocalDb, world: World) -> None:
     """A VIF added and deleted (its binding come and gone), then a MAC learned."""
     nb.lsp_add("sw0", "vm3", addresses=["00:00:00:00:00:03 10.0.0.13"])
@@ -994,6 +1004,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         nb, w, True, options={"gateway_mtu": "1400"}), IN_PLACE),
     ("gateway port disabled", lambda nb, sb, w: _lrp_set(nb, w, True, enabled=[False]),
      IN_PLACE),
+    ("virtual port claimed (SB virtual_parent and chassis)",
+     lambda nb, sb, w: _virtual_claim(nb, sb, w, "vm1"), IN_PLACE),
+    ("lrp-add of a port flooding multicast (mcast_flood: the router's _MC_static)",
+     lambda nb, sb, w: nb.lrp_add("lr0", "lr0-mc", "00:00:00:00:ff:31", "10.9.0.1/24",
+                                  options={"mcast_flood": "true"}), IN_PLACE),
     ("downlink set to reside on the redirect chassis (its switch port's GARP entry)",
      lambda nb, sb, w: _lrp_set(nb, w, True, "lrp0",
                                 options={"reside-on-redirect-chassis": "true"}), IN_PLACE),
@@ -1277,6 +1292,41 @@ def test_routers_joining_a_switch_take_its_walk_order(nb: Nb, sb: LocalDb) -> No
     order = [p.name for p in ports.router_ports[nb.uuid("Logical_Switch", "sw0")]]
     assert order != sorted(order)  # (some router landed before one that came earlier)
     assert 0 < shared < 8
+
+
+def test_router_ports_follow_the_walk_as_the_port_table_grows(nb: Nb, sb: LocalDb) -> None:
+    """The order a build walks a switch's router ports follows the port table's mask:
+    VIFs added one by one grow the table past a mask or two, and the routers' order
+    on sw0 moves with it, in place (no recompute), each run equal to a recompute (the
+    self-check), the virtual port's VIP resolved on the first router."""
+    world = World(nb, sb)
+    with world.change():
+        nb.lsp_add("sw0", "vip", type="virtual", addresses=["00:00:00:00:00:50 10.0.0.50"],
+                   options={"virtual-ip": "10.0.0.50", "virtual-parents": "vm1"})
+        for i in range(1, 7):
+            nb.lr_add(f"lr{i}")
+    world.northd.settle()
+    for i in range(1, 7):
+        with world.change():
+            nb.connect("sw0", f"lr{i}", f"lr{i}-sw0", f"00:00:00:00:fe:{i:02x}",
+                       f"10.0.0.{100 + i}/24")
+        world.northd.settle()
+    sw0 = nb.uuid("Logical_Switch", "sw0")
+
+    def order() -> list[str]:
+        ports = world.northd.driver.engine.node_data("northd").core.ports
+        return [p.name for p in ports.router_ports[sw0]]
+
+    seen = [order()]
+    before = world.counts()
+    for i in range(40):
+        with world.change():
+            nb.lsp_add("sw1", f"grow{i}", addresses=[f"00:00:00:00:a1:{i:02x}"])
+        world.northd.settle()
+        if order() != seen[-1]:
+            seen.append(order())
+    assert world.counts()["northd"][0] == before["northd"][0]
+    assert len(seen) > 1  # (the walk moved at least once: the case is exercised)
 
 
 def test_a_datapath_group_gains_a_datapath_in_place(nb: Nb, sb: LocalDb) -> None:

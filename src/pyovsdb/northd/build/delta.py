@@ -32,6 +32,11 @@ class PortsDelta:
     # Switches that gained or lost a router port: `lflow` builds again what their other
     # router ports ask for on their routers, where that reads the switch's router ports.
     rewired: set[str] = field(default_factory=set)
+    # Virtual ports whose claim (SB `virtual_parent`, `chassis`) changed, and the
+    # switches they and their parents are on: `lflow` builds again what they ask for
+    # on those switches' routers (their VIP resolved to the parent's MAC).
+    claimed: set[str] = field(default_factory=set)
+    claimed_on: set[str] = field(default_factory=set)
     # Load balancers (NB UUIDs) changed, created or deleted: `lflow` builds their own
     # flows again, and the datapaths where what other flows read of them changed.
     lbs: set[str] = field(default_factory=set)
@@ -60,6 +65,8 @@ class PortsDelta:
         self.flows |= later.flows
         self.focus |= later.focus
         self.rewired |= later.rewired
+        self.claimed |= later.claimed
+        self.claimed_on |= later.claimed_on
         self.lbs |= later.lbs
         self.unread = (self.unread | later.unread) - read
 
@@ -68,4 +75,4 @@ class PortsDelta:
 
     def empty(self) -> bool:
         return not (self.sb or self.nb or self.flows or self.focus or self.lbs
-                    or self.rewired)
+                    or self.rewired or self.claimed)

@@ -123,6 +123,19 @@ def switch_groups(key: str, ports: PortsData) -> Groups:
     return groups
 
 
+def router_groups(key: str, ports: PortsData) -> Groups:
+    """The fixed groups of one router from its ports, as `build_mcast_groups` makes
+    them: its ports that flood multicast (`mcast_flood`), each by its chassisredirect
+    port where it has one."""
+    groups: Groups = {}
+    for port in ports.of_datapath(key):
+        if port.is_lrp and port.enabled and smap_bool(port.options, "mcast_flood", False):
+            member = ports.ports.get(port.cr_port, port) if port.cr_port is not None else port
+            entry = groups.setdefault((key, MC_STATIC[0]), (MC_STATIC[1], set()))
+            entry[1].add(member.name)
+    return groups
+
+
 def relays(port: Port | None) -> bool:
     return port is not None and port.dp.is_router and smap_bool(
         port.dp.nb.options, "mcast_relay", False)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
+from ...util.ovshash import hmap_mask
 from ..diagnostics import DUPLICATE_LRP, DUPLICATE_LSP, LRP_BAD_MAC, LSP_NO_MAC, PS_NO_MAC, report
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
 from .datapaths import Datapath, DatapathsData, datapath_key, smap_int
@@ -121,6 +122,10 @@ class PortsData:
     # Ports no SB binding is named for (a build's port table holds them after the
     # bound names: `walk.PortWalk`), kept as bindings come.
     unbound: set[str] = field(default_factory=set)
+    # The final mask of that table when the switches' router ports were last put in
+    # its walk's order (`walk.resort_router_ports`: a table grown or shrunk past a
+    # mask walks them in another order).
+    walk_mask: int = 0
     # Router-type switch ports by the router port they name (`options:router-port`),
     # found or not: who would pair with a router port of that name.
     named_by: dict[str, set[str]] = field(default_factory=dict)
@@ -309,6 +314,7 @@ def _walk_order(existing: Mapping[str, IdlRow], data: PortsData) -> list[Port]:
     existing binding (inserted first) and then one per new port."""
     names = list(existing)
     names += [n for n in data.ports if n not in existing]
+    data.walk_mask = hmap_mask(len(names))
     order = hmap_order((hash_string(n), n) for n in names)
     return [data.ports[n] for n in order if n in data.ports]
 

@@ -65,6 +65,7 @@ from .mcast_groups import (
     MC_STATIC,
     MC_UNKNOWN,
     MULTICAST_COLUMNS,
+    router_groups,
     switch_groups,
 )
 from .peers_incremental import (
@@ -413,8 +414,10 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         if not ports.localnet_ports[key]:
             del ports.localnet_ports[key]
     _put_bindings(step, changed, sb_desired, delta, nb_desired)
-    for lrp in repaired:
-        _put_router_binding(lrp, ports, sb_desired.tables["Port_Binding"], delta)
+    for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)
+        cr = ports.ports.get(lrp.cr_port or "")
+        for p in (lrp, cr) if cr is not None else (lrp,):
+            _put_router_binding(p, ports, sb_desired.tables["Port_Binding"], delta)
     for key in sorted(touched):
         _put_groups(key, ports, datapaths, sb_desired, delta)
     for key in sorted(gone):
@@ -528,7 +531,8 @@ def _put_groups(key: str, ports: PortsData, datapaths: DatapathsData,
     table = sb_desired.tables.get("Multicast_Group")
     if table is None:
         table = sb_desired.add(DesiredTable("Multicast_Group", MULTICAST_COLUMNS))
-    groups = switch_groups(key, ports)
+    groups = switch_groups(key, ports) if key in datapaths.switches \
+        else router_groups(key, ports)
     fixed = {(key, name) for name, _ in FIXED_GROUPS}
     for gkey in sorted(fixed):
         entry = groups.get(gkey)
@@ -763,7 +767,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
             rewired.add(lsp.dp.key)
     _rewire(step, rewired, sb_desired, delta)
     _put_bindings(step, relisted, sb_desired, delta)
-    for key in sorted(rewired):
+    for key in sorted(rewired | touched):  # (a router's groups: its ports that flood)
         _put_groups(key, ports, datapaths, sb_desired, delta)
     for port in new_ports:
         _put_router_binding(port, ports, table, delta)

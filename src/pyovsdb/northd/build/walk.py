@@ -11,6 +11,9 @@ Rules kept here:
   order follows from where each name was inserted (`hmap_order_of`). So names alone
   in their bucket need only their hashes; the places of names sharing one are found
   only then (a sort of the bindings' UUIDs).
+- The switches' router ports stay in the walk's order as the table grows and shrinks:
+  past a mask, `resort_router_ports` sorts them again and names the switches whose
+  order moved (their readers' flows are built again, as when a switch is rewired).
 - Reads the SB Port_Binding table through its index by name where the replica keeps
   one, else by a walk of its rows (no sort): the cost of a partial rebuild grows with
   the ports by one lookup each.
@@ -95,6 +98,25 @@ class PortWalk:
                 if n not in out:
                     out[n] = at[n]
         return out
+
+
+def resort_router_ports(sb: Mapping[str, ReplicaTable], ports: PortsData,
+                        datapaths: DatapathsData) -> set[str]:
+    """The switches whose router ports a build would now walk in another order, their
+    ports sorted again; none unless the table's final mask moved since the last sort
+    (`PortsData.walk_mask`)."""
+    walk = PortWalk(sb, ports, datapaths)
+    if walk.mask == ports.walk_mask:
+        return set()
+    ports.walk_mask = walk.mask
+    moved: set[str] = set()
+    for key, members in ports.router_ports.items():
+        if len(members) > 1:
+            before = list(members)
+            walk.sort_ports(members)
+            if members != before:
+                moved.add(key)
+    return moved
 
 
 def _min_key(by_name: Mapping[tuple[str, ...], Mapping[str, object]], name: str) -> str | None:

@@ -382,7 +382,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         groups = DP_GROUP_TABLE in delta.sb
         focus = {n for n in delta.focus if n in ports.ports}
         if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
-                and not joined:
+                and not joined and not delta.claimed:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -409,6 +409,13 @@ class LflowNode(Node[LflowData, LflowDelta]):
             results.append(self._changed(northd, rebuild_focused(
                 self.data.flows, ctx, frozenset(focus_dps),
                 frozenset(n for n in focus if ports.ports[n].dp.key in focus_dps))))
+        claimed = frozenset(n for n in delta.claimed if n in ports.ports)
+        claimed_on = frozenset(peer.dp.key for key in delta.claimed_on
+                               for lsp in ports.router_ports.get(key, ())
+                               if (peer := ports.peer_of(lsp)) is not None) - flows - dps
+        if claimed and claimed_on:  # (virtual ports claimed: their VIPs on the routers)
+            results.append(self._changed(northd, rebuild_owned(
+                self.data.flows, ctx, claimed_on, claimed)))
         lb_dps -= flows | dps
         if lb_dps and Handled.UNHANDLED not in results:
             owners: set[Owner] = set()

@@ -74,6 +74,7 @@ from ..build.ports_incremental import (
 )
 from ..build.ports_mirrors import mirrors_changed
 from ..build.ports_static_mac import static_macs_changed
+from ..build.walk import resort_router_ports
 from ..desired import DesiredDb
 from .northd_sb import SbHandlers
 from .tables import (
@@ -658,6 +659,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if result is None:
             self._names = None  # (the recompute starts over)
             return Handled.UNHANDLED
+        if "Port_Binding" in result.sb:  # (ports come and go: the walk may have moved)
+            core = self.data.core
+            result.rewired |= resort_router_ports(self.sb_tables(), core.ports,
+                                                  core.datapaths)
         if result.empty():
             return Handled.HANDLED_UNCHANGED
         self.track().merge(result)

@@ -33,7 +33,7 @@ from ..build.delta import PortsDelta
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
-from ..build.walk import PortWalk
+from ..build.walk import PortWalk, resort_router_ports
 from ..desired import Ref, single
 from .tables import TableChange, Tables, only
 
@@ -46,6 +46,8 @@ PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_p
                      "requested_additional_chassis"))
 PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
 QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
+# Of a virtual port's binding, what its flows read: its claim.
+VIRTUAL_READ = frozenset(("virtual_parent", "chassis"))
 DP_READ = frozenset(("external_ids", "tunnel_key"))
 def bindings_named(table: ReplicaTable, name: str) -> int:
     """How many SB Port_Binding rows name logical port `name`."""
@@ -195,6 +197,11 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                 if "options" in cols and any(old.options.get(k) != new.options.get(k)
                                              for k in PB_OPTIONS_READ):
                     return False
+                port = ports.ports.get(new.logical_port) if ports is not None else None
+                if port is not None and port.sb is not None and port.sb.uuid == new.uuid:
+                    port.sb = new  # (the builders read the binding as it is now)
+                    if port.type == "virtual" and cols & VIRTUAL_READ:
+                        claimed[port.name] = {old.virtual_parent, new.virtual_parent}
                 return "chassis" not in cols or not (
                     "qdisc_queue_id" in old.options or "qdisc_queue_id" in new.options
                     or qos(new.logical_port))
@@ -212,9 +219,27 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             if bindings_named(table, new.logical_port) != 1:
                 return False
             self.data.core.ports.unbound.discard(new.logical_port)
+            if port is not None:
+                port.sb = new  # (the builders read the binding as it is now)
             return True
 
-        return only(change, ok)
+        claimed: dict[str, set[str | None]] = {}
+        handled = only(change, ok)
+        if handled is Handled.UNHANDLED or ports is None:
+            return handled
+        # (bindings gone shrink the table a build walks: its order may have moved)
+        moved = resort_router_ports(self.sb_tables(), ports, self.data.core.datapaths)
+        if not moved and not claimed:
+            return handled
+        delta = self.track()
+        delta.rewired |= moved
+        for name, parents in claimed.items():
+            delta.claimed.add(name)
+            for p in (name, *parents):
+                found = ports.ports.get(p) if p else None
+                if found is not None:
+                    delta.claimed_on.add(found.dp.key)
+        return Handled.HANDLED_UPDATED
 
     def _walk_kept(self, lsp: Port) -> bool:
         """Whether the router ports of the switch of `lsp` (whose binding came) are in
