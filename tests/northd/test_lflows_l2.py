@@ -127,7 +127,7 @@ def test_gateway_port_mac_is_resident_on_the_gateway(nb: Nb, sb: LocalDb) -> Non
                  external_ip="172.16.0.10", logical_ip="10.0.0.10", logical_port="vm",
                  external_mac="00:00:00:00:aa:10")
     table = build_flows(nb.db, sb)
-    assert owned(table, ("port", "pub-lr0-pub")) >= {
+    assert owned(table, ("rport", "pub-lr0-pub")) >= {
         (50, 'eth.dst == 00:00:00:00:ff:01 && is_chassis_resident("cr-lr0-pub")',
          to("pub-lr0-pub")),
         (50, 'eth.dst == 00:00:00:00:aa:10 && is_chassis_resident("vm")',

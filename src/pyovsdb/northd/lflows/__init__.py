@@ -63,13 +63,22 @@ LB_AREAS: tuple[tuple[str, LbBuilder], ...] = (
     ("ls_lb.py", ls_lb.build_lbs), ("lr_lb.py", lr_lb.build_lbs))
 
 
-def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None) -> LflowTable:
+# The areas where a switch's router-type port asks for what its router's NAT rules
+# decide (their external IPs, distributed NAT MACs), as owner `("rport", name)`:
+# `ls_l2` (`ls_rport_arp` and the unicast lookup). A NAT rule changed rebuilds those
+# requests of its router's switch ports alone (`rebuild_router_lookups`).
+ROUTER_NAT_AREAS = frozenset({"ls_l2.py"})
+
+
+def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None,
+                 areas: frozenset[str] | None = None) -> LflowTable:
     """Every flow (with `only`: the flows on those datapaths, which `ctx` must be
-    narrowed to)."""
+    narrowed to; with `areas`: of those areas alone)."""
     out = LflowTable(only=only)
     for source, build in AREAS:
-        out.source = source
-        build(ctx, out)
+        if areas is None or source in areas:
+            out.source = source
+            build(ctx, out)
     return out
 
 
@@ -94,20 +103,30 @@ def rebuild_owned(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str
 
 
 def rebuild_focused(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
-                    ports: frozenset[str], own: bool = False) -> set[FlowKey]:
-    """The flows the ports `ports` ask for on their own datapaths `datapaths` built
-    again and put in place of what they asked for there (`own`: and the datapaths' own
-    flows, those no port, ACL or load balancer asks for); the flows that changed.
-    Equal to a full build as long as a port's own requests depend on that port, its
-    peer's router and datapath facts alone (the property tests hold it to one): what
-    changes a router's NAT rules, and nothing of its switches, moves only the requests
-    of the switch ports paired with its ports; a router port joining a switch, those
-    of its switch port and the switch's own."""
+                    ports: frozenset[str]) -> set[FlowKey]:
+    """The flows the ports `ports` ask for on their own datapaths `datapaths`, and the
+    datapaths' own flows (those no port, ACL or load balancer asks for), built again
+    and put in place of theirs there; the flows that changed. Equal to a full build
+    as long as a port's own requests depend on that port, its peer's router and
+    datapath facts alone (the property tests hold it to one): a router port joining a
+    switch moves those of its switch port and the switch's own."""
     new = build_lflows(ctx.focused(datapaths, ports), only=datapaths)
-    owners: set[Owner] = {("port", n) for n in ports}
-    if own:
-        owners |= {GLOBAL, *(("dp", key) for key in datapaths)}
+    owners: set[Owner] = {GLOBAL, *(("dp", key) for key in datapaths)}
+    for n in ports:
+        owners |= {("port", n), ("rport", n)}
     return table.replace_owned(datapaths, frozenset(owners), new)
+
+
+def rebuild_router_lookups(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
+                           ports: frozenset[str]) -> set[FlowKey]:
+    """What the router-type switch ports `ports` ask for on their switches `datapaths`
+    that their routers' NAT rules decide (`ROUTER_NAT_AREAS`, owner `("rport", name)`)
+    built again and put in place of theirs; the flows that changed. Equal to a full
+    build as long as those requests depend on the port, its router and datapath facts
+    alone: what changes a router's NAT rules, and nothing of its switches, moves only
+    these requests of the switch ports paired with its ports."""
+    new = build_lflows(ctx.focused(datapaths, ports), only=datapaths, areas=ROUTER_NAT_AREAS)
+    return table.replace_owned(datapaths, frozenset(("rport", n) for n in ports), new)
 
 
 def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
@@ -142,5 +161,15 @@ def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
     return table.replace_owned(datapaths, owners, new)
 
 
-__all__ = ["AREAS", "LflowContext", "LflowTable", "build_lflows", "rebuild",
-           "rebuild_focused", "rebuild_lbs", "rebuild_owned", "rebuild_policies"]
+__all__ = [
+    "AREAS",
+    "LflowContext",
+    "LflowTable",
+    "build_lflows",
+    "rebuild",
+    "rebuild_focused",
+    "rebuild_lbs",
+    "rebuild_owned",
+    "rebuild_policies",
+    "rebuild_router_lookups",
+]

@@ -52,8 +52,11 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     for dp in ctx.switches():
         for port in ctx.ports_of(dp):
             if port.is_lsp and port.type != "external":
-                with out.owned_by(("port", port.name)):
-                    if port.type == "router":
+                # (a router-type port's lookups follow its router's NAT rules: an
+                # owner of their own, rebuilt alone when those change)
+                router = port.type == "router"
+                with out.owned_by(("rport" if router else "port", port.name)):
+                    if router:
                         ls_rport_arp.build_port(ctx, port, out)
                     _unicast(ctx, port, out)
     ls_mcast.build_igmp(ctx, out)

@@ -40,8 +40,9 @@ GLOBAL: Owner = ("global",)
 # Owners whose requests are also kept by owner (`LflowTable.owned_on`), so that
 # `replace_owned` walks their flows alone: those asked for on many datapaths at once
 # (a load balancer of every node, a port group's ACL), or many on one (a router's
-# policies), rebuilt on their own.
-INDEXED = frozenset(("lb", "acl", "policy"))
+# policies), or few among many on one (a router-type port's lookups on a switch of
+# many routers), rebuilt on their own.
+INDEXED = frozenset(("lb", "acl", "policy", "rport"))
 
 
 def _indexed(owner: Owner) -> bool:

@@ -61,6 +61,7 @@ from ..lflows import (
     rebuild_lbs,
     rebuild_owned,
     rebuild_policies,
+    rebuild_router_lookups,
 )
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
 from ..lflows.lr_arp_resolve import routes_asked
@@ -395,7 +396,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if joined:
                 results.append(self._changed(northd, rebuild_focused(
                     self.data.flows, ctx, frozenset(joined),
-                    frozenset().union(*joined.values()), own=True)))
+                    frozenset().union(*joined.values()))))
             if readers:
                 results.append(self._changed(northd, rebuild_owned(
                     self.data.flows, ctx, frozenset(read_on), frozenset(readers))))
@@ -406,7 +407,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             results.append(self._rebuild(northd, flows, ctx=ctx))
         focus_dps = {ports.ports[n].dp.key for n in focus} - flows - dps
         if focus_dps:
-            results.append(self._changed(northd, rebuild_focused(
+            results.append(self._changed(northd, rebuild_router_lookups(
                 self.data.flows, ctx, frozenset(focus_dps),
                 frozenset(n for n in focus if ports.ports[n].dp.key in focus_dps))))
         claimed = frozenset(n for n in delta.claimed if n in ports.ports)
