@@ -379,9 +379,17 @@ class LflowNode(Node[LflowData, LflowDelta]):
         if delta.lbs:
             whole, lb_dps = lb_rebuilds(old.lbs, northd.extra.lbs, delta.lbs,
                                         northd.core.datapaths, ports)
-            flows |= ports.next_to(whole)
+            flows |= whole
         groups = DP_GROUP_TABLE in delta.sb
         focus = {n for n in delta.focus if n in ports.ports}
+        if delta.lbs:  # (a router's VIPs are what its switch ports look up: `ls_rport_arp`)
+            for key in whole & northd.core.datapaths.routers.keys():
+                for port in ports.of_datapath(key):
+                    peer = ports.peer_of(port)
+                    if peer is not None and peer.is_lsp:
+                        focus.add(peer.name)
+                    elif peer is not None:
+                        flows.add(peer.dp.key)
         if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
                 and not joined and not delta.claimed:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \

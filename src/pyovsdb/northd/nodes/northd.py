@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ...engine import Group, Handled, Input, Leaf, Node, noop
 from ...idl.replica import ReplicaTable
@@ -149,6 +150,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
+        # The changes the load balancers were last applied for (`_lbs`): the handlers of
+        # one run that reach them find them applied.
+        self._lbs_for: tuple[Any, ...] = ()
         sb_handlers = {"SB_Global": self.on_cfg_only, "Chassis_Private": self.on_cfg_only,
                        "Port_Binding": self.on_port_binding,
                        "Datapath_Binding": self.on_datapath_binding,
@@ -181,6 +185,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     def run(self, *, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
             now: int, sync_cfg_committed: int) -> NorthdData:
         self._names = None
+        self._lbs_for = ()
         inp = BuildInput(nb=declared(nb, self.nb_schema, self.name),
                          sb=declared(sb, self.sb_schema, self.name))
         sb_db, nb_db = DesiredDb(), DesiredDb()
@@ -386,6 +391,12 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         in the same run: nothing more changes), the load balancers `reparse` parsed
         again. The switches and routers whose load balancers changed in this run are
         taken with their rows as they are now."""
+        seen = (*(self._changes(t) or None for t in LB_TABLES), frozenset(reparse or ()))
+        if len(seen) == len(self._lbs_for) and all(
+                a is b for a, b in zip(seen[:-1], self._lbs_for[:-1], strict=True)) \
+                and seen[-1] == self._lbs_for[-1]:
+            return Handled.HANDLED_UNCHANGED  # (applied by this run's first handler)
+        self._lbs_for = seen
         core, nb = self.data.core, self.nb_tables()
         for table, by_key in (("Logical_Switch", core.datapaths.switches),
                               ("Logical_Router", core.datapaths.routers)):
@@ -667,6 +678,11 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             return Handled.HANDLED_UNCHANGED
         self.track().merge(result)
         return Handled.HANDLED_UPDATED
+
+# The NB tables whose changes `_lbs` applies.
+LB_TABLES = ("Load_Balancer", "Load_Balancer_Group", "Load_Balancer_Health_Check",
+             "Logical_Switch", "Logical_Router")
+
 
 def _lb_row(rc: RowChange[IdlRow]) -> bool:
     """Whether a switch or router update changed its load balancers."""
