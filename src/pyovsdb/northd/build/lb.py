@@ -175,6 +175,9 @@ class LbData:
     # balancers' by UUID); a later build adds those of load balancers it gained alone.
     router_inputs: dict[str, tuple[tuple[IdlRow, ...], dict[str, IdlRow]]] = \
         field(default_factory=dict)
+    # Per datapath: its NB row and the load balancers and groups it lists (a later
+    # build reads them again only from a row that changed).
+    dp_refs: dict[str, tuple[IdlRow, list[str], list[str]]] = field(default_factory=dict)
 
 
 def _health_check(row: IdlRow, key: str, template: bool) -> IdlRow | None:
@@ -270,10 +273,18 @@ def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
               for row in _rows(nb.get("Load_Balancer_Group"))}
     switches: dict[str, set[str]] = {k: set() for k in parsed}
     routers: dict[str, set[str]] = {k: set() for k in parsed}
+    old_refs = reuse.dp_refs if reuse is not None else {}
+    dp_refs: dict[str, tuple[IdlRow, list[str], list[str]]] = {}
     for target, dpmap in ((switches, dps.switches), (routers, dps.routers)):
         for key, dp in dpmap.items():
-            lbs = set(_refs(dp.nb.load_balancer))
-            for g in _refs(dp.nb.load_balancer_group):
+            refs = old_refs.get(key)
+            if refs is None or refs[0] is not dp.nb:
+                refs = (dp.nb, _refs(dp.nb.load_balancer), _refs(dp.nb.load_balancer_group))
+            dp_refs[key] = refs
+            if not refs[1] and not refs[2]:
+                continue
+            lbs = set(refs[1])
+            for g in refs[2]:
                 lbs.update(groups.get(g, ()))
             for lb_key in lbs:
                 if lb_key in target:
@@ -285,7 +296,7 @@ def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
         for lb_key, rs in routers.items():
             for r in rs:
                 switches[lb_key].update(peers.get(r, ()))
-    data = LbData()
+    data = LbData(dp_refs=dp_refs)
     for key, one in parsed.items():
         data.lbs[key] = LoadBalancer(
             key=one.key, nb=one.nb, name=one.name, protocol=one.protocol,
