@@ -77,10 +77,10 @@ def format_ipv6(addr: ipaddress.IPv6Address) -> str:
 class Ipv4Net:
     addr: ipaddress.IPv4Address
     plen: int
+    addr_s: str = field(init=False, compare=False, repr=False)  # (written once: flows read it)
 
-    @property
-    def addr_s(self) -> str:
-        return str(self.addr)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "addr_s", str(self.addr))
 
     @property
     def network(self) -> ipaddress.IPv4Network:
@@ -91,10 +91,10 @@ class Ipv4Net:
 class Ipv6Net:
     addr: ipaddress.IPv6Address
     plen: int
+    addr_s: str = field(init=False, compare=False, repr=False)  # (as inet_ntop writes it)
 
-    @property
-    def addr_s(self) -> str:
-        return format_ipv6(self.addr)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "addr_s", format_ipv6(self.addr))
 
     @property
     def network(self) -> ipaddress.IPv6Network:
