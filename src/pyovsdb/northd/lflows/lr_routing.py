@@ -306,6 +306,12 @@ def _routing_into(ctx: LflowContext) -> list[Datapath]:
     routers = ctx.datapaths.routers
     if scope is None or not any(key in routers for key in scope):
         return []  # (a route's output port is a router's)
+    table = ctx.nb.get("Logical_Router_Static_Route")
+    index = table.indexes.get("output_port") if table is not None else None
+    if index is not None and index.columns == ("output_port",) and not any(
+            index.find(p.name) for key in scope if key in routers
+            for p in ctx.ports.of_datapath(key)):
+        return []  # (no route names a port of theirs: no router walked)
     ports = ctx.ports.ports
     found: list[Datapath] = []
     for dp in ctx.datapaths.routers.values():
