@@ -6,8 +6,9 @@ Rules kept here:
 - Correctness first: the core data and the desired SB and NB tables this leaves behind
   are what `build_core` would build from the same NB and SB contents. Whatever this
   cannot prove it handles exactly is refused (None) and the caller recomputes.
-- Handled: switch ports of type "" or "localnet" (its VLAN its own `tag_request`,
-  written back to `tag`; not on a switch a gateway router is on) without a parent,
+- Handled: switch ports of type "", "localport", "virtual" or "localnet" (its VLAN
+  its own `tag_request`, written back to `tag`; not on a switch a gateway router is
+  on) without a parent,
   tag, tag request, HA chassis group,
   mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
   dynamic_addresses, on a switch that has a datapath and no IPAM of its own or no port
@@ -94,14 +95,20 @@ from .walk import PortWalk
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
+# Switch port types taken in place: VIFs, localnet ports (provider networks), localports
+# (OpenStack's metadata port of every network) and virtual ports (a VIP its parents
+# claim); their bindings read the port alone, and `lflow` builds the switch again
+# whole for any but a VIF.
+IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual"))
 # Options that make a port's binding depend on state beyond the port itself.
 REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_burst")
 
 
 def simple_lsp(row: IdlRow) -> bool:
     """Whether a switch port is one this module handles (see the module rules)."""
-    localnet = row.value("type") == "localnet"
-    if (row.value("type") and not localnet) or row.parent_name is not None \
+    kind = row.value("type")
+    localnet = kind == "localnet"
+    if kind not in IN_PLACE_TYPES or row.parent_name is not None \
             or row.ha_chassis_group is not None or row.value("mirror_rules") or _dynamic(row):
         return False
     # (a localnet port's VLAN is its own request, copied to `tag`: no allocation)
