@@ -99,7 +99,7 @@ RowChanges = Mapping[str, RowChange[IdlRow]]
 # (OpenStack's metadata port of every network) and virtual ports (a VIP its parents
 # claim); their bindings read the port alone, and `lflow` builds the switch again
 # whole for any but a VIF.
-IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual"))
+IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual", "l2gateway", "remote"))
 # Options that make a port's binding depend on state beyond the port itself.
 REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_burst")
 
