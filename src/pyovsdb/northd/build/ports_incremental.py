@@ -6,9 +6,9 @@ Rules kept here:
 - Correctness first: the core data and the desired SB and NB tables this leaves behind
   are what `build_core` would build from the same NB and SB contents. Whatever this
   cannot prove it handles exactly is refused (None) and the caller recomputes.
-- Handled: switch ports of type "", "localport", "virtual" or "localnet" (its VLAN
-  its own `tag_request`, written back to `tag`; not on a switch a gateway router is
-  on) without a parent,
+- Handled: switch ports of type "", "localport", "virtual", "l2gateway", "remote" or
+  "localnet" (its VLAN its own `tag_request`, written back to `tag`; not on a switch a
+  gateway router is on) without a parent,
   tag, tag request, HA chassis group,
   mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
   dynamic_addresses, on a switch that has a datapath and no IPAM of its own or no port
@@ -95,10 +95,10 @@ from .walk import PortWalk
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
-# Switch port types taken in place: VIFs, localnet ports (provider networks), localports
-# (OpenStack's metadata port of every network) and virtual ports (a VIP its parents
-# claim); their bindings read the port alone, and `lflow` builds the switch again
-# whole for any but a VIF.
+# Switch port types taken in place: VIFs, localnet ports (provider networks), l2gateway
+# and remote ports, localports (OpenStack's metadata port of every network) and virtual
+# ports (a VIP its parents claim); their bindings read the port alone, and `lflow`
+# builds the switch again whole for any but a VIF.
 IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual", "l2gateway", "remote"))
 # Options that make a port's binding depend on state beyond the port itself.
 REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_burst")
