@@ -70,16 +70,9 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
     # The routers' flows, and on the switches next to them the requests of the ports
     # paired with theirs (the ARP replies and MACs of their NAT addresses); a router
     # next to them is built again whole.
-    delta.flows = set(routers)
-    for key in routers:
-        for port in ports.of_datapath(key):
-            peer = ports.peer_of(port)
-            if peer is None:
-                continue
-            if peer.is_lsp:
-                delta.focus.add(peer.name)
-            else:
-                delta.flows.add(peer.dp.key)
+    lsps, peers = ports.router_neighbours(routers)
+    delta.flows = set(routers) | peers
+    delta.focus |= lsps
     return delta
 
 

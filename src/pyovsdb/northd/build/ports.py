@@ -140,6 +140,20 @@ class PortsData:
     def of_datapath(self, key: str) -> list[Port]:
         return self.by_datapath.get(key, [])
 
+    def router_neighbours(self, routers: Iterable[str]) -> tuple[set[str], set[str]]:
+        """Of the routers `routers` (datapath keys), the switch ports paired with their
+        ports (names) and the routers paired with them (datapath keys)."""
+        lsps: set[str] = set()
+        peers: set[str] = set()
+        for key in routers:
+            for port in self.by_datapath.get(key, ()):
+                peer = self.peer_of(port)
+                if peer is not None and peer.is_lsp:
+                    lsps.add(peer.name)
+                elif peer is not None:
+                    peers.add(peer.dp.key)
+        return lsps, peers
+
     def next_to(self, keys: Iterable[str]) -> set[str]:
         """The datapaths `keys` and those their ports' peers are on."""
         out = set(keys)

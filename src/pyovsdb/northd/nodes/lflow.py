@@ -376,20 +376,15 @@ class LflowNode(Node[LflowData, LflowDelta]):
         readers, read_on = _router_port_readers(ctx, rewired, dps) if rewired \
             else (set(), set())
         flows, lb_dps = set(delta.flows), set[str]()
+        focus = {n for n in delta.focus if n in ports.ports}
         if delta.lbs:
             whole, lb_dps = lb_rebuilds(old.lbs, northd.extra.lbs, delta.lbs,
                                         northd.core.datapaths, ports)
-            flows |= whole
+            # (a router's VIPs are what its switch ports look up: `ls_rport_arp`)
+            lsps, peers = ports.router_neighbours(whole & northd.core.datapaths.routers.keys())
+            flows |= whole | peers
+            focus |= lsps
         groups = DP_GROUP_TABLE in delta.sb
-        focus = {n for n in delta.focus if n in ports.ports}
-        if delta.lbs:  # (a router's VIPs are what its switch ports look up: `ls_rport_arp`)
-            for key in whole & northd.core.datapaths.routers.keys():
-                for port in ports.of_datapath(key):
-                    peer = ports.peer_of(port)
-                    if peer is not None and peer.is_lsp:
-                        focus.add(peer.name)
-                    elif peer is not None:
-                        flows.add(peer.dp.key)
         if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
                 and not joined and not delta.claimed:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \

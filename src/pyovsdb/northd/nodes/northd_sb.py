@@ -227,8 +227,11 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
         handled = only(change, ok)
         if handled is Handled.UNHANDLED or ports is None:
             return handled
-        # (bindings gone shrink the table a build walks: its order may have moved)
-        moved = resort_router_ports(self.sb_tables(), ports, self.data.core.datapaths)
+        # (bindings come or gone resize the table a build walks: its order may have
+        # moved; claims and other updates leave it as it is)
+        resized = any(rc.old is None or rc.new is None for rc in (change.delta or {}).values())
+        moved = resort_router_ports(self.sb_tables(), ports, self.data.core.datapaths) \
+            if resized else set()
         if not moved and not claimed:
             return handled
         delta = self.track()
