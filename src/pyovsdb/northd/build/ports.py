@@ -35,8 +35,9 @@ Rules kept here (OVN 23.03, `join_logical_ports` and `build_ports`):
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -104,9 +105,42 @@ class Port:
         return '"' + self.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class PortTable(dict[str, Port]):
+    """Ports by name, in the order they were put in (a dict's), each with its place in
+    that order (`place`), so that a few names are put in build order without walking
+    every port. A port put in again after it was taken out goes last, as in a dict."""
+
+    __slots__ = ("_next", "_places")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._places: dict[str, int] = {}
+        self._next = 0
+
+    def __setitem__(self, name: str, port: Port) -> None:
+        if name not in self._places:
+            self._places[name] = self._next
+            self._next += 1
+        super().__setitem__(name, port)
+
+    def __delitem__(self, name: str) -> None:
+        super().__delitem__(name)
+        del self._places[name]
+
+    def pop(self, name: str, *default: Any) -> Any:
+        self._places.pop(name, None)
+        return super().pop(name, *default)
+
+    def in_order(self, names: Iterable[str]) -> list[Port]:
+        """The ports of `names` that are here, in this table's order."""
+        places = self._places
+        return [self[n] for n in sorted((n for n in names if n in places),
+                                        key=places.__getitem__)]
+
+
 @dataclass(slots=True)
 class PortsData:
-    ports: dict[str, Port] = field(default_factory=dict)  # by name, in build order
+    ports: PortTable = field(default_factory=PortTable)  # by name, in build order
     by_datapath: dict[str, list[Port]] = field(default_factory=dict)
     # Per switch: its ports of type router that found their router port.
     router_ports: dict[str, list[Port]] = field(default_factory=dict)
@@ -214,15 +248,34 @@ def stale_mac_bindings(sb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
     return doomed
 
 
-def datapath_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, str]:
-    """The NB UUID each SB Datapath_Binding names, by the binding's UUID."""
-    table = sb.get("Datapath_Binding")
-    out: dict[str, str] = {}
-    for uuid, row in table.rows.items() if table is not None else ():
-        key = datapath_key(row)
-        if key:
-            out[uuid] = key
-    return out
+class DatapathKeys(Mapping[str, str]):
+    """The NB UUID each SB Datapath_Binding names, by the binding's UUID, read when
+    asked (a change reads the few bindings of its ports, not every datapath's)."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, sb: Mapping[str, ReplicaTable]) -> None:
+        table = sb.get("Datapath_Binding")
+        self._rows: Mapping[str, IdlRow] = table.rows if table is not None else {}
+
+    def __getitem__(self, uuid: str) -> str:
+        row = self._rows.get(uuid)
+        key = datapath_key(row) if row is not None else None
+        if not key:
+            raise KeyError(uuid)
+        return key
+
+    def __iter__(self) -> Iterator[str]:
+        return (u for u, row in self._rows.items() if datapath_key(row))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def datapath_keys(sb: Mapping[str, ReplicaTable]) -> Mapping[str, str]:
+    """The NB UUID each SB Datapath_Binding names, by the binding's UUID (`DatapathKeys`:
+    read as asked, on the replica as it is when asked)."""
+    return DatapathKeys(sb)
 
 
 def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:

@@ -696,7 +696,8 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
 # NB columns the handlers here look rows up by (the replicas keep an index of each,
 # named as the column, where `graph.wire` adds them; without one, a walk of the rows).
 NB_INDEXES = {"Logical_Router_Port": "peer", "Static_MAC_Binding": "logical_port",
-              "BFD": "logical_port", "Logical_Router_Static_Route": "output_port"}
+              "BFD": "logical_port", "Logical_Router_Static_Route": "output_port",
+              "NAT": "type"}  # (the last for `lr_arp_resolve.routes_asked`)
 
 
 def rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]

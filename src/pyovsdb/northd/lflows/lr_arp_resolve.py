@@ -40,7 +40,9 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 
+from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import hash_string, hmap_order
 from ..build.datapaths import Datapath, smap_bool
@@ -330,30 +332,43 @@ def routes_asked(ctx: LflowContext) -> bool:
     """Whether any NAT rule or load balancer asks for routes (`add_route`): without
     one, no gateway port has routables (a router-type port on a shared switch need not
     ask each router)."""
-    nats, routers = _route_askers(ctx)
-    return bool(nats or routers)
+    found: bool | None = ctx.cache.get("lr_arp_routes_asked")
+    if found is None:
+        found = ctx.cache["lr_arp_routes_asked"] = bool(_lb_askers(ctx)) or any(
+            _nat_asks(row) for row in _nat_rows(ctx.nb.get("NAT")))
+    return found
 
 
 def _asks_routes(ctx: LflowContext, dp: Datapath) -> bool:
     """Whether a NAT rule (other than SNAT) or a load balancer with VIPs of router `dp`
     asks for routes: without one, its gateway ports have no routables."""
-    nats, routers = _route_askers(ctx)
-    return dp.key in routers or (bool(nats) and not nats.isdisjoint(dp.nb.value("nat")))
+    return dp.key in _lb_askers(ctx) or any(
+        _nat_asks(row) for row in dp.nb.nat if isinstance(row, IdlRow))
 
 
-def _route_askers(ctx: LflowContext) -> tuple[frozenset[str], frozenset[str]]:
-    """The NAT rules (NB UUIDs; not SNAT) and the routers (of load balancers with VIPs)
-    that ask for routes, once per build; NAT rules read from their stored values."""
-    found: tuple[frozenset[str], frozenset[str]] | None = ctx.cache.get("lr_arp_route_askers")
+def _nat_rows(table: ReplicaTable | None) -> Iterable[IdlRow]:
+    """The NAT rules that may ask for routes (not SNAT): by the index of their type
+    where the replica keeps one (`NB_INDEXES`), else every one."""
+    if table is None:
+        return ()
+    index = table.indexes.get("type")
+    if index is None:
+        return table.rows.values()
+    return [*index.find("dnat"), *index.find("dnat_and_snat")]
+
+
+def _nat_asks(nat: IdlRow) -> bool:
+    """A NAT rule (not SNAT) that asks for a route, read from its stored values."""
+    return nat.value("type") != "snat" and any(k == "add_route" for k, _ in nat.value("options"))
+
+
+def _lb_askers(ctx: LflowContext) -> frozenset[str]:
+    """The routers of load balancers with VIPs that ask for routes, once per build."""
+    found: frozenset[str] | None = ctx.cache.get("lr_arp_lb_askers")
     if found is None:
-        table = ctx.nb.get("NAT")
-        nats = frozenset(
-            u for u, nat in (table.rows.items() if table is not None else ())
-            if nat.value("type") != "snat"
-            and any(k == "add_route" for k, _ in nat.value("options")))
-        routers = frozenset(key for lb in ctx.lbs.lbs.values() if lb.routable and lb.vips
-                            for key in lb.routers)
-        found = ctx.cache["lr_arp_route_askers"] = (nats, routers)
+        found = ctx.cache["lr_arp_lb_askers"] = frozenset(
+            key for lb in ctx.lbs.lbs.values() if lb.routable and lb.vips
+            for key in lb.routers)
     return found
 
 

@@ -1,0 +1,176 @@
+"""Where one NB change's time goes inside our northd, without servers or sockets.
+
+    python bench/northd_step_profile.py --cloud 100 --reps 5
+    python bench/northd_step_profile.py --cloud 100 --only fip --profile 25
+
+Loads the cloud topology of `cloudgen.py` into in-memory NB and SB databases
+(`northd.testing.LocalNorthd`: the daemon's driver, no JSON-RPC), settles it, then makes
+each change kind `--reps` times (add, then its undo) and prints the milliseconds of the
+run that handles it (the engine run, the SB operations built, commit fed back) and the
+nodes that recomputed. `--profile N` prints the N costliest functions (cProfile,
+cumulative) over the runs of the kinds chosen. This is a tool to find hot spots; the
+figures that compare with ovn-northd come from `northd_change_bench.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cloudgen
+from pyovsdb.northd.testing import LocalDb, LocalNorthd, add_chassis
+from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
+
+Ops = list[dict[str, Any]]
+
+
+def _schema(path: str) -> dict[str, Any]:
+    with open(path) as f:
+        return dict(json.load(f))
+
+
+def load(nb: LocalDb, routers: int) -> None:
+    nb.transact([
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "ln",
+         "row": {"name": "public-ln", "type": "localnet", "addresses": "unknown",
+                 "options": ["map", [["network_name", "physnet1"]]]}},
+        {"op": "insert", "table": "Logical_Switch",
+         "row": {"name": "public", "ports": ["named-uuid", "ln"]}}])
+    for start in range(0, routers, cloudgen.ROUTERS_PER_TXN):
+        ops: Ops = []
+        public: list[list[str]] = []
+        for r in range(start, min(routers, start + cloudgen.ROUTERS_PER_TXN)):
+            more, pub = cloudgen.router_ops(r, 10, 3)
+            ops += more
+            public.append(["named-uuid", pub])
+        ops.append({"op": "mutate", "table": "Logical_Switch",
+                    "where": [["name", "==", "public"]],
+                    "mutations": [["ports", "insert", ["set", public]]]})
+        nb.transact(ops)
+
+
+def _where(name: str) -> list[list[str]]:
+    return [["name", "==", name]]
+
+
+def _uuid(uuid: str) -> list[list[Any]]:
+    return [["_uuid", "==", ["uuid", uuid]]]
+
+
+def _take(table: str, name: str, column: str, uuid: str) -> Ops:
+    """`uuid` taken from the `column` of row `name` (a child row goes with it)."""
+    return [{"op": "mutate", "table": table, "where": _where(name),
+             "mutations": [[column, "delete", ["uuid", uuid]]]}]
+
+
+def kinds(routers: int) -> dict[str, tuple[Callable[[int], Ops], Callable[[str], Ops]]]:
+    """Each kind: the operations of its i-th change, and of its undo given the UUID of
+    the row the change inserted first."""
+    r = routers // 2
+    s = r * 10
+    net = cloudgen.switch_net(s)
+
+    def fip_add(i: int) -> Ops:
+        return [{"op": "insert", "table": "NAT", "uuid-name": "n",
+                 "row": {"type": "dnat_and_snat", "external_ip": f"100.66.0.{i + 1}",
+                         "logical_ip": f"{net}.{11 + i}"}},
+                {"op": "mutate", "table": "Logical_Router", "where": _where(f"lr{r}"),
+                 "mutations": [["nat", "insert", ["named-uuid", "n"]]]}]
+
+    def fip_del(uuid: str) -> Ops:
+        return _take("Logical_Router", f"lr{r}", "nat", uuid)
+
+    def lb_add(i: int) -> Ops:
+        return [{"op": "insert", "table": "Load_Balancer", "uuid-name": "lb",
+                 "row": {"name": f"lbc{i}", "protocol": "tcp",
+                         "vips": ["map", [[f"172.17.0.{i + 1}:80", f"{net}.10:80"]]]}},
+                {"op": "mutate", "table": "Logical_Switch", "where": _where(f"ls{s}"),
+                 "mutations": [["load_balancer", "insert", ["named-uuid", "lb"]]]}]
+
+    def lb_del(uuid: str) -> Ops:
+        return [*_take("Logical_Switch", f"ls{s}", "load_balancer", uuid),
+                {"op": "delete", "table": "Load_Balancer", "where": _uuid(uuid)}]
+
+    def vm_add(i: int) -> Ops:
+        addr = f"{cloudgen.vif_mac(s, 100 + i)} {net}.{100 + i}"
+        return [{"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+                 "row": {"name": f"vmx{i}", "addresses": addr, "port_security": addr}},
+                {"op": "mutate", "table": "Logical_Switch", "where": _where(f"ls{s}"),
+                 "mutations": [["ports", "insert", ["named-uuid", "p"]]]}]
+
+    def vm_del(uuid: str) -> Ops:
+        return _take("Logical_Switch", f"ls{s}", "ports", uuid)
+
+    return {"fip": (fip_add, fip_del), "lb": (lb_add, lb_del), "vm": (vm_add, vm_del)}
+
+
+def step(north: LocalNorthd, nb: LocalDb, ops: Ops) -> tuple[float, float, str]:
+    """One change, settled: the milliseconds of the run that handles it and of the
+    runs after it (the echo of its commits, `sb_cfg`), and the UUID of the first row
+    it inserted (if any)."""
+    north.nb_changed(nb.transact(ops))
+    first = nb.last_results[0].get("uuid", [None, ""])[1]
+    t0 = time.perf_counter()
+    north.run_once()
+    t1 = time.perf_counter()
+    north.settle()
+    t2 = time.perf_counter()
+    return (t1 - t0) * 1000, (t2 - t1) * 1000, str(first)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cloud", type=int, default=100, help="routers (cloudgen)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--only", action="append", help="kinds (default: every one)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--self-check", action="store_true")
+    args = ap.parse_args()
+    nb, sb = LocalDb(_schema(NB_SCHEMA)), LocalDb(_schema(SB_SCHEMA))
+    add_chassis(sb, "gw1", "192.0.2.1")
+    t0 = time.perf_counter()
+    load(nb, args.cloud)
+    north = LocalNorthd(nb, sb, self_check=args.self_check)
+    north.settle()
+    print(f"cloud {args.cloud}: loaded and settled in {time.perf_counter() - t0:.1f} s")
+    chosen = {k: v for k, v in kinds(args.cloud).items() if not args.only or k in args.only}
+    prof = cProfile.Profile() if args.profile else None
+    for name, (do, undo) in chosen.items():
+        times: dict[str, list[float]] = {"add": [], "del": []}
+        after: dict[str, list[float]] = {"add": [], "del": []}
+        for i in range(args.reps):
+            made = ""
+            for label in ("add", "del"):
+                ops = do(i) if label == "add" else undo(made)
+                before = {n: north.stat(n) for n in ("northd", "lflow", "sync_to_sb")}
+                if prof is not None:
+                    prof.enable()
+                ms, then, made = step(north, nb, ops)
+                if prof is not None:
+                    prof.disable()
+                times[label].append(ms)
+                after[label].append(then)
+                again = [n for n, v in before.items() if north.stat(n) != v]
+                if again:
+                    print(f"  {name} {label} #{i}: recomputed {again}")
+        for label, xs in times.items():
+            xs.sort()
+            ys = sorted(after[label])
+            print(f"{name} {label}: median {xs[len(xs) // 2]:.1f} ms, min {xs[0]:.1f} ms; "
+                  f"the runs after it {ys[len(ys) // 2]:.1f} ms")
+    if prof is not None:
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
