@@ -210,6 +210,36 @@ def test_nat_rules_change_in_place(nb: Nb, sb: LocalDb) -> None:
     ])
 
 
+def _unsnat_skipped(sb: LocalDb, vip: str, present: bool) -> Changeset[IdlRow]:
+    """A step that changes nothing: it checks whether the router's load balancer skips
+    unSNAT for `vip` (it does while `vip` is also a NAT external IP of the router)."""
+    found = any(r.data["table_id"] == 4 and r.data["priority"] == 120
+                and f"ip4.dst == {vip}" in r.data["match"]
+                for r in sb.tables["Logical_Flow"].rows.values()
+                if r.data["pipeline"] == "ingress")
+    assert found is present, (vip, present)
+    return Changeset()
+
+
+def test_a_nat_rule_on_a_vip_rebuilds_the_load_balancer_flows(nb: Nb, sb: LocalDb) -> None:
+    """A NAT rule rebuilds its router's NAT flows alone, unless a load balancer of the
+    router has its external IP as a VIP: that load balancer's flows read it."""
+    loop = _topology(nb, sb)
+    _play(loop, [
+        ("a gateway port", lambda: _lrp_add(nb, "lr0", "lr0-gw", "172.16.0.1/24"), True),
+        ("a gateway", lambda: _gateway(nb, "lr0-gw"), False),
+        ("lr-lb-add", lambda: _lb_add(nb, "lbv", {"172.16.0.20:80": "10.0.0.11:80"},
+                                      ("Logical_Router", "lr0")), True),
+        ("(no NAT on the VIP)", lambda: _unsnat_skipped(sb, "172.16.0.20", False), True),
+        ("lr-nat-add on the VIP", lambda: _nat_add(nb, "lr0", "dnat_and_snat", "172.16.0.20",
+                                                   "10.0.0.11"), True),
+        ("(unSNAT skipped)", lambda: _unsnat_skipped(sb, "172.16.0.20", True), True),
+        ("another", lambda: _nat_add(nb, "lr0", "snat", "172.16.0.21", "10.0.0.0/24"), True),
+        ("lr-nat-del on the VIP", lambda: _nat_del(nb, "lr0", "172.16.0.20"), True),
+        ("(no more)", lambda: _unsnat_skipped(sb, "172.16.0.20", False), True),
+    ])
+
+
 def test_a_router_that_advertises_its_addresses(nb: Nb, sb: LocalDb) -> None:
     """A switch port with `nat-addresses=router` carries its router's NAT and VIP
     addresses in its binding: changes of those rebuild it in place."""

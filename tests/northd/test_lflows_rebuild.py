@@ -7,7 +7,8 @@ topologies, then random steps of every kind), settled by northd's graph; then fo
 every datapath, a full build with that datapath rebuilt must equal a full build: the
 same flows on the same datapaths, with the same hints and tags. An area that built a
 datapath's flows from anything but the datapaths the context lists (e.g. looping over
-every switch to build a router's flows) fails here.
+every switch to build a router's flows) fails here. So does a router's NAT flows
+rebuilt alone (`rebuild_router_nat`) that are not what its full build owns as NAT's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from nbgen import BASES, Step, steps
 from test_incremental_property import TOUR, World, batches
 
-from pyovsdb.northd.lflows import LflowTable, build_lflows, rebuild
+from pyovsdb.northd.lflows import LflowTable, build_lflows, rebuild, rebuild_router_nat
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import FlowKey
 from pyovsdb.northd.nodes.lflow import lflow_context
@@ -38,17 +39,25 @@ def check_rebuilds(world: World) -> int:
     ctx = lflow_context(world.nb.tables, world.sb.tables, northd)
     full = _flows(build_lflows(ctx))
     dps = [dp.key for dp in northd.core.datapaths.all()]
+    routers = northd.core.datapaths.routers
     for key in dps:
         table = build_lflows(ctx)
         rebuild(table, ctx, frozenset({key}))
-        got = _flows(table)
-        if got != full:
-            lost = sorted(str(k) for k in full.keys() - got.keys())[:5]
-            gained = sorted(str(k) for k in got.keys() - full.keys())[:5]
-            moved = [str(k) for k in full.keys() & got.keys() if full[k] != got[k]][:5]
-            raise AssertionError(f"rebuilding {key} alone differs: lost {lost}, "
-                                 f"gained {gained}, changed {moved}")
+        _same(full, _flows(table), f"rebuilding {key} alone")
+        if key in routers:
+            table = build_lflows(ctx)
+            rebuild_router_nat(table, ctx, frozenset({key}))
+            _same(full, _flows(table), f"rebuilding the NAT flows of {key} alone")
     return len(dps)
+
+
+def _same(full: dict[FlowKey, Any], got: dict[FlowKey, Any], what: str) -> None:
+    if got != full:
+        lost = sorted(str(k) for k in full.keys() - got.keys())[:5]
+        gained = sorted(str(k) for k in got.keys() - full.keys())[:5]
+        moved = [str(k) for k in full.keys() & got.keys() if full[k] != got[k]][:5]
+        raise AssertionError(f"{what} differs: lost {lost}, gained {gained}, "
+                             f"changed {moved}")
 
 
 def play(seq: list[Step], base: tuple[Step, ...]) -> World:

@@ -26,6 +26,11 @@ class PortsDelta:
     # Datapaths whose flows changed in ways no desired row above names (their NAT
     # rules, a port group's ports): `lflow` builds them again with the rest.
     flows: set[str] = field(default_factory=set)
+    # Routers whose NAT rules changed, with the external IPs of the rules changed
+    # (before and after): `lflow` builds again what their NAT rules derive (owner
+    # `("nat", key)`) and keeps the rest, unless a load balancer of theirs has one of
+    # those IPs as a VIP (its flows read the router's external IPs: built whole).
+    nats: dict[str, set[str]] = field(default_factory=dict)
     # Switch ports (router-type) whose own requests on their switches `lflow` builds
     # again, those switches kept otherwise (a NAT rule of the router they pair with).
     focus: set[str] = field(default_factory=set)
@@ -63,6 +68,8 @@ class PortsDelta:
             for table, keys in theirs.items():
                 mine.setdefault(table, set()).update(keys)
         self.flows |= later.flows
+        for key, ips in later.nats.items():
+            self.nats.setdefault(key, set()).update(ips)
         self.focus |= later.focus
         self.rewired |= later.rewired
         self.claimed |= later.claimed
@@ -74,5 +81,5 @@ class PortsDelta:
         return self.sb.get("Port_Binding", set()) - self.unread
 
     def empty(self) -> bool:
-        return not (self.sb or self.nb or self.flows or self.focus or self.lbs
+        return not (self.sb or self.nb or self.flows or self.nats or self.focus or self.lbs
                     or self.rewired or self.claimed)

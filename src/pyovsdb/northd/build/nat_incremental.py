@@ -13,9 +13,9 @@ Rules kept here:
   the next switch), and a rule of no router northd has.
 - The routers whose `nat` changed are taken with their rows as they are now; the
   `nat_addresses` of the switch ports advertising them (`nat-addresses`) are built
-  again; the datapaths whose flows change are named: those routers and the routers
-  paired with them whole, on their switches the requests of the switch ports paired
-  with theirs alone.
+  again; the datapaths whose flows change are named: of those routers what their NAT
+  rules derive (`PortsDelta.nats`), the routers paired with them whole, on their
+  switches the requests of the switch ports paired with theirs alone.
 """
 
 from __future__ import annotations
@@ -67,13 +67,33 @@ def nats_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports
                 if cr is not None and cr.name in bindings.rows:
                     bindings.set(cr.name, **router_port_binding(cr, ports))
                     delta.touch("sb", "Port_Binding", cr.name)
-    # The routers' flows, and on the switches next to them the requests of the ports
-    # paired with theirs (the ARP replies and MACs of their NAT addresses); a router
-    # next to them is built again whole.
+    # The routers' NAT flows, and on the switches next to them the requests of the
+    # ports paired with theirs (the ARP replies and MACs of their NAT addresses); a
+    # router next to them is built again whole.
     lsps, peers = ports.router_neighbours(routers)
-    delta.flows = set(routers) | peers
+    ips = {str(r.external_ip) for r in rows} | _moved_ips(nb, nat_changes, lr_changes)
+    delta.nats = {key: set(ips) for key in routers}
+    delta.flows = peers - routers
     delta.focus |= lsps
     return delta
+
+
+def _moved_ips(nb: Mapping[str, ReplicaTable], nat_changes: RowChanges,
+               lr_changes: RowChanges) -> set[str]:
+    """The external IPs of the NAT rules that joined or left a router's `nat` (as the
+    rule is now, or was when it went)."""
+    table = nb.get("NAT")
+    out: set[str] = set()
+    for rc in lr_changes.values():
+        if rc.old is None or rc.new is None:
+            continue
+        for uuid in set(rc.old.value("nat")) ^ set(rc.new.value("nat")):
+            row = table.rows.get(uuid) if table is not None else None
+            if row is None and uuid in nat_changes:
+                row = nat_changes[uuid].old
+            if row is not None:
+                out.add(str(row.external_ip))
+    return out
 
 
 def _distributed(nat: IdlRow) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ..build.datapaths import Datapath
 from ..build.lb import LoadBalancer
 from . import (
     lr_admission,
@@ -33,7 +34,7 @@ from . import (
 )
 from .context import LflowContext
 from .lr_policy import build_policies
-from .table import GLOBAL, FlowKey, LflowTable, Owner
+from .table import GLOBAL, FlowKey, LflowTable, Owner, nat_owner
 
 Builder = Callable[[LflowContext, LflowTable], None]
 
@@ -68,6 +69,14 @@ LB_AREAS: tuple[tuple[str, LbBuilder], ...] = (
 # `ls_l2` (`ls_rport_arp` and the unicast lookup). A NAT rule changed rebuilds those
 # requests of its router's switch ports alone (`rebuild_router_lookups`).
 ROUTER_NAT_AREAS = frozenset({"ls_l2.py"})
+
+
+# The areas with flows a router's NAT rules derive (owner `table.nat_owner`), each
+# building them for one router (`rebuild_router_nat`), in the same order.
+NatBuilder = Callable[[LflowContext, LflowTable, Datapath], None]
+NAT_AREAS: tuple[tuple[str, NatBuilder], ...] = (
+    ("lr_ip_input.py", lr_ip_input.build_nat), ("lr_arp.py", lr_arp.build_nat),
+    ("lr_nat.py", lr_nat.build_nat))
 
 
 def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None,
@@ -129,6 +138,26 @@ def rebuild_router_lookups(table: LflowTable, ctx: LflowContext, datapaths: froz
     return table.replace_owned(datapaths, frozenset(("rport", n) for n in ports), new)
 
 
+def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
+                       ) -> set[FlowKey]:
+    """What the NAT rules of `routers` derive on them (`NAT_AREAS`, owner
+    `nat_owner`) built again and put in place of theirs, the rest of their flows kept;
+    the flows that changed. Equal to a full build as long as no other flow of a router
+    reads its NAT rules (a load balancer's reads the router's external IPs: the caller
+    builds a router whole when a VIP of its is among the IPs changed), and these read
+    nothing a NAT change leaves stale (the router's ports and facts, built again
+    whole when they change)."""
+    narrowed = ctx.narrowed(routers)
+    new = LflowTable(only=routers)
+    for source, build in NAT_AREAS:
+        new.source = source
+        for dp in narrowed.routers():
+            with new.owned_by(nat_owner(dp)):
+                build(narrowed, new, dp)
+    owners = frozenset(nat_owner(dp) for dp in narrowed.routers())
+    return table.replace_owned(routers, owners, new)
+
+
 def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
                      ) -> set[FlowKey]:
     """The policy flows of `routers` built again and put in place of theirs; the flows
@@ -172,4 +201,5 @@ __all__ = [
     "rebuild_owned",
     "rebuild_policies",
     "rebuild_router_lookups",
+    "rebuild_router_nat",
 ]

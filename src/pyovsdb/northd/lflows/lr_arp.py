@@ -23,7 +23,9 @@ Rules kept here (23.03's `build_gateway_redirect_flows_for_lrouter`,
 - Order: per router first (in the build's router order), then per port in 23.03's
   port hash table order, so flows several owners ask for keep 23.03's first hint.
   Flows a router's rows ask for are the router's (`("dp", key)`), a port's flows its
-  own, whichever router's pipeline they are in.
+  own, whichever router's pipeline they are in; what its NAT rules derive (the
+  gateway redirects with them, the resolution of its NAT addresses, the drops of its
+  SNAT IPs) its NAT's (`nat_owner`), built again alone by `build_nat`.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from .lr_nat_rules import nat_rules
 from .ls_arp_nd import solicited_node, walk_order
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable
+from .table import LflowTable, nat_owner
 
 GW_REDIRECT = Stage.LR_IN_GW_REDIRECT
 ARP_REQUEST = Stage.LR_IN_ARP_REQUEST
@@ -50,14 +52,29 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             lr_nd_ra.build_router(dp, out)
             lr_arp_resolve.build_router(ctx, dp, out)
-            _gw_redirect(ctx, dp, out)
+            with out.owned_by(nat_owner(dp)):
+                _gw_redirect(ctx, dp, out)
             _arp_request(ctx, dp, out)
-            lr_arp_resolve.build_nat(ctx, dp, out)
-            _gw_redirect_nat(ctx, dp, out)
+            with out.owned_by(nat_owner(dp)):
+                lr_arp_resolve.build_nat(ctx, dp, out)
+                _gw_redirect_nat(ctx, dp, out)
     for port in walk_order(ctx):
         with out.owned_by(("port", port.name)):
             lr_nd_ra.build_port(ctx, port, out)
             lr_arp_resolve.build_port(ctx, port, out)
+
+
+def build_nat(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+    """What router `dp`'s NAT rules derive here (the caller owns them as
+    `nat_owner`): its gateway redirects (with its stateless rules'), its NAT
+    addresses' resolution, its distributed rules' redirects, and per router port the
+    drops of its SNAT IPs and VIPs."""
+    _gw_redirect(ctx, dp, out)
+    lr_arp_resolve.build_nat(ctx, dp, out)
+    _gw_redirect_nat(ctx, dp, out)
+    for port in ctx.ports_of(dp):
+        if port.is_lrp:
+            lr_arp_resolve.build_port_nat(ctx, port, out)
 
 
 def _gw_redirect(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:

@@ -60,7 +60,7 @@ from .context import LflowContext
 from .lr_nat_rules import nat_rules
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable
+from .table import LflowTable, nat_owner
 
 STAGE = Stage.LR_IN_ARP_RESOLVE
 
@@ -160,7 +160,15 @@ def _router_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         out.add(port.dp, STAGE, 50,
                 f"outport == {port.json_key} && !is_chassis_resident({cr.json_key})",
                 f"eth.dst = {networks.ea_s}; next;", hint=port.nb)
-    _drop_own_snat_ips(ctx, port, networks, out)
+    with out.owned_by(nat_owner(port.dp)):
+        _drop_own_snat_ips(ctx, port, networks, out)
+
+
+def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    """What router port `port`'s router's NAT rules (and VIPs) derive on it: the drops
+    of its SNAT IPs and VIPs."""
+    if port.networks is not None:
+        _drop_own_snat_ips(ctx, port, port.networks, out)
 
 
 def _drop_own_snat_ips(ctx: LflowContext, port: Port, networks: Addresses,

@@ -26,6 +26,9 @@ Rules kept here (23.03's `build_misc_local_traffic_drop_flows_for_lrouter`,
   hands BFD to them to `handle_bfd_msg` (the Copp `bfd` meter).
 - Order: per router first (23.03's walk by datapath), then per port.
 - Drops use `ctx.drop_action` (23.03's `debug_drop_action()`).
+- What the router's NAT rules derive (the NAT replies and rules' flows, the drops of
+  its own addresses, which read its SNAT IPs) is the router's NAT's (`nat_owner`),
+  built again alone by `build_nat` when its rules change.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from . import lr_ip_input_v6 as v6
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT
 from .router_facts import router_facts
-from .table import LflowTable
+from .table import LflowTable, nat_owner
 
 EGRESS_LOOPBACK = "reg9[0]"  # REGBIT_EGRESS_LOOPBACK
 BFD_PORT = 3784
@@ -54,8 +57,9 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
                 with out.owned_by(("port", port.name)):
                     nat.build_port_pkt_big(ctx, port, out)
             _misc(ctx, dp, router_ports, out)
-            nat.build_dp_nat(ctx, dp, out)
-            nat.build_dp_nat_ingress(ctx, dp, out)
+            with out.owned_by(nat_owner(dp)):
+                nat.build_dp_nat(ctx, dp, out)
+                nat.build_dp_nat_ingress(ctx, dp, out)
     for dp in ctx.routers():
         for port in ctx.ports_of(dp):
             if not port.is_lrp:
@@ -207,7 +211,24 @@ def _port_v4(ctx: LflowContext, port: Port, has_bfd: bool, out: LflowTable) -> N
     if not facts.is_gw_router and not facts.l3dgw_ports:
         for net in nets:
             _unreachable(ctx, port, net, out)
-    if not facts.lb_force_snat_router_ip:
+    with out.owned_by(nat_owner(dp)):
+        _port_nat(ctx, port, out)
+
+
+def _port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    """What the router's NAT rules (and VIPs) derive on router port `port`."""
+    if not router_facts(ctx, port.dp).lb_force_snat_router_ip:
         _drop_own_dest(ctx, port, out)
     if port.cr_port is not None:
         nat.build_port_nat(ctx, port, out)
+
+
+def build_nat(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+    """What router `dp`'s NAT rules derive here (the caller owns them as
+    `nat_owner`): the replies for its NAT addresses, its rules' own flows, and per
+    router port the drops of its addresses and the gateway's NAT replies."""
+    nat.build_dp_nat(ctx, dp, out)
+    nat.build_dp_nat_ingress(ctx, dp, out)
+    for port in ctx.ports_of(dp):
+        if port.is_lrp:
+            _port_nat(ctx, port, out)

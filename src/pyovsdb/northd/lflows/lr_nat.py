@@ -28,8 +28,8 @@ Rules kept here:
   link-local IPv6) address of each connected port instead.
 - A distributed rule's external MAC is admitted on the gateway port where its logical
   port is, with the port's own packet-length check (`lr_admission`'s helper).
-- Owners: the router for its flows (rules included), the router port for its
-  `router_ip` flows.
+- Owners: the router's NAT (`nat_owner`) for its flows (rules included, and the
+  defaults built with them), the router port for its `router_ip` flows.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from .lr_admission import add_gateway_mtu_flow
 from .lr_nat_rules import DST_NAT_IP_LOCAL, NatRule, nat_rules
 from .router_facts import RouterFacts, router_facts
 from .stages import Stage
-from .table import LflowTable
+from .table import LflowTable, nat_owner
 
 INPORT_ETH_ADDR = "xreg0[0..47]"
 
@@ -63,8 +63,8 @@ DEFAULTS: tuple[tuple[Stage, str], ...] = (
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
     for dp in ctx.routers():
-        with out.owned_by(("dp", dp.key)):
-            _router(ctx, out, dp)
+        with out.owned_by(nat_owner(dp)):
+            build_nat(ctx, out, dp)
     for dp in ctx.routers():
         if router_facts(ctx, dp).lb_force_snat_router_ip:
             for port in ctx.ports_of(dp):
@@ -73,7 +73,9 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
                         _force_snat_router_ip(out, port)
 
 
-def _router(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+def build_nat(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+    """What router `dp`'s NAT rules derive here: every flow of its own (the defaults
+    and the load-balancing ones with them); the caller owns them as `nat_owner`."""
     facts = router_facts(ctx, dp)
     for stage, actions in DEFAULTS:
         out.add(dp, stage, 0, "1", actions)

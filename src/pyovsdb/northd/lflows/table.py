@@ -41,8 +41,15 @@ GLOBAL: Owner = ("global",)
 # `replace_owned` walks their flows alone: those asked for on many datapaths at once
 # (a load balancer of every node, a port group's ACL), or many on one (a router's
 # policies), or few among many on one (a router-type port's lookups on a switch of
-# many routers), rebuilt on their own.
-INDEXED = frozenset(("lb", "acl", "policy", "rport"))
+# many routers, a router's NAT flows), rebuilt on their own.
+INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat"))
+
+
+def nat_owner(dp: Datapath) -> Owner:
+    """The owner of what a router's NAT rules derive on it (its NAT stages, the
+    replies and drops for its NAT and SNAT addresses, the gateway redirects of its
+    rules), rebuilt alone when its NAT rules change (`lflows.rebuild_router_nat`)."""
+    return ("nat", dp.key)
 
 
 def _indexed(owner: Owner) -> bool:

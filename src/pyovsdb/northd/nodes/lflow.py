@@ -62,11 +62,13 @@ from ..lflows import (
     rebuild_owned,
     rebuild_policies,
     rebuild_router_lookups,
+    rebuild_router_nat,
 )
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
 from ..lflows.lr_arp_resolve import routes_asked
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
+from ..lflows.router_facts import router_facts
 from ..lflows.table import FlowKey, Owner, flow_row_key
 from .northd import LR_FLOWS_ONLY, LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
@@ -385,8 +387,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
             flows |= whole | peers
             focus |= lsps
         groups = DP_GROUP_TABLE in delta.sb
+        nats = {key: ips for key, ips in delta.nats.items()
+                if key in northd.core.datapaths.routers}
         if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
-                and not joined and not delta.claimed:
+                and not joined and not delta.claimed and not nats:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -406,8 +410,16 @@ class LflowNode(Node[LflowData, LflowDelta]):
         # (NAT rules, load balancers changed: their flows report what a recompute would;
         # these rebuilds share one context, its facts built once and reported)
         ctx = lflow_context(*self._tables(), northd)
+        for key, ips in nats.items():  # (a VIP that is a NAT IP: its flows read the rule)
+            facts = router_facts(ctx, northd.core.datapaths.routers[key])
+            if not ips.isdisjoint(facts.lb_ips_v4) or not ips.isdisjoint(facts.lb_ips_v6):
+                flows.add(key)
+        nat_routers = frozenset(nats.keys() - flows - dps)
         if flows:
             results.append(self._rebuild(northd, flows, ctx=ctx))
+        if nat_routers:
+            results.append(self._changed(northd, rebuild_router_nat(
+                self.data.flows, ctx, nat_routers)))
         focus_dps = {ports.ports[n].dp.key for n in focus} - flows - dps
         if focus_dps:
             results.append(self._changed(northd, rebuild_router_lookups(
