@@ -7,8 +7,9 @@ topologies, then random steps of every kind), settled by northd's graph; then fo
 every datapath, a full build with that datapath rebuilt must equal a full build: the
 same flows on the same datapaths, with the same hints and tags. An area that built a
 datapath's flows from anything but the datapaths the context lists (e.g. looping over
-every switch to build a router's flows) fails here. So does a router's NAT flows
-rebuilt alone (`rebuild_router_nat`) that are not what its full build owns as NAT's.
+every switch to build a router's flows) fails here. So do a router's NAT flows
+rebuilt alone (`rebuild_router_nat`) and a switch's router-type ports' lookups rebuilt
+alone (`rebuild_router_lookups`) that are not what a full build owns as theirs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from hypothesis import strategies as st
 from nbgen import BASES, Step, steps
 from test_incremental_property import TOUR, World, batches
 
-from pyovsdb.northd.lflows import LflowTable, build_lflows, rebuild, rebuild_router_nat
+from pyovsdb.northd.lflows import (
+    LflowTable,
+    build_lflows,
+    rebuild,
+    rebuild_router_lookups,
+    rebuild_router_nat,
+)
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import FlowKey
 from pyovsdb.northd.nodes.lflow import lflow_context
@@ -48,6 +55,12 @@ def check_rebuilds(world: World) -> int:
             table = build_lflows(ctx)
             rebuild_router_nat(table, ctx, frozenset({key}))
             _same(full, _flows(table), f"rebuilding the NAT flows of {key} alone")
+        rports = frozenset(p.name for p in northd.core.ports.of_datapath(key)
+                           if p.is_lsp and p.type == "router")
+        if rports:
+            table = build_lflows(ctx)
+            rebuild_router_lookups(table, ctx, frozenset({key}), rports)
+            _same(full, _flows(table), f"rebuilding the router lookups on {key} alone")
     return len(dps)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..build.datapaths import Datapath
 from ..build.lb import LoadBalancer
+from ..build.ports import Port
 from . import (
     lr_admission,
     lr_arp,
@@ -65,10 +66,12 @@ LB_AREAS: tuple[tuple[str, LbBuilder], ...] = (
 
 
 # The areas where a switch's router-type port asks for what its router's NAT rules
-# decide (their external IPs, distributed NAT MACs), as owner `("rport", name)`:
-# `ls_l2` (`ls_rport_arp` and the unicast lookup). A NAT rule changed rebuilds those
-# requests of its router's switch ports alone (`rebuild_router_lookups`).
-ROUTER_NAT_AREAS = frozenset({"ls_l2.py"})
+# decide (their external IPs, distributed NAT MACs), as owner `("rport", name)`, each
+# building them for one port: `ls_l2` (`ls_rport_arp` and the unicast lookup). A NAT
+# rule changed rebuilds those requests of its router's switch ports alone
+# (`rebuild_router_lookups`).
+PortBuilder = Callable[[LflowContext, Port, LflowTable], None]
+ROUTER_NAT_AREAS: tuple[tuple[str, PortBuilder], ...] = (("ls_l2.py", ls_l2.build_rport),)
 
 
 # The areas with flows a router's NAT rules derive (owner `table.nat_owner`), each
@@ -134,7 +137,12 @@ def rebuild_router_lookups(table: LflowTable, ctx: LflowContext, datapaths: froz
     build as long as those requests depend on the port, its router and datapath facts
     alone: what changes a router's NAT rules, and nothing of its switches, moves only
     these requests of the switch ports paired with its ports."""
-    new = build_lflows(ctx.focused(datapaths, ports), only=datapaths, areas=ROUTER_NAT_AREAS)
+    new = LflowTable(only=datapaths)
+    for source, build in ROUTER_NAT_AREAS:
+        new.source = source
+        for name in sorted(ports):
+            with new.owned_by(("rport", name)):
+                build(ctx, ctx.ports.ports[name], new)
     return table.replace_owned(datapaths, frozenset(("rport", n) for n in ports), new)
 
 

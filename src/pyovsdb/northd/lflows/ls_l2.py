@@ -54,12 +54,20 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
             if port.is_lsp and port.type != "external":
                 # (a router-type port's lookups follow its router's NAT rules: an
                 # owner of their own, rebuilt alone when those change)
-                router = port.type == "router"
-                with out.owned_by(("rport" if router else "port", port.name)):
-                    if router:
-                        ls_rport_arp.build_port(ctx, port, out)
-                    _unicast(ctx, port, out)
+                if port.type == "router":
+                    with out.owned_by(("rport", port.name)):
+                        build_rport(ctx, port, out)
+                else:
+                    with out.owned_by(("port", port.name)):
+                        _unicast(ctx, port, out)
     ls_mcast.build_igmp(ctx, out)
+
+
+def build_rport(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    """What router-type switch port `port` asks for here (the caller owns them as
+    `("rport", name)`): the requests for its router's addresses and its lookup."""
+    ls_rport_arp.build_port(ctx, port, out)
+    _unicast(ctx, port, out)
 
 
 def _fwd_group_flows(dp: Datapath) -> list[FwdFlow]:
