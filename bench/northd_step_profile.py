@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cloudgen
 from pyovsdb.northd.testing import LocalDb, LocalNorthd, add_chassis
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
+from pyovsdb.util import gctune
 
 Ops = list[dict[str, Any]]
 
@@ -140,7 +141,9 @@ def main() -> int:
     t0 = time.perf_counter()
     load(nb, args.cloud)
     north = LocalNorthd(nb, sb, self_check=args.self_check)
+    gctune.tune()  # (the collector as the daemon sets it, the settled state frozen)
     north.settle()
+    gctune.freeze()
     print(f"cloud {args.cloud}: loaded and settled in {time.perf_counter() - t0:.1f} s")
     chosen = {k: v for k, v in kinds(args.cloud).items() if not args.only or k in args.only}
     prof = cProfile.Profile() if args.profile else None

@@ -90,7 +90,13 @@ def _dp_key(dp: Any) -> str | None:
 
 
 def _group_key(row: IdlRow) -> Hashable:
-    """A datapath group by the keys of its datapaths (read from its stored UUIDs)."""
+    """A datapath group by the keys of its datapaths (read from its stored UUIDs), kept
+    in its row's cache (the datapaths of a group change with a new row, and a
+    datapath binding's key with its own)."""
+    return cached(row, "group_key", _datapaths_key)
+
+
+def _datapaths_key(row: IdlRow) -> Hashable:
     replica = row.table.replica
     table = replica.tables.get("Datapath_Binding") if replica is not None else None
     rows = table.rows if table is not None else {}
@@ -386,7 +392,9 @@ class _Planner:
         rows = self.index.get(table)
         if rows is not None:
             found = rows.get(key)
-            return found[min(found)] if found else None
+            if not found:
+                return None
+            return next(iter(found.values())) if len(found) == 1 else found[min(found)]
         index = self._lookup.get(table)
         if index is None:
             index = {}
@@ -400,6 +408,34 @@ class _Planner:
                         index.setdefault(k, row)
             self._lookup[table] = index
         return index.get(key)
+
+    def _resolve_refs(self, refs: Iterable[Ref]) -> _Refs:
+        """Many references at once (a datapath group's thousand datapaths): those to
+        rows matched looked up directly, the rest one by one."""
+        out = _Refs()
+        append = out.append
+        matched = self.matched
+        index = self.index
+        resolve_ref = self.resolve_ref
+        for ref in refs:
+            table = ref.table
+            rows = matched.get(table)
+            if rows is not None:
+                row = rows.get(ref.key)
+                if row is not None:
+                    append(row.uuid)
+                    continue
+            else:
+                keyed = index.get(table)
+                if keyed is not None:  # (`existing`, inline: a table not planned)
+                    bucket = keyed.get(ref.key)
+                    if bucket:
+                        append(next(iter(bucket)) if len(bucket) == 1 else min(bucket))
+                    continue
+            found = resolve_ref(ref)
+            if found is not None:
+                append(found)
+        return out
 
     def resolve_ref(self, ref: Ref) -> str | Pending | None:
         matched = self.matched.get(ref.table)
@@ -421,6 +457,8 @@ class _Planner:
             return self.resolve_ref(value)
         if isinstance(value, (list, tuple, set, frozenset)) and any(
                 isinstance(v, Ref) for v in value):
+            if all(v.__class__ is Ref for v in value):
+                return self._resolve_refs(value)
             out = [self.resolve_ref(v) if isinstance(v, Ref) else v for v in value]
             return [v for v in out if v is not None]
         if isinstance(value, dict) and any(isinstance(v, Ref) for v in value.values()):
@@ -428,6 +466,13 @@ class _Planner:
                      for k, v in value.items()}
             return {k: v for k, v in pairs.items() if v is not None}
         return value
+
+
+class _Refs(list[Any]):
+    """References resolved: row UUIDs as the replica has them (canonical), or
+    `Pending`s."""
+
+    __slots__ = ()
 
 
 def _has_pending(value: Any) -> bool:
@@ -517,7 +562,12 @@ def plan(desired: DesiredDb, tables: Tables,
                     if (v.__class__ is str and (current == v or current == (v,))) or \
                             (v is None and current == ()):
                         continue  # a resolved reference, as stored (the common case)
-                    if _has_pending(v) or convert(v) != current:
+                    if _has_pending(v):
+                        changed[col] = v
+                    elif v.__class__ is _Refs and len(v) > 1:  # (canonical already)
+                        if tuple(sorted(set(v))) != current:
+                            changed[col] = v
+                    elif convert(v) != current:
                         changed[col] = v
                 elif convert(wanted[col]) != current:
                     changed[col] = wanted[col]
