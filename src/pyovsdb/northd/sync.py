@@ -93,7 +93,8 @@ def _group_key(row: IdlRow) -> Hashable:
     """A datapath group by the keys of its datapaths (read from its stored UUIDs), kept
     in its row's cache (the datapaths of a group change with a new row, and a
     datapath binding's key with its own)."""
-    return cached(row, "group_key", _datapaths_key)
+    key: Hashable = cached(row, "group_key", _datapaths_key)
+    return key
 
 
 def _datapaths_key(row: IdlRow) -> Hashable:

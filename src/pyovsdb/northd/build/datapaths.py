@@ -25,6 +25,7 @@ from ...util.cnum import str_to_int, str_to_uint, str_to_ullong
 from ..desired import DesiredDb, DesiredTable
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN, TunnelKeys
 from .inputs import BuildInput
+from .placed import Placed
 
 DATAPATH_COLUMNS = ("tunnel_key", "external_ids", "load_balancers")
 
@@ -53,8 +54,9 @@ class Datapath:
 
 @dataclass(slots=True)
 class DatapathsData:
-    switches: dict[str, Datapath] = field(default_factory=dict)
-    routers: dict[str, Datapath] = field(default_factory=dict)
+    # By NB UUID, in build order, each with its place (`Placed`).
+    switches: Placed[str, Datapath] = field(default_factory=Placed)
+    routers: Placed[str, Datapath] = field(default_factory=Placed)
     vxlan_mode: bool = False
 
     def by_key(self, key: str) -> Datapath:

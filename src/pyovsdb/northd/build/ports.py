@@ -37,7 +37,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -47,6 +46,7 @@ from ..diagnostics import DUPLICATE_LRP, DUPLICATE_LSP, LRP_BAD_MAC, LSP_NO_MAC,
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
 from .datapaths import Datapath, DatapathsData, datapath_key, smap_int
 from .inputs import BuildInput
+from .placed import Placed
 from .ports_addresses import Addresses, extract_lsp_addresses, is_dynamic, lrp_networks
 
 
@@ -105,37 +105,10 @@ class Port:
         return '"' + self.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-class PortTable(dict[str, Port]):
-    """Ports by name, in the order they were put in (a dict's), each with its place in
-    that order (`place`), so that a few names are put in build order without walking
-    every port. A port put in again after it was taken out goes last, as in a dict."""
+class PortTable(Placed[str, Port]):
+    """Ports by name in build order, each with its place (`Placed`)."""
 
-    __slots__ = ("_next", "_places")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._places: dict[str, int] = {}
-        self._next = 0
-
-    def __setitem__(self, name: str, port: Port) -> None:
-        if name not in self._places:
-            self._places[name] = self._next
-            self._next += 1
-        super().__setitem__(name, port)
-
-    def __delitem__(self, name: str) -> None:
-        super().__delitem__(name)
-        del self._places[name]
-
-    def pop(self, name: str, *default: Any) -> Any:
-        self._places.pop(name, None)
-        return super().pop(name, *default)
-
-    def in_order(self, names: Iterable[str]) -> list[Port]:
-        """The ports of `names` that are here, in this table's order."""
-        places = self._places
-        return [self[n] for n in sorted((n for n in names if n in places),
-                                        key=places.__getitem__)]
+    __slots__ = ()
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from ...idl.row import IdlRow
 from ..build.datapaths import Datapath, DatapathsData, smap_int
 from ..build.global_cfg import ChassisFeatures, GlobalConfig
 from ..build.lb import LbData, LoadBalancer
+from ..build.placed import Placed
 from ..build.ports import Port, PortsData, existing_port_bindings
 
 
@@ -173,8 +174,11 @@ class LflowContext:
             return list(by_key.values())
         found: list[Datapath] | None = self.cache.get((kind, scope))
         if found is None:
-            found = self.cache[(kind, scope)] = [dp for dp in by_key.values()
-                                                 if dp.key in scope]
+            if isinstance(by_key, Placed) and len(scope) * 8 < len(by_key):
+                found = by_key.in_order(scope)  # (a few: by place, not every one walked)
+            else:
+                found = [dp for dp in by_key.values() if dp.key in scope]
+            self.cache[(kind, scope)] = found
         return found
 
     def scoped_names(self) -> frozenset[str] | None:
