@@ -28,12 +28,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
 class Ref:
-    """A reference to the desired row `key` of SB table `table`."""
+    """A reference to the desired row `key` of SB table `table` (a value: equal by
+    both, never changed; written out rather than a frozen dataclass, whose setters
+    cost most of the time a datapath group's thousand members take to make)."""
 
-    table: str
-    key: Hashable
+    __slots__ = ("key", "table")
+
+    def __init__(self, table: str, key: Hashable) -> None:
+        self.table = table
+        self.key = key
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is Ref and self.table == other.table \
+            and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash((self.table, self.key))
+
+    def __repr__(self) -> str:
+        return f"Ref(table={self.table!r}, key={self.key!r})"
 
 
 @dataclass(slots=True)

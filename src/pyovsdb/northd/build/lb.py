@@ -163,16 +163,20 @@ class LoadBalancer:
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+NO_VIPS: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
+
 @dataclass(slots=True)
 class LbData:
     lbs: dict[str, LoadBalancer] = field(default_factory=dict)  # in build order
     # Per router datapath key: its reachable VIPs (strings), IPv4 and IPv6.
     reachable: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
-    # Per router port (NB UUID): the row and the networks parsed from it (a later
-    # build reuses them while the row is the same).
+    # Per router port (NB UUID) of a router with load balancers: the row and the
+    # networks parsed from it (a later build reuses them while the row is the same).
     lrp_nets: dict[str, tuple[IdlRow, list[Network]]] = field(default_factory=dict)
-    # Per router: the rows its reachable VIPs were found from (its ports', its load
-    # balancers' by UUID); a later build adds those of load balancers it gained alone.
+    # Per router with load balancers: the rows its reachable VIPs were found from (its
+    # ports', its load balancers' by UUID); a later build adds those of load balancers
+    # it gained alone. (A router without any reaches none: `NO_VIPS`, its ports unread.)
     router_inputs: dict[str, tuple[tuple[IdlRow, ...], dict[str, IdlRow]]] = \
         field(default_factory=dict)
     # Per datapath: its NB row and the load balancers and groups it lists (a later
@@ -309,6 +313,9 @@ def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
             on_router.setdefault(rkey, []).append(one)
     parsed_nets = reuse.lrp_nets if reuse is not None else {}
     for rkey, dp in dps.routers.items():
+        if rkey not in on_router:  # (no VIPs to reach: its ports not read, nor kept)
+            data.reachable[rkey] = NO_VIPS
+            continue
         nets: list[Network] = []
         lrps = tuple(lrp for lrp in dp.nb.ports if isinstance(lrp, IdlRow))
         for lrp in lrps:
