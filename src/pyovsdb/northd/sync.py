@@ -13,7 +13,9 @@ Rules kept here:
   deleted and inserted anew. In a table keyed by its content (`REUSED`: datapath
   groups), a row nobody wants any more is given to the new key that shares most with
   it and updated in place: no row is deleted and another inserted, and the rows
-  referring to it keep their reference.
+  referring to it keep their reference. A row of such a table matched by its own key
+  already holds what it is wanted to: it is not compared (a group of a thousand
+  datapaths is not read again because a flow came to use it).
 - Only managed columns are compared, in the replica's canonical form, and an Update
   carries only the columns that differ: an engine run that changed nothing plans
   nothing, and the transaction is never sent. `fill` columns are written only where
@@ -290,6 +292,7 @@ class _Planner:
         self.matched: dict[str, dict[Hashable, IdlRow]] = {}
         self.extra: dict[str, list[IdlRow]] = {}
         self.inserted: set[tuple[str, Hashable]] = set()
+        self.reused: set[tuple[str, Hashable]] = set()  # (`REUSED` rows given new keys)
         self._lookup: dict[str, dict[Hashable, IdlRow]] = {}
         self.collect: Mapping[str, dict[Hashable, dict[str, IdlRow]]] = collect or {}
 
@@ -380,6 +383,7 @@ class _Planner:
             taken_rows.add(i)
             row = stale[i][0]
             found[wanted[k]] = row
+            self.reused.add((dt.name, wanted[k]))
             extra.remove(row)
 
     def _table_keys(self, table: str) -> Mapping[str, Hashable] | None:
@@ -546,6 +550,10 @@ def plan(desired: DesiredDb, tables: Tables,
                         values[col] = v
                 table_inserts.append(Insert(name, key, values))
                 continue
+            if name in REUSED and (name, key) not in p.reused and not p.extra.get(
+                    "Datapath_Binding"):
+                continue  # (keyed by its content, and its own key's: as wanted; unless
+                #          a duplicate binding goes, one a group may name in its place)
             changed: dict[str, Any] = {}
             current_values = row._values
             for col, pos, convert, default, is_ref, is_fill, is_keep in (
