@@ -152,6 +152,20 @@ def test_port_group_acl_follows_each_switch_of_the_group(nb: Nb, sb: LocalDb) ->
     assert lines(table, sw2) == BARE
 
 
+def test_a_port_group_of_a_port_two_switches_list(nb: Nb, sb: LocalDb) -> None:
+    """One switch port listed by two switches (23.03 keeps it on the first, sw0, and
+    reports the second): its port group is on sw0 alone, as 23.03 finds it by the
+    switches' ports in their order."""
+    sw0, sw1 = nb.ls_add("sw0"), nb.ls_add("sw1")
+    port = nb.lsp_add("sw0", "p1", addresses=["00:00:00:00:00:01 10.0.0.1"])
+    nb.db.add_to("Logical_Switch", sw1, "ports", port)
+    nb.db.insert("Port_Group", name="pg1", ports=[port])
+    rule = acl(nb, "Port_Group", "pg1", "to-lport", 1000, "outport == @pg1", "drop")
+    table = build_flows(nb.db, sb)
+    assert {dp for dp, _ in owned(table, ("acl", rule))} == {sw0}
+    assert lines(table, sw1) == BARE
+
+
 def test_logging_meters_and_log_related(nb: Nb, sb: LocalDb) -> None:
     sw = nb.ls_add("sw0")
     nb.meter_add("plain")

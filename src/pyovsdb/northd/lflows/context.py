@@ -253,17 +253,37 @@ class LflowContext:
             groups = self.nb_rows("Port_Group")
             # (port UUIDs as stored: no row is made for the switches' ports)
             wanted = {u for pg in groups for u in pg.value("ports")}
-            where: dict[str, str] = {}
-            order = {key: i for i, key in enumerate(self.datapaths.switches)}
-            for key, dp in self.datapaths.switches.items() if wanted else ():
-                for uuid in wanted.intersection(dp.nb.value("ports")):
-                    where.setdefault(uuid, key)
+            where = self._switches_of(wanted) if wanted else {}
+            switches = self.datapaths.switches
             out: dict[str, list[str]] = {}
             for pg in groups:
                 keys = {where[u] for u in pg.value("ports") if u in where}
-                out[pg.uuid] = sorted(keys, key=order.__getitem__)
+                out[pg.uuid] = [dp.key for dp in switches.in_order(keys)] \
+                    if isinstance(switches, Placed) else [k for k in switches if k in keys]
             self._pg_switches = out
         return self._pg_switches
+
+    def _switches_of(self, lsps: set[str]) -> dict[str, str]:
+        """Switch port UUID -> the key of the first switch (in build order) listing it:
+        by the port of its name, where that is the row (each port on one switch, the
+        usual case), else by a walk of every switch."""
+        table = self.nb.get("Logical_Switch_Port")
+        rows = table.rows if table is not None else {}
+        ports = self.ports.ports
+        where: dict[str, str] = {}
+        for uuid in lsps:
+            row = rows.get(uuid)
+            port = ports.get(row.value("name")) if row is not None else None
+            if port is None or not port.is_lsp or port.nb.uuid != uuid:
+                break  # (a port of no switch, or a duplicate name: walked below)
+            where[uuid] = port.dp.key
+        else:
+            return where
+        where = {}
+        for key, dp in self.datapaths.switches.items():
+            for uuid in lsps.intersection(dp.nb.value("ports")):
+                where.setdefault(uuid, key)
+        return where
 
     def current(self, dp: Datapath) -> IdlRow:
         """The datapath's NB row as the replica has it now. `northd` keeps the row of
