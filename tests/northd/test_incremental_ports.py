@@ -134,6 +134,26 @@ def test_vif_add_delete_update_do_not_recompute_northd(nb: Nb, sb: LocalDb) -> N
     assert pbs["vm3"].requested_chassis is not None
 
 
+def test_a_parent_of_a_virtual_port_coming_or_going(nb: Nb, sb: LocalDb) -> None:
+    """A virtual port's flows name the parents its switch has: a VIF that is one of
+    them coming or going moves them (the switch is built again, not the VIF alone)."""
+    loop = _topology(nb, sb)
+    loop.change(_lsp_add(nb, "sw0", "a", addresses=["00:00:00:00:00:0a 10.0.0.10"]))
+    loop.change(_lsp_add(nb, "sw0", "vp", type="virtual",
+                         options={"virtual-ip": "10.0.0.50", "virtual-parents": "a,b"}))
+
+    def binds() -> set[str]:
+        return {r.match.split('"')[1] for r in sb.tables["Logical_Flow"].rows.values()
+                if "bind_vport" in r.actions}
+
+    assert binds() == {"a"}
+    for step, want in ((lambda: _lsp_add(nb, "sw0", "b", addresses=["00:00:00:00:00:0b"]),
+                        {"a", "b"}), (lambda: _lsp_del(nb, "a"), {"b"})):
+        loop.change(step())
+        check_equals_recompute(loop)
+        assert binds() == want
+
+
 def test_what_it_cannot_prove_recomputes(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     steps: list[Callable[[], Changeset[IdlRow]]] = [

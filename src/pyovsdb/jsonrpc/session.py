@@ -130,8 +130,11 @@ class Framer:
         next(self._gen)
 
     def feed(self, data: bytes) -> None:
-        if self._idle and data[:1] == b"{" and data[-1:] == b"}" and len(data) < 1 << 16:
-            # Most reads hold exactly one small whole message.
+        if self._idle and data[:1] == b"{" and data[-1:] == b"}" and len(data) < 1 << 16 \
+                and b"}{" not in data:
+            # Most reads hold exactly one small whole message (two back to back, an
+            # update and a reply, would fail to parse: an exception costs more than
+            # this scan).
             try:
                 msg = orjson.loads(data)
             except orjson.JSONDecodeError:

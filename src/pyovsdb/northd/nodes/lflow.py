@@ -48,7 +48,7 @@ from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
 from ..build.lb import LbData
-from ..build.ports import PortsData
+from ..build.ports import Port, PortsData
 from ..build.ports_incremental import rows_where
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
@@ -107,7 +107,8 @@ FLOWLESS_NB = frozenset(("NB_Global", "BFD"))
 class LflowData:
     flows: LflowTable
     sb: DesiredDb  # Logical_Flow and Logical_DP_Group
-    port_dps: dict[str, str]  # logical port -> its datapath's key, as of this data
+    # logical port -> its datapath's key and whether it is a plain VIF, as of this data
+    port_dps: dict[str, tuple[str, bool]]
     # The flows of each datapath group they use (groups of more than one datapath).
     group_users: Counter[tuple[str, ...]]
     lbs: LbData  # the load balancers these flows were built for
@@ -265,8 +266,20 @@ def _ports_kept_alike(ports: PortsData, switch: str, joined: set[str]) -> bool:
                     if (peer := ports.peer_of(lsp)) is not None)
 
 
-def _port_dps(northd: NorthdData) -> dict[str, str]:
-    return {name: port.dp.key for name, port in northd.core.ports.ports.items()}
+def _vifs_kept_alike(ports: PortsData, switch: str, vifs: set[str]) -> bool:
+    """Whether what the other ports of `switch` ask for stays as it was when its VIFs
+    `vifs` come, change or go: as for router ports joining (`_ports_kept_alike`), and
+    no virtual port on it (its flows name the parents there are)."""
+    return _ports_kept_alike(ports, switch, vifs) and not any(
+        p.type == "virtual" for p in ports.of_datapath(switch))
+
+
+def _port_dps(northd: NorthdData) -> dict[str, tuple[str, bool]]:
+    return {name: (port.dp.key, _is_vif(port)) for name, port in northd.core.ports.ports.items()}
+
+
+def _is_vif(port: Port) -> bool:
+    return port.is_lsp and not port.type
 
 
 def build_lflow_data(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -334,17 +347,24 @@ class LflowNode(Node[LflowData, LflowDelta]):
         rewired = set(delta.rewired)  # switches that gained or lost a router port
         joined: dict[str, set[str]] = {}  # of those, the router ports they gained
         mixed: set[str] = set()  # switches whose other ports changed
+        plain: dict[str, set[str]] = {}  # of those, the VIFs that were and are VIFs
         for name in delta.sb.get("Port_Binding", ()):
             if name in delta.unread:
                 continue
             port = ports.ports.get(str(name))
-            key = port.dp.key if port is not None else old.port_dps.get(str(name))
+            was = old.port_dps.get(str(name))
+            key = port.dp.key if port is not None else was[0] if was is not None else None
             if key is None:
                 return Handled.UNHANDLED
             dps.add(key)
-            if key in switches and (port is None or (port.is_lsp and not port.type)):
+            if key in switches and (port is None or _is_vif(port)):
                 vifs.add(str(name))
                 mixed.add(key)
+                if (was is None or (was[0] == key and was[1])) and \
+                        (port is not None or was is not None):
+                    plain.setdefault(key, set()).add(str(name))
+                else:
+                    plain.setdefault(key, set()).add("")  # (not all plain: whole)
             elif key in switches and port is not None and port.type == "router":
                 rewired.add(key)
                 joined.setdefault(key, set()).add(port.name)
@@ -356,7 +376,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if port is None:
                 old.port_dps.pop(str(name), None)
             else:
-                old.port_dps[port.name] = port.dp.key
+                old.port_dps[port.name] = (port.dp.key, _is_vif(port))
         made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())}
         dps |= made_or_gone
         # Switches that gained router ports and nothing else: those ports' requests and
@@ -372,6 +392,13 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 if peer is not None:
                     (dps if key in whole | made_or_gone else next_to).add(peer.dp.key)
         next_to -= dps
+        # Switches whose VIFs alone changed (added, updated or deleted, VIFs before and
+        # after): those VIFs' requests and the switches' own flows built again, the
+        # other ports' kept (their routers get the VIFs' requests, `next_to`).
+        focused = {key: names for key, names in plain.items()
+                   if "" not in names and key not in whole | made_or_gone | rewired
+                   and _vifs_kept_alike(ports, key, names)}
+        dps -= focused.keys()
         # (the rebuilds of ports changed share one context, its facts built once; muted,
         # they have one of their own)
         ctx = lflow_context(*self._tables(), northd)
@@ -390,7 +417,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         nats = {key: ips for key, ips in delta.nats.items()
                 if key in northd.core.datapaths.routers}
         if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
-                and not joined and not delta.claimed and not nats:
+                and not joined and not focused and not delta.claimed and not nats:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -400,10 +427,11 @@ class LflowNode(Node[LflowData, LflowDelta]):
             results = [self._rebuild(northd, dps, groups=groups,
                                      owned=(next_to, vifs) if next_to and vifs else None,
                                      ctx=ctx)]
-            if joined:
-                results.append(self._changed(northd, rebuild_focused(
-                    self.data.flows, ctx, frozenset(joined),
-                    frozenset().union(*joined.values()))))
+            for alone in (joined, focused):
+                if alone:
+                    results.append(self._changed(northd, rebuild_focused(
+                        self.data.flows, ctx, frozenset(alone),
+                        frozenset().union(*alone.values()))))
             if readers:
                 results.append(self._changed(northd, rebuild_owned(
                     self.data.flows, ctx, frozenset(read_on), frozenset(readers))))
