@@ -20,6 +20,7 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import shash_order
@@ -94,12 +95,17 @@ def build_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         out.add(dp, L2, 80, f"{NOT_VXLAN} && {what}", actions, hint=port.nb)
 
     networks = peer.networks
-    vips = _router_vips(ctx, peer.dp.key)
+    cache: dict[str, Any] = ctx.cache.setdefault("ls_rport_arp", {})
+    found = cache.get(peer.dp.key)
+    if found is None:  # (once per router and build: its switch ports all ask)
+        found = cache[peer.dp.key] = (_router_vips(ctx, peer.dp.key),
+                                      _router_nats(peer.dp.nb))
+    vips, nats = found
     for family, ips in ((4, vips[0]), (6, vips[1])):
         for ip in sorted(ips):
             if _reachable(networks, ip):
                 request(ip, family)
-    nats = _router_nats(peer.dp.nb)
+
     for nat, family in nats:
         ext = str(nat.external_ip)
         if ext not in vips[0 if family == 4 else 1]:
