@@ -73,7 +73,8 @@ def _take(table: str, name: str, column: str, uuid: str) -> Ops:
              "mutations": [[column, "delete", ["uuid", uuid]]]}]
 
 
-def kinds(routers: int) -> dict[str, tuple[Callable[[int], Ops], Callable[[str], Ops]]]:
+def kinds(routers: int, nb: LocalDb) -> dict[str, tuple[Callable[[int], Ops],
+                                                        Callable[[str], Ops]]]:
     """Each kind: the operations of its i-th change, and of its undo given the UUID of
     the row the change inserted first."""
     r = routers // 2
@@ -111,7 +112,29 @@ def kinds(routers: int) -> dict[str, tuple[Callable[[int], Ops], Callable[[str],
     def vm_del(uuid: str) -> Ops:
         return _take("Logical_Switch", f"ls{s}", "ports", uuid)
 
-    return {"fip": (fip_add, fip_del), "lb": (lb_add, lb_del), "vm": (vm_add, vm_del)}
+    def net_add(i: int) -> Ops:
+        lrp = f"lr{r}-netx{i}"
+        return [{"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "rp",
+                 "row": {"name": f"netx{i}-lr", "type": "router", "addresses": "router",
+                         "options": ["map", [["router-port", lrp]]]}},
+                {"op": "insert", "table": "Logical_Switch", "uuid-name": "ls",
+                 "row": {"name": f"netx{i}", "ports": ["named-uuid", "rp"]}},
+                {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "p",
+                 "row": {"name": lrp, "mac": f"0a:04:00:00:00:{i:02x}",
+                         "networks": f"10.255.{i}.1/24"}},
+                {"op": "mutate", "table": "Logical_Router", "where": _where(f"lr{r}"),
+                 "mutations": [["ports", "insert", ["named-uuid", "p"]]]}]
+
+    def net_del(uuid: str) -> Ops:
+        lsp = nb.tables["Logical_Switch_Port"].rows[uuid]
+        lrp = next(u for u, row in nb.tables["Logical_Router_Port"].rows.items()
+                   if row.name == lsp.options["router-port"])
+        return [{"op": "delete", "table": "Logical_Switch", "where": [
+                    ["ports", "includes", ["uuid", uuid]]]},
+                *_take("Logical_Router", f"lr{r}", "ports", lrp)]
+
+    return {"fip": (fip_add, fip_del), "lb": (lb_add, lb_del), "vm": (vm_add, vm_del),
+            "net": (net_add, net_del)}
 
 
 def step(north: LocalNorthd, nb: LocalDb, ops: Ops) -> tuple[float, float, str]:
@@ -145,7 +168,7 @@ def main() -> int:
     north.settle()
     gctune.freeze()
     print(f"cloud {args.cloud}: loaded and settled in {time.perf_counter() - t0:.1f} s")
-    chosen = {k: v for k, v in kinds(args.cloud).items() if not args.only or k in args.only}
+    chosen = {k: v for k, v in kinds(args.cloud, nb).items() if not args.only or k in args.only}
     prof = cProfile.Profile() if args.profile else None
     for name, (do, undo) in chosen.items():
         times: dict[str, list[float]] = {"add": [], "del": []}
