@@ -112,6 +112,13 @@ class LflowContext:
         return dataclasses.replace(self, scope=frozenset(), walked=names)
 
     @property
+    def builds_lbs(self) -> bool:
+        """Whether a build in this context asks for load balancers' own flows: not in a
+        focused or walking one, whose builds are kept only for the ports' and the
+        datapaths' own requests (`rebuild_focused`, `rebuild_owned`)."""
+        return self.focus is None and self.walked is None
+
+    @property
     def features(self) -> ChassisFeatures:
         return self.config.features
 

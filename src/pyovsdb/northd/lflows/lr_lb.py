@@ -238,7 +238,8 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             out.add(dp, Stage.LR_IN_LB_AFF_CHECK, 0, "1", "next;")
             out.add(dp, Stage.LR_IN_LB_AFF_LEARN, 0, "1", "next;")
-    build_lbs(ctx, out, ctx.lbs.lbs.values())
+    if ctx.builds_lbs:
+        build_lbs(ctx, out, ctx.lbs.lbs.values())
 
 
 def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer],

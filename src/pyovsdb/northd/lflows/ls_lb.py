@@ -387,7 +387,8 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             build_switch(ctx, dp, out)
             build_affinity_defaults(dp, out)
-    build_lbs(ctx, out, ctx.lbs.lbs.values())
+    if ctx.builds_lbs:
+        build_lbs(ctx, out, ctx.lbs.lbs.values())
 
 
 def build_lbs(ctx: LflowContext, out: LflowTable, lbs: Iterable[LoadBalancer],
