@@ -234,8 +234,10 @@ ROW_KEYS: dict[str, KeyFn] = {
 
 
 # Tables whose rows no longer desired are given to new keys and updated in place
-# (`_Planner._reuse`), and how many (new key, unwanted row) pairs are weighed at most.
-REUSED = frozenset(("Logical_DP_Group",))
+# (`_Planner._reuse`), each with the table its rows' keys are made of (a row's key is
+# the keys of the rows it lists there); and how many (new key, unwanted row) pairs are
+# weighed at most.
+REUSED = {"Logical_DP_Group": "Datapath_Binding"}
 REUSE_AT_MOST = 4096
 
 # Tables whose rows' keys are cheaper computed all at once (by UUID; a row not there
@@ -397,9 +399,7 @@ class _Planner:
         rows = self.index.get(table)
         if rows is not None:
             found = rows.get(key)
-            if not found:
-                return None
-            return next(iter(found.values())) if len(found) == 1 else found[min(found)]
+            return found[_first(found)] if found else None
         index = self._lookup.get(table)
         if index is None:
             index = {}
@@ -435,7 +435,7 @@ class _Planner:
                 if keyed is not None:  # (`existing`, inline: a table not planned)
                     bucket = keyed.get(ref.key)
                     if bucket:
-                        append(next(iter(bucket)) if len(bucket) == 1 else min(bucket))
+                        append(_first(bucket))
                     continue
             found = resolve_ref(ref)
             if found is not None:
@@ -471,6 +471,11 @@ class _Planner:
                      for k, v in value.items()}
             return {k: v for k, v in pairs.items() if v is not None}
         return value
+
+
+def _first(rows: Mapping[str, IdlRow]) -> str:
+    """The UUID of the row a key matches among `rows` (by UUID): the lowest."""
+    return next(iter(rows)) if len(rows) == 1 else min(rows)
 
 
 class _Refs(list[Any]):
@@ -551,9 +556,9 @@ def plan(desired: DesiredDb, tables: Tables,
                 table_inserts.append(Insert(name, key, values))
                 continue
             if name in REUSED and (name, key) not in p.reused and not p.extra.get(
-                    "Datapath_Binding"):
+                    REUSED[name]):
                 continue  # (keyed by its content, and its own key's: as wanted; unless
-                #          a duplicate binding goes, one a group may name in its place)
+                #          a duplicate member goes, one it may list in its place)
             changed: dict[str, Any] = {}
             current_values = row._values
             for col, pos, convert, default, is_ref, is_fill, is_keep in (

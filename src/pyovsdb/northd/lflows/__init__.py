@@ -82,15 +82,13 @@ NAT_AREAS: tuple[tuple[str, NatBuilder], ...] = (
     ("lr_nat.py", lr_nat.build_nat))
 
 
-def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None,
-                 areas: frozenset[str] | None = None) -> LflowTable:
+def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None) -> LflowTable:
     """Every flow (with `only`: the flows on those datapaths, which `ctx` must be
-    narrowed to; with `areas`: of those areas alone)."""
+    narrowed to)."""
     out = LflowTable(only=only)
     for source, build in AREAS:
-        if areas is None or source in areas:
-            out.source = source
-            build(ctx, out)
+        out.source = source
+        build(ctx, out)
     return out
 
 

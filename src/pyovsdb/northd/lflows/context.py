@@ -173,7 +173,7 @@ class LflowContext:
     def routers(self) -> list[Datapath]:
         return self._scoped("routers", self.datapaths.routers)
 
-    def _scoped(self, kind: str, by_key: Mapping[str, Datapath]) -> list[Datapath]:
+    def _scoped(self, kind: str, by_key: Placed[str, Datapath]) -> list[Datapath]:
         """The datapaths of `by_key` in scope, in its order (once per build and scope:
         every area asks)."""
         scope = self.scope
@@ -181,7 +181,7 @@ class LflowContext:
             return list(by_key.values())
         found: list[Datapath] | None = self.cache.get((kind, scope))
         if found is None:
-            if isinstance(by_key, Placed) and len(scope) * 8 < len(by_key):
+            if len(scope) * 8 < len(by_key):
                 found = by_key.in_order(scope)  # (a few: by place, not every one walked)
             else:
                 found = [dp for dp in by_key.values() if dp.key in scope]
@@ -265,8 +265,7 @@ class LflowContext:
             out: dict[str, list[str]] = {}
             for pg in groups:
                 keys = {where[u] for u in pg.value("ports") if u in where}
-                out[pg.uuid] = [dp.key for dp in switches.in_order(keys)] \
-                    if isinstance(switches, Placed) else [k for k in switches if k in keys]
+                out[pg.uuid] = [dp.key for dp in switches.in_order(keys)]
             self._pg_switches = out
         return self._pg_switches
 

@@ -20,7 +20,6 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
 from ...idl.row import IdlRow
 from ...ovsdb.hashorder import shash_order
@@ -52,6 +51,10 @@ def _router_nats(router: IdlRow) -> list[tuple[IdlRow, int]]:
         if family is not None and nat.type != "snat":
             out.append((nat, family))
     return out
+
+
+# A router's VIPs (IPv4, IPv6) and its valid non-SNAT NAT rules with their family.
+RouterAddresses = tuple[tuple[set[str], set[str]], list[tuple[IdlRow, int]]]
 
 
 def _router_vips(ctx: LflowContext, router_key: str) -> tuple[set[str], set[str]]:
@@ -95,7 +98,7 @@ def build_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         out.add(dp, L2, 80, f"{NOT_VXLAN} && {what}", actions, hint=port.nb)
 
     networks = peer.networks
-    cache: dict[str, Any] = ctx.cache.setdefault("ls_rport_arp", {})
+    cache: dict[str, RouterAddresses] = ctx.cache.setdefault("ls_rport_arp", {})
     found = cache.get(peer.dp.key)
     if found is None:  # (once per router and build: its switch ports all ask)
         found = cache[peer.dp.key] = (_router_vips(ctx, peer.dp.key),
@@ -105,7 +108,6 @@ def build_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         for ip in sorted(ips):
             if _reachable(networks, ip):
                 request(ip, family)
-
     for nat, family in nats:
         ext = str(nat.external_ip)
         if ext not in vips[0 if family == 4 else 1]:

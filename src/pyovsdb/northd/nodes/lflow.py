@@ -347,7 +347,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         rewired = set(delta.rewired)  # switches that gained or lost a router port
         joined: dict[str, set[str]] = {}  # of those, the router ports they gained
         mixed: set[str] = set()  # switches whose other ports changed
-        plain: dict[str, set[str]] = {}  # of those, the VIFs that were and are VIFs
+        plain: dict[str, set[str]] = {}  # of those, the VIFs changed there
+        unplain: set[str] = set()  # of those, where one was or is other than a VIF there
         for name in delta.sb.get("Port_Binding", ()):
             if name in delta.unread:
                 continue
@@ -360,11 +361,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if key in switches and (port is None or _is_vif(port)):
                 vifs.add(str(name))
                 mixed.add(key)
-                if (was is None or (was[0] == key and was[1])) and \
-                        (port is not None or was is not None):
-                    plain.setdefault(key, set()).add(str(name))
-                else:
-                    plain.setdefault(key, set()).add("")  # (not all plain: whole)
+                plain.setdefault(key, set()).add(str(name))
+                if was is not None and (was[0] != key or not was[1]):
+                    unplain.add(key)
             elif key in switches and port is not None and port.type == "router":
                 rewired.add(key)
                 joined.setdefault(key, set()).add(port.name)
@@ -396,7 +395,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         # after): those VIFs' requests and the switches' own flows built again, the
         # other ports' kept (their routers get the VIFs' requests, `next_to`).
         focused = {key: names for key, names in plain.items()
-                   if "" not in names and key not in whole | made_or_gone | rewired
+                   if key not in unplain | whole | made_or_gone | rewired
                    and _vifs_kept_alike(ports, key, names)}
         dps -= focused.keys()
         # (the rebuilds of ports changed share one context, its facts built once; muted,
