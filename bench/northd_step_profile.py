@@ -2,6 +2,11 @@
 
     python bench/northd_step_profile.py --cloud 100 --reps 5
     python bench/northd_step_profile.py --cloud 100 --only fip --profile 25
+    python bench/northd_step_profile.py --nodes 100 --only pod
+
+With `--nodes N` the topology is the N-node ovn-kubernetes-like cluster of
+`tests/northd/k8sgen.py` (made by the real `ovn-nbctl` on a throwaway real
+`ovsdb-server`, then read from its file), and the kinds are its pods.
 
 Loads the cloud topology of `cloudgen.py` into in-memory NB and SB databases
 (`northd.testing.LocalNorthd`: the daemon's driver, no JSON-RPC), settles it, then makes
@@ -26,10 +31,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import subprocess
+import tempfile
+
 import cloudgen
 from pyovsdb.northd.testing import LocalDb, LocalNorthd, add_chassis
-from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA
+from pyovsdb.storage import standalone
+from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db
 from pyovsdb.util import gctune
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
+import k8sgen  # the cluster lives beside the corpus it generates
 
 Ops = list[dict[str, Any]]
 
@@ -57,6 +69,61 @@ def load(nb: LocalDb, routers: int) -> None:
                     "where": [["name", "==", "public"]],
                     "mutations": [["ports", "insert", ["set", public]]]})
         nb.transact(ops)
+
+
+def load_k8s(nb: LocalDb, sb: LocalDb, nodes: int) -> None:
+    """The cluster as `ovn-nbctl` makes it on the real server, copied row by row (same
+    UUIDs) into `nb`; a chassis per node in `sb`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        server = ServerProcess("real", work, [create_db("real", work / "nb.db", NB_SCHEMA)],
+                               name="nb")
+        server.start()
+        try:
+            cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
+            subprocess.run(["ovn-nbctl", f"--db={server.unix}", "--no-wait", "--timeout=900",
+                            "init", "--", *k8sgen.joined(cmds)], check=True,
+                           stdout=subprocess.DEVNULL)
+        finally:
+            server.stop()
+        db, _, _ = standalone.load(str(work / "nb.db"))
+    record = standalone.snapshot_record(db, "")
+    nb.transact([{"op": "insert", "table": table, "uuid": uuid, "row": row}
+                 for table, rows in record.items() if not table.startswith("_")
+                 for uuid, row in rows.items()])
+    for i in range(nodes):
+        add_chassis(sb, k8sgen.chassis(i), f"192.0.{2 + i // 250}.{1 + i % 250}")
+
+
+def k8s_kinds(nb: LocalDb) -> dict[str, tuple[Callable[[int], Ops], Callable[[str], Ops]]]:
+    """A pod on node 1 (its port, its namespace's and the default-deny port groups, its
+    namespace's address set), as `northd_change_bench.py --nodes` makes it."""
+    def pod_ip(i: int) -> str:
+        return k8sgen.node_ip(1, 60 + i)
+
+    def pod_add(i: int) -> Ops:
+        addr = f"{k8sgen.node_mac(1, 60 + i)} {pod_ip(i)}"
+        return [{"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+                 "row": {"name": f"bench-pod-{i}", "addresses": addr, "port_security": addr,
+                         "options": ["map", [["requested-chassis", k8sgen.chassis(1)]]]}},
+                {"op": "mutate", "table": "Logical_Switch", "where": _where(k8sgen.node(1)),
+                 "mutations": [["ports", "insert", ["named-uuid", "p"]]]},
+                *({"op": "mutate", "table": "Port_Group", "where": _where(pg),
+                   "mutations": [["ports", "insert", ["named-uuid", "p"]]]}
+                  for pg in ("pg_ns0", "ingressDefaultDeny", "egressDefaultDeny")),
+                {"op": "mutate", "table": "Address_Set", "where": _where("as_ns0"),
+                 "mutations": [["addresses", "insert", pod_ip(i)]]}]
+
+    def pod_del(uuid: str) -> Ops:
+        ip = nb.tables["Logical_Switch_Port"].rows[uuid].port_security[0].split()[1]
+        return [*({"op": "mutate", "table": "Port_Group", "where": _where(pg),
+                   "mutations": [["ports", "delete", ["uuid", uuid]]]}
+                  for pg in ("pg_ns0", "ingressDefaultDeny", "egressDefaultDeny")),
+                *_take("Logical_Switch", k8sgen.node(1), "ports", uuid),
+                {"op": "mutate", "table": "Address_Set", "where": _where("as_ns0"),
+                 "mutations": [["addresses", "delete", ip]]}]
+
+    return {"pod": (pod_add, pod_del)}
 
 
 def _where(name: str) -> list[list[str]]:
@@ -154,21 +221,28 @@ def step(north: LocalNorthd, nb: LocalDb, ops: Ops) -> tuple[float, float, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cloud", type=int, default=100, help="routers (cloudgen)")
+    ap.add_argument("--nodes", type=int, default=0,
+                    help="the ovn-kubernetes-like cluster of this many nodes instead")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", action="append", help="kinds (default: every one)")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
     ap.add_argument("--self-check", action="store_true")
     args = ap.parse_args()
     nb, sb = LocalDb(_schema(NB_SCHEMA)), LocalDb(_schema(SB_SCHEMA))
-    add_chassis(sb, "gw1", "192.0.2.1")
     t0 = time.perf_counter()
-    load(nb, args.cloud)
+    if args.nodes:
+        load_k8s(nb, sb, args.nodes)
+    else:
+        add_chassis(sb, "gw1", "192.0.2.1")
+        load(nb, args.cloud)
     north = LocalNorthd(nb, sb, self_check=args.self_check)
     gctune.tune()  # (the collector as the daemon sets it, the settled state frozen)
     north.settle()
     gctune.freeze()
-    print(f"cloud {args.cloud}: loaded and settled in {time.perf_counter() - t0:.1f} s")
-    chosen = {k: v for k, v in kinds(args.cloud, nb).items() if not args.only or k in args.only}
+    what = f"{args.nodes} nodes" if args.nodes else f"cloud {args.cloud}"
+    print(f"{what}: loaded and settled in {time.perf_counter() - t0:.1f} s")
+    every = k8s_kinds(nb) if args.nodes else kinds(args.cloud, nb)
+    chosen = {k: v for k, v in every.items() if not args.only or k in args.only}
     prof = cProfile.Profile() if args.profile else None
     for name, (do, undo) in chosen.items():
         times: dict[str, list[float]] = {"add": [], "del": []}
