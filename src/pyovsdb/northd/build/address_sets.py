@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ...idl.replica import ReplicaTable
-from ...idl.row import IdlRow
+from ...idl.row import IdlRow, cached
 from ..desired import DesiredDb, DesiredTable
 from .datapaths import DatapathsData
 from .lb import LbData
@@ -48,19 +48,38 @@ def split_addresses(entry: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(v4), tuple(v6)
 
 
+def _port_ips(lsp: IdlRow) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    v4: list[str] = []
+    v6: list[str] = []
+    entries: list[str] = list(lsp.addresses)
+    if lsp.dynamic_addresses:
+        entries.append(lsp.dynamic_addresses)
+    for entry in entries:
+        a4, a6 = split_addresses(entry)
+        v4 += a4
+        v6 += a6
+    return tuple(v4), tuple(v6)
+
+
+def port_ips(lsp: IdlRow) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The IPv4 and IPv6 addresses a switch port gives its port groups' sets (of its
+    `addresses` and `dynamic_addresses`), kept on the row: a group's sets are built
+    again from every member's whenever one member goes."""
+    return cached(lsp, "port_ips", _port_ips)  # type: ignore[no-any-return]
+
+
 def port_group_addresses(pg: IdlRow) -> tuple[list[str], list[str]]:
     v4: set[str] = set()
     v6: set[str] = set()
-    for lsp in pg.ports:
-        if not isinstance(lsp, IdlRow):
+    lsps = pg.table.replica.tables["Logical_Switch_Port"].rows \
+        if pg.table.replica is not None else {}
+    for uuid in pg.value("ports"):
+        lsp = lsps.get(uuid)
+        if lsp is None:
             continue
-        entries: list[str] = list(lsp.addresses)
-        if lsp.dynamic_addresses:
-            entries.append(lsp.dynamic_addresses)
-        for entry in entries:
-            a4, a6 = split_addresses(entry)
-            v4.update(a4)
-            v6.update(a6)
+        a4, a6 = port_ips(lsp)
+        v4.update(a4)
+        v6.update(a6)
     return sorted(v4), sorted(v6)
 
 

@@ -36,7 +36,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable
-from .address_sets import port_group_addresses, split_addresses
+from .address_sets import port_group_addresses, port_ips
 from .datapaths import DatapathsData
 from .delta import PortsDelta
 from .port_groups import sb_port_group_name
@@ -182,12 +182,9 @@ def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: D
     if not was - now:
         gained = _addresses(sets, f"{name}_ip4"), _addresses(sets, f"{name}_ip6")
         for port_name, _, _ in found.values():
-            lsp = ports.ports[port_name].nb
-            for entry in [*lsp.addresses, *([lsp.dynamic_addresses]
-                                            if lsp.dynamic_addresses else [])]:
-                a4, a6 = split_addresses(entry)
-                gained[0].update(a4)
-                gained[1].update(a6)
+            a4, a6 = port_ips(ports.ports[port_name].nb)
+            gained[0].update(a4)
+            gained[1].update(a6)
     return (name, old), (name, new), False, gained
 
 

@@ -47,6 +47,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
+from ..build.address_sets import port_ips
 from ..build.bfd_incremental import bfd_changed
 from ..build.core import CoreData, build_core
 from ..build.datapaths_incremental import (
@@ -640,9 +641,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb, self.sb_tables(), core.datapaths, core.ports, names,
             core.dynamic_addresses, data.sb, data.nb, lsp_changes, ls_changes,
             ignored=LSP_WRITTEN_ONLY, fresh={str(k) for k in fresh})
-        if result is not None:  # (the groups of ports updated: their address sets)
+        if result is not None:  # (the groups of ports given other addresses: their sets)
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
-                                      if rc.old is not None and rc.new is not None}, result)
+                                      if rc.old is not None and rc.new is not None
+                                      and port_ips(rc.old) != port_ips(rc.new)}, result)
         return self._applied(result)
 
     def _count_names(self, changes: Mapping[str, RowChange[IdlRow]]) -> Counter[str]:
