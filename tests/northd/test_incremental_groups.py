@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_incremental_datapaths import _topology
+from test_incremental_datapaths import _topology, _unlink
 from test_incremental_lb_nat import _play
 from test_incremental_ports import Loop, check_equals_recompute
 
@@ -181,3 +181,46 @@ def test_acls_alone_are_built_again_alone(nb: Nb, sb: LocalDb,
         check_equals_recompute(loop)
         assert loop.stat("northd", "recompute") == before, name
         assert (not rebuilt) is alone, (name, rebuilt)
+
+
+def _vif_comes_and_goes(loop: Loop, nb: Nb, switch: str) -> None:
+    _play(loop, [
+        ("a VIF added", lambda: nb.db.transact([
+            {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "p",
+             "row": {"name": "vm5", "addresses": "00:00:00:00:00:05 10.1.0.15"}},
+            {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", switch]],
+             "mutations": [["ports", "insert", ["named-uuid", "p"]]]}]), True),
+        ("the VIF deleted", lambda: _unlink(nb, "Logical_Switch_Port", "ports",
+                                            "Logical_Switch", "vm5"), True),
+    ])
+
+
+def _stateful_group(name: str, port: list[Any]) -> list[dict[str, Any]]:
+    return [{"op": "insert", "table": "ACL", "uuid-name": "a",
+             "row": {"priority": 1001, "direction": "to-lport", "action": "allow-related",
+                     "match": f"outport == @{name} && ip4"}},
+            {"op": "insert", "table": "Port_Group",
+             "row": {"name": name, "ports": port, "acls": ["named-uuid", "a"]}}]
+
+
+def test_a_group_on_a_switch_by_a_port_it_lists(nb: Nb, sb: LocalDb) -> None:
+    """The switches a port group is on when a VIF of one of them comes or goes (a
+    rebuild of that switch alone): not one that lists a grouped port a switch before it
+    lists too (the port is the first's); one that lists a grouped port named as a
+    router port (the switch port keeps the name)."""
+    loop = _two_switches(nb, sb)
+    vm1 = nb.uuid("Logical_Switch_Port", "vm1")
+    loop.change(nb.db.transact([
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "insert", ["uuid", vm1]]]},
+        *_stateful_group("pgv", ["uuid", vm1])]))
+    check_equals_recompute(loop)
+    _vif_comes_and_goes(loop, nb, "sw1")
+    loop.change(nb.db.transact([
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "d",
+         "row": {"name": "lrp0", "addresses": "00:00:00:00:00:09 10.1.0.19"}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "insert", ["named-uuid", "d"]]]},
+        *_stateful_group("pgd", ["named-uuid", "d"])]))
+    check_equals_recompute(loop)
+    _vif_comes_and_goes(loop, nb, "sw1")

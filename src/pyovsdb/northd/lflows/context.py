@@ -112,10 +112,11 @@ class LflowContext:
         return dataclasses.replace(self, scope=frozenset(), walked=names)
 
     @property
-    def builds_lbs(self) -> bool:
-        """Whether a build in this context asks for load balancers' own flows: not in a
-        focused or walking one, whose builds are kept only for the ports' and the
-        datapaths' own requests (`rebuild_focused`, `rebuild_owned`)."""
+    def builds_rules(self) -> bool:
+        """Whether a build in this context asks for the flows of rules (load balancers,
+        ACLs, router policies: owners of their own): not in a focused or walking one,
+        whose builds are kept only for the ports' and the datapaths' own requests
+        (`rebuild_focused`, `rebuild_owned`)."""
         return self.focus is None and self.walked is None
 
     @property
@@ -304,9 +305,34 @@ class LflowContext:
             facts = self._switch[dp.key] = self._switch_facts(dp)
         return facts
 
+    def _groups_on(self, dp: Datapath) -> list[IdlRow]:
+        """The port groups with ports on the switch `dp` (`port_group_switches`). A
+        narrowed build reads only the groups' ports the switch lists, where each is the
+        core's port of that row: the core puts a port on the first switch listing it,
+        which is where `port_group_switches` finds it."""
+        groups = self.nb_rows("Port_Group")
+        if self.scope is None or self._pg_switches is not None:
+            pg_of = self.port_group_switches()
+            return [pg for pg in groups if dp.key in pg_of.get(pg.uuid, ())]
+        listed = set(dp.nb.value("ports"))
+        table = self.nb.get("Logical_Switch_Port")
+        rows = table.rows if table is not None else {}
+        ports = self.ports.ports
+        out: list[IdlRow] = []
+        for pg in groups:
+            for uuid in listed.intersection(pg.value("ports")):
+                row = rows.get(uuid)
+                port = ports.get(row.value("name")) if row is not None else None
+                if port is None or not port.is_lsp or port.nb.uuid != uuid:
+                    pg_of = self.port_group_switches()  # (not the core's: every switch)
+                    return [g for g in groups if dp.key in pg_of.get(g.uuid, ())]
+                if port.dp.key == dp.key:
+                    out.append(pg)
+                    break
+        return out
+
     def _switch_facts(self, dp: Datapath) -> SwitchFacts:
-        pg_of = self.port_group_switches()
-        pgs = [pg for pg in self.nb_rows("Port_Group") if dp.key in pg_of.get(pg.uuid, ())]
+        pgs = self._groups_on(dp)
         own = ref_rows(self.current(dp).acls)
         acls = own + [acl for pg in pgs for acl in ref_rows(pg.acls)]
         lbs = [lb for lb in self.lbs.lbs.values() if dp.key in lb.switches]

@@ -238,7 +238,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             out.add(dp, Stage.LR_IN_LB_AFF_CHECK, 0, "1", "next;")
             out.add(dp, Stage.LR_IN_LB_AFF_LEARN, 0, "1", "next;")
-    if ctx.builds_lbs:
+    if ctx.builds_rules:
         build_lbs(ctx, out, ctx.lbs.lbs.values())
 
 

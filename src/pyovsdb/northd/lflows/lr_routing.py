@@ -137,8 +137,9 @@ class Routes:
         out.add(dp, ROUTING_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
         self.static_routes(dp)
         self.mcast(dp, groups)
-        with out.owned_by(("policy", dp.key)):  # (`rebuild_policies` builds them alone)
-            build_policies(self.ctx, out, dp)
+        if self.ctx.builds_rules:
+            with out.owned_by(("policy", dp.key)):  # (`rebuild_policies` builds them alone)
+                build_policies(self.ctx, out, dp)
 
     def static_routes(self, dp: Datapath) -> None:
         parsed = parse_routes(self.ctx, dp)

@@ -94,6 +94,8 @@ def build_acl_flows(ctx: LflowContext, out: LflowTable, dps: list[Datapath],
 
 
 def _stateless_filters(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+    if not ctx.builds_rules:
+        return
     for acl in ctx.switch(dp).acls:
         if acl.action == "allow-stateless":
             with out.owned_by(("acl", acl.uuid)):
@@ -190,7 +192,7 @@ def _acls(ctx: LflowContext, out: LflowTable, dp: Datapath, s: AclSettings) -> N
         out.add(dp, stage, TOP_PRIORITY, IPV6_CT_OMIT, "next;")
 
     reject_meter = ctx.copp_meter(dp, CoppProto.REJECT)
-    for acl in facts.acls:
+    for acl in facts.acls if ctx.builds_rules else ():
         with out.owned_by(("acl", acl.uuid)):
             build_acl(out, dp, acl, stateful=stateful, s=s, reject_meter=reject_meter)
 

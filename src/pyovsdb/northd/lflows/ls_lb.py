@@ -387,7 +387,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
         with out.owned_by(("dp", dp.key)):
             build_switch(ctx, dp, out)
             build_affinity_defaults(dp, out)
-    if ctx.builds_lbs:
+    if ctx.builds_rules:
         build_lbs(ctx, out, ctx.lbs.lbs.values())
 
 
