@@ -41,8 +41,12 @@ GLOBAL: Owner = ("global",)
 # `replace_owned` walks their flows alone: those asked for on many datapaths at once
 # (a load balancer of every node, a port group's ACL), or many on one (a router's
 # policies), or few among many on one (a router-type port's lookups on a switch of
-# many routers, a router's NAT flows), rebuilt on their own.
+# many routers, a router's NAT flows), rebuilt on their own. A port's requests are
+# kept by owner on routers (`ROUTER_INDEXED`): a VIF's few lookups on the router of
+# its switch, among those of every VIF there (`rebuild_owned`); on its own switch it is
+# rebuilt with the switch's own flows, which are not kept by owner.
 INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat"))
+ROUTER_INDEXED = INDEXED | {"port"}
 
 
 def nat_owner(dp: Datapath) -> Owner:
@@ -52,8 +56,9 @@ def nat_owner(dp: Datapath) -> Owner:
     return ("nat", dp.key)
 
 
-def _indexed(owner: Owner) -> bool:
-    return isinstance(owner, tuple) and bool(owner) and owner[0] in INDEXED
+def _indexed(owner: Owner, on_router: bool) -> bool:
+    return isinstance(owner, tuple) and bool(owner) and \
+        owner[0] in (ROUTER_INDEXED if on_router else INDEXED)
 
 
 class FlowKey(NamedTuple):
@@ -119,7 +124,8 @@ class LflowTable:
             hint: IdlRow | str | None = None, io_port: str | None = None,
             meter: str | None = None) -> None:
         """Ask for one flow on `dp` (23.03's `ovn_lflow_add*`)."""
-        if (dp.kind is DatapathKind.SWITCH) is not stage.is_switch:
+        on_router = dp.kind is DatapathKind.ROUTER
+        if on_router is stage.is_switch:
             raise ValueError(f"stage {stage.stage_name} on {dp.kind.value} {dp.name}")
         dp_key = dp.key
         if self.only is not None and dp_key not in self.only:
@@ -139,7 +145,7 @@ class LflowTable:
             on_dp[key] = [owner]
         else:
             owners.append(owner)
-        if _indexed(owner):
+        if _indexed(owner, on_router):
             self.owned_on.setdefault(dp_key, {}).setdefault(owner, set()).add(key)
 
     def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
@@ -186,10 +192,12 @@ class LflowTable:
         flows whose datapaths changed, or that came or went."""
         removed: dict[FlowKey, set[str]] = {}
         added: dict[FlowKey, set[str]] = {}
-        indexed = all(_indexed(o) for o in owners)
         for dp in dps:
             mine = self.by_dp.setdefault(dp, {})
             owned = self.owned_on.setdefault(dp, {})
+            on_router = bool(mine) and \
+                self.flows[next(iter(mine))].datapaths[dp].kind is DatapathKind.ROUTER
+            indexed = all(_indexed(o, on_router) for o in owners)
             if indexed:
                 keys: set[FlowKey] = set()
                 for owner in owners:
