@@ -318,3 +318,30 @@ def test_port_keys_follow_the_highest_and_requests_displace(nb: Nb, sb: LocalDb)
     run_core(nb.db, sb)
     keys = {r.logical_port: r.tunnel_key for r in sb.tables["Port_Binding"].rows.values()}
     assert keys == {"p1": 3, "p3": 5, "p4": 4}
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_chassis_asked_for_found_by_name_then_hostname(sb: LocalDb, indexed: bool) -> None:
+    """`requested-chassis` names a chassis by name, else by hostname; where hostnames
+    repeat the first chassis by UUID has it. The same through the replica's indexes
+    (the daemon's graph asks for them) and through a walk of the table."""
+    from pyovsdb.northd.build.ports_router import (
+        CHASSIS_BY_HOST,
+        CHASSIS_BY_NAME,
+        ChassisLookup,
+    )
+
+    made = {name: add_chassis(sb, name, f"192.0.2.{i}", hostname=host)
+            for i, (name, host) in enumerate([("ch-a", "host1"), ("ch-b", "host1"),
+                                              ("ch-c", "ch-a"), ("ch-d", "")], 1)}
+    table = sb.tables["Chassis"]
+    if indexed:
+        for name in (CHASSIS_BY_NAME, CHASSIS_BY_HOST):
+            table.add_index(name, name)
+    lookup = ChassisLookup(sb.tables)
+    found = {name: (row.name if row is not None else None)
+             for name in ("ch-a", "ch-d", "host1", "", "nowhere")
+             for row in [lookup.find(name)]}
+    first_host1 = min((made["ch-a"], "ch-a"), (made["ch-b"], "ch-b"))[1]
+    assert found == {"ch-a": "ch-a", "ch-d": "ch-d", "host1": first_host1, "": None,
+                     "nowhere": None}

@@ -6,7 +6,8 @@ Rules kept here:
   declared in the node's own module under `nodes/`; `describe()` prints the whole
   graph (a golden file in the tests keeps it from changing unnoticed).
 - The replicas get the indexes the handlers read (`PB_BY_NAME`, `DP_BY_TUNNEL_KEY`,
-  `NB_INDEXES`, `LSP_INDEXES`), kept by the replica.
+  `CHASSIS_BY_NAME`, `CHASSIS_BY_HOST`, `NB_INDEXES`, `LSP_INDEXES`), kept by the
+  replica.
 - The leaves: one per replicated table (`nodes.tables.leaf_name`), `now` (the wall
   clock of the run, whose change is never reported: time moving recomputes nothing),
   `sync_cfg_committed` (the nb_cfg of the last committed SB transaction) and
@@ -28,6 +29,7 @@ from .build.core import DP_BY_TUNNEL_KEY
 from .build.igmp_incremental import MC_BY_DATAPATH
 from .build.ports import PB_BY_NAME
 from .build.ports_incremental import NB_INDEXES
+from .build.ports_router import CHASSIS_BY_HOST, CHASSIS_BY_NAME
 from .nodes.lflow import LSP_INDEXES, LflowNode
 from .nodes.mac_binding_aging import MacBindingAgingNode
 from .nodes.northd import NorthdNode
@@ -69,6 +71,11 @@ def wire(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaT
     groups = sb_tables.get("Multicast_Group")
     if groups is not None and MC_BY_DATAPATH not in groups.indexes:
         groups.add_index(MC_BY_DATAPATH, "datapath")
+    chassis = sb_tables.get("Chassis")
+    if chassis is not None:
+        for name in (CHASSIS_BY_NAME, CHASSIS_BY_HOST):
+            if name not in chassis.indexes and name in chassis.col_index:
+                chassis.add_index(name, name)
     indexed = [*NB_INDEXES.items(), *(("Logical_Switch_Port", c) for c in LSP_INDEXES)]
     for table, column in indexed:
         rows = nb_tables.get(table)

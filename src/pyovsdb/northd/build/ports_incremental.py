@@ -89,7 +89,7 @@ from .ports import (
 )
 from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
-from .ports_router import chassis_index, router_port_binding
+from .ports_router import ChassisLookup, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
 from .walk import PortWalk
 
@@ -506,7 +506,7 @@ def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
     """The bindings of the switch ports `changed` put again (and the VLAN tags they
     request written back to NB, into `nb_desired`)."""
     state = SwitchPortState()
-    state.by_name, state.by_host = chassis_index(step.sb)
+    state.chassis_rows = ChassisLookup(step.sb)
     state.asked = step.ports.chassis_asked
     table = sb_desired.tables["Port_Binding"]
     mirrors = sb_desired.tables.get("Mirror") or DesiredTable("Mirror", ())

@@ -314,17 +314,45 @@ def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None)
     return out
 
 
-def chassis_index(sb: Mapping[str, ReplicaTable]) -> tuple[dict[str, IdlRow], dict[str, IdlRow]]:
-    """SB Chassis by name and by hostname (the first by UUID where names repeat)."""
-    by_name: dict[str, IdlRow] = {}
-    by_host: dict[str, IdlRow] = {}
-    table = sb.get("Chassis")
-    if table is not None:
-        for row in sorted(table.rows.values(), key=lambda r: r.uuid):
-            by_name.setdefault(row.name, row)
-            if row.hostname:
-                by_host.setdefault(row.hostname, row)
-    return by_name, by_host
+CHASSIS_BY_NAME = "name"  # SB Chassis indexes the graph asks the replica for
+CHASSIS_BY_HOST = "hostname"
+
+
+class ChassisLookup:
+    """SB Chassis by name, else by hostname (the first by UUID where either repeats):
+    through the replica's indexes where it keeps them (`CHASSIS_BY_NAME`,
+    `CHASSIS_BY_HOST`), else through a walk of the table, made once."""
+
+    def __init__(self, sb: Mapping[str, ReplicaTable]) -> None:
+        self.table = sb.get("Chassis")
+        self._walked: tuple[dict[str, IdlRow], dict[str, IdlRow]] | None = None
+
+    def find(self, name: str) -> IdlRow | None:
+        table = self.table
+        if table is None:
+            return None
+        by_name = table.indexes.get(CHASSIS_BY_NAME)
+        by_host = table.indexes.get(CHASSIS_BY_HOST)
+        if by_name is None or by_host is None:
+            return self._walk(name)
+        for index, key in ((by_name, name), (by_host, name if name else None)):
+            rows = index.entries.get((key,)) if key is not None else None
+            if rows:
+                return next(iter(rows.values())) if len(rows) == 1 else rows[min(rows)]
+        return None
+
+    def _walk(self, name: str) -> IdlRow | None:
+        if self._walked is None:
+            by_name: dict[str, IdlRow] = {}
+            by_host: dict[str, IdlRow] = {}
+            assert self.table is not None
+            for row in sorted(self.table.rows.values(), key=lambda r: r.uuid):
+                by_name.setdefault(row.name, row)
+                if row.hostname:
+                    by_host.setdefault(row.hostname, row)
+            self._walked = by_name, by_host
+        found = self._walked[0].get(name)
+        return found if found is not None else self._walked[1].get(name)
 
 
 def peer_router(lsp: Port, data: PortsData) -> Datapath | None:

@@ -32,7 +32,7 @@ from ...idl.row import IdlRow
 from ..desired import Ref
 from .datapaths import smap_bool, smap_int
 from .ports import Port, PortsData
-from .ports_router import chassis_index, peer_router, router_lsp_nat_addresses
+from .ports_router import ChassisLookup, peer_router, router_lsp_nat_addresses
 
 KNOWN_TYPES = frozenset(("", "l2gateway", "localnet", "localport", "router", "vtep",
                          "external", "virtual", "remote"))
@@ -47,15 +47,14 @@ class SwitchPortState:
     queues: dict[str, set[int]] = field(default_factory=dict)
     tags: dict[str, set[int]] = field(default_factory=dict)
     new_tags: dict[str, int] = field(default_factory=dict)  # LSP uuid -> tag to write
-    by_name: dict[str, IdlRow] = field(default_factory=dict)
-    by_host: dict[str, IdlRow] = field(default_factory=dict)
+    chassis_rows: ChassisLookup | None = None
     passthru: dict[str, bool] = field(default_factory=dict)  # by switch UUID
     asked: set[str] = field(default_factory=set)  # every name `chassis` was asked for
 
     @classmethod
     def start(cls, sb: Mapping[str, ReplicaTable], data: PortsData) -> SwitchPortState:
         state = cls()
-        state.by_name, state.by_host = chassis_index(sb)
+        state.chassis_rows = ChassisLookup(sb)
         state.asked = data.chassis_asked
         for port in data.ports.values():
             if not port.is_lsp:
@@ -126,8 +125,7 @@ class SwitchPortState:
 
     def chassis(self, name: str) -> IdlRow | None:
         self.asked.add(name)
-        row = self.by_name.get(name)
-        return row if row is not None else self.by_host.get(name)
+        return self.chassis_rows.find(name) if self.chassis_rows is not None else None
 
 
 def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> dict[str, Any]:
