@@ -192,6 +192,7 @@ class LflowTable:
         flows whose datapaths changed, or that came or went."""
         removed: dict[FlowKey, set[str]] = {}
         added: dict[FlowKey, set[str]] = {}
+        restated: set[FlowKey] = set()  # (asked for again alone, by other rows)
         for dp in dps:
             mine = self.by_dp.setdefault(dp, {})
             owned = self.owned_on.setdefault(dp, {})
@@ -213,6 +214,7 @@ class LflowTable:
                     owned[owner] = set(theirs_on)
             if not owned:
                 del self.owned_on[dp]
+            new_on = new.by_dp.get(dp, {})
             for key, asked in walked:
                 kept = [o for o in asked if o not in owners]
                 if len(kept) == len(asked):
@@ -222,11 +224,24 @@ class LflowTable:
                     continue
                 del mine[key]
                 flow = self.flows[key]
+                again = new_on.get(key)
+                if again is not None and any(o in owners for o in again):
+                    # Asked for again: the flow stays on `dp` (its requests go back
+                    # below). Alone there, it takes the new first request's row, as a
+                    # flow that went and came back would.
+                    if len(flow.datapaths) == 1:
+                        made = new.flows[key]
+                        if (flow.io_port, flow.hint, flow.source) != \
+                                (made.io_port, made.hint, made.source):
+                            flow.io_port, flow.hint, flow.source = \
+                                made.io_port, made.hint, made.source
+                            restated.add(key)
+                    continue
                 del flow.datapaths[dp]
                 removed.setdefault(key, set()).add(dp)
                 if not flow.datapaths:
                     del self.flows[key]
-            for key, asked in new.by_dp.get(dp, {}).items():
+            for key, asked in new_on.items():
                 theirs = [o for o in asked if o in owners]
                 if not theirs:
                     continue
@@ -236,13 +251,15 @@ class LflowTable:
                 mine[key] = theirs
                 made = new.flows[key]
                 target = self.flows.get(key)
+                if target is not None and dp in target.datapaths:
+                    continue  # (asked for again)
                 if target is None:
                     target = self.flows[key] = Flow(key, io_port=made.io_port, hint=made.hint,
                                                     source=made.source)
                 target.datapaths[dp] = made.datapaths[dp]
                 added.setdefault(key, set()).add(dp)
-        return {key for key in removed.keys() | added.keys()
-                if removed.get(key) != added.get(key)}
+        return restated | {key for key in removed.keys() | added.keys()
+                           if removed.get(key) != added.get(key)}
 
     def add_group(self, dps: Iterable[Datapath], stage: Stage, priority: int, match: str,
                   actions: str, *, hint: IdlRow | str | None = None,
