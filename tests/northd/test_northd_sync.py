@@ -3,6 +3,7 @@ nothing when it already does."""
 
 from __future__ import annotations
 
+from pyovsdb.idl.row import IdlRow
 from pyovsdb.northd import sync
 from pyovsdb.northd.build.core import build_core
 from pyovsdb.northd.build.inputs import BuildInput
@@ -258,3 +259,50 @@ def test_a_group_naming_a_duplicate_binding_moves_to_the_one_kept(sb: LocalDb) -
     commit(ops, sb)
     (group,) = sb.tables["Logical_DP_Group"].rows.values()
     assert sorted(r.uuid for r in group.datapaths) == sorted([keep, b])
+
+
+def test_a_group_updated_in_place_is_keyed_from_its_last_key(sb: LocalDb) -> None:
+    """A datapath group's key (its datapaths' NB UUIDs, sorted) carried from the row it
+    replaces, with the datapaths that came and went, is the key the row has when keyed
+    from scratch; a datapath that went with its binding leaves nothing carried."""
+    nb_keys = [f"{i:08x}-0000-0000-0000-000000000000" for i in (5, 1, 9, 3, 7)]
+    bindings: list[str] = []
+    for i, key in enumerate(nb_keys):
+        sb.transact([{"op": "insert", "table": "Datapath_Binding",
+                      "row": {"tunnel_key": i + 1,
+                              "external_ids": ["map", [["logical-switch", key]]]}}])
+        bindings.append(str(sb.last_results[0]["uuid"][1]))
+
+    def members(*at: int) -> list[object]:
+        return ["set", [["uuid", bindings[i]] for i in at]]
+
+    sb.transact([{"op": "insert", "table": "Logical_DP_Group", "uuid-name": "g",
+                  "row": {"datapaths": members(0, 1, 2)}},
+                 {"op": "insert", "table": "Logical_Flow",  # (a group is kept while used)
+                  "row": {"logical_dp_group": ["named-uuid", "g"], "pipeline": "ingress",
+                          "table_id": 0, "priority": 0, "match": "1", "actions": "next;"}}])
+    group = str(sb.last_results[0]["uuid"][1])
+
+    def update(*at: int) -> tuple[IdlRow, IdlRow]:
+        old = sb.tables["Logical_DP_Group"].rows[group]
+        sync.row_key("Logical_DP_Group", old, sb.tables)  # (as the index filed it)
+        cs = sb.transact([{"op": "update", "table": "Logical_DP_Group",
+                           "where": [["_uuid", "==", ["uuid", group]]],
+                           "row": {"datapaths": members(*at)}}])
+        rc = cs.tables["Logical_DP_Group"][group]
+        assert rc.old is not None and rc.new is not None
+        return rc.old, rc.new
+
+    old, new = update(0, 3, 4)  # (two came, two went)
+    sync.carry_group_key(old, new)
+    assert new.cache is not None
+    assert new.cache["group_key"] == tuple(sorted(nb_keys[i] for i in (0, 3, 4)))
+    assert new.cache["group_key"] == sync._datapaths_key(new)
+
+    old, new = update(0, 3)
+    sb.transact([{"op": "delete", "table": "Datapath_Binding",
+                  "where": [["_uuid", "==", ["uuid", bindings[4]]]]}])
+    sync.carry_group_key(old, new)
+    assert not new.cache or "group_key" not in new.cache
+    assert sync.row_key("Logical_DP_Group", new, sb.tables) == tuple(
+        sorted(nb_keys[i] for i in (0, 3)))

@@ -36,6 +36,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,7 @@ from ..idl.replica import ReplicaTable
 from ..idl.row import IdlRow, cached
 from ..idl.txn import NewRow, Transaction
 from ..ovsdb.changeset import RowChange
-from .build.datapaths import datapath_key
+from .build.datapaths import NB_KEY, datapath_key
 from .desired import DesiredDb, DesiredTable, Ref
 
 
@@ -99,12 +100,50 @@ def _group_key(row: IdlRow) -> Hashable:
     return key
 
 
-def _datapaths_key(row: IdlRow) -> Hashable:
+def _binding_rows(row: IdlRow) -> Mapping[str, IdlRow]:
     replica = row.table.replica
     table = replica.tables.get("Datapath_Binding") if replica is not None else None
-    rows = table.rows if table is not None else {}
-    return tuple(sorted(k for k in (_dp_key(rows.get(u)) for u in row.value("datapaths"))
-                        if k is not None))
+    return table.rows if table is not None else {}
+
+
+def _datapaths_key(row: IdlRow) -> Hashable:
+    rows = _binding_rows(row)
+    keys: list[str] = []
+    for uuid in row.value("datapaths"):  # (`datapath_key`, its cache read inline)
+        dp = rows.get(uuid)
+        if dp is None:
+            continue
+        cache = dp.cache
+        k = cache[NB_KEY] if cache is not None and NB_KEY in cache else datapath_key(dp)
+        if k is not None:
+            keys.append(k)
+    keys.sort()
+    return tuple(keys)
+
+
+def carry_group_key(old: IdlRow, new: IdlRow) -> None:
+    """The key of the group row `new`, an update of `old` whose key is kept, put in
+    `new`'s cache from `old`'s and the datapaths that came and went: a group of
+    thousands gaining one datapath is not keyed again from each. Nothing is put where
+    a datapath that went has no binding any more (its key is not known)."""
+    was = old.cache.get("group_key") if old.cache is not None else None
+    if not isinstance(was, tuple) or (new.cache is not None and "group_key" in new.cache):
+        return
+    before, after = old.value("datapaths"), new.value("datapaths")
+    gone, came = set(before).difference(after), set(after).difference(before)
+    rows = _binding_rows(new)
+    key = list(was)
+    for uuid in gone:
+        k = _dp_key(rows.get(uuid))
+        at = bisect.bisect_left(key, k) if k is not None else len(key)
+        if at == len(key) or key[at] != k:
+            return
+        del key[at]
+    for uuid in came:
+        k = _dp_key(rows.get(uuid))
+        if k is not None:
+            bisect.insort(key, k)
+    cached(new, "group_key", lambda _: tuple(key))
 
 
 def _ha_chassis_key(row: IdlRow, tables: Tables) -> Hashable | None:

@@ -132,10 +132,13 @@ def existing_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
     return out
 
 
+NB_KEY = "nb_key"  # a Datapath_Binding row's cache entry of `datapath_key`
+
+
 def datapath_key(row: IdlRow) -> str | None:
     """The NB UUID a Datapath_Binding names (`external_ids` "logical-switch" or
-    "logical-router"), kept in the row's cache."""
-    return cached(row, "nb_key", _nb_key)  # type: ignore[no-any-return]
+    "logical-router"), kept in the row's cache (`NB_KEY`)."""
+    return cached(row, NB_KEY, _nb_key)  # type: ignore[no-any-return]
 
 
 def _nb_key(row: IdlRow) -> str | None:

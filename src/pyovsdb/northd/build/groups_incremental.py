@@ -144,7 +144,7 @@ def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: D
     if rc.old is None or rc.new is None or set(changed_columns(rc)) - {"ports", "acls"} \
             or f"{rc.new.name}_ip4" in nb_set_names or f"{rc.new.name}_ip6" in nb_set_names:
         return None
-    was, now = set(map(str, rc.old.value("ports"))), set(map(str, rc.new.value("ports")))
+    was, now = set(rc.old.value("ports")), set(rc.new.value("ports"))
     for uuid, lc in lsp_changes.items():
         if uuid in was and lc.old is not None and lc.new is not None \
                 and lc.old.name != lc.new.name:

@@ -38,7 +38,7 @@ from ..build.inputs import singleton
 from ..build.mac_binding_aging import AgingResult
 from ..build.service_monitor import offline_monitors
 from ..desired import DesiredDb, DesiredTable, overlay, patch_singleton, set_column
-from ..sync import Delete, Op, Update, changed_keys, plan, row_key
+from ..sync import Delete, Op, Update, carry_group_key, changed_keys, plan, row_key
 from .lflow import LFLOW_TABLES, LflowData, LflowDelta, LflowNode
 from .mac_binding_aging import MacBindingAgingNode
 from .northd import NorthdData, NorthdNode
@@ -238,6 +238,8 @@ class SyncToSbNode(Node[SyncOps, None]):
                 if not rows:
                     del index[key]
             if rc.new is not None:
+                if table == DP_GROUP_TABLE and rc.old is not None:
+                    carry_group_key(rc.old, rc.new)
                 key = filed[uuid] = row_key(table, rc.new, {})
                 refiled.add(key)
                 index.setdefault(key, {})[uuid] = rc.new
