@@ -497,24 +497,59 @@ def _fdb(sb: LocalDb, port: str, port_key: int | None = None) -> None:
 def _chassis_named(sb: LocalDb, world: World, by: str) -> None:
     """Chassis ch1 (hostname host1) named before it registers (`by`: a gateway
     chassis of a new router's gateway port, a switch port's `requested-chassis` by
-    name or by hostname); then it registers."""
+    name or by hostname, the name with the migration's second chassis, the name by a
+    port with QoS options, the name by a port deleted since); then it registers."""
     nb = world.nb
     if by == "gateway":
         _gateway_router(nb, "sw1", "ch1")
     else:
+        asks = {"port": "ch1", "hostname": "host1", "migrating": "ch0,ch1", "qos": "ch1",
+                "gone": "ch1"}[by]
         nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
-                   options={"requested-chassis": "ch1" if by == "port" else "host1"})
+                   options={"requested-chassis": asks,
+                            **({"qos_max_rate": "1000"} if by == "qos" else {})})
+        if by == "gone":
+            world.northd.settle()
+            nb.db.transact([{"op": "mutate", "table": "Logical_Switch",
+                             "where": [["name", "==", "sw1"]], "mutations": [[
+                                 "ports", "delete",
+                                 ["uuid", nb.uuid("Logical_Switch_Port", "vm9")]]]}])
     world.northd.settle()
     add_chassis(sb, "ch1", "192.0.2.2", hostname="host1")
 
 
 def _chassis_del(sb: LocalDb, world: World, named: str = "") -> None:
-    """Chassis ch1 registered (a gateway chassis naming it if `named`), then gone."""
-    if named:
+    """Chassis ch1 registered (a gateway chassis naming it, or a switch port asking for
+    it, if `named`), then gone."""
+    if named == "gateway":
         _gateway_router(world.nb, "sw1", "ch1")
+    elif named == "port":
+        world.nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
+                         options={"requested-chassis": "ch1"})
     uuid = add_chassis(sb, "ch1", "192.0.2.2")
     world.northd.settle()
     sb.transact([{"op": "delete", "table": "Chassis", "where": [["_uuid", "==", ["uuid", uuid]]]}])
+
+
+def _migration(nb: Nb, sb: LocalDb, world: World, phase: str) -> None:
+    """VIF vm1 on ch0 live-migrating to ch1 (as Nova asks it): `requested-chassis`
+    names both, then (`phase` "done") the target alone."""
+    add_chassis(sb, "ch1", "192.0.2.2")
+    world.northd.settle()
+    uuid = nb.uuid("Logical_Switch_Port", "vm1")
+    nb.db.update("Logical_Switch_Port", uuid, options={"requested-chassis": "ch0,ch1"})
+    if phase == "done":
+        world.northd.settle()
+        nb.db.update("Logical_Switch_Port", uuid, options={"requested-chassis": "ch1"})
+
+
+def _chassis_renamed(sb: LocalDb, world: World) -> None:
+    """A switch port asks for host1; chassis ch1 registered, then given that hostname."""
+    world.nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
+                     options={"requested-chassis": "host1"})
+    uuid = add_chassis(sb, "ch1", "192.0.2.2")
+    world.northd.settle()
+    sb.update("Chassis", uuid, hostname="host1")
 
 
 def _ha_claim(nb: Nb, sb: LocalDb, world: World, release: bool) -> None:
@@ -1197,11 +1232,26 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("SB chassis-add", lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2"), CFG),
     ("SB chassis-add named by a gateway chassis (its HA chassis row finds it)",
      lambda nb, sb, w: _chassis_named(sb, w, "gateway"), CFG),
+    # A chassis a switch port asks for by a name it changes: the port is bound again.
     ("SB chassis-add a switch port asked for (requested-chassis)",
-     lambda nb, sb, w: _chassis_named(sb, w, "port"), ALL),
+     lambda nb, sb, w: _chassis_named(sb, w, "port"), CFG),
     ("SB chassis-add by the hostname a switch port asked for",
-     lambda nb, sb, w: _chassis_named(sb, w, "hostname"), ALL),
+     lambda nb, sb, w: _chassis_named(sb, w, "hostname"), CFG),
+    ("SB chassis-add a migrating port asked for second",
+     lambda nb, sb, w: _chassis_named(sb, w, "migrating"), CFG),
+    ("SB chassis-add a port with QoS options asked for (its queue is the build's)",
+     lambda nb, sb, w: _chassis_named(sb, w, "qos"), ALL),
+    ("SB chassis-add a deleted port had asked for",
+     lambda nb, sb, w: _chassis_named(sb, w, "gone"), CFG),
+    ("SB chassis given the hostname a switch port asked for",
+     lambda nb, sb, w: _chassis_renamed(sb, w), CFG),
+    ("SB chassis-del of a chassis a switch port asked for",
+     lambda nb, sb, w: _chassis_del(sb, w, "port"), CFG),
     ("SB chassis-del", lambda nb, sb, w: _chassis_del(sb, w), CFG),
+    ("a VIF live-migrating: asking for two chassis (chassis-add first)",
+     lambda nb, sb, w: _migration(nb, sb, w, "start"), CFG),
+    ("a VIF live-migrated: asking for the target alone (chassis-add first)",
+     lambda nb, sb, w: _migration(nb, sb, w, "done"), CFG),
     ("SB chassis-del of a gateway chassis", lambda nb, sb, w: _chassis_del(sb, w, "gateway"),
      CFG),
     ("SB chassis update a builder does not read", lambda nb, sb, w: sb.update(
@@ -1376,3 +1426,38 @@ def test_a_datapath_group_gains_a_datapath_in_place(nb: Nb, sb: LocalDb) -> None
     world.northd.settle()
     assert set(groups) == before
     assert {u: flows[u].value("logical_dp_group") for u in naming if u in flows} == naming
+
+
+def test_the_ports_asking_for_a_chassis_are_the_live_ones(nb: Nb, sb: LocalDb) -> None:
+    """Pods come and go asking for their node's chassis (ovn-kubernetes sets
+    `requested-chassis` on each): what northd keeps of who asks for what holds the
+    ports there now, no more (it does not grow with every pod ever made), whether or
+    not the chassis is registered; and a chassis registering rebinds them alone."""
+    world = World(nb, sb)
+
+    def asking() -> dict[str, set[str]]:
+        ports = world.northd.driver.engine.node_data("northd").core.ports
+        return ports.chassis_asked.by_name
+
+    for i in range(6):
+        with world.change():
+            nb.lsp_add("sw1", f"pod{i}", addresses=[f"00:00:00:00:01:{i:02x} 10.1.0.{20 + i}"],
+                       options={"requested-chassis": "ch1" if i % 2 else "host1"})
+        world.northd.settle()
+        if i >= 2:
+            with world.change():
+                nb.db.transact([{"op": "mutate", "table": "Logical_Switch",
+                                 "where": [["name", "==", "sw1"]], "mutations": [[
+                                     "ports", "delete",
+                                     ["uuid", nb.uuid("Logical_Switch_Port", f"pod{i - 2}")]]]}])
+            world.northd.settle()
+    assert asking() == {"ch1": {"pod5"}, "host1": {"pod4"}}
+    before = world.counts()
+    with world.change():
+        add_chassis(sb, "ch1", "192.0.2.2", hostname="host1")
+    world.northd.settle()
+    assert world.counts()["northd"][0] == before["northd"][0]
+    bound = {r.logical_port: r.requested_chassis for r in sb.tables["Port_Binding"].rows.values()
+             if r.logical_port.startswith("pod")}
+    assert {p: getattr(c, "name", None) for p, c in bound.items()} == {
+        "pod4": "ch1", "pod5": "ch1"}

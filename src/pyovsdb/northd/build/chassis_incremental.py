@@ -5,13 +5,16 @@ Rules kept here:
 - Of the chassis, builders read: what every local chassis supports
   (`global_cfg.chassis_features`), whether any has a vxlan encap (`is_vxlan_mode`: the
   datapath tunnel key range, `max_tunid`), the chassis switch ports ask for by name or
-  hostname (`requested-chassis`, every name asked recorded in
+  hostname (`requested-chassis`, every name asked and the ports asking recorded in
   `PortsData.chassis_asked`), and the chassis HA chassis rows name (a reference by
   name, resolved when `sync_to_sb` plans the row).
-- A change that moves the features or the vxlan mode, or that adds, deletes or
-  renames a chassis under a name or hostname a port asked for, is not applied (the
-  caller recomputes).
-- Otherwise nothing a builder made moves, except that the HA chassis rows naming a
+- A change that moves the features or the vxlan mode is not applied (the caller
+  recomputes).
+- A chassis added, deleted or renamed under a name or hostname ports asked for
+  rebinds those ports (`ports_incremental.rebind`: their `requested_chassis` and
+  `requested_additional_chassis`), where each is a port whose binding is built alone
+  there; otherwise the caller recomputes.
+- Nothing else a builder made moves, except that the HA chassis rows naming a
   chassis added, deleted or renamed are touched: their reference is planned again.
   Any other column (`external_ids`, `nb_cfg`, `transport_zones`...) moves nothing.
 """
@@ -29,6 +32,7 @@ from .core import CoreData
 from .datapaths import is_vxlan_mode
 from .delta import PortsDelta
 from .global_cfg import ChassisFeatures, chassis_features
+from .ports_incremental import rebind
 
 # Chassis columns by which a reference or a request finds the chassis.
 NAMING = frozenset(("name", "hostname"))
@@ -43,20 +47,25 @@ def facts_kept(sb: Mapping[str, ReplicaTable], core: CoreData,
 
 
 def chassis_changed(changes: Mapping[str, RowChange[IdlRow]], core: CoreData,
-                    sb_desired: DesiredDb) -> PortsDelta | None:
+                    sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb
+                    ) -> PortsDelta | None:
     """The delta of Chassis row changes `changes` (the facts checked kept by the
-    caller), or None if a port asked for a chassis they name (see the rules)."""
+    caller), or None where a port that asked for a chassis they name cannot be bound
+    again alone (see the rules)."""
     named: set[str] = set()
+    asked: set[str] = set()
     for rc in changes.values():
         rows = [r for r in (rc.old, rc.new) if r is not None]
         if rc.old is not None and rc.new is not None \
                 and NAMING.isdisjoint(changed_columns(rc)):
             continue
         names = {r.name for r in rows}
-        if not core.ports.chassis_asked.isdisjoint(names | {r.hostname for r in rows}):
-            return None
+        asked |= names | {r.hostname for r in rows}
         named.update(names)
     delta = PortsDelta()
+    asking = core.ports.chassis_asked.asking(asked)
+    if asking and not rebind(sb, core.ports, asking, sb_desired, delta):
+        return None
     chassis = sb_desired.tables.get("HA_Chassis")
     if named and chassis is not None:
         for key in chassis.rows:

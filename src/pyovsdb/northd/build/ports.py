@@ -105,6 +105,37 @@ class Port:
         return '"' + self.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class ChassisAsks:
+    """The chassis names and hostnames switch ports ask for (`requested-chassis`),
+    found or not, and which ports ask for each: a chassis registering, leaving or
+    renamed under one of them rebinds those ports alone (`chassis_incremental`). A
+    port's asks are set again whenever its binding is built, and go with it."""
+
+    __slots__ = ("by_name", "by_port")
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, set[str]] = {}  # chassis name or hostname -> port names
+        self.by_port: dict[str, set[str]] = {}  # port name -> what it asks for
+
+    def add(self, name: str, port: str) -> None:
+        self.by_name.setdefault(name, set()).add(port)
+        self.by_port.setdefault(port, set()).add(name)
+
+    def forget(self, port: str) -> None:
+        for name in self.by_port.pop(port, ()):
+            asking = self.by_name[name]
+            asking.discard(port)
+            if not asking:
+                del self.by_name[name]
+
+    def asking(self, names: Iterable[str]) -> set[str]:
+        """The ports that ask for any of `names`."""
+        out: set[str] = set()
+        for name in names:
+            out |= self.by_name.get(name, set())
+        return out
+
+
 class PortTable(Placed[str, Port]):
     """Ports by name in build order, each with its place (`Placed`)."""
 
@@ -136,10 +167,8 @@ class PortsData:
     # Router-type switch ports by the router port they name (`options:router-port`),
     # found or not: who would pair with a router port of that name.
     named_by: dict[str, set[str]] = field(default_factory=dict)
-    # Every chassis name or hostname a switch port asked for (`requested-chassis`)
-    # since the last build, found or not; a port gone leaves its names (a chassis
-    # change naming one of them recomputes, which starts this set over).
-    chassis_asked: set[str] = field(default_factory=set)
+    # The chassis names and hostnames switch ports ask for (`requested-chassis`).
+    chassis_asked: ChassisAsks = field(default_factory=ChassisAsks)
 
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None

@@ -370,6 +370,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     for uuid, row in step.deleted.items():
         port = ports.ports.pop(row.value("name"))
         ports.unbound.discard(port.name)
+        ports.chassis_asked.forget(port.name)
         ports.by_datapath[port.dp.key].remove(port)
         if port.type == "router":
             rewired.add(port.dp.key)
@@ -420,7 +421,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
                                      if p.type == "localnet"]
         if not ports.localnet_ports[key]:
             del ports.localnet_ports[key]
-    _put_bindings(step, changed, sb_desired, delta, nb_desired)
+    _put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
     for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)
         cr = ports.ports.get(lrp.cr_port or "")
         for p in (lrp, cr) if cr is not None else (lrp,):
@@ -501,17 +502,29 @@ def _insert_in_build_order(ports: PortsData, port: Port) -> None:
     members.sort(key=lambda p: (p.nb.value("name"), p.nb.uuid, p.is_cr))
 
 
-def _put_bindings(step: _Step, changed: list[Port], sb_desired: DesiredDb,
-                  delta: PortsDelta, nb_desired: DesiredDb | None = None) -> None:
+def rebind(sb: Mapping[str, ReplicaTable], ports: PortsData, names: Iterable[str],
+           sb_desired: DesiredDb, delta: PortsDelta) -> bool:
+    """The bindings of the switch ports `names` (those there) put again as they are (a
+    chassis they ask for came or went); False, nothing done, where one is not simple."""
+    found = [ports.ports[n] for n in sorted(names) if n in ports.ports]
+    simple = all(p.is_lsp and simple_lsp(p.nb) for p in found)
+    if simple:
+        _put_bindings(sb, ports, found, sb_desired, delta)
+    return simple
+
+
+def _put_bindings(sb: Mapping[str, ReplicaTable], ports: PortsData, changed: list[Port],
+                  sb_desired: DesiredDb, delta: PortsDelta,
+                  nb_desired: DesiredDb | None = None) -> None:
     """The bindings of the switch ports `changed` put again (and the VLAN tags they
     request written back to NB, into `nb_desired`)."""
     state = SwitchPortState()
-    state.chassis_rows = ChassisLookup(step.sb)
-    state.asked = step.ports.chassis_asked
+    state.chassis_rows = ChassisLookup(sb)
+    state.asked = ports.chassis_asked
     table = sb_desired.tables["Port_Binding"]
     mirrors = sb_desired.tables.get("Mirror") or DesiredTable("Mirror", ())
     for port in changed:
-        values = switch_port_binding(port, step.ports, state)
+        values = switch_port_binding(port, ports, state)
         _need(not state.new_tags or nb_desired is not None)
         table.put(port.name, logical_port=port.name,
                   datapath=Ref("Datapath_Binding", port.dp.key),
@@ -575,9 +588,7 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
         delta.touch("sb", "FDB")
 
 
-# -- router ports -----------------------------------------------------------------------
-
-# Router port columns a builder other than the flows reads beyond the port's own
+# Router ports. Their columns a builder other than the flows reads beyond the port's own
 # binding (`router_port_binding` reads the rest): a peer, an NB HA chassis group (its
 # gateway chassis `gateways_incremental` judges), a delegated prefix.
 LRP_REFUSED = ("peer", "ha_chassis_group")
@@ -774,7 +785,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
             relisted.append(lsp)
             rewired.add(lsp.dp.key)
     _rewire(step, rewired, sb_desired, delta)
-    _put_bindings(step, relisted, sb_desired, delta)
+    _put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
     for key in sorted(rewired | touched):  # (a router's groups: its ports that flood)
         _put_groups(key, ports, datapaths, sb_desired, delta)
     for port in new_ports:

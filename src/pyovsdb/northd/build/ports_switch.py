@@ -31,7 +31,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import Ref
 from .datapaths import smap_bool, smap_int
-from .ports import Port, PortsData
+from .ports import ChassisAsks, Port, PortsData
 from .ports_router import ChassisLookup, peer_router, router_lsp_nat_addresses
 
 KNOWN_TYPES = frozenset(("", "l2gateway", "localnet", "localport", "router", "vtep",
@@ -49,7 +49,7 @@ class SwitchPortState:
     new_tags: dict[str, int] = field(default_factory=dict)  # LSP uuid -> tag to write
     chassis_rows: ChassisLookup | None = None
     passthru: dict[str, bool] = field(default_factory=dict)  # by switch UUID
-    asked: set[str] = field(default_factory=set)  # every name `chassis` was asked for
+    asked: ChassisAsks = field(default_factory=ChassisAsks)  # what `chassis` was asked
 
     @classmethod
     def start(cls, sb: Mapping[str, ReplicaTable], data: PortsData) -> SwitchPortState:
@@ -123,8 +123,9 @@ class SwitchPortState:
                                                            "vlan-passthru", False)
         return value
 
-    def chassis(self, name: str) -> IdlRow | None:
-        self.asked.add(name)
+    def chassis(self, name: str, port: str) -> IdlRow | None:
+        """The chassis `port` asks for by `name` (its name, else its hostname)."""
+        self.asked.add(name, port)
         return self.chassis_rows.find(name) if self.chassis_rows is not None else None
 
 
@@ -152,15 +153,17 @@ def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> 
         if port.type == "external" and lsp.ha_chassis_group is not None:
             values["ha_chassis_group"] = [Ref("HA_Chassis_Group", lsp.ha_chassis_group.name)]
         requested: list[Ref] = []
+        state.asked.forget(port.name)
         for name in (port.options.get("requested-chassis") or "").split(","):
             if not name:
                 continue
-            chassis = state.chassis(name)
+            chassis = state.chassis(name, port.name)
             if chassis is not None:
                 requested.append(Ref("Chassis", chassis.name))
         values["requested_chassis"] = requested[:1]
         values["requested_additional_chassis"] = requested[1:]
     else:
+        state.asked.forget(port.name)
         router = peer_router(port, data)
         gw_chassis = router.nb.options.get("chassis") if router is not None else None
         values["type"] = "l3gateway" if gw_chassis is not None else "patch"

@@ -33,6 +33,7 @@ from ..build.delta import PortsDelta
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
+from ..build.ports_incremental import rebind
 from ..build.walk import PortWalk, resort_router_ports
 from ..desired import Ref, single
 from .tables import TableChange, Tables, only
@@ -77,11 +78,12 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
 
     # Chassis registering, updating or leaving: applied in place where
     # `build.chassis_incremental.chassis_changed` can (the features and the vxlan mode
-    # kept, no port asking for the chassis by a name it changes).
+    # kept; the ports asking for the chassis by a name it changes bound again alone).
     def on_chassis(self, change: TableChange) -> Handled:
         if change.delta is None or not self._chassis_facts_kept():
             return Handled.UNHANDLED
-        return self._applied(chassis_changed(change.delta, self.data.core, self.data.sb))
+        return self._applied(chassis_changed(change.delta, self.data.core, self.sb_tables(),
+                                             self.data.sb))
 
     # Of the encaps, builders read only whether one is vxlan.
     def on_encap(self, change: TableChange) -> Handled:
@@ -193,7 +195,11 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             if old is not None and new is not None:
                 cols = set(changed_columns(rc))
                 if cols & PB_READ:
-                    return False
+                    # (its own additional chassis, which its binding reads: a port
+                    # migrating, its binding put again below)
+                    if cols & PB_READ != {"requested_additional_chassis"}:
+                        return False
+                    again.add(new.logical_port)
                 if "options" in cols and any(old.options.get(k) != new.options.get(k)
                                              for k in PB_OPTIONS_READ):
                     return False
@@ -224,15 +230,18 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             return True
 
         claimed: dict[str, set[str | None]] = {}
+        again: set[str] = set()
         handled = only(change, ok)
         if handled is Handled.UNHANDLED or ports is None:
             return handled
+        if again and not rebind(self.sb_tables(), ports, again, self.data.sb, self.track()):
+            return Handled.UNHANDLED
         # (bindings come or gone resize the table a build walks: its order may have
         # moved; claims and other updates leave it as it is)
         resized = any(rc.old is None or rc.new is None for rc in (change.delta or {}).values())
         moved = resort_router_ports(self.sb_tables(), ports, self.data.core.datapaths) \
             if resized else set()
-        if not moved and not claimed:
+        if not moved and not claimed and not again:
             return handled
         delta = self.track()
         delta.rewired |= moved
