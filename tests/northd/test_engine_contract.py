@@ -533,11 +533,18 @@ def _chassis_del(sb: LocalDb, world: World, named: str = "") -> None:
 
 def _migration(nb: Nb, sb: LocalDb, world: World, phase: str) -> None:
     """VIF vm1 on ch0 live-migrating to ch1 (as Nova asks it): `requested-chassis`
-    names both, then (`phase` "done") the target alone."""
+    names both; then (`phase` "activated") ovn-controller on the target reports the
+    port activated there; then (`phase` "done") the target alone is asked for."""
     add_chassis(sb, "ch1", "192.0.2.2")
     world.northd.settle()
     uuid = nb.uuid("Logical_Switch_Port", "vm1")
     nb.db.update("Logical_Switch_Port", uuid, options={"requested-chassis": "ch0,ch1"})
+    if phase in ("activated", "done"):
+        world.northd.settle()
+        binding = next(r for r in sb.tables["Port_Binding"].rows.values()
+                       if r.logical_port == "vm1")
+        sb.update("Port_Binding", binding.uuid,
+                  options={**binding.options, "additional-chassis-activated": "ch1"})
     if phase == "done":
         world.northd.settle()
         nb.db.update("Logical_Switch_Port", uuid, options={"requested-chassis": "ch1"})
@@ -1250,6 +1257,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("SB chassis-del", lambda nb, sb, w: _chassis_del(sb, w), CFG),
     ("a VIF live-migrating: asking for two chassis (chassis-add first)",
      lambda nb, sb, w: _migration(nb, sb, w, "start"), CFG),
+    ("a VIF live-migrating: activated on the target (SB options)",
+     lambda nb, sb, w: _migration(nb, sb, w, "activated"), CFG),
     ("a VIF live-migrated: asking for the target alone (chassis-add first)",
      lambda nb, sb, w: _migration(nb, sb, w, "done"), CFG),
     ("SB chassis-del of a gateway chassis", lambda nb, sb, w: _chassis_del(sb, w, "gateway"),

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 # and `chassis` only to own the QoS queue of a port with a queue or QoS options.
 PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_port",
                      "requested_additional_chassis"))
-PB_OPTIONS_READ = ("qdisc_queue_id", "additional-chassis-activated", "ipv6_ra_pd_list")
+ACTIVATED = "additional-chassis-activated"
+PB_OPTIONS_READ = ("qdisc_queue_id", ACTIVATED, "ipv6_ra_pd_list")
 QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
 # Of a virtual port's binding, what its flows read: its claim.
 VIRTUAL_READ = frozenset(("virtual_parent", "chassis"))
@@ -200,9 +201,12 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                     if cols & PB_READ != {"requested_additional_chassis"}:
                         return False
                     again.add(new.logical_port)
-                if "options" in cols and any(old.options.get(k) != new.options.get(k)
-                                             for k in PB_OPTIONS_READ):
-                    return False
+                if "options" in cols:
+                    read = {k for k in PB_OPTIONS_READ if old.options.get(k) != new.options.get(k)}
+                    if read - {ACTIVATED}:
+                        return False
+                    if read:  # (the migration target activated: copied into its binding)
+                        again.add(new.logical_port)
                 port = ports.ports.get(new.logical_port) if ports is not None else None
                 if port is not None and port.sb is not None and port.sb.uuid == new.uuid:
                     port.sb = new  # (the builders read the binding as it is now)
