@@ -353,13 +353,16 @@ class _Planner:
         index = self.index.get(dt.name) if only is not None else None
         if index is not None:
             # The index holds the rows by their keys: the first of a key by UUID is
-            # its match, as in a match of the whole table.
+            # its match, as in a match of the whole table. Each is read again from the
+            # replica: a change of a column the replica does not report (northd's own
+            # writes to columns it only writes) leaves the index an older row.
+            current = table.rows
             for key in only or ():
                 bucket = index.get(key)
                 if not bucket:
                     continue
-                rows = bucket.values() if len(bucket) == 1 else \
-                    sorted(bucket.values(), key=_uuid_of)
+                rows = [r for u in (bucket if len(bucket) == 1 else sorted(bucket))
+                        if (r := current.get(u)) is not None]
                 for row in rows:
                     if key not in dt.rows or key in found or key in dt.replace:
                         extra.append(row)
