@@ -71,8 +71,9 @@ def port_ips(lsp: IdlRow) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def port_group_addresses(pg: IdlRow) -> tuple[list[str], list[str]]:
     v4: set[str] = set()
     v6: set[str] = set()
-    lsps = pg.table.replica.tables["Logical_Switch_Port"].rows \
-        if pg.table.replica is not None else {}
+    replica = pg.table.replica
+    table = replica.tables.get("Logical_Switch_Port") if replica is not None else None
+    lsps = table.rows if table is not None else {}
     for uuid in pg.value("ports"):
         lsp = lsps.get(uuid)
         if lsp is None:

@@ -132,6 +132,7 @@ class SwitchPortState:
 def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> dict[str, Any]:
     lsp = port.nb
     values: dict[str, Any] = {"ha_chassis_group": [], "gateway_chassis": []}
+    state.asked.forget(port.name)  # (what it asks for is read again below)
     if port.type != "router":
         options = dict(port.options)
         queue = state.queue_id(port)
@@ -153,7 +154,6 @@ def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> 
         if port.type == "external" and lsp.ha_chassis_group is not None:
             values["ha_chassis_group"] = [Ref("HA_Chassis_Group", lsp.ha_chassis_group.name)]
         requested: list[Ref] = []
-        state.asked.forget(port.name)
         for name in (port.options.get("requested-chassis") or "").split(","):
             if not name:
                 continue
@@ -163,7 +163,6 @@ def switch_port_binding(port: Port, data: PortsData, state: SwitchPortState) -> 
         values["requested_chassis"] = requested[:1]
         values["requested_additional_chassis"] = requested[1:]
     else:
-        state.asked.forget(port.name)
         router = peer_router(port, data)
         gw_chassis = router.nb.options.get("chassis") if router is not None else None
         values["type"] = "l3gateway" if gw_chassis is not None else "patch"

@@ -306,14 +306,20 @@ class LflowContext:
         return facts
 
     def _groups_on(self, dp: Datapath) -> list[IdlRow]:
-        """The port groups with ports on the switch `dp` (`port_group_switches`). A
-        narrowed build reads only the groups' ports the switch lists, where each is the
-        core's port of that row: the core puts a port on the first switch listing it,
-        which is where `port_group_switches` finds it."""
+        """The port groups with ports on the switch `dp` (`port_group_switches`)."""
         groups = self.nb_rows("Port_Group")
-        if self.scope is None or self._pg_switches is not None:
-            pg_of = self.port_group_switches()
-            return [pg for pg in groups if dp.key in pg_of.get(pg.uuid, ())]
+        if self.scope is not None and self._pg_switches is None:
+            listed = self._groups_listed(dp, groups)
+            if listed is not None:
+                return listed
+        pg_of = self.port_group_switches()
+        return [pg for pg in groups if dp.key in pg_of.get(pg.uuid, ())]
+
+    def _groups_listed(self, dp: Datapath, groups: list[IdlRow]) -> list[IdlRow] | None:
+        """`_groups_on` for a narrowed build, from the groups' ports the switch lists
+        alone, where each is the core's port of that row (the core puts a port on the
+        first switch listing it, which is where `port_group_switches` finds it); None
+        where one is not."""
         listed = set(dp.nb.value("ports"))
         table = self.nb.get("Logical_Switch_Port")
         rows = table.rows if table is not None else {}
@@ -324,8 +330,7 @@ class LflowContext:
                 row = rows.get(uuid)
                 port = ports.get(row.value("name")) if row is not None else None
                 if port is None or not port.is_lsp or port.nb.uuid != uuid:
-                    pg_of = self.port_group_switches()  # (not the core's: every switch)
-                    return [g for g in groups if dp.key in pg_of.get(g.uuid, ())]
+                    return None
                 if port.dp.key == dp.key:
                     out.append(pg)
                     break
