@@ -58,6 +58,10 @@ INTENDED: dict[str, Intended] = {
         "`*=` on an integer when both operands are ≤ 0", "rule",
         "one server reports the *= range error where the other mutates (and the dumps "
         "differ accordingly)", case_only=True),
+    "mul_zero_negative": Intended(
+        "`*= 0` on a negative integer", "rule",
+        "the real server dies of SIGFPE (its overflow test divides by the factor); ours "
+        "stores 0", case_only=True),
     "weak_cleanup_version": Intended(
         "a row whose changes are all undone by the weak reference cleanup (a dangling weak "
         "reference added and removed in one transaction)", "rule",
@@ -180,12 +184,27 @@ def check_volatile(ours: list[tuple[str, Any]], real: list[tuple[str, Any]],
             yield None, o, r
 
 
+def _multiplies_by_zero(case: Case, step: int) -> bool:
+    """Whether the request of record step `step` (step 0 is the setup) mutates a column
+    with `*= 0`: the one request that kills the real server in `mul_zero_negative`."""
+    if not 0 < step <= len(case.steps):
+        return False
+    ops = case.steps[step - 1].get("transact")
+    return isinstance(ops, list) and any(
+        isinstance(op, dict) and op.get("op") == "mutate"
+        and any(isinstance(m, list) and m[1:] == ["*=", 0] for m in op.get("mutations", []))
+        for op in ops)
+
+
 def apply_rules(where: str, case: Case, step: int, o: NormStep, r: NormStep,
                 rec_ours: Record, rec_real: Record, schema: SchemaInfo) -> str | None:
     """The key of the intended difference that explains why `where` differs in this
     step, or None."""
     declared = set(case.intended)
     if where == "died":
+        if r.died and not o.died and "mul_zero_negative" in declared and \
+                _multiplies_by_zero(case, step):
+            return "mul_zero_negative"
         if r.died and not o.died:
             for key in ("monitor_short_params", "cond_monitors_same_columns",
                         "cond_change_without_where", "cond_change_untracked_column"):

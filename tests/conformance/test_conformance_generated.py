@@ -18,7 +18,9 @@ Rules kept here:
   cleanup does not leave dangling references; and weak references written into existing
   rows point at `B` rows that stay (not deleted before or after in the transaction), so
   no row's only change is undone by that cleanup.
-  `*=` uses positive factors (the real overflow test is wrong for two negatives).
+  `*=` uses factors 0 to 3 (the real overflow test is wrong for two negatives); a
+  factor 0 kills the real server when the value is negative, which `mul_zero_negative`
+  recognises.
 - When a transaction breaks a rule in several rows at once, which violation is reported
   follows the real server's hash order: only the kind of error is compared then
   (`conformance_intended.same_modulo_choice`).
@@ -406,7 +408,8 @@ def run_example(server_pair: Callable[[str], ServerPair], data: st.DataObject,
                 hint: str | None) -> None:
     require("ovsdb-server", "ovsdb-tool")
     pair = server_pair("T")
-    case = Case("generated", "T", [])
+    # `*= 0` is drawn, and kills the real server when the value is negative.
+    case = Case("generated", "T", [], intended=["mul_zero_negative"])
     run = LiveRun(pair, case, ["a", "m"])
     try:
         for step in MONITORS:
