@@ -737,6 +737,26 @@ def _lrp_set(nb: Nb, world: World, gateway: bool, port: str = "", **cols: Any) -
     nb.db.update("Logical_Router_Port", nb.uuid("Logical_Router_Port", port or name), **cols)
 
 
+def _dp_set(nb: Nb, table: str, row: str, **columns: Any) -> None:
+    """A switch or router row (`table`, by name) updated in `columns`."""
+    nb.db.update(table, nb.uuid(table, row), **columns)
+
+
+def _key_of(sb: LocalDb, name: str) -> str:
+    """The tunnel key datapath `name` holds, as a requested-tnl-key value."""
+    return str(next(r.tunnel_key for r in sb.tables["Datapath_Binding"].rows.values()
+                    if r.external_ids.get("name") == name))
+
+
+def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str]) -> None:
+    """sw1 given a subnet and a port asking for a dynamic address; then the switch's
+    `other_config` set to `other_config`."""
+    _dp_set(nb, "Logical_Switch", "sw1", other_config={"subnet": "10.9.0.0/24"})
+    nb.lsp_add("sw1", "dyn1", addresses=["dynamic"])
+    world.settled()
+    _dp_set(nb, "Logical_Switch", "sw1", other_config=other_config)
+
+
 def _template_var(nb: Nb, world: World, how: str) -> None:
     """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
     cluster that uses load balancer templates); then (`how`) a value changed, or the
@@ -953,6 +973,46 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lr-add with options", lambda nb, sb, w: nb.lr_add(
         "lr9", options={"chassis": "ch1", "always_learn_from_arp_request": "false"}),
      IN_PLACE),
+    ("ls renamed", lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw1", name="a-sw1"),
+     IN_PLACE),
+    ("switch's external_ids set (Neutron's network name and revision)",
+     lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw0", external_ids={
+         "neutron:network_name": "net0", "neutron:revision_number": "4"}), IN_PLACE),
+    ("switch's multicast snooping turned on (its IP_Multicast row, its flows)",
+     lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw0", other_config={
+         "mcast_snoop": "true", "mcast_eth_src": "00:00:00:00:00:fe"}), IN_PLACE),
+    ("switch's subnet set (IPAM, no port asking for a dynamic address)",
+     lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw0", other_config={
+         "subnet": "10.0.0.0/24"}), IN_PLACE),
+    ("switch's subnet changed, a port of it holding a dynamic address",
+     lambda nb, sb, w: _dynamic_then(nb, w, {"subnet": "10.1.0.0/24"}), FULL),
+    ("switch made a transit switch (interconn-ts)", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Switch", "sw1", other_config={"interconn-ts": "ts1"}), IN_PLACE),
+    ("switch asking for the tunnel key it holds", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Switch", "sw0", other_config={"requested-tnl-key": _key_of(sb, "sw0")}),
+     IN_PLACE),
+    ("switch asking for another tunnel key", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Switch", "sw0", other_config={"requested-tnl-key": "77"}), FULL),
+    ("switch's vlan-passthru set (its ports' bindings)", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Switch", "sw1", other_config={"vlan-passthru": "true"}), IN_PLACE),
+    ("switch's vlan-passthru set, a router port on it", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Switch", "sw0", other_config={"vlan-passthru": "true"}), FULL),
+    ("lr renamed", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0", name="lr9"),
+     IN_PLACE),
+    ("router's external_ids set (Neutron's router name)", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Router", "lr0", external_ids={"neutron:router_name": "r0"}), IN_PLACE),
+    ("router's options set (flows, and its binding's SNAT zone)", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Router", "lr0", options={"lb_force_snat_ip": "router_ip",
+                                              "snat-ct-zone": "5"}), IN_PLACE),
+    ("router's MAC binding age threshold set", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Router", "lr0", options={"mac_binding_age_threshold": "30"}),
+     frozenset(("mac_binding_aging",))),
+    ("router's multicast relay set", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Router", "lr0", options={"mcast_relay": "true"}), FULL),
+    ("router made a gateway router (options:chassis)", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Router", "lr0", options={"chassis": "ch0"}), FULL),
+    ("router disabled", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0",
+                                                  enabled=[False]), FULL),
     ("lr-add with a requested tunnel key", lambda nb, sb, w: nb.lr_add(
         "lr9", options={"requested-tnl-key": "77"}), IN_PLACE),
     ("lr-add requesting the key a switch holds", lambda nb, sb, w: nb.lr_add(

@@ -144,3 +144,35 @@ def test_what_names_them_recomputes(nb: Nb, sb: LocalDb) -> None:
         (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Router", "row": {
             "name": "lr9", "options": ["map", [["requested-tnl-key", "40"]]]}}]), True),
     ])
+
+
+def _set(nb: Nb, table: str, row: str, **cols: Any) -> Changeset[IdlRow]:
+    return nb.db.update(table, nb.uuid(table, row), **cols)
+
+
+def test_switches_and_routers_updated_in_place(nb: Nb, sb: LocalDb) -> None:
+    """Names, external_ids and settings of switches and routers change in place
+    (`build.datapaths_updated`), in build order after a rename, and a switch or router
+    made next still takes the key a recompute gives it; settings that move more than
+    the datapath recompute."""
+    loop = _topology(nb, sb)
+    _play(loop, [
+        (lambda: _ls_with_ports(nb, "sw5", "a5", "b5"), True),
+        (lambda: _set(nb, "Logical_Switch", "sw5", name="a-sw5"), True),  # before sw0 now
+        (lambda: _set(nb, "Logical_Router", "lr0", name="z-lr0",
+                      external_ids={"neutron:router_name": "r0"}), True),
+        (lambda: _set(nb, "Logical_Switch", "a-sw5", other_config={
+            "mcast_snoop": "true", "vlan-passthru": "true", "subnet": "10.9.0.0/24"}), True),
+        (lambda: _set(nb, "Logical_Switch", "a-sw5", other_config={
+            "mcast_querier": "false"}), True),  # (the eth source kept, as 23.03 does)
+        (lambda: _ls_with_ports(nb, "b-sw6", "a6"), True),
+        (lambda: _set(nb, "Logical_Router", "z-lr0", options={"snat-ct-zone": "9"}), True),
+        (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Router",
+                                  "row": {"name": "lr7"}}]), True),
+        (lambda: _set(nb, "Logical_Router", "z-lr0", options={"chassis": "ch0"}), False),
+        (lambda: _set(nb, "Logical_Switch", "sw0", other_config={
+            "requested-tnl-key": "30"}), False),
+    ])
+    dps = {r.external_ids["name"]: r.tunnel_key
+           for r in sb.tables["Datapath_Binding"].rows.values()}
+    assert dps == {"sw0": 30, "z-lr0": 2, "a-sw5": 3, "b-sw6": 4, "lr7": 5}, dps

@@ -45,6 +45,8 @@ class PortsDelta:
     # Load balancers (NB UUIDs) changed, created or deleted: `lflow` builds their own
     # flows again, and the datapaths where what other flows read of them changed.
     lbs: set[str] = field(default_factory=set)
+    # A router's MAC binding age threshold changed: `mac_binding_aging` looks again.
+    aging: bool = False
     # Port_Binding keys of `sb` changed only in columns no flow reads
     # (`nat_addresses`): every step that touched them touched them so.
     unread: set[Hashable] = field(default_factory=set)
@@ -75,6 +77,7 @@ class PortsDelta:
         self.claimed |= later.claimed
         self.claimed_on |= later.claimed_on
         self.lbs |= later.lbs
+        self.aging = self.aging or later.aging
         self.unread = (self.unread | later.unread) - read
 
     def _read(self) -> set[Hashable]:
@@ -82,4 +85,4 @@ class PortsDelta:
 
     def empty(self) -> bool:
         return not (self.sb or self.nb or self.flows or self.nats or self.focus or self.lbs
-                    or self.rewired or self.claimed)
+                    or self.rewired or self.claimed or self.aging)

@@ -109,7 +109,7 @@ def simple_lsp(row: IdlRow) -> bool:
     kind = row.value("type")
     localnet = kind == "localnet"
     if kind not in IN_PLACE_TYPES or row.parent_name is not None \
-            or row.ha_chassis_group is not None or row.value("mirror_rules") or _dynamic(row):
+            or row.ha_chassis_group is not None or row.value("mirror_rules") or asks_ipam(row):
         return False
     # (a localnet port's VLAN is its own request, copied to `tag`: no allocation)
     request, tag = row.tag_request, row.tag
@@ -306,7 +306,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
                 if (p := ports.ports.get(r.value("name"))) is not None and p.dp.key == key]
         else:
             ls_ports = ls_row.ports
-        _need(not any(_dynamic(p) for p in ls_ports))
+        _need(not any(asks_ipam(p) for p in ls_ports))
 
 
 def _gateway_peer(lsp: Port, ports: PortsData) -> bool:
@@ -315,7 +315,7 @@ def _gateway_peer(lsp: Port, ports: PortsData) -> bool:
     return peer is not None and "chassis" in peer.dp.nb.options
 
 
-def _dynamic(row: IdlRow) -> bool:
+def asks_ipam(row: IdlRow) -> bool:
     """Whether a switch port asks IPAM for addresses (or holds some it gave; or is
     not there to say)."""
     return not isinstance(row, IdlRow) or row.dynamic_addresses is not None \

@@ -8,8 +8,9 @@ Rules kept here:
 - Switch ports `northd` changed in place (a `PortsDelta`) move no router and no
   chassis feature: nothing this node reads of `northd`. Nor do datapath bindings
   coming and going: no MAC binding names a binding being inserted, nor one deleted
-  (a strong reference); a binding updated moves nothing unless its `external_ids`
-  (which router it is) changed. Of NB_Global it reads `options` alone
+  (a strong reference); a binding updated moves nothing unless the datapath its
+  `external_ids` name (which router it is) changed. A router's age threshold changed
+  in place (`PortsDelta.aging`) has it look again. Of NB_Global it reads `options` alone
   (`mac_binding_removal_limit`): `ovn-nbctl --wait` bumping `nb_cfg`, or an option
   only the daemon reads, moves nothing.
 """
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 
 from ...engine import Change, Group, Handled, Input, Leaf, Node
 from ...idl.replica import ReplicaTable
+from ..build.datapaths import datapath_key
 from ..build.delta import PortsDelta
 from ..build.global_cfg import daemon_options_only
 from ..build.mac_binding_aging import AgingResult, mac_binding_aging
@@ -39,7 +41,7 @@ class MacBindingAgingNode(Node[AgingResult, None]):
                                   {"Datapath_Binding": self.on_datapath_binding})))
 
     def on_northd(self, change: Change[NorthdData, PortsDelta]) -> Handled:
-        if change.delta is None or not self.has_data:
+        if change.delta is None or not self.has_data or change.delta.aging:
             return Handled.UNHANDLED
         return Handled.HANDLED_UNCHANGED
 
@@ -49,7 +51,7 @@ class MacBindingAgingNode(Node[AgingResult, None]):
 
     def on_datapath_binding(self, change: TableChange) -> Handled:
         return only(change, lambda rc: rc.old is None or rc.new is None
-                    or rc.old.external_ids == rc.new.external_ids)
+                    or datapath_key(rc.old) == datapath_key(rc.new))
 
     def run(self, *, northd: NorthdData, mac_binding_aging_waker: int, now: int,
             nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> AgingResult:

@@ -24,8 +24,9 @@ Rules kept here:
   deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
   either order, added or deleted, or updated in what the flows and its binding read
-  alone (`build.lrp_updated`) are applied in place (`build.ports_incremental`,
-  `build.datapaths_incremental`), and so are load balancers, their groups and the
+  alone (`build.lrp_updated`), and a switch's or router's name, external_ids and
+  settings (`build.datapaths_updated`) are applied in place
+  (`build.ports_incremental`, `build.datapaths_incremental`), and so are load balancers, their groups and the
   load balancers of switches and routers (`build.lb_incremental`), NAT rules
   (`build.nat_incremental`), port groups and NB address sets
   (`build.groups_incremental`), their changed keys
@@ -56,6 +57,8 @@ from ..build.datapaths_incremental import (
     remove_router,
     simple_router,
 )
+from ..build.datapaths_updated import COLUMNS as DP_COLUMNS
+from ..build.datapaths_updated import datapaths_updated
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
@@ -254,6 +257,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 return True  # (`switch_ports_changed` decides)
             cols = set(changed_columns(rc))
             return cols <= {"ports", "dns_records"} | LS_FLOWS_ONLY | LB_COLUMNS \
+                | (DP_COLUMNS if self.incremental_ports else set()) \
                 and ("ports" not in cols or ports_handled) \
                 and ("dns_records" not in cols or self.incremental_ports)
 
@@ -272,6 +276,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                               core.datapaths.switches, change.data.rows, core.ports)
         if handled is not Handled.UNHANDLED and change.delta is not None:
             handled = either(handled, self._dns_listed(change.delta))
+            handled = either(handled, self._datapaths_updated(change.delta, router=False))
         if handled is not Handled.UNHANDLED and _lb_rows(change):
             handled = either(handled, self._lbs())
         if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
@@ -291,7 +296,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         # A router's `ports` changed with its ports: `on_nb_lrp` applies both.
         columns = LR_FLOWS_ONLY | ({"ports"} if lrp is not None and lrp.updated
                                    and self.incremental_ports else set()) \
-            | (LB_COLUMNS | {"nat"} if self.incremental_ports else set())
+            | (LB_COLUMNS | DP_COLUMNS | {"nat"} if self.incremental_ports else set())
         for rc in change.delta.values():
             if rc.old is not None and rc.new is not None:
                 if not set(changed_columns(rc)) <= columns:
@@ -308,6 +313,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             (made if rc.new is not None else gone).append(row)
         parts = either(self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED,
                         self._nats() if _nat_rows(change) else Handled.HANDLED_UNCHANGED)
+        if parts is not Handled.UNHANDLED:
+            parts = either(parts, self._datapaths_updated(change.delta, router=True))
         if parts is Handled.UNHANDLED or (not made and not gone):
             return parts
         core, reachable = self.data.core, self.data.extra.lbs
@@ -329,6 +336,23 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                        self.data.sb)
             delta.touch("sb", "Datapath_Binding", row.uuid)
         return Handled.HANDLED_UPDATED
+
+    # A switch's or router's name, external_ids and settings (`DP_COLUMNS`) updated:
+    # its datapath in place where `build.datapaths_updated` can.
+    def _datapaths_updated(self, changes: Mapping[str, RowChange[IdlRow]],
+                           router: bool) -> Handled:
+        updated = {u: rc for u, rc in changes.items() if rc.old is not None
+                   and rc.new is not None and not DP_COLUMNS.isdisjoint(changed_columns(rc))}
+        if not updated:
+            return Handled.HANDLED_UNCHANGED
+        core = self.data.core
+        by_key = core.datapaths.routers if router else core.datapaths.switches
+        table = self.nb_tables()["Logical_Router" if router else "Logical_Switch"]
+        if not refresh_datapaths(updated.keys() & by_key.keys(), by_key, table.rows,
+                                 core.ports):
+            return Handled.UNHANDLED
+        return self._applied(datapaths_updated(updated, router, core.datapaths, core.ports,
+                                               self.sb_tables(), self.data.sb))
 
     def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
         """The keys the switches made in this change take before the routers `made`

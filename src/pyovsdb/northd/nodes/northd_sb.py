@@ -18,7 +18,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...engine import Handled, Node
@@ -278,7 +278,8 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
         def ok(rc: RowChange[IdlRow]) -> bool:
             old, new = _rows(rc)
             if old is not None and new is not None:
-                return not (set(changed_columns(rc)) & DP_READ)
+                return not (set(changed_columns(rc)) & DP_READ) or _own_binding(
+                    old, new, desired.rows)
             row = new if new is not None else old
             assert row is not None
             key = datapath_key(row)
@@ -288,6 +289,17 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             return want is not None and want.get("tunnel_key") == row.tunnel_key
 
         return only(change, ok)
+
+
+def _own_binding(old: IdlRow, new: IdlRow, desired: Mapping[Hashable, Mapping[str, Any]]
+                 ) -> bool:
+    """Whether a Datapath_Binding update is northd's own write come back: the datapath
+    it names unchanged, its key and external_ids as desired (a datapath renamed)."""
+    key = datapath_key(new)
+    want = desired.get(key) if key is not None else None
+    return want is not None and key == datapath_key(old) \
+        and want.get("tunnel_key") == new.tunnel_key \
+        and want.get("external_ids") == dict(new.external_ids)
 
 
 def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:

@@ -1,0 +1,119 @@
+"""Logical switches and routers updated in place: a switch's or a router's name,
+external_ids, and the switch's `other_config` or the router's `options` keys whose
+effect this module can apply to the datapath alone.
+
+Rules kept here:
+- Correctness first: what this leaves in the core data and the desired tables is what
+  `build_core` and `build_extra` would build from the same NB and SB; an update this
+  cannot prove it handles is refused (None) and the caller recomputes.
+- Handled columns: `name`, `external_ids` and the switch's `other_config` or the
+  router's `options` (the caller has the datapath's row refreshed already; other
+  columns are other handlers'). Refused keys: a requested tunnel key that is not the
+  key the datapath holds (with its binding holding it too), a router's `chassis` (it
+  makes the router a gateway router: its ports' bindings change kind) and
+  `mcast_relay` (the multicast groups of its switches), and a switch's `vlan-passthru`
+  where its ports cannot all be bound again alone (`ports_incremental.rebind`), and
+  its IPAM settings (`IPAM_CONFIG`) while a port of it asks IPAM for addresses or
+  holds some (the switch's allocations would move).
+- What changes: the datapath's desired binding (its `external_ids` carry the name,
+  the Neutron name, the transit switch name, a router's SNAT zone and ARP learning),
+  a switch's IP_Multicast row (its snooping settings), a renamed datapath's place in
+  build order (by name, then UUID), and with `vlan-passthru` the bindings of the
+  switch's ports. A change of the settings (other than the name and external_ids,
+  which no flow reads) has the flows of the datapath and of its neighbours through
+  router ports built again (`PortsDelta.flows`); a router's MAC binding age threshold
+  has `mac_binding_aging` look again (`PortsDelta.aging`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
+from ..desired import DesiredDb, Ref
+from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
+from .datapaths_incremental import IPAM_CONFIG
+from .delta import PortsDelta
+from .ip_mcast import mcast_settings
+from .ports import PortsData
+from .ports_incremental import asks_ipam, rebind
+
+COLUMNS = frozenset(("name", "external_ids", "other_config", "options"))
+# Router options a change of which this module refuses (see the rules).
+ROUTER_REFUSED = frozenset(("chassis", "mcast_relay"))
+TUNNEL_KEY = "requested-tnl-key"
+AGE_THRESHOLD = "mac_binding_age_threshold"  # (`mac_binding_aging`'s)
+
+
+def _changed_keys(old: Mapping[str, str], new: Mapping[str, str]) -> set[str]:
+    return {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+
+
+def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
+                      datapaths: DatapathsData, ports: PortsData,
+                      sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb
+                      ) -> PortsDelta | None:
+    """The switch (or, `router`, router) updates `changes` applied in place, each in
+    `COLUMNS` alone (the caller's check) and of a datapath the build has with its row
+    as it is now; or None (see the rules)."""
+    by_key = datapaths.routers if router else datapaths.switches
+    config = "options" if router else "other_config"
+    delta = PortsDelta()
+    renamed = False
+    settings: set[str] = set()
+    passthru: list[str] = []
+    for uuid, rc in changes.items():
+        dp = by_key.get(uuid)
+        if rc.old is None or rc.new is None or dp is None or dp.nb is not rc.new:
+            return None
+        columns = set(changed_columns(rc))
+        keys = _changed_keys(getattr(rc.old, config), getattr(rc.new, config)) \
+            if config in columns else set()
+        if not _keys_ok(dp, keys, router, ports, sb):
+            return None
+        if "vlan-passthru" in keys:
+            passthru.append(uuid)
+        renamed = renamed or "name" in columns
+        if keys:
+            settings.add(uuid)
+        delta.aging = delta.aging or (router and AGE_THRESHOLD in keys)
+        if "name" in columns or dp.name != rc.new.name:
+            by_key[uuid] = dp = Datapath(dp.key, dp.kind, rc.new.name, dp.tunnel_key, dp.nb)
+            for p in ports.by_datapath.get(uuid, []):
+                p.dp = dp
+        put_datapath(sb_desired.tables["Datapath_Binding"], dp)
+        delta.touch("sb", "Datapath_Binding", uuid)
+        if not router and keys:
+            sb_desired.tables["IP_Multicast"].put(
+                uuid, datapath=Ref("Datapath_Binding", uuid),
+                **mcast_settings(rc.new.other_config))
+            delta.touch("sb", "IP_Multicast", uuid)
+    for uuid in passthru:
+        if not rebind(sb, ports, [p.name for p in ports.by_datapath.get(uuid, [])],
+                      sb_desired, delta):
+            return None
+    if renamed:
+        ordered = sorted(by_key.values(), key=lambda d: (d.name, d.key))
+        by_key.clear()
+        by_key.update((d.key, d) for d in ordered)
+    delta.flows = ports.next_to(settings)
+    return delta
+
+
+def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
+             sb: Mapping[str, ReplicaTable]) -> bool:
+    """Whether the settings `keys` of `dp` (its row as it is now) changed in a way this
+    module applies (see the rules)."""
+    if router and keys & ROUTER_REFUSED:
+        return False
+    if TUNNEL_KEY in keys:
+        asked = smap_int(dp.nb.options if router else dp.nb.other_config, TUNNEL_KEY)
+        binding = existing_bindings(sb).get(dp.key)
+        if asked not in (0, dp.tunnel_key) or binding is None \
+                or binding.tunnel_key != dp.tunnel_key:
+            return False
+    return router or not keys & IPAM_CONFIG or not any(
+        asks_ipam(p.nb) for p in ports.by_datapath.get(dp.key, []) if p.is_lsp)
