@@ -84,11 +84,12 @@ LFLOW_SB_INPUTS = ("Service_Monitor",)
 REBUILD_AT_MOST = 0.5
 REBUILD_ANY = 64
 # Tables of `northd`'s delta whose desired rows no flow builder reads: what changed with
-# them reaches the flows as the delta's `flows` (the datapaths to build again).
+# them reaches the flows as the delta's `flows` (the datapaths to build again; a
+# datapath made or gone by its Datapath_Binding key).
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
                       "SB_Global", "HA_Chassis", "HA_Chassis_Group", "DNS", "Meter",
                       "Meter_Band", "Static_MAC_Binding", "Chassis_Template_Var",
-                      "Mirror", "BFD"))
+                      "Mirror", "BFD", "Datapath_Binding", "IP_Multicast"))
 # Switch columns whose change rebuilds the switch here: those only the flows read, and
 # its DNS rows (whose SB rows `northd` changes).
 LS_REBUILT = LS_FLOWS_ONLY | {"dns_records"}
@@ -376,7 +377,11 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 old.port_dps.pop(str(name), None)
             else:
                 old.port_dps[port.name] = (port.dp.key, _is_vif(port))
-        made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())}
+        # (a binding put again for a datapath kept, renamed say, moves no flow: what
+        # changed in it, `delta.flows` names)
+        made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())
+                        if (k in old.flows.by_dp) != (northd.core.datapaths.get(str(k))
+                                                      is not None)}
         dps |= made_or_gone
         # Switches that gained router ports and nothing else: those ports' requests and
         # the switches' own flows built again, the other ports' kept.
