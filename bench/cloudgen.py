@@ -151,6 +151,12 @@ def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[
             f"{vif_mac(s, 100 + i)} {net}.{100 + i}", "--", "lsp-set-port-security",
             f"vmx{i}", f"{vif_mac(s, 100 + i)} {net}.{100 + i}"],
         "vm del (the VIF above)": lambda i: ["lsp-del", f"vmx{i}"],
+        "network update (Neutron: its name and revision in external_ids)": lambda i: [
+            "set", "Logical_Switch", f"ls{s}", f'external_ids:"neutron:network_name"=n{i}',
+            f'external_ids:"neutron:revision_number"={i + 2}'],
+        "router update (Neutron: its name and revision in external_ids)": lambda i: [
+            "set", "Logical_Router", f"lr{r}", f'external_ids:"neutron:router_name"=r{i}',
+            f'external_ids:"neutron:revision_number"={i + 2}'],
         "security rule add (ACL on a tenant switch)": lambda i: [
             "acl-add", f"ls{s}", "to-lport", str(1000 + i),
             f"ip4.src == 10.254.{i}.0/24 && tcp.dst == 22", "allow-related"],
