@@ -26,9 +26,10 @@ Rules kept here:
   either order, added or deleted, or updated in what the flows and its binding read
   alone (`build.lrp_updated`), and a switch's or router's name, external_ids and
   settings (`build.datapaths_updated`) are applied in place
-  (`build.ports_incremental`, `build.datapaths_incremental`), and so are load balancers, their groups and the
-  load balancers of switches and routers (`build.lb_incremental`), NAT rules
-  (`build.nat_incremental`), port groups and NB address sets
+  (`build.ports_incremental`, `build.datapaths_incremental`), and so are load
+  balancers, their groups and the load balancers of switches and routers
+  (`build.lb_incremental`), NAT rules (`build.nat_incremental`), port groups and NB
+  address sets
   (`build.groups_incremental`), their changed keys
   recorded as the node's `PortsDelta` (with the datapaths whose flows change). ACLs
   changed (a switch's or a port group's `acls`, an ACL but for its meter) and a
