@@ -335,7 +335,24 @@ def _spawn(cmd: list[str], out: Path) -> subprocess.Popen[bytes]:
 
 def test_monitors(srv: ServerProcess, tmp_path: Path) -> None:
     """Every monitor variant, ours and the real one side by side, sees the same changes
-    and prints the same text, update by update (ours flushes after each)."""
+    and prints the same text, update by update (ours flushes after each). The real
+    server 3.1 shares one monitor between sessions asking for the same columns, and
+    now and then dies of it (a signal) when ours and the real client both watch: then
+    it is started again and the round runs once more."""
+    for attempt in (1, 2):
+        try:
+            _monitor_round(srv, tmp_path / f"round{attempt}")
+            return
+        except AssertionError:
+            died = srv.proc.poll() if srv.kind == "real" and srv.proc is not None else None
+            if attempt == 2 or died is None or died >= 0:
+                raise
+            srv.stop()
+            srv.start()
+
+
+def _monitor_round(srv: ServerProcess, tmp_path: Path) -> None:
+    tmp_path.mkdir()
     procs: list[tuple[subprocess.Popen[bytes], Path, Path]] = []
     try:
         for i, args in enumerate(MONITORS):
