@@ -757,6 +757,31 @@ def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str]) -> None:
     _dp_set(nb, "Logical_Switch", "sw1", other_config=other_config)
 
 
+def _renumber(nb: Nb, world: World, beside: str) -> None:
+    """lrp0's networks changed (a second IPv4 subnet and an IPv6 one), `beside`: "" on
+    the plain topology; "router" another router on sw0; "lb" lr0 with a load
+    balancer; "ipam" sw0 doing IPAM for a port asking for a dynamic address; "gateway"
+    lr9's gateway port on sw1 instead, its switch port advertising NAT addresses and
+    one NAT rule's external IP becoming the port's own."""
+    port, networks = "lrp0", ["10.0.0.1/24", "10.5.0.1/24", "fd00::1/64"]
+    if beside == "router":
+        nb.lr_add("lr1")
+        nb.connect("sw0", "lr1", "lrp1", "00:00:00:00:ff:11", "10.0.0.2/24")
+    elif beside == "lb":
+        _lb_on(nb, "Logical_Router", "lr0")
+    elif beside == "ipam":
+        _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "10.0.0.0/24"})
+        nb.lsp_add("sw0", "dyn0", addresses=["dynamic"])
+    elif beside == "gateway":
+        _gateway_router(nb, "sw1", "ch0", {"nat-addresses": "router"})
+        nb.add_child("Logical_Router", "lr9", "nat", "NAT", type="dnat_and_snat",
+                     external_ip="10.0.0.98", logical_ip="10.9.0.5")
+        port, networks = "lr9-gw", ["10.0.0.99/24", "10.0.0.98/24"]
+    world.settled()
+    nb.db.update("Logical_Router_Port", nb.uuid("Logical_Router_Port", port),
+                 networks=networks)
+
+
 def _template_var(nb: Nb, world: World, how: str) -> None:
     """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
     cluster that uses load balancer templates); then (`how`) a value changed, or the
@@ -1136,6 +1161,16 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router port's IPv6 RA configs set", lambda nb, sb, w: _lrp_set(
         nb, w, False, ipv6_ra_configs={"address_mode": "slaac", "send_periodic": "true"}),
      IN_PLACE),
+    ("router port's networks changed (a subnet added, IPv4 and IPv6)",
+     lambda nb, sb, w: _renumber(nb, w, ""), IN_PLACE),
+    ("router port's networks changed, another router on its switch",
+     lambda nb, sb, w: _renumber(nb, w, "router"), IN_PLACE),
+    ("gateway port's networks changed, its switch port advertising NAT addresses",
+     lambda nb, sb, w: _renumber(nb, w, "gateway"), IN_PLACE),
+    ("router port's networks changed on a router with a load balancer",
+     lambda nb, sb, w: _renumber(nb, w, "lb"), FULL),
+    ("router port's networks changed on a switch doing IPAM for a dynamic address",
+     lambda nb, sb, w: _renumber(nb, w, "ipam"), FULL),
     ("router port's external_ids set", lambda nb, sb, w: _lrp_set(
         nb, w, False, external_ids={"neutron:revision_number": "2"}), IN_PLACE),
     ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([

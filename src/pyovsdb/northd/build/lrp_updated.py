@@ -1,5 +1,6 @@
 """Router ports updated in place in what their own bindings and the flows read: their
-`external_ids`, `enabled`, `ipv6_ra_configs`, and the options only the flows read.
+`external_ids`, `enabled`, `ipv6_ra_configs`, the options only the flows read, and
+their `networks`.
 
 Rules kept here:
 - Handled: an update of a router port the build has (the same row UUID under the same
@@ -12,6 +13,15 @@ Rules kept here:
   (`reside-on-redirect-chassis` adds the port's own GARP entry there); its router
   and the datapaths of its router's peers have their flows built again
   (`PortsDelta.flows`).
+- `networks` (a subnet added to a router interface, IPv4 beside IPv6): refused on a
+  router with load balancers (the VIPs it answers for follow its networks) and on a
+  port whose switch does IPAM for a port asking for or holding dynamic addresses (the
+  port's IPs are taken there); else the port, its chassisredirect port and the
+  switch port of type router peering it (whose "router" addresses are the port's)
+  take the new networks, the `nat_addresses` of the ports advertising its router are
+  built again (`readvertise`: a router port's own IPs are no NAT addresses), and the
+  switches it is on count as rewired (`PortsDelta.rewired`: the flows other routers
+  there ask for read its networks).
 """
 
 from __future__ import annotations
@@ -24,9 +34,11 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
 from .delta import PortsDelta
 from .ports import Port, PortsData
-from .ports_router import router_lsp_nat_addresses, router_port_binding
+from .ports_addresses import Addresses, lrp_networks
+from .ports_incremental import asks_ipam
+from .ports_router import readvertise, router_lsp_nat_addresses, router_port_binding
 
-COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options"))
+COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks"))
 FLOW_OPTIONS = frozenset(("gateway_mtu", "gateway_mtu_bypass", "reside-on-redirect-chassis",
                           "dynamic-routing", "routing-protocols"))
 
@@ -45,25 +57,38 @@ def updatable(rc: RowChange[IdlRow]) -> bool:
     columns = set(changed_columns(rc))
     return columns <= COLUMNS and "mcast_flood" not in old.options \
         and "mcast_flood" not in new.options \
-        and ("options" not in columns or _changed_options(old, new) <= FLOW_OPTIONS)
+        and ("options" not in columns or _changed_options(old, new) <= FLOW_OPTIONS) \
+        and ("networks" not in columns or lrp_networks(new.mac, new.networks) is not None)
 
 
 def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                  sb_desired: DesiredDb) -> PortsDelta | None:
     """The router port updates `changes` (each `updatable`) applied in place, or
     None (see the rules)."""
-    found: list[tuple[Port, IdlRow]] = []
+    found: list[tuple[Port, IdlRow, Addresses | None]] = []
     for uuid, rc in changes.items():
         new = rc.new
-        assert new is not None
+        assert new is not None and rc.old is not None
         port = ports.ports.get(new.name)
         if port is None or not port.is_lrp or port.nb.uuid != uuid:
             return None
-        found.append((port, new))
+        networks = None
+        if "networks" in changed_columns(rc):
+            if not _networks_movable(port, ports):
+                return None
+            networks = lrp_networks(new.mac, new.networks)
+        found.append((port, new, networks))
     delta = PortsDelta()
     table = sb_desired.tables["Port_Binding"]
     routers: set[str] = set()
-    for port, new in found:
+    renumbered: set[str] = set()
+    for port, new, networks in found:
+        if networks is not None:
+            _take_networks(port, networks, ports)
+            renumbered.add(port.dp.key)
+            peer = ports.peer_of(port)
+            if peer is not None and peer.is_lsp:
+                delta.rewired.add(peer.dp.key)
         for p in (port, ports.ports.get(port.cr_port or "")):
             if p is None:
                 continue
@@ -78,5 +103,31 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                 peer, ports, port.dp.nb.options.get("chassis")))
             delta.touch("sb", "Port_Binding", peer.name)
         routers.add(port.dp.key)
+    for name in readvertise(renumbered, ports, table):
+        delta.touch("sb", "Port_Binding", name)
     delta.flows = ports.next_to(routers)
     return delta
+
+
+def _networks_movable(port: Port, ports: PortsData) -> bool:
+    """Whether the networks of router port `port` may change in place (see the rules)."""
+    router = port.dp.nb
+    if router.load_balancer or router.load_balancer_group:
+        return False
+    peer = ports.peer_of(port)
+    if peer is None or not peer.is_lsp or "subnet" not in peer.dp.nb.other_config:
+        return True
+    return not any(asks_ipam(p.nb) for p in ports.by_datapath.get(peer.dp.key, [])
+                   if p.is_lsp)
+
+
+def _take_networks(port: Port, networks: Addresses, ports: PortsData) -> None:
+    """`port`, its chassisredirect port and the switch port peering it with
+    "router" addresses (which are the router port's networks) given `networks`."""
+    old = port.networks
+    for p in (port, ports.ports.get(port.cr_port or "")):
+        if p is not None:
+            p.networks = networks
+    peer = ports.peer_of(port)
+    if peer is not None and peer.is_lsp:
+        peer.lsp_addrs = [networks if a is old else a for a in peer.lsp_addrs]
