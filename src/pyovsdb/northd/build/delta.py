@@ -34,9 +34,8 @@ class PortsDelta:
     # Switch ports (router-type) whose own requests on their switches `lflow` builds
     # again, those switches kept otherwise (a NAT rule of the router they pair with).
     focus: set[str] = field(default_factory=set)
-    # Switches that gained or lost a router port (or whose router port's networks
-    # changed): `lflow` builds again what their other router ports ask for on their
-    # routers, where that reads the switch's router ports.
+    # Switches that gained or lost a router port: `lflow` builds again what their other
+    # router ports ask for on their routers, where that reads the switch's router ports.
     rewired: set[str] = field(default_factory=set)
     # Virtual ports whose claim (SB `virtual_parent`, `chassis`) changed, and the
     # switches they and their parents are on: `lflow` builds again what they ask for

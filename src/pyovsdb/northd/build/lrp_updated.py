@@ -18,10 +18,10 @@ Rules kept here:
   port whose switch does IPAM for a port asking for or holding dynamic addresses (the
   port's IPs are taken there); else the port, its chassisredirect port and the
   switch port of type router peering it (whose "router" addresses are the port's)
-  take the new networks, the `nat_addresses` of the ports advertising its router are
-  built again (`readvertise`: a router port's own IPs are no NAT addresses), and the
-  switches it is on count as rewired (`PortsDelta.rewired`: the flows other routers
-  there ask for read its networks).
+  take the new networks. Its peer's `nat_addresses` are put again as above (a router
+  port's own IPs are no NAT addresses; the ports advertising its router's other
+  ports read theirs), and the flows other routers on its switch ask for there (which
+  read its networks) are the switch ports', built again with the switch.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .delta import PortsDelta
 from .ports import Port, PortsData
 from .ports_addresses import Addresses, lrp_networks
 from .ports_incremental import asks_ipam
-from .ports_router import readvertise, router_lsp_nat_addresses, router_port_binding
+from .ports_router import router_lsp_nat_addresses, router_port_binding
 
 COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks"))
 FLOW_OPTIONS = frozenset(("gateway_mtu", "gateway_mtu_bypass", "reside-on-redirect-chassis",
@@ -81,14 +81,9 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
     delta = PortsDelta()
     table = sb_desired.tables["Port_Binding"]
     routers: set[str] = set()
-    renumbered: set[str] = set()
     for port, new, networks in found:
         if networks is not None:
             _take_networks(port, networks, ports)
-            renumbered.add(port.dp.key)
-            peer = ports.peer_of(port)
-            if peer is not None and peer.is_lsp:
-                delta.rewired.add(peer.dp.key)
         for p in (port, ports.ports.get(port.cr_port or "")):
             if p is None:
                 continue
@@ -103,8 +98,6 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                 peer, ports, port.dp.nb.options.get("chassis")))
             delta.touch("sb", "Port_Binding", peer.name)
         routers.add(port.dp.key)
-    for name in readvertise(renumbered, ports, table):
-        delta.touch("sb", "Port_Binding", name)
     delta.flows = ports.next_to(routers)
     return delta
 
