@@ -759,16 +759,19 @@ def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str]) -> None:
 
 def _renumber(nb: Nb, world: World, beside: str) -> None:
     """lrp0's networks changed (a second IPv4 subnet and an IPv6 one), `beside`: "" on
-    the plain topology; "router" another router on sw0; "lb" lr0 with a load
-    balancer; "ipam" sw0 doing IPAM for a port asking for a dynamic address; "gateway"
-    lr9's gateway port on sw1 instead, its switch port advertising NAT addresses and
-    one NAT rule's external IP becoming the port's own."""
+    the plain topology; "router" another router on sw0; "lb" lr0 with a load balancer
+    whose VIP is on the new subnet; "ipam" sw0 doing IPAM for a port asking for a
+    dynamic address; "gateway" lr9's gateway port on sw1 instead, its switch port
+    advertising NAT addresses and one NAT rule's external IP becoming the port's own."""
     port, networks = "lrp0", ["10.0.0.1/24", "10.5.0.1/24", "fd00::1/64"]
     if beside == "router":
         nb.lr_add("lr1")
         nb.connect("sw0", "lr1", "lrp1", "00:00:00:00:ff:11", "10.0.0.2/24")
-    elif beside == "lb":
-        _lb_on(nb, "Logical_Router", "lr0")
+    elif beside == "lb":  # (its VIP reachable once lrp0 is on its network)
+        uuid = nb.db.insert("Load_Balancer", name="lb5", protocol="tcp",
+                            vips={"10.5.0.100:80": "10.0.0.11:80"})
+        nb.db.add_to("Logical_Router", nb.uuid("Logical_Router", "lr0"), "load_balancer",
+                     uuid)
     elif beside == "ipam":
         _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "10.0.0.0/24"})
         nb.lsp_add("sw0", "dyn0", addresses=["dynamic"])
@@ -1168,7 +1171,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("gateway port's networks changed, its switch port advertising NAT addresses",
      lambda nb, sb, w: _renumber(nb, w, "gateway"), IN_PLACE),
     ("router port's networks changed on a router with a load balancer",
-     lambda nb, sb, w: _renumber(nb, w, "lb"), FULL),
+     lambda nb, sb, w: _renumber(nb, w, "lb"), IN_PLACE),
     ("router port's networks changed on a switch doing IPAM for a dynamic address",
      lambda nb, sb, w: _renumber(nb, w, "ipam"), FULL),
     ("router port's external_ids set", lambda nb, sb, w: _lrp_set(

@@ -14,14 +14,15 @@ Rules kept here:
   and the datapaths of its router's peers have their flows built again
   (`PortsDelta.flows`).
 - `networks` (a subnet added to a router interface, IPv4 beside IPv6): refused on a
-  router with load balancers (the VIPs it answers for follow its networks) and on a
   port whose switch does IPAM for a port asking for or holding dynamic addresses (the
   port's IPs are taken there); else the port, its chassisredirect port and the
   switch port of type router peering it (whose "router" addresses are the port's)
   take the new networks. Its peer's `nat_addresses` are put again as above (a router
   port's own IPs are no NAT addresses; the ports advertising its router's other
   ports read theirs), and the flows other routers on its switch ask for there (which
-  read its networks) are the switch ports', built again with the switch.
+  read its networks) are the switch ports', built again with the switch. The VIPs of
+  its router's load balancers that it answers for follow its networks: the caller has
+  the load balancer data built again (`lb_incremental`).
 """
 
 from __future__ import annotations
@@ -104,9 +105,6 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
 
 def _networks_movable(port: Port, ports: PortsData) -> bool:
     """Whether the networks of router port `port` may change in place (see the rules)."""
-    router = port.dp.nb
-    if router.load_balancer or router.load_balancer_group:
-        return False
     peer = ports.peer_of(port)
     if peer is None or not peer.is_lsp or "subnet" not in peer.dp.nb.other_config:
         return True

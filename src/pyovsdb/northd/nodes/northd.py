@@ -573,7 +573,14 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if all(gateway_chassis_only(rc) for rc in delta.values()):
             return self._ha_groups(change, "Logical_Router_Port")
         if all(updatable(rc) for rc in delta.values()):
-            return self._applied(lrps_updated(delta, self.data.core.ports, self.data.sb))
+            handled = self._applied(lrps_updated(delta, self.data.core.ports, self.data.sb))
+            if handled is Handled.UNHANDLED or not any(
+                    "networks" in changed_columns(rc) and rc.new is not None
+                    and (port := self.data.core.ports.ports.get(rc.new.name)) is not None
+                    and _has_lbs(port.dp.nb) for rc in delta.values()):
+                return handled
+            self._lbs_for = ()  # (the VIPs a router answers for follow its networks)
+            return either(handled, self._lbs())
         names = self._count_names(delta)
         lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
         lr_changes = lr.delta if lr is not None and lr.updated else None
