@@ -785,6 +785,20 @@ def _renumber(nb: Nb, world: World, beside: str) -> None:
                  networks=networks)
 
 
+def _nested_then(nb: Nb, world: World, **cols: Any) -> None:
+    """A trunk's subport on vm1 (VLAN 101); then updated in `cols`, or deleted."""
+    nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"], parent_name="vm1",
+               tag_request=101)
+    world.settled()
+    uuid = nb.uuid("Logical_Switch_Port", "sub1")
+    if cols:
+        nb.db.update("Logical_Switch_Port", uuid, **cols)
+    else:
+        nb.db.transact([{"op": "mutate", "table": "Logical_Switch",
+                         "where": [["name", "==", "sw0"]],
+                         "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
+
+
 def _template_var(nb: Nb, world: World, how: str) -> None:
     """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
     cluster that uses load balancer templates); then (`how`) a value changed, or the
@@ -936,6 +950,15 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
          "mutations": [["ports", "delete",
                         ["set", [["uuid", nb.uuid("Logical_Switch_Port", "vm2")]]]]]}]),
      IN_PLACE),
+    ("nested port added (a trunk's subport: its parent, the VLAN it asks for)",
+     lambda nb, sb, w: nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"],
+                                  parent_name="vm1", tag_request=101), IN_PLACE),
+    ("nested port's addresses changed", lambda nb, sb, w: _nested_then(
+        nb, w, addresses=["00:00:00:00:00:32 10.0.0.32"]), IN_PLACE),
+    ("nested port deleted", lambda nb, sb, w: _nested_then(nb, w), IN_PLACE),
+    ("nested port asking its parent for any free VLAN (tag_request 0)",
+     lambda nb, sb, w: nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"],
+                                  parent_name="vm1", tag_request=0), FULL),
     ("lsp-add localnet", lambda nb, sb, w: nb.lsp_add("sw1", "ln1", type="localnet",
                                                    addresses=["unknown"],
                                                    options={"network_name": "phys"}),

@@ -7,9 +7,9 @@ Rules kept here:
   are what `build_core` would build from the same NB and SB contents. Whatever this
   cannot prove it handles exactly is refused (None) and the caller recomputes.
 - Handled: switch ports of type "", "localport", "virtual", "l2gateway", "remote" or
-  "localnet" (its VLAN its own `tag_request`, written back to `tag`; not on a switch a
-  gateway router is on) without a parent,
-  tag, tag request, HA chassis group,
+  "localnet" (not on a switch a gateway router is on), without a parent but for a
+  nested port asking for its VLAN (a trunk's subport), without a tag or tag request
+  but a localnet's or nested port's own (written back to `tag`), HA chassis group,
   mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
   dynamic_addresses, on a switch that has a datapath and no IPAM of its own or no port
   asking it for addresses (or one created or deleted with them, as
@@ -107,14 +107,13 @@ REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_bur
 def simple_lsp(row: IdlRow) -> bool:
     """Whether a switch port is one this module handles (see the module rules)."""
     kind = row.value("type")
-    localnet = kind == "localnet"
-    if kind not in IN_PLACE_TYPES or row.parent_name is not None \
+    request, tag = row.tag_request, row.tag
+    own_vlan = kind == "localnet" or (row.parent_name is not None and bool(request))
+    if kind not in IN_PLACE_TYPES or (row.parent_name is not None and not own_vlan) \
             or row.ha_chassis_group is not None or row.value("mirror_rules") or asks_ipam(row):
         return False
-    # (a localnet port's VLAN is its own request, copied to `tag`: no allocation)
-    request, tag = row.tag_request, row.tag
     if (request is not None or tag is not None) and not (
-            localnet and request and tag in (None, request)):
+            own_vlan and request and tag in (None, request)):
         return False
     options = row.options
     if any(k in options for k in REFUSED_OPTIONS):
@@ -505,9 +504,11 @@ def _insert_in_build_order(ports: PortsData, port: Port) -> None:
 def rebind(sb: Mapping[str, ReplicaTable], ports: PortsData, names: Iterable[str],
            sb_desired: DesiredDb, delta: PortsDelta) -> bool:
     """The bindings of the switch ports `names` (those there) put again as they are (a
-    chassis they ask for came or went); False, nothing done, where one is not simple."""
+    chassis they ask for came or went); False, nothing done, where one is not simple
+    or has a VLAN tag to write back to NB."""
     found = [ports.ports[n] for n in sorted(names) if n in ports.ports]
-    simple = all(p.is_lsp and simple_lsp(p.nb) for p in found)
+    simple = all(p.is_lsp and simple_lsp(p.nb) and p.nb.tag == p.nb.tag_request
+                 for p in found)
     if simple:
         _put_bindings(sb, ports, found, sb_desired, delta)
     return simple
