@@ -1355,7 +1355,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("SB IGMP group joined beside another", lambda nb, sb, w: _igmp(nb, sb, w, "second"),
      IN_PLACE),
     ("SB FDB learned for a live port", lambda nb, sb, w: _fdb(sb, "vm1"), IN_PLACE),
-    ("SB FDB learned for no port", lambda nb, sb, w: _fdb(sb, "vm1", 99), FULL),
+    ("SB FDB learned for no port (deleted)", lambda nb, sb, w: _fdb(sb, "vm1", 99),
+     IN_PLACE),
     # Chassis: `sync_cfg` recomputes (hv_cfg is a minimum over every chassis).
     ("SB chassis-add", lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2"), CFG),
     ("SB chassis-add named by a gateway chassis (its HA chassis row finds it)",
@@ -1591,3 +1592,19 @@ def test_the_ports_asking_for_a_chassis_are_the_live_ones(nb: Nb, sb: LocalDb) -
              if r.logical_port.startswith("pod")}
     assert {p: getattr(c, "name", None) for p, c in bound.items()} == {
         "pod4": "ch1", "pod5": "ch1"}
+
+
+def test_an_fdb_entry_of_no_port_is_deleted_in_place(nb: Nb, sb: LocalDb) -> None:
+    """ovn-controller learning on a port as it goes: the entry names a port key no port
+    holds, and northd deletes it without a recompute; one of a live port stays."""
+    world = World(nb, sb)
+    world.baseline = world.counts()
+    with world.change():
+        _fdb(sb, "vm1", 99)
+        pb = sb.tables["Port_Binding"].rows[_pb(sb, "vm2")]
+        sb.insert("FDB", mac="00:00:00:00:cc:02", dp_key=pb.datapath.tunnel_key,
+                  port_key=pb.tunnel_key)
+    world.northd.settle()
+    assert sorted(r.port_key for r in sb.tables["FDB"].rows.values()) == [
+        sb.tables["Port_Binding"].rows[_pb(sb, "vm2")].tunnel_key]
+    assert world.counts()["northd"][0] == world.baseline["northd"][0]

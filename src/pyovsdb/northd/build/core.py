@@ -131,29 +131,28 @@ def stale_fdb(table: ReplicaTable, datapaths: DatapathsData, ports: PortsData) -
 
 
 # The index of SB Datapath_Binding rows by `tunnel_key` that `graph.wire` adds to the
-# replica (for `fdb_ports_live`).
+# replica (for `fdb_stale`).
 DP_BY_TUNNEL_KEY = "tunnel_key"
 
 
-def fdb_ports_live(changes: Mapping[str, RowChange[IdlRow]],
-                   sb: Mapping[str, ReplicaTable], core: CoreData) -> bool | None:
-    """Whether every FDB entry of `changes` not going names, by tunnel keys, a datapath
-    and a port of it that this build holds (so `cleanup_fdb` would keep it), found
+def fdb_stale(changes: Mapping[str, RowChange[IdlRow]], sb: Mapping[str, ReplicaTable],
+              core: CoreData) -> set[str] | None:
+    """The FDB entries of `changes` not going that name, by tunnel keys, no datapath
+    and port of it that this build holds (so `cleanup_fdb` would delete them), found
     through the SB datapath bindings by tunnel key and the datapath's ports alone; None
     if SB has no such index."""
     table = sb.get("Datapath_Binding")
     index = table.indexes.get(DP_BY_TUNNEL_KEY) if table is not None else None
     if index is None or index.columns != ("tunnel_key",):
         return None
-    for rc in changes.values():
+    stale: set[str] = set()
+    for uuid, rc in changes.items():
         new = rc.new
-        if new is None:
-            continue
-        dp_key, port_key = new.dp_key, new.port_key
-        if not any(_holds(core, row, dp_key, port_key)
-                   for row in index.entries.get((dp_key,), {}).values()):
-            return False
-    return True
+        if new is not None and not any(
+                _holds(core, row, new.dp_key, new.port_key)
+                for row in index.entries.get((new.dp_key,), {}).values()):
+            stale.add(uuid)
+    return stale
 
 
 def _holds(core: CoreData, binding: IdlRow, dp_key: int, port_key: int) -> bool:

@@ -27,7 +27,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.chassis_incremental import chassis_changed, facts_kept
-from ..build.core import fdb_ports_live, held_tunnel_keys
+from ..build.core import fdb_stale, held_tunnel_keys
 from ..build.datapaths import datapath_key
 from ..build.delta import PortsDelta
 from ..build.igmp_incremental import igmp_changed
@@ -161,14 +161,24 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             and len(bindings.rows) == len(ports.ports) - len(ports.unbound)
 
     # FDB entries are read to delete those of no datapath or port: an entry learned
-    # for a live port, or one going, moves nothing.
+    # for a live port, or one going, moves nothing; one learned for no port (ovn-
+    # controller learning on a port as it goes) joins the entries to delete, and one
+    # gone leaves them.
     def on_fdb(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         core = self.data.core
-        live = fdb_ports_live(change.delta, self.sb_tables(), core)
-        if live is not None:
-            return Handled.HANDLED_UNCHANGED if live else Handled.UNHANDLED
+        stale = fdb_stale(change.delta, self.sb_tables(), core)
+        if stale is not None:
+            desired = self.data.sb.tables.get("FDB")
+            gone = {u for u, rc in change.delta.items() if rc.new is None} \
+                & (desired.delete if desired is not None else set())
+            if not stale and not gone:
+                return Handled.HANDLED_UNCHANGED
+            desired = self.data.sb.table("FDB", (), owned=False)
+            desired.delete = (desired.delete - gone) | stale
+            self.track().touch("sb", "FDB")
+            return Handled.HANDLED_UPDATED
         keys = held_tunnel_keys(core.datapaths, core.ports)
         return only(change, lambda rc: rc.new is None
                      or rc.new.port_key in keys.get(rc.new.dp_key, ()))
