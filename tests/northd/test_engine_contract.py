@@ -308,10 +308,12 @@ def _policies(nb: Nb, world: World, update: bool) -> None:
                  nexthops=["10.0.0.251", "10.0.0.252"])
 
 
-def _localnet_by_gateway(nb: Nb, world: World, gateway_router: bool) -> None:
+def _localnet_by_gateway(nb: Nb, world: World, gateway_router: bool,
+                         then_del: bool = False) -> None:
     """A router with a gateway port on sw1, or a gateway router (`options:chassis`)
     with a port on sw1 (counted from after it), then a localnet port on sw1 (the
-    gateway router's switch port's `nat_addresses` change)."""
+    gateway router's switch port's `nat_addresses` change); `then_del`: counted from
+    after that, the localnet port deleted."""
     if gateway_router:
         nb.lr_add("lr8", options={"chassis": "ch0"})
         nb.connect("sw1", "lr8", "lr8-sw1", "00:00:00:00:ff:08", "10.1.0.1/24")
@@ -320,6 +322,14 @@ def _localnet_by_gateway(nb: Nb, world: World, gateway_router: bool) -> None:
     world.settled()
     nb.lsp_add("sw1", "ln1", type="localnet", addresses=["unknown"],
                options={"network_name": "phys"})
+    if then_del:
+        world.settled()
+        nb.db.transact([{"op": "delete", "table": "Logical_Switch_Port",
+                         "where": [["name", "==", "ln1"]]},
+                        {"op": "mutate", "table": "Logical_Switch",
+                         "where": [["name", "==", "sw1"]], "mutations": [[
+                             "ports", "delete",
+                             ["set", [["uuid", nb.uuid("Logical_Switch_Port", "ln1")]]]]]}])
 
 
 def _localnet_del(nb: Nb, world: World) -> None:
@@ -972,7 +982,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lsp-add localnet on a switch with a distributed gateway port's peer",
      lambda nb, sb, w: _localnet_by_gateway(nb, w, False), IN_PLACE),
     ("lsp-add localnet on a switch with a gateway router's port",
-     lambda nb, sb, w: _localnet_by_gateway(nb, w, True), FULL),
+     lambda nb, sb, w: _localnet_by_gateway(nb, w, True), IN_PLACE),
+    ("lsp-del localnet on a switch with a gateway router's port",
+     lambda nb, sb, w: _localnet_by_gateway(nb, w, True, then_del=True), IN_PLACE),
     ("lsp-del localnet", lambda nb, sb, w: _localnet_del(nb, w), IN_PLACE),
     ("ls-add with a localnet port (a provider network)", lambda nb, sb, w: nb.db.transact([
         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "ln",

@@ -7,10 +7,10 @@ Rules kept here:
   are what `build_core` would build from the same NB and SB contents. Whatever this
   cannot prove it handles exactly is refused (None) and the caller recomputes.
 - Handled: switch ports of type "", "localport", "virtual", "l2gateway", "remote" or
-  "localnet" (not on a switch a gateway router is on), without a parent but for a
-  nested port asking for its VLAN (a trunk's subport), without a tag or tag request
-  but a localnet's or nested port's own (written back to `tag`), HA chassis group,
-  mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
+  "localnet" (a gateway router's GARP entry on its switch follows), without a parent
+  but for a nested port asking for its VLAN (a trunk's subport), without a tag or tag
+  request but a localnet's or nested port's own (written back to `tag`), HA chassis
+  group, mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
   dynamic_addresses, on a switch that has a datapath and no IPAM of its own or no port
   asking it for addresses (or one created or deleted with them, as
   `datapaths_incremental` handles it), while
@@ -89,7 +89,7 @@ from .ports import (
 )
 from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
-from .ports_router import ChassisLookup, router_port_binding
+from .ports_router import ChassisLookup, garp_again, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
 from .walk import PortWalk
 
@@ -284,12 +284,9 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         if port.type == "router":  # a switch disconnected from a router
             lrp = ports.peer_of(port)
             _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None))
-    # A localnet port changes what a gateway router on its switch writes (its switch
-    # port's `nat_addresses`): not on a switch with one. (The flows of the routers on
-    # it are built again.)
-    _need(not any(_gateway_peer(rp, ports) for key in step.localnet
-                  for rp in ports.router_ports.get(key, ()))
-          and not any(step.switch_of[u].uuid in step.localnet for u in step.pairs))
+    # (a localnet port moves the GARP entry of a gateway router's switch port there,
+    # put again after; not while such a port pairs in the same change)
+    _need(not any(step.switch_of[u].uuid in step.localnet for u in step.pairs))
     switch_rows = nb["Logical_Switch"].rows
     for key in switches - step.new_switches.keys():
         dp = step.datapaths.switches[key]
@@ -306,12 +303,6 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         else:
             ls_ports = ls_row.ports
         _need(not any(asks_ipam(p) for p in ls_ports))
-
-
-def _gateway_peer(lsp: Port, ports: PortsData) -> bool:
-    """Whether a switch's router port pairs with a gateway router's port."""
-    peer = ports.peer_of(lsp)
-    return peer is not None and "chassis" in peer.dp.nb.options
 
 
 def asks_ipam(row: IdlRow) -> bool:
@@ -420,6 +411,8 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
                                      if p.type == "localnet"]
         if not ports.localnet_ports[key]:
             del ports.localnet_ports[key]
+        for name in garp_again(key, ports, sb_desired.tables["Port_Binding"]):
+            delta.touch_unread(name)
     _put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
     for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)
         cr = ports.ports.get(lrp.cr_port or "")

@@ -314,6 +314,20 @@ def router_lsp_nat_addresses(lsp: Port, data: PortsData, gw_chassis: str | None)
     return out
 
 
+def garp_again(switch: str, data: PortsData, bindings: DesiredTable) -> list[str]:
+    """The `nat_addresses` of the ports on `switch` peering a gateway router put again
+    (their GARP entry follows the switch's localnet ports); their names."""
+    names: list[str] = []
+    for lsp in data.router_ports.get(switch, ()):
+        router = peer_router(lsp, data)
+        gw_chassis = router.nb.options.get("chassis") if router is not None else None
+        if gw_chassis is not None and lsp.name in bindings.rows:
+            bindings.set(lsp.name, nat_addresses=router_lsp_nat_addresses(lsp, data,
+                                                                         gw_chassis))
+            names.append(lsp.name)
+    return names
+
+
 CHASSIS_BY_NAME = "name"  # SB Chassis indexes the graph asks the replica for
 CHASSIS_BY_HOST = "hostname"
 
