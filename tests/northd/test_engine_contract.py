@@ -960,6 +960,19 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
          "mutations": [["ports", "delete",
                         ["set", [["uuid", nb.uuid("Logical_Switch_Port", "vm2")]]]]]}]),
      IN_PLACE),
+    ("lsp-set-type: a VIF made a localport", lambda nb, sb, w: nb.set(
+        "Logical_Switch_Port", "vm2", type="localport"), IN_PLACE),
+    ("lsp-set-type: a VIF made an l2gateway port", lambda nb, sb, w: nb.set(
+        "Logical_Switch_Port", "vm2", type="l2gateway",
+        options={"network_name": "phys", "l2gateway-chassis": "ch0"}), IN_PLACE),
+    ("lsp-set-type: a VIF made a localnet port", lambda nb, sb, w: nb.set(
+        "Logical_Switch_Port", "vm2", type="localnet", addresses=["unknown"],
+        options={"network_name": "phys"}), IN_PLACE),
+    ("lsp-set-type: a VIF made a virtual port (its binding inserted again)",
+     lambda nb, sb, w: nb.set("Logical_Switch_Port", "vm2", type="virtual", options={
+         "virtual-ip": "10.0.0.12", "virtual-parents": "vm1"}), FULL),
+    ("a VIF given a parent (its binding inserted again)", lambda nb, sb, w: nb.set(
+        "Logical_Switch_Port", "vm2", parent_name="vm1", tag_request=7), FULL),
     ("nested port added (a trunk's subport: its parent, the VLAN it asks for)",
      lambda nb, sb, w: nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"],
                                   parent_name="vm1", tag_request=101), IN_PLACE),

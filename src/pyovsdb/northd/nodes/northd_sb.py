@@ -205,9 +205,13 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             old, new = _rows(rc)
             if old is not None and new is not None:
                 cols = set(changed_columns(rc))
-                if cols & PB_READ:
-                    # (its own additional chassis, which its binding reads: a port
-                    # migrating, its binding put again below)
+                want = desired.rows.get(new.logical_port)
+                own = want is not None and "requested_additional_chassis" not in cols \
+                    and _same_binding(want, new)
+                if cols & PB_READ and not own:
+                    # (northd's own write come back, as desired (a port's type changed),
+                    # moves nothing; its own additional chassis, which its binding
+                    # reads: a port migrating, its binding put again below)
                     if cols & PB_READ != {"requested_additional_chassis"}:
                         return False
                     again.add(new.logical_port)
