@@ -809,6 +809,15 @@ def _nested_then(nb: Nb, world: World, **cols: Any) -> None:
                          "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
 
 
+def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
+    """vm2 made a virtual port with vm1 as its parent (Neutron's port whose IP others
+    list in their allowed address pairs); then updated in `cols`."""
+    nb.set("Logical_Switch_Port", "vm2", type="virtual", options={
+        "virtual-ip": "10.0.0.12", "virtual-parents": "vm1"})
+    world.settled()
+    nb.set("Logical_Switch_Port", "vm2", **cols)
+
+
 def _template_var(nb: Nb, world: World, how: str) -> None:
     """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
     cluster that uses load balancer templates); then (`how`) a value changed, or the
@@ -970,9 +979,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         options={"network_name": "phys"}), IN_PLACE),
     ("lsp-set-type: a VIF made a virtual port (its binding inserted again)",
      lambda nb, sb, w: nb.set("Logical_Switch_Port", "vm2", type="virtual", options={
-         "virtual-ip": "10.0.0.12", "virtual-parents": "vm1"}), FULL),
+         "virtual-ip": "10.0.0.12", "virtual-parents": "vm1"}), IN_PLACE),
+    ("lsp-set-type: a virtual port made a VIF again", lambda nb, sb, w: _virtual_then(
+        nb, w, type="", options={}), IN_PLACE),
     ("a VIF given a parent (its binding inserted again)", lambda nb, sb, w: nb.set(
-        "Logical_Switch_Port", "vm2", parent_name="vm1", tag_request=7), FULL),
+        "Logical_Switch_Port", "vm2", parent_name="vm1", tag_request=7), IN_PLACE),
     ("nested port added (a trunk's subport: its parent, the VLAN it asks for)",
      lambda nb, sb, w: nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"],
                                   parent_name="vm1", tag_request=101), IN_PLACE),
@@ -1633,3 +1644,28 @@ def test_an_fdb_entry_of_no_port_is_deleted_in_place(nb: Nb, sb: LocalDb) -> Non
     assert sorted(r.port_key for r in sb.tables["FDB"].rows.values()) == [
         sb.tables["Port_Binding"].rows[_pb(sb, "vm2")].tunnel_key]
     assert world.counts()["northd"][0] == world.baseline["northd"][0]
+
+
+def test_a_port_made_virtual_and_back_in_place(nb: Nb, sb: LocalDb) -> None:
+    """Neutron's VIP port: a VIF made virtual (its IP in others' allowed address
+    pairs), then a VIF again, then virtual again. Each time its binding is deleted and
+    inserted again, as 23.03 does, without a recompute; once the new row is back,
+    nothing is left to recreate."""
+    world = World(nb, sb)
+    virtual = {"type": "virtual", "options": {"virtual-ip": "10.0.0.12",
+                                              "virtual-parents": "vm1"}}
+    rows = [_pb(sb, "vm2")]
+    for cols in (virtual, {"type": "", "options": {}}, virtual):
+        world.settled()
+        with world.change():
+            nb.set("Logical_Switch_Port", "vm2", **cols)
+        world.northd.settle()
+        assert world.counts()["northd"][0] == world.baseline["northd"][0], cols
+        rows.append(_pb(sb, "vm2"))
+        assert sb.tables["Port_Binding"].rows[rows[-1]].type == cols["type"]
+    assert len(set(rows)) == 4
+    engine = world.northd.driver.engine
+    assert engine is not None
+    data = engine.node_data("northd")
+    assert not data.core.ports.recreated and not data.core.ports.replaced
+    assert not data.sb.tables["Port_Binding"].replace

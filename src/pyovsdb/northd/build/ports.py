@@ -280,7 +280,7 @@ def datapath_keys(sb: Mapping[str, ReplicaTable]) -> Mapping[str, str]:
     return DatapathKeys(sb)
 
 
-def _type_changed(pb: IdlRow, lsp: IdlRow) -> bool:
+def type_changed(pb: IdlRow, lsp: IdlRow) -> bool:
     """`lsp_is_type_changed` where it asks for the binding to be recreated."""
     sb_type, nb_type = str(pb.value("type")), str(lsp.value("type"))
     if not sb_type and not nb_type:
@@ -320,7 +320,7 @@ def build_ports(inp: BuildInput, datapaths: DatapathsData) -> PortsData:
                 continue
             port = Port(name, dp, PortKind.SWITCH, lsp)
             pb = existing.get(name)
-            if pb is not None and _type_changed(pb, lsp):
+            if pb is not None and type_changed(pb, lsp):
                 pb = None
                 data.retyped.add(name)
             keep(port, pb)

@@ -89,6 +89,7 @@ from .ports import (
 )
 from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
+from .ports_retyped import recreate, retyped_ports, settled
 from .ports_router import ChassisLookup, garp_again, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
 from .walk import PortWalk
@@ -206,11 +207,7 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
             cols = set(changed_columns(rc))
             if cols <= ignored:
                 continue
-            # (a binding changing to or from virtual, or gaining or losing a parent,
-            # is deleted and inserted again by 23.03: not here)
-            _need("name" not in cols and "parent_name" not in cols and simple_lsp(old)
-                  and simple_lsp(new) and ("type" not in cols or "virtual" not in (
-                      old.value("type"), new.value("type"))))
+            _need("name" not in cols and simple_lsp(old) and simple_lsp(new))
             step.updated[uuid] = new
         elif new is not None:
             _need(simple_lsp(new) or router_lsp(new))
@@ -277,7 +274,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         name = row.value("name")
         port = ports.ports.get(name)
         _need(port is not None and port.is_lsp and port.nb.uuid == uuid
-              and name not in ports.recreated)
+              and (name not in ports.recreated or uuid in step.updated))
         # Deleted: no other port of that name takes its place.
         _need(step.names[name] == (1 if uuid in step.updated else 0))
         assert port is not None
@@ -376,6 +373,9 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         if lsp_nb is not None and lsp_nb.rows.pop(uuid, None) is not None:
             delta.touch("nb", "Logical_Switch_Port", uuid)
     changed: list[Port] = []
+    retyped = retyped_ports(step.updated.values(), found)  # (their bindings inserted again)
+    for name in ports.recreated & {r.value("name") for r in step.updated.values()} - retyped.keys():
+        settled(name, ports, sb_desired.tables["Port_Binding"])  # (its new binding in SB)
     for row in step.updated.values():
         old = ports.ports[row.value("name")]
         port = Port(old.name, old.dp, PortKind.SWITCH, row, tunnel_key=old.tunnel_key)
@@ -393,10 +393,12 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     # Every other port of these switches keeps its key (its binding holds it), as a
     # recompute would see it now; then the new ones take keys in name order.
     for key in sorted(touched):
-        space = _held_keys(step, key, found, dp_keys)
-        for p in sorted((p for p in new_ports if p.dp.key == key),
+        space = _held_keys(step, key, found, dp_keys, retyped)
+        for p in sorted((p for p in [*new_ports, *map(ports.ports.get, retyped)]
+                         if p is not None and p.dp.key == key),
                         key=lambda p: (p.name, p.nb.uuid)):
             p.tunnel_key = _allocate(space)
+    recreate(retyped, ports, sb_desired, delta)
     for port in new_ports:
         _insert_in_build_order(ports, port)
         ports.unbound.add(port.name)  # (no binding: checked above)
@@ -464,13 +466,15 @@ def refresh_datapaths(keys: Collection[str], by_key: dict[str, Datapath],
 
 
 def _held_keys(step: _Step, key: str, found: Mapping[str, list[IdlRow]],
-               dp_keys: Mapping[str, str]) -> TunnelKeys:
+               dp_keys: Mapping[str, str], retyped: Collection[str]) -> TunnelKeys:
     """Datapath `key`'s port key space with every port of it holding its key, as a
     recompute would see them now: each has its binding (the first by UUID, now the
-    port's `sb`) on that datapath with that key, and requests none."""
+    port's `sb`) on that datapath with that key, and requests none; but `retyped`."""
     hi = PORT_KEY_MAX_VXLAN if step.datapaths.vxlan_mode else PORT_KEY_MAX
     space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
     for p in step.ports.by_datapath.get(key, []):
+        if p.name in retyped:
+            continue
         _need(not smap_int(p.options, "requested-tnl-key"))
         pbs = found.get(p.name, [])
         pb = min(pbs, key=lambda r: r.uuid) if pbs else None
@@ -758,7 +762,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
         doomed_binding |= port.name in found
     new_ports: list[Port] = []
     for key in sorted(touched):
-        space = _held_keys(step, key, found, dp_keys)
+        space = _held_keys(step, key, found, dp_keys, ())
         dp = datapaths.routers[key]
         rows = sorted((lrp_rows[u] for u, lr in added.items() if lr.uuid == key),
                       key=lambda r: (r.name, r.uuid))

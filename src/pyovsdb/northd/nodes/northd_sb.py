@@ -34,6 +34,7 @@ from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
 from ..build.ports_incremental import rebind
+from ..build.ports_retyped import settled
 from ..build.walk import PortWalk, resort_router_ports
 from ..desired import Ref, single
 from .tables import TableChange, Tables, only
@@ -231,6 +232,9 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                     or qos(new.logical_port))
             if new is None:
                 assert old is not None
+                if ports is not None and old.uuid in ports.replaced:
+                    ports.replaced.discard(old.uuid)  # (a port's old binding, gone)
+                    return True
                 return old.logical_port not in desired.rows
             want = desired.rows.get(new.logical_port)
             if want is None or not _same_binding(want, new):
@@ -245,6 +249,8 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             self.data.core.ports.unbound.discard(new.logical_port)
             if port is not None:
                 port.sb = new  # (the builders read the binding as it is now)
+                if port.name in self.data.core.ports.recreated:
+                    settled(port.name, self.data.core.ports, desired)
             return True
 
         claimed: dict[str, set[str | None]] = {}
