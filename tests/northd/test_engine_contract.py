@@ -1654,6 +1654,11 @@ def test_a_port_made_virtual_and_back_in_place(nb: Nb, sb: LocalDb) -> None:
     world = World(nb, sb)
     virtual = {"type": "virtual", "options": {"virtual-ip": "10.0.0.12",
                                               "virtual-parents": "vm1"}}
+    with world.change():  # (claimed: up; its new binding is not)
+        sb.update("Port_Binding", _pb(sb, "vm2"), chassis=world.chassis, up=True)
+    world.northd.settle()
+    lsp = nb.uuid("Logical_Switch_Port", "vm2")
+    assert nb.db.tables["Logical_Switch_Port"].rows[lsp].value("up") == (True,)
     rows = [_pb(sb, "vm2")]
     for cols in (virtual, {"type": "", "options": {}}, virtual):
         world.settled()
@@ -1663,6 +1668,7 @@ def test_a_port_made_virtual_and_back_in_place(nb: Nb, sb: LocalDb) -> None:
         assert world.counts()["northd"][0] == world.baseline["northd"][0], cols
         rows.append(_pb(sb, "vm2"))
         assert sb.tables["Port_Binding"].rows[rows[-1]].type == cols["type"]
+        assert nb.db.tables["Logical_Switch_Port"].rows[lsp].value("up") == (False,)
     assert len(set(rows)) == 4
     engine = world.northd.driver.engine
     assert engine is not None

@@ -32,7 +32,7 @@ from ..build.datapaths import datapath_key
 from ..build.delta import PortsDelta
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
-from ..build.ports import PB_BY_NAME, Port, existing_port_bindings
+from ..build.ports import PB_BY_NAME, Port, existing_port_bindings, type_changed
 from ..build.ports_incremental import rebind
 from ..build.ports_retyped import settled
 from ..build.walk import PortWalk, resort_router_ports
@@ -232,8 +232,12 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                     or qos(new.logical_port))
             if new is None:
                 assert old is not None
-                if ports is not None and old.uuid in ports.replaced:
-                    ports.replaced.discard(old.uuid)  # (a port's old binding, gone)
+                port = ports.ports.get(old.logical_port) if ports is not None else None
+                if port is not None and ports is not None and old.uuid in ports.replaced \
+                        and port.is_lsp \
+                        and type_changed(old, port.nb) and _refers(
+                            Ref("Datapath_Binding", port.dp.key), old.datapath):
+                    ports.replaced.discard(old.uuid)  # (a retyped port's old binding)
                     return True
                 return old.logical_port not in desired.rows
             want = desired.rows.get(new.logical_port)

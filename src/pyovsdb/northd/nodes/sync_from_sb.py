@@ -36,6 +36,7 @@ from ..build.delta import PortsDelta
 from ..build.ha_chassis import copy_groups, port_group_name, with_ref_chassis
 from ..build.inputs import BuildInput
 from ..build.lsp_up import port_up, switch_ports
+from ..build.ports import PB_BY_NAME
 from ..build.ref_chassis import RefChassis
 from ..desired import DesiredDb, DesiredTable, single
 from .northd import NorthdData, NorthdNode
@@ -134,10 +135,14 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
             if lsp is None:
                 continue
             if new is None:
-                if data.up.pop(lsp.uuid, None) is not None:
-                    self.track().lsps.add(lsp.uuid)
-                    changed = True
-                continue
+                # (a binding deleted while another of its name stays, as when one is
+                # inserted again for a port whose type changed: that one decides)
+                new = _other_binding(change.data, row)
+                if new is None:
+                    if data.up.pop(lsp.uuid, None) is not None:
+                        self.track().lsps.add(lsp.uuid)
+                        changed = True
+                    continue
             up = port_up(lsp, new)
             if data.up.get(lsp.uuid) != up:
                 data.up[lsp.uuid] = up
@@ -211,3 +216,13 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
                 "other_config" not in columns
                 or rc.old.other_config.get(NOTIF) == rc.new.other_config.get(NOTIF))
         return only(change, ok)
+
+
+def _other_binding(table: ReplicaTable, gone: IdlRow) -> IdlRow | None:
+    """A Port_Binding row naming the same logical port as the deleted row `gone`
+    (the first by UUID), if one is left."""
+    index = table.indexes.get(PB_BY_NAME)
+    rows = index.entries.get((gone.logical_port,), {}).values() if index is not None \
+        else [r for r in table.rows.values() if r.logical_port == gone.logical_port]
+    left = [r for r in rows if r.uuid != gone.uuid]
+    return min(left, key=lambda r: r.uuid) if left else None
