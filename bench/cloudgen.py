@@ -154,6 +154,15 @@ def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[
         "network update (Neutron: its name and revision in external_ids)": lambda i: [
             "set", "Logical_Switch", f"ls{s}", f'external_ids:"neutron:network_name"=n{i}',
             f'external_ids:"neutron:revision_number"={i + 2}'],
+        "VIP port made virtual (others list its IP; its binding inserted again)":
+            lambda i: ["lsp-set-type", f"vm-{s}-2", "virtual", "--", "lsp-set-options",
+                       f"vm-{s}-2", f"virtual-ip={net}.12",
+                       f"virtual-parents=vm-{s}-0,vm-{s}-1"],
+        "VIP port made a VIF again": lambda i: [
+            "lsp-set-type", f"vm-{s}-2", "", "--", "lsp-set-options", f"vm-{s}-2"],
+        "subnet added to a router interface (its networks)": lambda i: [
+            "set", "Logical_Router_Port", f"lr{r}-ls{s}",
+            f'networks="{net}.1/24","fd00:{i + 1:x}::1/64"'],
         "router update (Neutron: its name and revision in external_ids)": lambda i: [
             "set", "Logical_Router", f"lr{r}", f'external_ids:"neutron:router_name"=r{i}',
             f'external_ids:"neutron:revision_number"={i + 2}'],
