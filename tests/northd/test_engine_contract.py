@@ -758,13 +758,18 @@ def _key_of(sb: LocalDb, name: str) -> str:
                     if r.external_ids.get("name") == name))
 
 
-def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str]) -> None:
+def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str],
+                  lrp_mac: bool = False) -> None:
     """sw1 given a subnet and a port asking for a dynamic address; then the switch's
-    `other_config` set to `other_config`."""
+    `other_config` set to `other_config`, or (`lrp_mac`) lrp0's MAC changed."""
     _dp_set(nb, "Logical_Switch", "sw1", other_config={"subnet": "10.9.0.0/24"})
     nb.lsp_add("sw1", "dyn1", addresses=["dynamic"])
     world.settled()
-    _dp_set(nb, "Logical_Switch", "sw1", other_config=other_config)
+    if lrp_mac:  # (to the MAC IPAM gave dyn1, which keeps it)
+        dyn = nb.db.tables["Logical_Switch_Port"].rows[nb.uuid("Logical_Switch_Port", "dyn1")]
+        nb.set("Logical_Router_Port", "lrp0", mac=dyn.dynamic_addresses.split()[0])
+    else:
+        _dp_set(nb, "Logical_Switch", "sw1", other_config=other_config)
 
 
 def _renumber(nb: Nb, world: World, beside: str) -> None:
@@ -1231,6 +1236,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _renumber(nb, w, "gateway"), IN_PLACE),
     ("router port's networks changed on a router with a load balancer",
      lambda nb, sb, w: _renumber(nb, w, "lb"), IN_PLACE),
+    ("router port's MAC changed", lambda nb, sb, w: _lrp_set(
+        nb, w, False, mac="00:00:00:00:ff:55"), IN_PLACE),
+    ("router port's MAC changed to one IPAM handed out (on another switch)",
+     lambda nb, sb, w: _dynamic_then(nb, w, {"subnet": "10.9.0.0/24"}, lrp_mac=True),
+     IN_PLACE),
     ("router port's networks changed on a switch doing IPAM for a dynamic address",
      lambda nb, sb, w: _renumber(nb, w, "ipam"), FULL),
     ("router port's external_ids set", lambda nb, sb, w: _lrp_set(

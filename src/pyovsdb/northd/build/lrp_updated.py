@@ -1,6 +1,6 @@
 """Router ports updated in place in what their own bindings and the flows read: their
 `external_ids`, `enabled`, `ipv6_ra_configs`, the options only the flows read, and
-their `networks`.
+their `networks` and MAC.
 
 Rules kept here:
 - Handled: an update of a router port the build has (the same row UUID under the same
@@ -13,9 +13,11 @@ Rules kept here:
   (`reside-on-redirect-chassis` adds the port's own GARP entry there); its router
   and the datapaths of its router's peers have their flows built again
   (`PortsDelta.flows`).
-- `networks` (a subnet added to a router interface, IPv4 beside IPv6): refused on a
-  port whose switch does IPAM for a port asking for or holding dynamic addresses (the
-  port's IPs are taken there); else the port, its chassisredirect port and the
+- `networks` (a subnet added to a router interface, IPv4 beside IPv6) and `mac`:
+  refused on a port whose switch does IPAM for a port asking for or holding dynamic
+  addresses (the port's IPs are taken there; IPAM keeps a dynamic MAC it gave even
+  where a router port's MAC is the same, and any new one is a recompute's); else the
+  port, its chassisredirect port and the
   switch port of type router peering it (whose "router" addresses are the port's)
   take the new networks. Its peer's `nat_addresses` are put again as above (a router
   port's own IPs are no NAT addresses; the ports advertising its router's other
@@ -39,7 +41,9 @@ from .ports_addresses import Addresses, lrp_networks
 from .ports_incremental import asks_ipam
 from .ports_router import router_lsp_nat_addresses, router_port_binding
 
-COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks"))
+COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks",
+                     "mac"))
+ADDRESSES = frozenset(("networks", "mac"))
 FLOW_OPTIONS = frozenset(("gateway_mtu", "gateway_mtu_bypass", "reside-on-redirect-chassis",
                           "dynamic-routing", "routing-protocols"))
 
@@ -59,7 +63,8 @@ def updatable(rc: RowChange[IdlRow]) -> bool:
     return columns <= COLUMNS and "mcast_flood" not in old.options \
         and "mcast_flood" not in new.options \
         and ("options" not in columns or _changed_options(old, new) <= FLOW_OPTIONS) \
-        and ("networks" not in columns or lrp_networks(new.mac, new.networks) is not None)
+        and (columns.isdisjoint(ADDRESSES)
+             or lrp_networks(new.mac, new.networks) is not None)
 
 
 def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
@@ -74,7 +79,8 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
         if port is None or not port.is_lrp or port.nb.uuid != uuid:
             return None
         networks = None
-        if "networks" in changed_columns(rc):
+        columns = set(changed_columns(rc))
+        if not columns.isdisjoint(ADDRESSES):
             if not _networks_movable(port, ports):
                 return None
             networks = lrp_networks(new.mac, new.networks)
