@@ -823,6 +823,36 @@ def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
     nb.set("Logical_Switch_Port", "vm2", **cols)
 
 
+def _external(nb: Nb, world: World, how: str) -> None:
+    """HA chassis groups g1 (ch0) and g2 (ch0, ch1) made first; then an external port
+    on sw0 using g1 (`how`: "add"), or that port made first and then (`how`) a
+    second one of g1 added, it deleted, or it moved to g2."""
+    for name, members in (("g1", ["ch0"]), ("g2", ["ch0", "ch1"])):
+        nb.db.transact([
+            *({"op": "insert", "table": "HA_Chassis", "uuid-name": f"h{i}",
+               "row": {"chassis_name": ch, "priority": 10 - i}}
+              for i, ch in enumerate(members)),
+            {"op": "insert", "table": "HA_Chassis_Group", "uuid-name": "g",
+             "row": {"name": name, "ha_chassis": ["set", [["named-uuid", f"h{i}"]
+                                                          for i in range(len(members))]]}}])
+    g1 = nb.uuid("HA_Chassis_Group", "g1")
+    if how != "add":
+        nb.lsp_add("sw0", "bm1", type="external", addresses=["00:00:00:00:00:51 10.0.0.51"],
+                   ha_chassis_group=g1)
+        world.settled()
+    if how in ("add", "second"):
+        nb.lsp_add("sw0", f"bm{2 if how == 'second' else 1}", type="external",
+                   addresses=["00:00:00:00:00:52 10.0.0.52"], ha_chassis_group=g1)
+    elif how == "del":
+        nb.db.transact([{"op": "mutate", "table": "Logical_Switch",
+                         "where": [["name", "==", "sw0"]], "mutations": [[
+                             "ports", "delete",
+                             ["set", [["uuid", nb.uuid("Logical_Switch_Port", "bm1")]]]]]}])
+    else:
+        nb.set("Logical_Switch_Port", "bm1",
+               ha_chassis_group=nb.uuid("HA_Chassis_Group", "g2"))
+
+
 def _template_var(nb: Nb, world: World, how: str) -> None:
     """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
     cluster that uses load balancer templates); then (`how`) a value changed, or the
@@ -989,6 +1019,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         nb, w, type="", options={}), IN_PLACE),
     ("a VIF given a parent (its binding inserted again)", lambda nb, sb, w: nb.set(
         "Logical_Switch_Port", "vm2", parent_name="vm1", tag_request=7), IN_PLACE),
+    ("external port added (a baremetal port, its NB HA chassis group)",
+     lambda nb, sb, w: _external(nb, w, "add"), IN_PLACE),
+    ("external port added beside another of the same group",
+     lambda nb, sb, w: _external(nb, w, "second"), IN_PLACE),
+    ("external port deleted (its group's last)", lambda nb, sb, w: _external(nb, w, "del"),
+     IN_PLACE),
+    ("external port moved to another group", lambda nb, sb, w: _external(nb, w, "move"),
+     IN_PLACE),
     ("nested port added (a trunk's subport: its parent, the VLAN it asks for)",
      lambda nb, sb, w: nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"],
                                   parent_name="vm1", tag_request=101), IN_PLACE),

@@ -128,3 +128,33 @@ def _put_again(sb_desired: DesiredDb, name: str, members: list[tuple[str, int]],
     for old in set(old_keys) - set(new_keys):
         del chassis.rows[old]
         delta.touch("sb", "HA_Chassis", old)
+
+
+def group_names(rows: Iterable[IdlRow]) -> set[str]:
+    """The NB HA chassis groups the external switch ports `rows` use, by name."""
+    return {str(group.name) for row in rows if row.value("type") == "external"
+            and isinstance(group := row.ha_chassis_group, IdlRow)}
+
+
+def groups_used(names: set[str], ports: PortsData, sb_desired: DesiredDb,
+                delta: PortsDelta) -> None:
+    """The SB groups `names` (external switch ports came to use them, or stopped) put
+    again as their users read them now, or taken away with their HA chassis where no
+    port uses them any more (`ha_chassis`: a group exists while a port uses it)."""
+    found: dict[str, list[tuple[str, int]]] = {}
+    for port in _users(ports, True):
+        group = port_group(port)
+        if group is not None and group[0] in names:
+            found[group[0]] = group[1]
+    for name in sorted(names):
+        if name in found:
+            _put_again(sb_desired, name, found[name], delta)
+            continue
+        groups, chassis = (sb_desired.tables.get(t) for t in ("HA_Chassis_Group",
+                                                                "HA_Chassis"))
+        row = groups.rows.pop(name, None) if groups is not None else None
+        if row is not None:
+            delta.touch("sb", "HA_Chassis_Group", name)
+            for ref in row["ha_chassis"]:
+                if chassis is not None and chassis.rows.pop(ref.key, None) is not None:
+                    delta.touch("sb", "HA_Chassis", ref.key)

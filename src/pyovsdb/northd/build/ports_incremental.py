@@ -1,37 +1,34 @@
 """Switch ports added, deleted or updated without rebuilding the core: the common case
 of an `lsp-add`, `lsp-del` or `lsp-set-addresses` of an ordinary VIF (OVN 23.09 made the
-same case incremental in its `northd` node).
+same case incremental in its `northd` node), and more.
 
 Rules kept here:
 - Correctness first: the core data and the desired SB and NB tables this leaves behind
   are what `build_core` would build from the same NB and SB contents. Whatever this
   cannot prove it handles exactly is refused (None) and the caller recomputes.
-- Handled: switch ports of type "", "localport", "virtual", "l2gateway", "remote" or
-  "localnet" (a gateway router's GARP entry on its switch follows), without a parent
-  but for a nested port asking for its VLAN (a trunk's subport), without a tag or tag
-  request but a localnet's or nested port's own (written back to `tag`), HA chassis
-  group, mirror rules, QoS options, requested tunnel key, "router" or dynamic addresses or
-  dynamic_addresses, on a switch that has a datapath and no IPAM of its own or no port
-  asking it for addresses (or one created or deleted with them, as
-  `datapaths_incremental` handles it), while
-  every dynamic address elsewhere is settled (NB holds what IPAM decided) and SB has no
-  IGMP groups (the address sets of its port groups follow it:
-  `groups_incremental.member_sets`); not named by a load balancer's port mappings, not
-  sharing its name with another switch or router port, not taking over a binding of
-  its name. A port's binding is rebuilt from the same function a recompute uses.
+- Handled: switch ports of the `IN_PLACE_TYPES` (a gateway router's GARP entry follows
+  a localnet port; an external port's SB group, `ha_groups_incremental.groups_used`),
+  without a parent but a nested port asking for its VLAN (a trunk's subport), without
+  a tag or request but a localnet's or nested port's own (written back to `tag`), an
+  HA chassis group but an external port's, mirror rules, QoS options, requested
+  tunnel key, "router" or dynamic addresses or dynamic_addresses, on a switch with a
+  datapath and no IPAM of its own or no port asking it for addresses (or one created
+  or deleted with them, as `datapaths_incremental` handles it), while every dynamic
+  address elsewhere is settled (NB holds what IPAM decided) and SB has no IGMP groups
+  (its port groups' address sets follow it: `groups_incremental.member_sets`); not
+  named by a load balancer's port mappings, not sharing its name with another switch
+  or router port, not taking over a binding of its name. A port's binding is rebuilt
+  from the same function a recompute uses.
 - A switch connected to or disconnected from a router (a router-type port paired with
   a router port, added with it, before it or after it, or deleted with it, before it or
-  after it), in the plain case `peers_incremental` takes: each binding follows its
-  peer.
+  after it), in the plain case `peers_incremental` takes: each binding follows its peer.
 - Tunnel keys as a recompute gives them: every other port of the switch must hold its
   key in its SB binding (so a recompute keeps it), none requests one; the new ports of
   the switch then take keys after the highest one, in name order.
 - The switch's fixed multicast groups are rebuilt from its ports; the MAC bindings and
-  FDB entries a recompute deletes are computed again when a port goes.
-- The result says which desired rows changed, per table (`PortsDelta`), so the sync
-  plans only those.
+  FDB entries a recompute deletes are computed again when a port goes. The result says
+  which desired rows changed, per table (`PortsDelta`), so the sync plans only those.
 """
-
 from __future__ import annotations
 
 from collections import Counter
@@ -58,6 +55,7 @@ from .gateways_incremental import (
     remove_redirect,
 )
 from .ha_chassis import with_ref_chassis
+from .ha_groups_incremental import group_names, groups_used
 from .ipam import switch_ipam
 from .mcast_groups import (
     MC_FLOOD,
@@ -96,11 +94,11 @@ from .walk import PortWalk
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
-# Switch port types taken in place: VIFs, localnet ports (provider networks), l2gateway
-# and remote ports, localports (OpenStack's metadata port of every network) and virtual
-# ports (a VIP its parents claim); their bindings read the port alone, and `lflow`
-# builds the switch again whole for any but a VIF.
-IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual", "l2gateway", "remote"))
+# Switch port types taken in place (bindings read the port alone; `lflow` builds the
+# switch whole for any but a VIF): VIFs, localnet, l2gateway, remote, localport (each
+# OpenStack network's metadata port), virtual (a VIP its parents claim), external.
+IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual", "l2gateway", "remote",
+                            "external"))
 # Options that make a port's binding depend on state beyond the port itself.
 REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_burst")
 
@@ -111,7 +109,8 @@ def simple_lsp(row: IdlRow) -> bool:
     request, tag = row.tag_request, row.tag
     own_vlan = kind == "localnet" or (row.parent_name is not None and bool(request))
     if kind not in IN_PLACE_TYPES or (row.parent_name is not None and not own_vlan) \
-            or row.ha_chassis_group is not None or row.value("mirror_rules") or asks_ipam(row):
+            or (row.ha_chassis_group is not None and kind != "external") \
+            or row.value("mirror_rules") or asks_ipam(row):
         return False
     if (request is not None or tag is not None) and not (
             own_vlan and request and tag in (None, request)):
@@ -284,8 +283,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         if port.type == "router":  # a switch disconnected from a router
             lrp = ports.peer_of(port)
             _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None))
-    # (a localnet port moves the GARP entry of a gateway router's switch port there,
-    # put again after; not while such a port pairs in the same change)
+    # (a localnet port moves a gateway router's GARP entry: not while that one pairs)
     _need(not any(step.switch_of[u].uuid in step.localnet for u in step.pairs))
     switch_rows = nb["Logical_Switch"].rows
     for key in switches - step.new_switches.keys():
@@ -373,6 +371,8 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         if lsp_nb is not None and lsp_nb.rows.pop(uuid, None) is not None:
             delta.touch("nb", "Logical_Switch_Port", uuid)
     changed: list[Port] = []
+    used = group_names([*step.deleted.values(), *step.inserted.values(), *step.updated.values(),
+                        *(ports.ports[r.value("name")].nb for r in step.updated.values())])
     retyped = retyped_ports(step.updated.values(), found)  # (their bindings inserted again)
     for name in ports.recreated & {r.value("name") for r in step.updated.values()} - retyped.keys():
         settled(name, ports, sb_desired.tables["Port_Binding"])  # (its new binding in SB)
@@ -390,8 +390,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         port = Port(row.value("name"), dp, PortKind.SWITCH, row)
         parse_switch_addresses(port)
         new_ports.append(port)
-    # Every other port of these switches keeps its key (its binding holds it), as a
-    # recompute would see it now; then the new ones take keys in name order.
+    # Other ports keep their keys (held by their bindings), then new ones take keys.
     for key in sorted(touched):
         space = _held_keys(step, key, found, dp_keys, retyped)
         for p in sorted((p for p in [*new_ports, *map(ports.ports.get, retyped)]
@@ -419,6 +418,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         for name in garp_again(key, ports, sb_desired.tables["Port_Binding"]):
             delta.touch_unread(name)
     _put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
+    groups_used(used, ports, sb_desired, delta)  # (external ports' groups)
     for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)
         cr = ports.ports.get(lrp.cr_port or "")
         for p in (lrp, cr) if cr is not None else (lrp,):
