@@ -145,6 +145,16 @@ def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[
                 f"public-{name}", "router", "--", "lsp-set-options", f"public-{name}",
                 f"router-port={name}-gw"]
 
+    def gateway_set(i: int) -> list[str]:
+        name, ip = f"lry{i}", f"100.64.252.{i + 1}"
+        return ["lr-add", name, "--", "lrp-add", name, f"{name}-gw", _mac(7, i), f"{ip}/16",
+                "--", "lrp-set-gateway-chassis", f"{name}-gw", "gw1", "10", "--", "lsp-add",
+                "public", f"public-{name}", "--", "lsp-set-type", f"public-{name}",
+                "router", "--", "lsp-set-addresses", f"public-{name}", "router", "--",
+                "lsp-set-options", f"public-{name}", f"router-port={name}-gw",
+                "nat-addresses=router", "--", "lr-nat-add", name, "snat", ip,
+                f"10.251.{i}.0/24", "--", "lr-route-add", name, "0.0.0.0/0", "100.64.0.1"]
+
     return {
         "vm add (VIF on a tenant switch)": lambda i: [
             "lsp-add", f"ls{s}", f"vmx{i}", "--", "lsp-set-addresses", f"vmx{i}",
@@ -177,6 +187,11 @@ def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[
         "router interface del (lrp-del, ls-del)": lambda i: [
             "lrp-del", f"lr{r}-netx{i}", "--", "ls-del", f"netx{i}"],
         "router with gateway add (lr-add, gateway lrp-add, port on public)": router,
+        "router with gateway set (Neutron: gateway port, SNAT, default route)": gateway_set,
+        "router gateway clear (the one above: gateway port, SNAT, route deleted)":
+            lambda i: ["lrp-del", f"lry{i}-gw", "--", "lsp-del", f"public-lry{i}", "--",
+                       "lr-nat-del", f"lry{i}", "snat", f"100.64.252.{i + 1}", "--",
+                       "lr-route-del", f"lry{i}"],
         "network with a router-type port first (ls-add, lsp-add naming no port yet)":
             lambda i: ["ls-add", f"nety{i}", "--", "lsp-add", f"nety{i}", f"nety{i}-lr",
                        "--", "lsp-set-type", f"nety{i}-lr", "router", "--",

@@ -853,6 +853,55 @@ def _external(nb: Nb, world: World, how: str) -> None:
                ha_chassis_group=nb.uuid("HA_Chassis_Group", "g2"))
 
 
+def _gateway_with_snat(nb: Nb, world: World, nat_before: bool) -> None:
+    """Neutron's router-gateway-set on lr0, in one transaction: its gateway port on
+    sw1 (gateway chassis ch0, the switch port advertising NAT addresses), the SNAT
+    rule of its network and the default route; `nat_before`: a floating IP already
+    on lr0 (counted from after it)."""
+    if nat_before:
+        nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="dnat_and_snat",
+                     external_ip="172.16.0.50", logical_ip="10.0.0.11")
+        world.settled()
+    nb.db.transact([
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+         "row": {"name": "lr0-gw-ch0", "chassis_name": "ch0", "priority": 10}},
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": "lr0-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.1/24",
+                 "gateway_chassis": ["named-uuid", "gc"]}},
+        {"op": "insert", "table": "NAT", "uuid-name": "snat",
+         "row": {"type": "snat", "external_ip": "172.16.0.1", "logical_ip": "10.0.0.0/24"}},
+        {"op": "insert", "table": "Logical_Router_Static_Route", "uuid-name": "dflt",
+         "row": {"ip_prefix": "0.0.0.0/0", "nexthop": "172.16.0.254"}},
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "insert", ["named-uuid", "gw"]],
+                       ["nat", "insert", ["named-uuid", "snat"]],
+                       ["static_routes", "insert", ["named-uuid", "dflt"]]]},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
+         "row": {"name": "sw1-lr0-gw", "type": "router", "addresses": "router",
+                 "options": ["map", [["router-port", "lr0-gw"], ["nat-addresses", "router"]]]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
+
+
+def _gateway_cleared(nb: Nb, world: World, keep_fip: bool) -> None:
+    """Neutron's router-gateway-set on lr0 (with a floating IP), counted from after it;
+    then router-gateway-clear in one transaction: its gateway port, switch port, SNAT
+    rule and default route deleted (`keep_fip`: the floating IP stays)."""
+    _gateway_with_snat(nb, world, True)
+    world.settled()
+    nat = nb.db.tables["NAT"].rows
+    doomed = [u for u, r in nat.items() if r.type == "snat" or not keep_fip]
+    routes = list(nb.db.tables["Logical_Router_Static_Route"].rows)
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Router_Port", "lr0-gw")]],
+                       ["nat", "delete", ["set", [["uuid", u] for u in doomed]]],
+                       ["static_routes", "delete", ["set", [["uuid", u] for u in routes]]]]},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "delete",
+                        ["uuid", nb.uuid("Logical_Switch_Port", "sw1-lr0-gw")]]]}])
+
+
 def _template_var(nb: Nb, world: World, how: str) -> None:
     """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
     cluster that uses load balancer templates); then (`how`) a value changed, or the
@@ -1202,6 +1251,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router with a gateway port added, its switch port advertising its NAT addresses",
      lambda nb, sb, w: _gateway_router(nb, "sw1", "ch0", {"nat-addresses": "router"}),
      IN_PLACE),
+    ("router gateway set (Neutron: the gateway port, its SNAT rule and default route)",
+     lambda nb, sb, w: _gateway_with_snat(nb, w, False), IN_PLACE),
+    ("router gateway set on a router with a floating IP",
+     lambda nb, sb, w: _gateway_with_snat(nb, w, True), IN_PLACE),
+    ("router gateway cleared (Neutron: the gateway port, its SNAT rule, route deleted)",
+     lambda nb, sb, w: _gateway_cleared(nb, w, False), IN_PLACE),
+    ("gateway port deleted while a floating IP stays",
+     lambda nb, sb, w: _gateway_cleared(nb, w, True), IN_PLACE),
     ("gateway router's port and its switch port deleted", lambda nb, sb, w: _unpair_gateway(
         nb, w), IN_PLACE),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(

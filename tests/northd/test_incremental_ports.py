@@ -162,7 +162,9 @@ def test_what_it_cannot_prove_recomputes(nb: Nb, sb: LocalDb) -> None:
         lambda: _lsp_add(nb, "sw2", "ipam1", addresses=["00:00:00:00:00:21 10.2.0.5"]),
         lambda: _lsp_add(nb, "sw0", "dyn", addresses=["dynamic"]),
         lambda: _lsp_add(nb, "sw0", "keyed", options={"requested-tnl-key": "7"}),
-        lambda: _lsp_add(nb, "sw1", "ext", type="external")]
+        lambda: _lsp_add(nb, "sw1", "qos", options={"qos_max_rate": "1000"}),
+        lambda: _lsp_add(nb, "sw1", "vtep0", type="vtep",
+                         options={"vtep-physical-switch": "ps0", "vtep-logical-switch": "ls0"})]
     for step in steps:
         before = loop.stat("northd", "recompute")
         loop.change(step())

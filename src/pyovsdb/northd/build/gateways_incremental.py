@@ -6,11 +6,15 @@ chassisredirect port and its SB HA chassis group, as `ports.build_ports` and
 Rules kept here:
 - Only the plain case: the router port's gateway is its `gateway_chassis` (no NB HA
   chassis group); its router is no gateway router (there a build makes no
-  chassisredirect port), has no other distributed gateway port, no NAT rules and no
-  load balancers (each of those reads which gateway port a router has); no port or
-  binding is named as the chassisredirect port would be, and no other group is named
-  as its group would be. Anything else is refused (`plain_gateway` false) and the
-  caller recomputes.
+  chassisredirect port), has no other distributed gateway port and no load balancers
+  (their data reads which gateway port a router has); no port or binding is named as
+  the chassisredirect port would be, and no other group is named as its group would
+  be. Anything else is refused (`plain_gateway` false) and the caller recomputes.
+  NAT rules may be there, or come or go with it (Neutron's router-gateway-set and
+  -clear: the port, its SNAT rule and default route in one transaction): what reads
+  them is the chassisredirect binding (put with the rules as they are now), the
+  `nat_addresses` of the switch port peering it (likewise), and the router's flows,
+  built again whole.
 - Deleted, the same plain case as it was (`plain_gateway_going`): its chassisredirect
   port, binding and group go with it.
 - The chassisredirect port follows its router port in build order and takes the next
@@ -46,7 +50,7 @@ def plain_gateway(row: IdlRow, router: Datapath, ports: PortsData, names: Counte
     this module adds (see the rules)."""
     lr = router.nb
     if row.ha_chassis_group is not None or "chassis" in lr.options \
-            or ports.l3dgw_ports.get(router.key) or lr.value("nat") \
+            or ports.l3dgw_ports.get(router.key) \
             or lr.value("load_balancer") or lr.value("load_balancer_group") \
             or sum(1 for r in lr.ports if isinstance(r, IdlRow) and is_gateway(r)) != 1:
         return False
@@ -93,7 +97,7 @@ def plain_gateway_going(lrp: Port, router: IdlRow | None, ports: PortsData,
     if nb.ha_chassis_group is not None or ports.l3dgw_ports.get(lrp.dp.key) != [lrp] \
             or (nb_groups is not None and any(g.name == nb.name for g in nb_groups.values())):
         return False
-    return router is None or not ("chassis" in router.options or router.value("nat")
+    return router is None or not ("chassis" in router.options
                                   or router.value("load_balancer")
                                   or router.value("load_balancer_group"))
 
