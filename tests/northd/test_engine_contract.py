@@ -902,6 +902,35 @@ def _gateway_cleared(nb: Nb, world: World, keep_fip: bool) -> None:
                         ["uuid", nb.uuid("Logical_Switch_Port", "sw1-lr0-gw")]]]}])
 
 
+def _router_with_gateway(nb: Nb, bfd: bool = False) -> None:
+    """Neutron's router created with its external gateway, in one transaction: the
+    router, its gateway port on sw1 (gateway chassis ch0; the switch port advertising
+    NAT addresses), its SNAT rule and default route (`bfd`: watched by BFD)."""
+    watch: list[dict[str, Any]] = [
+        {"op": "insert", "table": "BFD", "uuid-name": "bfd",
+         "row": {"logical_port": "lr9-gw", "dst_ip": "172.16.0.254"}}] if bfd else []
+    nb.db.transact([
+        *watch,
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+         "row": {"name": "lr9-gw-ch0", "chassis_name": "ch0", "priority": 10}},
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": "lr9-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.9/24",
+                 "gateway_chassis": ["named-uuid", "gc"]}},
+        {"op": "insert", "table": "NAT", "uuid-name": "snat",
+         "row": {"type": "snat", "external_ip": "172.16.0.9", "logical_ip": "10.9.0.0/24"}},
+        {"op": "insert", "table": "Logical_Router_Static_Route", "uuid-name": "dflt",
+         "row": {"ip_prefix": "0.0.0.0/0", "nexthop": "172.16.0.254",
+                 **({"bfd": ["named-uuid", "bfd"]} if bfd else {})}},
+        {"op": "insert", "table": "Logical_Router",
+         "row": {"name": "lr9", "ports": ["named-uuid", "gw"], "nat": ["named-uuid", "snat"],
+                 "static_routes": ["named-uuid", "dflt"]}},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
+         "row": {"name": "sw1-lr9-gw", "type": "router", "addresses": "router",
+                 "options": ["map", [["router-port", "lr9-gw"], ["nat-addresses", "router"]]]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
+
+
 def _template_var(nb: Nb, world: World, how: str) -> None:
     """Template variables of chassis ch0 added (a node joining an ovn-kubernetes
     cluster that uses load balancer templates); then (`how`) a value changed, or the
@@ -1251,6 +1280,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router with a gateway port added, its switch port advertising its NAT addresses",
      lambda nb, sb, w: _gateway_router(nb, "sw1", "ch0", {"nat-addresses": "router"}),
      IN_PLACE),
+    ("router created with its gateway (Neutron: gateway port, SNAT, default route)",
+     lambda nb, sb, w: _router_with_gateway(nb), IN_PLACE),
+    ("router created with its gateway, its default route watched by BFD",
+     lambda nb, sb, w: _router_with_gateway(nb, bfd=True), FULL),
     ("router gateway set (Neutron: the gateway port, its SNAT rule and default route)",
      lambda nb, sb, w: _gateway_with_snat(nb, w, False), IN_PLACE),
     ("router gateway set on a router with a floating IP",
