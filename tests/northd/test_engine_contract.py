@@ -853,34 +853,46 @@ def _external(nb: Nb, world: World, how: str) -> None:
                ha_chassis_group=nb.uuid("HA_Chassis_Group", "g2"))
 
 
+def _gateway_ops(router: str, ip: str, bfd: bool = False) -> list[dict[str, Any]]:
+    """Neutron's gateway of `router`, as rows named for its router to list: its gateway
+    port on sw1 with address `ip` (gateway chassis ch0; the switch port advertising NAT
+    addresses, inserted here), its SNAT rule and default route (`bfd`: watched by BFD)."""
+    gw = f"{router}-gw"
+    watch: list[dict[str, Any]] = [
+        {"op": "insert", "table": "BFD", "uuid-name": "bfd",
+         "row": {"logical_port": gw, "dst_ip": "172.16.0.254"}}] if bfd else []
+    return [
+        *watch,
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
+         "row": {"name": f"{gw}-ch0", "chassis_name": "ch0", "priority": 10}},
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
+         "row": {"name": gw, "mac": "00:00:00:00:ff:99", "networks": f"{ip}/24",
+                 "gateway_chassis": ["named-uuid", "gc"]}},
+        {"op": "insert", "table": "NAT", "uuid-name": "snat",
+         "row": {"type": "snat", "external_ip": ip, "logical_ip": "10.0.0.0/24"}},
+        {"op": "insert", "table": "Logical_Router_Static_Route", "uuid-name": "dflt",
+         "row": {"ip_prefix": "0.0.0.0/0", "nexthop": "172.16.0.254",
+                 **({"bfd": ["named-uuid", "bfd"]} if bfd else {})}},
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
+         "row": {"name": f"sw1-{gw}", "type": "router", "addresses": "router",
+                 "options": ["map", [["router-port", gw], ["nat-addresses", "router"]]]}},
+        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
+         "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}]
+
+
 def _gateway_with_snat(nb: Nb, world: World, nat_before: bool) -> None:
-    """Neutron's router-gateway-set on lr0, in one transaction: its gateway port on
-    sw1 (gateway chassis ch0, the switch port advertising NAT addresses), the SNAT
-    rule of its network and the default route; `nat_before`: a floating IP already
-    on lr0 (counted from after it)."""
+    """Neutron's router-gateway-set on lr0 (`_gateway_ops`) in one transaction;
+    `nat_before`: a floating IP already on lr0 (counted from after it)."""
     if nat_before:
         nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="dnat_and_snat",
                      external_ip="172.16.0.50", logical_ip="10.0.0.11")
         world.settled()
     nb.db.transact([
-        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
-         "row": {"name": "lr0-gw-ch0", "chassis_name": "ch0", "priority": 10}},
-        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
-         "row": {"name": "lr0-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.1/24",
-                 "gateway_chassis": ["named-uuid", "gc"]}},
-        {"op": "insert", "table": "NAT", "uuid-name": "snat",
-         "row": {"type": "snat", "external_ip": "172.16.0.1", "logical_ip": "10.0.0.0/24"}},
-        {"op": "insert", "table": "Logical_Router_Static_Route", "uuid-name": "dflt",
-         "row": {"ip_prefix": "0.0.0.0/0", "nexthop": "172.16.0.254"}},
+        *_gateway_ops("lr0", "172.16.0.1"),
         {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
          "mutations": [["ports", "insert", ["named-uuid", "gw"]],
                        ["nat", "insert", ["named-uuid", "snat"]],
-                       ["static_routes", "insert", ["named-uuid", "dflt"]]]},
-        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
-         "row": {"name": "sw1-lr0-gw", "type": "router", "addresses": "router",
-                 "options": ["map", [["router-port", "lr0-gw"], ["nat-addresses", "router"]]]}},
-        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
-         "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
+                       ["static_routes", "insert", ["named-uuid", "dflt"]]]}])
 
 
 def _gateway_cleared(nb: Nb, world: World, keep_fip: bool) -> None:
@@ -903,32 +915,13 @@ def _gateway_cleared(nb: Nb, world: World, keep_fip: bool) -> None:
 
 
 def _router_with_gateway(nb: Nb, bfd: bool = False) -> None:
-    """Neutron's router created with its external gateway, in one transaction: the
-    router, its gateway port on sw1 (gateway chassis ch0; the switch port advertising
-    NAT addresses), its SNAT rule and default route (`bfd`: watched by BFD)."""
-    watch: list[dict[str, Any]] = [
-        {"op": "insert", "table": "BFD", "uuid-name": "bfd",
-         "row": {"logical_port": "lr9-gw", "dst_ip": "172.16.0.254"}}] if bfd else []
+    """Neutron's router lr9 created with its gateway (`_gateway_ops`) in one
+    transaction (`bfd`: its default route watched by BFD)."""
     nb.db.transact([
-        *watch,
-        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "gc",
-         "row": {"name": "lr9-gw-ch0", "chassis_name": "ch0", "priority": 10}},
-        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "gw",
-         "row": {"name": "lr9-gw", "mac": "00:00:00:00:ff:99", "networks": "172.16.0.9/24",
-                 "gateway_chassis": ["named-uuid", "gc"]}},
-        {"op": "insert", "table": "NAT", "uuid-name": "snat",
-         "row": {"type": "snat", "external_ip": "172.16.0.9", "logical_ip": "10.9.0.0/24"}},
-        {"op": "insert", "table": "Logical_Router_Static_Route", "uuid-name": "dflt",
-         "row": {"ip_prefix": "0.0.0.0/0", "nexthop": "172.16.0.254",
-                 **({"bfd": ["named-uuid", "bfd"]} if bfd else {})}},
+        *_gateway_ops("lr9", "172.16.0.9", bfd),
         {"op": "insert", "table": "Logical_Router",
          "row": {"name": "lr9", "ports": ["named-uuid", "gw"], "nat": ["named-uuid", "snat"],
-                 "static_routes": ["named-uuid", "dflt"]}},
-        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "pub",
-         "row": {"name": "sw1-lr9-gw", "type": "router", "addresses": "router",
-                 "options": ["map", [["router-port", "lr9-gw"], ["nat-addresses", "router"]]]}},
-        {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw1"]],
-         "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
+                 "static_routes": ["named-uuid", "dflt"]}}])
 
 
 def _template_var(nb: Nb, world: World, how: str) -> None:
