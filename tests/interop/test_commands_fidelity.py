@@ -439,6 +439,12 @@ def test_role_changes_logged_as_the_real_server(tmp_path: Path, kind: str) -> No
                 break
             time.sleep(0.1)
         assert new is not None, logs
+        # (the third member hears of the new leader by its next message: waited for
+        # while the members still run)
+        other = next(m.index for m in c.members if m.index not in (leader, new))
+        nick = c.members[new - 1].name
+        assert wait_until(lambda: f"INFO|server {nick} is leader for term {term + 1}"
+                          in _raft_lines(c.members[other - 1].proc.logfile), timeout=10)
     finally:
         c.close()
     lines = logs[new]
@@ -446,10 +452,6 @@ def test_role_changes_logged_as_the_real_server(tmp_path: Path, kind: str) -> No
     i = lines.index(f"INFO|received leadership transfer from {old} in term {term}")
     assert lines[i + 1] == f"INFO|term {term + 1}: starting election"
     assert lines[i + 2] == f"INFO|term {term + 1}: elected leader by 2+ of 3 servers"
-    other = next(m.index for m in c.members if m.index not in (leader, new))
-    nick = c.members[new - 1].name
-    assert wait_until(lambda: f"INFO|server {nick} is leader for term {term + 1}"
-                      in _raft_lines(c.members[other - 1].proc.logfile), timeout=10)
     for m in c.members:
         lines = _raft_lines(m.proc.logfile)
         assert "DBG|raft_is_connected: true" in lines, (m.name, lines)
