@@ -58,7 +58,8 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
                       ) -> PortsDelta | None:
     """The switch (or, `router`, router) updates `changes` applied in place, each in
     `COLUMNS` alone (the caller's check) and of a datapath the build has with its row
-    as it is now; or None (see the rules)."""
+    and name as they are now (`ports_incremental.refresh_datapaths`); or None (see the
+    rules)."""
     by_key = datapaths.routers if router else datapaths.switches
     config = "options" if router else "other_config"
     delta = PortsDelta()
@@ -76,14 +77,10 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             return None
         if "vlan-passthru" in keys:
             passthru.append(uuid)
-        renamed = renamed or "name" in columns
+        renamed = renamed or rc.old.name != rc.new.name
         if keys:
             settings.add(uuid)
         delta.aging = delta.aging or (router and AGE_THRESHOLD in keys)
-        if "name" in columns or dp.name != rc.new.name:
-            by_key[uuid] = dp = Datapath(dp.key, dp.kind, rc.new.name, dp.tunnel_key, dp.nb)
-            for p in ports.by_datapath.get(uuid, []):
-                p.dp = dp
         put_datapath(sb_desired.tables["Datapath_Binding"], dp)
         delta.touch("sb", "Datapath_Binding", uuid)
         if not router and keys:

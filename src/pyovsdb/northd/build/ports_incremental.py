@@ -453,12 +453,12 @@ def _rewire(step: _Step, rewired: set[str], sb_desired: DesiredDb, delta: PortsD
 
 def refresh_datapaths(keys: Collection[str], by_key: dict[str, Datapath],
                       rows: Mapping[str, IdlRow], ports: PortsData) -> bool:
-    """The datapaths `keys` with their NB rows as they are now; their ports follow.
-    False (nothing changed) if one of them has no row."""
+    """The datapaths `keys` with their NB rows (and names) as they are now; their ports
+    follow. False (nothing changed) if one of them has no row."""
     if any(rows.get(key) is None for key in keys):
         return False
     for key in keys:
-        dp = replace(by_key[key], nb=rows[key])
+        dp = replace(by_key[key], nb=rows[key], name=rows[key].name)
         by_key[key] = dp
         for p in ports.by_datapath.get(key, []):
             p.dp = dp

@@ -412,13 +412,14 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         return self._lbs({u for u, row in (lbs.rows.items() if lbs is not None else ())
                           if changed & set(row.value("health_check"))})
 
-    def _lbs(self, reparse: set[str] | None = None) -> Handled:
+    def _lbs(self, reparse: set[str] | None = None, *, again: bool = False) -> Handled:
         """The load balancer data built again and what changed applied in place (again
-        in the same run: nothing more changes), the load balancers `reparse` parsed
+        in the same run: nothing more changes, unless `again`: what it reads beyond
+        the load balancer tables changed since), the load balancers `reparse` parsed
         again. The switches and routers whose load balancers changed in this run are
         taken with their rows as they are now."""
         seen = (*(self._changes(t) or None for t in LB_TABLES), frozenset(reparse or ()))
-        if len(seen) == len(self._lbs_for) and all(
+        if not again and len(seen) == len(self._lbs_for) and all(
                 a is b for a, b in zip(seen[:-1], self._lbs_for[:-1], strict=True)) \
                 and seen[-1] == self._lbs_for[-1]:
             return Handled.HANDLED_UNCHANGED  # (applied by this run's first handler)
@@ -579,8 +580,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                     and (port := self.data.core.ports.ports.get(rc.new.name)) is not None
                     and _has_lbs(port.dp.nb) for rc in delta.values()):
                 return handled
-            self._lbs_for = ()  # (the VIPs a router answers for follow its networks)
-            return either(handled, self._lbs())
+            # (the VIPs a router answers for follow its networks)
+            return either(handled, self._lbs(again=True))
         names = self._count_names(delta)
         lr = self.inputs.get(leaf_name("NB", "Logical_Router"))
         lr_changes = lr.delta if lr is not None and lr.updated else None

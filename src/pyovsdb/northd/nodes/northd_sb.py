@@ -33,7 +33,7 @@ from ..build.delta import PortsDelta
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings, type_changed
-from ..build.ports_incremental import rebind
+from ..build.ports_incremental import rebind, rows_where
 from ..build.ports_retyped import settled
 from ..build.walk import PortWalk, resort_router_ports
 from ..desired import Ref, single
@@ -54,10 +54,8 @@ VIRTUAL_READ = frozenset(("virtual_parent", "chassis"))
 DP_READ = frozenset(("external_ids", "tunnel_key"))
 def bindings_named(table: ReplicaTable, name: str) -> int:
     """How many SB Port_Binding rows name logical port `name`."""
-    index = table.indexes.get(PB_BY_NAME)
-    if index is None:
-        return sum(1 for r in table.rows.values() if r.value("logical_port") == name)
-    return len(index.entries.get((name,), ()))
+    return sum(1 for r in rows_where(table, PB_BY_NAME, (name,))
+               if r.value("logical_port") == name)
 
 
 def _rows(rc: RowChange[IdlRow]) -> tuple[IdlRow | None, IdlRow | None]:
@@ -206,10 +204,8 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             old, new = _rows(rc)
             if old is not None and new is not None:
                 cols = set(changed_columns(rc))
-                want = desired.rows.get(new.logical_port)
-                own = want is not None and "requested_additional_chassis" not in cols \
-                    and _same_binding(want, new)
-                if cols & PB_READ and not own:
+                if cols & PB_READ and not _own_write(desired.rows.get(new.logical_port),
+                                                     new, cols):
                     # (northd's own write come back, as desired (a port's type changed),
                     # moves nothing; its own additional chassis, which its binding
                     # reads: a port migrating, its binding put again below)
@@ -324,6 +320,13 @@ def _own_binding(old: IdlRow, new: IdlRow, desired: Mapping[Hashable, Mapping[st
     return want is not None and key == datapath_key(old) \
         and want.get("tunnel_key") == new.tunnel_key \
         and want.get("external_ids") == dict(new.external_ids)
+
+
+def _own_write(want: Mapping[str, Any] | None, new: IdlRow, cols: set[str]) -> bool:
+    """Whether a Port_Binding update in columns builders read is northd's own write
+    come back as desired (its additional chassis are ovn-controller's)."""
+    return want is not None and "requested_additional_chassis" not in cols \
+        and _same_binding(want, new)
 
 
 def _same_binding(want: Mapping[str, Any], row: IdlRow) -> bool:

@@ -37,6 +37,7 @@ from ..build.ha_chassis import copy_groups, port_group_name, with_ref_chassis
 from ..build.inputs import BuildInput
 from ..build.lsp_up import port_up, switch_ports
 from ..build.ports import PB_BY_NAME
+from ..build.ports_incremental import rows_where
 from ..build.ref_chassis import RefChassis
 from ..desired import DesiredDb, DesiredTable, single
 from .northd import NorthdData, NorthdNode
@@ -221,8 +222,6 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
 def _other_binding(table: ReplicaTable, gone: IdlRow) -> IdlRow | None:
     """A Port_Binding row naming the same logical port as the deleted row `gone`
     (the first by UUID), if one is left."""
-    index = table.indexes.get(PB_BY_NAME)
-    rows = index.entries.get((gone.logical_port,), {}).values() if index is not None \
-        else [r for r in table.rows.values() if r.logical_port == gone.logical_port]
-    left = [r for r in rows if r.uuid != gone.uuid]
+    left = [r for r in rows_where(table, PB_BY_NAME, (gone.logical_port,))
+            if r.logical_port == gone.logical_port and r.uuid != gone.uuid]
     return min(left, key=lambda r: r.uuid) if left else None
