@@ -152,3 +152,25 @@ def test_size_and_depth_limits() -> None:
     framer = Framer(lambda m: None, lambda i: None, lambda m: None, max_depth=50)
     with pytest.raises(FramingError):
         framer.feed(b'{"id": 1, "result": ' + b"[" * 100)
+
+
+def test_whole_messages_in_one_read_come_out_in_order() -> None:
+    """A read of several whole messages (an update and the reply after it), one with
+    `}{` in a string, one not ASCII, the last cut by the end of the read: each comes
+    out once, in order, as parsed whole, whichever path frames it."""
+    msgs = [{"id": None, "method": "update3", "params": [["m", "db"], uuid(1), {}]},
+            {"id": 4, "result": [{"uuid": ["uuid", uuid(2)]}, {"details": "}{"}],
+             "error": None},
+            {"id": 5, "result": [{"name": "ünïcode"}], "error": None},
+            {"id": 6, "result": [], "error": None},
+            {"id": 7, "result": [{"count": 1}], "error": None}]
+    data = b"".join(orjson.dumps(m) for m in msgs[:2]) + b"\n" + \
+        b" ".join(orjson.dumps(m) for m in msgs[2:])
+    for cut in (len(data), len(data) - 5):
+        out: list[Any] = []
+        framer = Framer(out.append, lambda i: None, lambda m: None)
+        framer.feed(data[:cut])
+        assert out == msgs[:5 if cut == len(data) else 4]
+        framer.feed(data[cut:])
+        assert out == msgs
+        assert framer.buf == bytearray()

@@ -130,21 +130,37 @@ class Framer:
         next(self._gen)
 
     def feed(self, data: bytes) -> None:
-        if self._idle and data[:1] == b"{" and data[-1:] == b"}" and len(data) < 1 << 16 \
-                and b"}{" not in data:
-            # Most reads hold exactly one small whole message (two back to back, an
-            # update and a reply, would fail to parse: an exception costs more than
-            # this scan).
-            try:
-                msg = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                pass
-            else:
-                if type(msg) is dict:
-                    self.deliver(msg)
-                    return
+        if self._idle and len(data) < 1 << 16:
+            data = self._whole_messages(data)
+            if not data:
+                return
         self.buf += data
         self._gen.send(None)
+
+    def _whole_messages(self, data: bytes) -> bytes:
+        """Most reads hold whole small messages: one, or a few back to back (an update
+        and the reply after it). Those at the front are parsed by one call each and
+        delivered; what remains (a message cut by the end of the read, or anything
+        unusual) is returned for the framer."""
+        while data[:1] == b"{":
+            try:
+                msg = orjson.loads(data)
+                rest = b""
+            except orjson.JSONDecodeError as e:
+                # A whole first message with more after it: `pos` (a character index)
+                # is where it ended, a byte index in ASCII text.
+                if not e.msg.startswith("unexpected content") or not data.isascii():
+                    return data
+                try:
+                    msg = orjson.loads(data[:e.pos])
+                except orjson.JSONDecodeError:
+                    return data
+                rest = data[e.pos:].lstrip(b" \t\r\n")
+            if type(msg) is not dict:
+                return data
+            self.deliver(msg)
+            data = rest
+        return data
 
     # -- primitives: each waits (yields) until the bytes it needs are there ------------
 
