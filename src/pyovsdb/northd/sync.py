@@ -625,8 +625,12 @@ def plan(desired: DesiredDb, tables: Tables,
                             changed[col] = v
                     elif convert(v) != current:
                         changed[col] = v
-                elif convert(wanted[col]) != current:
-                    changed[col] = wanted[col]
+                else:
+                    w = wanted[col]
+                    if w.__class__ is list and tuple(w) == current:
+                        continue  # (a set as stored: sorted, distinct; no conversion)
+                    if convert(w) != current:
+                        changed[col] = w
             if changed:
                 table_updates.append(Update(name, key, row, changed))
         table_inserts.sort(key=lambda op: _sort_key(op.key))

@@ -93,6 +93,10 @@ class Stage(enum.Enum):
     LR_OUT_EGR_LOOP = (DatapathType.ROUTER, Pipeline.EGRESS, 5, "lr_out_egr_loop")
     LR_OUT_DELIVERY = (DatapathType.ROUTER, Pipeline.EGRESS, 6, "lr_out_delivery")
 
+    # Members are singletons compared by identity: hashed by it too, in C (a flow's key
+    # holds its stage, and Enum's own hash is a Python call on every lookup).
+    __hash__ = object.__hash__
+
     def __init__(self, dp_type: DatapathType, pipeline: Pipeline, table: int,
                  stage_name: str) -> None:
         self.dp_type = dp_type

@@ -215,10 +215,11 @@ class LflowTable:
             if not owned:
                 del self.owned_on[dp]
             new_on = new.by_dp.get(dp, {})
+            disjoint = owners.isdisjoint
             for key, asked in walked:
-                kept = [o for o in asked if o not in owners]
-                if len(kept) == len(asked):
+                if disjoint(asked):  # (most flows of a walked datapath: others')
                     continue
+                kept = [o for o in asked if o not in owners]
                 if kept:
                     mine[key] = kept
                     continue
