@@ -514,7 +514,20 @@ class Northd:
             log.debug("SB commit: %s", sb_result)
             self.policy.force_recompute(Recompute.SB_COMMIT_FAILED)
         if self.driver.committed(out, sb_ok=sb_ok, nb_ok=nb_ok):
-            self.policy.poke()  # the next run reports it as NB sb_cfg
+            await self._report_cfg()
+            self.policy.poke()  # (the next run takes in the commits' echoes)
+
+    async def _report_cfg(self) -> None:
+        """The cfg just committed to SB reported in NB at once (`Driver.report_cfg`);
+        a report that fails is left to the next run, which writes it again."""
+        txn = self.nb.transaction()
+        if not self.driver.report_cfg(self.nb.tables, txn, now_ms=wall_ms()):
+            return
+        result = await txn.commit()
+        self.coverage.inc("txn_incomplete")
+        self.coverage.inc(TXN_COUNTER[result.status])
+        if not _committed(result):
+            log.debug("NB sb_cfg report: %s", result)
 
     def _set_timer(self, wake_at_wall_ms: int | None) -> None:
         if wake_at_wall_ms == self._timer_at:

@@ -13,6 +13,11 @@ Rules kept here:
   happened); a failed NB commit makes the next run a recompute. A committed SB
   transaction that carried a new nb_cfg wants another run, which reports it (NB
   `sb_cfg`): `committed` says so.
+- The cfg a committed SB transaction carried is reported (NB `sb_cfg`) at once by
+  `report_cfg`, without a run: the caller commits it before the next run, which then
+  finds it written (`sync_cfg` decides the same handshake), so the echo of the SB
+  commit is not on the path of a `--wait=sb`. A report that fails is written by that
+  run instead.
 - The MAC binding aging waker fires in the first run at or after the expiry the last
   aging pass found; `RunOutput.wake_at_ms` tells the caller when to run for it.
 - Self-check (`self_check`, ovn-northd's `--self-check` idea taken further): after
@@ -33,10 +38,11 @@ from ..idl.replica import ReplicaTable
 from ..idl.row import IdlRow
 from ..idl.txn import Transaction
 from ..ovsdb.changeset import Changeset
+from .build.inputs import singleton
 from .diagnostics import muted
 from .graph import Wired, describe, wire
 from .nodes.sync_to_sb import SyncOps
-from .sync import Op, apply
+from .sync import Op, Update, apply
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,18 @@ class Driver:
             self.cur_cfg = out.nb_cfg
             return True
         return False
+
+    def report_cfg(self, nb: Mapping[str, ReplicaTable], txn: Transaction, *,
+                   now_ms: int) -> bool:
+        """The committed cfg written to NB_Global's `sb_cfg` (with its timestamp) in
+        `txn`, ahead of the run that would write it; whether there was anything to
+        write."""
+        row = singleton(nb.get("NB_Global"))
+        if row is None or not self.cur_cfg or int(row["sb_cfg"]) == self.cur_cfg:
+            return False
+        apply([Update("NB_Global", row.uuid, row,
+                      {"sb_cfg": self.cur_cfg, "sb_cfg_timestamp": now_ms})], txn)
+        return True
 
     def force_recompute(self) -> None:
         """Make the next run a recompute (a failed commit, a builder's error)."""

@@ -403,6 +403,11 @@ class LocalNorthd:
         nb_cs, nb_ops = self.nb.commit(nb_txn)
         self.nb_changed(nb_cs)
         poked = self.driver.committed(out, sb_ok=not lost, nb_ok=True)
+        report = self.nb.transaction()
+        if poked and self.driver.report_cfg(self.nb.tables, report, now_ms=self.now_ms):
+            report_cs, report_ops = self.nb.commit(report)
+            self.nb_changed(report_cs)
+            nb_ops = [*nb_ops, *report_ops]
         return Step(out, sb_ops, nb_ops, bool(sb_ops or nb_ops or poked or lost))
 
     def fresh(self) -> tuple[Driver, RunOutput]:
