@@ -7,6 +7,9 @@ Rules kept here:
   claims (`chassis`, `up`, `encap`... of a port without a QoS queue), SB_Global and
   Chassis_Private (the handshake's), MAC bindings and FDB entries learned for live
   ports.
+- A router port's binding coming back that moves it in the walk of its switch's
+  router ports (hash buckets: the echo of a first build's bindings, say) sorts that
+  switch's router ports again and marks it `rewired` (its flows rebuilt), in place.
 - Chassis and Encap changes that keep the chassis features and the vxlan mode, of
   chassis no port asks for, are applied in place (`build.chassis_incremental`); SB
   static MAC bindings are `NorthdNode.on_static_mac`'s, with the NB ones; IGMP
@@ -30,6 +33,7 @@ from ..build.chassis_incremental import chassis_changed, facts_kept
 from ..build.core import fdb_stale, held_tunnel_keys
 from ..build.datapaths import datapath_key
 from ..build.delta import PortsDelta
+from ..build.ha_chassis import with_ref_chassis
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import PB_BY_NAME, Port, existing_port_bindings, type_changed
@@ -243,7 +247,7 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             port = ports.ports.get(new.logical_port) if ports is not None else None
             if port is not None and port.is_lsp and port.type == "router" \
                     and not self._walk_kept(port):
-                return False
+                resort.add(port.dp.key)  # (sorted again below: its flows rebuilt)
             if bindings_named(table, new.logical_port) != 1:
                 return False
             self.data.core.ports.unbound.discard(new.logical_port)
@@ -255,6 +259,7 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
 
         claimed: dict[str, set[str | None]] = {}
         again: set[str] = set()
+        resort: set[str] = set()  # switches whose router ports a build walks otherwise
         handled = only(change, ok)
         if handled is Handled.UNHANDLED or ports is None:
             return handled
@@ -265,10 +270,18 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
         resized = any(rc.old is None or rc.new is None for rc in (change.delta or {}).values())
         moved = resort_router_ports(self.sb_tables(), ports, self.data.core.datapaths) \
             if resized else set()
+        if resort:  # (the echo of a first build's bindings, say)
+            walk = PortWalk(self.sb_tables(), ports, self.data.core.datapaths)
+            for key in resort:
+                walk.sort_ports(ports.router_ports.get(key, []))
+            moved |= resort
         if not moved and not claimed and not again:
             return handled
         delta = self.track()
         delta.rewired |= moved
+        groups = self.data.sb.tables.get("HA_Chassis_Group")
+        if moved and groups is not None and with_ref_chassis(groups):
+            delta.touch("sb", "HA_Chassis_Group")  # (as `ports_incremental._rewire`)
         for name, parents in claimed.items():
             delta.claimed.add(name)
             for p in (name, *parents):
