@@ -429,3 +429,15 @@ def test_equal_values_are_equal_tuples() -> None:
     c = codec("A", "ss")
     forms = {c.from_json(["set", list(p)]) for p in itertools.permutations(["x", "a", "m"])}
     assert forms == {("a", "m", "x")}
+
+
+def test_small_diff_to_a_large_set() -> None:
+    """A few elements in or out of a large set (put in place by binary search) give
+    what the symmetric difference gives, at either end and in the middle."""
+    rng = random.Random(11)
+    cs = codec("A", "si")
+    for _ in range(300):
+        a = tuple(sorted(rng.sample(range(200), rng.randint(20, 120))))
+        d = tuple(sorted(rng.sample([*range(-2, 3), *range(197, 203), *a[:3],
+                                     rng.randrange(200)], rng.randint(1, 2))))
+        assert cs.apply_diff(a, d) == tuple(sorted(set(a) ^ set(d))), (a, d)

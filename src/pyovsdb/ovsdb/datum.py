@@ -19,6 +19,7 @@ so the hot paths do no per-value type dispatch.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -514,6 +515,17 @@ class Codec:
                 else:
                     d[k] = v
             return tuple(sorted(d.items()))
+        if len(diff) * 8 < len(old):
+            # A few elements in or out of a large set (a port joining a group): put in
+            # place in the sorted tuple, each by a binary search.
+            out = list(old)
+            for x in (set(diff) if len(diff) > 1 else diff):
+                i = bisect_left(out, x)
+                if i < len(out) and out[i] == x:
+                    del out[i]
+                else:
+                    out.insert(i, x)
+            return tuple(out)
         return tuple(sorted(set(old).symmetric_difference(diff)))
 
     def diff_from_json(self, json: Any) -> Any:
