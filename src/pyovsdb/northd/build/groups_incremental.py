@@ -29,6 +29,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 
 from ...idl.replica import ReplicaTable
@@ -109,7 +110,7 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
         if gained is not None:  # (ports added alone: the sets as they were, with theirs)
             for family, grown in zip(("ip4", "ip6"), gained, strict=True):
                 name = f"{rc.new.name}_{family}"
-                sets.put(name, name=name, addresses=sorted(grown))
+                sets.put(name, name=name, addresses=grown)
             continue
         v4, v6 = port_group_addresses(rc.new)
         for family, addresses in (("ip4", v4), ("ip6", v6)):
@@ -130,7 +131,7 @@ Placement = tuple[str, dict[str, set[str]]]  # a group's name, and its ports per
 
 # A group's old and new placement, whether it was renamed, and (ports added alone) its
 # sets' IPv4 and IPv6 addresses (those it had and the new ports').
-Plan = tuple[Placement | None, Placement | None, bool, tuple[set[str], set[str]] | None]
+Plan = tuple[Placement | None, Placement | None, bool, tuple[list[str], list[str]] | None]
 
 
 def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: DatapathsData,
@@ -178,19 +179,22 @@ def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: D
         members |= {n for n, k, added in found.values() if k == key and added}
         if members:
             new[key] = members
-    gained: tuple[set[str], set[str]] | None = None
+    gained: tuple[list[str], list[str]] | None = None
     if not was - now:
         gained = _addresses(sets, f"{name}_ip4"), _addresses(sets, f"{name}_ip6")
         for port_name, _, _ in found.values():
-            a4, a6 = port_ips(ports.ports[port_name].nb)
-            gained[0].update(a4)
-            gained[1].update(a6)
+            for addresses, more in zip(gained, port_ips(ports.ports[port_name].nb)):
+                for a in more:  # (each put in its place: the list stays sorted)
+                    i = bisect_left(addresses, a)
+                    if i == len(addresses) or addresses[i] != a:
+                        addresses.insert(i, a)
     return (name, old), (name, new), False, gained
 
 
-def _addresses(sets: DesiredTable, name: str) -> set[str]:
+def _addresses(sets: DesiredTable, name: str) -> list[str]:
+    """A copy of a desired set's addresses (sorted, distinct: as put)."""
     row = sets.rows.get(name)
-    return set(row["addresses"]) if row is not None else set()
+    return list(row["addresses"]) if row is not None else []
 
 
 def _plan_group(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: DatapathsData,

@@ -141,6 +141,8 @@ def groups_used(names: set[str], ports: PortsData, sb_desired: DesiredDb,
     """The SB groups `names` (external switch ports came to use them, or stopped) put
     again as their users read them now, or taken away with their HA chassis where no
     port uses them any more (`ha_chassis`: a group exists while a port uses it)."""
+    if not names:
+        return  # (the ports are walked only for a group some port came to or left)
     found: dict[str, list[tuple[str, int]]] = {}
     for port in _users(ports, True):
         group = port_group(port)

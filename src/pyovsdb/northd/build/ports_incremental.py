@@ -248,11 +248,11 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
 
 def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
     nb, sb, ports = step.nb, step.sb, step.ports
-    igmp = sb.get("IGMP_Group")
+    igmp, lbs = sb.get("IGMP_Group"), nb.get("Load_Balancer")
     _need(igmp is None or not igmp.rows)
     _need(ipam_settled(core_dynamic, ports, nb.get("Logical_Switch_Port")))
-    lbs = nb.get("Load_Balancer")
-    _need(lbs is None or not any(lb.ip_port_mappings for lb in lbs.rows.values()))
+    mappings = lbs.col_index["ip_port_mappings"] if lbs is not None else 0
+    _need(lbs is None or not any(lb.value_at(mappings) for lb in lbs.rows.values()))
     switches: set[str] = set()
     for uuid, row in step.inserted.items():
         name = row.value("name")

@@ -112,7 +112,7 @@ class SyncToSbNode(Node[SyncOps, None]):
             if table == "Datapath_Binding" and _renames_datapaths(change.delta):
                 for keyed in BY_DATAPATH:
                     self._drop(keyed)
-        last = [name for name, inp in self.inputs.items() if inp.updated][-1]
+        last = next(name for name, inp in reversed(self.inputs.items()) if inp.updated)
         if change.input == last:
             self.data = self.plan_scope()
             self._refiled.clear()
