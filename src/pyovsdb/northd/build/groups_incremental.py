@@ -183,7 +183,7 @@ def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: D
     if not was - now:
         gained = _addresses(sets, f"{name}_ip4"), _addresses(sets, f"{name}_ip6")
         for port_name, _, _ in found.values():
-            for addresses, more in zip(gained, port_ips(ports.ports[port_name].nb)):
+            for addresses, more in zip(gained, port_ips(ports.ports[port_name].nb), strict=True):
                 for a in more:  # (each put in its place: the list stays sorted)
                     i = bisect_left(addresses, a)
                     if i == len(addresses) or addresses[i] != a:
