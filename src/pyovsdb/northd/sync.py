@@ -39,6 +39,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import islice
+from operator import lt
 from typing import Any
 
 from ..idl.replica import ReplicaTable
@@ -571,6 +573,9 @@ def plan(desired: DesiredDb, tables: Tables,
         converters = table.converters
         refs = {c for c in dt.columns
                 if codecs[c].key_type == "uuid" or codecs[c].value_type == "uuid"}
+        # Sets of strings, integers or booleans: their Python values are their atoms.
+        plain = {c for c in dt.columns if not codecs[c].is_scalar and not codecs[c].is_map
+                 and codecs[c].key_type in ("string", "integer", "boolean")}
         fill = set(dt.fill)
         keep = set(dt.keep)
         # Per column: its position, converter, default and roles, looked up once.
@@ -627,8 +632,12 @@ def plan(desired: DesiredDb, tables: Tables,
                         changed[col] = v
                 else:
                     w = wanted[col]
-                    if w.__class__ is list and tuple(w) == current:
-                        continue  # (a set as stored: sorted, distinct; no conversion)
+                    if w.__class__ is list:
+                        if tuple(w) == current:
+                            continue  # (a set as stored: sorted, distinct; no conversion)
+                        if col in plain and all(map(lt, w, islice(w, 1, None))):
+                            changed[col] = w  # (sorted, distinct: as it would be stored)
+                            continue
                     if convert(w) != current:
                         changed[col] = w
             if changed:
