@@ -772,6 +772,25 @@ def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str],
         _dp_set(nb, "Logical_Switch", "sw1", other_config=other_config)
 
 
+def _ipam_vif(nb: Nb, world: World, then: str) -> None:
+    """sw1 given a subnet and a port asking for a dynamic address (settled); `then` a
+    second one added ("dynamic"), a static VIF added beside it ("static"), or the
+    first one deleted ("del")."""
+    _dp_set(nb, "Logical_Switch", "sw1", other_config={"subnet": "10.9.0.0/24"})
+    nb.lsp_add("sw1", "dyn1", addresses=["dynamic"])
+    world.settled()
+    if then == "del":
+        nb.db.transact([{"op": "delete", "table": "Logical_Switch_Port",
+                         "where": [["name", "==", "dyn1"]]},
+                        {"op": "mutate", "table": "Logical_Switch",
+                         "where": [["name", "==", "sw1"]], "mutations": [
+                             ["ports", "delete", ["uuid", nb.uuid("Logical_Switch_Port",
+                                                                  "dyn1")]]]}])
+    else:
+        nb.lsp_add("sw1", "dyn2", addresses=["dynamic"] if then == "dynamic"
+                   else ["00:00:00:00:09:09 10.9.0.9"])
+
+
 def _renumber(nb: Nb, world: World, beside: str) -> None:
     """lrp0's networks changed (a second IPv4 subnet and an IPv6 one), `beside`: "" on
     the plain topology; "router" another router on sw0; "lb" lr0 with a load balancer
@@ -1067,6 +1086,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lsp-add VIF", lambda nb, sb, w: nb.lsp_add("sw0", "vm3",
                                                addresses=["00:00:00:00:00:03 10.0.0.13"]),
      IN_PLACE),
+    ("lsp-add VIF asking IPAM for addresses (the echo of its dynamic_addresses too)",
+     lambda nb, sb, w: _ipam_vif(nb, w, "dynamic"), IN_PLACE),
+    ("lsp-add static VIF beside one holding a dynamic address",
+     lambda nb, sb, w: _ipam_vif(nb, w, "static"), IN_PLACE),
+    ("lsp-del of a VIF holding a dynamic address",
+     lambda nb, sb, w: _ipam_vif(nb, w, "del"), IN_PLACE),
     ("lsp-set-addresses VIF", lambda nb, sb, w: nb.set(
         "Logical_Switch_Port", "vm2", addresses=["00:00:00:00:00:22 10.0.0.22"]),
      IN_PLACE),
@@ -1160,7 +1185,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
           "row": {"name": "vm9a", "addresses": "dynamic"}},
          {"op": "insert", "table": "Logical_Switch",
           "row": {"name": "sw9", "other_config": ["map", [["subnet", "10.9.0.0/24"]]],
-                  "ports": ["named-uuid", "a"]}}]), FULL),
+                  "ports": ["named-uuid", "a"]}}]), IN_PLACE),
     ("ls-del", lambda nb, sb, w: nb.db.transact([
         {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]}]),
      IN_PLACE),

@@ -154,13 +154,42 @@ def test_a_parent_of_a_virtual_port_coming_or_going(nb: Nb, sb: LocalDb) -> None
         assert binds() == want
 
 
+def test_dynamic_addresses_in_place(nb: Nb, sb: LocalDb) -> None:
+    """VIFs asking IPAM for addresses, added, updated and deleted, and static ports
+    beside them, in place (its write-back coming back too), each run equal to a
+    recompute; a static port taking a dynamic port's address moves that one's, which
+    recomputes."""
+    loop = _topology(nb, sb)
+
+    def dynamic(name: str) -> str | None:
+        lsp = next(r for r in nb.db.tables["Logical_Switch_Port"].rows.values()
+                   if r.name == name)
+        return lsp.dynamic_addresses
+
+    steps: list[Callable[[], Changeset[IdlRow]]] = [
+        lambda: _lsp_add(nb, "sw2", "ipam0", addresses=["dynamic"]),
+        lambda: _lsp_add(nb, "sw2", "ipam1", addresses=["00:00:00:00:00:21 10.2.0.5"]),
+        lambda: _lsp_add(nb, "sw2", "ipam2", addresses=["0a:00:00:00:00:99 dynamic"]),
+        lambda: _lsp_set(nb, "ipam2", addresses=["dynamic 10.2.0.77"]),
+        lambda: _lsp_add(nb, "sw0", "dyn", addresses=["dynamic"]),  # (no IPAM there)
+        lambda: _lsp_del(nb, "ipam2")]
+    for step in steps:
+        before = loop.stat("northd", "recompute")
+        loop.change(step())
+        assert loop.stat("northd", "recompute") == before
+        check_equals_recompute(loop)
+    assert dynamic("ipam0") == "0a:00:00:02:00:03 10.2.0.2"
+    assert dynamic("dyn") is None
+    before = loop.stat("northd", "recompute")
+    loop.change(_lsp_add(nb, "sw2", "thief", addresses=["00:00:00:00:00:31 10.2.0.2"]))
+    assert loop.stat("northd", "recompute") > before
+    check_equals_recompute(loop)
+    assert dynamic("ipam0") == "0a:00:00:02:00:03 10.2.0.3"
+
+
 def test_what_it_cannot_prove_recomputes(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     steps: list[Callable[[], Changeset[IdlRow]]] = [
-        lambda: _lsp_add(nb, "sw2", "ipam0", addresses=["dynamic"]),
-        # a static port beside one IPAM gives addresses to (it may move them)
-        lambda: _lsp_add(nb, "sw2", "ipam1", addresses=["00:00:00:00:00:21 10.2.0.5"]),
-        lambda: _lsp_add(nb, "sw0", "dyn", addresses=["dynamic"]),
         lambda: _lsp_add(nb, "sw0", "keyed", options={"requested-tnl-key": "7"}),
         lambda: _lsp_add(nb, "sw1", "qos", options={"qos_max_rate": "1000"}),
         lambda: _lsp_add(nb, "sw1", "vtep0", type="vtep",

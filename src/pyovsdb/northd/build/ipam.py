@@ -435,54 +435,74 @@ def _take_static(port: Port, ports: PortsData, ipam: Ipam) -> None:
             peer_info.insert(int(net.addr))
 
 
-def build_ipam(datapaths: DatapathsData, ports: PortsData, nb: DesiredDb,
-               mac_prefix: int | None) -> dict[str, str | None]:
-    """Assign dynamic addresses; the dynamic_addresses of every port IPAM looked at
-    (None: cleared), by port name. Writes the NB values into `nb`."""
+@dataclass
+class IpamPlan:
+    """What IPAM decides for one build, touching no port: the dynamic_addresses of
+    every port it looked at (None: cleared), by port name, and the dynamic addresses
+    each port adds to its own (kept or assigned), parsed."""
+
+    result: dict[str, str | None] = field(default_factory=dict)
+    added: dict[str, Addresses] = field(default_factory=dict)
+
+
+def plan_ipam(datapaths: DatapathsData, ports: PortsData, mac_prefix: int | None
+              ) -> IpamPlan:
+    """Every port's dynamic addresses as a build assigns them (the ports' own
+    addresses, `lsp_addrs`, are read up to their static ones alone)."""
     ipam = Ipam(mac_prefix)
     for dp in datapaths.switches.values():
         ipam.switches[dp.key] = switch_ipam(dp.nb.other_config, dp.key)
     for port in ports.ports.values():
         _take_static(port, ports, ipam)
-    result: dict[str, str | None] = {}
+    plan = IpamPlan()
     updates: list[tuple[_Update, SwitchIpam]] = []
     for dp in datapaths.switches.values():
         info = ipam.switches[dp.key]
         for port in ports.of_datapath(dp.key):
             if not port.is_lsp:
                 continue
-            _collect(port, dp, info, ipam, updates, result)
+            _collect(port, dp, info, ipam, updates, plan)
     for update, info in updates:
         value = _assign(update, info, ipam)
         if value is None:
             cur = update.port.nb.dynamic_addresses
-            result[update.port.name] = cur
+            plan.result[update.port.name] = cur
             continue
-        result[update.port.name] = value
+        plan.result[update.port.name] = value
         parsed = lsp_addresses(value)
         if parsed is not None:
-            update.port.lsp_addrs.append(parsed)
+            plan.added[update.port.name] = parsed
+    return plan
+
+
+def build_ipam(datapaths: DatapathsData, ports: PortsData, nb: DesiredDb,
+               mac_prefix: int | None) -> dict[str, str | None]:
+    """Assign dynamic addresses; the dynamic_addresses of every port IPAM looked at
+    (None: cleared), by port name. Writes the NB values into `nb`."""
+    plan = plan_ipam(datapaths, ports, mac_prefix)
+    for name, parsed in plan.added.items():
+        ports.ports[name].lsp_addrs.append(parsed)
     table = nb.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
-    for name, value in result.items():
+    for name, value in plan.result.items():
         port = ports.ports[name]
         table.set(port.nb.uuid, dynamic_addresses=[value] if value is not None else [])
-    return result
+    return plan.result
 
 
 def _collect(port: Port, dp: Datapath, info: SwitchIpam, ipam: Ipam,
-             updates: list[tuple[_Update, SwitchIpam]], result: dict[str, str | None]) -> None:
+             updates: list[tuple[_Update, SwitchIpam]], plan: IpamPlan) -> None:
     lsp: IdlRow = port.nb
     current_s = lsp.dynamic_addresses
     if not info.active:
         if current_s is not None:
-            result[port.name] = None
+            plan.result[port.name] = None
         return
     if port.peer is not None:
         return
     specs = [a for a in lsp.addresses if is_dynamic(a)]
     if not specs:
         if current_s is not None:
-            result[port.name] = None
+            plan.result[port.name] = None
         return
     for _ in specs[1:]:
         report(MORE_THAN_ONE_DYNAMIC, port.name)
@@ -497,8 +517,8 @@ def _collect(port: Port, dp: Datapath, info: SwitchIpam, ipam: Ipam,
         if changed:
             updates.append((update, info))
         else:
-            result[port.name] = current_s
-            port.lsp_addrs.append(update.current)
+            plan.result[port.name] = current_s
+            plan.added[port.name] = update.current
     else:
         _plan_new(update, info)
         updates.append((update, info))

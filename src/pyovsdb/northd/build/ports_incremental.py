@@ -11,10 +11,10 @@ Rules kept here:
   without a parent but a nested port asking for its VLAN (a trunk's subport), without
   a tag or request but a localnet's or nested port's own (written back to `tag`), an
   HA chassis group but an external port's, mirror rules, QoS options, requested
-  tunnel key, "router" or dynamic addresses or dynamic_addresses, on a switch with a
-  datapath and no IPAM of its own or no port asking it for addresses (or one created
-  or deleted with them, as `datapaths_incremental` handles it), while every dynamic
-  address elsewhere is settled (NB holds what IPAM decided) and SB has no IGMP groups
+  tunnel key or "router" addresses, on a switch with a datapath (or one created or
+  deleted with them, as `datapaths_incremental` handles it); a VIF asking IPAM for
+  addresses too, where no other port's dynamic address moves (`ipam_incremental`),
+  while every dynamic address is settled (NB holds what IPAM decided) and SB has no IGMP groups
   (its port groups' address sets follow it: `groups_incremental.member_sets`); not
   named by a load balancer's port mappings, not sharing its name with another switch
   or router port, not taking over a binding of its name. A port's binding is rebuilt
@@ -56,7 +56,7 @@ from .gateways_incremental import (
 )
 from .ha_chassis import with_ref_chassis
 from .ha_groups_incremental import group_names, groups_used
-from .ipam import switch_ipam
+from .ipam_incremental import involves_ipam, ipam_in_place
 from .mcast_groups import (
     MC_FLOOD,
     MC_FLOOD_L2,
@@ -110,7 +110,7 @@ def simple_lsp(row: IdlRow) -> bool:
     own_vlan = kind == "localnet" or (row.parent_name is not None and bool(request))
     if kind not in IN_PLACE_TYPES or (row.parent_name is not None and not own_vlan) \
             or (row.ha_chassis_group is not None and kind != "external") \
-            or row.value("mirror_rules") or asks_ipam(row):
+            or row.value("mirror_rules") or (asks_ipam(row) and kind != ""):
         return False
     if (request is not None or tag is not None) and not (
             own_vlan and request and tag in (None, request)):
@@ -134,11 +134,13 @@ def port_names(nb: Mapping[str, ReplicaTable]) -> Counter[str]:
 def ipam_settled(core_dynamic: Mapping[str, str | None], ports: PortsData,
                  lsps: ReplicaTable | None) -> bool:
     """Whether NB holds every dynamic address IPAM decided (no allocation pending: a
-    pending one could pick another MAC once a static one is added or freed)."""
+    pending one could pick another MAC once a static one is added or freed); of a
+    port whose row is gone (deleted in this change) nothing is pending."""
     for name, value in core_dynamic.items():
         port = ports.ports.get(name)
         row = lsps.rows.get(port.nb.uuid) if port is not None and lsps is not None else None
-        if row is None or row.dynamic_addresses != value:
+        if (row is None and port is None) or (row is not None
+                                              and row.dynamic_addresses != value):
             return False
     return True
 
@@ -172,21 +174,25 @@ class _Step:
     localnet: set[str] = field(default_factory=set)  # switches whose localnet ports change
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
     fresh: Collection[str] = ()  # datapaths made in place in this change
+    dynamic: dict[str, str | None] = field(default_factory=dict)  # `CoreData`'s
+    mac_prefix: int | None = None
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
                          datapaths: DatapathsData, ports: PortsData, names: Counter[str],
-                         core_dynamic: Mapping[str, str | None], sb_desired: DesiredDb,
+                         core_dynamic: dict[str, str | None], sb_desired: DesiredDb,
                          nb_desired: DesiredDb, lsp_changes: RowChanges,
                          ls_changes: RowChanges, *, ignored: frozenset[str],
-                         fresh: Collection[str] = ()) -> PortsDelta | None:
+                         fresh: Collection[str] = (), mac_prefix: int | None = None
+                         ) -> PortsDelta | None:
     """Apply the switch port changes `lsp_changes` (with the `ports` changes of their
     switches, `ls_changes`) to the core data and the desired tables in place; what
     changed, or None (nothing touched) where a recompute is needed. `ignored`: LSP
     columns whose change moves nothing here. `names` (from `port_names`) is kept up to
     date. `fresh`: datapaths made in place in this change (new routers, no binding
-    yet)."""
-    step = _Step(nb, sb, datapaths, ports, names, fresh=fresh)
+    yet). `core_dynamic` and `mac_prefix`: the core's IPAM (`ipam_incremental`)."""
+    step = _Step(nb, sb, datapaths, ports, names, fresh=fresh, dynamic=core_dynamic,
+                 mac_prefix=mac_prefix)
     try:
         _classify(step, lsp_changes, ls_changes, ignored)
         if not (step.inserted or step.deleted or step.updated or step.new_switches
@@ -285,22 +291,6 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
             _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None))
     # (a localnet port moves a gateway router's GARP entry: not while that one pairs)
     _need(not any(step.switch_of[u].uuid in step.localnet for u in step.pairs))
-    switch_rows = nb["Logical_Switch"].rows
-    for key in switches - step.new_switches.keys():
-        dp = step.datapaths.switches[key]
-        # A switch's IPAM decides dynamic addresses only: with none on the switch, its
-        # static ports come and go as on a switch without IPAM.
-        if not switch_ipam(dp.nb.other_config).active:
-            continue
-        ls_row = switch_rows.get(key)
-        if ls_row is None:  # (going with its ports: theirs are the deleted rows)
-            _need(key in step.gone_switches)
-            ls_ports: Iterable[IdlRow] = [
-                r for r in step.deleted.values()
-                if (p := ports.ports.get(r.value("name"))) is not None and p.dp.key == key]
-        else:
-            ls_ports = ls_row.ports
-        _need(not any(asks_ipam(p) for p in ls_ports))
 
 
 def asks_ipam(row: IdlRow) -> bool:
@@ -417,6 +407,10 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             del ports.localnet_ports[key]
         for name in garp_again(key, ports, sb_desired.tables["Port_Binding"]):
             delta.touch_unread(name)
+    gone_names = {r.value("name") for r in step.deleted.values()}
+    if involves_ipam(changed, gone_names, datapaths, ports, step.dynamic, step.mac_prefix):
+        _need(ipam_in_place(changed, gone_names, datapaths, ports, step.dynamic,
+                            step.mac_prefix, nb_desired, delta))
     _put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
     groups_used(used, ports, sb_desired, delta)  # (external ports' groups)
     for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)

@@ -673,7 +673,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         result = switch_ports_changed(
             nb, self.sb_tables(), core.datapaths, core.ports, names,
             core.dynamic_addresses, data.sb, data.nb, lsp_changes, ls_changes,
-            ignored=LSP_WRITTEN_ONLY, fresh={str(k) for k in fresh})
+            ignored=LSP_WRITTEN_ONLY, fresh={str(k) for k in fresh},
+            mac_prefix=core.mac_prefix)
         if result is not None:  # (the groups of ports given other addresses: their sets)
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None

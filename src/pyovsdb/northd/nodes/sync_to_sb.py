@@ -112,7 +112,8 @@ class SyncToSbNode(Node[SyncOps, None]):
             if table == "Datapath_Binding" and _renames_datapaths(change.delta):
                 for keyed in BY_DATAPATH:
                     self._drop(keyed)
-        last = next(name for name, inp in reversed(self.inputs.items()) if inp.updated)
+        inputs = self.inputs
+        last = next(name for name in reversed(tuple(inputs)) if inputs[name].updated)
         if change.input == last:
             self.data = self.plan_scope()
             self._refiled.clear()

@@ -1,0 +1,86 @@
+"""Dynamic addresses of switch ports added, updated or deleted in place
+(`ports_incremental`): IPAM decided again for them, every other port keeping what it has.
+
+Rules kept here:
+- IPAM is one allocation over every switch (MACs are unique across all of them, each
+  subnet's addresses across its switch), so the plan is the build's own
+  (`ipam.plan_ipam`) over the core as it is after the change: O(ports), no rebuild of
+  anything else. It runs only where it can move something: a port changed that asks
+  IPAM (or held a dynamic address), one on a switch whose IPAM hands addresses out, or
+  one with a static MAC of the prefix while dynamic addresses exist.
+- Every port not changed must keep the dynamic_addresses the last build gave it (the
+  plan equal to `CoreData.dynamic_addresses` for it): else another port's address
+  would move (a static address taking a dynamic one's place), and the caller
+  recomputes.
+- The changed ports take the plan's addresses: appended to their own (as a build
+  appends them), written back to NB, and recorded in the core's dynamic addresses;
+  deleted ones leave it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, MutableMapping
+
+from ..desired import DesiredDb
+from .datapaths import DatapathsData
+from .delta import PortsDelta
+from .ipam import NB_LSP_COLUMNS, plan_ipam, switch_ipam
+from .ports import Port, PortsData
+from .ports_addresses import is_dynamic
+
+_MISSING = object()
+
+
+def involves_ipam(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
+                  ports: PortsData, dynamic: MutableMapping[str, str | None],
+                  mac_prefix: int | None) -> bool:
+    """Whether the switch ports `changed` (new or updated, as built now) and `gone`
+    (names of deleted ones) can move a dynamic address (see the rules)."""
+    if any(name in dynamic for name in gone):
+        return True
+    held = any(v is not None for v in dynamic.values())
+    for port in changed:
+        if port.name in dynamic or any(is_dynamic(a) for a in port.nb.addresses) \
+                or port.nb.dynamic_addresses is not None:
+            return True
+        if held and mac_prefix is not None and any(
+                not (a.mac ^ mac_prefix) >> 24 for a in port.lsp_addrs[:port.n_static_addrs]):
+            return True
+        info = switch_ipam(port.dp.nb.other_config)
+        if info.active and any(p.name in dynamic for p in ports.by_datapath.get(port.dp.key, [])):
+            return True
+    return False
+
+
+def ipam_in_place(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
+                  ports: PortsData, dynamic: MutableMapping[str, str | None],
+                  mac_prefix: int | None, nb_desired: DesiredDb, delta: PortsDelta) -> bool:
+    """The dynamic addresses of `changed` and `gone` applied (see the rules); False
+    (nothing touched) where another port's would move."""
+    plan = plan_ipam(datapaths, ports, mac_prefix)
+    mine = {p.name for p in changed}
+    for name in plan.result.keys() | dynamic.keys():
+        if name in mine or name in gone:
+            continue
+        if plan.result.get(name, _MISSING) != dynamic.get(name, _MISSING):
+            return False
+    for name in gone:
+        dynamic.pop(name, None)
+    table = nb_desired.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
+    for port in changed:
+        if port.name not in plan.result:  # (IPAM does not look at it: no write-back)
+            dynamic.pop(port.name, None)
+            row = table.rows.get(port.nb.uuid)
+            if row is not None and row.pop("dynamic_addresses", None) is not None:
+                if not row:
+                    del table.rows[port.nb.uuid]
+                delta.touch("nb", "Logical_Switch_Port", port.nb.uuid)
+            continue
+        value = plan.result[port.name]
+        dynamic[port.name] = value
+        added = plan.added.get(port.name)
+        if added is not None:
+            port.lsp_addrs.append(added)
+        table.set(port.nb.uuid, dynamic_addresses=[value] if value is not None else [])
+        delta.touch("nb", "Logical_Switch_Port", port.nb.uuid)
+    return True
