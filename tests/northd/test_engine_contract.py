@@ -24,6 +24,8 @@ ALL = frozenset(COMPUTING)
 FULL = frozenset(("northd", "sync_from_sb", "mac_binding_aging", "lflow", "sync_to_sb"))
 # `northd` changed in place: no node recomputes.
 CFG = frozenset(("sync_cfg",))
+# An NB_Global option only flows read: the flows built again, every one.
+EVERY_FLOW = frozenset(("sync_cfg", "lflow"))
 DHCP = {"lease_time": "3600", "router": "10.0.0.1", "server_id": "10.0.0.1",
         "server_mac": "00:00:00:00:ff:01"}
 FEATURES = {"ct-no-masked-label": "true", "mac-binding-timestamp": "true",
@@ -1523,6 +1525,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)),
         options={"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe",
                  "ignore_lsp_down": "false"}), ALL),
+    ("NB_Global option only flows read (ignore_lsp_down)",
+     lambda nb, sb, w: _nb_option(nb, "ignore_lsp_down", "false"), EVERY_FLOW),
+    ("NB_Global option only flows read (debug_drop_collector_set)",
+     lambda nb, sb, w: _nb_option(nb, "debug_drop_collector_set", "7"), EVERY_FLOW),
     ("NB_Global option the daemon alone reads (northd-backoff-interval-ms)",
      lambda nb, sb, w: _nb_option(nb, "northd-backoff-interval-ms", "200"),
      frozenset(("sync_cfg",))),

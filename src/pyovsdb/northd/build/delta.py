@@ -47,6 +47,9 @@ class PortsDelta:
     lbs: set[str] = field(default_factory=set)
     # A router's MAC binding age threshold changed: `mac_binding_aging` looks again.
     aging: bool = False
+    # NB_Global options only flows read changed (`global_cfg.FLOW_OPTIONS`): `lflow`
+    # builds every flow again.
+    every_flow: bool = False
     # Port_Binding keys of `sb` changed only in columns no flow reads
     # (`nat_addresses`): every step that touched them touched them so.
     unread: set[Hashable] = field(default_factory=set)
@@ -78,6 +81,7 @@ class PortsDelta:
         self.claimed_on |= later.claimed_on
         self.lbs |= later.lbs
         self.aging = self.aging or later.aging
+        self.every_flow = self.every_flow or later.every_flow
         self.unread = (self.unread | later.unread) - read
 
     def _read(self) -> set[Hashable]:
@@ -85,4 +89,4 @@ class PortsDelta:
 
     def empty(self) -> bool:
         return not (self.sb or self.nb or self.flows or self.nats or self.focus or self.lbs
-                    or self.rewired or self.claimed or self.aging)
+                    or self.rewired or self.claimed or self.aging or self.every_flow)

@@ -149,22 +149,29 @@ def chassis_features(sb: Mapping[str, ReplicaTable]) -> ChassisFeatures:
 # changed, they move only the options northd copies to NB_Global and SB_Global.
 DAEMON_OPTIONS = frozenset(("northd-backoff-interval-ms", "northd_probe_interval",
                             "northd_trim_timeout"))
+# NB_Global options only the logical flows read (through `GlobalConfig.nb_options`):
+# changed, they move those copies and the flows (every datapath's, potentially).
+FLOW_OPTIONS = frozenset(("controller_event", "ignore_lsp_down", "use_ct_inv_match",
+                          "default_acl_drop", "debug_drop_collector_set",
+                          "debug_drop_domain_id"))
+# Options no builder of the core reads: changed in place (`with_options`).
+COPIED_OPTIONS = DAEMON_OPTIONS | FLOW_OPTIONS
 
 
-def daemon_options_only(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
-    """Whether options `old` and `new` differ in `DAEMON_OPTIONS` keys alone."""
-    return all(old.get(k) == new.get(k) for k in old.keys() | new.keys()
-               if k not in DAEMON_OPTIONS)
+def options_only(old: Mapping[str, str], new: Mapping[str, str],
+                 keys: frozenset[str] = COPIED_OPTIONS) -> bool:
+    """Whether options `old` and `new` differ in `keys` alone."""
+    return all(old.get(k) == new.get(k) for k in old.keys() | new.keys() if k not in keys)
 
 
-def with_daemon_options(cfg: GlobalConfig, options: Mapping[str, str]) -> GlobalConfig:
-    """`cfg` with the `DAEMON_OPTIONS` of NB_Global `options` (the rest the same)."""
+def with_options(cfg: GlobalConfig, options: Mapping[str, str]) -> GlobalConfig:
+    """`cfg` with the `COPIED_OPTIONS` of NB_Global `options` (the rest the same)."""
     def moved(current: dict[str, str]) -> dict[str, str]:
         # In the order `global_config` makes: NB's keys first, then those it adds.
-        out = {k: v if k in DAEMON_OPTIONS else current[k] for k, v in options.items()
-               if k in DAEMON_OPTIONS or k in current}
+        out = {k: v if k in COPIED_OPTIONS else current[k] for k, v in options.items()
+               if k in COPIED_OPTIONS or k in current}
         out.update((k, v) for k, v in current.items()
-                   if k not in out and k not in DAEMON_OPTIONS)
+                   if k not in out and k not in COPIED_OPTIONS)
         return out
     return dataclasses.replace(cfg, nb_options=moved(cfg.nb_options),
                                sb_options=moved(cfg.sb_options))

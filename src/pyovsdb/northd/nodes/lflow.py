@@ -336,7 +336,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
     # resolves its switches' VIF addresses), are built again; anything else recomputes.
     def on_northd(self, change: Change[Any, Any]) -> Handled:
         delta = change.delta
-        if not isinstance(delta, PortsDelta) or not self.has_data:
+        if not isinstance(delta, PortsDelta) or not self.has_data or delta.every_flow:
             return Handled.UNHANDLED
         northd: NorthdData = change.data
         old = self.data

@@ -63,7 +63,7 @@ from ..build.datapaths_updated import datapaths_updated
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
-from ..build.global_cfg import daemon_options_only, global_config, with_daemon_options
+from ..build.global_cfg import FLOW_OPTIONS, global_config, options_only, with_options
 from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
@@ -203,9 +203,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
 
     # NB_Global: the handshake columns alone are `sync_cfg`'s (it recomputes on them).
     # Options the daemon alone reads (`DAEMON_OPTIONS`: the backoff, the probe
-    # interval) move only the options copied to NB_Global and SB_Global, in place;
-    # options that are what northd wrote back (its first run's `mac_prefix`,
-    # `max_tunid`...) move nothing.
+    # interval) move only the options copied to NB_Global and SB_Global, in place, and
+    # those only flows read (`FLOW_OPTIONS`) those and every flow (`lflow` recomputes:
+    # `PortsDelta.every_flow`); options that are what northd wrote back (its first
+    # run's `mac_prefix`, `max_tunid`...) move nothing.
     def on_nb_global(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
@@ -219,16 +220,18 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             columns -= UNREAD_GLOBAL
             if not columns <= CFG_COLUMNS | {"options"} or (
                     "options" in columns
-                    and not daemon_options_only(rc.old.options, rc.new.options)):
+                    and not options_only(rc.old.options, rc.new.options)):
                 return Handled.UNHANDLED
             if "options" in columns:
                 options = rc.new.options
         if options is None:
             return Handled.HANDLED_UNCHANGED
         data = self.data
-        cfg = with_daemon_options(data.extra.config, options)
+        was = data.extra.config.nb_options
+        cfg = with_options(data.extra.config, options)
         data.extra = replace(data.extra, config=cfg)
         delta = self.track()
+        delta.every_flow |= any(was.get(k) != cfg.nb_options.get(k) for k in FLOW_OPTIONS)
         nb_global = data.nb.tables.get("NB_Global")
         if nb_global is not None:
             for key in nb_global.rows:
