@@ -1213,7 +1213,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw0", other_config={
          "subnet": "10.0.0.0/24"}), IN_PLACE),
     ("switch's subnet changed, a port of it holding a dynamic address",
-     lambda nb, sb, w: _dynamic_then(nb, w, {"subnet": "10.1.0.0/24"}), FULL),
+     lambda nb, sb, w: _dynamic_then(nb, w, {"subnet": "10.1.0.0/24"}), IN_PLACE),
+    ("switch's IPAM made MAC-only, a port of it holding a dynamic address",
+     lambda nb, sb, w: _dynamic_then(nb, w, {"mac_only": "true"}), IN_PLACE),
+    ("switch's IPAM settings dropped, a port of it holding a dynamic address",
+     lambda nb, sb, w: _dynamic_then(nb, w, {}), IN_PLACE),
     ("switch made a transit switch (interconn-ts)", lambda nb, sb, w: _dp_set(
         nb, "Logical_Switch", "sw1", other_config={"interconn-ts": "ts1"}), IN_PLACE),
     ("switch asking for the tunnel key it holds", lambda nb, sb, w: _dp_set(

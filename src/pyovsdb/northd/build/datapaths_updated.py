@@ -14,7 +14,8 @@ Rules kept here:
   `mcast_relay` (the multicast groups of its switches), and a switch's `vlan-passthru`
   where its ports cannot all be bound again alone (`ports_incremental.rebind`), and
   its IPAM settings (`IPAM_CONFIG`) while a port of it asks IPAM for addresses or
-  holds some (the switch's allocations would move).
+  holds some, unless the caller gives the core's IPAM (`ipam`: then `ipam_again`
+  moves the switch's allocations, every other switch's kept).
 - What changes: the datapath's desired binding (its `external_ids` carry the name,
   the Neutron name, the transit switch name, a router's SNAT zone and ARP learning),
   a switch's IP_Multicast row (its snooping settings), a renamed datapath's place in
@@ -27,7 +28,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, MutableMapping
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -38,8 +39,10 @@ from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath,
 from .datapaths_incremental import IPAM_CONFIG
 from .delta import PortsDelta
 from .ip_mcast import mcast_settings
-from .ports import PortsData
-from .ports_incremental import asks_ipam, rebind
+from .ipam import NB_LSP_COLUMNS, plan_ipam
+from .ipam_incremental import MISSING, write_back
+from .ports import Port, PortsData
+from .ports_incremental import asks_ipam, rebind, simple_lsp
 
 COLUMNS = frozenset(("name", "external_ids", "other_config", "options"))
 # Router options a change of which this module refuses (see the rules).
@@ -54,7 +57,8 @@ def _changed_keys(old: Mapping[str, str], new: Mapping[str, str]) -> set[str]:
 
 def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
                       datapaths: DatapathsData, ports: PortsData,
-                      sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb
+                      sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb,
+                      ipam: Callable[[set[str], PortsDelta], bool] | None = None
                       ) -> PortsDelta | None:
     """The switch (or, `router`, router) updates `changes` applied in place, each in
     `COLUMNS` alone (the caller's check) and of a datapath the build has with its row
@@ -66,6 +70,7 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
     renamed = False
     settings: set[str] = set()
     passthru: list[str] = []
+    allocating: set[str] = set()  # switches whose IPAM settings changed
     for uuid, rc in changes.items():
         dp = by_key.get(uuid)
         if rc.old is None or rc.new is None or dp is None or dp.nb is not rc.new:
@@ -73,7 +78,10 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
         columns = set(changed_columns(rc))
         keys = _changed_keys(getattr(rc.old, config), getattr(rc.new, config)) \
             if config in columns else set()
-        if not _keys_ok(dp, keys, router, ports, sb):
+        if not router and keys & IPAM_CONFIG and ipam is not None:
+            allocating.add(uuid)  # (`ipam` moves the switch's allocations)
+        if not _keys_ok(dp, keys - (IPAM_CONFIG if uuid in allocating else set()), router,
+                        ports, sb):
             return None
         if "vlan-passthru" in keys:
             passthru.append(uuid)
@@ -88,6 +96,8 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
                 uuid, datapath=Ref("Datapath_Binding", uuid),
                 **mcast_settings(rc.new.other_config))
             delta.touch("sb", "IP_Multicast", uuid)
+    if allocating and ipam is not None and not ipam(allocating, delta):
+        return None
     for uuid in passthru:
         if not rebind(sb, ports, [p.name for p in ports.by_datapath.get(uuid, [])],
                       sb_desired, delta):
@@ -114,3 +124,31 @@ def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
             return False
     return router or not keys & IPAM_CONFIG or not any(
         asks_ipam(p.nb) for p in ports.by_datapath.get(dp.key, []) if p.is_lsp)
+
+
+def ipam_again(switches: Collection[str], datapaths: DatapathsData, ports: PortsData,
+               dynamic: MutableMapping[str, str | None], mac_prefix: int | None,
+               sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb,
+               nb_desired: DesiredDb, delta: PortsDelta) -> bool:
+    """The IPAM settings of `switches` changed (their rows refreshed in the core): the
+    ports of theirs whose dynamic addresses move take the plan's, their bindings put
+    again, and written back to NB; False (nothing touched) where a port of another
+    switch would move, or a port moved cannot be bound again alone."""
+    plan = plan_ipam(datapaths, ports, mac_prefix)
+    moved: list[Port] = []
+    for name in sorted(plan.result.keys() | dynamic.keys()):
+        if plan.result.get(name, MISSING) == dynamic.get(name, MISSING):
+            continue
+        port = ports.ports.get(name)
+        if port is None or port.dp.key not in switches:
+            return False
+        moved.append(port)
+    if not all(p.is_lsp and simple_lsp(p.nb) and p.nb.tag == p.nb.tag_request
+               for p in moved):
+        return False  # (`rebind`'s own test: nothing is touched before it)
+    table = nb_desired.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
+    for port in moved:
+        added = plan.added.get(port.name)
+        port.lsp_addrs[port.n_static_addrs:] = [added] if added is not None else []
+        write_back(port, plan.result, dynamic, table, delta)
+    return rebind(sb, ports, [p.name for p in moved], sb_desired, delta)

@@ -14,21 +14,22 @@ Rules kept here:
   recomputes.
 - The changed ports take the plan's addresses: appended to their own (as a build
   appends them), written back to NB, and recorded in the core's dynamic addresses;
-  deleted ones leave it.
+  deleted ones leave it. A switch's IPAM settings changed: `datapaths_updated.
+  ipam_again`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping
 
-from ..desired import DesiredDb
+from ..desired import DesiredDb, DesiredTable
 from .datapaths import DatapathsData
 from .delta import PortsDelta
 from .ipam import NB_LSP_COLUMNS, plan_ipam, switch_ipam
 from .ports import Port, PortsData
 from .ports_addresses import is_dynamic
 
-_MISSING = object()
+MISSING = object()  # (a port IPAM does not look at)
 
 
 def involves_ipam(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
@@ -62,25 +63,33 @@ def ipam_in_place(changed: Collection[Port], gone: Collection[str], datapaths: D
     for name in plan.result.keys() | dynamic.keys():
         if name in mine or name in gone:
             continue
-        if plan.result.get(name, _MISSING) != dynamic.get(name, _MISSING):
+        if plan.result.get(name, MISSING) != dynamic.get(name, MISSING):
             return False
     for name in gone:
         dynamic.pop(name, None)
     table = nb_desired.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
     for port in changed:
-        if port.name not in plan.result:  # (IPAM does not look at it: no write-back)
-            dynamic.pop(port.name, None)
-            row = table.rows.get(port.nb.uuid)
-            if row is not None and row.pop("dynamic_addresses", None) is not None:
-                if not row:
-                    del table.rows[port.nb.uuid]
-                delta.touch("nb", "Logical_Switch_Port", port.nb.uuid)
-            continue
-        value = plan.result[port.name]
-        dynamic[port.name] = value
         added = plan.added.get(port.name)
         if added is not None:
             port.lsp_addrs.append(added)
-        table.set(port.nb.uuid, dynamic_addresses=[value] if value is not None else [])
-        delta.touch("nb", "Logical_Switch_Port", port.nb.uuid)
+        write_back(port, plan.result, dynamic, table, delta)
     return True
+
+
+def write_back(port: Port, result: Mapping[str, str | None],
+                dynamic: MutableMapping[str, str | None], table: DesiredTable,
+                delta: PortsDelta) -> None:
+    """The port's dynamic_addresses as the plan `result` has them (or none) in the
+    core's record and the NB write-back."""
+    uuid = port.nb.uuid
+    if port.name in result:
+        value = dynamic[port.name] = result[port.name]
+        table.set(uuid, dynamic_addresses=[value] if value is not None else [])
+        delta.touch("nb", "Logical_Switch_Port", uuid)
+        return
+    dynamic.pop(port.name, None)  # (IPAM does not look at it: no write-back)
+    row = table.rows.get(uuid)
+    if row is not None and row.pop("dynamic_addresses", None) is not None:
+        if not row:
+            del table.rows[uuid]
+        delta.touch("nb", "Logical_Switch_Port", uuid)

@@ -59,7 +59,7 @@ from ..build.datapaths_incremental import (
     simple_router,
 )
 from ..build.datapaths_updated import COLUMNS as DP_COLUMNS
-from ..build.datapaths_updated import datapaths_updated
+from ..build.datapaths_updated import datapaths_updated, ipam_again
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
@@ -355,8 +355,12 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if not refresh_datapaths(updated.keys() & by_key.keys(), by_key, table.rows,
                                  core.ports):
             return Handled.UNHANDLED
+        def ipam(switches: set[str], delta: PortsDelta) -> bool:
+            return ipam_again(switches, core.datapaths, core.ports, core.dynamic_addresses,
+                              core.mac_prefix, self.sb_tables(), self.data.sb,
+                              self.data.nb, delta)
         return self._applied(datapaths_updated(updated, router, core.datapaths, core.ports,
-                                               self.sb_tables(), self.data.sb))
+                                               self.sb_tables(), self.data.sb, ipam))
 
     def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
         """The keys the switches made in this change take before the routers `made`
