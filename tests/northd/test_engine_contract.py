@@ -797,8 +797,9 @@ def _renumber(nb: Nb, world: World, beside: str) -> None:
     """lrp0's networks changed (a second IPv4 subnet and an IPv6 one), `beside`: "" on
     the plain topology; "router" another router on sw0; "lb" lr0 with a load balancer
     whose VIP is on the new subnet; "ipam" sw0 doing IPAM for a port asking for a
-    dynamic address; "gateway" lr9's gateway port on sw1 instead, its switch port
-    advertising NAT addresses and one NAT rule's external IP becoming the port's own."""
+    dynamic address ("ipam-taken": lrp0 taking that port's address); "gateway" lr9's
+    gateway port on sw1 instead, its switch port advertising NAT addresses and one
+    NAT rule's external IP becoming the port's own."""
     port, networks = "lrp0", ["10.0.0.1/24", "10.5.0.1/24", "fd00::1/64"]
     if beside == "router":
         nb.lr_add("lr1")
@@ -808,9 +809,11 @@ def _renumber(nb: Nb, world: World, beside: str) -> None:
                             vips={"10.5.0.100:80": "10.0.0.11:80"})
         nb.db.add_to("Logical_Router", nb.uuid("Logical_Router", "lr0"), "load_balancer",
                      uuid)
-    elif beside == "ipam":
+    elif beside.startswith("ipam"):
         _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "10.0.0.0/24"})
         nb.lsp_add("sw0", "dyn0", addresses=["dynamic"])
+        if beside == "ipam-taken":  # (the address IPAM gave dyn0: it moves)
+            networks = ["10.0.0.1/24", "10.0.0.2/24"]
     elif beside == "gateway":
         _gateway_router(nb, "sw1", "ch0", {"nat-addresses": "router"})
         nb.add_child("Logical_Router", "lr9", "nat", "NAT", type="dnat_and_snat",
@@ -1394,7 +1397,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _dynamic_then(nb, w, {"subnet": "10.9.0.0/24"}, lrp_mac=True),
      IN_PLACE),
     ("router port's networks changed on a switch doing IPAM for a dynamic address",
-     lambda nb, sb, w: _renumber(nb, w, "ipam"), FULL),
+     lambda nb, sb, w: _renumber(nb, w, "ipam"), IN_PLACE),
+    ("router port given the address a port on its switch holds from IPAM (that one moves)",
+     lambda nb, sb, w: _renumber(nb, w, "ipam-taken"), IN_PLACE),
     ("router port's external_ids set", lambda nb, sb, w: _lrp_set(
         nb, w, False, external_ids={"neutron:revision_number": "2"}), IN_PLACE),
     ("lrp-del of a switch's router port", lambda nb, sb, w: nb.db.transact([

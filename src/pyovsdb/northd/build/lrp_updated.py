@@ -14,9 +14,10 @@ Rules kept here:
   and the datapaths of its router's peers have their flows built again
   (`PortsDelta.flows`).
 - `networks` (a subnet added to a router interface, IPv4 beside IPv6) and `mac`:
-  refused on a port whose switch does IPAM for a port asking for or holding dynamic
-  addresses (the port's IPs are taken there; IPAM keeps a dynamic MAC it gave even
-  where a router port's MAC is the same, and any new one is a recompute's); else the
+  on a port whose switch does IPAM for a port asking for or holding dynamic addresses
+  (the port's IPs are taken there; IPAM keeps a dynamic MAC it gave even where a
+  router port's MAC is the same), refused unless the caller gives the core's IPAM
+  (`ipam`: that switch's allocations moved, `datapaths_updated.ipam_again`); the
   port, its chassisredirect port and the
   switch port of type router peering it (whose "router" addresses are the port's)
   take the new networks. Its peer's `nat_addresses` are put again as above (a router
@@ -29,7 +30,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
@@ -68,10 +69,13 @@ def updatable(rc: RowChange[IdlRow]) -> bool:
 
 
 def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
-                 sb_desired: DesiredDb) -> PortsDelta | None:
+                 sb_desired: DesiredDb,
+                 ipam: Callable[[set[str], PortsDelta], bool] | None = None
+                 ) -> PortsDelta | None:
     """The router port updates `changes` (each `updatable`) applied in place, or
     None (see the rules)."""
     found: list[tuple[Port, IdlRow, Addresses | None]] = []
+    allocating: set[str] = set()  # switches whose IPAM takes the new networks
     for uuid, rc in changes.items():
         new = rc.new
         assert new is not None and rc.old is not None
@@ -82,7 +86,10 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
         columns = set(changed_columns(rc))
         if not columns.isdisjoint(ADDRESSES):
             if not _networks_movable(port, ports):
-                return None
+                peer = ports.peer_of(port)
+                if ipam is None or peer is None:
+                    return None
+                allocating.add(peer.dp.key)
             networks = lrp_networks(new.mac, new.networks)
         found.append((port, new, networks))
     delta = PortsDelta()
@@ -106,6 +113,8 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
             delta.touch("sb", "Port_Binding", peer.name)
         routers.add(port.dp.key)
     delta.flows = ports.next_to(routers)
+    if allocating and ipam is not None and not ipam(allocating, delta):
+        return None
     return delta
 
 

@@ -355,12 +355,17 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if not refresh_datapaths(updated.keys() & by_key.keys(), by_key, table.rows,
                                  core.ports):
             return Handled.UNHANDLED
-        def ipam(switches: set[str], delta: PortsDelta) -> bool:
-            return ipam_again(switches, core.datapaths, core.ports, core.dynamic_addresses,
-                              core.mac_prefix, self.sb_tables(), self.data.sb,
-                              self.data.nb, delta)
         return self._applied(datapaths_updated(updated, router, core.datapaths, core.ports,
-                                               self.sb_tables(), self.data.sb, ipam))
+                                               self.sb_tables(), self.data.sb,
+                                               self._ipam_again))
+
+    def _ipam_again(self, switches: set[str], delta: PortsDelta) -> bool:
+        """The allocations of `switches` moved where their IPAM's inputs changed
+        (`datapaths_updated.ipam_again`)."""
+        core = self.data.core
+        return ipam_again(switches, core.datapaths, core.ports, core.dynamic_addresses,
+                          core.mac_prefix, self.sb_tables(), self.data.sb, self.data.nb,
+                          delta)
 
     def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
         """The keys the switches made in this change take before the routers `made`
@@ -581,7 +586,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if all(gateway_chassis_only(rc) for rc in delta.values()):
             return self._ha_groups(change, "Logical_Router_Port")
         if all(updatable(rc) for rc in delta.values()):
-            handled = self._applied(lrps_updated(delta, self.data.core.ports, self.data.sb))
+            handled = self._applied(lrps_updated(delta, self.data.core.ports, self.data.sb,
+                                                 self._ipam_again))
             if handled is Handled.UNHANDLED or not any(
                     "networks" in changed_columns(rc) and rc.new is not None
                     and (port := self.data.core.ports.ports.get(rc.new.name)) is not None
