@@ -1598,7 +1598,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("SB chassis update: port-up-notif", lambda nb, sb, w: _claimed_notif(sb, w),
      CFG | {"sync_from_sb"}),
     ("SB chassis update: every chassis now has the features",
-     lambda nb, sb, w: sb.update("Chassis", w.chassis, other_config=FEATURES), ALL),
+     lambda nb, sb, w: sb.update("Chassis", w.chassis, other_config=FEATURES),
+     EVERY_FLOW | {"mac_binding_aging"}),
     ("SB chassis-add with a vxlan encap",
      lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2", encap="vxlan"), ALL),
 ]

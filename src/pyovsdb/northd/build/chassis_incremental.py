@@ -8,8 +8,9 @@ Rules kept here:
   hostname (`requested-chassis`, every name asked and the ports asking recorded in
   `PortsData.chassis_asked`), and the chassis HA chassis rows name (a reference by
   name, resolved when `sync_to_sb` plans the row).
-- A change that moves the features or the vxlan mode is not applied (the caller
-  recomputes).
+- A change that moves the vxlan mode is not applied (the caller recomputes); one
+  that moves the features is the caller's too (`nodes.northd_sb`: the global
+  settings in place, every flow built again).
 - A chassis added, deleted or renamed under a name or hostname ports asked for
   rebinds those ports (`ports_incremental.rebind`: their `requested_chassis` and
   `requested_additional_chassis`), where each is a port whose binding is built alone
@@ -29,27 +30,17 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .core import CoreData
-from .datapaths import is_vxlan_mode
 from .delta import PortsDelta
-from .global_cfg import ChassisFeatures, chassis_features
 from .ports_incremental import rebind
 
 # Chassis columns by which a reference or a request finds the chassis.
 NAMING = frozenset(("name", "hostname"))
 
 
-def facts_kept(sb: Mapping[str, ReplicaTable], core: CoreData,
-               features: ChassisFeatures) -> bool:
-    """Whether the chassis as `sb` has them keep the facts the last build read of all
-    of them together: the features (`features`, as built) and the vxlan mode."""
-    return chassis_features(sb) == features and \
-        is_vxlan_mode(sb) == core.datapaths.vxlan_mode
-
-
 def chassis_changed(changes: Mapping[str, RowChange[IdlRow]], core: CoreData,
                     sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb
                     ) -> PortsDelta | None:
-    """The delta of Chassis row changes `changes` (the facts checked kept by the
+    """The delta of Chassis row changes `changes` (the vxlan mode checked kept by the
     caller), or None where a port that asked for a chassis they name cannot be bound
     again alone (see the rules)."""
     named: set[str] = set()

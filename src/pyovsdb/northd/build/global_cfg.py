@@ -173,8 +173,9 @@ def with_options(cfg: GlobalConfig, options: Mapping[str, str]) -> GlobalConfig:
         out.update((k, v) for k, v in current.items()
                    if k not in out and k not in COPIED_OPTIONS)
         return out
-    return dataclasses.replace(cfg, nb_options=moved(cfg.nb_options),
-                               sb_options=moved(cfg.sb_options))
+    nb_options = moved(cfg.nb_options)
+    return dataclasses.replace(cfg, nb_options=nb_options,
+                               sb_options=_sb_options(nb_options, cfg.features))
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,14 +205,27 @@ def global_config(inp_nb: Mapping[str, ReplicaTable], inp_sb: Mapping[str, Repli
     options["max_tunid"] = str(max_tunid(inp_sb))
     options["northd_internal_version"] = OVN_INTERNAL_VERSION
     features = chassis_features(inp_sb)
-    sb_options = dict(options)
+    return GlobalConfig(nb_options=options, sb_options=_sb_options(options, features),
+                        mac_prefix=prefix, svc_monitor_mac=monitor_mac, features=features,
+                        ipsec=bool(nb.ipsec) if nb is not None else False)
+
+
+def _sb_options(nb_options: Mapping[str, str], features: ChassisFeatures) -> dict[str, str]:
+    """SB_Global's options: NB's as written back, and the hairpin setting the chassis
+    features ask for (by key: the same map whichever order NB's came in)."""
+    sb_options = dict(nb_options)
     if not features.ct_no_masked_label:
         sb_options["lb_hairpin_use_ct_mark"] = "false"
     else:
         sb_options.pop("lb_hairpin_use_ct_mark", None)
-    return GlobalConfig(nb_options=options, sb_options=sb_options, mac_prefix=prefix,
-                        svc_monitor_mac=monitor_mac, features=features,
-                        ipsec=bool(nb.ipsec) if nb is not None else False)
+    return dict(sorted(sb_options.items()))
+
+
+def with_features(cfg: GlobalConfig, features: ChassisFeatures) -> GlobalConfig:
+    """`cfg` with the chassis features `features` (and SB_Global's options as they
+    ask)."""
+    return dataclasses.replace(cfg, features=features,
+                               sb_options=_sb_options(cfg.nb_options, features))
 
 
 # -- the cfg handshake -------------------------------------------------------------------

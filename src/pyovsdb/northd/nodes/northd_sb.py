@@ -10,8 +10,10 @@ Rules kept here:
 - A router port's binding coming back that moves it in the walk of its switch's
   router ports (hash buckets: the echo of a first build's bindings, say) sorts that
   switch's router ports again and marks it `rewired` (its flows rebuilt), in place.
-- Chassis and Encap changes that keep the chassis features and the vxlan mode, of
-  chassis no port asks for, are applied in place (`build.chassis_incremental`); SB
+- Chassis and Encap changes that keep the vxlan mode are applied in place
+  (`build.chassis_incremental`: the ports asking for them bound again); the chassis
+  features moving change the global settings in place and have every flow built
+  again (`PortsDelta.every_flow`) and the MAC binding aging look again; SB
   static MAC bindings are `NorthdNode.on_static_mac`'s, with the NB ones; IGMP
   groups change the multicast groups of their switches in place
   (`build.igmp_incremental`), and the Multicast_Group rows coming back as desired
@@ -22,6 +24,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...engine import Handled, Node
@@ -29,10 +32,11 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
-from ..build.chassis_incremental import chassis_changed, facts_kept
+from ..build.chassis_incremental import chassis_changed
 from ..build.core import fdb_stale, held_tunnel_keys
-from ..build.datapaths import datapath_key
+from ..build.datapaths import datapath_key, is_vxlan_mode
 from ..build.delta import PortsDelta
+from ..build.global_cfg import chassis_features, with_features
 from ..build.ha_chassis import with_ref_chassis
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
@@ -41,7 +45,7 @@ from ..build.ports_incremental import rebind, rows_where
 from ..build.ports_retyped import settled
 from ..build.walk import PortWalk, resort_router_ports
 from ..desired import Ref, single
-from .tables import TableChange, Tables, only
+from .tables import TableChange, Tables, either, only
 
 if TYPE_CHECKING:
     from .northd import NorthdData  # noqa: F401  (the base's type argument)
@@ -81,22 +85,38 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
         return Handled.HANDLED_UNCHANGED
 
     # Chassis registering, updating or leaving: applied in place where
-    # `build.chassis_incremental.chassis_changed` can (the features and the vxlan mode
-    # kept; the ports asking for the chassis by a name it changes bound again alone).
+    # `build.chassis_incremental.chassis_changed` can (the vxlan mode kept; the ports
+    # asking for the chassis by a name it changes bound again alone). The features every
+    # chassis supports moved (an upgrade done): the global settings in place, and the
+    # flows and the MAC binding aging (which they gate) built again.
     def on_chassis(self, change: TableChange) -> Handled:
-        if change.delta is None or not self._chassis_facts_kept():
+        if change.delta is None or not self.has_data or not self._vxlan_kept():
             return Handled.UNHANDLED
-        return self._applied(chassis_changed(change.delta, self.data.core, self.sb_tables(),
-                                             self.data.sb))
+        return either(self._features(), self._applied(chassis_changed(
+            change.delta, self.data.core, self.sb_tables(), self.data.sb)))
 
     # Of the encaps, builders read only whether one is vxlan.
     def on_encap(self, change: TableChange) -> Handled:
-        return Handled.HANDLED_UNCHANGED if self._chassis_facts_kept() \
+        return Handled.HANDLED_UNCHANGED if self.has_data and self._vxlan_kept() \
             else Handled.UNHANDLED
 
-    def _chassis_facts_kept(self) -> bool:
-        return self.has_data and facts_kept(self.sb_tables(), self.data.core,
-                                            self.data.extra.config.features)
+    def _vxlan_kept(self) -> bool:
+        return is_vxlan_mode(self.sb_tables()) == self.data.core.datapaths.vxlan_mode
+
+    def _features(self) -> Handled:
+        features = chassis_features(self.sb_tables())
+        data = self.data
+        if features == data.extra.config.features:
+            return Handled.HANDLED_UNCHANGED
+        cfg = with_features(data.extra.config, features)
+        data.extra = replace(data.extra, config=cfg)
+        delta = self.track()
+        delta.every_flow = delta.aging = True
+        sb_global = data.sb.tables.get("SB_Global")
+        if sb_global is not None and () in sb_global.rows:
+            sb_global.set((), options=cfg.sb_options)
+            delta.touch("sb", "SB_Global", ())
+        return Handled.HANDLED_UPDATED
 
     # Builders read SB Multicast_Group (the kept keys of IGMP groups) only while SB
     # has IGMP groups, whose changes recompute.
