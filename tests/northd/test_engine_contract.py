@@ -1576,7 +1576,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("SB chassis-add a migrating port asked for second",
      lambda nb, sb, w: _chassis_named(sb, w, "migrating"), CFG),
     ("SB chassis-add a port with QoS options asked for (its queue is the build's)",
-     lambda nb, sb, w: _chassis_named(sb, w, "qos"), ALL),
+     lambda nb, sb, w: _chassis_named(sb, w, "qos"), CFG),
     ("SB chassis-add a deleted port had asked for",
      lambda nb, sb, w: _chassis_named(sb, w, "gone"), CFG),
     ("SB chassis given the hostname a switch port asked for",

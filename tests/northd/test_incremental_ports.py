@@ -187,11 +187,50 @@ def test_dynamic_addresses_in_place(nb: Nb, sb: LocalDb) -> None:
     assert dynamic("ipam0") == "0a:00:00:02:00:03 10.2.0.3"
 
 
+def test_qos_ports_take_their_queues_in_place(nb: Nb, sb: LocalDb) -> None:
+    """VIFs with QoS options added, claimed on a chassis (each taking the lowest queue
+    id free there, which its binding and its flows carry), their options dropped (the
+    queue given back) and deleted: in place, each run equal to a recompute."""
+    loop = _topology(nb, sb)
+    ch0 = next(iter(sb.tables["Chassis"].rows))
+
+    def claim(name: str) -> None:
+        pb = next(u for u, r in sb.tables["Port_Binding"].rows.items()
+                  if r.logical_port == name)
+        loop.sb_changed(sb.update("Port_Binding", pb, chassis=ch0))
+        loop.settle()
+
+    def queue(name: str) -> str | None:
+        pb = next(r for r in sb.tables["Port_Binding"].rows.values()
+                  if r.logical_port == name)
+        return pb.options.get("qdisc_queue_id")
+
+    before = loop.stat("northd", "recompute")
+    for name in ("q1", "q2"):
+        loop.change(_lsp_add(nb, "sw0", name, addresses=["unknown"],
+                             options={"qos_max_rate": "1000"}))
+        check_equals_recompute(loop)
+        claim(name)
+        check_equals_recompute(loop)
+    assert (queue("q1"), queue("q2")) == ("1", "2")
+    assert any("set_queue(2);" in r.actions for r in sb.tables["Logical_Flow"].rows.values())
+    loop.change(_lsp_set(nb, "q1", options={}))
+    check_equals_recompute(loop)
+    assert queue("q1") is None
+    loop.change(_lsp_add(nb, "sw0", "q3", addresses=["unknown"],
+                         options={"qos_min_rate": "10"}))
+    claim("q3")
+    check_equals_recompute(loop)
+    assert queue("q3") == "1"
+    loop.change(_lsp_del(nb, "q2"))
+    check_equals_recompute(loop)
+    assert loop.stat("northd", "recompute") == before
+
+
 def test_what_it_cannot_prove_recomputes(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     steps: list[Callable[[], Changeset[IdlRow]]] = [
         lambda: _lsp_add(nb, "sw0", "keyed", options={"requested-tnl-key": "7"}),
-        lambda: _lsp_add(nb, "sw1", "qos", options={"qos_max_rate": "1000"}),
         lambda: _lsp_add(nb, "sw1", "vtep0", type="vtep",
                          options={"vtep-physical-switch": "ps0", "vtep-logical-switch": "ls0"})]
     for step in steps:

@@ -10,11 +10,13 @@ Rules kept here:
   a localnet port; an external port's SB group, `ha_groups_incremental.groups_used`),
   without a parent but a nested port asking for its VLAN (a trunk's subport), without
   a tag or request but a localnet's or nested port's own (written back to `tag`), an
-  HA chassis group but an external port's, mirror rules, QoS options, requested
-  tunnel key or "router" addresses, on a switch with a datapath (or one created or
-  deleted with them, as `datapaths_incremental` handles it); a VIF asking IPAM for
-  addresses too, where no other port's dynamic address moves (`ipam_incremental`),
-  while every dynamic address is settled (NB holds what IPAM decided) and SB has no IGMP groups
+  HA chassis group but an external port's, mirror rules, requested tunnel key or
+  "router" addresses, on a switch with a datapath (or one created or deleted with
+  them, as `datapaths_incremental` handles it); QoS options too (a port's queue on
+  its chassis taken from those the bindings hold: `ports_switch.queues_in_use`); a VIF
+  asking IPAM for addresses too, where no other port's dynamic address moves
+  (`ipam_incremental`), while every dynamic address is settled (NB holds what IPAM
+  decided) and SB has no IGMP groups
   (its port groups' address sets follow it: `groups_incremental.member_sets`); not
   named by a load balancer's port mappings, not sharing its name with another switch
   or router port, not taking over a binding of its name. A port's binding is rebuilt
@@ -89,7 +91,7 @@ from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
 from .ports_retyped import recreate, retyped_ports, settled
 from .ports_router import ChassisLookup, garp_again, router_port_binding
-from .ports_switch import SwitchPortState, switch_port_binding
+from .ports_switch import SwitchPortState, has_qos, queues_in_use, switch_port_binding
 from .walk import PortWalk
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
@@ -100,7 +102,7 @@ RowChanges = Mapping[str, RowChange[IdlRow]]
 IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual", "l2gateway", "remote",
                             "external"))
 # Options that make a port's binding depend on state beyond the port itself.
-REFUSED_OPTIONS = ("requested-tnl-key", "qos_max_rate", "qos_min_rate", "qos_burst")
+REFUSED_OPTIONS = ("requested-tnl-key",)
 
 
 def simple_lsp(row: IdlRow) -> bool:
@@ -516,6 +518,9 @@ def _put_bindings(sb: Mapping[str, ReplicaTable], ports: PortsData, changed: lis
     state = SwitchPortState()
     state.chassis_rows = ChassisLookup(sb)
     state.asked = ports.chassis_asked
+    if any(has_qos(p.options) or (p.sb is not None and "qdisc_queue_id" in p.sb.options)
+           for p in changed):  # (a queue taken or given back: those held, O(ports))
+        state.queues = queues_in_use(ports)
     table = sb_desired.tables["Port_Binding"]
     mirrors = sb_desired.tables.get("Mirror") or DesiredTable("Mirror", ())
     for port in changed:

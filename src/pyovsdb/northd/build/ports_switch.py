@@ -40,6 +40,22 @@ MAX_TAGS = 4096
 QDISC_MAX_QUEUE_ID = 0xF000
 
 
+def queues_in_use(data: PortsData) -> dict[str, set[int]]:
+    """The QoS queue ids the switch ports' bindings hold, per chassis."""
+    queues: dict[str, set[int]] = {}
+    for port in data.ports.values():
+        pb = port.sb
+        if port.is_lsp and pb is not None and isinstance(pb.chassis, IdlRow):
+            queue = smap_int(pb.options, "qdisc_queue_id")
+            if queue:
+                queues.setdefault(pb.chassis.uuid, set()).add(queue)
+    return queues
+
+
+def has_qos(options: Mapping[str, str]) -> bool:
+    return "qos_max_rate" in options or "qos_min_rate" in options or "qos_burst" in options
+
+
 @dataclass(slots=True)
 class SwitchPortState:
     """Allocation state of one build: QoS queue ids per chassis, tags per parent."""
@@ -62,11 +78,7 @@ class SwitchPortState:
             lsp = port.nb
             if lsp.parent_name and lsp.tag is not None:
                 state.tags.setdefault(lsp.parent_name, set()).add(lsp.tag)
-            pb = port.sb
-            if pb is not None and isinstance(pb.chassis, IdlRow):
-                queue = smap_int(pb.options, "qdisc_queue_id")
-                if queue:
-                    state.queues.setdefault(pb.chassis.uuid, set()).add(queue)
+        state.queues = queues_in_use(data)
         return state
 
     def tag_of(self, lsp: IdlRow) -> int | None:
@@ -92,16 +104,14 @@ class SwitchPortState:
     def queue_id(self, port: Port) -> int:
         pb = port.sb
         queue = smap_int(pb.options, "qdisc_queue_id") if pb is not None else 0
-        options = port.options
-        has_qos = "qos_max_rate" in options or "qos_min_rate" in options or \
-            "qos_burst" in options
+        qos = has_qos(port.options)
         if port.type == "localnet":
             owner: str | None = "localnet:" + port.name
         elif pb is not None and isinstance(pb.chassis, IdlRow):
             owner = pb.chassis.uuid
         else:
             owner = None
-        if has_qos and not queue:
+        if qos and not queue:
             if owner is None:
                 return 0
             used = self.queues.setdefault(owner, set())
@@ -110,7 +120,7 @@ class SwitchPortState:
                     used.add(q)
                     return q
             return 0
-        if not has_qos and queue:
+        if not qos and queue:
             if owner is not None:
                 self.queues.get(owner, set()).discard(queue)
             return 0

@@ -6,7 +6,9 @@ Rules kept here:
   and Port_Binding inserts coming back as it wants them, bindings it deleted going,
   claims (`chassis`, `up`, `encap`... of a port without a QoS queue), SB_Global and
   Chassis_Private (the handshake's), MAC bindings and FDB entries learned for live
-  ports.
+  ports. A claim of a port with a QoS queue or QoS options binds it again (its queue
+  taken on the chassis or given back), and its queue coming back builds its flows
+  again (`set_queue`).
 - A router port's binding coming back that moves it in the walk of its switch's
   router ports (hash buckets: the echo of a first build's bindings, say) sorts that
   switch's router ports again and marks it `rewired` (its flows rebuilt), in place.
@@ -55,7 +57,8 @@ if TYPE_CHECKING:
 PB_READ = frozenset(("logical_port", "datapath", "tunnel_key", "type", "parent_port",
                      "requested_additional_chassis"))
 ACTIVATED = "additional-chassis-activated"
-PB_OPTIONS_READ = ("qdisc_queue_id", ACTIVATED, "ipv6_ra_pd_list")
+QUEUE = "qdisc_queue_id"
+PB_OPTIONS_READ = (QUEUE, ACTIVATED, "ipv6_ra_pd_list")
 QOS_OPTIONS = ("qos_max_rate", "qos_min_rate", "qos_burst")
 # Of a virtual port's binding, what its flows read: its claim.
 VIRTUAL_READ = frozenset(("virtual_parent", "chassis"))
@@ -238,18 +241,21 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                     again.add(new.logical_port)
                 if "options" in cols:
                     read = {k for k in PB_OPTIONS_READ if old.options.get(k) != new.options.get(k)}
-                    if read - {ACTIVATED}:
+                    if read - {ACTIVATED, QUEUE}:
                         return False
-                    if read:  # (the migration target activated: copied into its binding)
+                    # (the migration target activated: copied into its binding; a QoS
+                    # queue given, which the port's flows read: built again)
+                    if read:
                         again.add(new.logical_port)
                 port = ports.ports.get(new.logical_port) if ports is not None else None
                 if port is not None and port.sb is not None and port.sb.uuid == new.uuid:
                     port.sb = new  # (the builders read the binding as it is now)
                     if port.type == "virtual" and cols & VIRTUAL_READ:
                         claimed[port.name] = {old.virtual_parent, new.virtual_parent}
-                return "chassis" not in cols or not (
-                    "qdisc_queue_id" in old.options or "qdisc_queue_id" in new.options
-                    or qos(new.logical_port))
+                if "chassis" in cols and (QUEUE in old.options or QUEUE in new.options
+                                          or qos(new.logical_port)):
+                    again.add(new.logical_port)  # (its queue is taken on the chassis)
+                return True
             if new is None:
                 assert old is not None
                 port = ports.ports.get(old.logical_port) if ports is not None else None
