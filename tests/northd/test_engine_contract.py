@@ -838,6 +838,18 @@ def _nested_then(nb: Nb, world: World, **cols: Any) -> None:
                          "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]}])
 
 
+def _any_vlan(nb: Nb, world: World) -> None:
+    """A subport of vm1 asking for any free VLAN (given 1, written back); then a second
+    one, which takes 2."""
+    nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"], parent_name="vm1",
+               tag_request=0)
+    world.settled()
+    assert nb.db.tables["Logical_Switch_Port"].rows[nb.uuid("Logical_Switch_Port",
+                                                            "sub1")].tag == 1
+    nb.lsp_add("sw0", "sub2", addresses=["00:00:00:00:00:32 10.0.0.32"], parent_name="vm1",
+               tag_request=0)
+
+
 def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
     """vm2 made a virtual port with vm1 as its parent (Neutron's port whose IP others
     list in their allowed address pairs); then updated in `cols`."""
@@ -1136,7 +1148,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("nested port deleted", lambda nb, sb, w: _nested_then(nb, w), IN_PLACE),
     ("nested port asking its parent for any free VLAN (tag_request 0)",
      lambda nb, sb, w: nb.lsp_add("sw0", "sub1", addresses=["00:00:00:00:00:31 10.0.0.31"],
-                                  parent_name="vm1", tag_request=0), FULL),
+                                  parent_name="vm1", tag_request=0), IN_PLACE),
+    ("nested port asking for any free VLAN beside one holding VLAN 1 (it takes 2)",
+     lambda nb, sb, w: _any_vlan(nb, w), IN_PLACE),
     ("lsp-add localnet", lambda nb, sb, w: nb.lsp_add("sw1", "ln1", type="localnet",
                                                    addresses=["unknown"],
                                                    options={"network_name": "phys"}),

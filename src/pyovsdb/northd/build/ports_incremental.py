@@ -8,8 +8,9 @@ Rules kept here:
   cannot prove it handles exactly is refused (None) and the caller recomputes.
 - Handled: switch ports of the `IN_PLACE_TYPES` (a gateway router's GARP entry follows
   a localnet port; an external port's SB group, `ha_groups_incremental.groups_used`),
-  without a parent but a nested port asking for its VLAN (a trunk's subport), without
-  a tag or request but a localnet's or nested port's own (written back to `tag`), an
+  without a parent but a nested port asking for its VLAN (a trunk's subport) or for
+  any free one (its parent's lowest, `ports_switch.tags_in_use`), without a tag or
+  request but a localnet's or nested port's own (written back to `tag`), an
   HA chassis group but an external port's, mirror rules, requested tunnel key or
   "router" addresses, on a switch with a datapath (or one created or deleted with
   them, as `datapaths_incremental` handles it); QoS options too (a port's queue on
@@ -90,8 +91,8 @@ from .ports import (
 from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
 from .ports_retyped import recreate, retyped_ports, settled
-from .ports_router import ChassisLookup, garp_again, router_port_binding
-from .ports_switch import SwitchPortState, has_qos, queues_in_use, switch_port_binding
+from .ports_router import garp_again, router_port_binding
+from .ports_switch import SwitchPortState, switch_port_binding
 from .walk import PortWalk
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
@@ -109,12 +110,14 @@ def simple_lsp(row: IdlRow) -> bool:
     """Whether a switch port is one this module handles (see the module rules)."""
     kind = row.value("type")
     request, tag = row.tag_request, row.tag
+    any_vlan = row.parent_name is not None and request == 0  # (the parent's next free)
     own_vlan = kind == "localnet" or (row.parent_name is not None and bool(request))
-    if kind not in IN_PLACE_TYPES or (row.parent_name is not None and not own_vlan) \
+    if kind not in IN_PLACE_TYPES or (row.parent_name is not None and not own_vlan
+                                      and not any_vlan) \
             or (row.ha_chassis_group is not None and kind != "external") \
             or row.value("mirror_rules") or (asks_ipam(row) and kind != ""):
         return False
-    if (request is not None or tag is not None) and not (
+    if (request is not None or tag is not None) and not any_vlan and not (
             own_vlan and request and tag in (None, request)):
         return False
     options = row.options
@@ -503,8 +506,8 @@ def rebind(sb: Mapping[str, ReplicaTable], ports: PortsData, names: Iterable[str
     chassis they ask for came or went); False, nothing done, where one is not simple
     or has a VLAN tag to write back to NB."""
     found = [ports.ports[n] for n in sorted(names) if n in ports.ports]
-    simple = all(p.is_lsp and simple_lsp(p.nb) and p.nb.tag == p.nb.tag_request
-                 for p in found)
+    simple = all(p.is_lsp and simple_lsp(p.nb) and (p.nb.tag == p.nb.tag_request or (
+        p.nb.tag_request == 0 and p.nb.tag is not None)) for p in found)
     if simple:
         _put_bindings(sb, ports, found, sb_desired, delta)
     return simple
@@ -515,12 +518,7 @@ def _put_bindings(sb: Mapping[str, ReplicaTable], ports: PortsData, changed: lis
                   nb_desired: DesiredDb | None = None) -> None:
     """The bindings of the switch ports `changed` put again (and the VLAN tags they
     request written back to NB, into `nb_desired`)."""
-    state = SwitchPortState()
-    state.chassis_rows = ChassisLookup(sb)
-    state.asked = ports.chassis_asked
-    if any(has_qos(p.options) or (p.sb is not None and "qdisc_queue_id" in p.sb.options)
-           for p in changed):  # (a queue taken or given back: those held, O(ports))
-        state.queues = queues_in_use(ports)
+    state = SwitchPortState.for_ports(sb, ports, changed)
     table = sb_desired.tables["Port_Binding"]
     mirrors = sb_desired.tables.get("Mirror") or DesiredTable("Mirror", ())
     for port in changed:

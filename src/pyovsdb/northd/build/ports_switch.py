@@ -23,7 +23,7 @@ Rules kept here (OVN 23.03, `ovn_port_update_sbrec` for `op->nbsp`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,16 @@ def queues_in_use(data: PortsData) -> dict[str, set[int]]:
     return queues
 
 
+def tags_in_use(data: PortsData) -> dict[str, set[int]]:
+    """The VLAN tags nested switch ports hold, per parent port name."""
+    tags: dict[str, set[int]] = {}
+    for port in data.ports.values():
+        lsp = port.nb
+        if port.is_lsp and lsp.parent_name and lsp.tag is not None:
+            tags.setdefault(lsp.parent_name, set()).add(lsp.tag)
+    return tags
+
+
 def has_qos(options: Mapping[str, str]) -> bool:
     return "qos_max_rate" in options or "qos_min_rate" in options or "qos_burst" in options
 
@@ -72,13 +82,24 @@ class SwitchPortState:
         state = cls()
         state.chassis_rows = ChassisLookup(sb)
         state.asked = data.chassis_asked
-        for port in data.ports.values():
-            if not port.is_lsp:
-                continue
-            lsp = port.nb
-            if lsp.parent_name and lsp.tag is not None:
-                state.tags.setdefault(lsp.parent_name, set()).add(lsp.tag)
+        state.tags = tags_in_use(data)
         state.queues = queues_in_use(data)
+        return state
+
+    @classmethod
+    def for_ports(cls, sb: Mapping[str, ReplicaTable], data: PortsData,
+                  changed: Iterable[Port]) -> SwitchPortState:
+        """The state for binding `changed` again alone: the queues and tags the others
+        hold only where one of `changed` may take or give back one (O(ports) then)."""
+        state = cls()
+        state.chassis_rows = ChassisLookup(sb)
+        state.asked = data.chassis_asked
+        changed = list(changed)
+        if any(has_qos(p.options) or (p.sb is not None and "qdisc_queue_id" in p.sb.options)
+               for p in changed):
+            state.queues = queues_in_use(data)
+        if any(p.nb.parent_name and p.nb.tag_request == 0 for p in changed):
+            state.tags = tags_in_use(data)  # (a nested port taking its parent's next VLAN)
         return state
 
     def tag_of(self, lsp: IdlRow) -> int | None:
