@@ -1544,10 +1544,13 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("acl-add on a port group", lambda nb, sb, w: nb.add_child(
         "Port_Group", "pgs", "acls", "ACL", priority=1001, direction="to-lport",
         match="outport == @pgs && ip4", action="allow-related"), IN_PLACE),
-    ("NB_Global option", lambda nb, sb, w: nb.db.update(
-        "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)),
-        options={"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe",
-                 "ignore_lsp_down": "false"}), ALL),
+    ("NB_Global options replaced: one only flows read set, northd's write-backs dropped",
+     lambda nb, sb, w: nb.db.update(
+         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)),
+         options={"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe",
+                  "ignore_lsp_down": "false"}), EVERY_FLOW),
+    ("NB_Global option a builder reads (mac_prefix changed: IPAM's MACs)",
+     lambda nb, sb, w: _nb_option(nb, "mac_prefix", "0a:00:01"), ALL),
     ("NB_Global option only flows read (ignore_lsp_down)",
      lambda nb, sb, w: _nb_option(nb, "ignore_lsp_down", "false"), EVERY_FLOW),
     ("NB_Global option only flows read (debug_drop_collector_set)",

@@ -154,28 +154,18 @@ DAEMON_OPTIONS = frozenset(("northd-backoff-interval-ms", "northd_probe_interval
 FLOW_OPTIONS = frozenset(("controller_event", "ignore_lsp_down", "use_ct_inv_match",
                           "default_acl_drop", "debug_drop_collector_set",
                           "debug_drop_domain_id"))
-# Options no builder of the core reads: changed in place (`with_options`).
+# Options no builder of the core reads: changed in place.
 COPIED_OPTIONS = DAEMON_OPTIONS | FLOW_OPTIONS
+# Options northd writes back: changed (or dropped), they move nothing but the
+# write-back itself where the settings they make stay (`GlobalConfig.mac_prefix`...).
+WRITTEN_BACK = frozenset(("mac_prefix", "svc_monitor_mac", "max_tunid",
+                          "northd_internal_version"))
 
 
 def options_only(old: Mapping[str, str], new: Mapping[str, str],
                  keys: frozenset[str] = COPIED_OPTIONS) -> bool:
     """Whether options `old` and `new` differ in `keys` alone."""
     return all(old.get(k) == new.get(k) for k in old.keys() | new.keys() if k not in keys)
-
-
-def with_options(cfg: GlobalConfig, options: Mapping[str, str]) -> GlobalConfig:
-    """`cfg` with the `COPIED_OPTIONS` of NB_Global `options` (the rest the same)."""
-    def moved(current: dict[str, str]) -> dict[str, str]:
-        # In the order `global_config` makes: NB's keys first, then those it adds.
-        out = {k: v if k in COPIED_OPTIONS else current[k] for k, v in options.items()
-               if k in COPIED_OPTIONS or k in current}
-        out.update((k, v) for k, v in current.items()
-                   if k not in out and k not in COPIED_OPTIONS)
-        return out
-    nb_options = moved(cfg.nb_options)
-    return dataclasses.replace(cfg, nb_options=nb_options,
-                               sb_options=_sb_options(nb_options, cfg.features))
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from ...engine import Change, Group, Handled, Input, Leaf, Node
 from ...idl.replica import ReplicaTable
 from ..build.datapaths import datapath_key
 from ..build.delta import PortsDelta
-from ..build.global_cfg import options_only
+from ..build.global_cfg import COPIED_OPTIONS, WRITTEN_BACK, options_only
 from ..build.mac_binding_aging import AgingResult, mac_binding_aging
 from .northd import NorthdData, NorthdNode
 from .tables import TableChange, TableLeaf, only, table_inputs
@@ -47,7 +47,8 @@ class MacBindingAgingNode(Node[AgingResult, None]):
 
     def on_nb_global(self, change: TableChange) -> Handled:
         return only(change, lambda rc: rc.old is not None and rc.new is not None
-                    and options_only(rc.old.options, rc.new.options))
+                    and options_only(rc.old.options, rc.new.options,
+                                     COPIED_OPTIONS | WRITTEN_BACK))
 
     def on_datapath_binding(self, change: TableChange) -> Handled:
         return only(change, lambda rc: rc.old is None or rc.new is None

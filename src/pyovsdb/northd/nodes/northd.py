@@ -63,7 +63,13 @@ from ..build.datapaths_updated import datapaths_updated, ipam_again
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
-from ..build.global_cfg import FLOW_OPTIONS, global_config, options_only, with_options
+from ..build.global_cfg import (
+    COPIED_OPTIONS,
+    FLOW_OPTIONS,
+    WRITTEN_BACK,
+    global_config,
+    options_only,
+)
 from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
@@ -205,8 +211,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     # Options the daemon alone reads (`DAEMON_OPTIONS`: the backoff, the probe
     # interval) move only the options copied to NB_Global and SB_Global, in place, and
     # those only flows read (`FLOW_OPTIONS`) those and every flow (`lflow` recomputes:
-    # `PortsDelta.every_flow`); options that are what northd wrote back (its first
-    # run's `mac_prefix`, `max_tunid`...) move nothing.
+    # `PortsDelta.every_flow`); options northd writes back (`WRITTEN_BACK`: its first
+    # run's `mac_prefix`, `max_tunid`...) changed or dropped move only the write-back,
+    # where the settings they make (the MAC prefix, the service monitor MAC) stay.
     def on_nb_global(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
@@ -219,16 +226,20 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 columns.discard("options")  # (northd's own write-back, come back)
             columns -= UNREAD_GLOBAL
             if not columns <= CFG_COLUMNS | {"options"} or (
-                    "options" in columns
-                    and not options_only(rc.old.options, rc.new.options)):
+                    "options" in columns and not options_only(
+                        rc.old.options, rc.new.options, COPIED_OPTIONS | WRITTEN_BACK)):
                 return Handled.UNHANDLED
             if "options" in columns:
                 options = rc.new.options
         if options is None:
             return Handled.HANDLED_UNCHANGED
         data = self.data
-        was = data.extra.config.nb_options
-        cfg = with_options(data.extra.config, options)
+        old = data.extra.config
+        cfg = global_config(self.nb_tables(), self.sb_tables())  # (as a build makes it)
+        if (cfg.mac_prefix, cfg.svc_monitor_mac, cfg.features) != (
+                old.mac_prefix, old.svc_monitor_mac, old.features):
+            return Handled.UNHANDLED
+        was = old.nb_options
         data.extra = replace(data.extra, config=cfg)
         delta = self.track()
         delta.every_flow |= any(was.get(k) != cfg.nb_options.get(k) for k in FLOW_OPTIONS)
