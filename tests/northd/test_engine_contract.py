@@ -1245,7 +1245,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("switch's vlan-passthru set (its ports' bindings)", lambda nb, sb, w: _dp_set(
         nb, "Logical_Switch", "sw1", other_config={"vlan-passthru": "true"}), IN_PLACE),
     ("switch's vlan-passthru set, a router port on it", lambda nb, sb, w: _dp_set(
-        nb, "Logical_Switch", "sw0", other_config={"vlan-passthru": "true"}), FULL),
+        nb, "Logical_Switch", "sw0", other_config={"vlan-passthru": "true"}), IN_PLACE),
     ("lr renamed", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0", name="lr9"),
      IN_PLACE),
     ("router's external_ids set (Neutron's router name)", lambda nb, sb, w: _dp_set(

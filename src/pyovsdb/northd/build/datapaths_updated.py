@@ -12,7 +12,8 @@ Rules kept here:
   key the datapath holds (with its binding holding it too), a router's `chassis` (it
   makes the router a gateway router: its ports' bindings change kind) and
   `mcast_relay` (the multicast groups of its switches), and a switch's `vlan-passthru`
-  where its ports cannot all be bound again alone (`ports_incremental.rebind`), and
+  where its ports (but router-type ones, whose bindings do not carry it) cannot all
+  be bound again alone (`ports_incremental.rebind`), and
   its IPAM settings (`IPAM_CONFIG`) while a port of it asks IPAM for addresses or
   holds some, unless the caller gives the core's IPAM (`ipam`: then `ipam_again`
   moves the switch's allocations, every other switch's kept).
@@ -98,9 +99,9 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             delta.touch("sb", "IP_Multicast", uuid)
     if allocating and ipam is not None and not ipam(allocating, delta):
         return None
-    for uuid in passthru:
-        if not rebind(sb, ports, [p.name for p in ports.by_datapath.get(uuid, [])],
-                      sb_desired, delta):
+    for uuid in passthru:  # (a router-type port's binding has no vlan-passthru)
+        if not rebind(sb, ports, [p.name for p in ports.by_datapath.get(uuid, [])
+                                  if p.type != "router"], sb_desired, delta):
             return None
     if renamed:
         ordered = sorted(by_key.values(), key=lambda d: (d.name, d.key))
