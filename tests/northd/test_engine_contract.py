@@ -850,6 +850,14 @@ def _any_vlan(nb: Nb, world: World) -> None:
                tag_request=0)
 
 
+def _relay_set(nb: Nb, world: World) -> None:
+    """sw0 snooping multicast, vm1 flooding reports; then lr0 relaying multicast."""
+    _dp_set(nb, "Logical_Switch", "sw0", other_config={"mcast_snoop": "true"})
+    nb.set("Logical_Switch_Port", "vm1", options={"mcast_flood_reports": "true"})
+    world.settled()
+    _dp_set(nb, "Logical_Router", "lr0", options={"mcast_relay": "true"})
+
+
 def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
     """vm2 made a virtual port with vm1 as its parent (Neutron's port whose IP others
     list in their allowed address pairs); then updated in `cols`."""
@@ -1257,7 +1265,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         nb, "Logical_Router", "lr0", options={"mac_binding_age_threshold": "30"}),
      frozenset(("mac_binding_aging",))),
     ("router's multicast relay set", lambda nb, sb, w: _dp_set(
-        nb, "Logical_Router", "lr0", options={"mcast_relay": "true"}), FULL),
+        nb, "Logical_Router", "lr0", options={"mcast_relay": "true"}), IN_PLACE),
+    ("router's multicast relay set, its switch snooping and a port flooding reports",
+     lambda nb, sb, w: _relay_set(nb, w), IN_PLACE),
     ("router made a gateway router (options:chassis)", lambda nb, sb, w: _dp_set(
         nb, "Logical_Router", "lr0", options={"chassis": "ch0"}), FULL),
     ("router disabled", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0",

@@ -11,7 +11,8 @@ Rules kept here:
   columns are other handlers'). Refused keys: a requested tunnel key that is not the
   key the datapath holds (with its binding holding it too), a router's `chassis` (it
   makes the router a gateway router: its ports' bindings change kind) and
-  `mcast_relay` (the multicast groups of its switches), and a switch's `vlan-passthru`
+  `mcast_relay` while SB has IGMP groups (without, the fixed multicast groups of the
+  router and its switches are put again), and a switch's `vlan-passthru`
   where its ports (but router-type ones, whose bindings do not carry it) cannot all
   be bound again alone (`ports_incremental.rebind`), and
   its IPAM settings (`IPAM_CONFIG`) while a port of it asks IPAM for addresses or
@@ -43,11 +44,12 @@ from .ip_mcast import mcast_settings
 from .ipam import NB_LSP_COLUMNS, plan_ipam
 from .ipam_incremental import MISSING, write_back
 from .ports import Port, PortsData
-from .ports_incremental import asks_ipam, rebind, simple_lsp
+from .ports_incremental import asks_ipam, put_fixed_groups, rebind, simple_lsp
 
 COLUMNS = frozenset(("name", "external_ids", "other_config", "options"))
 # Router options a change of which this module refuses (see the rules).
-ROUTER_REFUSED = frozenset(("chassis", "mcast_relay"))
+ROUTER_REFUSED = frozenset(("chassis",))
+MCAST_RELAY = "mcast_relay"
 TUNNEL_KEY = "requested-tnl-key"
 AGE_THRESHOLD = "mac_binding_age_threshold"  # (`mac_binding_aging`'s)
 
@@ -72,6 +74,7 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
     settings: set[str] = set()
     passthru: list[str] = []
     allocating: set[str] = set()  # switches whose IPAM settings changed
+    relaying: set[str] = set()  # routers whose multicast relay changed
     for uuid, rc in changes.items():
         dp = by_key.get(uuid)
         if rc.old is None or rc.new is None or dp is None or dp.nb is not rc.new:
@@ -86,6 +89,8 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             return None
         if "vlan-passthru" in keys:
             passthru.append(uuid)
+        if router and MCAST_RELAY in keys:
+            relaying.add(uuid)
         renamed = renamed or rc.old.name != rc.new.name
         if keys:
             settings.add(uuid)
@@ -99,6 +104,12 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             delta.touch("sb", "IP_Multicast", uuid)
     if allocating and ipam is not None and not ipam(allocating, delta):
         return None
+    if relaying:  # (the fixed multicast groups of the routers and their switches)
+        igmp = sb.get("IGMP_Group")
+        if igmp is not None and igmp.rows:
+            return None  # (the IGMP groups a relaying router takes: a recompute's)
+        for key in sorted(ports.next_to(relaying)):
+            put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     for uuid in passthru:  # (a router-type port's binding has no vlan-passthru)
         if not rebind(sb, ports, [p.name for p in ports.by_datapath.get(uuid, [])
                                   if p.type != "router"], sb_desired, delta):

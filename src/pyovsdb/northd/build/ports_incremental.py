@@ -423,7 +423,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         for p in (lrp, cr) if cr is not None else (lrp,):
             _put_router_binding(p, ports, sb_desired.tables["Port_Binding"], delta)
     for key in sorted(touched):
-        _put_groups(key, ports, datapaths, sb_desired, delta)
+        put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     for key in sorted(gone):
         for table, row_key in remove_switch(key, datapaths, ports, sb_desired):
             delta.touch("sb", table, row_key)
@@ -544,7 +544,7 @@ def _put_router_binding(port: Port, ports: PortsData, table: DesiredTable,
     delta.touch("sb", "Port_Binding", port.name)
 
 
-def _put_groups(key: str, ports: PortsData, datapaths: DatapathsData,
+def put_fixed_groups(key: str, ports: PortsData, datapaths: DatapathsData,
                 sb_desired: DesiredDb, delta: PortsDelta) -> None:
     table = sb_desired.tables.get("Multicast_Group")
     if table is None:
@@ -785,7 +785,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     _rewire(step, rewired, sb_desired, delta)
     _put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
     for key in sorted(rewired | touched):  # (a router's groups: its ports that flood)
-        _put_groups(key, ports, datapaths, sb_desired, delta)
+        put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     for port in new_ports:
         _put_router_binding(port, ports, table, delta)
         if port.is_cr:
