@@ -287,7 +287,7 @@ def test_random_vif_steps_equal_recompute(nb: Nb, sb: LocalDb, seed: int) -> Non
 
 def test_a_handler_that_forgets_multicast_groups_is_caught(
         nb: Nb, sb: LocalDb, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ports_incremental, "_put_groups", lambda *a, **k: None)
+    monkeypatch.setattr(ports_incremental, "put_fixed_groups", lambda *a, **k: None)
     with pytest.raises(AssertionError):
         play_random(nb, sb, 0)
 
