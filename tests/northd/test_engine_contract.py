@@ -1352,7 +1352,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router-type lsp-add naming no router port, then that lrp-add (a CMS making the "
      "switch's port first)", lambda nb, sb, w: _named_before(nb, w, "lsp"), IN_PLACE),
     ("lrp-add of a port a static MAC binding names", lambda nb, sb, w: _named_before(
-        nb, w, "static"), FULL),
+        nb, w, "static"), IN_PLACE),
     ("gateway chassis priority changed", lambda nb, sb, w: _gateway_set(
         nb, sb, w, "priority"), IN_PLACE),
     ("gateway chassis added to a gateway port (HA from then on)",

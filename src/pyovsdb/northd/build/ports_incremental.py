@@ -605,11 +605,11 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
                          lr_changes: RowChanges, lsp_changes: RowChanges | None = None
                          ) -> PortsDelta | None:
     """Router ports added to or deleted from routers (`lrp-add`, `lrp-del`, on a router
-    without multicast relay, whose name no peer, static MAC binding or BFD session
-    names; a distributed gateway port in `gateways_incremental`'s plain case; of a
-    router deleted, all of them, the caller deleting it after), applied to the core
-    data and the desired tables in place;
-    what changed, or None where a recompute is needed. (Which VIPs of its load
+    without multicast relay, whose name no peer or BFD session names (the static MAC
+    bindings naming them are the caller's: `ports_static_mac.named_keys`); a distributed
+    gateway port in `gateways_incremental`'s plain case; of a router deleted, all of
+    them, the caller deleting it after), applied to the core data and the desired tables
+    in place; what changed, or None where a recompute is needed. (Which VIPs of its load
     balancers a router answers for follows its networks: the caller builds the load
     balancer data again.) A port added with the switch port that names it, or deleted
     with its switch port, in `lsp_changes`, is taken here without its peer: the switch
@@ -695,10 +695,9 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
     lrps = step.nb["Logical_Router_Port"]
     _need(not any(r.peer in names for r in rows_where(lrps, "peer", [(n,) for n in names])
                   if r.peer))
-    for table in ("Static_MAC_Binding", "BFD"):
-        rows = step.nb.get(table)
-        _need(rows is None or not any(r.logical_port in names
-                                      for r in rows_where(rows, "logical_port", names)))
+    rows = step.nb.get("BFD")  # (static MAC bindings naming them: the caller's)
+    _need(rows is None or not any(r.logical_port in names
+                                  for r in rows_where(rows, "logical_port", names)))
     return added, removed
 
 

@@ -83,6 +83,14 @@ def static_macs_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replica
     return delta
 
 
+def named_keys(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+               lps: set[str]) -> set[tuple[str, str]]:
+    """The (logical_port, ip) of the NB and SB static MAC bindings naming `lps`."""
+    return {(r.logical_port, r.ip) for table in (nb.get("Static_MAC_Binding"),
+                                                 sb.get("Static_MAC_Binding"))
+            if table is not None for r in _by_port(table, lps) if r.logical_port in lps}
+
+
 def _by_port(table: ReplicaTable, lps: set[str]) -> Iterable[IdlRow]:
     index = table.indexes.get("logical_port")
     if index is None or index.columns != ("logical_port",):

@@ -85,7 +85,7 @@ from ..build.ports_incremental import (
     switch_ports_changed,
 )
 from ..build.ports_mirrors import mirrors_changed
-from ..build.ports_static_mac import static_macs_changed
+from ..build.ports_static_mac import named_keys, static_macs_changed
 from ..build.walk import resort_router_ports
 from ..desired import DesiredDb
 from .northd_sb import SbHandlers
@@ -624,6 +624,12 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                                   self.data.extra.lbs, self.data.sb)
                     self.track().touch("sb", "Datapath_Binding", rc.old.uuid)
                     handled = Handled.HANDLED_UPDATED
+            # (static MAC bindings naming the ports: their SB rows come and go with them)
+            keys = named_keys(self.nb_tables(), self.sb_tables(), {
+                r.name for rc in delta.values() for r in (rc.old, rc.new) if r is not None})
+            if keys:
+                handled = either(handled, self._applied(static_macs_changed(
+                    self.nb_tables(), self.sb_tables(), core.ports, self.data.sb, keys)))
         # (a router's networks decide which of its load balancers' VIPs it answers for;
         # every router port added or deleted changes its router's `ports`)
         if handled is Handled.UNHANDLED or not any(
