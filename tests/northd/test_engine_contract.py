@@ -858,6 +858,28 @@ def _relay_set(nb: Nb, world: World) -> None:
     _dp_set(nb, "Logical_Router", "lr0", options={"mcast_relay": "true"})
 
 
+def _pinned_then(nb: Nb, world: World) -> None:
+    """lr0 a gateway router on ch0 (with a SNAT rule), moved to ch1; then its chassis
+    dropped (counted: the last change)."""
+    _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
+    nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="snat",
+                 external_ip="10.0.0.100", logical_ip="10.1.0.0/24")
+    world.northd.settle()
+    _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch1"})
+    world.settled()
+    _dp_set(nb, "Logical_Router", "lr0", options={})
+
+
+def _dgp_pinned(nb: Nb, sb: LocalDb, world: World) -> None:
+    """lr0 given a distributed gateway port; then made a gateway router (its
+    chassisredirect port goes: a recompute)."""
+    nb.lrp_add("lr0", "lr0-gw", "00:00:00:00:ff:fe", "172.16.0.1/24")
+    nb.add_child("Logical_Router_Port", "lr0-gw", "gateway_chassis", "Gateway_Chassis",
+                 name="lr0-gw-ch0", chassis_name="ch0", priority=10)
+    world.settled()
+    _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
+
+
 def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
     """vm2 made a virtual port with vm1 as its parent (Neutron's port whose IP others
     list in their allowed address pairs); then updated in `cols`."""
@@ -1269,7 +1291,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router's multicast relay set, its switch snooping and a port flooding reports",
      lambda nb, sb, w: _relay_set(nb, w), IN_PLACE),
     ("router made a gateway router (options:chassis)", lambda nb, sb, w: _dp_set(
-        nb, "Logical_Router", "lr0", options={"chassis": "ch0"}), FULL),
+        nb, "Logical_Router", "lr0", options={"chassis": "ch0"}), IN_PLACE),
+    ("gateway router moved to another chassis, then made a plain router again",
+     lambda nb, sb, w: _pinned_then(nb, w), IN_PLACE),
+    ("router with a distributed gateway port made a gateway router",
+     lambda nb, sb, w: _dgp_pinned(nb, sb, w), FULL),
     ("router disabled", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0",
                                                   enabled=[False]), FULL),
     ("lr-add with a requested tunnel key", lambda nb, sb, w: nb.lr_add(

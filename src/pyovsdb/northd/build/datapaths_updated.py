@@ -9,8 +9,9 @@ Rules kept here:
 - Handled columns: `name`, `external_ids` and the switch's `other_config` or the
   router's `options` (the caller has the datapath's row refreshed already; other
   columns are other handlers'). Refused keys: a requested tunnel key that is not the
-  key the datapath holds (with its binding holding it too), a router's `chassis` (it
-  makes the router a gateway router: its ports' bindings change kind) and
+  key the datapath holds (with its binding holding it too), a router's `chassis` where
+  a port of its has gateway chassis (without, it makes the router a gateway router or
+  no longer one, or moves it: its ports' bindings and their peers' put again) and
   `mcast_relay` while SB has IGMP groups (without, the fixed multicast groups of the
   router and its switches are put again), and a switch's `vlan-passthru`
   where its ports (but router-type ones, whose bindings do not carry it) cannot all
@@ -44,12 +45,19 @@ from .ip_mcast import mcast_settings
 from .ipam import NB_LSP_COLUMNS, plan_ipam
 from .ipam_incremental import MISSING, write_back
 from .ports import Port, PortsData
-from .ports_incremental import asks_ipam, put_fixed_groups, rebind, simple_lsp
+from .ports_incremental import (
+    asks_ipam,
+    put_bindings,
+    put_fixed_groups,
+    put_router_binding,
+    rebind,
+    simple_lsp,
+)
 
 COLUMNS = frozenset(("name", "external_ids", "other_config", "options"))
 # Router options a change of which this module refuses (see the rules).
-ROUTER_REFUSED = frozenset(("chassis",))
 MCAST_RELAY = "mcast_relay"
+GATEWAY = "chassis"  # (a router's: it makes it a gateway router)
 TUNNEL_KEY = "requested-tnl-key"
 AGE_THRESHOLD = "mac_binding_age_threshold"  # (`mac_binding_aging`'s)
 
@@ -75,6 +83,7 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
     passthru: list[str] = []
     allocating: set[str] = set()  # switches whose IPAM settings changed
     relaying: set[str] = set()  # routers whose multicast relay changed
+    pinned: set[str] = set()  # routers made gateway routers or no longer, or moved
     for uuid, rc in changes.items():
         dp = by_key.get(uuid)
         if rc.old is None or rc.new is None or dp is None or dp.nb is not rc.new:
@@ -91,6 +100,10 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             passthru.append(uuid)
         if router and MCAST_RELAY in keys:
             relaying.add(uuid)
+        if router and GATEWAY in keys:
+            if not _gateway_movable(dp, ports):
+                return None
+            pinned.add(uuid)
         renamed = renamed or rc.old.name != rc.new.name
         if keys:
             settings.add(uuid)
@@ -110,6 +123,13 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             return None  # (the IGMP groups a relaying router takes: a recompute's)
         for key in sorted(ports.next_to(relaying)):
             put_fixed_groups(key, ports, datapaths, sb_desired, delta)
+    for uuid in sorted(pinned):  # (their ports' bindings, and their peers')
+        table = sb_desired.tables["Port_Binding"]
+        mine = ports.by_datapath.get(uuid, [])
+        for port in mine:
+            put_router_binding(port, ports, table, delta)
+        peers = [p for p in map(ports.peer_of, mine) if p is not None and p.is_lsp]
+        put_bindings(sb, ports, peers, sb_desired, delta)
     for uuid in passthru:  # (a router-type port's binding has no vlan-passthru)
         if not rebind(sb, ports, [p.name for p in ports.by_datapath.get(uuid, [])
                                   if p.type != "router"], sb_desired, delta):
@@ -122,12 +142,21 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
     return delta
 
 
+def _gateway_movable(dp: Datapath, ports: PortsData) -> bool:
+    """Whether router `dp` may become a gateway router, or stop being one, in place:
+    no port of its asks for gateway chassis (a distributed gateway port, which a
+    gateway router does not have), no switch port peering one asks for a VLAN."""
+    mine = ports.by_datapath.get(dp.key, [])
+    return not any(p.is_lrp and (p.nb.ha_chassis_group is not None or p.nb.gateway_chassis
+                                 or p.cr_port) for p in mine) and not any(
+        peer.is_lsp and peer.nb.tag_request is not None
+        for peer in map(ports.peer_of, mine) if peer is not None)
+
+
 def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
              sb: Mapping[str, ReplicaTable]) -> bool:
     """Whether the settings `keys` of `dp` (its row as it is now) changed in a way this
     module applies (see the rules)."""
-    if router and keys & ROUTER_REFUSED:
-        return False
     if TUNNEL_KEY in keys:
         asked = smap_int(dp.nb.options if router else dp.nb.other_config, TUNNEL_KEY)
         binding = existing_bindings(sb).get(dp.key)

@@ -416,12 +416,12 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     if involves_ipam(changed, gone_names, datapaths, ports, step.dynamic, step.mac_prefix):
         _need(ipam_in_place(changed, gone_names, datapaths, ports, step.dynamic,
                             step.mac_prefix, nb_desired, delta))
-    _put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
+    put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
     groups_used(used, ports, sb_desired, delta)  # (external ports' groups)
     for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)
         cr = ports.ports.get(lrp.cr_port or "")
         for p in (lrp, cr) if cr is not None else (lrp,):
-            _put_router_binding(p, ports, sb_desired.tables["Port_Binding"], delta)
+            put_router_binding(p, ports, sb_desired.tables["Port_Binding"], delta)
     for key in sorted(touched):
         put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     for key in sorted(gone):
@@ -509,11 +509,11 @@ def rebind(sb: Mapping[str, ReplicaTable], ports: PortsData, names: Iterable[str
     simple = all(p.is_lsp and simple_lsp(p.nb) and (p.nb.tag == p.nb.tag_request or (
         p.nb.tag_request == 0 and p.nb.tag is not None)) for p in found)
     if simple:
-        _put_bindings(sb, ports, found, sb_desired, delta)
+        put_bindings(sb, ports, found, sb_desired, delta)
     return simple
 
 
-def _put_bindings(sb: Mapping[str, ReplicaTable], ports: PortsData, changed: list[Port],
+def put_bindings(sb: Mapping[str, ReplicaTable], ports: PortsData, changed: list[Port],
                   sb_desired: DesiredDb, delta: PortsDelta,
                   nb_desired: DesiredDb | None = None) -> None:
     """The bindings of the switch ports `changed` put again (and the VLAN tags they
@@ -536,7 +536,7 @@ def _put_bindings(sb: Mapping[str, ReplicaTable], ports: PortsData, changed: lis
             delta.touch("nb", "Logical_Switch_Port", uuid)
 
 
-def _put_router_binding(port: Port, ports: PortsData, table: DesiredTable,
+def put_router_binding(port: Port, ports: PortsData, table: DesiredTable,
                         delta: PortsDelta) -> None:
     table.put(port.name, logical_port=port.name, datapath=Ref("Datapath_Binding", port.dp.key),
               tunnel_key=port.tunnel_key, up=[False], mirror_rules=[],
@@ -782,11 +782,11 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
             relisted.append(lsp)
             rewired.add(lsp.dp.key)
     _rewire(step, rewired, sb_desired, delta)
-    _put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
+    put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
     for key in sorted(rewired | touched):  # (a router's groups: its ports that flood)
         put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     for port in new_ports:
-        _put_router_binding(port, ports, table, delta)
+        put_router_binding(port, ports, table, delta)
         if port.is_cr:
             for group_table, row_key in put_redirect_group(port, sb_desired):
                 delta.touch("sb", group_table, row_key)
