@@ -1360,7 +1360,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router created with its gateway (Neutron: gateway port, SNAT, default route)",
      lambda nb, sb, w: _router_with_gateway(nb), IN_PLACE),
     ("router created with its gateway, its default route watched by BFD",
-     lambda nb, sb, w: _router_with_gateway(nb, bfd=True), FULL),
+     lambda nb, sb, w: _router_with_gateway(nb, bfd=True), IN_PLACE),
     ("router gateway set (Neutron: the gateway port, its SNAT rule and default route)",
      lambda nb, sb, w: _gateway_with_snat(nb, w, False), IN_PLACE),
     ("router gateway set on a router with a floating IP",

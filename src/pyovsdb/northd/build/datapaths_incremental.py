@@ -87,16 +87,15 @@ def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) ->
     """Whether a router created or deleted is one this module handles (`with_ports`:
     created or deleted with ports, which `ports_incremental` judges; `going`: deleted,
     its routes and policies going with its flows; created with ports, its NAT rules,
-    routes without BFD and policies come with its flows and the bindings of its
-    ports, all built with it: Neutron's router created with its gateway)."""
+    routes (BFD sessions naming its ports: `NorthdNode.on_nb_lrp`'s) and policies come
+    with its flows and the bindings of its ports, all built with it: Neutron's router
+    created with its gateway)."""
     made = with_ports and not going
     return router_enabled(row) \
         and not any(row.value(column) for column in ROUTER_REFUSED_COLUMNS
                     if not (with_ports and column == "ports")
                     and not ((going or made) and column in FLOWS_ONLY)
-                    and not (made and column == "nat")) \
-        and not (made and any(isinstance(r, IdlRow) and r.value("bfd")
-                              for r in row.static_routes))
+                    and not (made and column == "nat"))
 
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,

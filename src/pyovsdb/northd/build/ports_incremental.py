@@ -605,8 +605,8 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
                          lr_changes: RowChanges, lsp_changes: RowChanges | None = None
                          ) -> PortsDelta | None:
     """Router ports added to or deleted from routers (`lrp-add`, `lrp-del`, on a router
-    without multicast relay, whose name no peer or BFD session names (the static MAC
-    bindings naming them are the caller's: `ports_static_mac.named_keys`); a distributed
+    without multicast relay, whose name no peer names (the static MAC bindings and BFD
+    sessions naming them are the caller's: `ports_static_mac.named_keys`); a distributed
     gateway port in `gateways_incremental`'s plain case; of a router deleted, all of
     them, the caller deleting it after), applied to the core data and the desired tables
     in place; what changed, or None where a recompute is needed. (Which VIPs of its load
@@ -687,17 +687,15 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
             other.dp is not lsp.dp for other in step.named.values())))
         if isinstance(lsp, Port):
             step.named[row.name] = lsp
-    # Nothing else may name the ports: a peer, a static MAC binding or a BFD session
-    # would change with them. (A router-type switch port may: created in this change,
-    # its handler pairs them; there before, it pairs here.)
+    # Nothing else may name the ports: a peer would change with them (static MAC
+    # bindings and BFD sessions naming them are the caller's). (A router-type switch
+    # port may: created in this change, its handler pairs them; there before, it pairs
+    # here.)
     names = {step.nb["Logical_Router_Port"].rows[u].name for u in added} | \
         {row.name for row in removed.values()}
     lrps = step.nb["Logical_Router_Port"]
     _need(not any(r.peer in names for r in rows_where(lrps, "peer", [(n,) for n in names])
                   if r.peer))
-    rows = step.nb.get("BFD")  # (static MAC bindings naming them: the caller's)
-    _need(rows is None or not any(r.logical_port in names
-                                  for r in rows_where(rows, "logical_port", names)))
     return added, removed
 
 

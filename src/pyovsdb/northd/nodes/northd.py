@@ -624,12 +624,18 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                                   self.data.extra.lbs, self.data.sb)
                     self.track().touch("sb", "Datapath_Binding", rc.old.uuid)
                     handled = Handled.HANDLED_UPDATED
-            # (static MAC bindings naming the ports: their SB rows come and go with them)
-            keys = named_keys(self.nb_tables(), self.sb_tables(), {
-                r.name for rc in delta.values() for r in (rc.old, rc.new) if r is not None})
+            # (static MAC bindings and BFD sessions naming the ports: their rows, and
+            # the flows reading the sessions, come and go with them)
+            lrps = {r.name for rc in delta.values() for r in (rc.old, rc.new) if r is not None}
+            keys = named_keys(self.nb_tables(), self.sb_tables(), lrps)
             if keys:
                 handled = either(handled, self._applied(static_macs_changed(
                     self.nb_tables(), self.sb_tables(), core.ports, self.data.sb, keys)))
+            bfd = self.nb_tables().get("BFD")
+            sessions = {(r.logical_port, r.dst_ip) for r in (bfd.rows.values() if bfd else ())
+                        if r.logical_port in lrps}
+            if sessions:
+                handled = either(handled, self._bfd(sessions))
         # (a router's networks decide which of its load balancers' VIPs it answers for;
         # every router port added or deleted changes its router's `ports`)
         if handled is Handled.UNHANDLED or not any(
