@@ -622,6 +622,8 @@ def _gateway_set(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
         nb.db.update("Gateway_Chassis", gcs["ch0"], priority=20)
     elif how == "add":
         nb.db.transact(add)
+    elif how == "last":
+        nb.db.update("Logical_Router_Port", gw, gateway_chassis=[])
     elif how == "ha-swap":
         nb.db.update("Gateway_Chassis", gcs["ch0"], priority=5)
         nb.db.update("Gateway_Chassis", gcs["ch1"], priority=10)
@@ -1379,6 +1381,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      "switch's port first)", lambda nb, sb, w: _named_before(nb, w, "lsp"), IN_PLACE),
     ("lrp-add of a port a static MAC binding names", lambda nb, sb, w: _named_before(
         nb, w, "static"), IN_PLACE),
+    ("lrp-set-gateway-chassis on a router interface (its first: a gateway port now)",
+     lambda nb, sb, w: nb.add_child("Logical_Router_Port", "lrp0", "gateway_chassis",
+                                    "Gateway_Chassis", name="lrp0-ch0", chassis_name="ch0",
+                                    priority=10), IN_PLACE),
+    ("lrp-del-gateway-chassis of a gateway port's last (a router interface again)",
+     lambda nb, sb, w: _gateway_set(nb, sb, w, "last"), IN_PLACE),
     ("gateway chassis priority changed", lambda nb, sb, w: _gateway_set(
         nb, sb, w, "priority"), IN_PLACE),
     ("gateway chassis added to a gateway port (HA from then on)",

@@ -394,7 +394,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             p.tunnel_key = _allocate(space)
     recreate(retyped, ports, sb_desired, delta)
     for port in new_ports:
-        _insert_in_build_order(ports, port)
+        insert_in_build_order(ports, port)
         ports.unbound.add(port.name)  # (no binding: checked above)
         changed.append(port)
         lrp = step.pairs.get(port.nb.uuid)
@@ -491,7 +491,7 @@ def _allocate(space: TunnelKeys) -> int:
     return key
 
 
-def _insert_in_build_order(ports: PortsData, port: Port) -> None:
+def insert_in_build_order(ports: PortsData, port: Port) -> None:
     """A new port among the ports where a build puts it: its datapath's ports by NB
     name and UUID, a chassisredirect port right after its router port."""
     ports.ports[port.name] = port
@@ -772,7 +772,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
                 new_ports.append(cr)
     table = sb_desired.tables["Port_Binding"]
     for port in new_ports:
-        _insert_in_build_order(ports, port)
+        insert_in_build_order(ports, port)
         ports.unbound.add(port.name)  # (no binding: checked above)
         lsp = step.named.get(port.name) if port.is_lrp else None
         if lsp is not None:

@@ -63,6 +63,7 @@ from ..build.datapaths_updated import datapaths_updated, ipam_again
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
+from ..build.gateway_toggled import gateway_toggled, gateways_toggled
 from ..build.global_cfg import (
     COPIED_OPTIONS,
     FLOW_OPTIONS,
@@ -596,6 +597,11 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             return Handled.UNHANDLED
         if all(gateway_chassis_only(rc) for rc in delta.values()):
             return self._ha_groups(change, "Logical_Router_Port")
+        core = self.data.core
+        if all(gateway_toggled(rc) for rc in delta.values()):  # (made a gateway, or not)
+            return self._applied(gateways_toggled(
+                delta, self.nb_tables(), self.sb_tables(), core.datapaths, core.ports,
+                self._count_names(delta), self.data.sb))
         if all(updatable(rc) for rc in delta.values()):
             handled = self._applied(lrps_updated(delta, self.data.core.ports, self.data.sb,
                                                  self._ipam_again))

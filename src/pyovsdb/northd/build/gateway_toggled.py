@@ -1,0 +1,152 @@
+"""A router port made a distributed gateway port, or no longer one, in place: its
+first gateway chassis set (`ovn-nbctl lrp-set-gateway-chassis` on a router interface)
+or its last one taken away.
+
+Rules kept here:
+- The plain case of `gateways_incremental`: the port's gateway is its
+  `gateway_chassis` (no NB HA chassis group), its router is no gateway router and has
+  no other distributed gateway port and no load balancers (`plain_gateway`,
+  `plain_gateway_going`); the update changed `gateway_chassis` alone. Anything else
+  is refused (None) and the caller recomputes.
+- Made a gateway port: its chassisredirect port is added after it in build order and
+  takes the key a build gives it: the next free one of the router's key space, every
+  other port of the router holding its key in its binding (else refused); no SB
+  binding may be named as the chassisredirect port.
+- No longer one: its chassisredirect port, binding and group go (refused while SB
+  holds MAC bindings learned on the chassisredirect port, which a build deletes).
+- Then the port's binding (`chassis-redirect-port`), its chassisredirect port's and
+  group, the switch port peering it (its `nat_addresses`), the fixed multicast groups
+  of the router and that switch are put again, and the flows of the router and its
+  neighbours are built again (`PortsDelta.flows`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
+from ..desired import DesiredDb
+from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
+from .datapaths import DatapathsData, smap_int
+from .delta import PortsDelta
+from .gateways_incremental import (
+    add_redirect,
+    is_gateway,
+    plain_gateway,
+    plain_gateway_going,
+    put_redirect_group,
+    redirect_name,
+    remove_redirect,
+)
+from .ports import PB_BY_NAME, Port, PortsData
+from .ports_incremental import (
+    insert_in_build_order,
+    put_bindings,
+    put_fixed_groups,
+    put_router_binding,
+    rows_where,
+)
+
+
+def gateway_toggled(rc: RowChange[IdlRow]) -> bool:
+    """Whether a router port update made it a gateway port or no longer one, alone."""
+    return rc.old is not None and rc.new is not None \
+        and set(changed_columns(rc)) == {"gateway_chassis"} \
+        and is_gateway(rc.old) != is_gateway(rc.new)
+
+
+def gateways_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, ReplicaTable],
+                     sb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
+                     ports: PortsData, names: Counter[str], sb_desired: DesiredDb
+                     ) -> PortsDelta | None:
+    """The updates `changes` (each `gateway_toggled`) applied in place, or None,
+    nothing touched (see the rules)."""
+    found: list[tuple[Port, IdlRow]] = []
+    nb_groups = nb.get("HA_Chassis_Group")
+    for uuid, rc in changes.items():
+        new = rc.new
+        assert new is not None
+        port = ports.ports.get(new.name)
+        if port is None or not port.is_lrp or port.nb.uuid != uuid:
+            return None
+        router = datapaths.routers.get(port.dp.key)
+        if router is None:
+            return None
+        if is_gateway(new):
+            if port.cr_port is not None or not plain_gateway(new, router, ports, names,
+                                                             sb_desired) \
+                    or _bound(sb, redirect_name(port.name)):
+                return None
+        elif port.cr_port is None or not plain_gateway_going(
+                port, router.nb, ports, nb_groups.rows if nb_groups is not None else None) \
+                or _learned(sb, port.cr_port):
+            return None
+        found.append((port, new))
+    if len({port.dp.key for port, _ in found}) != len(found):
+        return None  # (two ports of one router: a build's order decides)
+    spaces = {}
+    for port, new in found:
+        if is_gateway(new):
+            space = _held_keys(port.dp.key, datapaths, ports)
+            if space is None:
+                return None
+            spaces[port.name] = space
+    delta = PortsDelta()
+    table = sb_desired.tables["Port_Binding"]
+    for port, new in found:
+        port.nb, port.options = new, new.options
+        if is_gateway(new):
+            cr = add_redirect(port, ports)
+            tnl = spaces[port.name].allocate()
+            assert tnl is not None  # (`_held_keys` left room)
+            cr.tunnel_key = tnl
+            insert_in_build_order(ports, cr)
+            ports.unbound.add(cr.name)
+            put_router_binding(cr, ports, table, delta)
+            for group_table, row_key in put_redirect_group(cr, sb_desired):
+                delta.touch("sb", group_table, row_key)
+        else:
+            for group_table, row_key in remove_redirect(port, ports, sb_desired):
+                delta.touch("sb", group_table, row_key)
+            port.cr_port = None
+        put_router_binding(port, ports, table, delta)
+        peer = ports.peer_of(port)
+        keys = {port.dp.key}
+        if peer is not None and peer.is_lsp:
+            put_bindings(sb, ports, [peer], sb_desired, delta)
+            keys.add(peer.dp.key)
+        for key in sorted(keys):
+            put_fixed_groups(key, ports, datapaths, sb_desired, delta)
+    delta.flows = ports.next_to({port.dp.key for port, _ in found})
+    return delta
+
+
+def _held_keys(key: str, datapaths: DatapathsData, ports: PortsData) -> TunnelKeys | None:
+    """Router `key`'s port key space with every port of it holding its key in its
+    binding, requesting none; None otherwise, or with no key left."""
+    hi = PORT_KEY_MAX_VXLAN if datapaths.vxlan_mode else PORT_KEY_MAX
+    space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
+    for p in ports.by_datapath.get(key, []):
+        pb = p.sb
+        if pb is None or pb.tunnel_key != p.tunnel_key \
+                or smap_int(p.options, "requested-tnl-key") or not space.add(p.tunnel_key):
+            return None
+    probe = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
+    for p in ports.by_datapath.get(key, []):
+        probe.add(p.tunnel_key)
+    return space if probe.allocate() is not None else None
+
+
+def _bound(sb: Mapping[str, ReplicaTable], name: str) -> bool:
+    table = sb.get("Port_Binding")
+    return table is not None and any(
+        r.logical_port == name for r in rows_where(table, PB_BY_NAME, {name}))
+
+
+def _learned(sb: Mapping[str, ReplicaTable], name: str) -> bool:
+    table = sb.get("MAC_Binding")
+    return table is not None and any(r.logical_port == name for r in table.rows.values())
