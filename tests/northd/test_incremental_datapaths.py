@@ -110,7 +110,7 @@ def test_switches_and_routers_come_and_go_in_place(nb: Nb, sb: LocalDb) -> None:
                                   "row": {"name": "lr7"}}]), True),
         (lambda: _lrp_add(nb, "lr7", "lr7-a", "10.7.0.1/24"), True),
         (lambda: _lrp_add(nb, "lr0", "lr0-b", "10.8.0.1/24"), True),
-        (lambda: _gateway(nb, "lr0-b"), False),
+        (lambda: _gateway(nb, "lr0-b"), True),  # (a gateway port now: in place)
         (lambda: _lrp_add(nb, "lr0", "lr0-a", "10.9.0.1/24"), True),  # before lr0-b's cr-
         (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr0-a"), True),
         (lambda: _unlink(nb, "Logical_Router_Port", "ports", "Logical_Router", "lr0-b"),
@@ -153,8 +153,8 @@ def _set(nb: Nb, table: str, row: str, **cols: Any) -> Changeset[IdlRow]:
 def test_switches_and_routers_updated_in_place(nb: Nb, sb: LocalDb) -> None:
     """Names, external_ids and settings of switches and routers change in place
     (`build.datapaths_updated`), in build order after a rename, and a switch or router
-    made next still takes the key a recompute gives it; settings that move more than
-    the datapath recompute."""
+    made next still takes the key a recompute gives it (a router made a gateway router
+    too); a switch asking for another tunnel key recomputes."""
     loop = _topology(nb, sb)
     _play(loop, [
         (lambda: _ls_with_ports(nb, "sw5", "a5", "b5"), True),
@@ -169,7 +169,7 @@ def test_switches_and_routers_updated_in_place(nb: Nb, sb: LocalDb) -> None:
         (lambda: _set(nb, "Logical_Router", "z-lr0", options={"snat-ct-zone": "9"}), True),
         (lambda: nb.db.transact([{"op": "insert", "table": "Logical_Router",
                                   "row": {"name": "lr7"}}]), True),
-        (lambda: _set(nb, "Logical_Router", "z-lr0", options={"chassis": "ch0"}), False),
+        (lambda: _set(nb, "Logical_Router", "z-lr0", options={"chassis": "ch0"}), True),
         (lambda: _set(nb, "Logical_Switch", "sw0", other_config={
             "requested-tnl-key": "30"}), False),
     ])

@@ -227,7 +227,7 @@ def test_a_nat_rule_on_a_vip_rebuilds_the_load_balancer_flows(nb: Nb, sb: LocalD
     loop = _topology(nb, sb)
     _play(loop, [
         ("a gateway port", lambda: _lrp_add(nb, "lr0", "lr0-gw", "172.16.0.1/24"), True),
-        ("a gateway", lambda: _gateway(nb, "lr0-gw"), False),
+        ("a gateway", lambda: _gateway(nb, "lr0-gw"), True),
         ("lr-lb-add", lambda: _lb_add(nb, "lbv", {"172.16.0.20:80": "10.0.0.11:80"},
                                       ("Logical_Router", "lr0")), True),
         ("(no NAT on the VIP)", lambda: _unsnat_skipped(sb, "172.16.0.20", False), True),
@@ -246,7 +246,7 @@ def test_a_router_that_advertises_its_addresses(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     _play(loop, [
         ("the advertising switch", lambda: _advertising_switch(nb), True),
-        ("a gateway", lambda: _gateway(nb, "lr0-gw"), False),
+        ("a gateway", lambda: _gateway(nb, "lr0-gw"), True),
         ("lr-nat-add", lambda: _nat_add(nb, "lr0", "dnat_and_snat", "172.16.0.7",
                                         "10.0.0.11"), True),
         ("lr-lb-add", lambda: _lb_add(nb, "lbx", {"172.16.0.8": "10.0.0.11"},
