@@ -882,6 +882,16 @@ def _dgp_pinned(nb: Nb, sb: LocalDb, world: World) -> None:
     _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
 
 
+def _disabled_then(nb: Nb, world: World) -> None:
+    """lr0 (with a SNAT rule) disabled; then enabled again."""
+    nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="snat",
+                 external_ip="10.0.0.100", logical_ip="10.1.0.0/24")
+    world.northd.settle()
+    _dp_set(nb, "Logical_Router", "lr0", enabled=[False])
+    world.settled()
+    _dp_set(nb, "Logical_Router", "lr0", enabled=[True])
+
+
 def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
     """vm2 made a virtual port with vm1 as its parent (Neutron's port whose IP others
     list in their allowed address pairs); then updated in `cols`."""
@@ -1299,7 +1309,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("router with a distributed gateway port made a gateway router",
      lambda nb, sb, w: _dgp_pinned(nb, sb, w), FULL),
     ("router disabled", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0",
-                                                  enabled=[False]), FULL),
+                                                  enabled=[False]), IN_PLACE),
+    ("router enabled again (its ports paired with the switch ports naming them)",
+     lambda nb, sb, w: _disabled_then(nb, w), IN_PLACE),
     ("lr-add with a requested tunnel key", lambda nb, sb, w: nb.lr_add(
         "lr9", options={"requested-tnl-key": "77"}), IN_PLACE),
     ("lr-add requesting the key a switch holds", lambda nb, sb, w: nb.lr_add(

@@ -87,6 +87,7 @@ from ..build.ports_incremental import (
 )
 from ..build.ports_mirrors import mirrors_changed
 from ..build.ports_static_mac import named_keys, static_macs_changed
+from ..build.router_toggled import router_toggled, routers_toggled
 from ..build.walk import resort_router_ports
 from ..desired import DesiredDb
 from .northd_sb import SbHandlers
@@ -309,6 +310,11 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         made: list[IdlRow] = []
         gone: list[IdlRow] = []
         lrp = self.inputs.get(leaf_name("NB", "Logical_Router_Port"))
+        core = self.data.core
+        if self.incremental_ports and all(router_toggled(rc) for rc in change.delta.values()):
+            return self._applied(routers_toggled(  # (disabled or enabled)
+                change.delta, self.nb_tables(), self.sb_tables(), core.datapaths, core.ports,
+                self._count_names({}), self.data.extra.lbs, self.data.sb))
         # A router's `ports` changed with its ports: `on_nb_lrp` applies both.
         columns = LR_FLOWS_ONLY | ({"ports"} if lrp is not None and lrp.updated
                                    and self.incremental_ports else set()) \
