@@ -892,6 +892,27 @@ def _disabled_then(nb: Nb, world: World) -> None:
     _dp_set(nb, "Logical_Router", "lr0", enabled=[True])
 
 
+def _routers_peered(nb: Nb, world: World) -> None:
+    """lr1 made; lr0 and lr1 connected by a port each naming the other (one
+    transaction); then lr1's port deleted (lr0's loses its peer)."""
+    nb.lr_add("lr1")
+    world.northd.settle()
+    lr = {n: nb.uuid("Logical_Router", n) for n in ("lr0", "lr1")}
+    nb.db.transact([op for name, here, there, net in (("a", "lr0", "b", "10.77.0.1/30"),
+                                                     ("b", "lr1", "a", "10.77.0.2/30"))
+                    for op in (
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": name,
+         "row": {"name": f"lrp-{name}", "mac": f"00:00:00:00:77:0{'1' if name == 'a' else '2'}",
+                 "networks": net, "peer": f"lrp-{there}"}},
+        {"op": "mutate", "table": "Logical_Router", "where": [["_uuid", "==", ["uuid", lr[here]]]],
+         "mutations": [["ports", "insert", ["named-uuid", name]]]})])
+    world.settled()
+    nb.db.transact([{"op": "mutate", "table": "Logical_Router",
+                     "where": [["_uuid", "==", ["uuid", lr["lr1"]]]],
+                     "mutations": [["ports", "delete",
+                                    ["uuid", nb.uuid("Logical_Router_Port", "lrp-b")]]]}])
+
+
 def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
     """vm2 made a virtual port with vm1 as its parent (Neutron's port whose IP others
     list in their allowed address pairs); then updated in `cols`."""
@@ -1386,9 +1407,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("gateway router's port and its switch port deleted", lambda nb, sb, w: _unpair_gateway(
         nb, w), IN_PLACE),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(
-        "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24", peer="lrp8"), FULL),
+        "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24", peer="lrp8"), IN_PLACE),
+    ("two routers connected directly (each port naming the other), then one port gone",
+     lambda nb, sb, w: _routers_peered(nb, w), IN_PLACE),
     ("lrp-add of a port another router port names as its peer",
-     lambda nb, sb, w: _named_before(nb, w, "peer"), FULL),
+     lambda nb, sb, w: _named_before(nb, w, "peer"), IN_PLACE),
     ("router-type lsp-add naming no router port, then that lrp-add (a CMS making the "
      "switch's port first)", lambda nb, sb, w: _named_before(nb, w, "lsp"), IN_PLACE),
     ("lrp-add of a port a static MAC binding names", lambda nb, sb, w: _named_before(

@@ -123,15 +123,15 @@ def test_switches_and_routers_come_and_go_in_place(nb: Nb, sb: LocalDb) -> None:
     assert dps == {"sw0": 1, "lr0": 2, "sw3": 4, "sw6": 3}
 
 
-def test_what_names_them_recomputes(nb: Nb, sb: LocalDb) -> None:
-    """A router port another port names as its peer: recomputed, and still equal. A
-    router port a switch's router port names before it comes pairs in place, a switch
-    with IPAM (no port asking it for addresses) comes in place, and a router with a
-    requested key takes it in place."""
+def test_what_names_them_comes_in_place(nb: Nb, sb: LocalDb) -> None:
+    """A router port naming another as its peer, and the one it names coming later,
+    pair in place. A router port a switch's router port names before it comes pairs in
+    place, a switch with IPAM (no port asking it for addresses) comes in place, and a
+    router with a requested key takes it in place."""
     loop = _topology(nb, sb)
     _play(loop, [
-        (lambda: _lrp_add(nb, "lr0", "lr0-x", "10.5.0.1/24", peer=["lr0-y"]), False),
-        (lambda: _lrp_add(nb, "lr0", "lr0-y", "10.6.0.1/24"), False),  # named by lr0-x
+        (lambda: _lrp_add(nb, "lr0", "lr0-x", "10.5.0.1/24", peer=["lr0-y"]), True),
+        (lambda: _lrp_add(nb, "lr0", "lr0-y", "10.6.0.1/24"), True),  # named by lr0-x
         (lambda: nb.db.transact([
             {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "r",
              "row": {"name": "sw0-lr0-z", "type": "router",

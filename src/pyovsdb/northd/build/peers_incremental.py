@@ -22,6 +22,9 @@ Rules kept here:
 - A pair is made and undone in both directions at once: the switch port's `peer`, the
   router port's `peer`, the switch's router ports, and the router port's networks as
   the switch port's addresses ("router").
+- Router ports peering routers directly (their own `peer` column, one way each:
+  `router_peers`) take or lose their peer as the port they name comes or goes, where
+  no router-type switch port names them too.
 """
 
 from __future__ import annotations
@@ -137,3 +140,28 @@ def _leave_router_ports(lsp: Port, ports: PortsData) -> None:
         members.remove(lsp)
         if not members:
             del ports.router_ports[lsp.dp.key]
+
+
+def router_peers(added: list[Port], gone: set[str], namers: list[IdlRow],
+                 ports: PortsData) -> list[Port] | None:
+    """Router ports peering by their own `peer` column (one way each, as `_connect`
+    reads it): the ports `added` (in the core already) take the router port they name,
+    and the router ports `namers` (rows naming one of `added` or `gone`) take or lose
+    theirs; those whose peer changed, or None, nothing touched, where a router-type
+    switch port names one of them too (the walk's order would decide)."""
+    names = {p.name for p in added}
+    moved: list[tuple[Port, str | None]] = []
+    for port in added:
+        if port.nb.peer:
+            moved.append((port, port.nb.peer))
+    for row in namers:
+        namer = ports.ports.get(row.name)
+        if namer is not None and namer.nb.uuid == row.uuid and namer.name not in names \
+                and row.peer in names | gone:
+            moved.append((namer, row.peer))
+    if any(ports.named_by.get(port.name) for port, _ in moved):
+        return None
+    for port, name in moved:
+        target = ports.ports.get(name) if name is not None and name not in gone else None
+        port.peer = target.name if target is not None and target.is_lrp else None
+    return [port for port, _ in moved if port.name not in names]

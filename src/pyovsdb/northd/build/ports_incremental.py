@@ -77,6 +77,7 @@ from .peers_incremental import (
     named_before,
     pairable,
     router_lsp,
+    router_peers,
     unpair,
 )
 from .ports import (
@@ -589,7 +590,7 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
 # Router ports. Their columns a builder other than the flows reads beyond the port's own
 # binding (`router_port_binding` reads the rest): a peer, an NB HA chassis group (its
 # gateway chassis `gateways_incremental` judges), a delegated prefix.
-LRP_REFUSED = ("peer", "ha_chassis_group")
+LRP_REFUSED = ("ha_chassis_group",)
 LRP_REFUSED_OPTIONS = ("requested-tnl-key", "prefix", "prefix_delegation")
 
 def _simple_lrp(row: IdlRow) -> bool:
@@ -679,7 +680,8 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
             port, step.nb["Logical_Router"].rows.get(port.dp.key), step.ports,
             nb_groups.rows if nb_groups is not None else None))
         peer = step.ports.peer_of(port)  # (staying, it is unpaired)
-        _need(peer is None or peer.name in going or (peer.is_lsp and router_lsp(peer.nb)))
+        _need(peer is None or peer.name in going or peer.is_lrp  # (`router_peers`)
+              or (peer.is_lsp and router_lsp(peer.nb)))
     for uuid in added:
         row = step.nb["Logical_Router_Port"].rows[uuid]
         lsp = named_before(row, step.ports, going)
@@ -687,15 +689,9 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
             other.dp is not lsp.dp for other in step.named.values())))
         if isinstance(lsp, Port):
             step.named[row.name] = lsp
-    # Nothing else may name the ports: a peer would change with them (static MAC
-    # bindings and BFD sessions naming them are the caller's). (A router-type switch
-    # port may: created in this change, its handler pairs them; there before, it pairs
-    # here.)
-    names = {step.nb["Logical_Router_Port"].rows[u].name for u in added} | \
-        {row.name for row in removed.values()}
-    lrps = step.nb["Logical_Router_Port"]
-    _need(not any(r.peer in names for r in rows_where(lrps, "peer", [(n,) for n in names])
-                  if r.peer))
+    # (Router ports naming them as their peer are paired below; static MAC bindings and
+    # BFD sessions naming them are the caller's; a router-type switch port may name
+    # them: created in this change, its handler pairs them; there before, here.)
     return added, removed
 
 
@@ -779,11 +775,17 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
             connect(lsp, port, ports)
             relisted.append(lsp)
             rewired.add(lsp.dp.key)
+    gone = {row.name for row in removed.values()}  # (router ports naming these: peers)
+    lrp_names = {p.name for p in new_ports} | gone
+    peered = router_peers([p for p in new_ports if p.is_lrp], gone, [
+        r for r in rows_where(step.nb["Logical_Router_Port"], "peer", [(n,) for n in lrp_names])
+        if r.peer in lrp_names], ports)
+    _need(peered is not None)
     _rewire(step, rewired, sb_desired, delta)
     put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
     for key in sorted(rewired | touched):  # (a router's groups: its ports that flood)
         put_fixed_groups(key, ports, datapaths, sb_desired, delta)
-    for port in new_ports:
+    for port in [*new_ports, *(peered or ())]:
         put_router_binding(port, ports, table, delta)
         if port.is_cr:
             for group_table, row_key in put_redirect_group(port, sb_desired):
