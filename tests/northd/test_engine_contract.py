@@ -1579,7 +1579,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("mirror's sink changed (a port's rules name it)", lambda nb, sb, w: _mirror(
         nb, w, "update"), IN_PLACE),
     ("mirror renamed while a port's rules name it", lambda nb, sb, w: _mirror(
-        nb, w, "rename"), FULL),
+        nb, w, "rename"), IN_PLACE),
     ("DHCP options added (a subnet; no port names them yet)", lambda nb, sb, w: nb.db.insert(
         "DHCP_Options", cidr="10.0.0.0/24", options=DHCP), IN_PLACE),
     ("DHCP options updated (a port names them)", lambda nb, sb, w: _dhcp(nb, w), IN_PLACE),

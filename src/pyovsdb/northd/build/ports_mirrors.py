@@ -8,8 +8,8 @@ Rules kept here:
   ports none). 23.03 adds a mirror created in the same run one run later; the final
   rows are the same.
 - In place (`mirrors_changed`): the names an NB mirror change touches are decided
-  again alone. A mirror renamed while a switch port's rules name it is refused (its
-  bindings list it by name): the caller recomputes.
+  again alone. A mirror renamed while switch ports' rules name it has those ports'
+  bindings list it again (by its new name), which no flow reads.
 """
 
 from __future__ import annotations
@@ -47,9 +47,8 @@ def mirrors_changed(nb: Mapping[str, ReplicaTable], sb: DesiredDb,
     renamed = {u for u, rc in changes.items()
                if rc.old is not None and rc.new is not None and rc.old.name != rc.new.name}
     lsps = nb.get("Logical_Switch_Port")
-    if renamed and lsps is not None and any(
-            not renamed.isdisjoint(r.value("mirror_rules")) for r in lsps.rows.values()):
-        return None
+    listing = [r for r in lsps.rows.values() if not renamed.isdisjoint(r.value("mirror_rules"))] \
+        if renamed and lsps is not None else []
     names = {str(r.name) for rc in changes.values() for r in (rc.old, rc.new)
              if r is not None}
     table = sb.tables["Mirror"]
@@ -61,11 +60,20 @@ def mirrors_changed(nb: Mapping[str, ReplicaTable], sb: DesiredDb,
     for name in names:
         if table.rows.get(name) != old.get(name):
             delta.touch("sb", "Mirror", name)
+    bindings = sb.tables["Port_Binding"]
+    for lsp in listing:
+        if lsp.name in bindings.rows:
+            bindings.set(lsp.name, mirror_rules=_rules(lsp, table))
+            delta.touch_unread(lsp.name)
     return delta
 
 
 def mirror_rules(port: Port, mirrors: DesiredTable) -> list[Ref]:
     if not port.is_lsp or not port.nb.value("mirror_rules"):
         return []
-    names = sorted({m.name for m in port.nb.mirror_rules if isinstance(m, IdlRow)})
+    return _rules(port.nb, mirrors)
+
+
+def _rules(lsp: IdlRow, mirrors: DesiredTable) -> list[Ref]:
+    names = sorted({m.name for m in lsp.mirror_rules if isinstance(m, IdlRow)})
     return [Ref("Mirror", n) for n in names if n in mirrors.rows]
