@@ -1214,6 +1214,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
                                   parent_name="vm1", tag_request=0), IN_PLACE),
     ("nested port asking for any free VLAN beside one holding VLAN 1 (it takes 2)",
      lambda nb, sb, w: _any_vlan(nb, w), IN_PLACE),
+    ("lsp-add vtep (a hardware VTEP gateway's port)", lambda nb, sb, w: nb.lsp_add(
+        "sw0", "vtep0", type="vtep", options={"vtep-physical-switch": "ps0",
+                                              "vtep-logical-switch": "ls0"}), IN_PLACE),
     ("lsp-add localnet", lambda nb, sb, w: nb.lsp_add("sw1", "ln1", type="localnet",
                                                    addresses=["unknown"],
                                                    options={"network_name": "phys"}),

@@ -227,12 +227,43 @@ def test_qos_ports_take_their_queues_in_place(nb: Nb, sb: LocalDb) -> None:
     assert loop.stat("northd", "recompute") == before
 
 
+def test_vtep_ports_in_place(nb: Nb, sb: LocalDb) -> None:
+    """VTEP ports (a hardware gateway's) added and deleted in place, the switch joining
+    and leaving the VTEP switches (whose flows, and their routers', read it); beside a
+    distributed gateway port's peer (whose chassisredirect binding reads it) the
+    caller recomputes."""
+    loop = _topology(nb, sb)
+    vtep = {"vtep-physical-switch": "ps0", "vtep-logical-switch": "ls0"}
+    for step, in_place in (
+            (lambda: _lsp_add(nb, "sw1", "vtep0", type="vtep", options=vtep), True),
+            (lambda: _lsp_add(nb, "sw1", "vtep1", type="vtep", options=vtep), True),
+            (lambda: _lsp_del(nb, "vtep0"), True),
+            (lambda: _lsp_del(nb, "vtep1"), True),
+            (lambda: _lsp_add(nb, "sw0", "vtep3", type="vtep", options=vtep), True),  # (lr0's)
+            (lambda: _lsp_del(nb, "vtep3"), True),
+            (lambda: _gateway_on_sw0(nb), False),
+            (lambda: _lsp_add(nb, "sw0", "vtep2", type="vtep", options=vtep), False)):
+        before = loop.stat("northd", "recompute")
+        loop.change(step())
+        assert (loop.stat("northd", "recompute") == before) is in_place
+        check_equals_recompute(loop)
+
+
+def _gateway_on_sw0(nb: Nb) -> Changeset[IdlRow]:
+    """lrp0 (peering sw0) made a distributed gateway port: a recompute, as it is not a
+    change of gateway chassis alone."""
+    return nb.db.transact([
+        {"op": "insert", "table": "Gateway_Chassis", "uuid-name": "g",
+         "row": {"name": "lrp0-ch0", "chassis_name": "ch0", "priority": 1}},
+        {"op": "mutate", "table": "Logical_Router_Port", "where": [["name", "==", "lrp0"]],
+         "mutations": [["gateway_chassis", "insert", ["named-uuid", "g"]],
+                       ["external_ids", "insert", ["map", [["x", "y"]]]]]}])
+
+
 def test_what_it_cannot_prove_recomputes(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     steps: list[Callable[[], Changeset[IdlRow]]] = [
-        lambda: _lsp_add(nb, "sw0", "keyed", options={"requested-tnl-key": "7"}),
-        lambda: _lsp_add(nb, "sw1", "vtep0", type="vtep",
-                         options={"vtep-physical-switch": "ps0", "vtep-logical-switch": "ls0"})]
+        lambda: _lsp_add(nb, "sw0", "keyed", options={"requested-tnl-key": "7"})]
     for step in steps:
         before = loop.stat("northd", "recompute")
         loop.change(step())

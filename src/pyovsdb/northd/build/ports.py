@@ -190,6 +190,22 @@ class PortsData:
                     peers.add(peer.dp.key)
         return lsps, peers
 
+    def vtep_again(self, keys: Iterable[str]) -> set[str] | None:
+        """The switches `keys` in `vtep_switches` as their ports are now; the
+        datapaths whose flows read that (the switches that moved and those next to
+        them), or None where a distributed gateway port peers one that moved (its
+        chassisredirect binding reads it)."""
+        moved = set()
+        for key in keys:
+            has = any(p.type == "vtep" for p in self.by_datapath.get(key, ()))
+            if has != (key in self.vtep_switches):
+                moved.add(key)
+                (self.vtep_switches.add if has else self.vtep_switches.discard)(key)
+        if any(peer.cr_port for key in moved for p in self.by_datapath.get(key, ())
+               if (peer := self.peer_of(p)) is not None):
+            return None
+        return self.next_to(moved)
+
     def next_to(self, keys: Iterable[str]) -> set[str]:
         """The datapaths `keys` and those their ports' peers are on."""
         out = set(keys)

@@ -7,7 +7,8 @@ Rules kept here:
   are what `build_core` would build from the same NB and SB contents. Whatever this
   cannot prove it handles exactly is refused (None) and the caller recomputes.
 - Handled: switch ports of the `IN_PLACE_TYPES` (a gateway router's GARP entry follows
-  a localnet port; an external port's SB group, `ha_groups_incremental.groups_used`),
+  a localnet port; an external port's SB group, `ha_groups_incremental.groups_used`;
+  a VTEP port its switch's place among the VTEP switches, `PortsData.vtep_again`),
   without a parent but a nested port asking for its VLAN (a trunk's subport) or for
   any free one (its parent's lowest, `ports_switch.tags_in_use`), without a tag or
   request but a localnet's or nested port's own (written back to `tag`), an
@@ -102,7 +103,7 @@ RowChanges = Mapping[str, RowChange[IdlRow]]
 # switch whole for any but a VIF): VIFs, localnet, l2gateway, remote, localport (each
 # OpenStack network's metadata port), virtual (a VIP its parents claim), external.
 IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual", "l2gateway", "remote",
-                            "external"))
+                            "external", "vtep"))
 # Options that make a port's binding depend on state beyond the port itself.
 REFUSED_OPTIONS = ("requested-tnl-key",)
 
@@ -344,8 +345,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     names = {row.value("name") for row in step.inserted.values()}
     for key in touched:
         names.update(p.name for p in ports.by_datapath.get(key, []))
-    dp_keys = datapath_keys(step.sb)
-    found = _bindings(step.sb, names)
+    dp_keys, found = datapath_keys(step.sb), _bindings(step.sb, names)
     for row in step.inserted.values():
         _need(row.value("name") not in found)  # taking over a binding: recompute
     doomed_binding = any(row.value("name") in found for row in step.deleted.values())
@@ -417,6 +417,10 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     if involves_ipam(changed, gone_names, datapaths, ports, step.dynamic, step.mac_prefix):
         _need(ipam_in_place(changed, gone_names, datapaths, ports, step.dynamic,
                             step.mac_prefix, nb_desired, delta))
+    vtep = ports.vtep_again(touched) if touched & ports.vtep_switches or any(
+        p.type == "vtep" for p in changed) else set()
+    _need(vtep is not None)
+    delta.flows |= vtep or set()
     put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
     groups_used(used, ports, sb_desired, delta)  # (external ports' groups)
     for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)
