@@ -913,6 +913,16 @@ def _routers_peered(nb: Nb, world: World) -> None:
                                     ["uuid", nb.uuid("Logical_Router_Port", "lrp-b")]]]}])
 
 
+def _renumbered_router(nb: Nb, world: World) -> None:
+    """lr0 given a load balancer (its VIPs' address sets are named by its key); then
+    asking for tunnel key 88."""
+    uuid = nb.db.insert("Load_Balancer", name="lb8", protocol="tcp",
+                        vips={"10.0.0.200:80": "10.0.0.11:80"})
+    nb.db.add_to("Logical_Router", nb.uuid("Logical_Router", "lr0"), "load_balancer", uuid)
+    world.settled()
+    _dp_set(nb, "Logical_Router", "lr0", options={"requested-tnl-key": "88"})
+
+
 def _virtual_then(nb: Nb, world: World, **cols: Any) -> None:
     """vm2 made a virtual port with vm1 as its parent (Neutron's port whose IP others
     list in their allowed address pairs); then updated in `cols`."""
@@ -1306,8 +1316,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("switch asking for the tunnel key it holds", lambda nb, sb, w: _dp_set(
         nb, "Logical_Switch", "sw0", other_config={"requested-tnl-key": _key_of(sb, "sw0")}),
      IN_PLACE),
-    ("switch asking for another tunnel key", lambda nb, sb, w: _dp_set(
-        nb, "Logical_Switch", "sw0", other_config={"requested-tnl-key": "77"}), FULL),
+    ("switch asking for another tunnel key (its port groups' SB rows renamed)",
+     lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw0",
+                               other_config={"requested-tnl-key": "77"}), IN_PLACE),
+    ("router asking for another tunnel key (its load balancer address sets renamed)",
+     lambda nb, sb, w: _renumbered_router(nb, w), IN_PLACE),
+    ("switch asking for the tunnel key another holds", lambda nb, sb, w: _dp_set(
+        nb, "Logical_Switch", "sw0", other_config={"requested-tnl-key": _key_of(sb, "sw1")}),
+     FULL),
     ("switch's vlan-passthru set (its ports' bindings)", lambda nb, sb, w: _dp_set(
         nb, "Logical_Switch", "sw1", other_config={"vlan-passthru": "true"}), IN_PLACE),
     ("switch's vlan-passthru set, a router port on it", lambda nb, sb, w: _dp_set(

@@ -8,8 +8,9 @@ Rules kept here:
   cannot prove it handles is refused (None) and the caller recomputes.
 - Handled columns: `name`, `external_ids` and the switch's `other_config` or the
   router's `options` (the caller has the datapath's row refreshed already; other
-  columns are other handlers'). Refused keys: a requested tunnel key that is not the
-  key the datapath holds (with its binding holding it too), a router's `chassis` where
+  columns are other handlers'). Refused keys: a requested tunnel key that another
+  datapath holds or asks for (a free one moves the datapath there alone: its binding,
+  its ports, the SB rows named after its key, `_renumber`), a router's `chassis` where
   a port of its has gateway chassis (without, it makes the router a gateway router or
   no longer one, or moves it: its ports' bindings and their peers' put again) and
   `mcast_relay` while SB has IGMP groups (without, the fixed multicast groups of the
@@ -32,12 +33,14 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, MutableMapping
+from dataclasses import replace
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
+from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
 from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
 from .datapaths_incremental import IPAM_CONFIG
 from .delta import PortsDelta
@@ -93,9 +96,12 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             if config in columns else set()
         if not router and keys & IPAM_CONFIG and ipam is not None:
             allocating.add(uuid)  # (`ipam` moves the switch's allocations)
-        if not _keys_ok(dp, keys - (IPAM_CONFIG if uuid in allocating else set()), router,
-                        ports, sb):
+        moved = TUNNEL_KEY in keys and _free_key(dp, router, datapaths, sb)
+        if not _keys_ok(dp, keys - (IPAM_CONFIG if uuid in allocating else set())
+                        - ({TUNNEL_KEY} if moved else set()), router, ports, sb):
             return None
+        if moved:
+            dp = _renumber(dp, moved, by_key, ports, sb_desired, delta)
         if "vlan-passthru" in keys:
             passthru.append(uuid)
         if router and MCAST_RELAY in keys:
@@ -151,6 +157,48 @@ def _gateway_movable(dp: Datapath, ports: PortsData) -> bool:
                                  or p.cr_port) for p in mine) and not any(
         peer.is_lsp and peer.nb.tag_request is not None
         for peer in map(ports.peer_of, mine) if peer is not None)
+
+
+def _free_key(dp: Datapath, router: bool, datapaths: DatapathsData,
+              sb: Mapping[str, ReplicaTable]) -> int:
+    """The tunnel key `dp` asks for where it moves there alone (0 otherwise): one no
+    datapath holds or asks for, in range, the datapath's binding holding its key now,
+    and SB holding no FDB entry or IGMP group keyed by it."""
+    asked = smap_int(dp.nb.options if router else dp.nb.other_config, TUNNEL_KEY)
+    binding = existing_bindings(sb).get(dp.key)
+    others = [d for d in datapaths.all() if d.key != dp.key]
+    fdb, igmp = sb.get("FDB"), sb.get("IGMP_Group")
+    if not 0 < asked <= (DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX) \
+            or asked == dp.tunnel_key or binding is None \
+            or binding.tunnel_key != dp.tunnel_key \
+            or any(d.tunnel_key == asked or smap_int(
+                d.nb.options if d.is_router else d.nb.other_config, TUNNEL_KEY) == asked
+                for d in others) \
+            or (igmp is not None and igmp.rows) or (fdb is not None and any(
+                r.dp_key == dp.tunnel_key for r in fdb.rows.values())):
+        return 0
+    return asked
+
+
+def _renumber(dp: Datapath, key: int, by_key: dict[str, Datapath], ports: PortsData,
+              sb_desired: DesiredDb, delta: PortsDelta) -> Datapath:
+    """`dp` under tunnel key `key`: its ports follow, and the SB rows named after its
+    key (a switch's port groups, a router's load balancer address sets) are renamed."""
+    new = replace(dp, tunnel_key=key)
+    by_key[dp.key] = new
+    for p in ports.by_datapath.get(dp.key, []):
+        p.dp = new
+    for table, old, now in (("Port_Group", f"{dp.tunnel_key}_", f"{key}_"),
+                            ("Address_Set", f"_rtr_lb_{dp.tunnel_key}_", f"_rtr_lb_{key}_")):
+        rows = sb_desired.tables.get(table)
+        for name in [n for n in (rows.rows if rows is not None else ())
+                     if isinstance(n, str) and n.startswith(old)]:
+            assert rows is not None
+            renamed = now + name[len(old):]
+            rows.rows[renamed] = {**rows.rows.pop(name), "name": renamed}
+            delta.touch("sb", table, name)
+            delta.touch("sb", table, renamed)
+    return new
 
 
 def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
