@@ -882,6 +882,20 @@ def _dgp_pinned(nb: Nb, sb: LocalDb, world: World) -> None:
     _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
 
 
+def _flooding_router(nb: Nb, world: World, how: str) -> None:
+    """lr1 on sw0 with a port flooding multicast (`mcast_flood`: a router multicast
+    group of its own); then disabled, or deleted with its port."""
+    nb.lr_add("lr1")
+    nb.connect("sw0", "lr1", "lr1-sw0", "00:00:00:00:02:01", "10.0.0.5/24")
+    nb.set("Logical_Router_Port", "lr1-sw0", options={"mcast_flood": "true"})
+    world.settled()
+    if how == "disable":
+        _dp_set(nb, "Logical_Router", "lr1", enabled=[False])
+    else:
+        nb.db.transact([{"op": "delete", "table": "Logical_Router",
+                         "where": [["name", "==", "lr1"]]}])
+
+
 def _disabled_then(nb: Nb, world: World) -> None:
     """lr0 (with a SNAT rule) disabled; then enabled again."""
     nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="snat",
@@ -1350,6 +1364,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _dgp_pinned(nb, sb, w), FULL),
     ("router disabled", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0",
                                                   enabled=[False]), IN_PLACE),
+    ("router disabled, its port flooding multicast (its _MC_static group goes)",
+     lambda nb, sb, w: _flooding_router(nb, w, "disable"), IN_PLACE),
+    ("lr-del of a router whose port floods multicast (its _MC_static group goes)",
+     lambda nb, sb, w: _flooding_router(nb, w, "delete"), IN_PLACE),
     ("router enabled again (its ports paired with the switch ports naming them)",
      lambda nb, sb, w: _disabled_then(nb, w), IN_PLACE),
     ("lr-add with a requested tunnel key", lambda nb, sb, w: nb.lr_add(

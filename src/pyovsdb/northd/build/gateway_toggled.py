@@ -17,7 +17,8 @@ Rules kept here:
 - Then the port's binding (`chassis-redirect-port`), its chassisredirect port's and
   group, the switch port peering it (its `nat_addresses`), the fixed multicast groups
   of the router and that switch are put again, and the flows of the router and its
-  neighbours are built again (`PortsDelta.flows`).
+  neighbours are built again (`PortsDelta.flows`); the switch is `rewired`, so the
+  groups' `ref_chassis` follow (`sync_from_sb` finds the routers behind them again).
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def gateways_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, 
         if peer is not None and peer.is_lsp:
             put_bindings(sb, ports, [peer], sb_desired, delta)
             keys.add(peer.dp.key)
+            # (the groups' `ref_chassis` follow the routers behind each gateway port:
+            # `sync_from_sb` finds them again, as for a gateway port paired anew)
+            delta.rewired.add(peer.dp.key)
         for key in sorted(keys):
             put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     delta.flows = ports.next_to({port.dp.key for port, _ in found})

@@ -30,7 +30,7 @@ from .datapaths_incremental import add_router, new_datapath_keys, remove_router
 from .delta import PortsDelta
 from .lb import LbData
 from .ports import PortsData
-from .ports_incremental import router_ports_changed
+from .ports_incremental import put_fixed_groups, router_ports_changed
 from .ports_static_mac import named_keys
 
 
@@ -72,6 +72,7 @@ def routers_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, R
             {uuid: RowChange(uuid, rc.old, None)}, {})
         if delta is None:
             return None
+        put_fixed_groups(uuid, ports, datapaths, sb_desired, delta)  # (none left)
         remove_router(uuid, datapaths, ports, lbs, sb_desired)
         delta.touch("sb", "Datapath_Binding", uuid)
         return delta

@@ -81,6 +81,7 @@ from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
 from ..build.ports_incremental import (
     port_names,
+    put_fixed_groups,
     refresh_datapaths,
     router_ports_changed,
     switch_ports_changed,
@@ -632,6 +633,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             for rc in (lr_changes or {}).values():
                 if rc.new is None and rc.old is not None \
                         and rc.old.uuid in core.datapaths.routers:
+                    # (its multicast groups: none left with its ports)
+                    put_fixed_groups(rc.old.uuid, core.ports, core.datapaths, self.data.sb,
+                                     self.track())
                     remove_router(rc.old.uuid, core.datapaths, core.ports,
                                   self.data.extra.lbs, self.data.sb)
                     self.track().touch("sb", "Datapath_Binding", rc.old.uuid)
