@@ -75,7 +75,25 @@ def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
                                           f"lsx{i}-b"],
         "ls-del (the switch above)": lambda i: ["ls-del", f"lsx{i}"],
         "lr-add": lambda i: ["lr-add", f"lrx{i}"],
-        "lr-del (the router above)": lambda i: ["lr-del", f"lrx{i}"],
+        "lrp-add on the router above (an interface on a switch)": lambda i: [
+            "lrp-add", f"lrx{i}", f"lrx{i}-p", f"00:00:00:00:fd:{i:02x}", f"10.201.{i}.1/24",
+            "--", "lsp-add", f"ls{s}", f"ls{s}-lrx{i}", "--", "lsp-set-type", f"ls{s}-lrx{i}",
+            "router", "--", "lsp-set-addresses", f"ls{s}-lrx{i}", "router", "--",
+            "lsp-set-options", f"ls{s}-lrx{i}", f"router-port=lrx{i}-p"],
+        "lrp-set-gateway-chassis (that interface made a gateway port)": lambda i: [
+            "lrp-set-gateway-chassis", f"lrx{i}-p", "gw1", "10"],
+        "lrp-del-gateway-chassis (a plain interface again)": lambda i: [
+            "lrp-del-gateway-chassis", f"lrx{i}-p", "gw1"],
+        "router disabled (the router above)": lambda i: [
+            "set", "Logical_Router", f"lrx{i}", "enabled=false"],
+        "router enabled again": lambda i: ["set", "Logical_Router", f"lrx{i}", "enabled=true"],
+        "lr-del (the router above)": lambda i: ["lr-del", f"lrx{i}", "--", "lsp-del",
+                                                f"ls{s}-lrx{i}"],
+        "switch given a subnet (IPAM)": lambda i: [
+            "set", "Logical_Switch", f"ls{s + 1}", f"other_config:subnet=10.202.{i}.0/24"],
+        "lsp-add asking IPAM for an address": lambda i: [
+            "lsp-add", f"ls{s + 1}", f"dyn{i}", "--", "lsp-set-addresses", f"dyn{i}", "dynamic"],
+        "lsp-del (the port above)": lambda i: ["lsp-del", f"dyn{i}"],
         "lrp-add": lambda i: ["lrp-add", "lr0", f"lrpx{i}", f"00:00:00:00:fe:{i:02x}",
                               f"10.200.{i}.1/24"],
         "lr-nat-add": lambda i: ["lr-nat-add", "lr0", "snat", f"172.16.1.{i}",
