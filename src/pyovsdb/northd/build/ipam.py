@@ -452,7 +452,16 @@ def plan_ipam(datapaths: DatapathsData, ports: PortsData, mac_prefix: int | None
     ipam = Ipam(mac_prefix)
     for dp in datapaths.switches.values():
         ipam.switches[dp.key] = switch_ipam(dp.nb.other_config, dp.key)
+    active = {key for key, info in ipam.switches.items() if info.active}
     for port in ports.ports.values():
+        if port.is_lsp and port.dp.key not in active:
+            # (on a switch without IPAM only its MACs of the prefix are taken: the
+            # common case, without a call per port)
+            if mac_prefix is not None:
+                for addrs in port.lsp_addrs[:port.n_static_addrs]:
+                    if not (addrs.mac ^ mac_prefix) >> 24:
+                        ipam.insert_mac(addrs.mac)
+            continue
         _take_static(port, ports, ipam)
     plan = IpamPlan()
     updates: list[tuple[_Update, SwitchIpam]] = []
@@ -460,6 +469,10 @@ def plan_ipam(datapaths: DatapathsData, ports: PortsData, mac_prefix: int | None
         info = ipam.switches[dp.key]
         for port in ports.of_datapath(dp.key):
             if not port.is_lsp:
+                continue
+            if dp.key not in active:  # (`_collect`'s first case: only a write-back to clear)
+                if port.nb.value("dynamic_addresses"):
+                    plan.result[port.name] = None
                 continue
             _collect(port, dp, info, ipam, updates, plan)
     for update, info in updates:
