@@ -470,7 +470,7 @@ def plan_ipam(datapaths: DatapathsData, ports: PortsData, mac_prefix: int | None
         for port in ports.of_datapath(dp.key):
             if not port.is_lsp:
                 continue
-            if dp.key not in active:  # (`_collect`'s first case: only a write-back to clear)
+            if dp.key not in active:  # (without IPAM: only a write-back to clear)
                 if port.nb.value("dynamic_addresses"):
                     plan.result[port.name] = None
                 continue
@@ -504,12 +504,9 @@ def build_ipam(datapaths: DatapathsData, ports: PortsData, nb: DesiredDb,
 
 def _collect(port: Port, dp: Datapath, info: SwitchIpam, ipam: Ipam,
              updates: list[tuple[_Update, SwitchIpam]], plan: IpamPlan) -> None:
+    """A port on a switch whose IPAM is active (`plan_ipam` clears the others')."""
     lsp: IdlRow = port.nb
     current_s = lsp.dynamic_addresses
-    if not info.active:
-        if current_s is not None:
-            plan.result[port.name] = None
-        return
     if port.peer is not None:
         return
     specs = [a for a in lsp.addresses if is_dynamic(a)]
