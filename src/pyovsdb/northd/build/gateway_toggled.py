@@ -89,22 +89,20 @@ def gateways_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, 
         found.append((port, new))
     if len({port.dp.key for port, _ in found}) != len(found):
         return None  # (two ports of one router: a build's order decides)
-    spaces = {}
+    tnl: dict[str, int] = {}  # (the chassisredirect ports' keys, found before any change)
     for port, new in found:
         if is_gateway(new):
-            space = _held_keys(port.dp.key, datapaths, ports)
-            if space is None:
+            found_key = _next_key(port.dp.key, datapaths, ports)
+            if found_key is None:
                 return None
-            spaces[port.name] = space
+            tnl[port.name] = found_key
     delta = PortsDelta()
     table = sb_desired.tables["Port_Binding"]
     for port, new in found:
         port.nb, port.options = new, new.options
         if is_gateway(new):
             cr = add_redirect(port, ports)
-            tnl = spaces[port.name].allocate()
-            assert tnl is not None  # (`_held_keys` left room)
-            cr.tunnel_key = tnl
+            cr.tunnel_key = tnl[port.name]
             insert_in_build_order(ports, cr)
             ports.unbound.add(cr.name)
             put_router_binding(cr, ports, table, delta)
@@ -129,9 +127,9 @@ def gateways_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, 
     return delta
 
 
-def _held_keys(key: str, datapaths: DatapathsData, ports: PortsData) -> TunnelKeys | None:
-    """Router `key`'s port key space with every port of it holding its key in its
-    binding, requesting none; None otherwise, or with no key left."""
+def _next_key(key: str, datapaths: DatapathsData, ports: PortsData) -> int | None:
+    """The key a build gives a new port of router `key`, every port of it holding its
+    key in its binding and requesting none; None otherwise, or with no key left."""
     hi = PORT_KEY_MAX_VXLAN if datapaths.vxlan_mode else PORT_KEY_MAX
     space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
     for p in ports.by_datapath.get(key, []):
@@ -139,10 +137,7 @@ def _held_keys(key: str, datapaths: DatapathsData, ports: PortsData) -> TunnelKe
         if pb is None or pb.tunnel_key != p.tunnel_key \
                 or smap_int(p.options, "requested-tnl-key") or not space.add(p.tunnel_key):
             return None
-    probe = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
-    for p in ports.by_datapath.get(key, []):
-        probe.add(p.tunnel_key)
-    return space if probe.allocate() is not None else None
+    return space.allocate()
 
 
 def _bound(sb: Mapping[str, ReplicaTable], name: str) -> bool:
