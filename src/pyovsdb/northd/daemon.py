@@ -501,9 +501,7 @@ class Northd:
             return
         nb_result, sb_result = await asyncio.gather(nb_txn.commit(), sb_txn.commit())
         for result in (nb_result, sb_result):
-            if result.status is not Status.UNCHANGED:
-                self.coverage.inc("txn_incomplete")
-            self.coverage.inc(TXN_COUNTER[result.status])
+            self._count_txn(result)
         nb_ok, sb_ok = _committed(nb_result), _committed(sb_result)
         if not nb_ok:
             log.info("%s", Recompute.NB_COMMIT_FAILED.log_text)
@@ -524,10 +522,15 @@ class Northd:
         if not self.driver.report_cfg(self.nb.tables, txn, now_ms=wall_ms()):
             return
         result = await txn.commit()
-        self.coverage.inc("txn_incomplete")
-        self.coverage.inc(TXN_COUNTER[result.status])
+        self._count_txn(result)
         if not _committed(result):
             log.debug("NB sb_cfg report: %s", result)
+
+    def _count_txn(self, result: Result) -> None:
+        """ovn-northd's coverage counters of one committed transaction."""
+        if result.status is not Status.UNCHANGED:
+            self.coverage.inc("txn_incomplete")
+        self.coverage.inc(TXN_COUNTER[result.status])
 
     def _set_timer(self, wake_at_wall_ms: int | None) -> None:
         if wake_at_wall_ms == self._timer_at:
