@@ -55,6 +55,13 @@ def bfd_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
     return delta
 
 
+def sessions_naming(nb: Mapping[str, ReplicaTable], lps: set[str]) -> set[Session]:
+    """The NB BFD sessions whose logical port is one of `lps`."""
+    table = nb.get("BFD")
+    return {(r.logical_port, r.dst_ip) for r in (table.rows.values() if table else ())
+            if r.logical_port in lps}
+
+
 def _routers(nb: Mapping[str, ReplicaTable], core: CoreData, sessions: set[Session]
              ) -> set[str]:
     """The routers whose flows read the sessions (see the rules)."""

@@ -25,6 +25,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
+from .bfd_incremental import sessions_naming
 from .datapaths import DatapathsData, router_enabled
 from .datapaths_incremental import add_router, new_datapath_keys, remove_router
 from .delta import PortsDelta
@@ -57,9 +58,7 @@ def routers_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, R
         return None
     lrp_rows = [r for r in row.ports if isinstance(r, IdlRow)]
     lrp_names = {r.name for r in lrp_rows}
-    bfd = nb.get("BFD")
-    if named_keys(nb, sb, lrp_names) or (bfd is not None and any(
-            r.logical_port in lrp_names for r in bfd.rows.values())):
+    if named_keys(nb, sb, lrp_names) or sessions_naming(nb, lrp_names):
         return None
     if not router_enabled(row):
         if uuid not in datapaths.routers:

@@ -50,7 +50,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..build.address_sets import port_ips
-from ..build.bfd_incremental import bfd_changed
+from ..build.bfd_incremental import bfd_changed, sessions_naming
 from ..build.core import CoreData, build_core
 from ..build.datapaths_incremental import (
     add_router,
@@ -647,9 +647,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             if keys:
                 handled = either(handled, self._applied(static_macs_changed(
                     self.nb_tables(), self.sb_tables(), core.ports, self.data.sb, keys)))
-            bfd = self.nb_tables().get("BFD")
-            sessions = {(r.logical_port, r.dst_ip) for r in (bfd.rows.values() if bfd else ())
-                        if r.logical_port in lrps}
+            sessions = sessions_naming(self.nb_tables(), lrps)
             if sessions:
                 handled = either(handled, self._bfd(sessions))
         # (a router's networks decide which of its load balancers' VIPs it answers for;
