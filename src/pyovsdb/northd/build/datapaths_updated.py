@@ -40,21 +40,23 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
+from .address_sets import router_lb_set_name
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
 from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
 from .datapaths_incremental import IPAM_CONFIG
 from .delta import PortsDelta
 from .ip_mcast import mcast_settings
 from .ipam import NB_LSP_COLUMNS, plan_ipam
-from .ipam_incremental import MISSING, write_back
-from .ports import Port, PortsData
+from .ipam_incremental import moved, write_back
+from .port_groups import sb_port_group_name
+from .ports import PortsData
 from .ports_incremental import (
     asks_ipam,
     put_bindings,
     put_fixed_groups,
     put_router_binding,
     rebind,
-    simple_lsp,
+    rebindable,
 )
 
 COLUMNS = frozenset(("name", "external_ids", "other_config", "options"))
@@ -96,12 +98,12 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             if config in columns else set()
         if not router and keys & IPAM_CONFIG and ipam is not None:
             allocating.add(uuid)  # (`ipam` moves the switch's allocations)
-        moved = TUNNEL_KEY in keys and _free_key(dp, router, datapaths, sb)
+        new_key = TUNNEL_KEY in keys and _free_key(dp, router, datapaths, sb)
         if not _keys_ok(dp, keys - (IPAM_CONFIG if uuid in allocating else set())
-                        - ({TUNNEL_KEY} if moved else set()), router, ports, sb):
+                        - ({TUNNEL_KEY} if new_key else set()), router, ports, sb):
             return None
-        if moved:
-            dp = _renumber(dp, moved, by_key, ports, sb_desired, delta)
+        if new_key:
+            dp = _renumber(dp, new_key, by_key, ports, sb_desired, delta)
         if "vlan-passthru" in keys:
             passthru.append(uuid)
         if router and MCAST_RELAY in keys:
@@ -164,16 +166,14 @@ def _free_key(dp: Datapath, router: bool, datapaths: DatapathsData,
     """The tunnel key `dp` asks for where it moves there alone (0 otherwise): one no
     datapath holds or asks for, in range, the datapath's binding holding its key now,
     and SB holding no FDB entry or IGMP group keyed by it."""
-    asked = smap_int(dp.nb.options if router else dp.nb.other_config, TUNNEL_KEY)
+    asked = _requested(dp)
     binding = existing_bindings(sb).get(dp.key)
     others = [d for d in datapaths.all() if d.key != dp.key]
     fdb, igmp = sb.get("FDB"), sb.get("IGMP_Group")
     if not 0 < asked <= (DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX) \
             or asked == dp.tunnel_key or binding is None \
             or binding.tunnel_key != dp.tunnel_key \
-            or any(d.tunnel_key == asked or smap_int(
-                d.nb.options if d.is_router else d.nb.other_config, TUNNEL_KEY) == asked
-                for d in others) \
+            or any(d.tunnel_key == asked or _requested(d) == asked for d in others) \
             or (igmp is not None and igmp.rows) or (fdb is not None and any(
                 r.dp_key == dp.tunnel_key for r in fdb.rows.values())):
         return 0
@@ -188,17 +188,28 @@ def _renumber(dp: Datapath, key: int, by_key: dict[str, Datapath], ports: PortsD
     by_key[dp.key] = new
     for p in ports.by_datapath.get(dp.key, []):
         p.dp = new
-    for table, old, now in (("Port_Group", f"{dp.tunnel_key}_", f"{key}_"),
-                            ("Address_Set", f"_rtr_lb_{dp.tunnel_key}_", f"_rtr_lb_{key}_")):
+    names: list[tuple[str, str, str]] = []
+    groups = sb_desired.tables.get("Port_Group") if dp.is_switch else None
+    prefix = sb_port_group_name(dp.tunnel_key, "")
+    for name in (groups.rows if groups is not None else ()):
+        if isinstance(name, str) and name.startswith(prefix):
+            names.append(("Port_Group", name, sb_port_group_name(key, name[len(prefix):])))
+    if dp.is_router:
+        names += [("Address_Set", router_lb_set_name(dp.tunnel_key, family),
+                   router_lb_set_name(key, family)) for family in (4, 6)]
+    for table, name, renamed in names:
         rows = sb_desired.tables.get(table)
-        for name in [n for n in (rows.rows if rows is not None else ())
-                     if isinstance(n, str) and n.startswith(old)]:
-            assert rows is not None
-            renamed = now + name[len(old):]
-            rows.rows[renamed] = {**rows.rows.pop(name), "name": renamed}
+        row = rows.rows.pop(name, None) if rows is not None else None
+        if rows is not None and row is not None:
+            rows.rows[renamed] = {**row, "name": renamed}
             delta.touch("sb", table, name)
             delta.touch("sb", table, renamed)
     return new
+
+
+def _requested(dp: Datapath) -> int:
+    """The tunnel key a datapath's row asks for (0: none)."""
+    return smap_int(dp.nb.options if dp.is_router else dp.nb.other_config, TUNNEL_KEY)
 
 
 def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
@@ -206,7 +217,7 @@ def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
     """Whether the settings `keys` of `dp` (its row as it is now) changed in a way this
     module applies (see the rules)."""
     if TUNNEL_KEY in keys:
-        asked = smap_int(dp.nb.options if router else dp.nb.other_config, TUNNEL_KEY)
+        asked = _requested(dp)
         binding = existing_bindings(sb).get(dp.key)
         if asked not in (0, dp.tunnel_key) or binding is None \
                 or binding.tunnel_key != dp.tunnel_key:
@@ -224,20 +235,13 @@ def ipam_again(switches: Collection[str], datapaths: DatapathsData, ports: Ports
     again, and written back to NB; False (nothing touched) where a port of another
     switch would move, or a port moved cannot be bound again alone."""
     plan = plan_ipam(datapaths, ports, mac_prefix)
-    moved: list[Port] = []
-    for name in sorted(plan.result.keys() | dynamic.keys()):
-        if plan.result.get(name, MISSING) == dynamic.get(name, MISSING):
-            continue
-        port = ports.ports.get(name)
-        if port is None or port.dp.key not in switches:
-            return False
-        moved.append(port)
-    if not all(p.is_lsp and simple_lsp(p.nb) and p.nb.tag == p.nb.tag_request
-               for p in moved):
-        return False  # (`rebind`'s own test: nothing is touched before it)
+    found = [ports.ports.get(name) for name in sorted(moved(plan, dynamic))]
+    movers = [p for p in found if p is not None and p.dp.key in switches]
+    if len(movers) != len(found) or not all(map(rebindable, movers)):
+        return False  # (`rebind`'s own test first: nothing is touched before it)
     table = nb_desired.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
-    for port in moved:
+    for port in movers:
         added = plan.added.get(port.name)
         port.lsp_addrs[port.n_static_addrs:] = [added] if added is not None else []
         write_back(port, plan.result, dynamic, table, delta)
-    return rebind(sb, ports, [p.name for p in moved], sb_desired, delta)
+    return rebind(sb, ports, [p.name for p in movers], sb_desired, delta)

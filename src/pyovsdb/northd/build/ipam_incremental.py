@@ -25,14 +25,21 @@ from collections.abc import Collection, Mapping, MutableMapping
 from ..desired import DesiredDb, DesiredTable
 from .datapaths import DatapathsData
 from .delta import PortsDelta
-from .ipam import NB_LSP_COLUMNS, plan_ipam, switch_ipam
+from .ipam import NB_LSP_COLUMNS, IpamPlan, plan_ipam, switch_ipam
 from .ports import Port, PortsData
 from .ports_addresses import is_dynamic
 
-MISSING = object()  # (a port IPAM does not look at)
+_MISSING = object()  # (a port IPAM does not look at)
 
 
-def involves_ipam(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
+def moved(plan: IpamPlan, dynamic: Mapping[str, str | None]) -> set[str]:
+    """The ports whose dynamic addresses `plan` decides other than the core's record
+    (`CoreData.dynamic_addresses`), looked at or not."""
+    return {name for name in plan.result.keys() | dynamic.keys()
+            if plan.result.get(name, _MISSING) != dynamic.get(name, _MISSING)}
+
+
+def _involves(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
                   ports: PortsData, dynamic: MutableMapping[str, str | None],
                   mac_prefix: int | None) -> bool:
     """Whether the switch ports `changed` (new or updated, as built now) and `gone`
@@ -56,15 +63,13 @@ def involves_ipam(changed: Collection[Port], gone: Collection[str], datapaths: D
 def ipam_in_place(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
                   ports: PortsData, dynamic: MutableMapping[str, str | None],
                   mac_prefix: int | None, nb_desired: DesiredDb, delta: PortsDelta) -> bool:
-    """The dynamic addresses of `changed` and `gone` applied (see the rules); False
-    (nothing touched) where another port's would move."""
+    """The dynamic addresses of `changed` and `gone` applied where they can move one
+    (see the rules); False (nothing touched) where another port's would move."""
+    if not _involves(changed, gone, datapaths, ports, dynamic, mac_prefix):
+        return True
     plan = plan_ipam(datapaths, ports, mac_prefix)
-    mine = {p.name for p in changed}
-    for name in plan.result.keys() | dynamic.keys():
-        if name in mine or name in gone:
-            continue
-        if plan.result.get(name, MISSING) != dynamic.get(name, MISSING):
-            return False
+    if moved(plan, dynamic) - {p.name for p in changed} - set(gone):
+        return False
     for name in gone:
         dynamic.pop(name, None)
     table = nb_desired.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)

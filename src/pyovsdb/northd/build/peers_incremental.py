@@ -29,6 +29,8 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ...idl.row import IdlRow
 from ...util.ovshash import hash_string, hmap_mask
 from .ports import Port, PortKind, PortsData, parse_switch_addresses
@@ -142,11 +144,11 @@ def _leave_router_ports(lsp: Port, ports: PortsData) -> None:
             del ports.router_ports[lsp.dp.key]
 
 
-def router_peers(added: list[Port], gone: set[str], namers: list[IdlRow],
+def router_peers(added: list[Port], gone: set[str], namers: Iterable[IdlRow],
                  ports: PortsData) -> list[Port] | None:
     """Router ports peering by their own `peer` column (one way each, as `_connect`
     reads it): the ports `added` (in the core already) take the router port they name,
-    and the router ports `namers` (rows naming one of `added` or `gone`) take or lose
+    and the router ports `namers` (rows, those naming one of `added` or `gone` read) take or lose
     theirs; those whose peer changed, or None, nothing touched, where a router-type
     switch port names one of them too (the walk's order would decide)."""
     names = {p.name for p in added}

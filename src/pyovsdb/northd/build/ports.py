@@ -190,11 +190,14 @@ class PortsData:
                     peers.add(peer.dp.key)
         return lsps, peers
 
-    def vtep_again(self, keys: Iterable[str]) -> set[str] | None:
-        """The switches `keys` in `vtep_switches` as their ports are now; the
-        datapaths whose flows read that (the switches that moved and those next to
-        them), or None where a distributed gateway port peers one that moved (its
-        chassisredirect binding reads it)."""
+    def vtep_again(self, keys: set[str], changed: Iterable[Port]) -> set[str] | None:
+        """The switches `keys` in `vtep_switches` as their ports are now (where one of
+        them is a VTEP switch or a port `changed` is a VTEP port); the datapaths whose
+        flows read that (the switches that moved and those next to them), or None where
+        a distributed gateway port peers one that moved (its chassisredirect binding
+        reads it)."""
+        if not keys & self.vtep_switches and all(p.type != "vtep" for p in changed):
+            return set()
         moved = set()
         for key in keys:
             has = any(p.type == "vtep" for p in self.by_datapath.get(key, ()))

@@ -60,7 +60,7 @@ from .gateways_incremental import (
 )
 from .ha_chassis import with_ref_chassis
 from .ha_groups_incremental import group_names, groups_used
-from .ipam_incremental import involves_ipam, ipam_in_place
+from .ipam_incremental import ipam_in_place
 from .mcast_groups import (
     MC_FLOOD,
     MC_FLOOD_L2,
@@ -414,11 +414,9 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         for name in garp_again(key, ports, sb_desired.tables["Port_Binding"]):
             delta.touch_unread(name)
     gone_names = {r.value("name") for r in step.deleted.values()}
-    if involves_ipam(changed, gone_names, datapaths, ports, step.dynamic, step.mac_prefix):
-        _need(ipam_in_place(changed, gone_names, datapaths, ports, step.dynamic,
-                            step.mac_prefix, nb_desired, delta))
-    vtep = ports.vtep_again(touched) if touched & ports.vtep_switches or any(
-        p.type == "vtep" for p in changed) else set()
+    _need(ipam_in_place(changed, gone_names, datapaths, ports, step.dynamic, step.mac_prefix,
+                        nb_desired, delta))
+    vtep = ports.vtep_again(touched, changed)
     _need(vtep is not None)
     delta.flows |= vtep or set()
     put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
@@ -505,15 +503,19 @@ def insert_in_build_order(ports: PortsData, port: Port) -> None:
     members.sort(key=lambda p: (p.nb.value("name"), p.nb.uuid, p.is_cr))
 
 
+def rebindable(p: Port) -> bool:
+    """Whether a port's binding can be put again alone: no VLAN tag to write back."""
+    return p.is_lsp and simple_lsp(p.nb) and (p.nb.tag == p.nb.tag_request or (
+        p.nb.tag_request == 0 and p.nb.tag is not None))
+
+
 def rebind(sb: Mapping[str, ReplicaTable], ports: PortsData, names: Iterable[str],
            sb_desired: DesiredDb, delta: PortsDelta) -> bool:
     """The bindings of the switch ports `names` (those there) put again as they are (a
     chassis they ask for came or went); False, nothing done, where one is not simple
     or has a VLAN tag to write back to NB."""
     found = [ports.ports[n] for n in sorted(names) if n in ports.ports]
-    simple = all(p.is_lsp and simple_lsp(p.nb) and (p.nb.tag == p.nb.tag_request or (
-        p.nb.tag_request == 0 and p.nb.tag is not None)) for p in found)
-    if simple:
+    if simple := all(map(rebindable, found)):
         put_bindings(sb, ports, found, sb_desired, delta)
     return simple
 
@@ -612,13 +614,13 @@ def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
     """Router ports added to or deleted from routers (`lrp-add`, `lrp-del`, on a router
     without multicast relay, whose name no peer names (the static MAC bindings and BFD
     sessions naming them are the caller's: `ports_static_mac.named_keys`); a distributed
-    gateway port in `gateways_incremental`'s plain case; of a router deleted, all of
-    them, the caller deleting it after), applied to the core data and the desired tables
-    in place; what changed, or None where a recompute is needed. (Which VIPs of its load
-    balancers a router answers for follows its networks: the caller builds the load
-    balancer data again.) A port added with the switch port that names it, or deleted
-    with its switch port, in `lsp_changes`, is taken here without its peer: the switch
-    port's handler (`switch_ports_changed`) pairs them, or unpairs them, next."""
+    gateway port in `gateways_incremental`'s plain case; of a router deleted, all of them,
+    the caller deleting it after), applied to the core data and the desired tables in place;
+    what changed, or None where a recompute is needed. (Which VIPs of its load balancers a
+    router answers for follows its networks: the caller builds the load balancer data
+    again.) A port added with the switch port that names it, or deleted with its switch
+    port, in `lsp_changes`, is taken here without its peer: the switch port's handler
+    (`switch_ports_changed`) pairs them, or unpairs them, next."""
     step = _Step(nb, sb, datapaths, ports, names)
     try:
         added, removed = _classify_lrps(step, lrp_changes, lr_changes, lsp_changes or {},
@@ -693,9 +695,8 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
             other.dp is not lsp.dp for other in step.named.values())))
         if isinstance(lsp, Port):
             step.named[row.name] = lsp
-    # (Router ports naming them as their peer are paired below; static MAC bindings and
-    # BFD sessions naming them are the caller's; a router-type switch port may name
-    # them: created in this change, its handler pairs them; there before, here.)
+    # (Router ports naming them as their peer pair below, static MAC bindings and BFD
+    # sessions naming them are the caller's, router-type switch ports pair either way.)
     return added, removed
 
 
@@ -780,10 +781,9 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
             relisted.append(lsp)
             rewired.add(lsp.dp.key)
     gone = {row.name for row in removed.values()}  # (router ports naming these: peers)
-    lrp_names = {p.name for p in new_ports} | gone
-    peered = router_peers([p for p in new_ports if p.is_lrp], gone, [
-        r for r in rows_where(step.nb["Logical_Router_Port"], "peer", [(n,) for n in lrp_names])
-        if r.peer in lrp_names], ports)
+    peered = router_peers([p for p in new_ports if p.is_lrp], gone, rows_where(
+        step.nb["Logical_Router_Port"], "peer", [(n,) for n in gone | {p.name for p in new_ports}]),
+        ports)
     _need(peered is not None)
     _rewire(step, rewired, sb_desired, delta)
     put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
