@@ -778,19 +778,26 @@ def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str],
 
 def _ipam_vif(nb: Nb, world: World, then: str) -> None:
     """sw1 given a subnet and a port asking for a dynamic address (settled); `then` a
-    second one added ("dynamic"), a static VIF added beside it ("static"), or the
-    first one deleted ("del")."""
+    second one added ("dynamic"), a static VIF added beside it ("static"), the first
+    one deleted ("del"), a second one added on sw0, whose subnet puts its first free
+    address on the same low 24 bits, so on the MAC dyn1 holds ("elsewhere"), or that
+    after dyn1 was deleted in a run of its own ("freed": it takes dyn1's MAC)."""
     _dp_set(nb, "Logical_Switch", "sw1", other_config={"subnet": "10.9.0.0/24"})
+    if then in ("elsewhere", "freed"):
+        _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "11.9.0.0/24"})
     nb.lsp_add("sw1", "dyn1", addresses=["dynamic"])
     world.settled()
-    if then == "del":
+    if then in ("del", "freed"):
         nb.db.transact([{"op": "delete", "table": "Logical_Switch_Port",
                          "where": [["name", "==", "dyn1"]]},
                         {"op": "mutate", "table": "Logical_Switch",
                          "where": [["name", "==", "sw1"]], "mutations": [
                              ["ports", "delete", ["uuid", nb.uuid("Logical_Switch_Port",
                                                                   "dyn1")]]]}])
-    else:
+    if then in ("elsewhere", "freed"):
+        world.northd.settle()
+        nb.lsp_add("sw0", "dyn2", addresses=["dynamic"])
+    elif then != "del":
         nb.lsp_add("sw1", "dyn2", addresses=["dynamic"] if then == "dynamic"
                    else ["00:00:00:00:09:09 10.9.0.9"])
 
@@ -1196,6 +1203,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _ipam_vif(nb, w, "static"), IN_PLACE),
     ("lsp-del of a VIF holding a dynamic address",
      lambda nb, sb, w: _ipam_vif(nb, w, "del"), IN_PLACE),
+    ("lsp-add VIF asking IPAM on another switch, its first MAC held there",
+     lambda nb, sb, w: _ipam_vif(nb, w, "elsewhere"), IN_PLACE),
+    ("lsp-add VIF asking IPAM on another switch, after that MAC's holder went",
+     lambda nb, sb, w: _ipam_vif(nb, w, "freed"), IN_PLACE),
     ("lsp-set-addresses VIF", lambda nb, sb, w: nb.set(
         "Logical_Switch_Port", "vm2", addresses=["00:00:00:00:00:22 10.0.0.22"]),
      IN_PLACE),
@@ -1979,3 +1990,19 @@ def test_a_port_made_virtual_and_back_in_place(nb: Nb, sb: LocalDb) -> None:
     data = engine.node_data("northd")
     assert not data.core.ports.recreated and not data.core.ports.replaced
     assert not data.sb.tables["Port_Binding"].replace
+
+
+@pytest.mark.parametrize(("then", "mac"), [("elsewhere", "0a:00:00:09:00:04"),
+                                           ("freed", "0a:00:00:09:00:03")])
+def test_a_port_asking_ipam_on_one_switch_sees_the_macs_held_on_others(
+        nb: Nb, sb: LocalDb, then: str, mac: str) -> None:
+    """IPAM planned over the changed switch alone still takes the MACs other switches'
+    ports hold (dyn1 on sw1 holds the one dyn2's address on sw0 points at first), and
+    no more once their holder is gone; planned in place, as the self-check confirms."""
+    world = World(nb, sb)
+    with world.change():
+        _ipam_vif(nb, world, then)
+    world.northd.settle()
+    row = nb.db.tables["Logical_Switch_Port"].rows[nb.uuid("Logical_Switch_Port", "dyn2")]
+    assert row.dynamic_addresses == f"{mac} 11.9.0.2"
+    assert world.counts()["northd"][0] == world.baseline["northd"][0]

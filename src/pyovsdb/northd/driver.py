@@ -24,8 +24,9 @@ Rules kept here:
   every run that was not a forced recompute, a driver built from scratch recomputes
   on the same replicas, cfg and time, and its operations must be the run's own: any
   difference is counted (`self_check_differences`) and its operations kept as text
-  (`last_differences`) for the caller to log. It costs a full recompute per run, so
-  it is for tests and for debugging.
+  (`last_differences`) for the caller to log. The state northd keeps between runs
+  beside the desired databases (the IPAM MAC index) is checked against its own
+  rebuild. It costs a full recompute per run, so it is for tests and for debugging.
 """
 
 from __future__ import annotations
@@ -173,6 +174,10 @@ class Driver:
                                                                           want.nb_cfg))
         if mine_cfg != their_cfg:
             diff.append(f"nb_cfg: incremental {mine_cfg}, recompute {their_cfg}")
+        assert self.engine is not None
+        core = self.engine.node_data("northd").core
+        if not core.macs.same_as_built(core.ports, core.dynamic_addresses):
+            diff.append("northd: the IPAM MAC index differs from one built from the ports")
         if diff:
             self.self_check_differences += 1
         self.last_differences = diff

@@ -18,7 +18,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -28,6 +28,7 @@ from .datapaths import DatapathsData, build_datapaths, datapath_key, put_datapat
 from .ha_chassis import build_ha_chassis_groups, copy_groups
 from .inputs import BuildInput
 from .ipam import build_ipam, nb_mac_prefix, parse_mac_prefix
+from .ipam_macs import MacIndex
 from .lsp_up import lsp_up
 from .mcast_groups import build_mcast_groups
 from .ports import PortsData, build_ports, existing_port_bindings, stale_mac_bindings
@@ -70,6 +71,7 @@ class CoreData:
     # Every LSP IPAM looked at: its dynamic_addresses after this run (None: none).
     dynamic_addresses: dict[str, str | None]
     mac_prefix: int | None  # the prefix IPAM used (top 24 bits of a MAC)
+    macs: MacIndex = field(default_factory=MacIndex)  # the ports' MACs of that prefix
 
 
 def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
@@ -263,10 +263,12 @@ class _Update:
 class Ipam:
     """The IPAM state of one build (the MACs taken, each switch's addresses)."""
 
-    def __init__(self, prefix: int | None) -> None:
+    def __init__(self, prefix: int | None,
+                 taken: Callable[[int], bool] | None = None) -> None:
         self.prefix = prefix
         self.macs: set[int] = set()
         self.switches: dict[str, SwitchIpam] = {}
+        self.taken = taken  # (a scoped plan: MACs held by ports it does not walk)
 
     def insert_mac(self, mac: int, check: bool = True) -> None:
         """`ipam_insert_mac`: a MAC of the prefix is taken; `check` reports one
@@ -284,7 +286,7 @@ class Ipam:
         base = ip4 & MAC_ADDR_SPACE
         for i in range(MAC_ADDR_SPACE - 1):
             mac = self.prefix | (((base + i) % (MAC_ADDR_SPACE - 1)) + 1)
-            if mac not in self.macs:
+            if mac not in self.macs and (self.taken is None or not self.taken(mac)):
                 return mac
         return None
 
@@ -445,15 +447,29 @@ class IpamPlan:
     added: dict[str, Addresses] = field(default_factory=dict)
 
 
-def plan_ipam(datapaths: DatapathsData, ports: PortsData, mac_prefix: int | None
-              ) -> IpamPlan:
+@dataclass
+class IpamScope:
+    """A plan over some switches alone (IPv4 addresses are per switch): `ports`, the
+    ports it walks (the switches' own and the router ports peered with them);
+    `taken`, whether a MAC is held by any other port."""
+
+    switches: Collection[str]
+    ports: list[Port]
+    taken: Callable[[int], bool]
+
+
+def plan_ipam(datapaths: DatapathsData, ports: PortsData, mac_prefix: int | None,
+              scope: IpamScope | None = None) -> IpamPlan:
     """Every port's dynamic addresses as a build assigns them (the ports' own
-    addresses, `lsp_addrs`, are read up to their static ones alone)."""
-    ipam = Ipam(mac_prefix)
-    for dp in datapaths.switches.values():
+    addresses, `lsp_addrs`, are read up to their static ones alone); with a `scope`,
+    those of its switches' ports, every other port keeping what it has."""
+    ipam = Ipam(mac_prefix, scope.taken if scope is not None else None)
+    switches = [dp for dp in datapaths.switches.values()
+                if scope is None or dp.key in scope.switches]
+    for dp in switches:
         ipam.switches[dp.key] = switch_ipam(dp.nb.other_config, dp.key)
     active = {key for key, info in ipam.switches.items() if info.active}
-    for port in ports.ports.values():
+    for port in ports.ports.values() if scope is None else scope.ports:
         if port.is_lsp and port.dp.key not in active:
             # (on a switch without IPAM only its MACs of the prefix are taken: the
             # common case, without a call per port)
@@ -465,7 +481,7 @@ def plan_ipam(datapaths: DatapathsData, ports: PortsData, mac_prefix: int | None
         _take_static(port, ports, ipam)
     plan = IpamPlan()
     updates: list[tuple[_Update, SwitchIpam]] = []
-    for dp in datapaths.switches.values():
+    for dp in switches:
         info = ipam.switches[dp.key]
         for port in ports.of_datapath(dp.key):
             if not port.is_lsp:

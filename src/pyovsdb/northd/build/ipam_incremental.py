@@ -4,14 +4,19 @@
 Rules kept here:
 - IPAM is one allocation over every switch (MACs are unique across all of them, each
   subnet's addresses across its switch), so the plan is the build's own
-  (`ipam.plan_ipam`) over the core as it is after the change: O(ports), no rebuild of
-  anything else. It runs only where it can move something: a port changed that asks
-  IPAM (or held a dynamic address), one on a switch whose IPAM hands addresses out, or
-  one with a static MAC of the prefix while dynamic addresses exist.
-- Every port not changed must keep the dynamic_addresses the last build gave it (the
-  plan equal to `CoreData.dynamic_addresses` for it): else another port's address
-  would move (a static address taking a dynamic one's place), and the caller
-  recomputes.
+  (`ipam.plan_ipam`) over the core as it is after the change, scoped to the switches
+  the change touched: their ports and the router ports peered with them are walked,
+  the MACs every other port holds come from the core's index (`ipam_macs.MacIndex`,
+  built once when first needed). It runs only where it can move something: a port
+  changed that asks IPAM (or held a dynamic address), one on a switch whose IPAM
+  hands addresses out, or one with a static MAC of the prefix while dynamic addresses
+  exist.
+- Every port of those switches not changed must keep the dynamic_addresses the last
+  build gave it (the plan equal to `CoreData.dynamic_addresses` for it): else another
+  port's address would move (a static address taking a dynamic one's place), and the
+  caller recomputes. Ports of other switches cannot move: IPv4 addresses are taken
+  per switch, and a MAC taken twice moves nobody's (the kept ones are taken unchecked).
+- The index follows the ports changed and gone, whether a plan ran or not.
 - The changed ports take the plan's addresses: appended to their own (as a build
   appends them), written back to NB, and recorded in the core's dynamic addresses;
   deleted ones leave it. A switch's IPAM settings changed: `datapaths_updated.
@@ -23,9 +28,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, MutableMapping
 
 from ..desired import DesiredDb, DesiredTable
+from .core import CoreData
 from .datapaths import DatapathsData
 from .delta import PortsDelta
-from .ipam import NB_LSP_COLUMNS, IpamPlan, plan_ipam, switch_ipam
+from .ipam import NB_LSP_COLUMNS, IpamPlan, IpamScope, plan_ipam, switch_ipam
 from .ports import Port, PortsData
 from .ports_addresses import is_dynamic
 
@@ -60,15 +66,26 @@ def _involves(changed: Collection[Port], gone: Collection[str], datapaths: Datap
     return False
 
 
-def ipam_in_place(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
-                  ports: PortsData, dynamic: MutableMapping[str, str | None],
-                  mac_prefix: int | None, nb_desired: DesiredDb, delta: PortsDelta) -> bool:
-    """The dynamic addresses of `changed` and `gone` applied where they can move one
-    (see the rules); False (nothing touched) where another port's would move."""
+def ipam_in_place(changed: Collection[Port], gone: Collection[str], touched: Collection[str],
+                  core: CoreData, nb_desired: DesiredDb, delta: PortsDelta) -> bool:
+    """The dynamic addresses of `changed` and `gone` (on the switches `touched`)
+    applied where they can move one (see the rules); False (nothing touched) where
+    another port's would move."""
+    datapaths, ports, dynamic, macs = core.datapaths, core.ports, core.dynamic_addresses, core.macs
+    mac_prefix = core.mac_prefix
+    names = [*(p.name for p in changed), *gone]
     if not _involves(changed, gone, datapaths, ports, dynamic, mac_prefix):
+        macs.refresh(names, ports, dynamic)
         return True
-    plan = plan_ipam(datapaths, ports, mac_prefix)
-    if moved(plan, dynamic) - {p.name for p in changed} - set(gone):
+    if not macs.valid:
+        macs.build(ports, dynamic, mac_prefix)
+    walked = [p for key in touched for p in ports.of_datapath(key)]
+    walked += [peer for p in walked if p.is_lsp
+               and (peer := ports.peer_of(p)) is not None and not peer.is_lsp]
+    plan = plan_ipam(datapaths, ports, mac_prefix, IpamScope(
+        touched, walked, macs.taken_outside([*(p.name for p in walked), *gone])))
+    if moved(plan, {p.name: dynamic[p.name] for p in walked if p.name in dynamic}) \
+            - set(names):
         return False
     for name in gone:
         dynamic.pop(name, None)
@@ -78,6 +95,7 @@ def ipam_in_place(changed: Collection[Port], gone: Collection[str], datapaths: D
         if added is not None:
             port.lsp_addrs.append(added)
         write_back(port, plan.result, dynamic, table, delta)
+    macs.refresh(names, ports, dynamic)
     return True
 
 

@@ -45,7 +45,7 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
-from .core import NB_LSP_COLUMNS, stale_fdb
+from .core import NB_LSP_COLUMNS, CoreData, stale_fdb
 from .datapaths import Datapath, DatapathsData, smap_int
 from .datapaths_incremental import add_switch, new_datapath_keys, remove_switch, simple_switch
 from .delta import PortsDelta
@@ -181,31 +181,27 @@ class _Step:
     localnet: set[str] = field(default_factory=set)  # switches whose localnet ports change
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
     fresh: Collection[str] = ()  # datapaths made in place in this change
-    dynamic: dict[str, str | None] = field(default_factory=dict)  # `CoreData`'s
-    mac_prefix: int | None = None
+    core: CoreData | None = None  # (switch port changes: the core's IPAM)
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
-                         datapaths: DatapathsData, ports: PortsData, names: Counter[str],
-                         core_dynamic: dict[str, str | None], sb_desired: DesiredDb,
+                         core: CoreData, names: Counter[str], sb_desired: DesiredDb,
                          nb_desired: DesiredDb, lsp_changes: RowChanges,
                          ls_changes: RowChanges, *, ignored: frozenset[str],
-                         fresh: Collection[str] = (), mac_prefix: int | None = None
-                         ) -> PortsDelta | None:
+                         fresh: Collection[str] = ()) -> PortsDelta | None:
     """Apply the switch port changes `lsp_changes` (with the `ports` changes of their
     switches, `ls_changes`) to the core data and the desired tables in place; what
     changed, or None (nothing touched) where a recompute is needed. `ignored`: LSP
     columns whose change moves nothing here. `names` (from `port_names`) is kept up to
     date. `fresh`: datapaths made in place in this change (new routers, no binding
-    yet). `core_dynamic` and `mac_prefix`: the core's IPAM (`ipam_incremental`)."""
-    step = _Step(nb, sb, datapaths, ports, names, fresh=fresh, dynamic=core_dynamic,
-                 mac_prefix=mac_prefix)
+    yet). The core's IPAM follows (`ipam_incremental`)."""
+    step = _Step(nb, sb, core.datapaths, core.ports, names, fresh=fresh, core=core)
     try:
         _classify(step, lsp_changes, ls_changes, ignored)
         if not (step.inserted or step.deleted or step.updated or step.new_switches
                 or step.gone_switches):
             return PortsDelta()
-        _check(step, core_dynamic)
+        _check(step, core.dynamic_addresses)
         return _apply(step, sb_desired, nb_desired)
     except _Refused:
         return None
@@ -414,8 +410,8 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         for name in garp_again(key, ports, sb_desired.tables["Port_Binding"]):
             delta.touch_unread(name)
     gone_names = {r.value("name") for r in step.deleted.values()}
-    _need(ipam_in_place(changed, gone_names, datapaths, ports, step.dynamic, step.mac_prefix,
-                        nb_desired, delta))
+    assert step.core is not None
+    _need(ipam_in_place(changed, gone_names, touched, step.core, nb_desired, delta))
     vtep = ports.vtep_again(touched, changed)
     _need(vtep is not None)
     delta.flows |= vtep or set()

@@ -94,12 +94,14 @@ from ..desired import DesiredDb
 from .northd_sb import SbHandlers
 from .tables import (
     TableChange,
+    TableHandler,
     TableLeaf,
     Tables,
     declared,
     either,
     leaf_name,
     only,
+    preceded,
     table_inputs,
 )
 
@@ -138,12 +140,12 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                  incremental_ports: bool = True) -> None:
         self.incremental_ports = incremental_ports
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
-        nb_handlers = {"NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp,
-                       "Logical_Router_Port": self.on_nb_lrp,
-                       "Port_Group": self.on_nb_port_group,
-                       "ACL": self.on_nb_acl, "Logical_Router": self.on_nb_lr,
-                       "Logical_Router_Static_Route": self.on_nb_route,
-                       "Logical_Router_Policy": self.on_nb_policy}
+        nb_handlers: dict[str, TableHandler] = {
+            "NB_Global": self.on_nb_global, "Logical_Switch_Port": self.on_nb_lsp,
+            "Logical_Router_Port": self.on_nb_lrp, "Port_Group": self.on_nb_port_group,
+            "ACL": self.on_nb_acl, "Logical_Router": self.on_nb_lr,
+            "Logical_Router_Static_Route": self.on_nb_route,
+            "Logical_Router_Policy": self.on_nb_policy}
         if incremental_ports:
             nb_handlers["Logical_Switch"] = self.on_nb_ls
             nb_handlers["Load_Balancer"] = self.on_nb_lb
@@ -161,6 +163,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb_handlers["Chassis_Template_Var"] = self.on_nb_template_var
             nb_handlers["Mirror"] = self.on_nb_mirror
             nb_handlers["BFD"] = self.on_bfd
+        for table in nb_handlers.keys() - {"Logical_Switch_Port", "Logical_Switch"}:
+            nb_handlers[table] = preceded(nb_handlers[table], self._forget_macs)
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
@@ -183,6 +187,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb=Group(table_inputs(nb, sorted(nb), nb_handlers)),
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS), sb_handlers)),
             now=Input(now), sync_cfg_committed=Input(cfg, noop))
+
+    def _forget_macs(self) -> None:  # (`ipam_macs`: what other NB handlers move)
+        if self.has_data:
+            self.data.core.macs.forget()
 
     def nb_tables(self) -> Tables:
         return declared(self.group_data("nb"), self.nb_schema, self.name)
@@ -382,6 +390,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         """The allocations of `switches` moved where their IPAM's inputs changed
         (`datapaths_updated.ipam_again`)."""
         core = self.data.core
+        core.macs.forget()
         return ipam_again(switches, core.datapaths, core.ports, core.dynamic_addresses,
                           core.mac_prefix, self.sb_tables(), self.data.sb, self.data.nb,
                           delta)
@@ -721,10 +730,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         nb = self.nb_tables()
         fresh = self.delta.sb.get("Datapath_Binding", ()) if self.delta is not None else ()
         result = switch_ports_changed(
-            nb, self.sb_tables(), core.datapaths, core.ports, names,
-            core.dynamic_addresses, data.sb, data.nb, lsp_changes, ls_changes,
-            ignored=LSP_WRITTEN_ONLY, fresh={str(k) for k in fresh},
-            mac_prefix=core.mac_prefix)
+            nb, self.sb_tables(), core, names, data.sb, data.nb, lsp_changes, ls_changes,
+            ignored=LSP_WRITTEN_ONLY, fresh={str(k) for k in fresh})
         if result is not None:  # (the groups of ports given other addresses: their sets)
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None
@@ -785,7 +792,6 @@ def _nat_rows(change: TableChange) -> bool:
     return change.delta is not None and any(
         rc.old is not None and rc.new is not None and "nat" in changed_columns(rc)
         for rc in change.delta.values())
-
 
 
 def _has_lbs(router: IdlRow) -> bool:

@@ -12,6 +12,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -108,3 +109,12 @@ def either(first: Handled, then: Handled) -> Handled:
     if Handled.HANDLED_UPDATED in (first, then):
         return Handled.HANDLED_UPDATED
     return Handled.HANDLED_UNCHANGED
+
+
+def preceded(handler: TableHandler, first: Callable[[], object]) -> TableHandler:
+    """`handler`, with `first` called before it."""
+    @functools.wraps(handler)
+    def call(change: TableChange) -> Handled:
+        first()
+        return handler(change)
+    return call
