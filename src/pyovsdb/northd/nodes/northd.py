@@ -74,6 +74,7 @@ from ..build.global_cfg import (
 from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
+from ..build.ipam_macs import MAC_MOVERS
 from ..build.lb_incremental import LB_COLUMNS, lbs_changed
 from ..build.lb_templates import template_vars_changed
 from ..build.lrp_updated import lrps_updated, updatable
@@ -163,7 +164,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb_handlers["Chassis_Template_Var"] = self.on_nb_template_var
             nb_handlers["Mirror"] = self.on_nb_mirror
             nb_handlers["BFD"] = self.on_bfd
-        for table in nb_handlers.keys() - {"Logical_Switch_Port", "Logical_Switch"}:
+        for table in MAC_MOVERS & nb_handlers.keys():
             nb_handlers[table] = preceded(nb_handlers[table], self._forget_macs)
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
@@ -188,7 +189,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS), sb_handlers)),
             now=Input(now), sync_cfg_committed=Input(cfg, noop))
 
-    def _forget_macs(self) -> None:  # (`ipam_macs`: what other NB handlers move)
+    def _forget_macs(self) -> None:
         if self.has_data:
             self.data.core.macs.forget()
 
