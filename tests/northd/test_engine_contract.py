@@ -780,8 +780,9 @@ def _ipam_vif(nb: Nb, world: World, then: str) -> None:
     """sw1 given a subnet and a port asking for a dynamic address (settled); `then` a
     second one added ("dynamic"), a static VIF added beside it ("static"), the first
     one deleted ("del"), a second one added on sw0, whose subnet puts its first free
-    address on the same low 24 bits, so on the MAC dyn1 holds ("elsewhere"), or that
-    after dyn1 was deleted in a run of its own ("freed": it takes dyn1's MAC)."""
+    address on the same low 24 bits, so on the MAC dyn1 holds ("elsewhere"), that
+    after dyn1 was deleted in a run of its own ("freed": it takes dyn1's MAC), or
+    added before sw0 has its subnet, then given it ("later")."""
     _dp_set(nb, "Logical_Switch", "sw1", other_config={"subnet": "10.9.0.0/24"})
     if then in ("elsewhere", "freed"):
         _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "11.9.0.0/24"})
@@ -797,6 +798,10 @@ def _ipam_vif(nb: Nb, world: World, then: str) -> None:
     if then in ("elsewhere", "freed"):
         world.northd.settle()
         nb.lsp_add("sw0", "dyn2", addresses=["dynamic"])
+    elif then == "later":
+        nb.lsp_add("sw0", "dyn2", addresses=["dynamic"])
+        world.northd.settle()
+        _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "11.9.0.0/24"})
     elif then != "del":
         nb.lsp_add("sw1", "dyn2", addresses=["dynamic"] if then == "dynamic"
                    else ["00:00:00:00:09:09 10.9.0.9"])
@@ -1207,6 +1212,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _ipam_vif(nb, w, "elsewhere"), IN_PLACE),
     ("lsp-add VIF asking IPAM on another switch, after that MAC's holder went",
      lambda nb, sb, w: _ipam_vif(nb, w, "freed"), IN_PLACE),
+    ("switch given a subnet, its port asking IPAM taking a MAC other than one held",
+     lambda nb, sb, w: _ipam_vif(nb, w, "later"), IN_PLACE),
     ("lsp-set-addresses VIF", lambda nb, sb, w: nb.set(
         "Logical_Switch_Port", "vm2", addresses=["00:00:00:00:00:22 10.0.0.22"]),
      IN_PLACE),
@@ -1993,7 +2000,8 @@ def test_a_port_made_virtual_and_back_in_place(nb: Nb, sb: LocalDb) -> None:
 
 
 @pytest.mark.parametrize(("then", "mac"), [("elsewhere", "0a:00:00:09:00:04"),
-                                           ("freed", "0a:00:00:09:00:03")])
+                                           ("freed", "0a:00:00:09:00:03"),
+                                           ("later", "0a:00:00:09:00:04")])
 def test_a_port_asking_ipam_on_one_switch_sees_the_macs_held_on_others(
         nb: Nb, sb: LocalDb, then: str, mac: str) -> None:
     """IPAM planned over the changed switch alone still takes the MACs other switches'

@@ -32,7 +32,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, MutableMapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from ...idl.replica import ReplicaTable
@@ -42,12 +42,13 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
 from .address_sets import router_lb_set_name
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
+from .core import CoreData
 from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
 from .datapaths_incremental import IPAM_CONFIG
 from .delta import PortsDelta
 from .ip_mcast import mcast_settings
-from .ipam import NB_LSP_COLUMNS, plan_ipam
-from .ipam_incremental import moved, write_back
+from .ipam import NB_LSP_COLUMNS
+from .ipam_incremental import plan_over, write_back
 from .port_groups import sb_port_group_name
 from .ports import PortsData
 from .ports_incremental import (
@@ -226,22 +227,22 @@ def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
         asks_ipam(p.nb) for p in ports.by_datapath.get(dp.key, []) if p.is_lsp)
 
 
-def ipam_again(switches: Collection[str], datapaths: DatapathsData, ports: PortsData,
-               dynamic: MutableMapping[str, str | None], mac_prefix: int | None,
-               sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb,
-               nb_desired: DesiredDb, delta: PortsDelta) -> bool:
+def ipam_again(switches: Collection[str], core: CoreData, sb: Mapping[str, ReplicaTable],
+               sb_desired: DesiredDb, nb_desired: DesiredDb, delta: PortsDelta) -> bool:
     """The IPAM settings of `switches` changed (their rows refreshed in the core): the
-    ports of theirs whose dynamic addresses move take the plan's, their bindings put
-    again, and written back to NB; False (nothing touched) where a port of another
-    switch would move, or a port moved cannot be bound again alone."""
-    plan = plan_ipam(datapaths, ports, mac_prefix)
-    found = [ports.ports.get(name) for name in sorted(moved(plan, dynamic))]
-    movers = [p for p in found if p is not None and p.dp.key in switches]
-    if len(movers) != len(found) or not all(map(rebindable, movers)):
+    ports of theirs whose dynamic addresses move take the plan's (planned over these
+    switches alone: `ipam_incremental.plan_over`), their bindings put again, and
+    written back to NB; False (nothing touched) where a port moved cannot be bound
+    again alone."""
+    ports, dynamic = core.ports, core.dynamic_addresses
+    plan, moving = plan_over(core, switches)
+    movers = [ports.ports[name] for name in sorted(moving)]
+    if not all(map(rebindable, movers)):
         return False  # (`rebind`'s own test first: nothing is touched before it)
     table = nb_desired.table("Logical_Switch_Port", NB_LSP_COLUMNS, owned=False)
     for port in movers:
         added = plan.added.get(port.name)
         port.lsp_addrs[port.n_static_addrs:] = [added] if added is not None else []
         write_back(port, plan.result, dynamic, table, delta)
+    core.macs.refresh([p.name for p in movers], ports, dynamic)
     return rebind(sb, ports, [p.name for p in movers], sb_desired, delta)

@@ -77,15 +77,8 @@ def ipam_in_place(changed: Collection[Port], gone: Collection[str], touched: Col
     if not _involves(changed, gone, datapaths, ports, dynamic, mac_prefix):
         macs.refresh(names, ports, dynamic)
         return True
-    if not macs.valid:
-        macs.build(ports, dynamic, mac_prefix)
-    walked = [p for key in touched for p in ports.of_datapath(key)]
-    walked += [peer for p in walked if p.is_lsp
-               and (peer := ports.peer_of(p)) is not None and not peer.is_lsp]
-    plan = plan_ipam(datapaths, ports, mac_prefix, IpamScope(
-        touched, walked, macs.taken_outside([*(p.name for p in walked), *gone])))
-    if moved(plan, {p.name: dynamic[p.name] for p in walked if p.name in dynamic}) \
-            - set(names):
+    plan, moving = plan_over(core, touched, gone)
+    if moving - set(names):
         return False
     for name in gone:
         dynamic.pop(name, None)
@@ -97,6 +90,21 @@ def ipam_in_place(changed: Collection[Port], gone: Collection[str], touched: Col
         write_back(port, plan.result, dynamic, table, delta)
     macs.refresh(names, ports, dynamic)
     return True
+
+
+def plan_over(core: CoreData, switches: Collection[str], gone: Collection[str] = ()
+              ) -> tuple[IpamPlan, set[str]]:
+    """The build's IPAM plan over `switches` alone (see the rules; `gone`: ports just
+    deleted, whose MACs are free), and the names of their ports it moves."""
+    ports, dynamic, macs = core.ports, core.dynamic_addresses, core.macs
+    if not macs.valid:
+        macs.build(ports, dynamic, core.mac_prefix)
+    walked = [p for key in switches for p in ports.of_datapath(key)]
+    walked += [peer for p in walked if p.is_lsp
+               and (peer := ports.peer_of(p)) is not None and not peer.is_lsp]
+    plan = plan_ipam(core.datapaths, ports, core.mac_prefix, IpamScope(
+        switches, walked, macs.taken_outside([*(p.name for p in walked), *gone])))
+    return plan, moved(plan, {p.name: dynamic[p.name] for p in walked if p.name in dynamic})
 
 
 def write_back(port: Port, result: Mapping[str, str | None],

@@ -9,10 +9,11 @@ Rules kept here:
   networks; only MACs of the prefix count (no other MAC can be assigned).
 - The index is exact or it is not built (`valid` False): built from the core when an
   in-place IPAM plan first needs it, refreshed by name for the ports a switch port
-  change touched, and dropped by every other change that can move a port's MAC: the
+  change touched and dropped by every other change that can move a port's MAC: the
   northd node forgets it before the handlers of `MAC_MOVERS` (router ports come, go,
-  change, or get a chassisredirect port), `ipam_again` when a switch's IPAM changes.
-  A new prefix recomputes, and a recompute makes a new core, so a new, unbuilt index.
+  change, or get a chassisredirect port). A switch's IPAM settings changed refresh
+  the ports that moved (`datapaths_updated.ipam_again`). A new prefix recomputes,
+  and a recompute makes a new core, so a new, unbuilt index.
 - `same_as_built` compares it with one built from scratch: the driver's self-check
   runs it, so an index that drifts from the ports fails the tests that run northd.
 """

@@ -390,11 +390,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     def _ipam_again(self, switches: set[str], delta: PortsDelta) -> bool:
         """The allocations of `switches` moved where their IPAM's inputs changed
         (`datapaths_updated.ipam_again`)."""
-        core = self.data.core
-        core.macs.forget()
-        return ipam_again(switches, core.datapaths, core.ports, core.dynamic_addresses,
-                          core.mac_prefix, self.sb_tables(), self.data.sb, self.data.nb,
-                          delta)
+        return ipam_again(switches, self.data.core, self.sb_tables(), self.data.sb,
+                          self.data.nb, delta)
 
     def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
         """The keys the switches made in this change take before the routers `made`
