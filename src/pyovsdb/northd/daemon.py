@@ -499,7 +499,8 @@ class Northd:
             log.exception("writing the engine's changes failed")
             self.driver.force_recompute()
             return
-        nb_result, sb_result = await asyncio.gather(nb_txn.commit(), sb_txn.commit())
+        # (SB first: its commit, not NB's, is on the path of a `--wait=sb`)
+        sb_result, nb_result = await asyncio.gather(sb_txn.commit(), nb_txn.commit())
         for result in (nb_result, sb_result):
             self._count_txn(result)
         nb_ok, sb_ok = _committed(nb_result), _committed(sb_result)
