@@ -864,6 +864,20 @@ def _any_vlan(nb: Nb, world: World) -> None:
                tag_request=0)
 
 
+def _vif_read_by_switch(nb: Nb, world: World, how: str) -> None:
+    """sw0 snooping multicast (settled); then a VIF flooding multicast added ("add") or
+    vm2 made one ("set"), or a VIF with unknown addresses added ("unknown"): the
+    switch's own flows read these VIFs (`lflow_ports.read_by_switch`)."""
+    _dp_set(nb, "Logical_Switch", "sw0", other_config={"mcast_snoop": "true"})
+    world.settled()
+    if how == "set":
+        nb.set("Logical_Switch_Port", "vm2", options={"mcast_flood": "true"})
+    else:
+        nb.lsp_add("sw0", "vm9", addresses=["unknown"] if how == "unknown"
+                   else ["00:00:00:00:00:09 10.0.0.19"],
+                   options={} if how == "unknown" else {"mcast_flood": "true"})
+
+
 def _relay_set(nb: Nb, world: World) -> None:
     """sw0 snooping multicast, vm1 flooding reports; then lr0 relaying multicast."""
     _dp_set(nb, "Logical_Switch", "sw0", other_config={"mcast_snoop": "true"})
@@ -1202,6 +1216,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lsp-add VIF", lambda nb, sb, w: nb.lsp_add("sw0", "vm3",
                                                addresses=["00:00:00:00:00:03 10.0.0.13"]),
      IN_PLACE),
+    ("lsp-add VIF flooding multicast on a switch snooping it",
+     lambda nb, sb, w: _vif_read_by_switch(nb, w, "add"), IN_PLACE),
+    ("VIF made to flood multicast on a switch snooping it",
+     lambda nb, sb, w: _vif_read_by_switch(nb, w, "set"), IN_PLACE),
+    ("lsp-add VIF with unknown addresses",
+     lambda nb, sb, w: _vif_read_by_switch(nb, w, "unknown"), IN_PLACE),
     ("lsp-add VIF asking IPAM for addresses (the echo of its dynamic_addresses too)",
      lambda nb, sb, w: _ipam_vif(nb, w, "dynamic"), IN_PLACE),
     ("lsp-add static VIF beside one holding a dynamic address",

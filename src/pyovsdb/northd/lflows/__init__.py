@@ -82,10 +82,11 @@ NAT_AREAS: tuple[tuple[str, NatBuilder], ...] = (
     ("lr_nat.py", lr_nat.build_nat))
 
 
-def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None) -> LflowTable:
+def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None,
+                 owners: frozenset[Owner] | None = None) -> LflowTable:
     """Every flow (with `only`: the flows on those datapaths, which `ctx` must be
-    narrowed to)."""
-    out = LflowTable(only=only)
+    narrowed to; with `owners`: those they ask for alone)."""
+    out = LflowTable(only=only, owners=owners)
     for source, build in AREAS:
         out.source = source
         build(ctx, out)
@@ -110,6 +111,17 @@ def rebuild_owned(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str
     datapath facts alone (the property tests hold it to one)."""
     new = build_lflows(ctx.walking(ports), only=datapaths)
     return table.replace_owned(datapaths, frozenset(("port", n) for n in ports), new)
+
+
+def rebuild_vifs(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
+                 ports: frozenset[str]) -> set[FlowKey]:
+    """The flows the VIFs `ports` ask for on their own switches `datapaths` built again
+    and put in place of theirs there, the switches' own flows kept; the flows that
+    changed. Equal to `rebuild_focused` as long as the switches' own flows read
+    nothing of those VIFs (the caller's test, `lflow.vif_facts`)."""
+    owners = frozenset(("port", n) for n in ports)
+    new = build_lflows(ctx.focused(datapaths, ports), only=datapaths, owners=owners)
+    return table.replace_owned(datapaths, owners, new)
 
 
 def rebuild_focused(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],

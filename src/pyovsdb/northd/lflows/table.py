@@ -41,12 +41,10 @@ GLOBAL: Owner = ("global",)
 # `replace_owned` walks their flows alone: those asked for on many datapaths at once
 # (a load balancer of every node, a port group's ACL), or many on one (a router's
 # policies), or few among many on one (a router-type port's lookups on a switch of
-# many routers, a router's NAT flows), rebuilt on their own. A port's requests are
-# kept by owner on routers (`ROUTER_INDEXED`): a VIF's few lookups on the router of
-# its switch, among those of every VIF there (`rebuild_owned`); on its own switch it is
-# rebuilt with the switch's own flows, which are not kept by owner.
-INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat"))
-ROUTER_INDEXED = INDEXED | {"port"}
+# many routers, a router's NAT flows, a port's own: a VIF's few requests on its switch
+# and on that switch's routers, among those of every VIF there, `rebuild_vifs` and
+# `rebuild_owned`), rebuilt on their own. A datapath's own flows are not kept by owner.
+INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat", "port"))
 
 
 def nat_owner(dp: Datapath) -> Owner:
@@ -56,9 +54,8 @@ def nat_owner(dp: Datapath) -> Owner:
     return ("nat", dp.key)
 
 
-def _indexed(owner: Owner, on_router: bool) -> bool:
-    return isinstance(owner, tuple) and bool(owner) and \
-        owner[0] in (ROUTER_INDEXED if on_router else INDEXED)
+def _indexed(owner: Owner) -> bool:
+    return isinstance(owner, tuple) and bool(owner) and owner[0] in INDEXED
 
 
 class FlowKey(NamedTuple):
@@ -91,7 +88,8 @@ def stage_hint(row: IdlRow | str | None) -> str | None:
 class LflowTable:
     """Flows by key, and per datapath which flows each owner asked for there."""
 
-    def __init__(self, source: str = "northd", only: frozenset[str] | None = None) -> None:
+    def __init__(self, source: str = "northd", only: frozenset[str] | None = None,
+                 owners: frozenset[Owner] | None = None) -> None:
         self.flows: dict[FlowKey, Flow] = {}
         # datapath key -> flow key -> the owners that asked for it on that datapath
         self.by_dp: dict[str, dict[FlowKey, list[Owner]]] = {}
@@ -100,6 +98,7 @@ class LflowTable:
         self._owner: Owner = GLOBAL
         self.source = source  # `external_ids:source` of the flows asked for from now on
         self.only = only  # requests on other datapaths are ignored (a partial rebuild)
+        self.only_owners = owners  # and those of other owners
 
     @contextmanager
     def owned_by(self, owner: Owner) -> Iterator[None]:
@@ -128,7 +127,8 @@ class LflowTable:
         if on_router is stage.is_switch:
             raise ValueError(f"stage {stage.stage_name} on {dp.kind.value} {dp.name}")
         dp_key = dp.key
-        if self.only is not None and dp_key not in self.only:
+        if self.only is not None and (dp_key not in self.only or (
+                self.only_owners is not None and self._owner not in self.only_owners)):
             return
         key = FlowKey(stage, priority, match, actions, meter)
         flow = self.flows.get(key)
@@ -145,7 +145,7 @@ class LflowTable:
             on_dp[key] = [owner]
         else:
             owners.append(owner)
-        if _indexed(owner, on_router):
+        if _indexed(owner):
             self.owned_on.setdefault(dp_key, {}).setdefault(owner, set()).add(key)
 
     def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
@@ -196,9 +196,7 @@ class LflowTable:
         for dp in dps:
             mine = self.by_dp.setdefault(dp, {})
             owned = self.owned_on.setdefault(dp, {})
-            on_router = bool(mine) and \
-                self.flows[next(iter(mine))].datapaths[dp].kind is DatapathKind.ROUTER
-            indexed = all(_indexed(o, on_router) for o in owners)
+            indexed = all(map(_indexed, owners))
             if indexed:
                 keys: set[FlowKey] = set()
                 for owner in owners:

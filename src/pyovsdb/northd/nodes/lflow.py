@@ -48,7 +48,6 @@ from ..build.dp_groups import TABLE as DP_GROUP_TABLE
 from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
 from ..build.lb import LbData
-from ..build.ports import Port, PortsData
 from ..build.ports_incremental import rows_where
 from ..desired import DesiredDb, DesiredTable, Ref
 from ..diagnostics import muted
@@ -63,13 +62,23 @@ from ..lflows import (
     rebuild_policies,
     rebuild_router_lookups,
     rebuild_router_nat,
+    rebuild_vifs,
 )
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
-from ..lflows.lr_arp_resolve import routes_asked
 from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
 from ..lflows.router_facts import router_facts
 from ..lflows.table import FlowKey, Owner, flow_row_key
+from .lflow_ports import (
+    PortDp,
+    is_vif,
+    port_dp,
+    port_dps,
+    ports_kept_alike,
+    read_by_switch,
+    router_port_readers,
+    vifs_kept_alike,
+)
 from .northd import LR_FLOWS_ONLY, LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, either, leaf_name, table_inputs
@@ -109,7 +118,7 @@ class LflowData:
     flows: LflowTable
     sb: DesiredDb  # Logical_Flow and Logical_DP_Group
     # logical port -> its datapath's key and whether it is a plain VIF, as of this data
-    port_dps: dict[str, tuple[str, bool]]
+    port_dps: dict[str, PortDp]
     # The flows of each datapath group they use (groups of more than one datapath).
     group_users: Counter[tuple[str, ...]]
     lbs: LbData  # the load balancers these flows were built for
@@ -228,66 +237,11 @@ def _acl_switches(nb: Mapping[str, ReplicaTable], acls: set[str], northd: Northd
     return dps
 
 
-def _router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
-                         ) -> tuple[set[str], set[str]]:
-    """The ports of `switches` (which gained or lost a router port) whose requests on
-    the switch's routers read its router ports, and those routers: router-type ports
-    whose routers' flows read the other router ports (their networks, without
-    `dynamic_neigh_routers`; their routable addresses, while some rule asks for
-    routes), and virtual ports (their VIP is resolved on the first router that holds
-    it). Routers in `built` are built again whole already."""
-    asked = routes_asked(ctx)
-    ports = ctx.ports
-    names: set[str] = set()
-    routers: set[str] = set()
-    for key in switches:
-        on_switch: set[str] = set()
-        for lsp in ports.router_ports.get(key, ()):
-            peer = ports.peer_of(lsp)
-            if peer is None or peer.dp.key in built:
-                continue
-            on_switch.add(peer.dp.key)
-            if asked or not smap_bool(peer.dp.nb.options, "dynamic_neigh_routers"):
-                names.add(lsp.name)
-                routers.add(peer.dp.key)
-        virtual = {p.name for p in ports.of_datapath(key) if p.type == "virtual"}
-        if virtual and on_switch:
-            names |= virtual
-            routers |= on_switch
-    return names, routers
-
-
-def _ports_kept_alike(ports: PortsData, switch: str, joined: set[str]) -> bool:
-    """Whether what the other ports of `switch` ask for stays as it was when the router
-    ports `joined` join it: while the switch has a port other than a router port (they
-    flood ARP requests to the rest) and no router with multicast relay on it."""
-    return any(p.type != "router" and p.name not in joined for p in ports.of_datapath(switch)) \
-        and not any(smap_bool(peer.dp.nb.options, "mcast_relay")
-                    for lsp in ports.router_ports.get(switch, ())
-                    if (peer := ports.peer_of(lsp)) is not None)
-
-
-def _vifs_kept_alike(ports: PortsData, switch: str, vifs: set[str]) -> bool:
-    """Whether what the other ports of `switch` ask for stays as it was when its VIFs
-    `vifs` come, change or go: as for router ports joining (`_ports_kept_alike`), and
-    no virtual port on it (its flows name the parents there are)."""
-    return _ports_kept_alike(ports, switch, vifs) and not any(
-        p.type == "virtual" for p in ports.of_datapath(switch))
-
-
-def _port_dps(northd: NorthdData) -> dict[str, tuple[str, bool]]:
-    return {name: (port.dp.key, _is_vif(port)) for name, port in northd.core.ports.ports.items()}
-
-
-def _is_vif(port: Port) -> bool:
-    return port.is_lsp and not port.type
-
-
 def build_lflow_data(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
                      northd: NorthdData) -> LflowData:
     flows = build_lflows(lflow_context(nb, sb, northd))
     desired, users, _ = _desired(northd, flows, None, set(), Counter())
-    return LflowData(flows, desired, _port_dps(northd), users, northd.extra.lbs)
+    return LflowData(flows, desired, port_dps(northd.core.ports), users, northd.extra.lbs)
 
 
 class LflowNode(Node[LflowData, LflowDelta]):
@@ -350,6 +304,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         mixed: set[str] = set()  # switches whose other ports changed
         plain: dict[str, set[str]] = {}  # of those, the VIFs changed there
         unplain: set[str] = set()  # of those, where one was or is other than a VIF there
+        read: set[str] = set()  # of those, where their own flows read one (`lflow_ports`)
         for name in delta.sb.get("Port_Binding", ()):
             if name in delta.unread:
                 continue
@@ -359,12 +314,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if key is None:
                 return Handled.UNHANDLED
             dps.add(key)
-            if key in switches and (port is None or _is_vif(port)):
+            if key in switches and (port is None or is_vif(port)):
                 vifs.add(str(name))
                 mixed.add(key)
                 plain.setdefault(key, set()).add(str(name))
                 if was is not None and (was[0] != key or not was[1]):
                     unplain.add(key)
+                if (was is not None and was[2]) or (port is not None and read_by_switch(port)):
+                    read.add(key)
             elif key in switches and port is not None and port.type == "router":
                 rewired.add(key)
                 joined.setdefault(key, set()).add(port.name)
@@ -376,7 +333,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if port is None:
                 old.port_dps.pop(str(name), None)
             else:
-                old.port_dps[port.name] = (port.dp.key, _is_vif(port))
+                old.port_dps[port.name] = port_dp(port)
         # (a binding put again for a datapath kept, renamed say, moves no flow: what
         # changed in it, `delta.flows` names)
         made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())
@@ -387,7 +344,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         # the switches' own flows built again, the other ports' kept.
         joined = {key: names for key, names in joined.items()
                   if key not in mixed and key not in made_or_gone
-                  and _ports_kept_alike(ports, key, names)}
+                  and ports_kept_alike(ports, key, names)}
         dps -= joined.keys()
         next_to: set[str] = set()
         for key in list(dps):
@@ -401,12 +358,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
         # other ports' kept (their routers get the VIFs' requests, `next_to`).
         focused = {key: names for key, names in plain.items()
                    if key not in unplain | whole | made_or_gone | rewired
-                   and _vifs_kept_alike(ports, key, names)}
+                   and vifs_kept_alike(ports, key, names)}
         dps -= focused.keys()
+        quiet = {key: names for key, names in focused.items() if key not in read}
+        focused = {key: names for key, names in focused.items() if key in read}
         # (the rebuilds of ports changed share one context, its facts built once; muted,
         # they have one of their own)
         ctx = lflow_context(*self._tables(), northd)
-        readers, read_on = _router_port_readers(ctx, rewired, dps) if rewired \
+        readers, read_on = router_port_readers(ctx, rewired, dps) if rewired \
             else (set(), set())
         flows, lb_dps = set(delta.flows), set[str]()
         focus = {n for n in delta.focus if n in ports.ports}
@@ -421,7 +380,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         nats = {key: ips for key, ips in delta.nats.items()
                 if key in northd.core.datapaths.routers}
         if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
-                and not joined and not focused and not delta.claimed and not nats:
+                and not joined and not focused and not quiet and not delta.claimed and not nats:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -431,9 +390,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
             results = [self._rebuild(northd, dps, groups=groups,
                                      owned=(next_to, vifs) if next_to and vifs else None,
                                      ctx=ctx)]
-            for alone in (joined, focused):
+            for alone, rebuilt in ((joined, rebuild_focused), (focused, rebuild_focused),
+                                   (quiet, rebuild_vifs)):
                 if alone:
-                    results.append(self._changed(northd, rebuild_focused(
+                    results.append(self._changed(northd, rebuilt(
                         self.data.flows, ctx, frozenset(alone),
                         frozenset().union(*alone.values()))))
             if readers:
