@@ -346,6 +346,9 @@ class _Planner:
             # insert the whole table.
             raise KeyError(f"sync: no key for owned table {dt.name} in ROW_KEYS")
         only = self.keys.get(dt.name)
+        if only is not None and not only:  # (planned for no key: nothing to match)
+            self.matched[dt.name], self.extra[dt.name] = {}, []
+            return
         if not dt.owned:
             self.matched[dt.name] = {k: table.rows[str(k)] for k in dt.rows
                                      if str(k) in table.rows and (only is None or k in only)}
@@ -569,6 +572,9 @@ def plan(desired: DesiredDb, tables: Tables,
     for name in names:
         dt = desired.tables[name]
         table = tables[name]
+        only = p.keys.get(name)
+        if only is not None and not only and not dt.delete:
+            continue  # (planned for no key, deleting nothing)
         codecs = table.codecs
         converters = table.converters
         refs = {c for c in dt.columns
@@ -582,7 +588,6 @@ def plan(desired: DesiredDb, tables: Tables,
         info = {c: _column(table, c, refs, fill, keep) for c in dt.columns}
         columns = list(info.values())
         matched = p.matched[name]
-        only = p.keys.get(name)
         wanted_keys = dt.rows.keys() if only is None else only & dt.rows.keys()
         # Keys are visited in any order and the table's operations sorted by key at
         # the end: a plan that finds most rows right sorts only what it writes.
