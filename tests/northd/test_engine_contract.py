@@ -152,7 +152,8 @@ def _monitor_status(nb: Nb, sb: LocalDb, world: World, status: str) -> None:
     """A health-checked VIP on sw0 whose backends vm1 and vm2 are probed (their SB
     Service_Monitor rows made by northd); then (`status`) ovn-controller sets vm1's
     `status`, or the health check's options, the mappings or the load balancer
-    change ("options", "mappings", "del"; "": nothing more)."""
+    change ("options", "mappings", "del"; "": nothing more), or a VIF no mapping names
+    is added ("vif"), or probed vm2 disabled ("probed": its monitor goes)."""
     nb.db.transact([
         {"op": "insert", "table": "Load_Balancer_Health_Check", "uuid-name": "hc",
          "row": {"vip": "10.0.0.103:80"}},
@@ -168,6 +169,13 @@ def _monitor_status(nb: Nb, sb: LocalDb, world: World, status: str) -> None:
         return
     nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"])
     world.settled()
+    if status in ("vif", "probed"):
+        if status == "vif":
+            nb.lsp_add("sw1", "vm8", addresses=["00:00:00:00:00:08 10.1.0.8"])
+        else:
+            nb.db.update("Logical_Switch_Port", nb.uuid("Logical_Switch_Port", "vm2"),
+                         enabled=False)
+        return
     lb = nb.uuid("Load_Balancer", "lbh")
     if status == "options":
         hc = nb.db.tables["Load_Balancer"].rows[lb].data["health_check"][0]
@@ -1598,6 +1606,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _monitor_status(nb, sb, w, "mappings"), IN_PLACE),
     ("lb-del of a health-checked load balancer", lambda nb, sb, w: _monitor_status(
         nb, sb, w, "del"), IN_PLACE),
+    ("lsp-add VIF beside a health-checked load balancer's probed ports",
+     lambda nb, sb, w: _monitor_status(nb, sb, w, "vif"), IN_PLACE),
+    ("VIF a health check probes through disabled (its monitor goes)",
+     lambda nb, sb, w: _monitor_status(nb, sb, w, "probed"), FULL),
     ("SB service monitor status: a backend offline", lambda nb, sb, w: _monitor_status(
         nb, sb, w, "offline"), IN_PLACE),
     ("SB service monitor status: a backend online", lambda nb, sb, w: _monitor_status(

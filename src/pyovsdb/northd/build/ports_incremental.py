@@ -260,8 +260,12 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
     igmp, lbs = sb.get("IGMP_Group"), nb.get("Load_Balancer")
     _need(igmp is None or not igmp.rows)
     _need(ipam_settled(core_dynamic, ports, nb.get("Logical_Switch_Port")))
-    mappings = lbs.col_index["ip_port_mappings"] if lbs is not None else 0
-    _need(lbs is None or not any(lb.value_at(mappings) for lb in lbs.rows.values()))
+    if lbs is not None:  # (a port a health check probes through: its monitors move)
+        mappings = lbs.col_index["ip_port_mappings"]
+        probed = {t.split(":", 1)[0] for lb in lbs.rows.values() if lb.value_at(mappings)
+                  for t in lb.ip_port_mappings.values()}
+        _need(probed.isdisjoint(r.value("name") for rows in (
+            step.inserted, step.deleted, step.updated) for r in rows.values()))
     switches: set[str] = set()
     for uuid, row in step.inserted.items():
         name = row.value("name")
