@@ -196,17 +196,20 @@ def _acls(ctx: LflowContext, out: LflowTable, dp: Datapath, s: AclSettings) -> N
         with out.owned_by(("acl", acl.uuid)):
             build_acl(out, dp, acl, stateful=stateful, s=s, reject_meter=reject_meter)
 
-    _server_replies(out, dp, stateful)
+    _server_replies(out, dp, stateful, None if ctx.focus is None else
+                    [p.nb for p in ctx.ports_of(dp) if p.is_lsp])
 
     if facts.has_acls or facts.has_lb_vip:
         out.add(dp, Stage.LS_IN_ACL, 34000, "eth.dst == $svc_monitor_mac", "next;")
         out.add(dp, Stage.LS_OUT_ACL, 34000, "eth.src == $svc_monitor_mac", "next;")
 
 
-def _server_replies(out: LflowTable, dp: Datapath, stateful: bool) -> None:
-    """Let the DHCP and DNS replies ovn-controller makes past the egress ACLs."""
+def _server_replies(out: LflowTable, dp: Datapath, stateful: bool,
+                    focus: list[IdlRow] | None) -> None:
+    """Let the DHCP and DNS replies ovn-controller makes past the egress ACLs (of the
+    switch's ports, or in a focused rebuild those `focus`: each port's own)."""
     actions = "ct_commit; next;" if stateful else "next;"
-    for lsp in ref_rows(dp.nb.ports):
+    for lsp in ref_rows(dp.nb.ports) if focus is None else focus:
         if lsp.type == "external":
             continue
         with out.owned_by(("port", lsp.name)):
