@@ -85,7 +85,7 @@ NAT_AREAS: tuple[tuple[str, NatBuilder], ...] = (
 def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None,
                  owners: frozenset[Owner] | None = None) -> LflowTable:
     """Every flow (with `only`: the flows on those datapaths, which `ctx` must be
-    narrowed to; with `owners`: those they ask for alone)."""
+    narrowed to; with `owners` too: those they ask for alone)."""
     out = LflowTable(only=only, owners=owners)
     for source, build in AREAS:
         out.source = source
@@ -118,7 +118,7 @@ def rebuild_vifs(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str]
     """The flows the VIFs `ports` ask for on their own switches `datapaths` built again
     and put in place of theirs there, the switches' own flows kept; the flows that
     changed. Equal to `rebuild_focused` as long as the switches' own flows read
-    nothing of those VIFs (the caller's test, `lflow.vif_facts`)."""
+    nothing of those VIFs (the caller's test, `nodes/lflow_ports.read_by_switch`)."""
     owners = frozenset(("port", n) for n in ports)
     new = build_lflows(ctx.focused(datapaths, ports), only=datapaths, owners=owners)
     return table.replace_owned(datapaths, owners, new)

@@ -98,7 +98,7 @@ class LflowTable:
         self._owner: Owner = GLOBAL
         self.source = source  # `external_ids:source` of the flows asked for from now on
         self.only = only  # requests on other datapaths are ignored (a partial rebuild)
-        self.only_owners = owners  # and those of other owners
+        self.only_owners = owners  # (with `only`) and those of other owners
 
     @contextmanager
     def owned_by(self, owner: Owner) -> Iterator[None]:

@@ -117,7 +117,7 @@ FLOWLESS_NB = frozenset(("NB_Global", "BFD"))
 class LflowData:
     flows: LflowTable
     sb: DesiredDb  # Logical_Flow and Logical_DP_Group
-    # logical port -> its datapath's key and whether it is a plain VIF, as of this data
+    # logical port -> where it is and what it is (`lflow_ports.PortDp`), as of this data
     port_dps: dict[str, PortDp]
     # The flows of each datapath group they use (groups of more than one datapath).
     group_users: Counter[tuple[str, ...]]
