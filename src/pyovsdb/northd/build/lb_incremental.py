@@ -49,7 +49,7 @@ from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
 from .ports_router import readvertise
-from .service_monitor import monitors_changed
+from .service_monitor import monitors_changed, probed_ports
 
 # Switch and router columns that say which load balancers apply to them.
 LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
@@ -117,8 +117,8 @@ def _health_checks(old: list[LoadBalancer], new: LbData, ports: PortsData,
 
     monitors_changed(old, new, lsp, svc_monitor_mac, sb_desired, delta)
     for lb in lbs:
-        for target in lb.nb.ip_port_mappings.values():
-            port = ports.ports.get(target.split(":", 1)[0])
+        for name in probed_ports(lb.nb):
+            port = ports.ports.get(name)
             if port is not None and port.is_lsp:
                 delta.flows.add(port.dp.key)
 

@@ -95,6 +95,7 @@ from .ports_mirrors import mirror_rules
 from .ports_retyped import recreate, retyped_ports, settled
 from .ports_router import garp_again, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
+from .service_monitor import probed_ports
 from .walk import PortWalk
 
 FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
@@ -262,8 +263,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
     _need(ipam_settled(core_dynamic, ports, nb.get("Logical_Switch_Port")))
     if lbs is not None:  # (a port a health check probes through: its monitors move)
         mappings = lbs.col_index["ip_port_mappings"]
-        probed = {t.split(":", 1)[0] for lb in lbs.rows.values() if lb.value_at(mappings)
-                  for t in lb.ip_port_mappings.values()}
+        probed = {n for lb in lbs.rows.values() if lb.value_at(mappings) for n in probed_ports(lb)}
         _need(probed.isdisjoint(r.value("name") for rows in (
             step.inserted, step.deleted, step.updated) for r in rows.values()))
     switches: set[str] = set()

@@ -41,6 +41,13 @@ def switch_ports(dps: DatapathsData) -> dict[str, IdlRow]:
     return out
 
 
+def probed_ports(lb: IdlRow) -> list[str]:
+    """The names of the switch ports a load balancer's `ip_port_mappings` probe
+    through (each target `<logical port>:<source IP>`), whose changes move its
+    monitors."""
+    return [target.split(":", 1)[0] for target in lb.ip_port_mappings.values()]
+
+
 def lsp_enabled(lsp: IdlRow) -> bool:
     return lsp.enabled is None or bool(lsp.enabled)
 
