@@ -65,7 +65,8 @@ IPAM_CONFIG = frozenset(("subnet", "exclude_ips", "ipv6_prefix", "mac_only"))
 # Switch columns whose content a builder other than the flows reads.
 REFUSED_COLUMNS = ("other_config", "load_balancer", "load_balancer_group", "dns_records",
                    "forwarding_groups", "qos_rules", "acls", "copp")
-# The names of a switch's fixed multicast groups (each a name and its tunnel key).
+# The names of a datapath's fixed multicast groups (each a name and its tunnel key;
+# a router has `MC_STATIC` alone).
 FIXED_GROUP_NAMES = tuple(name for name, _ in (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD,
                                                MC_STATIC, MC_FLOOD_L2))
 
@@ -169,15 +170,15 @@ def _add_datapath(row: IdlRow, kind: DatapathKind, tunnel_key: int, datapaths: D
 
 
 def remove_router(key: str, datapaths: DatapathsData, ports: PortsData, lbs: LbData,
-                  sb_desired: DesiredDb) -> None:
-    """The router (without ports) out of the core data and its desired binding."""
+                  sb_desired: DesiredDb) -> list[tuple[str, Hashable]]:
+    """The router (without ports) out of the core data and the desired tables (its
+    binding, its fixed multicast groups); the (table, key) of every desired row taken
+    away."""
     del datapaths.routers[key]
     for per_dp in (ports.by_datapath, ports.l3dgw_ports):
         per_dp.pop(key, None)
     lbs.reachable.pop(key, None)
-    table = sb_desired.tables.get("Datapath_Binding")
-    if table is not None:
-        table.rows.pop(key, None)
+    return _drop(sb_desired, [("Datapath_Binding", key), *_fixed_groups(key)])
 
 
 def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,
@@ -189,8 +190,17 @@ def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,
                    ports.l3dgw_ports):
         per_dp.pop(key, None)
     ports.vtep_switches.discard(key)
-    gone: list[tuple[str, Hashable]] = [("Datapath_Binding", key), ("IP_Multicast", key)]
-    gone += [("Multicast_Group", (key, name)) for name in FIXED_GROUP_NAMES]
+    return _drop(sb_desired, [("Datapath_Binding", key), ("IP_Multicast", key),
+                              *_fixed_groups(key)])
+
+
+def _fixed_groups(key: str) -> list[tuple[str, Hashable]]:
+    return [("Multicast_Group", (key, name)) for name in FIXED_GROUP_NAMES]
+
+
+def _drop(sb_desired: DesiredDb, gone: list[tuple[str, Hashable]]
+          ) -> list[tuple[str, Hashable]]:
+    """The desired rows `gone` (table, key) taken away; `gone`."""
     for table, row_key in gone:
         desired = sb_desired.tables.get(table)
         if desired is not None:

@@ -47,7 +47,13 @@ from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
 from .core import NB_LSP_COLUMNS, CoreData, stale_fdb
 from .datapaths import Datapath, DatapathsData, smap_int
-from .datapaths_incremental import add_switch, new_datapath_keys, remove_switch, simple_switch
+from .datapaths_incremental import (
+    FIXED_GROUP_NAMES,
+    add_switch,
+    new_datapath_keys,
+    remove_switch,
+    simple_switch,
+)
 from .delta import PortsDelta
 from .gateways_incremental import (
     add_redirect,
@@ -62,11 +68,6 @@ from .ha_chassis import with_ref_chassis
 from .ha_groups_incremental import group_names, groups_used
 from .ipam_incremental import ipam_in_place
 from .mcast_groups import (
-    MC_FLOOD,
-    MC_FLOOD_L2,
-    MC_MROUTER_FLOOD,
-    MC_STATIC,
-    MC_UNKNOWN,
     MULTICAST_COLUMNS,
     router_groups,
     switch_groups,
@@ -98,7 +99,6 @@ from .ports_switch import SwitchPortState, switch_port_binding
 from .service_monitor import probed_ports
 from .walk import PortWalk
 
-FIXED_GROUPS = (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD, MC_STATIC, MC_FLOOD_L2)
 RowChanges = Mapping[str, RowChange[IdlRow]]
 # Switch port types taken in place (bindings read the port alone; `lflow` builds the
 # switch whole for any but a VIF): VIFs, localnet, l2gateway, remote, localport (each
@@ -558,7 +558,7 @@ def put_fixed_groups(key: str, ports: PortsData, datapaths: DatapathsData,
         table = sb_desired.add(DesiredTable("Multicast_Group", MULTICAST_COLUMNS))
     groups = switch_groups(key, ports) if key in datapaths.switches \
         else router_groups(key, ports)
-    fixed = {(key, name) for name, _ in FIXED_GROUPS}
+    fixed = {(key, name) for name in FIXED_GROUP_NAMES}
     for gkey in sorted(fixed):
         entry = groups.get(gkey)
         if entry is None:

@@ -31,7 +31,7 @@ from .datapaths_incremental import add_router, new_datapath_keys, remove_router
 from .delta import PortsDelta
 from .lb import LbData
 from .ports import PortsData
-from .ports_incremental import put_fixed_groups, router_ports_changed
+from .ports_incremental import router_ports_changed
 from .ports_static_mac import named_keys
 
 
@@ -71,9 +71,8 @@ def routers_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, R
             {uuid: RowChange(uuid, rc.old, None)}, {})
         if delta is None:
             return None
-        put_fixed_groups(uuid, ports, datapaths, sb_desired, delta)  # (none left)
-        remove_router(uuid, datapaths, ports, lbs, sb_desired)
-        delta.touch("sb", "Datapath_Binding", uuid)
+        for table, row_key in remove_router(uuid, datapaths, ports, lbs, sb_desired):
+            delta.touch("sb", table, row_key)
         return delta
     if uuid in datapaths.routers:
         return None

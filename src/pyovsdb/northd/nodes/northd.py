@@ -82,7 +82,6 @@ from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
 from ..build.ports_incremental import (
     port_names,
-    put_fixed_groups,
     refresh_datapaths,
     router_ports_changed,
     switch_ports_changed,
@@ -361,8 +360,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             return Handled.UNHANDLED
         delta = self.track()
         for row in gone:
-            remove_router(row.uuid, core.datapaths, core.ports, reachable, self.data.sb)
-            delta.touch("sb", "Datapath_Binding", row.uuid)
+            for table, row_key in remove_router(row.uuid, core.datapaths, core.ports,
+                                                reachable, self.data.sb):
+                delta.touch("sb", table, row_key)
         for row in made:
             add_router(row, keys[row.uuid], core.datapaths, core.ports, reachable,
                        self.data.sb)
@@ -640,12 +640,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             for rc in (lr_changes or {}).values():
                 if rc.new is None and rc.old is not None \
                         and rc.old.uuid in core.datapaths.routers:
-                    # (its multicast groups: none left with its ports)
-                    put_fixed_groups(rc.old.uuid, core.ports, core.datapaths, self.data.sb,
-                                     self.track())
-                    remove_router(rc.old.uuid, core.datapaths, core.ports,
-                                  self.data.extra.lbs, self.data.sb)
-                    self.track().touch("sb", "Datapath_Binding", rc.old.uuid)
+                    for table, row_key in remove_router(rc.old.uuid, core.datapaths,
+                                                        core.ports, self.data.extra.lbs,
+                                                        self.data.sb):
+                        self.track().touch("sb", table, row_key)
                     handled = Handled.HANDLED_UPDATED
             # (static MAC bindings and BFD sessions naming the ports: their rows, and
             # the flows reading the sessions, come and go with them)
