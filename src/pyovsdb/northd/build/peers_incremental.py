@@ -148,9 +148,9 @@ def router_peers(added: list[Port], gone: set[str], namers: Iterable[IdlRow],
                  ports: PortsData) -> list[Port] | None:
     """Router ports peering by their own `peer` column (one way each, as `_connect`
     reads it): the ports `added` (in the core already) take the router port they name,
-    and the router ports `namers` (rows, those naming one of `added` or `gone` read) take or lose
-    theirs; those whose peer changed, or None, nothing touched, where a router-type
-    switch port names one of them too (the walk's order would decide)."""
+    and the router ports `namers` (rows; those naming one of `added` or `gone` count)
+    take or lose theirs; those whose peer changed, or None, nothing touched, where a
+    router-type switch port names one of them too (the walk's order would decide)."""
     names = {p.name for p in added}
     moved: list[tuple[Port, str | None]] = []
     for port in added:
