@@ -29,7 +29,6 @@ from collections.abc import Collection, Mapping, MutableMapping
 
 from ..desired import DesiredDb, DesiredTable
 from .core import CoreData
-from .datapaths import DatapathsData
 from .delta import PortsDelta
 from .ipam import NB_LSP_COLUMNS, IpamPlan, IpamScope, plan_ipam, switch_ipam
 from .ports import Port, PortsData
@@ -45,20 +44,19 @@ def moved(plan: IpamPlan, dynamic: Mapping[str, str | None]) -> set[str]:
             if plan.result.get(name, _MISSING) != dynamic.get(name, _MISSING)}
 
 
-def _involves(changed: Collection[Port], gone: Collection[str], datapaths: DatapathsData,
-                  ports: PortsData, dynamic: MutableMapping[str, str | None],
-                  mac_prefix: int | None) -> bool:
+def _involves(changed: Collection[Port], gone: Collection[str], ports: PortsData,
+              dynamic: Mapping[str, str | None], mac_prefix: int | None) -> bool:
     """Whether the switch ports `changed` (new or updated, as built now) and `gone`
     (names of deleted ones) can move a dynamic address (see the rules)."""
     if any(name in dynamic for name in gone):
         return True
-    held = any(v is not None for v in dynamic.values())
     for port in changed:
         if port.name in dynamic or any(is_dynamic(a) for a in port.nb.addresses) \
                 or port.nb.dynamic_addresses is not None:
             return True
-        if held and mac_prefix is not None and any(
-                not (a.mac ^ mac_prefix) >> 24 for a in port.lsp_addrs[:port.n_static_addrs]):
+        if mac_prefix is not None and any(
+                not (a.mac ^ mac_prefix) >> 24 for a in port.lsp_addrs[:port.n_static_addrs]) \
+                and any(v is not None for v in dynamic.values()):  # (last: O(dynamic))
             return True
         info = switch_ipam(port.dp.nb.other_config)
         if info.active and any(p.name in dynamic for p in ports.by_datapath.get(port.dp.key, [])):
@@ -71,10 +69,9 @@ def ipam_in_place(changed: Collection[Port], gone: Collection[str], touched: Col
     """The dynamic addresses of `changed` and `gone` (on the switches `touched`)
     applied where they can move one (see the rules); False (nothing touched) where
     another port's would move."""
-    datapaths, ports, dynamic, macs = core.datapaths, core.ports, core.dynamic_addresses, core.macs
-    mac_prefix = core.mac_prefix
+    ports, dynamic, macs = core.ports, core.dynamic_addresses, core.macs
     names = [*(p.name for p in changed), *gone]
-    if not _involves(changed, gone, datapaths, ports, dynamic, mac_prefix):
+    if not _involves(changed, gone, ports, dynamic, core.mac_prefix):
         macs.refresh(names, ports, dynamic)
         return True
     plan, moving = plan_over(core, touched, gone)
