@@ -50,7 +50,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from types import EllipsisType
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -1030,13 +1030,23 @@ class Idl:
             return Result(Status.UNCHANGED)
         try:
             fut = conn.send_request("transact", [self.database, *ops])
-            txn.request_bytes = conn.last_request_size
+        except ConnectionLost as e:
+            return Result(Status.TRY_AGAIN, error=str(e))
+        txn.request_bytes = conn.last_request_size
+        # What the reply is read against, and nothing more, is kept while it comes: a
+        # large transaction's rows, encoded or not, are no longer needed once sent (a
+        # northd's first commit would otherwise hold three copies of the whole SB
+        # while the server's echo of it is parsed).
+        sent = [_Sent.of(op) for op in ops]
+        del ops
+        txn.forget_changes()
+        try:
             results = await fut
         except ConnectionLost as e:
             return Result(Status.TRY_AGAIN, error=str(e))
         except RpcError as e:
             return Result(Status.ERROR, error=e.error)
-        return _interpret(ops, selects, results)
+        return _interpret(sent, selects, results)
 
     async def run(self, fn: Callable[[Transaction], Any], *, attempts: int = 50) -> Result:
         """Build and commit a transaction with `fn`, again on TRY_AGAIN (after the
@@ -1055,11 +1065,26 @@ class Idl:
         return result
 
 
-def _interpret(ops: list[Any], selects: list[int], results: list[Any]) -> Result:
+class _Sent(NamedTuple):
+    """What `_interpret` reads of one operation sent."""
+
+    op: str
+    uuid_name: str | None
+    by_uuid: bool  # an update, mutate or delete of one row named by its UUID
+
+    @classmethod
+    def of(cls, op: dict[str, Any]) -> _Sent:
+        kind = op.get("op", "")
+        by_uuid = kind in ("update", "mutate", "delete") \
+            and op.get("where", [[None]])[0][0] == "_uuid"
+        return cls(kind, op.get("uuid-name"), by_uuid)
+
+
+def _interpret(ops: list[_Sent], selects: list[int], results: list[Any]) -> Result:
     for i, r in enumerate(results):
         if isinstance(r, dict) and "error" in r:
             op = ops[i] if i < len(ops) else None
-            if r["error"] == "timed out" and op is not None and op.get("op") == "wait":
+            if r["error"] == "timed out" and op is not None and op.op == "wait":
                 return Result(Status.TRY_AGAIN, error=r, results=results)
             if r["error"] == "not owner":
                 return Result(Status.NOT_LOCKED, error=r, results=results)
@@ -1070,13 +1095,13 @@ def _interpret(ops: list[Any], selects: list[int], results: list[Any]) -> Result
     for op, r in zip(ops, results, strict=False):
         # A row written by uuid that the server no longer has: deleted meanwhile. The
         # replica learns it with the transaction's updates; building it again will do.
-        if op.get("op") in ("update", "mutate", "delete") and isinstance(r, dict) \
-                and r.get("count") == 0 and op.get("where", [[None]])[0][0] == "_uuid":
+        if op.by_uuid and isinstance(r, dict) and r.get("count") == 0:
             return Result(Status.TRY_AGAIN, error="row no longer exists", results=results)
     uuids: dict[str, str] = {}
     for op, r in zip(ops, results, strict=False):
-        if op.get("op") == "insert" and isinstance(r, dict) and "uuid" in r:
-            uuids[op["uuid-name"]] = r["uuid"][1]
+        if op.op == "insert" and op.uuid_name is not None and isinstance(r, dict) \
+                and "uuid" in r:
+            uuids[op.uuid_name] = r["uuid"][1]
     increments: dict[int, int] = {}
     for n, pos in enumerate(selects):
         rows = results[pos].get("rows", []) if pos < len(results) else []

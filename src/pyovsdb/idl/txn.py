@@ -319,6 +319,12 @@ class Transaction:
             ops.append({"op": "comment", "comment": text})
         return ops, selects
 
+    def forget_changes(self) -> None:
+        """Drop the changes recorded, once sent: a committed transaction answers from
+        its result alone (`inserted`), and cannot be sent again."""
+        self.inserts, self.updates, self.mutations, self.deletes = [], {}, {}, {}
+        self.verifies, self.increments, self.comments, self.extra_ops = {}, [], [], []
+
     async def commit(self) -> Result:
         """Send the transaction and wait until it committed (or failed): on success the
         replica already shows its effects."""

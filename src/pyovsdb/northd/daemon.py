@@ -499,6 +499,8 @@ class Northd:
             log.exception("writing the engine's changes failed")
             self.driver.force_recompute()
             return
+        out.sb_ops.clear()  # (the transactions hold them now, until sent)
+        out.nb_ops.clear()
         # (SB first: its commit, not NB's, is on the path of a `--wait=sb`)
         sb_result, nb_result = await asyncio.gather(sb_txn.commit(), nb_txn.commit())
         for result in (nb_result, sb_result):

@@ -141,7 +141,7 @@ class Driver:
                             self._aging_wake_at)
         else:
             ops: SyncOps = engine.node_data("sync_to_sb")
-            out = RunOutput(ops.sb_ops, ops.nb_ops, ops.nb_cfg, False, result.updated,
+            out = RunOutput(*ops.take(), ops.nb_cfg, False, result.updated,
                             self._aging_wake_at)
         if self.self_check and not forced and not out.canceled:
             self._check(out, nb, sb, now_ms)

@@ -66,6 +66,14 @@ class SyncOps:
     nb_ops: list[Op]
     nb_cfg: int | None
 
+    def take(self) -> tuple[list[Op], list[Op]]:
+        """The SB and NB operations, handed over to the caller that commits them: the
+        node keeps none (a first run's would hold a second copy of the whole SB until
+        the next run that plans anything)."""
+        sb, nb = self.sb_ops, self.nb_ops
+        self.sb_ops, self.nb_ops = [], []
+        return sb, nb
+
 
 class SyncToSbNode(Node[SyncOps, None]):
     def __init__(self, northd: NorthdNode, feedback: SyncFromSbNode, cfg: SyncCfgNode,
