@@ -49,7 +49,7 @@ def test_a_flow_asked_for_again_stays_and_takes_the_new_request(dp: Datapath) ->
     assert table.flows[key].hint == HINT_2[:8]
     assert changed == {key, FlowKey(key.stage, 50, "m4", "next;")}
     assert {k.match: owners for k, owners in table.by_dp[dp.key].items()} == {
-        "m1": [A], "m2": [A], "m3": [B], "m4": [A]}
+        "m1": (A,), "m2": (A,), "m3": (B,), "m4": (A,)}
 
 
 def test_a_flow_of_two_datapaths_keeps_its_row_when_one_asks_again() -> None:
@@ -72,6 +72,6 @@ def test_a_flow_no_longer_asked_for_goes_where_no_other_owner_asks() -> None:
     changed = table.replace_owned([SW.key, LR.key], frozenset((A,)),
                                   LflowTable(only=frozenset((SW.key, LR.key))))
     assert changed == {alone, on_router}
-    assert table.by_dp[SW.key] == {shared: [B]}
+    assert table.by_dp[SW.key] == {shared: (B,)}
     assert alone not in table.flows and on_router not in table.flows
     assert LR.key not in table.owned_on  # (a port's requests on a router, by owner)

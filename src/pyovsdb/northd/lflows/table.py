@@ -91,11 +91,15 @@ class LflowTable:
     def __init__(self, source: str = "northd", only: frozenset[str] | None = None,
                  owners: frozenset[Owner] | None = None) -> None:
         self.flows: dict[FlowKey, Flow] = {}
-        # datapath key -> flow key -> the owners that asked for it on that datapath
-        self.by_dp: dict[str, dict[FlowKey, list[Owner]]] = {}
+        # datapath key -> flow key -> the owners that asked for it on that datapath (a
+        # flow's own key object, and one tuple shared by the requests of an `owned_by`
+        # block: a flow on every switch is one entry per switch, and the largest part of
+        # the table)
+        self.by_dp: dict[str, dict[FlowKey, tuple[Owner, ...]]] = {}
         # datapath key -> indexed owner (`INDEXED`) -> the flows it asked for there
         self.owned_on: dict[str, dict[Owner, set[FlowKey]]] = {}
         self._owner: Owner = GLOBAL
+        self._alone: tuple[Owner, ...] = (GLOBAL,)
         self.source = source  # `external_ids:source` of the flows asked for from now on
         self.only = only  # requests on other datapaths are ignored (a partial rebuild)
         self.only_owners = owners  # (with `only`) and those of other owners
@@ -103,11 +107,12 @@ class LflowTable:
     @contextmanager
     def owned_by(self, owner: Owner) -> Iterator[None]:
         """Requests made in this block are `owner`'s."""
-        previous, self._owner = self._owner, owner
+        previous = self._owner, self._alone
+        self._owner, self._alone = owner, (owner,)
         try:
             yield
         finally:
-            self._owner = previous
+            self._owner, self._alone = previous
 
     @property
     def owners(self) -> dict[Owner, list[tuple[FlowKey, str]]]:
@@ -135,16 +140,15 @@ class LflowTable:
         if flow is None:
             flow = self.flows[key] = Flow(key, io_port=io_port, hint=stage_hint(hint),
                                           source=self.source)
+        else:
+            key = flow.key
         flow.datapaths.setdefault(dp_key, dp)
         on_dp = self.by_dp.get(dp_key)
         if on_dp is None:
             on_dp = self.by_dp[dp_key] = {}
         owner = self._owner
         owners = on_dp.get(key)
-        if owners is None:
-            on_dp[key] = [owner]
-        else:
-            owners.append(owner)
+        on_dp[key] = self._alone if owners is None else (*owners, owner)
         if _indexed(owner):
             self.owned_on.setdefault(dp_key, {}).setdefault(owner, set()).add(key)
 
@@ -174,7 +178,7 @@ class LflowTable:
                     mine_flow = self.flows[key] = Flow(key, io_port=theirs.io_port,
                                                        hint=theirs.hint, source=theirs.source)
                 mine_flow.datapaths[dp] = theirs.datapaths[dp]
-                mine[key] = list(owners)
+                mine[mine_flow.key] = owners
                 added.setdefault(key, set()).add(dp)
         changed = {key for key in removed.keys() | added.keys()
                    if removed.get(key) != added.get(key)}
@@ -217,7 +221,7 @@ class LflowTable:
             for key, asked in walked:
                 if disjoint(asked):  # (most flows of a walked datapath: others')
                     continue
-                kept = [o for o in asked if o not in owners]
+                kept = tuple(o for o in asked if o not in owners)
                 if kept:
                     mine[key] = kept
                     continue
@@ -241,20 +245,20 @@ class LflowTable:
                 if not flow.datapaths:
                     del self.flows[key]
             for key, asked in new_on.items():
-                theirs = [o for o in asked if o in owners]
+                theirs = tuple(o for o in asked if o in owners)
                 if not theirs:
                     continue
                 if key in mine:
                     mine[key] += theirs
                     continue
-                mine[key] = theirs
                 made = new.flows[key]
                 target = self.flows.get(key)
-                if target is not None and dp in target.datapaths:
-                    continue  # (asked for again)
                 if target is None:
                     target = self.flows[key] = Flow(key, io_port=made.io_port, hint=made.hint,
                                                     source=made.source)
+                mine[target.key] = theirs
+                if dp in target.datapaths:
+                    continue  # (asked for again)
                 target.datapaths[dp] = made.datapaths[dp]
                 added.setdefault(key, set()).add(dp)
         return restated | {key for key in removed.keys() | added.keys()
