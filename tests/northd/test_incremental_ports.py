@@ -104,6 +104,19 @@ def _topology(nb: Nb, sb: LocalDb) -> Loop:
     return loop
 
 
+def test_a_run_hands_its_operations_over(nb: Nb, sb: LocalDb) -> None:
+    """What a run writes is the caller's alone: the engine keeps no copy until its
+    next run (a first run's is the whole SB)."""
+    nb.ls_add("sw0")
+    loop = Loop(nb, sb)
+    step = loop.run_once()
+    assert len(step.out.sb_ops) > 10
+    engine = loop.driver.engine
+    assert engine is not None
+    for node in ("sync_to_sb", "northd_output"):
+        assert engine.node_data(node).sb_ops == []
+
+
 def test_vif_add_delete_update_do_not_recompute_northd(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     recomputes, computes = loop.stat("northd", "recompute"), loop.stat("northd", "compute")
