@@ -197,7 +197,7 @@ def test_a_transaction_in_flight_holds_none_of_its_rows(server: ServerProcess) -
             more = idl.transaction()
             more.insert("Other", name=f"{token}-more", n=50)
             ops, _ = more.ops()
-            assert encoded(proxy) == 1
+            assert encoded(proxy) == len(ops) == 1
 
     arun(body())
 
