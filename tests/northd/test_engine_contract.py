@@ -153,7 +153,9 @@ def _monitor_status(nb: Nb, sb: LocalDb, world: World, status: str) -> None:
     Service_Monitor rows made by northd); then (`status`) ovn-controller sets vm1's
     `status`, or the health check's options, the mappings or the load balancer
     change ("options", "mappings", "del"; "": nothing more), or a VIF no mapping names
-    is added ("vif"), or probed vm2 disabled ("probed": its monitor goes)."""
+    is added ("vif"), or probed vm2 disabled ("probed": its monitor goes) or deleted
+    ("probed-del"), or a port a mapping names comes ("probed-add": its monitor comes,
+    its responder on another switch)."""
     nb.db.transact([
         {"op": "insert", "table": "Load_Balancer_Health_Check", "uuid-name": "hc",
          "row": {"vip": "10.0.0.103:80"}},
@@ -169,14 +171,24 @@ def _monitor_status(nb: Nb, sb: LocalDb, world: World, status: str) -> None:
         return
     nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"])
     world.settled()
-    if status in ("vif", "probed"):
+    lb = nb.uuid("Load_Balancer", "lbh")
+    if status in ("vif", "probed", "probed-del", "probed-add"):
         if status == "vif":
             nb.lsp_add("sw1", "vm8", addresses=["00:00:00:00:00:08 10.1.0.8"])
-        else:
+        elif status == "probed":
             nb.db.update("Logical_Switch_Port", nb.uuid("Logical_Switch_Port", "vm2"),
                          enabled=False)
+        elif status == "probed-del":
+            nb.db.transact([{"op": "mutate", "table": "Logical_Switch",
+                             "where": [["name", "==", "sw0"]],
+                             "mutations": [["ports", "delete", [
+                                 "uuid", nb.uuid("Logical_Switch_Port", "vm2")]]]}])
+        else:
+            nb.db.update("Load_Balancer", lb, ip_port_mappings={
+                "10.0.0.11": "vm1:10.0.0.2", "10.0.0.12": "vm7:10.1.0.2"})
+            world.settled()
+            nb.lsp_add("sw1", "vm7", addresses=["00:00:00:00:00:07 10.1.0.7"])
         return
-    lb = nb.uuid("Load_Balancer", "lbh")
     if status == "options":
         hc = nb.db.tables["Load_Balancer"].rows[lb].data["health_check"][0]
         nb.db.update("Load_Balancer_Health_Check", hc,
@@ -1609,7 +1621,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("lsp-add VIF beside a health-checked load balancer's probed ports",
      lambda nb, sb, w: _monitor_status(nb, sb, w, "vif"), IN_PLACE),
     ("VIF a health check probes through disabled (its monitor goes)",
-     lambda nb, sb, w: _monitor_status(nb, sb, w, "probed"), FULL),
+     lambda nb, sb, w: _monitor_status(nb, sb, w, "probed"), IN_PLACE),
+    ("lsp-del of a VIF a health check probes through",
+     lambda nb, sb, w: _monitor_status(nb, sb, w, "probed-del"), IN_PLACE),
+    ("lsp-add of the VIF a health check's mapping names, on another switch",
+     lambda nb, sb, w: _monitor_status(nb, sb, w, "probed-add"), IN_PLACE),
     ("SB service monitor status: a backend offline", lambda nb, sb, w: _monitor_status(
         nb, sb, w, "offline"), IN_PLACE),
     ("SB service monitor status: a backend online", lambda nb, sb, w: _monitor_status(

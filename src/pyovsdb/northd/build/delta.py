@@ -45,6 +45,10 @@ class PortsDelta:
     # Load balancers (NB UUIDs) changed, created or deleted: `lflow` builds their own
     # flows again, and the datapaths where what other flows read of them changed.
     lbs: set[str] = field(default_factory=set)
+    # Switch ports a health check probes through that came, went or changed (their
+    # switches are in `flows`): `northd` moves the monitors of the load balancers
+    # probing them (`lb_incremental.probes_moved`), which names those for `lflow`.
+    probed: set[str] = field(default_factory=set)
     # A router's MAC binding age threshold changed: `mac_binding_aging` looks again.
     aging: bool = False
     # NB_Global options only flows read changed (`global_cfg.FLOW_OPTIONS`): `lflow`
@@ -80,6 +84,7 @@ class PortsDelta:
         self.claimed |= later.claimed
         self.claimed_on |= later.claimed_on
         self.lbs |= later.lbs
+        self.probed |= later.probed
         self.aging = self.aging or later.aging
         self.every_flow = self.every_flow or later.every_flow
         self.unread = (self.unread | later.unread) - read

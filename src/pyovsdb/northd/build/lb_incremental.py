@@ -33,8 +33,9 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
+from typing import cast
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -49,7 +50,7 @@ from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
 from .ports_router import readvertise
-from .service_monitor import monitors_changed, probed_ports
+from .service_monitor import MonitorKey, monitors_changed, probed_ports
 
 # Switch and router columns that say which load balancers apply to them.
 LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
@@ -111,16 +112,36 @@ def _health_checks(old: list[LoadBalancer], new: LbData, ports: PortsData,
     if not any(lb.nb.ip_port_mappings or lb.nb.health_check for lb in lbs):
         return
 
-    def lsp(name: str) -> IdlRow | None:
-        port = ports.ports.get(name)
-        return port.nb if port is not None and port.is_lsp else None
-
-    monitors_changed(old, new, lsp, svc_monitor_mac, sb_desired, delta)
+    monitors_changed(old, new, _lsp_of(ports), svc_monitor_mac, sb_desired, delta)
     for lb in lbs:
         for name in probed_ports(lb.nb):
             port = ports.ports.get(name)
             if port is not None and port.is_lsp:
                 delta.flows.add(port.dp.key)
+
+
+def probes_moved(delta: PortsDelta, lbs: LbData, ports: PortsData, svc_monitor_mac: str,
+                 sb_desired: DesiredDb) -> None:
+    """Switch ports a health check probes through came, went or changed
+    (`delta.probed`, their switches in `delta.flows`): the monitors of the load
+    balancers probing them decided again (is the port there, is it enabled), and the
+    datapaths those load balancers are on built again whole (a health-checked VIP's
+    backends are those whose port is there, enabled and up)."""
+    names = delta.probed
+    hit = [lb for lb in lbs.lbs.values() if not names.isdisjoint(probed_ports(lb.nb))]
+    held = [cast(MonitorKey, key) for key, row in sb_desired.tables["Service_Monitor"].rows.items()
+            if row["logical_port"] in names]
+    monitors_changed(hit, lbs, _lsp_of(ports), svc_monitor_mac, sb_desired, delta, also=held)
+    for lb in hit:
+        delta.flows |= lb.switches | lb.routers
+
+
+def _lsp_of(ports: PortsData) -> Callable[[str], IdlRow | None]:
+    """A switch port's NB row by name (None: no such switch port)."""
+    def lsp(name: str) -> IdlRow | None:
+        port = ports.ports.get(name)
+        return port.nb if port is not None and port.is_lsp else None
+    return lsp
 
 
 def _differs(old: LoadBalancer | None, new: LoadBalancer | None) -> bool:

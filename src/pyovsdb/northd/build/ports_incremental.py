@@ -19,10 +19,11 @@ Rules kept here:
   asking IPAM for addresses too, where no other port's dynamic address moves
   (`ipam_incremental`), while every dynamic address is settled (NB holds what IPAM
   decided) and SB has no IGMP groups
-  (its port groups' address sets follow it: `groups_incremental.member_sets`); not
-  named by a load balancer's port mappings, not sharing its name with another switch
-  or router port, not taking over a binding of its name. A port's binding is rebuilt
-  from the same function a recompute uses.
+  (its port groups' address sets follow it: `groups_incremental.member_sets`; if a
+  load balancer's port mappings name it, its switches before and after are rebuilt
+  and `lb_incremental.probes_moved` moves the monitors), not sharing its name with
+  another switch or router port, not taking over a binding of its name. A port's
+  binding is rebuilt from the same function a recompute uses.
 - A switch connected to or disconnected from a router (a router-type port paired with
   a router port, added with it, before it or after it, or deleted with it, before it or
   after it), in the plain case `peers_incremental` takes: each binding follows its peer.
@@ -67,11 +68,7 @@ from .gateways_incremental import (
 from .ha_chassis import with_ref_chassis
 from .ha_groups_incremental import group_names, groups_used
 from .ipam_incremental import ipam_in_place
-from .mcast_groups import (
-    MULTICAST_COLUMNS,
-    router_groups,
-    switch_groups,
-)
+from .mcast_groups import MULTICAST_COLUMNS, router_groups, switch_groups
 from .peers_incremental import (
     connect,
     disconnect,
@@ -96,7 +93,7 @@ from .ports_mirrors import mirror_rules
 from .ports_retyped import recreate, retyped_ports, settled
 from .ports_router import garp_again, router_port_binding
 from .ports_switch import SwitchPortState, switch_port_binding
-from .service_monitor import probed_ports
+from .service_monitor import probed_ports, switches_of
 from .walk import PortWalk
 
 RowChanges = Mapping[str, RowChange[IdlRow]]
@@ -183,6 +180,7 @@ class _Step:
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
     fresh: Collection[str] = ()  # datapaths made in place in this change
     core: CoreData | None = None  # (switch port changes: the core's IPAM)
+    probed: set[str] = field(default_factory=set)  # names a health check probes through
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -193,9 +191,8 @@ def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
     """Apply the switch port changes `lsp_changes` (with the `ports` changes of their
     switches, `ls_changes`) to the core data and the desired tables in place; what
     changed, or None (nothing touched) where a recompute is needed. `ignored`: LSP
-    columns whose change moves nothing here. `names` (from `port_names`) is kept up to
-    date. `fresh`: datapaths made in place in this change (new routers, no binding
-    yet). The core's IPAM follows (`ipam_incremental`)."""
+    columns whose change moves nothing here. `names` (`port_names`) is kept up to date.
+    `fresh`: datapaths made in place in this change (new routers, no binding yet)."""
     step = _Step(nb, sb, core.datapaths, core.ports, names, fresh=fresh, core=core)
     try:
         _classify(step, lsp_changes, ls_changes, ignored)
@@ -203,7 +200,11 @@ def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
                 or step.gone_switches):
             return PortsDelta()
         _check(step, core.dynamic_addresses)
-        return _apply(step, sb_desired, nb_desired)
+        was = switches_of(step.probed, core.ports)
+        delta = _apply(step, sb_desired, nb_desired)
+        delta.probed, delta.flows = step.probed, delta.flows | was | switches_of(
+            step.probed, core.ports)  # (their switches: the responders' and their own)
+        return delta
     except _Refused:
         return None
 
@@ -252,8 +253,7 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
     # moved between switches is not handled here.
     _need(set(added) == set(step.inserted) and removed == set(step.deleted))
     step.switch_of = added
-    for uuid in step.updated:
-        _need(uuid not in added and uuid not in removed)
+    _need(all(uuid not in added and uuid not in removed for uuid in step.updated))
 
 
 def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
@@ -264,8 +264,8 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
     if lbs is not None:  # (a port a health check probes through: its monitors move)
         mappings = lbs.col_index["ip_port_mappings"]
         probed = {n for lb in lbs.rows.values() if lb.value_at(mappings) for n in probed_ports(lb)}
-        _need(probed.isdisjoint(r.value("name") for rows in (
-            step.inserted, step.deleted, step.updated) for r in rows.values()))
+        step.probed = probed.intersection(r.value("name") for rows in (
+            step.inserted, step.deleted, step.updated) for r in rows.values())
     switches: set[str] = set()
     for uuid, row in step.inserted.items():
         name = row.value("name")

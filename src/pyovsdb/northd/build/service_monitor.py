@@ -27,6 +27,7 @@ from ..desired import DesiredDb, DesiredTable
 from .datapaths import DatapathsData
 from .delta import PortsDelta
 from .lb import LbData, LoadBalancer, parse_address
+from .ports import PortsData
 
 COLUMNS = ("ip", "port", "protocol", "logical_port", "options", "src_mac", "src_ip")
 
@@ -46,6 +47,11 @@ def probed_ports(lb: IdlRow) -> list[str]:
     through (each target `<logical port>:<source IP>`), whose changes move its
     monitors."""
     return [target.split(":", 1)[0] for target in lb.ip_port_mappings.values()]
+
+
+def switches_of(names: Iterable[str], ports: PortsData) -> set[str]:
+    """The switches of the switch ports `names` that there are."""
+    return {p.dp.key for n in names if (p := ports.ports.get(n)) is not None and p.is_lsp}
 
 
 def lsp_enabled(lsp: IdlRow) -> bool:
@@ -92,12 +98,14 @@ def build_service_monitors(lbs: LbData, dps: DatapathsData, svc_monitor_mac: str
 
 
 def monitors_changed(old: Iterable[LoadBalancer], new: LbData, lsp: Callable[[str], IdlRow | None],
-                     svc_monitor_mac: str, sb: DesiredDb, delta: PortsDelta) -> None:
+                     svc_monitor_mac: str, sb: DesiredDb, delta: PortsDelta,
+                     also: Iterable[MonitorKey] = ()) -> None:
     """The load balancers `old` (as they were) changed into `new`'s: the monitors they
     had or have decided again from every load balancer with health checks, in build
-    order; the keys whose rows changed touched."""
+    order, and those of keys `also`; the keys whose rows changed touched."""
     table = sb.tables["Service_Monitor"]
     keys = {key for lb in old for key, _ in lb_monitors(lb, lsp, svc_monitor_mac)}
+    keys.update(also)
     wanted: dict[MonitorKey, dict[str, Any]] = {}
     for lb in new.lbs.values():
         if any(v.health_check is not None for v in lb.vips):

@@ -75,7 +75,7 @@ from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.ipam_macs import MAC_MOVERS
-from ..build.lb_incremental import LB_COLUMNS, lbs_changed
+from ..build.lb_incremental import LB_COLUMNS, lbs_changed, probes_moved
 from ..build.lb_templates import template_vars_changed
 from ..build.lrp_updated import lrps_updated, updatable
 from ..build.meters import acl_meters_changed, meters_changed
@@ -728,6 +728,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         result = switch_ports_changed(
             nb, self.sb_tables(), core, names, data.sb, data.nb, lsp_changes, ls_changes,
             ignored=LSP_WRITTEN_ONLY, fresh={str(k) for k in fresh})
+        if result is not None and result.probed:  # (their balancers' monitors and flows)
+            probes_moved(result, data.extra.lbs, core.ports,
+                         data.extra.config.svc_monitor_mac, data.sb)
         if result is not None:  # (the groups of ports given other addresses: their sets)
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None
