@@ -210,6 +210,64 @@ def test_nat_rules_change_in_place(nb: Nb, sb: LocalDb) -> None:
     ])
 
 
+def test_rules_sharing_external_ips_change_in_place(nb: Nb, sb: LocalDb) -> None:
+    """On a router with a distributed gateway port and on a gateway router, rules that
+    share an external IP (a SNAT beside a floating IP, two SNATs: the first of an IP
+    answers ARP) come, go and move between IPs: each IP's flows are rebuilt alone
+    (`lflows.rebuild_router_nat` with the IPs changed), equal to a recompute."""
+    loop = _topology(nb, sb)
+    nb.ls_add("pub")
+    nb.connect("pub", "lr0", "lr0-pub", "00:00:20:20:12:13", "172.16.0.1/24")
+    _gateway(nb, "lr0-pub")
+    nb.ls_add("pub1")
+    nb.lr_add("gr1", options={"chassis": "ch0"})
+    nb.connect("pub1", "gr1", "gr1-pub", "00:00:20:20:12:14", "172.16.1.1/24")
+    nb.db.insert("Address_Set", name="allowed", addresses=["192.0.2.0/24"])
+    loop = Loop(nb, sb)  # (a northd started on the whole topology)
+    loop.settle()
+    names: dict[str, str] = {}
+
+    def add(lr: str, tag: str, type_: str, external: str, logical: str,
+            **row: Any) -> Changeset[IdlRow]:
+        cs = _nat_add(nb, lr, type_, external, logical, **row)
+        names[tag] = nb.db.last_results[0]["uuid"][1]
+        return cs
+
+    def set_(tag: str, **row: Any) -> Changeset[IdlRow]:
+        return nb.db.transact([{"op": "update", "table": "NAT", "where": [
+            ["_uuid", "==", ["uuid", names[tag]]]], "row": row}])
+
+    def drop(lr: str, tag: str) -> Changeset[IdlRow]:
+        return nb.db.transact([_mutate("Logical_Router", lr, "nat", "delete",
+                                       ["uuid", names[tag]])])
+
+    _play(loop, [
+        ("a SNAT", lambda: add("lr0", "snat", "snat", "172.16.0.5", "10.0.0.0/24"), True),
+        ("a floating IP on the SNAT's IP", lambda: add(
+            "lr0", "fip", "dnat_and_snat", "172.16.0.5", "10.0.0.11"), True),
+        ("a distributed floating IP", lambda: add(
+            "lr0", "dvr", "dnat_and_snat", "172.16.0.6", "10.0.0.12", logical_port="vm1",
+            external_mac="00:00:00:00:aa:01"), True),
+        ("a second SNAT of the same IP", lambda: add(
+            "lr0", "snat2", "snat", "172.16.0.5", "10.0.1.0/24"), True),
+        ("the first SNAT of the IP deleted", lambda: drop("lr0", "snat"), True),
+        ("the distributed one moved onto the shared IP", lambda: set_(
+            "dvr", external_ip="172.16.0.5"), True),
+        ("a stateless one with allowed external IPs", lambda: add(
+            "lr0", "sl", "dnat_and_snat", "172.16.0.7", "10.0.0.13",
+            options=["map", [["stateless", "true"]]],
+            allowed_ext_ips=["uuid", nb.uuid("Address_Set", "allowed")]), True),
+        ("the floating IP deleted", lambda: drop("lr0", "fip"), True),
+        ("on a gateway router: a SNAT", lambda: add(
+            "gr1", "gsnat", "snat", "172.16.1.5", "10.1.0.0/24"), True),
+        ("and a DNAT on its IP", lambda: add(
+            "gr1", "gdnat", "dnat", "172.16.1.5", "10.1.0.11"), True),
+        ("the gateway router's SNAT moved", lambda: set_("gsnat", external_ip="172.16.1.6"),
+         True),
+        ("its DNAT deleted", lambda: drop("gr1", "gdnat"), True),
+    ])
+
+
 def _unsnat_skipped(sb: LocalDb, vip: str, present: bool) -> Changeset[IdlRow]:
     """A step that changes nothing: it checks whether the router's load balancer skips
     unSNAT for `vip` (it does while `vip` is also a NAT external IP of the router)."""

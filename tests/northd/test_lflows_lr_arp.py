@@ -141,8 +141,10 @@ def test_distributed_gateway_port(nb: Nb, sb: LocalDb) -> None:
         (100, 'ip4.src == 10.0.0.10 && outport == "lr0-pub" && is_chassis_resident("vm0")',
          "eth.src = 00:00:00:00:aa:10; reg1 = 172.16.0.110; next;"),
         (50, 'outport == "lr0-pub"', to_cr), (0, "1", "next;")}
-    nat_flows = {(k.priority, k.match, k.actions) for k, _ in table.owners[("nat", lr)]
-                 if k.stage is RESOLVE and k.priority in (150, 100)}
+    nat_flows = {(k.priority, k.match, k.actions) for owner, asked in table.owners.items()
+                 if owner[:2] == ("nat", lr)  # (the router's NAT, and each external IP's)
+                 for k, _ in asked if k.stage is RESOLVE and k.priority in (150, 100)}
+    assert ("nat", lr, "172.16.0.110") in table.owners
     assert nat_flows == {
         (150, 'inport == "lr0-pub" && outport == "lr0-pub" && ip4.dst == 172.16.0.110',
          "drop;"),

@@ -35,7 +35,7 @@ from . import (
 )
 from .context import LflowContext
 from .lr_policy import build_policies
-from .table import GLOBAL, FlowKey, LflowTable, Owner, nat_owner
+from .table import GLOBAL, FlowKey, LflowTable, Owner, nat_ip_owner, nat_owner
 
 Builder = Callable[[LflowContext, LflowTable], None]
 
@@ -74,8 +74,10 @@ PortBuilder = Callable[[LflowContext, Port, LflowTable], None]
 ROUTER_NAT_AREAS: tuple[tuple[str, PortBuilder], ...] = (("ls_l2.py", ls_l2.build_rport),)
 
 
-# The areas with flows a router's NAT rules derive (owner `table.nat_owner`), each
-# building them for one router (`rebuild_router_nat`), in the same order.
+# The areas with flows a router's NAT rules derive (owner `table.nat_owner`; what one
+# rule derives alone, its external IP's `table.nat_ip_owner`), each building them for
+# one router (`rebuild_router_nat`; with `LflowContext.nat_ips`, those of some external
+# IPs' rules alone beside the router's), in the same order.
 NatBuilder = Callable[[LflowContext, LflowTable, Datapath], None]
 NAT_AREAS: tuple[tuple[str, NatBuilder], ...] = (
     ("lr_ip_input.py", lr_ip_input.build_nat), ("lr_arp.py", lr_arp.build_nat),
@@ -156,24 +158,34 @@ def rebuild_router_lookups(table: LflowTable, ctx: LflowContext, datapaths: froz
     return table.replace_owned(datapaths, frozenset(("rport", n) for n in ports), new)
 
 
-def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
-                       ) -> set[FlowKey]:
+def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
+                       ips: Mapping[str, frozenset[str]] | None = None) -> set[FlowKey]:
     """What the NAT rules of `routers` derive on them (`NAT_AREAS`, owner
     `nat_owner`) built again and put in place of theirs, the rest of their flows kept;
-    the flows that changed. Equal to a full build as long as no other flow of a router
-    reads its NAT rules (a load balancer's reads the router's external IPs: the caller
-    builds a router whole when a VIP of its is among the IPs changed), and these read
-    nothing a NAT change leaves stale (the router's ports and facts, built again
-    whole when they change)."""
-    narrowed = ctx.narrowed(routers)
+    the flows that changed. With `ips`, of a router named there only what its rules
+    together derive and what the rules of those external IPs derive each
+    (`nat_ip_owner`): a rule's own flows read no other rule's. Equal to a full build as
+    long as no other flow of a router reads its NAT rules (a load balancer's reads the
+    router's external IPs: the caller builds a router whole when a VIP of its is among
+    the IPs changed), and these read nothing a NAT change leaves stale (the router's
+    ports and facts, built again whole when they change)."""
+    narrowed = ctx.narrowed(routers).nat_scoped(ips or {})
     new = LflowTable(only=routers)
     for source, build in NAT_AREAS:
         new.source = source
         for dp in narrowed.routers():
             with new.owned_by(nat_owner(dp)):
                 build(narrowed, new, dp)
-    owners = frozenset(nat_owner(dp) for dp in narrowed.routers())
-    return table.replace_owned(routers, owners, new)
+    owners: set[Owner] = set()
+    for dp in narrowed.routers():
+        mine = nat_owner(dp)
+        owners.add(mine)
+        only = narrowed.nat_ips.get(dp.key)
+        if only is None:
+            owners |= table.owners_under(dp.key, mine) | new.owners_under(dp.key, mine)
+        else:
+            owners.update(nat_ip_owner(dp, ip) for ip in only)
+    return table.replace_owned(routers, frozenset(owners), new)
 
 
 def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[str]

@@ -94,6 +94,9 @@ class LflowContext:
     # A rebuild of what some ports ask for on their own datapaths (`scope`): there,
     # only these ports are walked.
     focus: frozenset[str] | None = None
+    # A rebuild of what some NAT rules derive: on the routers named, only the rules of
+    # these external IPs are walked (`lr_nat_rules.nat_rules`, `nat_ip_built`).
+    nat_ips: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def narrowed(self, scope: frozenset[str]) -> LflowContext:
         """This context for a rebuild of the datapaths `scope` alone (facts shared)."""
@@ -104,6 +107,16 @@ class LflowContext:
         own datapaths `scope` (the datapaths' own flows are built too: the caller keeps
         the ports' alone)."""
         return dataclasses.replace(self, scope=scope, focus=names)
+
+    def nat_scoped(self, ips: Mapping[str, frozenset[str]]) -> LflowContext:
+        """This context for a rebuild of what the NAT rules of the external IPs `ips`
+        (by router) derive, beside what the routers' rules derive together."""
+        return dataclasses.replace(self, nat_ips=ips)
+
+    def nat_ip_built(self, router_key: str, ip: str) -> bool:
+        """Whether the flows of NAT external IP `ip` of the router are built here."""
+        only = self.nat_ips.get(router_key)
+        return only is None or ip in only
 
     def walking(self, names: frozenset[str]) -> LflowContext:
         """This context for a rebuild of the flows the ports `names` ask for alone: no

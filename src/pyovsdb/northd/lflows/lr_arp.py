@@ -25,7 +25,8 @@ Rules kept here (23.03's `build_gateway_redirect_flows_for_lrouter`,
   Flows a router's rows ask for are the router's (`("dp", key)`), a port's flows its
   own, whichever router's pipeline they are in; what its NAT rules derive (the
   gateway redirects with them, the resolution of its NAT addresses, the drops of its
-  SNAT IPs) its NAT's (`nat_owner`), built again alone by `build_nat`.
+  SNAT IPs) its NAT's (`nat_owner`; a rule's own, those of its external IP:
+  `nat_ip_owner`), built again alone by `build_nat`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .lr_nat_rules import nat_rules
 from .ls_arp_nd import solicited_node, walk_order
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable, nat_owner
+from .table import LflowTable, nat_ip_owner, nat_owner
 
 GW_REDIRECT = Stage.LR_IN_GW_REDIRECT
 ARP_REQUEST = Stage.LR_IN_ARP_REQUEST
@@ -120,12 +121,14 @@ def _gw_redirect_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
         ip = "ip6" if nat.is_v6 else "ip4"
         match = f"{ip}.src == {row.logical_ip} && outport == {nat.gw_port.json_key}"
         port = ctx.ports.ports.get(str(row.logical_port))
-        if port is not None and port.is_lsp and port.type == "virtual":
-            out.add(dp, GW_REDIRECT, 80, match, ctx.drop_action, hint=row)
         reg = "xxreg1" if nat.is_v6 else "reg1"
-        out.add(dp, GW_REDIRECT, 100,
-                f'{match} && is_chassis_resident("{row.logical_port}")',
-                f"eth.src = {row.external_mac}; {reg} = {row.external_ip}; next;", hint=row)
+        with out.owned_by(nat_ip_owner(dp, nat.external_ip)):
+            if port is not None and port.is_lsp and port.type == "virtual":
+                out.add(dp, GW_REDIRECT, 80, match, ctx.drop_action, hint=row)
+            out.add(dp, GW_REDIRECT, 100,
+                    f'{match} && is_chassis_resident("{row.logical_port}")',
+                    f"eth.src = {row.external_mac}; {reg} = {row.external_ip}; next;",
+                    hint=row)
 
 
 def _host_ipv6(text: str) -> ipaddress.IPv6Address | None:

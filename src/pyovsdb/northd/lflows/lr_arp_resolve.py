@@ -60,7 +60,7 @@ from .context import LflowContext
 from .lr_nat_rules import nat_rules
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable, nat_owner
+from .table import LflowTable, nat_ip_owner, nat_owner
 
 STAGE = Stage.LR_IN_ARP_RESOLVE
 
@@ -113,18 +113,19 @@ def build_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
         if ext in seen or gw is None or gw.networks is None:
             continue
         seen.add(ext)
-        ip = "ip6" if nat.is_v6 else "ip4"
-        out.add(dp, STAGE, 150, f"inport == {gw.json_key} && outport == {gw.json_key} && "
-                f"{ip}.dst == {ext}", ctx.drop_action, hint=nat.nb)
-        mac = str(nat.nb.external_mac) if nat.distributed else gw.networks.ea_s
-        reg = "xxreg0" if nat.is_v6 else "reg0"
-        out.add(dp, STAGE, 100, f"outport == {gw.json_key} && {reg} == {ext}",
-                f"eth.dst = {mac}; next;", hint=nat.nb)
-        if bridged and nat.distributed:
-            get = "get_nd(outport, xxreg0)" if nat.is_v6 else "get_arp(outport, reg0)"
-            out.add(dp, STAGE, 90, f"outport == {gateways[0].json_key} && {ip}.src == "
-                    f'{nat.nb.logical_ip} && is_chassis_resident("{nat.nb.logical_port}")',
-                    f"{get}; next;", hint=nat.nb)
+        with out.owned_by(nat_ip_owner(dp, ext)):
+            ip = "ip6" if nat.is_v6 else "ip4"
+            out.add(dp, STAGE, 150, f"inport == {gw.json_key} && outport == {gw.json_key} "
+                    f"&& {ip}.dst == {ext}", ctx.drop_action, hint=nat.nb)
+            mac = str(nat.nb.external_mac) if nat.distributed else gw.networks.ea_s
+            reg = "xxreg0" if nat.is_v6 else "reg0"
+            out.add(dp, STAGE, 100, f"outport == {gw.json_key} && {reg} == {ext}",
+                    f"eth.dst = {mac}; next;", hint=nat.nb)
+            if bridged and nat.distributed:
+                get = "get_nd(outport, xxreg0)" if nat.is_v6 else "get_arp(outport, reg0)"
+                out.add(dp, STAGE, 90, f"outport == {gateways[0].json_key} && {ip}.src == "
+                        f'{nat.nb.logical_ip} && is_chassis_resident("{nat.nb.logical_port}")',
+                        f"{get}; next;", hint=nat.nb)
 
 
 # --- per port ---------------------------------------------------------------------------

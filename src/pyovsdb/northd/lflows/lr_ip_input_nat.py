@@ -32,9 +32,9 @@ from ..build.ports_addresses import parse_mac
 from ..build.ports_router import is_nat_gateway_port
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT, nd_flow, sn_addr
-from .lr_nat_rules import nat_rules
+from .lr_nat_rules import NatRule, nat_rules
 from .router_facts import Nat, router_facts
-from .table import LflowTable
+from .table import LflowTable, nat_ip_owner
 
 PKT_LARGER = "reg9[1]"  # REGBIT_PKT_LARGER
 EGRESS_LOOPBACK = "reg9[0]"  # REGBIT_EGRESS_LOOPBACK
@@ -69,26 +69,27 @@ def _nat_reply(ctx: LflowContext, out: LflowTable, dp: Datapath, port: Port | No
                  priority, nat.nb)
 
 
-def _replying_nats(ctx: LflowContext, dp: Datapath) -> list[Nat]:
-    """The rules ARP/ND is answered for: the non-SNAT ones, then the first of each
-    unique SNAT IP's."""
+def _replying_nats(ctx: LflowContext, dp: Datapath) -> list[tuple[Nat, str]]:
+    """The rules ARP/ND is answered for, with their external IP as NB writes it: the
+    non-SNAT ones, then the first of each unique SNAT IP's (those of the IPs built)."""
     facts = router_facts(ctx, dp)
     nats = [n for n in facts.nats if n.type != "snat"]
     nats += [entries[0] for entries in facts.snat_ips.values() if entries]
-    return nats
+    return [(n, ip) for n in nats if ctx.nat_ip_built(dp.key, ip := str(n.nb.external_ip))]
 
 
 def build_dp_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     """The per-router replies for NAT external IPs (90)."""
-    for nat in _replying_nats(ctx, dp):
-        _nat_reply(ctx, out, dp, None, nat, INPORT_ETH_ADDR, "", False, 90)
+    for nat, ip in _replying_nats(ctx, dp):
+        with out.owned_by(nat_ip_owner(dp, ip)):
+            _nat_reply(ctx, out, dp, None, nat, INPORT_ETH_ADDR, "", False, 90)
 
 
 def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     """The replies for NAT external IPs on distributed gateway port `port` (92, 91)."""
     assert port.cr_port is not None
     cr = ctx.ports.ports[port.cr_port]
-    for nat in _replying_nats(ctx, port.dp):
+    for nat, ip in _replying_nats(ctx, port.dp):
         if not is_nat_gateway_port(nat.nb, port, len(router_facts(ctx, port.dp).l3dgw_ports)):
             continue
         if nat.external_mac and parse_mac(nat.external_mac) is not None \
@@ -96,8 +97,9 @@ def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
             mac, resident = nat.external_mac, f'is_chassis_resident("{nat.logical_port}")'
         else:
             mac, resident = INPORT_ETH_ADDR, f"is_chassis_resident({cr.json_key})"
-        _nat_reply(ctx, out, port.dp, port, nat, mac, resident, False, 92)
-        _nat_reply(ctx, out, port.dp, port, nat, mac, "", True, 91)
+        with out.owned_by(nat_ip_owner(port.dp, ip)):
+            _nat_reply(ctx, out, port.dp, port, nat, mac, resident, False, 92)
+            _nat_reply(ctx, out, port.dp, port, nat, mac, "", True, 91)
 
 
 def build_dp_nat_ingress(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
@@ -109,32 +111,40 @@ def build_dp_nat_ingress(ctx: LflowContext, dp: Datapath, out: LflowTable) -> No
     for rule in nat_rules(ctx, dp):
         if rule.gw_port is None:
             continue  # on a gateway router: nothing here
-        row = rule.nb
-        gw, ext, v = rule.gw_port, rule.external_ip, rule.v
-        if rule.type == "snat":
-            out.add(dp, IP_INPUT, 120, f"inport == {gw.json_key} && ip{v}.src == {ext}",
-                    "next;", hint=row)
-        mtu = smap_int(gw.options, "gateway_mtu")
-        if not rule.distributed or not mtu:
-            continue
-        if rule.is_v6:
-            error = (f"icmp6_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
-                     f"eth.dst = eth.src; eth.src = {rule.external_mac}; ip6.dst = ip6.src; "
-                     f"ip6.src = {ext}; ip.ttl = 254; icmp6.type = 2; /* Packet Too Big. */ "
-                     f"icmp6.code = 0; icmp6.frag_mtu = {mtu}; ")
-            meter = ctx.copp_meter(dp, CoppProto.ICMP6_ERR)
-        else:
-            error = (f"icmp4_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
-                     f"eth.dst = eth.src; eth.src = {rule.external_mac}; ip4.dst = ip4.src; "
-                     f"ip4.src = {ext}; ip.ttl = 254; icmp4.type = 3; /* Destination "
-                     "Unreachable. */ icmp4.code = 4; /* Frag Needed and DF was Set. */ "
-                     f"icmp4.frag_mtu = {mtu}; ")
-            meter = ctx.copp_meter(dp, CoppProto.ICMP4_ERR)
-        out.add(dp, IP_INPUT, 160,
-                f"inport == {gw.json_key} && {PKT_LARGER} && {EGRESS_LOOPBACK} == 0 && "
-                f"ip{v} && ip{v}.dst == {ext}",
-                error + f"outport = {gw.json_key}; flags.loopback = 1; output; }};",
-                hint=row, meter=meter)
+        with out.owned_by(nat_ip_owner(dp, rule.external_ip)):
+            _ingress(ctx, out, dp, rule)
+
+
+def _ingress(ctx: LflowContext, out: LflowTable, dp: Datapath, rule: NatRule) -> None:
+    """One rule's SNAT pass from the gateway port's own IP (120) and too-big errors
+    (160)."""
+    assert rule.gw_port is not None
+    row = rule.nb
+    gw, ext, v = rule.gw_port, rule.external_ip, rule.v
+    if rule.type == "snat":
+        out.add(dp, IP_INPUT, 120, f"inport == {gw.json_key} && ip{v}.src == {ext}",
+                "next;", hint=row)
+    mtu = smap_int(gw.options, "gateway_mtu")
+    if not rule.distributed or not mtu:
+        return
+    if rule.is_v6:
+        error = (f"icmp6_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
+                 f"eth.dst = eth.src; eth.src = {rule.external_mac}; ip6.dst = ip6.src; "
+                 f"ip6.src = {ext}; ip.ttl = 254; icmp6.type = 2; /* Packet Too Big. */ "
+                 f"icmp6.code = 0; icmp6.frag_mtu = {mtu}; ")
+        meter = ctx.copp_meter(dp, CoppProto.ICMP6_ERR)
+    else:
+        error = (f"icmp4_error {{{EGRESS_LOOPBACK} = 1; {PKT_LARGER} = 0; "
+                 f"eth.dst = eth.src; eth.src = {rule.external_mac}; ip4.dst = ip4.src; "
+                 f"ip4.src = {ext}; ip.ttl = 254; icmp4.type = 3; /* Destination "
+                 "Unreachable. */ icmp4.code = 4; /* Frag Needed and DF was Set. */ "
+                 f"icmp4.frag_mtu = {mtu}; ")
+        meter = ctx.copp_meter(dp, CoppProto.ICMP4_ERR)
+    out.add(dp, IP_INPUT, 160,
+            f"inport == {gw.json_key} && {PKT_LARGER} && {EGRESS_LOOPBACK} == 0 && "
+            f"ip{v} && ip{v}.dst == {ext}",
+            error + f"outport = {gw.json_key}; flags.loopback = 1; output; }};",
+            hint=row, meter=meter)
 
 
 def build_port_pkt_big(ctx: LflowContext, port: Port, out: LflowTable) -> None:

@@ -28,8 +28,9 @@ Rules kept here:
   link-local IPv6) address of each connected port instead.
 - A distributed rule's external MAC is admitted on the gateway port where its logical
   port is, with the port's own packet-length check (`lr_admission`'s helper).
-- Owners: the router's NAT (`nat_owner`) for its flows (rules included, and the
-  defaults built with them), the router port for its `router_ip` flows.
+- Owners: the router's NAT (`nat_owner`) for its flows (the defaults built with
+  them), each rule's external IP (`nat_ip_owner`) for the rule's own, the router
+  port for its `router_ip` flows.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .lr_admission import add_gateway_mtu_flow
 from .lr_nat_rules import DST_NAT_IP_LOCAL, NatRule, nat_rules
 from .router_facts import RouterFacts, router_facts
 from .stages import Stage
-from .table import LflowTable, nat_owner
+from .table import LflowTable, nat_ip_owner, nat_owner
 
 INPORT_ETH_ADDR = "xreg0[0..47]"
 
@@ -124,17 +125,23 @@ def _lb_defaults(ctx: LflowContext, out: LflowTable, dp: Datapath,
 
 def _rules(ctx: LflowContext, out: LflowTable, dp: Datapath, facts: RouterFacts) -> None:
     for rule in nat_rules(ctx, dp):
-        lr_nat_rules.unsnat(out, dp, facts, rule)
-        lr_nat_rules.dnat(out, dp, facts, rule)
-        if facts.is_gw_router:
-            lr_nat_rules.snat(out, dp, facts, rule)
-            continue
-        lr_nat_rules.dnat_local(out, dp, rule)
-        lr_nat_rules.undnat(out, dp, rule)
+        with out.owned_by(nat_ip_owner(dp, rule.external_ip)):
+            _rule(ctx, out, dp, facts, rule)
+
+
+def _rule(ctx: LflowContext, out: LflowTable, dp: Datapath, facts: RouterFacts,
+          rule: NatRule) -> None:
+    lr_nat_rules.unsnat(out, dp, facts, rule)
+    lr_nat_rules.dnat(out, dp, facts, rule)
+    if facts.is_gw_router:
         lr_nat_rules.snat(out, dp, facts, rule)
-        if rule.distributed:
-            _admission(ctx, out, rule)
-        lr_nat_rules.egr_loop(out, dp, rule)
+        return
+    lr_nat_rules.dnat_local(out, dp, rule)
+    lr_nat_rules.undnat(out, dp, rule)
+    lr_nat_rules.snat(out, dp, facts, rule)
+    if rule.distributed:
+        _admission(ctx, out, rule)
+    lr_nat_rules.egr_loop(out, dp, rule)
 
 
 def _admission(ctx: LflowContext, out: LflowTable, rule: NatRule) -> None:

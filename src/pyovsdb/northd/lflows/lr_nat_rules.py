@@ -31,6 +31,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from ...idl.row import IdlRow
@@ -156,14 +157,20 @@ def check_rule(ctx: LflowContext, dp: Datapath, row: IdlRow,
 
 def nat_rules(ctx: LflowContext, dp: Datapath) -> list[NatRule]:
     """The router's NAT rules that pass `check_rule`, in the `nat` column's order (NB
-    UUIDs), its distributed gateway ports in NB order: checked once per build."""
-    cache: dict[str, list[NatRule]] = ctx.cache.setdefault("lr_nat_rules", {})
-    rules = cache.get(dp.key)
+    UUIDs), its distributed gateway ports in NB order: checked once per build. In a
+    rebuild of some external IPs' rules (`LflowContext.nat_ips`), those alone (a
+    rule's check reads no other rule)."""
+    only = ctx.nat_ips.get(dp.key)
+    key = dp.key if only is None else (dp.key, only)
+    cache: dict[Hashable, list[NatRule]] = ctx.cache.setdefault("lr_nat_rules", {})
+    rules = cache.get(key)
     if rules is None:
         dgps = router_facts(ctx, dp).l3dgw_ports
-        rules = cache[dp.key] = [rule for rule in (check_rule(ctx, dp, row, dgps)
-                                                   for row in ref_rows(dp.nb.nat))
-                                 if rule is not None]
+        rows = ref_rows(dp.nb.nat)
+        if only is not None:
+            rows = [row for row in rows if str(row.external_ip) in only]
+        rules = cache[key] = [rule for rule in (check_rule(ctx, dp, row, dgps)
+                                                for row in rows) if rule is not None]
     return rules
 
 

@@ -50,8 +50,16 @@ INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat", "port"))
 def nat_owner(dp: Datapath) -> Owner:
     """The owner of what a router's NAT rules derive on it (its NAT stages, the
     replies and drops for its NAT and SNAT addresses, the gateway redirects of its
-    rules), rebuilt alone when its NAT rules change (`lflows.rebuild_router_nat`)."""
+    rules), rebuilt alone when its NAT rules change (`lflows.rebuild_router_nat`).
+    What the rules of one external IP derive alone is that IP's (`nat_ip_owner`)."""
     return ("nat", dp.key)
+
+
+def nat_ip_owner(dp: Datapath, ip: str) -> Owner:
+    """The owner of the flows the NAT rules of external IP `ip` (as NB writes it)
+    derive on router `dp`, each rule's own: those rules' change rebuilds them alone,
+    with the router's `nat_owner` flows (those that read all its rules)."""
+    return ("nat", dp.key, ip)
 
 
 def _indexed(owner: Owner) -> bool:
@@ -273,6 +281,14 @@ class LflowTable:
 
     def __len__(self) -> int:
         return len(self.flows)
+
+    def owners_under(self, dp_key: str, owner: Owner) -> set[Owner]:
+        """The indexed owners on `dp_key` that extend `owner` (`nat_ip_owner` those of
+        `nat_owner`)."""
+        assert isinstance(owner, tuple)
+        n = len(owner)
+        return {o for o in self.owned_on.get(dp_key, ())
+                if isinstance(o, tuple) and len(o) > n and o[:n] == owner}
 
     def on(self, dp_key: str) -> list[Flow]:
         """The flows on one datapath (tests and debugging)."""

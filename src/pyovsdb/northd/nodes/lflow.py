@@ -411,7 +411,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
             results.append(self._rebuild(northd, flows, ctx=ctx))
         if nat_routers:
             results.append(self._changed(northd, rebuild_router_nat(
-                self.data.flows, ctx, nat_routers)))
+                self.data.flows, ctx, nat_routers,
+                {key: frozenset(nats[key]) for key in nat_routers})))
         focus_dps = {ports.ports[n].dp.key for n in focus} - flows - dps
         if focus_dps:
             results.append(self._changed(northd, rebuild_router_lookups(
