@@ -35,7 +35,7 @@ from . import (
 )
 from .context import LflowContext
 from .lr_policy import build_policies
-from .table import GLOBAL, FlowKey, LflowTable, Owner, nat_ip_owner, nat_owner
+from .table import GLOBAL, FlowKey, LflowTable, Owner, nat_ip_owner, nat_owner, rport_ip_owner
 
 Builder = Callable[[LflowContext, LflowTable], None]
 
@@ -136,26 +136,46 @@ def rebuild_focused(table: LflowTable, ctx: LflowContext, datapaths: frozenset[s
     switch moves those of its switch port and the switch's own."""
     new = build_lflows(ctx.focused(datapaths, ports), only=datapaths)
     owners: set[Owner] = {GLOBAL, *(("dp", key) for key in datapaths)}
+    rports = {("rport", n) for n in ports}
     for n in ports:
-        owners |= {("port", n), ("rport", n)}
+        owners.add(("port", n))
+    owners |= rports
+    for key in datapaths:  # (and what they ask for each NAT IP of their routers)
+        owners |= table.owners_under(key, rports) | new.owners_under(key, rports)
     return table.replace_owned(datapaths, frozenset(owners), new)
 
 
 def rebuild_router_lookups(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
-                           ports: frozenset[str]) -> set[FlowKey]:
+                           ports: frozenset[str],
+                           ips: Mapping[str, frozenset[str]] | None = None) -> set[FlowKey]:
     """What the router-type switch ports `ports` ask for on their switches `datapaths`
     that their routers' NAT rules decide (`ROUTER_NAT_AREAS`, owner `("rport", name)`)
-    built again and put in place of theirs; the flows that changed. Equal to a full
-    build as long as those requests depend on the port, its router and datapath facts
-    alone: what changes a router's NAT rules, and nothing of its switches, moves only
-    these requests of the switch ports paired with its ports."""
+    built again and put in place of theirs; the flows that changed. With `ips` (by
+    router), of a port whose router is named there, its own requests and those of the
+    NAT IPs named (`rport_ip_owner`) alone. Equal to a full build as long as those
+    requests depend on the port, its router and datapath facts alone: what changes a
+    router's NAT rules, and nothing of its switches, moves only these requests of the
+    switch ports paired with its ports."""
+    scoped = ctx.nat_scoped(ips or {})
     new = LflowTable(only=datapaths)
     for source, build in ROUTER_NAT_AREAS:
         new.source = source
         for name in sorted(ports):
             with new.owned_by(("rport", name)):
-                build(ctx, ctx.ports.ports[name], new)
-    return table.replace_owned(datapaths, frozenset(("rport", n) for n in ports), new)
+                build(scoped, ctx.ports.ports[name], new)
+    owners: set[Owner] = {("rport", n) for n in ports}
+    whole: set[Owner] = set()
+    for n in ports:
+        peer = ctx.ports.peer_of(ctx.ports.ports[n])
+        only = scoped.nat_ips.get(peer.dp.key) if peer is not None else None
+        if only is None:
+            whole.add(("rport", n))
+        else:
+            owners.update(rport_ip_owner(n, ip) for ip in only)
+    if whole:
+        for key in datapaths:
+            owners |= table.owners_under(key, whole) | new.owners_under(key, whole)
+    return table.replace_owned(datapaths, frozenset(owners), new)
 
 
 def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
@@ -182,7 +202,7 @@ def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[
         owners.add(mine)
         only = narrowed.nat_ips.get(dp.key)
         if only is None:
-            owners |= table.owners_under(dp.key, mine) | new.owners_under(dp.key, mine)
+            owners |= table.owners_under(dp.key, (mine,)) | new.owners_under(dp.key, (mine,))
         else:
             owners.update(nat_ip_owner(dp, ip) for ip in only)
     return table.replace_owned(routers, frozenset(owners), new)

@@ -15,6 +15,9 @@ Rules kept here:
   listed in the order 23.03's string set yields them.
 - A NAT rule counts only if its external IP is one address; the VIPs are those of the
   router's own load balancers and its groups'.
+- A NAT external IP's request is that IP's (`rport_ip_owner`), built again alone when
+  the router's rules of that IP change (`LflowContext.nat_ips`); the rest is the
+  port's.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..build.ports import Port
 from ..build.ports_addresses import Addresses, lsp_addresses
 from .context import LflowContext
 from .stages import Stage
-from .table import LflowTable
+from .table import LflowTable, rport_ip_owner
 
 L2 = Stage.LS_IN_L2_LKUP
 NOT_VXLAN = "flags[1] == 0"
@@ -108,10 +111,12 @@ def build_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         for ip in sorted(ips):
             if _reachable(networks, ip):
                 request(ip, family)
+    router = peer.dp.key
     for nat, family in nats:
         ext = str(nat.external_ip)
-        if ext not in vips[0 if family == 4 else 1]:
-            request(ext, family)
+        if ext not in vips[0 if family == 4 else 1] and ctx.nat_ip_built(router, ext):
+            with out.owned_by(rport_ip_owner(port.name, ext)):
+                request(ext, family)
     for net4 in networks.ipv4:
         request(net4.addr_s, 4)
     for net6 in networks.ipv6:

@@ -20,7 +20,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Collection, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -60,6 +60,13 @@ def nat_ip_owner(dp: Datapath, ip: str) -> Owner:
     derive on router `dp`, each rule's own: those rules' change rebuilds them alone,
     with the router's `nat_owner` flows (those that read all its rules)."""
     return ("nat", dp.key, ip)
+
+
+def rport_ip_owner(name: str, ip: str) -> Owner:
+    """The owner of what router-type switch port `name` asks for on its switch for one
+    NAT external IP of its router (`ls_rport_arp`): those rules' change rebuilds them
+    alone, with the port's `("rport", name)` requests."""
+    return ("rport", name, ip)
 
 
 def _indexed(owner: Owner) -> bool:
@@ -282,13 +289,12 @@ class LflowTable:
     def __len__(self) -> int:
         return len(self.flows)
 
-    def owners_under(self, dp_key: str, owner: Owner) -> set[Owner]:
-        """The indexed owners on `dp_key` that extend `owner` (`nat_ip_owner` those of
-        `nat_owner`)."""
-        assert isinstance(owner, tuple)
-        n = len(owner)
+    def owners_under(self, dp_key: str, owners: Collection[Owner]) -> set[Owner]:
+        """The indexed owners on `dp_key` that extend one of `owners` (pairs) by one
+        element: `nat_ip_owner`s of a `nat_owner`, `rport_ip_owner`s of a router-type
+        port's `("rport", name)`."""
         return {o for o in self.owned_on.get(dp_key, ())
-                if isinstance(o, tuple) and len(o) > n and o[:n] == owner}
+                if isinstance(o, tuple) and len(o) == 3 and o[:2] in owners}
 
     def on(self, dp_key: str) -> list[Flow]:
         """The flows on one datapath (tests and debugging)."""

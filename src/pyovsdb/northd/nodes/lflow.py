@@ -409,15 +409,15 @@ class LflowNode(Node[LflowData, LflowDelta]):
         nat_routers = frozenset(nats.keys() - flows - dps)
         if flows:
             results.append(self._rebuild(northd, flows, ctx=ctx))
+        nat_ips = {key: frozenset(nats[key]) for key in nat_routers}
         if nat_routers:
             results.append(self._changed(northd, rebuild_router_nat(
-                self.data.flows, ctx, nat_routers,
-                {key: frozenset(nats[key]) for key in nat_routers})))
+                self.data.flows, ctx, nat_routers, nat_ips)))
         focus_dps = {ports.ports[n].dp.key for n in focus} - flows - dps
         if focus_dps:
             results.append(self._changed(northd, rebuild_router_lookups(
                 self.data.flows, ctx, frozenset(focus_dps),
-                frozenset(n for n in focus if ports.ports[n].dp.key in focus_dps))))
+                frozenset(n for n in focus if ports.ports[n].dp.key in focus_dps), nat_ips)))
         claimed = frozenset(n for n in delta.claimed if n in ports.ports)
         claimed_on = frozenset(peer.dp.key for key in delta.claimed_on
                                for lsp in ports.router_ports.get(key, ())
