@@ -23,9 +23,11 @@ Rules kept here:
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 
-from ...idl.row import IdlRow
+from ...idl.row import IdlRow, cached
 from ...ovsdb.hashorder import shash_order
+from ..build.datapaths import Datapath
 from ..build.ports import Port
 from ..build.ports_addresses import Addresses, lsp_addresses
 from .context import LflowContext
@@ -44,20 +46,37 @@ def _nat_family(external_ip: str) -> int | None:
     return 4 if parsed.ipv4 else 6
 
 
-def _router_nats(router: IdlRow) -> list[tuple[IdlRow, int]]:
-    """The router's valid NAT rules other than SNAT, with their family, in UUID order."""
-    out = []
-    rows = [r for r in router.nat if isinstance(r, IdlRow)] \
-        if isinstance(router.nat, list) else []
+def _family_of(nat: IdlRow) -> int | None:
+    return _nat_family(str(nat.external_ip))
+
+
+@dataclass(frozen=True, slots=True)
+class _RouterAddresses:
+    """What a router's switch ports all ask for of it (once per router and build)."""
+
+    vips: tuple[set[str], set[str]]  # its VIPs, IPv4 and IPv6
+    # The external IPs of its valid NAT rules other than SNAT that are no VIP, with
+    # their family, in rule (UUID) order; and the external MACs of all those rules.
+    nat_ips: dict[str, int]
+    macs: list[str]
+
+
+def _router_addresses(ctx: LflowContext, router: Datapath) -> _RouterAddresses:
+    vips = _router_vips(ctx, router.key)
+    rows = [r for r in router.nb.nat if isinstance(r, IdlRow)] \
+        if isinstance(router.nb.nat, list) else []
+    nat_ips: dict[str, int] = {}
+    macs: list[str] = []
     for nat in sorted(rows, key=lambda r: r.uuid):
-        family = _nat_family(str(nat.external_ip))
-        if family is not None and nat.type != "snat":
-            out.append((nat, family))
-    return out
-
-
-# A router's VIPs (IPv4, IPv6) and its valid non-SNAT NAT rules with their family.
-RouterAddresses = tuple[tuple[set[str], set[str]], list[tuple[IdlRow, int]]]
+        family = cached(nat, "ls_rport_arp.family", _family_of)  # (a row's, once)
+        if family is None or nat.type == "snat":
+            continue
+        ext = str(nat.external_ip)
+        if ext not in vips[0 if family == 4 else 1]:
+            nat_ips.setdefault(ext, family)
+        if nat.external_mac:
+            macs.append(str(nat.external_mac))
+    return _RouterAddresses(vips, nat_ips, macs)
 
 
 def _router_vips(ctx: LflowContext, router_key: str) -> tuple[set[str], set[str]]:
@@ -101,29 +120,27 @@ def build_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         out.add(dp, L2, 80, f"{NOT_VXLAN} && {what}", actions, hint=port.nb)
 
     networks = peer.networks
-    cache: dict[str, RouterAddresses] = ctx.cache.setdefault("ls_rport_arp", {})
+    cache: dict[str, _RouterAddresses] = ctx.cache.setdefault("ls_rport_arp", {})
     found = cache.get(peer.dp.key)
     if found is None:  # (once per router and build: its switch ports all ask)
-        found = cache[peer.dp.key] = (_router_vips(ctx, peer.dp.key),
-                                      _router_nats(peer.dp.nb))
-    vips, nats = found
+        found = cache[peer.dp.key] = _router_addresses(ctx, peer.dp)
+    vips = found.vips
     for family, ips in ((4, vips[0]), (6, vips[1])):
         for ip in sorted(ips):
             if _reachable(networks, ip):
                 request(ip, family)
-    router = peer.dp.key
-    for nat, family in nats:
-        ext = str(nat.external_ip)
-        if ext not in vips[0 if family == 4 else 1] and ctx.nat_ip_built(router, ext):
-            with out.owned_by(rport_ip_owner(port.name, ext)):
-                request(ext, family)
+    only = ctx.nat_ips.get(peer.dp.key)
+    nat_ips = found.nat_ips if only is None else \
+        {ip: found.nat_ips[ip] for ip in sorted(only) if ip in found.nat_ips}
+    for ext, family in nat_ips.items():
+        with out.owned_by(rport_ip_owner(port.name, ext)):
+            request(ext, family)
     for net4 in networks.ipv4:
         request(net4.addr_s, 4)
     for net6 in networks.ipv6:
         request(net6.addr_s, 6)
     if flood:
-        macs = [networks.ea_s]
-        macs += [str(nat.external_mac) for nat, _ in nats if nat.external_mac]
+        macs = [networks.ea_s, *found.macs]
         ordered = shash_order(dict.fromkeys(macs))
         out.add(dp, L2, 75, f"eth.src == {{{', '.join(ordered)}}} && "
                 "(arp.op == 1 || rarp.op == 3 || nd_ns)", 'outport = "_MC_flood_l2"; output;')

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...idl.row import IdlRow
+from ...idl.row import IdlRow, cached
 from ..build.datapaths import Datapath
 from ..build.lb import LoadBalancer
 from ..build.ports import Port
@@ -79,15 +79,18 @@ def _opt(value: object) -> str | None:
 
 
 def parse_nats(dp: Datapath) -> list[Nat]:
-    out: list[Nat] = []
-    for row in ref_rows(dp.nb.nat):
-        ext = ip_addresses(row.external_ip)
-        if ext is None or len(ext.ipv4) + len(ext.ipv6) != 1:
-            continue
-        out.append(Nat(nb=row, type=row.type, external=ext, logical_ip=row.logical_ip,
-                       external_mac=_opt(row.external_mac),
-                       logical_port=_opt(row.logical_port)))
-    return out
+    """The router's NAT rules whose external IP is one address, in `nat` order (each
+    row parsed once: a row never changes, an update makes another)."""
+    nats = (cached(row, "router_facts.nat", _parse_nat) for row in ref_rows(dp.nb.nat))
+    return [nat for nat in nats if nat is not None]
+
+
+def _parse_nat(row: IdlRow) -> Nat | None:
+    ext = ip_addresses(row.external_ip)
+    if ext is None or len(ext.ipv4) + len(ext.ipv6) != 1:
+        return None
+    return Nat(nb=row, type=row.type, external=ext, logical_ip=row.logical_ip,
+               external_mac=_opt(row.external_mac), logical_port=_opt(row.logical_port))
 
 
 _CACHE_KEY = "router_facts"
