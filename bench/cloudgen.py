@@ -246,6 +246,27 @@ def load(db: str, routers: int, per_router: int = 10, vifs: int = 3) -> None:
             _check(c.call("transact", ops))
 
 
+def add_fips(db: str, routers: int, n: int, per_router: int = 10) -> None:
+    """`n` more floating IPs (centralized dnat_and_snat) on the router `kinds` changes,
+    external IPs from 100.68.0.1, each to its own VIP address across its switches: a
+    router of many floating IPs, whose change must not cost in proportion to them."""
+    if n > 130 * per_router:
+        raise ValueError("cloudgen: at most 130 more floating IPs per tenant switch")
+    r = routers // 2
+    ops: list[Any] = ["OVN_Northbound"]
+    for i in range(n):
+        net = switch_net(r * per_router + i % per_router)
+        ops.append({"op": "insert", "table": "NAT", "uuid-name": f"f{i}",
+                    "row": {"type": "dnat_and_snat",
+                            "external_ip": f"100.68.{i // 250}.{i % 250 + 1}",
+                            "logical_ip": f"{net}.{i // per_router + 120}"}})
+    ops.append({"op": "mutate", "table": "Logical_Router", "where": [["name", "==", f"lr{r}"]],
+                "mutations": [["nat", "insert", ["set", [["named-uuid", f"f{i}"]
+                                                         for i in range(n)]]]]})
+    with Client(db) as c:
+        _check(c.call("transact", ops))
+
+
 def _check(reply: Any) -> None:
     for r in reply:
         if isinstance(r, dict) and "error" in r:

@@ -196,14 +196,18 @@ class Plane:
                                                             north.sb_schema)], name="sb")
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, switches: int, ports: int, nodes: int = 0, cloud: int = 0) -> None:
+    def start(self, switches: int, ports: int, nodes: int = 0, cloud: int = 0,
+              fips: int = 0) -> None:
         """The grid of `switches` x `ports`, or with `nodes` the ovn-kubernetes-like
-        cluster of that many nodes, or with `cloud` the cloud of that many routers."""
+        cluster of that many nodes, or with `cloud` the cloud of that many routers (the
+        one changed with `fips` more floating IPs)."""
         self.nb.start()
         self.sb.start()
         self.nbctl("init")
         if cloud:
             cloudgen.load(self.nb.unix, cloud)
+            if fips:
+                cloudgen.add_fips(self.nb.unix, cloud, fips)
         elif nodes:
             cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
             self.nbctl("--no-wait", *k8sgen.joined(cmds), timeout=900)
@@ -286,6 +290,8 @@ def main() -> int:
     ap.add_argument("--cloud", type=int, default=0,
                     help="the cloud of this many tenant routers instead of the grid "
                          "(bench/cloudgen.py), with its own change kinds")
+    ap.add_argument("--router-fips", type=int, default=0,
+                    help="with --cloud: this many more floating IPs on the router changed")
     ap.add_argument("--only", default="",
                     help="change kinds, comma-separated (each the start of a kind's name)")
     ap.add_argument("--json", help="also write the medians here (bench/plot_sizes.py "
@@ -314,7 +320,7 @@ def main() -> int:
         try:
             for p in planes:
                 t0 = time.monotonic()
-                p.start(args.switches, args.ports, args.nodes, args.cloud)
+                p.start(args.switches, args.ports, args.nodes, args.cloud, args.router_fips)
                 print(f"{p.north.label}: loaded and settled in {time.monotonic() - t0:.1f} s",
                       file=sys.stderr, flush=True)
             cpu0 = {p.north.label: cpu_seconds(p.proc.pid) for p in planes if p.proc}
@@ -346,6 +352,7 @@ def summary(northds: list[Northd], kinds_: list[str], args: argparse.Namespace
     else:
         topology, size, unit = "grid", args.switches, "logical switches"
     return {"topology": topology, "size": size, "unit": unit, "repeat": args.repeat,
+            "router_fips": args.router_fips,
             "northds": {n.label: {
                 "completion_ms": {k: _med(n.completions.get(k)) for k in kinds_},
                 "wall_ms": {k: _med(n.walls.get(k)) for k in kinds_},
@@ -368,7 +375,10 @@ def _ratio(a: float | None, b: float | None) -> str:
 def report(northds: list[Northd], kinds_: list[str], args: argparse.Namespace) -> None:
     by = {n.label: n for n in northds}
     ours, old, new = by["ours"], by["23.03"], by.get("newest")
-    where = f"the cloud of {args.cloud} tenant routers (bench/cloudgen.py)" if args.cloud \
+    fips = f", {args.router_fips} more floating IPs on the router changed" \
+        if args.router_fips else ""
+    where = f"the cloud of {args.cloud} tenant routers (bench/cloudgen.py){fips}" \
+        if args.cloud \
         else f"the {args.nodes}-node ovn-kubernetes-like cluster" if args.nodes else \
         f"{args.switches} switches x {args.ports} ports, router lr0 (10 ports and a gateway port)"
     print(f"\n{where}; median of {args.repeat} changes of each kind; ms\n")
