@@ -50,7 +50,7 @@ from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
 from .ports_router import readvertise
-from .service_monitor import MonitorKey, monitors_changed, probed_ports
+from .service_monitor import MonitorKey, monitors_changed, probed_ports, switches_of
 
 # Switch and router columns that say which load balancers apply to them.
 LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
@@ -114,10 +114,7 @@ def _health_checks(old: list[LoadBalancer], new: LbData, ports: PortsData,
 
     monitors_changed(old, new, _lsp_of(ports), svc_monitor_mac, sb_desired, delta)
     for lb in lbs:
-        for name in probed_ports(lb.nb):
-            port = ports.ports.get(name)
-            if port is not None and port.is_lsp:
-                delta.flows.add(port.dp.key)
+        delta.flows |= switches_of(probed_ports(lb.nb), ports)
 
 
 def probes_moved(delta: PortsDelta, lbs: LbData, ports: PortsData, svc_monitor_mac: str,

@@ -202,8 +202,8 @@ def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
         _check(step, core.dynamic_addresses)
         was = switches_of(step.probed, core.ports)
         delta = _apply(step, sb_desired, nb_desired)
-        delta.probed, delta.flows = step.probed, delta.flows | was | switches_of(
-            step.probed, core.ports)  # (their switches: the responders' and their own)
+        delta.probed = step.probed  # (their switches: the responders' and their own)
+        delta.flows |= was | switches_of(step.probed, core.ports)
         return delta
     except _Refused:
         return None

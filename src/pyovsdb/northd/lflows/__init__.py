@@ -14,7 +14,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from ..build.datapaths import Datapath
 from ..build.lb import LoadBalancer
@@ -135,14 +135,22 @@ def rebuild_focused(table: LflowTable, ctx: LflowContext, datapaths: frozenset[s
     datapath facts alone (the property tests hold it to one): a router port joining a
     switch moves those of its switch port and the switch's own."""
     new = build_lflows(ctx.focused(datapaths, ports), only=datapaths)
-    owners: set[Owner] = {GLOBAL, *(("dp", key) for key in datapaths)}
-    rports = {("rport", n) for n in ports}
-    for n in ports:
-        owners.add(("port", n))
-    owners |= rports
-    for key in datapaths:  # (and what they ask for each NAT IP of their routers)
-        owners |= table.owners_under(key, rports) | new.owners_under(key, rports)
+    rports = {("rport", n) for n in ports}  # (and what they ask for per NAT IP)
+    owners: set[Owner] = {GLOBAL, *(("dp", key) for key in datapaths),
+                          *(("port", n) for n in ports), *rports,
+                          *_extending(table, new, datapaths, rports)}
     return table.replace_owned(datapaths, frozenset(owners), new)
+
+
+def _extending(table: LflowTable, new: LflowTable, datapaths: Iterable[str],
+               owners: Collection[Owner]) -> set[Owner]:
+    """The owners on `datapaths` that extend `owners` (`LflowTable.owners_under`), in
+    `table` as it is and in its rebuild `new`: those a rebuild of `owners` replaces
+    too."""
+    out: set[Owner] = set()
+    for key in datapaths if owners else ():
+        out |= table.owners_under(key, owners) | new.owners_under(key, owners)
+    return out
 
 
 def rebuild_router_lookups(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
@@ -172,9 +180,7 @@ def rebuild_router_lookups(table: LflowTable, ctx: LflowContext, datapaths: froz
             whole.add(("rport", n))
         else:
             owners.update(rport_ip_owner(n, ip) for ip in only)
-    if whole:
-        for key in datapaths:
-            owners |= table.owners_under(key, whole) | new.owners_under(key, whole)
+    owners |= _extending(table, new, datapaths, whole)
     return table.replace_owned(datapaths, frozenset(owners), new)
 
 
@@ -202,7 +208,7 @@ def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[
         owners.add(mine)
         only = narrowed.nat_ips.get(dp.key)
         if only is None:
-            owners |= table.owners_under(dp.key, (mine,)) | new.owners_under(dp.key, (mine,))
+            owners |= _extending(table, new, (dp.key,), {mine})
         else:
             owners.update(nat_ip_owner(dp, ip) for ip in only)
     return table.replace_owned(routers, frozenset(owners), new)
