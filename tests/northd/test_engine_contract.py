@@ -1454,6 +1454,18 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         {"op": "insert", "table": "Logical_Router", "row": {"name": "lr9"}},
         {"op": "insert", "table": "Logical_Switch",
          "row": {"name": "sw9", "other_config": ["map", [["requested-tnl-key", "7"]]]}}]),
+     IN_PLACE),
+    ("lr-add and ls-add at once, the router requesting the lowest free key",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "insert", "table": "Logical_Router",
+          "row": {"name": "lr9", "options": ["map", [["requested-tnl-key", "4"]]]}},
+         {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), IN_PLACE),
+    ("lr-add and ls-add at once, both requesting one key (the switch wins)",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "insert", "table": "Logical_Router",
+          "row": {"name": "lr9", "options": ["map", [["requested-tnl-key", "9"]]]}},
+         {"op": "insert", "table": "Logical_Switch",
+          "row": {"name": "sw9", "other_config": ["map", [["requested-tnl-key", "9"]]]}}]),
      FULL),
     ("lr-del (of a router with a port; its peer on the switch stays)",
      lambda nb, sb, w: nb.db.transact([

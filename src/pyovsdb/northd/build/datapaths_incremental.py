@@ -21,8 +21,8 @@ Rules kept here:
   (refused unless it is free and in range), then the lowest free keys in the order
   of their names, switches before routers (23.03's walk from hint 0 over the
   datapaths it has no binding for); otherwise this refuses. Routers and switches made
-  in one change: the routers take the keys after the switches', none requesting one,
-  none deleted in it.
+  in one change: requested keys first, then the switches' lowest free, then the
+  routers' (`keys_before_routers`), none deleted in it.
 - The datapath's own desired rows come and go with it: its Datapath_Binding, its
   IP_Multicast row, its fixed multicast groups (the ports' bindings and the groups of
   a new switch are `ports_incremental`'s); a router's binding, and its (empty) set of
@@ -130,6 +130,17 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
     if len(free) < len(new) or (free and free[-1] > hi):
         return None
     return {**asked, **{row.uuid: key for row, key in zip(new, free, strict=True)}}
+
+
+def keys_before_routers(switches: list[IdlRow], routers: list[IdlRow],
+                        datapaths: DatapathsData, sb: Mapping[str, ReplicaTable]
+                        ) -> list[int] | None:
+    """The keys new `switches` take, made in one change with new `routers` (which take
+    theirs after, but for the keys they ask for: a recompute gives those first); None
+    if that cannot be told (a router asking for a key a switch asks for too)."""
+    asked = {smap_int(_config(row), "requested-tnl-key") for row in routers} - {0}
+    keys = new_datapath_keys(switches, datapaths, sb, taken=asked)
+    return None if keys is None else list(keys.values())
 
 
 def _config(row: IdlRow) -> Mapping[str, str]:

@@ -54,6 +54,7 @@ from ..build.bfd_incremental import bfd_changed, sessions_naming
 from ..build.core import CoreData, build_core
 from ..build.datapaths_incremental import (
     add_router,
+    keys_before_routers,
     new_datapath_keys,
     remove_router,
     simple_router,
@@ -396,7 +397,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
         """The keys the switches made in this change take before the routers `made`
         (`on_nb_ls` gives them those next); None where that cannot be told: a
-        datapath made or deleted with them requesting a key or going."""
+        datapath going with them, or a router asking for a key a new switch takes
+        (a recompute gives it that one, the switch another)."""
         ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
         if not made or ls is None or not ls.updated:
             return []
@@ -405,12 +407,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         switches = [rc.new for rc in ls.delta.values() if rc.old is None and rc.new]
         if not switches:
             return []
-        if gone or any(rc.new is None for rc in ls.delta.values()) or any(
-                "requested-tnl-key" in r.other_config for r in switches) or any(
-                "requested-tnl-key" in r.options for r in made):
+        if gone or any(rc.new is None for rc in ls.delta.values()):
             return None
-        keys = new_datapath_keys(switches, self.data.core.datapaths, self.sb_tables())
-        return None if keys is None else list(keys.values())
+        return keys_before_routers(switches, made, self.data.core.datapaths,
+                                   self.sb_tables())
 
     # A load balancer or a group of them changed, or the load balancers of a switch or
     # a router (`on_nb_ls`, `on_nb_lr`): applied in place where
