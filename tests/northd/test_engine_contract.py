@@ -918,6 +918,14 @@ def _pinned_then(nb: Nb, world: World) -> None:
     _dp_set(nb, "Logical_Router", "lr0", options={})
 
 
+def _asked_twice(nb: Nb, sb: LocalDb, world: World) -> None:
+    """sw1 asks for lr0's key and takes it (lr0 moved); then lr0 asks for it back, which
+    sw1 still asks for (a recompute keeps it sw1's: not told in place)."""
+    _dp_set(nb, "Logical_Switch", "sw1", other_config={"requested-tnl-key": "3"})
+    world.settled()
+    _dp_set(nb, "Logical_Router", "lr0", options={"requested-tnl-key": _key_of(sb, "sw1")})
+
+
 def _dgp_pinned(nb: Nb, sb: LocalDb, world: World) -> None:
     """lr0 given a distributed gateway port; then made a gateway router (its
     chassisredirect port goes: a recompute)."""
@@ -1393,9 +1401,16 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
                                other_config={"requested-tnl-key": "77"}), IN_PLACE),
     ("router asking for another tunnel key (its load balancer address sets renamed)",
      lambda nb, sb, w: _renumbered_router(nb, w), IN_PLACE),
-    ("switch asking for the tunnel key another holds", lambda nb, sb, w: _dp_set(
-        nb, "Logical_Switch", "sw0", other_config={"requested-tnl-key": _key_of(sb, "sw1")}),
-     FULL),
+    ("switch asking for the tunnel key another holds (that one takes the lowest free)",
+     lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw0",
+                               other_config={"requested-tnl-key": _key_of(sb, "sw1")}),
+     IN_PLACE),
+    ("switch asking for the tunnel key a router holds (its LB address sets renamed)",
+     lambda nb, sb, w: _dp_set(nb, "Logical_Switch", "sw1",
+                               other_config={"requested-tnl-key": _key_of(sb, "lr0")}),
+     IN_PLACE),
+    ("router asking for the tunnel key a switch holds, which asks for another",
+     lambda nb, sb, w: _asked_twice(nb, sb, w), FULL),
     ("switch's vlan-passthru set (its ports' bindings)", lambda nb, sb, w: _dp_set(
         nb, "Logical_Switch", "sw1", other_config={"vlan-passthru": "true"}), IN_PLACE),
     ("switch's vlan-passthru set, a router port on it", lambda nb, sb, w: _dp_set(

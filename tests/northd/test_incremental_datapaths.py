@@ -155,7 +155,7 @@ def test_switches_and_routers_updated_in_place(nb: Nb, sb: LocalDb) -> None:
     (`build.datapaths_updated`), in build order after a rename, and a switch or router
     made next still takes the key a recompute gives it (a router made a gateway router
     too), and a switch asking for a free tunnel key moves there; one asking for
-    another's recomputes."""
+    another's takes it, the other moved to the lowest free key, in place too."""
     loop = _topology(nb, sb)
     _play(loop, [
         (lambda: _ls_with_ports(nb, "sw5", "a5", "b5"), True),
@@ -174,7 +174,7 @@ def test_switches_and_routers_updated_in_place(nb: Nb, sb: LocalDb) -> None:
         (lambda: _set(nb, "Logical_Switch", "sw0", other_config={
             "requested-tnl-key": "30"}), True),  # (a free key: moved there in place)
         (lambda: _set(nb, "Logical_Switch", "a-sw5", other_config={
-            "requested-tnl-key": "2"}), False),  # (z-lr0's: both move)
+            "requested-tnl-key": "2"}), True),  # (z-lr0's: both move)
     ])
     dps = {r.external_ids["name"]: r.tunnel_key
            for r in sb.tables["Datapath_Binding"].rows.values()}

@@ -9,8 +9,10 @@ Rules kept here:
 - Handled columns: `name`, `external_ids` and the switch's `other_config` or the
   router's `options` (the caller has the datapath's row refreshed already; other
   columns are other handlers'). Refused keys: a requested tunnel key that another
-  datapath holds or asks for (a free one moves the datapath there alone: its binding,
-  its ports, the SB rows named after its key, `_renumber`), a router's `chassis` where
+  datapath asks for, or holds while asking for one (`_moved_keys`: otherwise the
+  datapath moves there, and the one holding it to the lowest free key, each with its
+  binding, its ports, the SB rows named after its key, `_renumber`, and its flows and
+  its neighbours'), a router's `chassis` where
   a port of its has gateway chassis (without, it makes the router a gateway router or
   no longer one, or moves it: its ports' bindings and their peers' put again) and
   `mcast_relay` while SB has IGMP groups (without, the fixed multicast groups of the
@@ -41,7 +43,7 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
 from .address_sets import router_lb_set_name
-from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
+from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN
 from .core import CoreData
 from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
 from .datapaths_incremental import IPAM_CONFIG
@@ -99,12 +101,20 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             if config in columns else set()
         if not router and keys & IPAM_CONFIG and ipam is not None:
             allocating.add(uuid)  # (`ipam` moves the switch's allocations)
-        new_key = TUNNEL_KEY in keys and _free_key(dp, router, datapaths, sb)
+        moved = _moved_keys(dp, datapaths, sb) if TUNNEL_KEY in keys else {}
         if not _keys_ok(dp, keys - (IPAM_CONFIG if uuid in allocating else set())
-                        - ({TUNNEL_KEY} if new_key else set()), router, ports, sb):
-            return None
-        if new_key:
-            dp = _renumber(dp, new_key, by_key, ports, sb_desired, delta)
+                        - ({TUNNEL_KEY} if moved else set()), router, ports, sb) \
+                or any(k in changes for k in moved if k != uuid):
+            return None  # (a holder updated in this change too: a recompute's)
+        for key in sorted(moved.keys() - {uuid}):  # (the key's holder: a new one)
+            holder = datapaths.by_key(key)
+            _renumber(holder, moved[key], datapaths.switches if holder.is_switch
+                      else datapaths.routers, ports, sb_desired, delta)
+            put_datapath(sb_desired.tables["Datapath_Binding"], datapaths.by_key(key))
+            delta.touch("sb", "Datapath_Binding", key)
+            settings.add(key)
+        if moved:
+            dp = _renumber(dp, moved[uuid], by_key, ports, sb_desired, delta)
         if "vlan-passthru" in keys:
             passthru.append(uuid)
         if router and MCAST_RELAY in keys:
@@ -162,23 +172,40 @@ def _gateway_movable(dp: Datapath, ports: PortsData) -> bool:
         for peer in map(ports.peer_of, mine) if peer is not None)
 
 
-def _free_key(dp: Datapath, router: bool, datapaths: DatapathsData,
-              sb: Mapping[str, ReplicaTable]) -> int:
-    """The tunnel key `dp` asks for where it moves there alone (0 otherwise): one no
-    datapath holds or asks for, in range, the datapath's binding holding its key now,
-    and SB holding no FDB entry or IGMP group keyed by it."""
+def _moved_keys(dp: Datapath, datapaths: DatapathsData, sb: Mapping[str, ReplicaTable]
+                ) -> dict[str, int]:
+    """The datapaths whose tunnel key changes, by NB UUID, where `dp` asks for a key
+    it does not hold (empty where this cannot tell): `dp` takes it, and the datapath
+    holding it (asking for none) the lowest free key, as a recompute gives them. Every
+    datapath holds its binding's key (a recompute keeps those), no other asks for the
+    key or for the one `dp` leaves (it would take that), and SB holds no FDB entry or
+    IGMP group keyed by a key that moves."""
     asked = _requested(dp)
-    binding = existing_bindings(sb).get(dp.key)
-    others = [d for d in datapaths.all() if d.key != dp.key]
+    hi = DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX
+    if not 0 < asked <= hi or asked == dp.tunnel_key:
+        return {}
+    bindings = existing_bindings(sb)
+    every = datapaths.all()
+    if any(bindings.get(d.key) is None or bindings[d.key].tunnel_key != d.tunnel_key
+           for d in every):
+        return {}
+    others = [d for d in every if d.key != dp.key]
+    if any(_requested(d) in (asked, dp.tunnel_key) for d in others):
+        return {}
+    moved, left = {dp.key: asked}, [dp.tunnel_key]
+    holder = next((d for d in others if d.tunnel_key == asked), None)
+    if holder is not None:
+        used = {d.tunnel_key for d in others if d is not holder} | {asked}
+        free = next((k for k in range(DP_KEY_MIN, hi + 1) if k not in used), 0)
+        if not free or _requested(holder):
+            return {}
+        moved[holder.key] = free
+        left.append(holder.tunnel_key)
     fdb, igmp = sb.get("FDB"), sb.get("IGMP_Group")
-    if not 0 < asked <= (DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX) \
-            or asked == dp.tunnel_key or binding is None \
-            or binding.tunnel_key != dp.tunnel_key \
-            or any(d.tunnel_key == asked or _requested(d) == asked for d in others) \
-            or (igmp is not None and igmp.rows) or (fdb is not None and any(
-                r.dp_key == dp.tunnel_key for r in fdb.rows.values())):
-        return 0
-    return asked
+    if (igmp is not None and igmp.rows) or (fdb is not None and any(
+            r.dp_key in left for r in fdb.rows.values())):
+        return {}
+    return moved
 
 
 def _renumber(dp: Datapath, key: int, by_key: dict[str, Datapath], ports: PortsData,
