@@ -563,6 +563,36 @@ def _chassis_del(sb: LocalDb, world: World, named: str = "") -> None:
     sb.transact([{"op": "delete", "table": "Chassis", "where": [["_uuid", "==", ["uuid", uuid]]]}])
 
 
+def _vxlan(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
+    """A chassis with a vxlan encap registers (`how` "add": then a switch with a VIF
+    comes, their keys in the narrow ranges; "switch", "port", "transit": a switch, a
+    port, a transit switch asking for a key above them first); or ("del", "encap") it
+    leaves, or its encap is made geneve ("del asked": a switch asking for a key above
+    while it was there)."""
+    if how in ("switch", "del asked"):
+        _dp_set(nb, "Logical_Switch", "sw1", other_config={"requested-tnl-key": "5000"})
+    elif how == "transit":
+        nb.ls_add("ts0", other_config={"interconn-ts": "ts0", "requested-tnl-key": "5000"})
+    elif how == "port":
+        nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
+                   options={"requested-tnl-key": "3000"})
+    if how in ("del", "encap", "del asked"):
+        uuid = add_chassis(sb, "ch1", "192.0.2.2", encap="vxlan")
+        world.settled()
+        if how != "encap":
+            sb.transact([{"op": "delete", "table": "Chassis",
+                          "where": [["_uuid", "==", ["uuid", uuid]]]}])
+        else:
+            sb.update("Encap", sb.tables["Chassis"].rows[uuid].encaps[0].uuid, type="geneve")
+        return
+    world.settled()
+    add_chassis(sb, "ch1", "192.0.2.2", encap="vxlan")
+    if how == "add":
+        world.northd.settle()
+        nb.ls_add("sw9")
+        nb.lsp_add("sw9", "vm9", addresses=["00:00:00:00:00:09 10.9.0.9"])
+
+
 def _migration(nb: Nb, sb: LocalDb, world: World, phase: str) -> None:
     """VIF vm1 on ch0 live-migrating to ch1 (as Nova asks it): `requested-chassis`
     names both; then (`phase` "activated") ovn-controller on the target reports the
@@ -1826,8 +1856,21 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("SB chassis update: every chassis now has the features",
      lambda nb, sb, w: sb.update("Chassis", w.chassis, other_config=FEATURES),
      EVERY_FLOW | {"mac_binding_aging"}),
-    ("SB chassis-add with a vxlan encap",
-     lambda nb, sb, w: add_chassis(sb, "ch1", "192.0.2.2", encap="vxlan"), ALL),
+    # The first vxlan chassis: the key ranges narrow and `max_tunid` with them, in place
+    # where no key moves (new keys come from the narrow ranges: the self-check says).
+    ("SB chassis-add with a vxlan encap, then a switch and a VIF added",
+     lambda nb, sb, w: _vxlan(nb, sb, w, "add"), CFG),
+    ("SB chassis-add with a vxlan encap, a switch asking for a key above its range",
+     lambda nb, sb, w: _vxlan(nb, sb, w, "switch"), ALL),
+    ("SB chassis-add with a vxlan encap, a port asking for a key above its range",
+     lambda nb, sb, w: _vxlan(nb, sb, w, "port"), ALL),
+    ("SB chassis-add with a vxlan encap, a transit switch asking for a key above",
+     lambda nb, sb, w: _vxlan(nb, sb, w, "transit"), CFG),
+    ("SB chassis-del of the last vxlan chassis", lambda nb, sb, w: _vxlan(nb, sb, w, "del"),
+     CFG),
+    ("SB vxlan encap made geneve", lambda nb, sb, w: _vxlan(nb, sb, w, "encap"), CFG),
+    ("SB chassis-del of the last vxlan chassis, a switch asking for a key above (granted)",
+     lambda nb, sb, w: _vxlan(nb, sb, w, "del asked"), ALL),
 ]
 
 

@@ -8,9 +8,15 @@ Rules kept here:
   hostname (`requested-chassis`, every name asked and the ports asking recorded in
   `PortsData.chassis_asked`), and the chassis HA chassis rows name (a reference by
   name, resolved when `sync_to_sb` plans the row).
-- A change that moves the vxlan mode is not applied (the caller recomputes); one
-  that moves the features is the caller's too (`nodes.northd_sb`: the global
-  settings in place, every flow built again).
+- A change that moves the vxlan mode (a first chassis with a vxlan encap, or the
+  last going) narrows or widens the tunnel key ranges, which only new keys and
+  `max_tunid` read: existing keys are kept, as a recompute keeps them. It is the
+  caller's to apply in place where no key moves (`vxlan_moves_no_key`: no datapath
+  but a transit switch asks for a key of 4096 or more, no port for one of
+  `VXLAN_MIN_MULTICAST` or more, which a recompute refuses in vxlan mode and grants
+  otherwise); otherwise the caller recomputes. One that moves the features is the
+  caller's too (`nodes.northd_sb`: the global settings in place, every flow built
+  again).
 - A chassis added, deleted or renamed under a name or hostname ports asked for
   rebinds those ports (`ports_incremental.rebind`: their `requested_chassis` and
   `requested_additional_chassis`), where each is a port whose binding is built alone
@@ -29,12 +35,15 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
+from .alloc import VXLAN_MIN_MULTICAST
 from .core import CoreData
+from .datapaths import smap_int
 from .delta import PortsDelta
 from .ports_incremental import rebind
 
 # Chassis columns by which a reference or a request finds the chassis.
 NAMING = frozenset(("name", "hostname"))
+TUNNEL_KEY = "requested-tnl-key"
 
 
 def chassis_changed(changes: Mapping[str, RowChange[IdlRow]], core: CoreData,
@@ -63,3 +72,14 @@ def chassis_changed(changes: Mapping[str, RowChange[IdlRow]], core: CoreData,
             if isinstance(key, tuple) and key[1] in named:  # (group, chassis name)
                 delta.touch("sb", "HA_Chassis", key)
     return delta
+
+
+def vxlan_moves_no_key(core: CoreData) -> bool:
+    """Whether the vxlan mode moving leaves every tunnel key where it is (see the
+    rules): the datapaths' requests read, and the ports'."""
+    for dp in core.datapaths.all():
+        config = dp.nb.options if dp.is_router else dp.nb.other_config
+        if "interconn-ts" not in config and smap_int(config, TUNNEL_KEY) >= 1 << 12:
+            return False
+    return all(smap_int(p.options, TUNNEL_KEY) < VXLAN_MIN_MULTICAST
+               for p in core.ports.ports.values())

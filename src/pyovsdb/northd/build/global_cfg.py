@@ -35,6 +35,7 @@ from ...idl.row import IdlRow
 from ..desired import DesiredDb
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN
 from .datapaths import is_vxlan_mode, smap_bool
+from .delta import PortsDelta
 from .inputs import singleton
 
 # ovn_get_internal_version(): "<package>-<SB schema version>-<N_OVNACTS>.<minor>", as the
@@ -209,6 +210,26 @@ def _sb_options(nb_options: Mapping[str, str], features: ChassisFeatures) -> dic
     else:
         sb_options.pop("lb_hairpin_use_ct_mark", None)
     return dict(sorted(sb_options.items()))
+
+
+def put_options(cfg: GlobalConfig, nb_desired: DesiredDb, sb_desired: DesiredDb,
+                delta: PortsDelta) -> None:
+    """NB_Global's and SB_Global's desired options made `cfg`'s, in place."""
+    nb_global = nb_desired.tables.get("NB_Global")
+    if nb_global is not None:
+        for key in nb_global.rows:
+            nb_global.set(key, options=cfg.nb_options)
+            delta.touch("nb", "NB_Global", key)
+    sb_global = sb_desired.tables.get("SB_Global")
+    if sb_global is not None and () in sb_global.rows:
+        sb_global.set((), options=cfg.sb_options)
+        delta.touch("sb", "SB_Global", ())
+
+
+def with_options(cfg: GlobalConfig, nb_options: dict[str, str]) -> GlobalConfig:
+    """`cfg` with NB_Global's options `nb_options` (and SB_Global's as they make them)."""
+    return dataclasses.replace(cfg, nb_options=nb_options,
+                               sb_options=_sb_options(nb_options, cfg.features))
 
 
 def with_features(cfg: GlobalConfig, features: ChassisFeatures) -> GlobalConfig:

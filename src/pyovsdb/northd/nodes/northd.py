@@ -71,6 +71,7 @@ from ..build.global_cfg import (
     WRITTEN_BACK,
     global_config,
     options_only,
+    put_options,
 )
 from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
@@ -255,15 +256,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         data.extra = replace(data.extra, config=cfg)
         delta = self.track()
         delta.every_flow |= any(was.get(k) != cfg.nb_options.get(k) for k in FLOW_OPTIONS)
-        nb_global = data.nb.tables.get("NB_Global")
-        if nb_global is not None:
-            for key in nb_global.rows:
-                nb_global.set(key, options=cfg.nb_options)
-                delta.touch("nb", "NB_Global", key)
-        sb_global = data.sb.tables.get("SB_Global")
-        if sb_global is not None and () in sb_global.rows:
-            sb_global.set((), options=cfg.sb_options)
-            delta.touch("sb", "SB_Global", ())
+        put_options(cfg, data.nb, data.sb, delta)
         return Handled.HANDLED_UPDATED
 
     # A switch's `ports` alone: the ports it gains and loses are inserted and deleted

@@ -12,8 +12,9 @@ Rules kept here:
 - A router port's binding coming back that moves it in the walk of its switch's
   router ports (hash buckets: the echo of a first build's bindings, say) sorts that
   switch's router ports again and marks it `rewired` (its flows rebuilt), in place.
-- Chassis and Encap changes that keep the vxlan mode are applied in place
-  (`build.chassis_incremental`: the ports asking for them bound again); the chassis
+- Chassis and Encap changes are applied in place (`build.chassis_incremental`: the
+  ports asking for them bound again; the vxlan mode moved where no tunnel key moves
+  with it, `max_tunid` written again); the chassis
   features moving change the global settings in place and have every flow built
   again (`PortsDelta.every_flow`) and the MAC binding aging look again; SB
   static MAC bindings are `NorthdNode.on_static_mac`'s, with the NB ones; IGMP
@@ -34,11 +35,17 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
-from ..build.chassis_incremental import chassis_changed
+from ..build.chassis_incremental import chassis_changed, vxlan_moves_no_key
 from ..build.core import fdb_stale, held_tunnel_keys
 from ..build.datapaths import datapath_key, is_vxlan_mode
 from ..build.delta import PortsDelta
-from ..build.global_cfg import chassis_features, with_features
+from ..build.global_cfg import (
+    chassis_features,
+    global_config,
+    put_options,
+    with_features,
+    with_options,
+)
 from ..build.ha_chassis import with_ref_chassis
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
@@ -79,6 +86,9 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
     def sb_tables(self) -> Tables:
         raise NotImplementedError  # (`NorthdNode`'s)
 
+    def nb_tables(self) -> Tables:
+        raise NotImplementedError  # (`NorthdNode`'s)
+
     def _applied(self, result: PortsDelta | None) -> Handled:
         raise NotImplementedError  # (`NorthdNode`'s)
 
@@ -88,23 +98,38 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
         return Handled.HANDLED_UNCHANGED
 
     # Chassis registering, updating or leaving: applied in place where
-    # `build.chassis_incremental.chassis_changed` can (the vxlan mode kept; the ports
-    # asking for the chassis by a name it changes bound again alone). The features every
+    # `build.chassis_incremental.chassis_changed` can (the ports asking for the
+    # chassis by a name it changes bound again alone; the vxlan mode moved, `_vxlan`,
+    # where no tunnel key moves with it). The features every
     # chassis supports moved (an upgrade done): the global settings in place, and the
     # flows and the MAC binding aging (which they gate) built again.
     def on_chassis(self, change: TableChange) -> Handled:
-        if change.delta is None or not self.has_data or not self._vxlan_kept():
+        if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        return either(self._features(), self._applied(chassis_changed(
-            change.delta, self.data.core, self.sb_tables(), self.data.sb)))
+        vxlan = self._vxlan()
+        if vxlan is Handled.UNHANDLED:
+            return vxlan
+        return either(vxlan, either(self._features(), self._applied(chassis_changed(
+            change.delta, self.data.core, self.sb_tables(), self.data.sb))))
 
     # Of the encaps, builders read only whether one is vxlan.
     def on_encap(self, change: TableChange) -> Handled:
-        return Handled.HANDLED_UNCHANGED if self.has_data and self._vxlan_kept() \
-            else Handled.UNHANDLED
+        return self._vxlan() if self.has_data else Handled.UNHANDLED
 
-    def _vxlan_kept(self) -> bool:
-        return is_vxlan_mode(self.sb_tables()) == self.data.core.datapaths.vxlan_mode
+    # The vxlan mode moved: the key ranges and `max_tunid` in place
+    # (`chassis_incremental.vxlan_moves_no_key`).
+    def _vxlan(self) -> Handled:
+        core, sb = self.data.core, self.sb_tables()
+        if is_vxlan_mode(sb) == core.datapaths.vxlan_mode:
+            return Handled.HANDLED_UNCHANGED
+        if not vxlan_moves_no_key(core):
+            return Handled.UNHANDLED
+        core.datapaths.vxlan_mode = not core.datapaths.vxlan_mode
+        cfg = with_options(self.data.extra.config,  # (as a build makes them)
+                           global_config(self.nb_tables(), sb).nb_options)
+        self.data.extra = replace(self.data.extra, config=cfg)
+        put_options(cfg, self.data.nb, self.data.sb, self.track())
+        return Handled.HANDLED_UPDATED
 
     def _features(self) -> Handled:
         features = chassis_features(self.sb_tables())
