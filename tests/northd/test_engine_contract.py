@@ -826,13 +826,23 @@ def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str],
         _dp_set(nb, "Logical_Switch", "sw1", other_config=other_config)
 
 
+def _no_prefix(nb: Nb) -> None:
+    uuid = next(iter(nb.db.tables["NB_Global"].rows))
+    options = dict(nb.db.tables["NB_Global"].rows[uuid].data["options"])
+    del options["mac_prefix"]
+    nb.db.update("NB_Global", uuid, options=options)
+
+
 def _ipam_vif(nb: Nb, world: World, then: str) -> None:
     """sw1 given a subnet and a port asking for a dynamic address (settled); `then` a
     second one added ("dynamic"), a static VIF added beside it ("static"), the first
     one deleted ("del"), a second one added on sw0, whose subnet puts its first free
     address on the same low 24 bits, so on the MAC dyn1 holds ("elsewhere"), that
     after dyn1 was deleted in a run of its own ("freed": it takes dyn1's MAC), or
-    added before sw0 has its subnet, then given it ("later")."""
+    added before sw0 has its subnet, then given it ("later"); or, a static VIF on
+    another switch holding the MAC of the new prefix dyn1 would take, and a second port
+    asking IPAM, the prefix made 0a:00:01 ("prefix": the MACs move, dyn1's to the next
+    free) or dropped ("no prefix")."""
     _dp_set(nb, "Logical_Switch", "sw1", other_config={"subnet": "10.9.0.0/24"})
     if then in ("elsewhere", "freed"):
         _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "11.9.0.0/24"})
@@ -852,6 +862,15 @@ def _ipam_vif(nb: Nb, world: World, then: str) -> None:
         nb.lsp_add("sw0", "dyn2", addresses=["dynamic"])
         world.northd.settle()
         _dp_set(nb, "Logical_Switch", "sw0", other_config={"subnet": "11.9.0.0/24"})
+    elif then in ("prefix", "no prefix"):
+        nb.ls_add("sw2")  # (no port of it asks IPAM: the static MAC IPAM gave dyn1 next)
+        nb.lsp_add("sw2", "st1", addresses=["0a:00:01:09:00:03 10.9.0.11"])
+        nb.lsp_add("sw0", "dyn3", addresses=["dynamic"])
+        world.northd.settle()
+        if then == "prefix":
+            _nb_option(nb, "mac_prefix", "0a:00:01")
+        else:
+            _no_prefix(nb)
     elif then != "del":
         nb.lsp_add("sw1", "dyn2", addresses=["dynamic"] if then == "dynamic"
                    else ["00:00:00:00:09:09 10.9.0.9"])
@@ -1789,7 +1808,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
          options={"mac_prefix": "0a:00:00", "svc_monitor_mac": "0a:00:00:00:00:fe",
                   "ignore_lsp_down": "false"}), EVERY_FLOW),
     ("NB_Global option a builder reads (mac_prefix changed: IPAM's MACs)",
-     lambda nb, sb, w: _nb_option(nb, "mac_prefix", "0a:00:01"), ALL),
+     lambda nb, sb, w: _nb_option(nb, "mac_prefix", "0a:00:01"), CFG),
+    ("mac_prefix changed: dynamic MACs move, a static one of the new prefix held",
+     lambda nb, sb, w: _ipam_vif(nb, w, "prefix"), CFG),
+    ("mac_prefix dropped: a random one (the NB_Global UUID's), written back",
+     lambda nb, sb, w: _ipam_vif(nb, w, "no prefix"), CFG),
     ("NB_Global option only flows read (ignore_lsp_down)",
      lambda nb, sb, w: _nb_option(nb, "ignore_lsp_down", "false"), EVERY_FLOW),
     ("NB_Global option only flows read (debug_drop_collector_set)",

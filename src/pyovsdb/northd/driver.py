@@ -176,7 +176,7 @@ class Driver:
             diff.append(f"nb_cfg: incremental {mine_cfg}, recompute {their_cfg}")
         assert self.engine is not None
         core = self.engine.node_data("northd").core
-        if not core.macs.same_as_built(core.ports, core.dynamic_addresses):
+        if not core.macs.same_as_built(core.ports, core.dynamic_addresses, core.mac_prefix):
             diff.append("northd: the IPAM MAC index differs from one built from the ports")
         if diff:
             self.self_check_differences += 1

@@ -49,7 +49,7 @@ from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath,
 from .datapaths_incremental import IPAM_CONFIG
 from .delta import PortsDelta
 from .ip_mcast import mcast_settings
-from .ipam import NB_LSP_COLUMNS
+from .ipam import NB_LSP_COLUMNS, parse_mac_prefix
 from .ipam_incremental import plan_over, write_back
 from .port_groups import sb_port_group_name
 from .ports import PortsData
@@ -273,3 +273,18 @@ def ipam_again(switches: Collection[str], core: CoreData, sb: Mapping[str, Repli
         write_back(port, plan.result, dynamic, table, delta)
     core.macs.refresh([p.name for p in movers], ports, dynamic)
     return rebind(sb, ports, [p.name for p in movers], sb_desired, delta)
+
+
+def prefix_again(prefix: str, core: CoreData, sb: Mapping[str, ReplicaTable],
+                 sb_desired: DesiredDb, nb_desired: DesiredDb, delta: PortsDelta) -> bool:
+    """IPAM's MAC prefix made `prefix` ("xx:xx:xx", NB_Global's `mac_prefix` as the
+    globals write it back): the dynamic MACs of the old prefix move, every switch
+    whose ports ask IPAM for addresses or hold some planned again (`ipam_again`);
+    False where a port moved cannot be bound again alone."""
+    core.mac_prefix = parse_mac_prefix(prefix)
+    core.macs.forget()  # (the MACs of the old prefix: built again with the new one)
+    dynamic = core.dynamic_addresses
+    switches = [key for key in core.datapaths.switches if any(
+        p.is_lsp and (p.name in dynamic or asks_ipam(p.nb))
+        for p in core.ports.by_datapath.get(key, []))]
+    return ipam_again(switches, core, sb, sb_desired, nb_desired, delta)

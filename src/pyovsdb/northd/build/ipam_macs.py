@@ -12,10 +12,12 @@ Rules kept here:
   change touched and dropped by every other change that can move a port's MAC: the
   northd node forgets it before the handlers of `MAC_MOVERS` (router ports come, go,
   change, or get a chassisredirect port). A switch's IPAM settings changed refresh
-  the ports that moved (`datapaths_updated.ipam_again`). A new prefix recomputes,
-  and a recompute makes a new core, so a new, unbuilt index.
-- `same_as_built` compares it with one built from scratch: the driver's self-check
-  runs it, so an index that drifts from the ports fails the tests that run northd.
+  the ports that moved (`datapaths_updated.ipam_again`). A new prefix forgets it
+  (`datapaths_updated.prefix_again`), and a recompute makes a new core, so a new,
+  unbuilt index.
+- `same_as_built` compares it with one built from scratch with the core's prefix:
+  the driver's self-check runs it, so an index that drifts from the ports (or the
+  prefix) fails the tests that run northd.
 """
 
 from __future__ import annotations
@@ -74,12 +76,14 @@ class MacIndex:
         count = self.count
         return lambda mac: count.get(mac, 0) > local.get(mac, 0)
 
-    def same_as_built(self, ports: PortsData, dynamic: Mapping[str, str | None]) -> bool:
+    def same_as_built(self, ports: PortsData, dynamic: Mapping[str, str | None],
+                      prefix: int | None) -> bool:
         if not self.valid:
             return True
         fresh = MacIndex()
-        fresh.build(ports, dynamic, self.prefix)
-        return fresh.held == self.held and +fresh.count == +self.count
+        fresh.build(ports, dynamic, prefix)
+        return self.prefix == prefix and fresh.held == self.held \
+            and +fresh.count == +self.count
 
     def _of(self, port: Port, dynamic: Mapping[str, str | None]) -> tuple[int, ...]:
         prefix = self.prefix

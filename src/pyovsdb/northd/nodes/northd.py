@@ -60,7 +60,7 @@ from ..build.datapaths_incremental import (
     simple_router,
 )
 from ..build.datapaths_updated import COLUMNS as DP_COLUMNS
-from ..build.datapaths_updated import datapaths_updated, ipam_again
+from ..build.datapaths_updated import datapaths_updated, ipam_again, prefix_again
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
@@ -226,7 +226,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     # those only flows read (`FLOW_OPTIONS`) those and every flow (`lflow` recomputes:
     # `PortsDelta.every_flow`); options northd writes back (`WRITTEN_BACK`: its first
     # run's `mac_prefix`, `max_tunid`...) changed or dropped move only the write-back,
-    # where the settings they make (the MAC prefix, the service monitor MAC) stay.
+    # where the service monitor MAC they make stays; a new MAC prefix moves IPAM's
+    # dynamic MACs (`datapaths_updated.prefix_again`).
     def on_nb_global(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
@@ -249,12 +250,14 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         data = self.data
         old = data.extra.config
         cfg = global_config(self.nb_tables(), self.sb_tables())  # (as a build makes it)
-        if (cfg.mac_prefix, cfg.svc_monitor_mac, cfg.features) != (
-                old.mac_prefix, old.svc_monitor_mac, old.features):
+        if (cfg.svc_monitor_mac, cfg.features) != (old.svc_monitor_mac, old.features):
             return Handled.UNHANDLED
         was = old.nb_options
         data.extra = replace(data.extra, config=cfg)
         delta = self.track()
+        if cfg.mac_prefix != old.mac_prefix and not prefix_again(
+                cfg.mac_prefix, data.core, self.sb_tables(), data.sb, data.nb, delta):
+            return Handled.UNHANDLED
         delta.every_flow |= any(was.get(k) != cfg.nb_options.get(k) for k in FLOW_OPTIONS)
         put_options(cfg, data.nb, data.sb, delta)
         return Handled.HANDLED_UPDATED
