@@ -975,6 +975,14 @@ def _asked_twice(nb: Nb, sb: LocalDb, world: World) -> None:
     _dp_set(nb, "Logical_Router", "lr0", options={"requested-tnl-key": _key_of(sb, "sw1")})
 
 
+def _asked_held(nb: Nb, world: World) -> None:
+    """sw0 asks for the key it holds; then a router asks for it too (sw0 keeps it, the
+    router takes the lowest free: a recompute's)."""
+    _dp_set(nb, "Logical_Switch", "sw0", other_config={"requested-tnl-key": "1"})
+    world.settled()
+    nb.lr_add("lr9", options={"requested-tnl-key": "1"})
+
+
 def _dgp_pinned(nb: Nb, sb: LocalDb, world: World) -> None:
     """lr0 given a distributed gateway port; then made a gateway router (its
     chassisredirect port goes: a recompute)."""
@@ -999,14 +1007,19 @@ def _flooding_router(nb: Nb, world: World, how: str) -> None:
                          "where": [["name", "==", "lr1"]]}])
 
 
-def _disabled_then(nb: Nb, world: World) -> None:
-    """lr0 (with a SNAT rule) disabled; then enabled again."""
+def _disabled_then(nb: Nb, world: World, key: str = "") -> None:
+    """lr0 (with a SNAT rule) disabled; then enabled again (asking for tunnel key
+    `key` if given)."""
     nb.add_child("Logical_Router", "lr0", "nat", "NAT", type="snat",
                  external_ip="10.0.0.100", logical_ip="10.1.0.0/24")
     world.northd.settle()
     _dp_set(nb, "Logical_Router", "lr0", enabled=[False])
-    world.settled()
-    _dp_set(nb, "Logical_Router", "lr0", enabled=[True])
+    if key:
+        world.northd.settle()
+        _dp_set(nb, "Logical_Router", "lr0", options={"requested-tnl-key": key})
+    if key != "1":
+        world.settled()
+        _dp_set(nb, "Logical_Router", "lr0", enabled=[True])
 
 
 def _routers_peered(nb: Nb, world: World) -> None:
@@ -1492,15 +1505,34 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _flooding_router(nb, w, "delete"), IN_PLACE),
     ("router enabled again (its ports paired with the switch ports naming them)",
      lambda nb, sb, w: _disabled_then(nb, w), IN_PLACE),
+    ("router disabled, then its options set", lambda nb, sb, w: _disabled_then(nb, w, "1"),
+     IN_PLACE),
+    ("router enabled again asking for the key a switch holds (that one moves)",
+     lambda nb, sb, w: _disabled_then(nb, w, _key_of(sb, "sw1")), IN_PLACE),
     ("lr-add with a requested tunnel key", lambda nb, sb, w: nb.lr_add(
         "lr9", options={"requested-tnl-key": "77"}), IN_PLACE),
-    ("lr-add requesting the key a switch holds", lambda nb, sb, w: nb.lr_add(
-        "lr9", options={"requested-tnl-key": "1"}), FULL),
+    ("lr-add requesting the key a switch holds (that one takes the lowest free)",
+     lambda nb, sb, w: nb.lr_add("lr9", options={"requested-tnl-key": "1"}), IN_PLACE),
+    ("two lr-adds, one requesting the key a switch holds (that one takes a key first)",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "insert", "table": "Logical_Router", "row": {"name": "lr8"}},
+         {"op": "insert", "table": "Logical_Router",
+          "row": {"name": "lr9", "options": ["map", [["requested-tnl-key", "1"]]]}}]),
+     IN_PLACE),
+    ("lr-add requesting the key a switch holds and asks for",
+     lambda nb, sb, w: _asked_held(nb, w), FULL),
     ("ls-add of two switches, one requesting a key (an interconnected node's)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "insert", "table": "Logical_Switch",
           "row": {"name": "sw8", "other_config": ["map", [["requested-tnl-key", "5"]]]}},
          {"op": "insert", "table": "Logical_Switch", "row": {"name": "sw9"}}]), IN_PLACE),
+    ("ls-add with a VIF, requesting the key a router holds (that one moves)",
+     lambda nb, sb, w: nb.db.transact([
+         {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "a",
+          "row": {"name": "vm9a", "addresses": "00:00:00:00:09:0a 10.9.0.10"}},
+         {"op": "insert", "table": "Logical_Switch",
+          "row": {"name": "sw9", "ports": ["named-uuid", "a"], "other_config": [
+              "map", [["requested-tnl-key", _key_of(sb, "lr0")]]]}}]), IN_PLACE),
     ("ls-add of a transit switch (interconn-ts, requested key)", lambda nb, sb, w: nb.ls_add(
         "ts0", other_config={"interconn-ts": "ts0", "requested-tnl-key": "40"}), IN_PLACE),
     ("lr-add and ls-add at once", lambda nb, sb, w: nb.db.transact([

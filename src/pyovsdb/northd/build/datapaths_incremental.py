@@ -32,10 +32,12 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping
+from dataclasses import replace
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, Ref
+from .address_sets import router_lb_set_name
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN
 from .datapaths import (
     Datapath,
@@ -46,6 +48,7 @@ from .datapaths import (
     router_enabled,
     smap_int,
 )
+from .delta import PortsDelta
 from .ip_mcast import mcast_settings
 from .lb import LbData
 from .mcast_groups import (
@@ -55,11 +58,13 @@ from .mcast_groups import (
     MC_STATIC,
     MC_UNKNOWN,
 )
+from .port_groups import sb_port_group_name
 from .ports import PortsData
 
 # A switch's other_config keys handled here: its requested tunnel key, and the transit
 # switch name its binding's external_ids copy.
-OTHER_CONFIG_KEPT = frozenset(("requested-tnl-key", "interconn-ts"))
+TUNNEL_KEY = "requested-tnl-key"
+OTHER_CONFIG_KEPT = frozenset((TUNNEL_KEY, "interconn-ts"))
 # A switch's IPAM settings: read by IPAM alone, for the dynamic addresses of its ports.
 IPAM_CONFIG = frozenset(("subnet", "exclude_ips", "ipv6_prefix", "mac_only"))
 # Switch columns whose content a builder other than the flows reads.
@@ -101,13 +106,18 @@ def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) ->
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
                       sb: Mapping[str, ReplicaTable], going: Collection[str] = (),
-                      taken: Collection[int] = (), fresh: Collection[str] = ()
-                      ) -> dict[str, int] | None:
+                      taken: Collection[int] = (), fresh: Collection[str] = (),
+                      moved: dict[str, int] | None = None) -> dict[str, int] | None:
     """The tunnel keys a recompute gives the new datapaths `rows`, all switches or all
     routers (see the module rules), while the datapaths `going` are deleted in the same
     change (their keys free); None if it cannot be told without one. `taken`: keys new
     switches of the same change take first (for new routers); `fresh`: datapaths made
-    in this change (no binding yet: new routers, for new switches)."""
+    in this change (no binding yet: new routers, for new switches). `moved` (for a
+    caller that renumbers them, `renumber`): the datapaths holding a key a new one
+    asks for get the lowest free keys there, before the new ones without a request,
+    as a recompute gives them; without it, or where such a holder asks for a key
+    itself, another datapath asks for the one asked, or SB has FDB entries keyed by
+    it or IGMP groups, this refuses."""
     held = {key: row.tunnel_key for key, row in existing_bindings(sb).items()}
     if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()
            if dp.key not in fresh):
@@ -119,17 +129,44 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
         return None  # a binding already names it: a recompute keeps that one's key
     # Requested keys come first in a recompute: each must be free and taken as asked
     # (one held by another datapath would move that one).
-    requested = {row.uuid: smap_int(_config(row), "requested-tnl-key") for row in new}
+    requested = {row.uuid: smap_int(_config(row), TUNNEL_KEY) for row in new}
     asked = {uuid: key for uuid, key in requested.items() if key}
     if len(set(asked.values())) != len(asked) or any(
-            key in used or not DP_KEY_MIN <= key <= hi for key in asked.values()):
+            not DP_KEY_MIN <= key <= hi for key in asked.values()):
+        return None
+    holding = {dp.tunnel_key: dp for dp in datapaths.all()
+               if dp.key not in going and dp.key not in fresh}
+    holders = [holding.get(key) for key in asked.values() if key in used]
+    if holders and not _movable(holders, set(asked.values()), datapaths, sb, moved):
         return None
     used |= set(asked.values())
-    new = [row for row in new if row.uuid not in asked]
-    free = sorted(set(range(DP_KEY_MIN, DP_KEY_MIN + len(used) + len(new))) - used)[:len(new)]
-    if len(free) < len(new) or (free and free[-1] > hi):
+    # (the holders take theirs first, in build order: they have a binding)
+    order = {dp.key: i for i, dp in enumerate(datapaths.all())}
+    takers = sorted((dp.key for dp in holders if dp is not None), key=order.__getitem__) \
+        + [row.uuid for row in new if row.uuid not in asked]
+    free = sorted(set(range(DP_KEY_MIN, DP_KEY_MIN + len(used) + len(takers))) - used)
+    free = free[:len(takers)]
+    if len(free) < len(takers) or (free and free[-1] > hi):
         return None
-    return {**asked, **{row.uuid: key for row, key in zip(new, free, strict=True)}}
+    keys = dict(zip(takers, free, strict=True))
+    if moved is not None:
+        moved.update((dp.key, keys.pop(dp.key)) for dp in holders if dp is not None)
+    return {**asked, **keys}
+
+
+def _movable(holders: list[Datapath | None], asked: set[int], datapaths: DatapathsData,
+             sb: Mapping[str, ReplicaTable], moved: dict[str, int] | None) -> bool:
+    """Whether the datapaths holding keys new ones ask for (None: a key a new switch
+    of the same change takes) move as `new_datapath_keys` says."""
+    if moved is None or None in holders:
+        return False
+    if any(smap_int(_config(dp.nb), TUNNEL_KEY) for dp in holders if dp is not None):
+        return False  # (a holder asking for a key itself)
+    if any(smap_int(_config(dp.nb), TUNNEL_KEY) in asked for dp in datapaths.all()):
+        return False  # (asked before the new one: a recompute gives it to that one)
+    fdb, igmp = sb.get("FDB"), sb.get("IGMP_Group")
+    return not (igmp is not None and igmp.rows) and not (fdb is not None and any(
+        r.dp_key in asked for r in fdb.rows.values()))
 
 
 def keys_before_routers(switches: list[IdlRow], routers: list[IdlRow],
@@ -138,7 +175,7 @@ def keys_before_routers(switches: list[IdlRow], routers: list[IdlRow],
     """The keys new `switches` take, made in one change with new `routers` (which take
     theirs after, but for the keys they ask for: a recompute gives those first); None
     if that cannot be told (a router asking for a key a switch asks for too)."""
-    asked = {smap_int(_config(row), "requested-tnl-key") for row in routers} - {0}
+    asked = {smap_int(_config(row), TUNNEL_KEY) for row in routers} - {0}
     keys = new_datapath_keys(switches, datapaths, sb, taken=asked)
     return None if keys is None else list(keys.values())
 
@@ -217,3 +254,44 @@ def _drop(sb_desired: DesiredDb, gone: list[tuple[str, Hashable]]
         if desired is not None:
             desired.rows.pop(row_key, None)
     return gone
+
+
+def renumber_one(dp: Datapath, key: int, by_key: dict[str, Datapath], ports: PortsData,
+              sb_desired: DesiredDb, delta: PortsDelta) -> Datapath:
+    """`dp` under tunnel key `key`: its ports follow, and the SB rows named after its
+    key (a switch's port groups, a router's load balancer address sets) are renamed."""
+    new = replace(dp, tunnel_key=key)
+    by_key[dp.key] = new
+    for p in ports.by_datapath.get(dp.key, []):
+        p.dp = new
+    names: list[tuple[str, str, str]] = []
+    groups = sb_desired.tables.get("Port_Group") if dp.is_switch else None
+    prefix = sb_port_group_name(dp.tunnel_key, "")
+    for name in (groups.rows if groups is not None else ()):
+        if isinstance(name, str) and name.startswith(prefix):
+            names.append(("Port_Group", name, sb_port_group_name(key, name[len(prefix):])))
+    if dp.is_router:
+        names += [("Address_Set", router_lb_set_name(dp.tunnel_key, family),
+                   router_lb_set_name(key, family)) for family in (4, 6)]
+    for table, name, renamed in names:
+        rows = sb_desired.tables.get(table)
+        row = rows.rows.pop(name, None) if rows is not None else None
+        if rows is not None and row is not None:
+            rows.rows[renamed] = {**row, "name": renamed}
+            delta.touch("sb", table, name)
+            delta.touch("sb", table, renamed)
+    return new
+
+
+def renumber(moved: Mapping[str, int], datapaths: DatapathsData, ports: PortsData,
+             sb_desired: DesiredDb, delta: PortsDelta) -> None:
+    """The datapaths `moved` (by NB UUID) under their new tunnel keys, another having
+    taken theirs: their bindings, ports and SB rows named after the key
+    (`renumber_one`), and their flows and their neighbours'."""
+    for key in sorted(moved):
+        dp = datapaths.by_key(key)
+        renumber_one(dp, moved[key], datapaths.switches if dp.is_switch
+                     else datapaths.routers, ports, sb_desired, delta)
+        put_datapath(sb_desired.tables["Datapath_Binding"], datapaths.by_key(key))
+        delta.touch("sb", "Datapath_Binding", key)
+    delta.flows |= ports.next_to(moved)

@@ -11,7 +11,7 @@ Rules kept here:
   columns are other handlers'). Refused keys: a requested tunnel key that another
   datapath asks for, or holds while asking for one (`_moved_keys`: otherwise the
   datapath moves there, and the one holding it to the lowest free key, each with its
-  binding, its ports, the SB rows named after its key, `_renumber`, and its flows and
+  binding, its ports, the SB rows named after its key, `renumber`, and its flows and
   its neighbours'), a router's `chassis` where
   a port of its has gateway chassis (without, it makes the router a gateway router or
   no longer one, or moves it: its ports' bindings and their peers' put again) and
@@ -35,23 +35,20 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
-from .address_sets import router_lb_set_name
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN
 from .core import CoreData
 from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
-from .datapaths_incremental import IPAM_CONFIG
+from .datapaths_incremental import IPAM_CONFIG, renumber, renumber_one
 from .delta import PortsDelta
 from .ip_mcast import mcast_settings
 from .ipam import NB_LSP_COLUMNS, parse_mac_prefix
 from .ipam_incremental import plan_over, write_back
-from .port_groups import sb_port_group_name
 from .ports import PortsData
 from .ports_incremental import (
     asks_ipam,
@@ -106,15 +103,11 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
                         - ({TUNNEL_KEY} if moved else set()), router, ports, sb) \
                 or any(k in changes for k in moved if k != uuid):
             return None  # (a holder updated in this change too: a recompute's)
-        for key in sorted(moved.keys() - {uuid}):  # (the key's holder: a new one)
-            holder = datapaths.by_key(key)
-            _renumber(holder, moved[key], datapaths.switches if holder.is_switch
-                      else datapaths.routers, ports, sb_desired, delta)
-            put_datapath(sb_desired.tables["Datapath_Binding"], datapaths.by_key(key))
-            delta.touch("sb", "Datapath_Binding", key)
-            settings.add(key)
+        held = {k: v for k, v in moved.items() if k != uuid}  # (its holder: a new key)
+        renumber(held, datapaths, ports, sb_desired, delta)
+        settings |= held.keys()
         if moved:
-            dp = _renumber(dp, moved[uuid], by_key, ports, sb_desired, delta)
+            dp = renumber_one(dp, moved[uuid], by_key, ports, sb_desired, delta)
         if "vlan-passthru" in keys:
             passthru.append(uuid)
         if router and MCAST_RELAY in keys:
@@ -206,33 +199,6 @@ def _moved_keys(dp: Datapath, datapaths: DatapathsData, sb: Mapping[str, Replica
             r.dp_key in left for r in fdb.rows.values())):
         return {}
     return moved
-
-
-def _renumber(dp: Datapath, key: int, by_key: dict[str, Datapath], ports: PortsData,
-              sb_desired: DesiredDb, delta: PortsDelta) -> Datapath:
-    """`dp` under tunnel key `key`: its ports follow, and the SB rows named after its
-    key (a switch's port groups, a router's load balancer address sets) are renamed."""
-    new = replace(dp, tunnel_key=key)
-    by_key[dp.key] = new
-    for p in ports.by_datapath.get(dp.key, []):
-        p.dp = new
-    names: list[tuple[str, str, str]] = []
-    groups = sb_desired.tables.get("Port_Group") if dp.is_switch else None
-    prefix = sb_port_group_name(dp.tunnel_key, "")
-    for name in (groups.rows if groups is not None else ()):
-        if isinstance(name, str) and name.startswith(prefix):
-            names.append(("Port_Group", name, sb_port_group_name(key, name[len(prefix):])))
-    if dp.is_router:
-        names += [("Address_Set", router_lb_set_name(dp.tunnel_key, family),
-                   router_lb_set_name(key, family)) for family in (4, 6)]
-    for table, name, renamed in names:
-        rows = sb_desired.tables.get(table)
-        row = rows.rows.pop(name, None) if rows is not None else None
-        if rows is not None and row is not None:
-            rows.rows[renamed] = {**row, "name": renamed}
-            delta.touch("sb", table, name)
-            delta.touch("sb", table, renamed)
-    return new
 
 
 def _requested(dp: Datapath) -> int:

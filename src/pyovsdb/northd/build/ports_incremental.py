@@ -53,6 +53,7 @@ from .datapaths_incremental import (
     add_switch,
     new_datapath_keys,
     remove_switch,
+    renumber,
     simple_switch,
 )
 from .delta import PortsDelta
@@ -301,8 +302,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
 
 
 def asks_ipam(row: IdlRow) -> bool:
-    """Whether a switch port asks IPAM for addresses (or holds some it gave; or is
-    not there to say)."""
+    """Whether a switch port asks IPAM for addresses (or holds some; or is gone)."""
     return not isinstance(row, IdlRow) or row.dynamic_addresses is not None \
         or any("dynamic" in a.split() for a in row.addresses)
 
@@ -324,10 +324,12 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     ports, datapaths = step.ports, step.datapaths
     delta = PortsDelta()
     if step.new_switches:
+        moved: dict[str, int] = {}  # (datapaths holding a key a new switch asks for)
         keys = new_datapath_keys(list(step.new_switches.values()), datapaths, step.sb,
-                                 step.gone_switches.keys(), fresh=step.fresh)
+                                 step.gone_switches.keys(), fresh=step.fresh, moved=moved)
         _need(keys is not None)
         assert keys is not None
+        renumber(moved, datapaths, ports, sb_desired, delta)
         for uuid, row in step.new_switches.items():
             add_switch(row, keys[uuid], datapaths, ports, sb_desired)
             delta.touch("sb", "Datapath_Binding", uuid)
@@ -438,8 +440,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
 
 def _rewire(step: _Step, rewired: set[str], sb_desired: DesiredDb, delta: PortsDelta
             ) -> None:
-    """The switches `rewired` gained or lost router ports: their router ports in walk
-    order again."""
+    """Switches `rewired` gained or lost router ports: theirs in walk order again."""
     if not rewired:
         return
     delta.rewired |= rewired
@@ -512,8 +513,7 @@ def rebindable(p: Port) -> bool:
 def rebind(sb: Mapping[str, ReplicaTable], ports: PortsData, names: Iterable[str],
            sb_desired: DesiredDb, delta: PortsDelta) -> bool:
     """The bindings of the switch ports `names` (those there) put again as they are (a
-    chassis they ask for came or went); False, nothing done, where one is not simple
-    or has a VLAN tag to write back to NB."""
+    chassis they ask for came or went); False, nothing done, where one is not simple."""
     found = [ports.ports[n] for n in sorted(names) if n in ports.ports]
     if simple := all(map(rebindable, found)):
         put_bindings(sb, ports, found, sb_desired, delta)
@@ -600,8 +600,8 @@ LRP_REFUSED = ("ha_chassis_group",)
 LRP_REFUSED_OPTIONS = ("requested-tnl-key", "prefix", "prefix_delegation")
 
 def _simple_lrp(row: IdlRow) -> bool:
-    """Whether a router port is one this module handles (with gateway chassis,
-    `gateways_incremental` judges it)."""
+    """Whether this module handles a router port (`gateways_incremental` judges
+    its gateway chassis)."""
     return not any(row.value(c) for c in LRP_REFUSED) \
         and not any(k in row.options for k in LRP_REFUSED_OPTIONS)
 

@@ -27,7 +27,7 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .bfd_incremental import sessions_naming
 from .datapaths import DatapathsData, router_enabled
-from .datapaths_incremental import add_router, new_datapath_keys, remove_router
+from .datapaths_incremental import add_router, new_datapath_keys, remove_router, renumber
 from .delta import PortsDelta
 from .lb import LbData
 from .ports import PortsData
@@ -76,9 +76,12 @@ def routers_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, R
         return delta
     if uuid in datapaths.routers:
         return None
-    keys = new_datapath_keys([row], datapaths, sb)
+    moved: dict[str, int] = {}  # (the datapath holding the key it asks for)
+    keys = new_datapath_keys([row], datapaths, sb, moved=moved)
     if keys is None:
         return None
+    held = PortsDelta()
+    renumber(moved, datapaths, ports, sb_desired, held)
     add_router(row, keys[uuid], datapaths, ports, lbs, sb_desired)
     delta = router_ports_changed(
         nb, sb, datapaths, ports, names, sb_desired,
@@ -87,4 +90,5 @@ def routers_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, R
     if delta is None:
         return None
     delta.touch("sb", "Datapath_Binding", uuid)
+    delta.merge(held)
     return delta

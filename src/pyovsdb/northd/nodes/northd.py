@@ -52,11 +52,13 @@ from ...ovsdb.changeset import RowChange
 from ..build.address_sets import port_ips
 from ..build.bfd_incremental import bfd_changed, sessions_naming
 from ..build.core import CoreData, build_core
+from ..build.datapaths import router_enabled
 from ..build.datapaths_incremental import (
     add_router,
     keys_before_routers,
     new_datapath_keys,
     remove_router,
+    renumber,
     simple_router,
 )
 from ..build.datapaths_updated import COLUMNS as DP_COLUMNS
@@ -351,11 +353,13 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         taken = self._switch_keys(made, gone)
         if taken is None:
             return Handled.UNHANDLED
+        moved: dict[str, int] = {}  # (datapaths holding a key a new router asks for)
         keys = new_datapath_keys(made, core.datapaths, self.sb_tables(),
-                                 [row.uuid for row in gone], taken) if made else {}
+                                 [row.uuid for row in gone], taken, moved=moved) if made else {}
         if keys is None:
             return Handled.UNHANDLED
         delta = self.track()
+        renumber(moved, core.datapaths, core.ports, self.data.sb, delta)
         for row in gone:
             for table, row_key in remove_router(row.uuid, core.datapaths, core.ports,
                                                 reachable, self.data.sb):
@@ -370,12 +374,15 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     # its datapath in place where `build.datapaths_updated` can.
     def _datapaths_updated(self, changes: Mapping[str, RowChange[IdlRow]],
                            router: bool) -> Handled:
-        updated = {u: rc for u, rc in changes.items() if rc.old is not None
-                   and rc.new is not None and not DP_COLUMNS.isdisjoint(changed_columns(rc))}
-        if not updated:
-            return Handled.HANDLED_UNCHANGED
         core = self.data.core
         by_key = core.datapaths.routers if router else core.datapaths.switches
+        # (a router disabled, and staying so, has no datapath: none of it is read)
+        updated = {u: rc for u, rc in changes.items() if rc.old is not None
+                   and rc.new is not None and not DP_COLUMNS.isdisjoint(changed_columns(rc))
+                   and (not router or u in by_key or router_enabled(rc.old)
+                        or router_enabled(rc.new))}
+        if not updated:
+            return Handled.HANDLED_UNCHANGED
         table = self.nb_tables()["Logical_Router" if router else "Logical_Switch"]
         if not refresh_datapaths(updated.keys() & by_key.keys(), by_key, table.rows,
                                  core.ports):
@@ -392,9 +399,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
 
     def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
         """The keys the switches made in this change take before the routers `made`
-        (`on_nb_ls` gives them those next); None where that cannot be told: a
-        datapath going with them, or a router asking for a key a new switch takes
-        (a recompute gives it that one, the switch another)."""
+        (`on_nb_ls` gives them those next: `keys_before_routers`); None where that
+        cannot be told (a datapath going with them)."""
         ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
         if not made or ls is None or not ls.updated:
             return []
