@@ -983,6 +983,14 @@ def _asked_held(nb: Nb, world: World) -> None:
     nb.lr_add("lr9", options={"requested-tnl-key": "1"})
 
 
+def _named_as_group(nb: Nb, world: World) -> None:
+    """An NB address set named as pgs's IPv4 set; then deleted."""
+    uuid = nb.db.insert("Address_Set", name="pgs_ip4", addresses=["10.0.0.99"])
+    world.settled()
+    nb.db.transact([{"op": "delete", "table": "Address_Set",
+                     "where": [["_uuid", "==", ["uuid", uuid]]]}])
+
+
 def _dgp_pinned(nb: Nb, sb: LocalDb, world: World) -> None:
     """lr0 given a distributed gateway port; then made a gateway router (its
     chassisredirect port goes: a recompute)."""
@@ -1829,8 +1837,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
         {"op": "delete", "table": "Port_Group", "where": [["name", "==", "pgs"]]}]), IN_PLACE),
     ("address set added", lambda nb, sb, w: nb.db.insert(
         "Address_Set", name="as0", addresses=["10.0.0.11", "10.0.0.12"]), IN_PLACE),
-    ("address set named as a port group's", lambda nb, sb, w: nb.db.insert(
-        "Address_Set", name="pgs_ip4", addresses=["10.0.0.11"]), FULL),
+    ("address set named as a port group's (it wins)", lambda nb, sb, w: nb.db.insert(
+        "Address_Set", name="pgs_ip4", addresses=["10.0.0.99"]), IN_PLACE),
+    ("address set named as a port group's deleted (the group's back)",
+     lambda nb, sb, w: _named_as_group(nb, w), IN_PLACE),
     ("acl-add on a port group", lambda nb, sb, w: nb.add_child(
         "Port_Group", "pgs", "acls", "ACL", priority=1001, direction="to-lport",
         match="outport == @pgs && ip4", action="allow-related"), IN_PLACE),

@@ -117,7 +117,7 @@ def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> No
         ("address set changed", lambda: _as(nb, "update", "as0", "10.0.0.11"), True),
         ("address set deleted", lambda: _as(nb, "delete", "as0"), True),
         ("an address set named as the group's", lambda: _as(nb, "insert", "pg1_ip4", "1.1.1.1"),
-         False),
+         True),
         ("the group loses its ports", lambda: _pg_set(nb, "pg1", ports=["set", []]), False),
         ("pg-del", lambda: nb.db.transact([{"op": "delete", "table": "Port_Group",
                                             "where": [["name", "==", "pg1"]]}]), False),

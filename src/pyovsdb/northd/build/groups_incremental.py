@@ -20,7 +20,10 @@ Rules kept here:
   (`member_sets`).
 - Derived address set names are refused where another source has the same name (an
   NB address set wins over a port group's or a router's set, `svc_monitor_mac` is
-  northd's): a port group's set named as an NB set, an NB set named as a derived one.
+  northd's): a port group's set named as an NB set, an NB set named as a router's
+  set or `svc_monitor_mac`, or as a port group's in a run where groups change (in
+  one where none does, the NB set's addresses are the set's, and the group's are
+  again once it goes).
   An NB address set renamed is refused (flows of NAT rules name their sets).
 - Flows: a port group's ACLs apply on the switches it has ports on; the switches that
   gained or lost the group (all of them if it was renamed: nothing else names it) are
@@ -81,7 +84,7 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
                  for rc in pg_changes.values()]
         named = [n for old, new, _, _ in plans for n in {p[0] for p in (old, new) if p}]
         _need(len(named) == len(set(named)))  # (a name passed from one group to another)
-        _check_sets(nb, as_changes)
+        _check_sets(nb, as_changes, bool(pg_changes))
     except _Refused:
         return None
     for old, new, renamed, _ in plans:
@@ -123,7 +126,22 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
         if rc.new is not None:
             sets.put(rc.new.name, name=rc.new.name, addresses=sorted(set(rc.new.addresses)))
             delta.touch("sb", "Address_Set", rc.new.name)
+    kept = {rc.new.name for rc in as_changes.values() if rc.new is not None}
+    for rc in as_changes.values():  # (a group's set that an NB set of its name hid)
+        if rc.old is not None and rc.old.name not in kept:
+            _group_set_again(nb, rc.old.name, sets)
     return delta
+
+
+def _group_set_again(nb: Mapping[str, ReplicaTable], name: str, sets: DesiredTable) -> None:
+    """The `_ip4`/`_ip6` address set `name` of a port group, if one has that name."""
+    family, pgs = name[-4:], nb.get("Port_Group")
+    if family not in ("_ip4", "_ip6") or pgs is None:
+        return
+    pg = next((r for r in pgs.rows.values() if r.name == name[:-4]), None)
+    if pg is not None:
+        v4, v6 = port_group_addresses(pg)
+        sets.put(name, name=name, addresses=sorted(set(v4 if family == "_ip4" else v6)))
 
 
 Placement = tuple[str, dict[str, set[str]]]  # a group's name, and its ports per switch
@@ -248,10 +266,14 @@ def _placement(pg: IdlRow, ports: PortsData) -> Placement:
     return pg.name, per_switch
 
 
-def _check_sets(nb: Mapping[str, ReplicaTable], as_changes: RowChanges) -> None:
-    """NB address sets that no derived set shares a name with, and not renamed."""
+def _check_sets(nb: Mapping[str, ReplicaTable], as_changes: RowChanges,
+                groups_changing: bool) -> None:
+    """NB address sets that no derived set shares a name with, and not renamed (a port
+    group's may, in a run where no group changes: the NB set wins while it is there,
+    and the group's comes back, `_group_set_again`)."""
     pgs = nb.get("Port_Group")
-    pg_names = {r.name for r in pgs.rows.values()} if pgs is not None and as_changes else set()
+    pg_names = {r.name for r in pgs.rows.values()} \
+        if pgs is not None and as_changes and groups_changing else set()
     for rc in as_changes.values():
         if rc.old is not None and rc.new is not None:
             _need(set(changed_columns(rc)) <= AS_COLUMNS)
