@@ -98,7 +98,8 @@ REBUILD_ANY = 64
 FLOWLESS = frozenset(("Load_Balancer", "Address_Set", "Port_Group", DP_GROUP_TABLE,
                       "SB_Global", "HA_Chassis", "HA_Chassis_Group", "DNS", "Meter",
                       "Meter_Band", "Static_MAC_Binding", "Chassis_Template_Var",
-                      "Mirror", "BFD", "Datapath_Binding", "IP_Multicast", "FDB"))
+                      "Mirror", "BFD", "Datapath_Binding", "IP_Multicast", "FDB",
+                      "MAC_Binding"))
 # Switch columns whose change rebuilds the switch here: those only the flows read, and
 # its DNS rows (whose SB rows `northd` changes).
 LS_REBUILT = LS_FLOWS_ONLY | {"dns_records"}

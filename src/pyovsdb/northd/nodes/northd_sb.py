@@ -6,9 +6,11 @@ Rules kept here:
   and Port_Binding inserts coming back as it wants them, bindings it deleted going,
   claims (`chassis`, `up`, `encap`... of a port without a QoS queue), SB_Global and
   Chassis_Private (the handshake's), MAC bindings and FDB entries learned for live
-  ports. A claim of a port with a QoS queue or QoS options binds it again (its queue
-  taken on the chassis or given back), and its queue coming back builds its flows
-  again (`set_queue`).
+  ports. A binding of no port (another client's, or one whose delete is in flight
+  when a MAC is learned) is deleted, and the MAC bindings of no port with it, as a
+  build does (`_unwanted`). A claim of a port with a QoS queue or QoS options binds
+  it again (its queue taken on the chassis or given back), and its queue coming back
+  builds its flows again (`set_queue`).
 - A router port's binding coming back that moves it in the walk of its switch's
   router ports (hash buckets: the echo of a first build's bindings, say) sorts that
   switch's router ports again and marks it `rewired` (its flows rebuilt), in place.
@@ -49,7 +51,13 @@ from ..build.global_cfg import (
 from ..build.ha_chassis import with_ref_chassis
 from ..build.igmp_incremental import igmp_changed
 from ..build.peers_incremental import alone_in_bucket
-from ..build.ports import PB_BY_NAME, Port, existing_port_bindings, type_changed
+from ..build.ports import (
+    PB_BY_NAME,
+    Port,
+    existing_port_bindings,
+    stale_mac_bindings,
+    type_changed,
+)
 from ..build.ports_incremental import rebind, rows_where
 from ..build.ports_retyped import settled
 from ..build.walk import PortWalk, resort_router_ports
@@ -191,14 +199,29 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
         ports = self.data.core.ports
         if self._one_binding_each():
             return Handled.HANDLED_UNCHANGED
+        gone: list[str] = []
         for name, pb in existing_port_bindings(self.sb_tables()).items():
             if name in ports.retyped:
                 continue
             port = ports.ports.get(name)
+            if port is None:
+                gone.append(name)  # (a binding of no port: deleted, its delete in flight)
             # A port whose binding is its own insert come back (sb None) keeps it.
-            if port is None or (port.sb is not None and port.sb.uuid != pb.uuid):
+            elif port.sb is not None and port.sb.uuid != pb.uuid:
                 return Handled.UNHANDLED
-        return Handled.HANDLED_UNCHANGED
+        return self._unwanted(gone) if gone else Handled.HANDLED_UNCHANGED
+
+    def _unwanted(self, names: list[str]) -> Handled:
+        """Bindings of no port (`names`) are deleted, and the MAC bindings of no port
+        or datapath with them, as a build deletes them (`core.cleanup_mac_bindings`)."""
+        desired = self.data.sb.table("MAC_Binding", (), owned=False)
+        desired.delete = stale_mac_bindings(self.sb_tables(), self.data.core.datapaths,
+                                            self.data.core.ports)
+        delta = self.track()
+        delta.touch("sb", "MAC_Binding")
+        for name in names:
+            delta.touch_unread(name)  # (no flow reads a binding of no port)
+        return Handled.HANDLED_UPDATED
 
     def _one_binding_each(self) -> bool:
         """Whether, without a walk, every SB binding is a port's own and none goes: as
@@ -292,6 +315,9 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                     return True
                 return old.logical_port not in desired.rows
             want = desired.rows.get(new.logical_port)
+            if want is None and ports is not None and new.logical_port not in ports.ports:
+                stray.append(new.logical_port)  # (another client's, of no port: deleted)
+                return True
             if want is None or not _same_binding(want, new):
                 return False
             # (a switch's router port takes its place in the walk by its binding)
@@ -309,6 +335,7 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             return True
 
         claimed: dict[str, set[str | None]] = {}
+        stray: list[str] = []
         again: set[str] = set()
         resort: set[str] = set()  # switches whose router ports a build walks otherwise
         handled = only(change, ok)
@@ -326,6 +353,8 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
             for key in resort:
                 walk.sort_ports(ports.router_ports.get(key, []))
             moved |= resort
+        if stray:
+            handled = self._unwanted(stray)
         if not moved and not claimed and not again:
             return handled
         delta = self.track()
