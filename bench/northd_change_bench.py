@@ -102,6 +102,12 @@ def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
                                    f"10.0.0.{100 + i}"],
         "lr-policy-add": lambda i: ["lr-policy-add", "lr0", str(100 + i),
                                     f"ip4.src == 10.{i}.0.0/16", "drop"],
+        # (keys are given from 1 up: key i + 1 is another switch's, which moves)
+        "ls-add asking for the tunnel key another switch holds": lambda i: [
+            "ls-add", f"lsk{i}", "--", "set", "Logical_Switch", f"lsk{i}",
+            f"other_config:requested-tnl-key={i + 1}"],
+        "mac_prefix set (IPAM's dynamic MACs move)": lambda i: [
+            "set", "NB_Global", ".", f"options:mac_prefix=0a:0{i % 10}:00"],
     }
 
 
@@ -124,6 +130,11 @@ def sb_kinds() -> dict[str, Callable[[int], list[str]]]:
             SBCTL, "chassis-add", f"chx{i}", "geneve", f"192.0.3.{i + 1}", "--",
             "set", "Chassis", f"chx{i}", *(f"other_config:{k}=true" for k in FEATURES)],
         "chassis del (the one above; SB)": lambda i: [SBCTL, "chassis-del", f"chx{i}"],
+        "vxlan chassis add (the first: key ranges narrow; SB)": lambda i: [
+            SBCTL, "chassis-add", f"chv{i}", "vxlan", f"192.0.4.{i + 1}", "--",
+            "set", "Chassis", f"chv{i}", *(f"other_config:{k}=true" for k in FEATURES)],
+        "vxlan chassis del (the last: key ranges widen; SB)": lambda i: [
+            SBCTL, "chassis-del", f"chv{i}"],
     }
 
 

@@ -245,12 +245,13 @@ def prefix_again(prefix: str, core: CoreData, sb: Mapping[str, ReplicaTable],
                  sb_desired: DesiredDb, nb_desired: DesiredDb, delta: PortsDelta) -> bool:
     """IPAM's MAC prefix made `prefix` ("xx:xx:xx", NB_Global's `mac_prefix` as the
     globals write it back): the dynamic MACs of the old prefix move, every switch
-    whose ports ask IPAM for addresses or hold some planned again (`ipam_again`);
-    False where a port moved cannot be bound again alone."""
+    with IPAM settings (IPAM looks at no other) or a port holding dynamic addresses
+    planned again (`ipam_again`); False where a port moved cannot be bound again
+    alone."""
     core.mac_prefix = parse_mac_prefix(prefix)
     core.macs.forget()  # (the MACs of the old prefix: built again with the new one)
-    dynamic = core.dynamic_addresses
-    switches = [key for key in core.datapaths.switches if any(
-        p.is_lsp and (p.name in dynamic or asks_ipam(p.nb))
-        for p in core.ports.by_datapath.get(key, []))]
+    ports = core.ports.ports
+    holding = {ports[name].dp.key for name in core.dynamic_addresses if name in ports}
+    switches = [key for key, dp in core.datapaths.switches.items()  # (in build order)
+                if key in holding or not IPAM_CONFIG.isdisjoint(dp.nb.other_config)]
     return ipam_again(switches, core, sb, sb_desired, nb_desired, delta)
