@@ -42,7 +42,7 @@ CHASSIS = ("ch0", "ch1", "ch2")
 LBS = ("lb0", "lb1")
 LB_GROUPS = ("lbg0",)
 PORT_GROUPS = ("pg0", "pg1")
-ADDRESS_SETS = ("as0", "as1")
+ADDRESS_SETS = ("as0", "as1", "pg0_ip4")  # (the last named as a port group's set)
 METERS = ("m0", "m1")
 HA_GROUPS = ("hag0", "hag1")
 
