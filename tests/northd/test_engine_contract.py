@@ -988,14 +988,21 @@ def _named_as_group(nb: Nb, world: World) -> None:
                      "where": [["_uuid", "==", ["uuid", uuid]]]}])
 
 
-def _dgp_pinned(nb: Nb, sb: LocalDb, world: World) -> None:
+def _dgp_pinned(nb: Nb, sb: LocalDb, world: World, back: bool = False) -> None:
     """lr0 given a distributed gateway port; then made a gateway router (its
-    chassisredirect port goes: a recompute)."""
-    nb.lrp_add("lr0", "lr0-gw", "00:00:00:00:ff:fe", "172.16.0.1/24")
+    chassisredirect port goes: 23.03's bad configuration); `back`: then made a plain
+    router again (the port a distributed gateway port again). The port is on sw1 (its
+    peer's binding and sw1's groups follow; vm1 on sw0 claimed: the group's
+    `ref_chassis`)."""
+    _claim(nb, sb, world)
+    nb.connect("sw1", "lr0", "lr0-gw", "00:00:00:00:ff:fe", "172.16.0.1/24")
     nb.add_child("Logical_Router_Port", "lr0-gw", "gateway_chassis", "Gateway_Chassis",
                  name="lr0-gw-ch0", chassis_name="ch0", priority=10)
+    if back:
+        world.northd.settle()
+        _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
     world.settled()
-    _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
+    _dp_set(nb, "Logical_Router", "lr0", options={} if back else {"chassis": "ch0"})
 
 
 def _flooding_router(nb: Nb, world: World, how: str) -> None:
@@ -1501,7 +1508,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("gateway router moved to another chassis, then made a plain router again",
      lambda nb, sb, w: _pinned_then(nb, w), IN_PLACE),
     ("router with a distributed gateway port made a gateway router",
-     lambda nb, sb, w: _dgp_pinned(nb, sb, w), FULL),
+     lambda nb, sb, w: _dgp_pinned(nb, sb, w), IN_PLACE),
+    ("gateway router with a port with gateway chassis made a plain router (a DGP again)",
+     lambda nb, sb, w: _dgp_pinned(nb, sb, w, back=True), IN_PLACE),
     ("router disabled", lambda nb, sb, w: _dp_set(nb, "Logical_Router", "lr0",
                                                   enabled=[False]), IN_PLACE),
     ("router disabled, its port flooding multicast (its _MC_static group goes)",

@@ -12,9 +12,11 @@ Rules kept here:
   datapath asks for, or holds while asking for one (`_moved_keys`: otherwise the
   datapath moves there, and the one holding it to the lowest free key, each with its
   binding, its ports, the SB rows named after its key, `renumber`, and its flows and
-  its neighbours'), a router's `chassis` where
-  a port of its has gateway chassis (without, it makes the router a gateway router or
-  no longer one, or moves it: its ports' bindings and their peers' put again) and
+  its neighbours'), a router's `chassis` where its ports with gateway chassis are not
+  one plain one (`gateway_toggled.redirect_pinned`, which takes that one's
+  chassisredirect port away or gives it one; the option makes the router a gateway
+  router or no longer one, or moves it: its ports' bindings and their peers' put
+  again) and
   `mcast_relay` while SB has IGMP groups (without, the fixed multicast groups of the
   router and its switches are put again), and a switch's `vlan-passthru`
   where its ports (but router-type ones, whose bindings do not carry it) cannot all
@@ -46,6 +48,7 @@ from .core import CoreData
 from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
 from .datapaths_incremental import IPAM_CONFIG, renumber, renumber_one
 from .delta import PortsDelta
+from .gateway_toggled import redirect_pinned
 from .ip_mcast import mcast_settings
 from .ipam import NB_LSP_COLUMNS, parse_mac_prefix
 from .ipam_incremental import plan_over, write_back
@@ -113,7 +116,8 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
         if router and MCAST_RELAY in keys:
             relaying.add(uuid)
         if router and GATEWAY in keys:
-            if not _gateway_movable(dp, ports):
+            if not _gateway_movable(dp, ports) or not redirect_pinned(
+                    dp, datapaths, ports, sb, sb_desired, delta):
                 return None
             pinned.add(uuid)
         renamed = renamed or rc.old.name != rc.new.name
@@ -156,13 +160,11 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
 
 def _gateway_movable(dp: Datapath, ports: PortsData) -> bool:
     """Whether router `dp` may become a gateway router, or stop being one, in place:
-    no port of its asks for gateway chassis (a distributed gateway port, which a
-    gateway router does not have), no switch port peering one asks for a VLAN."""
-    mine = ports.by_datapath.get(dp.key, [])
-    return not any(p.is_lrp and (p.nb.ha_chassis_group is not None or p.nb.gateway_chassis
-                                 or p.cr_port) for p in mine) and not any(
-        peer.is_lsp and peer.nb.tag_request is not None
-        for peer in map(ports.peer_of, mine) if peer is not None)
+    no switch port peering one of its ports asks for a VLAN (its port with gateway
+    chassis, if any, is `gateway_toggled.redirect_pinned`'s to judge)."""
+    return not any(peer.is_lsp and peer.nb.tag_request is not None
+                   for peer in map(ports.peer_of, ports.by_datapath.get(dp.key, []))
+                   if peer is not None)
 
 
 def _moved_keys(dp: Datapath, datapaths: DatapathsData, sb: Mapping[str, ReplicaTable]

@@ -32,7 +32,7 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
-from .datapaths import DatapathsData, smap_int
+from .datapaths import Datapath, DatapathsData, smap_int
 from .delta import PortsDelta
 from .gateways_incremental import (
     add_redirect,
@@ -125,6 +125,51 @@ def gateways_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, 
             put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     delta.flows = ports.next_to({port.dp.key for port, _ in found})
     return delta
+
+
+def redirect_pinned(dp: Datapath, datapaths: DatapathsData, ports: PortsData,
+                    sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb,
+                    delta: PortsDelta) -> bool:
+    """Router `dp` (its row as it is now) made a gateway router, or no longer one: its
+    port with gateway chassis (at most one, with no HA chassis group) loses its
+    chassisredirect port (a gateway router has none: 23.03 warns of a bad
+    configuration and treats the port as a plain one), or gains one, as
+    `gateways_toggled` does for the port; False, nothing touched, where it cannot
+    (the caller puts the router's bindings and its peers' again)."""
+    mine = [p for p in ports.by_datapath.get(dp.key, []) if p.is_lrp and is_gateway(p.nb)]
+    if not mine:
+        return True
+    if len(mine) > 1 or mine[0].nb.ha_chassis_group is not None \
+            or dp.nb.value("load_balancer") or dp.nb.value("load_balancer_group"):
+        return False
+    port, pinned = mine[0], "chassis" in dp.nb.options
+    if pinned and port.cr_port is not None:
+        if ports.l3dgw_ports.get(dp.key) != [port] or _learned(sb, port.cr_port):
+            return False
+        for table, row_key in remove_redirect(port, ports, sb_desired):
+            delta.touch("sb", table, row_key)
+        port.cr_port = None
+    elif not pinned and port.cr_port is None:
+        cr_name, groups = redirect_name(port.name), sb_desired.tables.get("HA_Chassis_Group")
+        tnl = _next_key(dp.key, datapaths, ports)
+        if tnl is None or cr_name in ports.ports or _bound(sb, cr_name) \
+                or (groups is not None and port.name in groups.rows):
+            return False
+        cr = add_redirect(port, ports)
+        cr.tunnel_key = tnl
+        insert_in_build_order(ports, cr)
+        ports.unbound.add(cr.name)
+        for table, row_key in put_redirect_group(cr, sb_desired):
+            delta.touch("sb", table, row_key)
+    else:
+        return True
+    peer = ports.peer_of(port)
+    for key in sorted({dp.key} | ({peer.dp.key} if peer is not None and peer.is_lsp
+                                 else set())):
+        put_fixed_groups(key, ports, datapaths, sb_desired, delta)
+        if key != dp.key:
+            delta.rewired.add(key)  # (the groups' `ref_chassis` follow, as above)
+    return True
 
 
 def _next_key(key: str, datapaths: DatapathsData, ports: PortsData) -> int | None:
