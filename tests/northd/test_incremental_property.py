@@ -465,7 +465,7 @@ def test_nodes_read_only_the_tables_they_declare(monkeypatch: pytest.MonkeyPatch
         play(TOUR)
 
 
-# Failures the property found, shrunk, kept as cases of their own (both fixed since).
+# Failures the property found, shrunk, kept as cases of their own (each fixed since).
 FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
     # Meter_Band rows had no key in the sync: every run deleted the meter's bands and
     # inserted them again, so northd never stopped committing.
@@ -478,6 +478,15 @@ FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
              Step("chassis-add", (0, False)), Step("chassis-add", (1, False)),
              Step("lrp-gw", (0, 0, 1)), Step("lrp-gw", (0, 1, 2)),
              Step("claim", (2, 0, True))]),
+    # A switch asking for another's key, the two swapping keys: the port group rows
+    # named after each key were renamed one datapath at a time, the second rename
+    # overwriting the first's.
+    "two switches swapping keys rename their port groups' rows": (
+        BASES["ha"], [Step("ls-add", (0, "", 2), batch=True)]),
+    # A policy added to a disabled router (no datapath): `lflow` looked its datapath up.
+    "a policy on a disabled router builds nothing": (
+        BASES["ha"], [Step("ls-add", (0, "", 0), batch=True), Step("lr-add", (0, 3)),
+                      Step("policy-add", (0, 100, 0, 0), batch=True)]),
 }
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -256,42 +257,45 @@ def _drop(sb_desired: DesiredDb, gone: list[tuple[str, Hashable]]
     return gone
 
 
-def renumber_one(dp: Datapath, key: int, by_key: dict[str, Datapath], ports: PortsData,
-              sb_desired: DesiredDb, delta: PortsDelta) -> Datapath:
-    """`dp` under tunnel key `key`: its ports follow, and the SB rows named after its
-    key (a switch's port groups, a router's load balancer address sets) are renamed."""
-    new = replace(dp, tunnel_key=key)
-    by_key[dp.key] = new
-    for p in ports.by_datapath.get(dp.key, []):
-        p.dp = new
+def renumber(moved: Mapping[str, int], datapaths: DatapathsData, ports: PortsData,
+             sb_desired: DesiredDb, delta: PortsDelta) -> None:
+    """The datapaths `moved` (by NB UUID) under their new tunnel keys (one asked for
+    another's, which takes the lowest free): their ports follow, the SB rows named
+    after their keys (a switch's port groups, a router's load balancer address sets)
+    are renamed, every one taken out before any is put back (two may swap keys), and
+    their bindings, and their flows and their neighbours', are built again."""
+    renamed: list[tuple[str, str, dict[str, Any]]] = []
+    for key in sorted(moved):
+        dp = datapaths.by_key(key)
+        new = replace(dp, tunnel_key=moved[key])
+        (datapaths.switches if dp.is_switch else datapaths.routers)[key] = new
+        for p in ports.by_datapath.get(key, []):
+            p.dp = new
+        for table, name, to in _named_after(dp, new.tunnel_key, sb_desired):
+            row = sb_desired.tables[table].rows.pop(name, None)
+            delta.touch("sb", table, name)
+            if row is not None:
+                renamed.append((table, to, row))
+    for table, to, row in renamed:
+        sb_desired.tables[table].rows[to] = {**row, "name": to}
+        delta.touch("sb", table, to)
+    for key in sorted(moved):
+        put_datapath(sb_desired.tables["Datapath_Binding"], datapaths.by_key(key))
+        delta.touch("sb", "Datapath_Binding", key)
+    delta.flows |= ports.next_to(moved)
+
+
+def _named_after(dp: Datapath, key: int, sb_desired: DesiredDb) -> list[tuple[str, str, str]]:
+    """The desired SB rows named after `dp`'s tunnel key, as (table, name, the name
+    under `key`)."""
     names: list[tuple[str, str, str]] = []
     groups = sb_desired.tables.get("Port_Group") if dp.is_switch else None
     prefix = sb_port_group_name(dp.tunnel_key, "")
     for name in (groups.rows if groups is not None else ()):
         if isinstance(name, str) and name.startswith(prefix):
             names.append(("Port_Group", name, sb_port_group_name(key, name[len(prefix):])))
-    if dp.is_router:
+    sets = sb_desired.tables.get("Address_Set") if dp.is_router else None
+    if sets is not None:
         names += [("Address_Set", router_lb_set_name(dp.tunnel_key, family),
                    router_lb_set_name(key, family)) for family in (4, 6)]
-    for table, name, renamed in names:
-        rows = sb_desired.tables.get(table)
-        row = rows.rows.pop(name, None) if rows is not None else None
-        if rows is not None and row is not None:
-            rows.rows[renamed] = {**row, "name": renamed}
-            delta.touch("sb", table, name)
-            delta.touch("sb", table, renamed)
-    return new
-
-
-def renumber(moved: Mapping[str, int], datapaths: DatapathsData, ports: PortsData,
-             sb_desired: DesiredDb, delta: PortsDelta) -> None:
-    """The datapaths `moved` (by NB UUID) under their new tunnel keys, another having
-    taken theirs: their bindings, ports and SB rows named after the key
-    (`renumber_one`), and their flows and their neighbours'."""
-    for key in sorted(moved):
-        dp = datapaths.by_key(key)
-        renumber_one(dp, moved[key], datapaths.switches if dp.is_switch
-                     else datapaths.routers, ports, sb_desired, delta)
-        put_datapath(sb_desired.tables["Datapath_Binding"], datapaths.by_key(key))
-        delta.touch("sb", "Datapath_Binding", key)
-    delta.flows |= ports.next_to(moved)
+    return names

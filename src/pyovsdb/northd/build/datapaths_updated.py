@@ -46,7 +46,7 @@ from ..desired import DesiredDb, Ref
 from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN
 from .core import CoreData
 from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
-from .datapaths_incremental import IPAM_CONFIG, renumber, renumber_one
+from .datapaths_incremental import IPAM_CONFIG, renumber
 from .delta import PortsDelta
 from .gateway_toggled import redirect_pinned
 from .ip_mcast import mcast_settings
@@ -106,11 +106,10 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
                         - ({TUNNEL_KEY} if moved else set()), router, ports, sb) \
                 or any(k in changes for k in moved if k != uuid):
             return None  # (a holder updated in this change too: a recompute's)
-        held = {k: v for k, v in moved.items() if k != uuid}  # (its holder: a new key)
-        renumber(held, datapaths, ports, sb_desired, delta)
-        settings |= held.keys()
-        if moved:
-            dp = renumber_one(dp, moved[uuid], by_key, ports, sb_desired, delta)
+        if moved:  # (it, and the datapath holding the key it asks for: a new key)
+            renumber(moved, datapaths, ports, sb_desired, delta)
+            settings |= moved.keys()
+            dp = by_key[uuid]
         if "vlan-passthru" in keys:
             passthru.append(uuid)
         if router and MCAST_RELAY in keys:

@@ -710,9 +710,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
             self._listing(change.delta, "Logical_Router", "policies"))
 
     def _rebuild_policies(self, routers: set[str]) -> Handled:
+        northd: NorthdData = self.inputs["northd"].data
+        routers = routers & northd.core.datapaths.routers.keys()  # (a disabled one: none)
         if not routers:
             return Handled.HANDLED_UNCHANGED
-        northd: NorthdData = self.inputs["northd"].data
         ctx = lflow_context(*self._tables(), northd)
         return self._changed(northd, rebuild_policies(self.data.flows, ctx, frozenset(routers)))
 
