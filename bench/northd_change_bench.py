@@ -106,6 +106,10 @@ def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
         "ls-add asking for the tunnel key another switch holds": lambda i: [
             "ls-add", f"lsk{i}", "--", "set", "Logical_Switch", f"lsk{i}",
             f"other_config:requested-tnl-key={i + 1}"],
+        "ls-add and lr-add asking for one tunnel key (the switch wins it)": lambda i: [
+            "ls-add", f"lsr{i}", "--", "set", "Logical_Switch", f"lsr{i}",
+            f"other_config:requested-tnl-key={60000 + i}", "--", "lr-add", f"lrr{i}", "--",
+            "set", "Logical_Router", f"lrr{i}", f"options:requested-tnl-key={60000 + i}"],
         "mac_prefix set (IPAM's dynamic MACs move)": lambda i: [
             "set", "NB_Global", ".", f"options:mac_prefix=0a:0{i % 10}:00"],
     }

@@ -127,7 +127,7 @@ NB_KINDS: dict[str, Drawn] = {
     "lsp-set": _step("lsp-set", _idx(PORTS), st.sampled_from(
         ("type", "addresses", "options", "port_security", "enabled", "tag_request",
          "parent_name", "ha_chassis_group")), st.integers(0, 8)),
-    "lr-add": _step("lr-add", _idx(ROUTERS), st.integers(0, 4)),
+    "lr-add": _step("lr-add", _idx(ROUTERS), st.integers(0, 6)),
     "lr-del": _step("lr-del", _idx(ROUTERS)),
     "lrp-add": _step("lrp-add", _idx(ROUTERS), _idx(ROUTER_PORTS), st.integers(0, 3),
                      st.booleans()),
@@ -425,9 +425,10 @@ class Applier:
 
     def _lr_add(self, i: int, pick: int) -> str:
         name = ROUTERS[i]
+        # (5 races a switch's request for key 2; 6 asks for the first switch's key)
         options = [{}, {"chassis": "ch0"}, {"chassis": "ch1", "always_learn_from_arp_request":
-                                               "false"}, {}, {"mac_binding_age_threshold": "3"}
-                   ][pick]
+                                               "false"}, {}, {"mac_binding_age_threshold": "3"},
+                   {"requested-tnl-key": "2"}, {"requested-tnl-key": "1"}][pick]
         enabled: list[bool] = [False] if pick == 3 else []
         uuid = find(self.nb, "Logical_Router", name)
         if uuid is None:

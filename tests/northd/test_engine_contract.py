@@ -1484,7 +1484,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
                                other_config={"requested-tnl-key": _key_of(sb, "lr0")}),
      IN_PLACE),
     ("router asking for the tunnel key a switch holds, which asks for another",
-     lambda nb, sb, w: _asked_twice(nb, sb, w), FULL),
+     lambda nb, sb, w: _asked_twice(nb, sb, w), IN_PLACE),
     ("switch's vlan-passthru set (its ports' bindings)", lambda nb, sb, w: _dp_set(
         nb, "Logical_Switch", "sw1", other_config={"vlan-passthru": "true"}), IN_PLACE),
     ("switch's vlan-passthru set, a router port on it", lambda nb, sb, w: _dp_set(
@@ -1534,7 +1534,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
           "row": {"name": "lr9", "options": ["map", [["requested-tnl-key", "1"]]]}}]),
      IN_PLACE),
     ("lr-add requesting the key a switch holds and asks for",
-     lambda nb, sb, w: _asked_held(nb, w), FULL),
+     lambda nb, sb, w: _asked_held(nb, w), IN_PLACE),
     ("ls-add of two switches, one requesting a key (an interconnected node's)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "insert", "table": "Logical_Switch",
@@ -1576,7 +1576,7 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
           "row": {"name": "lr9", "options": ["map", [["requested-tnl-key", "9"]]]}},
          {"op": "insert", "table": "Logical_Switch",
           "row": {"name": "sw9", "other_config": ["map", [["requested-tnl-key", "9"]]]}}]),
-     FULL),
+     IN_PLACE),
     ("lr-del (of a router with a port; its peer on the switch stays)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr0"]]}]),

@@ -132,6 +132,22 @@ def existing_bindings(sb: Mapping[str, ReplicaTable]) -> dict[str, IdlRow]:
     return out
 
 
+def existing_keys(sb: Mapping[str, ReplicaTable]) -> dict[str, int]:
+    """The tunnel keys of `existing_bindings`, by the NB UUID they name."""
+    out: dict[str, tuple[str, int]] = {}
+    table = sb.get("Datapath_Binding")
+    if table is None:
+        return {}
+    column = table.col_index["tunnel_key"]
+    for row in table.rows.values():
+        key = datapath_key(row)
+        if key:
+            was = out.get(key)
+            if was is None or row.uuid < was[0]:
+                out[key] = (row.uuid, row.value_at(column))
+    return {key: tunnel_key for key, (_, tunnel_key) in out.items()}
+
+
 NB_KEY = "nb_key"  # a Datapath_Binding row's cache entry of `datapath_key`
 
 
@@ -147,34 +163,65 @@ def _nb_key(row: IdlRow) -> str | None:
     return str(key) if key else None
 
 
-def build_datapaths(inp: BuildInput) -> DatapathsData:
-    vxlan = is_vxlan_mode(inp.sb)
-    existing = existing_bindings(inp.sb)
-    nb_rows: list[tuple[DatapathKind, IdlRow]] = [
-        (DatapathKind.SWITCH, r) for r in _sorted(inp.nb["Logical_Switch"].rows.values())]
-    nb_rows += [(DatapathKind.ROUTER, r)
-                for r in _sorted(inp.nb["Logical_Router"].rows.values()) if router_enabled(r)]
+TUNNEL_KEY = "requested-tnl-key"
+VXLAN_FIRST_REFUSED = 1 << 12  # (a requested key of this or more, in VXLAN mode)
+ASKED = "asked_key"  # a switch's or router's row cache entry of `asked_key`
+
+
+def asked_key(row: IdlRow) -> tuple[int, bool]:
+    """The tunnel key a switch's or a router's row asks for (0: none), and whether it
+    is a transit switch's (`interconn-ts`: not refused in VXLAN mode), kept in the
+    row's cache (`ASKED`)."""
+    return cached(row, ASKED, _asked)  # type: ignore[no-any-return]
+
+
+def _asked(row: IdlRow) -> tuple[int, bool]:
+    config = row.options if row.table.name == "Logical_Router" else row.other_config
+    return smap_int(config, TUNNEL_KEY), "interconn-ts" in config
+
+
+def requested_key(row: IdlRow) -> int:
+    """The tunnel key a switch's or a router's row asks for (0: none)."""
+    return asked_key(row)[0]
+
+
+def assign(rows: Iterable[IdlRow], existing: Mapping[str, int], vxlan: bool,
+           used: Iterable[int] = ()) -> dict[str, int]:
+    """The tunnel key of each datapath row (by NB UUID), `rows` in build order,
+    `existing` the keys of their bindings and `used` keys held by datapaths left out of
+    `rows` (which keep theirs); a row left out of the result has none (exhausted)."""
     keys = TunnelKeys(DP_KEY_MIN, DP_KEY_MAX_VXLAN if vxlan else DP_KEY_MAX)
+    keys.used.update(used)
+    rows = list(rows)
+    ordered = [r for r in rows if r.uuid in existing]
+    ordered += [r for r in rows if r.uuid not in existing]
     tunnel: dict[str, int] = {}
-    both = [(k, r) for k, r in nb_rows if r.uuid in existing]
-    nb_only = [(k, r) for k, r in nb_rows if r.uuid not in existing]
-    for kind, row in [*both, *nb_only]:
-        config = row.other_config if kind is DatapathKind.SWITCH else row.options
-        requested = smap_int(config, "requested-tnl-key")
-        if not requested:
-            continue
-        if "interconn-ts" not in config and vxlan and requested >= 1 << 12:
+    for row in ordered:
+        requested, transit = asked_key(row)
+        if not requested or (vxlan and requested >= VXLAN_FIRST_REFUSED and not transit):
             continue
         if keys.add(requested):
             tunnel[row.uuid] = requested
-    for _, row in both:
-        if row.uuid not in tunnel and keys.add(existing[row.uuid].tunnel_key):
-            tunnel[row.uuid] = existing[row.uuid].tunnel_key
-    for _, row in [*both, *nb_only]:
+    for row in ordered:
+        kept = existing.get(row.uuid)
+        if kept is not None and row.uuid not in tunnel and keys.add(kept):
+            tunnel[row.uuid] = kept
+    for row in ordered:
         if row.uuid not in tunnel:
             key = keys.allocate()
             if key is not None:
                 tunnel[row.uuid] = key
+    return tunnel
+
+
+def build_datapaths(inp: BuildInput) -> DatapathsData:
+    vxlan = is_vxlan_mode(inp.sb)
+    nb_rows: list[tuple[DatapathKind, IdlRow]] = [
+        (DatapathKind.SWITCH, r) for r in _sorted(inp.nb["Logical_Switch"].rows.values())]
+    nb_rows += [(DatapathKind.ROUTER, r)
+                for r in _sorted(inp.nb["Logical_Router"].rows.values()) if router_enabled(r)]
+    existing = existing_keys(inp.sb)
+    tunnel = assign((row for _, row in nb_rows), existing, vxlan)
     data = DatapathsData(vxlan_mode=vxlan)
     for kind, row in nb_rows:
         key = tunnel.get(row.uuid)

@@ -20,9 +20,10 @@ Rules kept here:
   SB binding (a recompute keeps those), new datapaths take the key they request
   (refused unless it is free and in range), then the lowest free keys in the order
   of their names, switches before routers (23.03's walk from hint 0 over the
-  datapaths it has no binding for); otherwise this refuses. Routers and switches made
-  in one change: requested keys first, then the switches' lowest free, then the
-  routers' (`keys_before_routers`), none deleted in it.
+  datapaths it has no binding for). Routers and switches made in one change: requested
+  keys first, then the switches' lowest free, then the routers' (`keys_before_routers`),
+  none deleted in it. Where requests race (two asking for one key, a holder asking for
+  another), the build's own walk over the replicas tells (`tunnel_keys`).
 - The datapath's own desired rows come and go with it: its Datapath_Binding, its
   IP_Multicast row, its fixed multicast groups (the ports' bindings and the groups of
   a new switch are `ports_incremental`'s); a router's binding, and its (empty) set of
@@ -61,6 +62,7 @@ from .mcast_groups import (
 )
 from .port_groups import sb_port_group_name
 from .ports import PortsData
+from .tunnel_keys import keys_as_built
 
 # A switch's other_config keys handled here: its requested tunnel key, and the transit
 # switch name its binding's external_ids copy.
@@ -107,8 +109,9 @@ def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) ->
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
                       sb: Mapping[str, ReplicaTable], going: Collection[str] = (),
-                      taken: Collection[int] = (), fresh: Collection[str] = (),
-                      moved: dict[str, int] | None = None) -> dict[str, int] | None:
+                      taken: Collection[int] | None = (), fresh: Collection[str] = (),
+                      moved: dict[str, int] | None = None,
+                      nb: Mapping[str, ReplicaTable] | None = None) -> dict[str, int] | None:
     """The tunnel keys a recompute gives the new datapaths `rows`, all switches or all
     routers (see the module rules), while the datapaths `going` are deleted in the same
     change (their keys free); None if it cannot be told without one. `taken`: keys new
@@ -118,7 +121,20 @@ def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,
     asks for get the lowest free keys there, before the new ones without a request,
     as a recompute gives them; without it, or where such a holder asks for a key
     itself, another datapath asks for the one asked, or SB has FDB entries keyed by
-    it or IGMP groups, this refuses."""
+    it or IGMP groups, this refuses. Given `nb` and `moved`, what it refuses is told
+    by the build's walk over the replicas (`tunnel_keys.keys_as_built`: requests
+    racing), as where `taken` is None (not known)."""
+    keys = None if taken is None else _in_order(rows, datapaths, sb, going, taken, fresh,
+                                                 moved)
+    if keys is None and moved is not None and nb is not None:
+        return keys_as_built(rows, nb, sb, datapaths, moved)
+    return keys
+
+
+def _in_order(rows: list[IdlRow], datapaths: DatapathsData, sb: Mapping[str, ReplicaTable],
+              going: Collection[str], taken: Collection[int], fresh: Collection[str],
+              moved: dict[str, int] | None) -> dict[str, int] | None:
+    """`new_datapath_keys` where no request races: the new datapaths in name order."""
     held = {key: row.tunnel_key for key, row in existing_bindings(sb).items()}
     if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()
            if dp.key not in fresh):

@@ -8,10 +8,11 @@ Rules kept here:
   cannot prove it handles is refused (None) and the caller recomputes.
 - Handled columns: `name`, `external_ids` and the switch's `other_config` or the
   router's `options` (the caller has the datapath's row refreshed already; other
-  columns are other handlers'). Refused keys: a requested tunnel key that another
-  datapath asks for, or holds while asking for one (`_moved_keys`: otherwise the
-  datapath moves there, and the one holding it to the lowest free key, each with its
-  binding, its ports, the SB rows named after its key, `renumber`, and its flows and
+  columns are other handlers'). A requested tunnel key changed moves the datapaths
+  whose keys a recompute moves (`tunnel_keys.assign_over`, once per change: a
+  datapath taking a key another holds, that one the lowest free, a race for one key
+  won in build order), each with its binding, its ports, the SB rows named after its
+  key (`renumber`), and its flows and
   its neighbours'), a router's `chassis` where its ports with gateway chassis are not
   one plain one (`gateway_toggled.redirect_pinned`, which takes that one's
   chassisredirect port away or gives it one; the option makes the router a gateway
@@ -43,9 +44,8 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, Ref
-from .alloc import DP_KEY_MAX, DP_KEY_MAX_VXLAN, DP_KEY_MIN
 from .core import CoreData
-from .datapaths import Datapath, DatapathsData, existing_bindings, put_datapath, smap_int
+from .datapaths import Datapath, DatapathsData, put_datapath
 from .datapaths_incremental import IPAM_CONFIG, renumber
 from .delta import PortsDelta
 from .gateway_toggled import redirect_pinned
@@ -61,6 +61,7 @@ from .ports_incremental import (
     rebind,
     rebindable,
 )
+from .tunnel_keys import assign_over
 
 COLUMNS = frozenset(("name", "external_ids", "other_config", "options"))
 # Router options a change of which this module refuses (see the rules).
@@ -76,7 +77,8 @@ def _changed_keys(old: Mapping[str, str], new: Mapping[str, str]) -> set[str]:
 
 def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
                       datapaths: DatapathsData, ports: PortsData,
-                      sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb,
+                      nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
+                      sb_desired: DesiredDb,
                       ipam: Callable[[set[str], PortsDelta], bool] | None = None
                       ) -> PortsDelta | None:
     """The switch (or, `router`, router) updates `changes` applied in place, each in
@@ -92,6 +94,7 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
     allocating: set[str] = set()  # switches whose IPAM settings changed
     relaying: set[str] = set()  # routers whose multicast relay changed
     pinned: set[str] = set()  # routers made gateway routers or no longer, or moved
+    renumbered = False  # (the keys a recompute moves, moved)
     for uuid, rc in changes.items():
         dp = by_key.get(uuid)
         if rc.old is None or rc.new is None or dp is None or dp.nb is not rc.new:
@@ -101,15 +104,17 @@ def datapaths_updated(changes: Mapping[str, RowChange[IdlRow]], router: bool,
             if config in columns else set()
         if not router and keys & IPAM_CONFIG and ipam is not None:
             allocating.add(uuid)  # (`ipam` moves the switch's allocations)
-        moved = _moved_keys(dp, datapaths, sb) if TUNNEL_KEY in keys else {}
-        if not _keys_ok(dp, keys - (IPAM_CONFIG if uuid in allocating else set())
-                        - ({TUNNEL_KEY} if moved else set()), router, ports, sb) \
-                or any(k in changes for k in moved if k != uuid):
-            return None  # (a holder updated in this change too: a recompute's)
-        if moved:  # (it, and the datapath holding the key it asks for: a new key)
-            renumber(moved, datapaths, ports, sb_desired, delta)
-            settings |= moved.keys()
+        if TUNNEL_KEY in keys and not renumbered:
+            over = assign_over(nb, sb, datapaths)
+            if over is None:
+                return None
+            renumber(over.moved, datapaths, ports, sb_desired, delta)
+            settings |= over.moved.keys()
+            renumbered = True
             dp = by_key[uuid]
+        if not _keys_ok(dp, keys - (IPAM_CONFIG if uuid in allocating else set()),
+                        router, ports):
+            return None
         if "vlan-passthru" in keys:
             passthru.append(uuid)
         if router and MCAST_RELAY in keys:
@@ -166,57 +171,9 @@ def _gateway_movable(dp: Datapath, ports: PortsData) -> bool:
                    if peer is not None)
 
 
-def _moved_keys(dp: Datapath, datapaths: DatapathsData, sb: Mapping[str, ReplicaTable]
-                ) -> dict[str, int]:
-    """The datapaths whose tunnel key changes, by NB UUID, where `dp` asks for a key
-    it does not hold (empty where this cannot tell): `dp` takes it, and the datapath
-    holding it (asking for none) the lowest free key, as a recompute gives them. Every
-    datapath holds its binding's key (a recompute keeps those), no other asks for the
-    key or for the one `dp` leaves (it would take that), and SB holds no FDB entry or
-    IGMP group keyed by a key that moves."""
-    asked = _requested(dp)
-    hi = DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX
-    if not 0 < asked <= hi or asked == dp.tunnel_key:
-        return {}
-    bindings = existing_bindings(sb)
-    every = datapaths.all()
-    if any(bindings.get(d.key) is None or bindings[d.key].tunnel_key != d.tunnel_key
-           for d in every):
-        return {}
-    others = [d for d in every if d.key != dp.key]
-    if any(_requested(d) in (asked, dp.tunnel_key) for d in others):
-        return {}
-    moved, left = {dp.key: asked}, [dp.tunnel_key]
-    holder = next((d for d in others if d.tunnel_key == asked), None)
-    if holder is not None:
-        used = {d.tunnel_key for d in others if d is not holder} | {asked}
-        free = next((k for k in range(DP_KEY_MIN, hi + 1) if k not in used), 0)
-        if not free or _requested(holder):
-            return {}
-        moved[holder.key] = free
-        left.append(holder.tunnel_key)
-    fdb, igmp = sb.get("FDB"), sb.get("IGMP_Group")
-    if (igmp is not None and igmp.rows) or (fdb is not None and any(
-            r.dp_key in left for r in fdb.rows.values())):
-        return {}
-    return moved
-
-
-def _requested(dp: Datapath) -> int:
-    """The tunnel key a datapath's row asks for (0: none)."""
-    return smap_int(dp.nb.options if dp.is_router else dp.nb.other_config, TUNNEL_KEY)
-
-
-def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData,
-             sb: Mapping[str, ReplicaTable]) -> bool:
+def _keys_ok(dp: Datapath, keys: set[str], router: bool, ports: PortsData) -> bool:
     """Whether the settings `keys` of `dp` (its row as it is now) changed in a way this
     module applies (see the rules)."""
-    if TUNNEL_KEY in keys:
-        asked = _requested(dp)
-        binding = existing_bindings(sb).get(dp.key)
-        if asked not in (0, dp.tunnel_key) or binding is None \
-                or binding.tunnel_key != dp.tunnel_key:
-            return False
     return router or not keys & IPAM_CONFIG or not any(
         asks_ipam(p.nb) for p in ports.by_datapath.get(dp.key, []) if p.is_lsp)
 

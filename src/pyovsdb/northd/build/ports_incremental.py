@@ -326,7 +326,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     if step.new_switches:
         moved: dict[str, int] = {}  # (datapaths holding a key a new switch asks for)
         keys = new_datapath_keys(list(step.new_switches.values()), datapaths, step.sb,
-                                 step.gone_switches.keys(), fresh=step.fresh, moved=moved)
+                                 step.gone_switches.keys(), (), step.fresh, moved, step.nb)
         _need(keys is not None)
         assert keys is not None
         renumber(moved, datapaths, ports, sb_desired, delta)

@@ -77,7 +77,7 @@ def routers_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, R
     if uuid in datapaths.routers:
         return None
     moved: dict[str, int] = {}  # (the datapath holding the key it asks for)
-    keys = new_datapath_keys([row], datapaths, sb, moved=moved)
+    keys = new_datapath_keys([row], datapaths, sb, moved=moved, nb=nb)
     if keys is None:
         return None
     held = PortsDelta()

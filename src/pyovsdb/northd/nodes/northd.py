@@ -350,12 +350,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         core, reachable = self.data.core, self.data.extra.lbs
         if any(row.uuid not in core.datapaths.routers for row in gone):
             return Handled.UNHANDLED
-        taken = self._switch_keys(made, gone)
-        if taken is None:
-            return Handled.UNHANDLED
-        moved: dict[str, int] = {}  # (datapaths holding a key a new router asks for)
-        keys = new_datapath_keys(made, core.datapaths, self.sb_tables(),
-                                 [row.uuid for row in gone], taken, moved=moved) if made else {}
+        moved: dict[str, int] = {}  # (datapaths whose keys a new router's request moves)
+        keys = new_datapath_keys(made, core.datapaths, self.sb_tables(), [r.uuid for r in gone],
+                                 self._switch_keys(made, gone), moved=moved,
+                                 nb=self.nb_tables()) if made else {}
         if keys is None:
             return Handled.UNHANDLED
         delta = self.track()
@@ -388,7 +386,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                                  core.ports):
             return Handled.UNHANDLED
         return self._applied(datapaths_updated(updated, router, core.datapaths, core.ports,
-                                               self.sb_tables(), self.data.sb,
+                                               self.nb_tables(), self.sb_tables(), self.data.sb,
                                                self._ipam_again))
 
     def _ipam_again(self, switches: set[str], delta: PortsDelta) -> bool:
