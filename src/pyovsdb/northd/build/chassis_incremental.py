@@ -10,11 +10,12 @@ Rules kept here:
   name, resolved when `sync_to_sb` plans the row).
 - A change that moves the vxlan mode (a first chassis with a vxlan encap, or the
   last going) narrows or widens the tunnel key ranges, which only new keys and
-  `max_tunid` read: existing keys are kept, as a recompute keeps them. It is the
-  caller's to apply in place where no key moves (`vxlan_moves_no_key`: no datapath
-  but a transit switch asks for a key of 4096 or more, no port for one of
-  `VXLAN_MIN_MULTICAST` or more, which a recompute refuses in vxlan mode and grants
-  otherwise); otherwise the caller recomputes. One that moves the features is the
+  `max_tunid` read: existing keys are kept, as a recompute keeps them, but for a
+  datapath's request of a key of 4096 or more (not a transit switch's), which a
+  recompute refuses in vxlan mode and grants otherwise: `vxlan_moved` moves the
+  datapaths whose keys a recompute moves (`tunnel_keys.assign_over`). A port asking
+  for a key of `VXLAN_MIN_MULTICAST` or more (the same, in its datapath's key space)
+  is refused: the caller recomputes. One that moves the features is the
   caller's too (`nodes.northd_sb`: the global settings in place, every flow built
   again).
 - A chassis added, deleted or renamed under a name or hostname ports asked for
@@ -37,9 +38,11 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .alloc import VXLAN_MIN_MULTICAST
 from .core import CoreData
-from .datapaths import smap_int
+from .datapaths import VXLAN_FIRST_REFUSED, asked_key, is_vxlan_mode, smap_int
+from .datapaths_incremental import renumber
 from .delta import PortsDelta
 from .ports_incremental import rebind
+from .tunnel_keys import assign_over
 
 # Chassis columns by which a reference or a request finds the chassis.
 NAMING = frozenset(("name", "hostname"))
@@ -74,12 +77,21 @@ def chassis_changed(changes: Mapping[str, RowChange[IdlRow]], core: CoreData,
     return delta
 
 
-def vxlan_moves_no_key(core: CoreData) -> bool:
-    """Whether the vxlan mode moving leaves every tunnel key where it is (see the
-    rules): the datapaths' requests read, and the ports'."""
-    for dp in core.datapaths.all():
-        config = dp.nb.options if dp.is_router else dp.nb.other_config
-        if "interconn-ts" not in config and smap_int(config, TUNNEL_KEY) >= 1 << 12:
-            return False
-    return all(smap_int(p.options, TUNNEL_KEY) < VXLAN_MIN_MULTICAST
-               for p in core.ports.ports.values())
+def vxlan_moved(core: CoreData, nb: Mapping[str, ReplicaTable],
+                sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb) -> PortsDelta | None:
+    """The vxlan mode moved to SB's (see the rules): the datapaths whose keys a
+    recompute moves moved (`tunnel_keys.assign_over`, where some datapath but a transit
+    switch asks for a key of 4096 or more); None (nothing touched) where a port asks
+    for one of `VXLAN_MIN_MULTICAST` or more, or `assign_over` refuses."""
+    if any(smap_int(p.options, TUNNEL_KEY) >= VXLAN_MIN_MULTICAST
+           for p in core.ports.ports.values()):
+        return None
+    datapaths, delta = core.datapaths, PortsDelta()
+    if any(key >= VXLAN_FIRST_REFUSED and not transit
+           for key, transit in (asked_key(dp.nb) for dp in datapaths.all())):
+        over = assign_over(nb, sb, datapaths)
+        if over is None:
+            return None
+        renumber(over.moved, datapaths, core.ports, sb_desired, delta)
+    datapaths.vxlan_mode = is_vxlan_mode(sb)
+    return delta

@@ -37,7 +37,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
-from ..build.chassis_incremental import chassis_changed, vxlan_moves_no_key
+from ..build.chassis_incremental import chassis_changed, vxlan_moved
 from ..build.core import fdb_stale, held_tunnel_keys
 from ..build.datapaths import datapath_key, is_vxlan_mode
 from ..build.delta import PortsDelta
@@ -125,14 +125,15 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
         return self._vxlan() if self.has_data else Handled.UNHANDLED
 
     # The vxlan mode moved: the key ranges and `max_tunid` in place
-    # (`chassis_incremental.vxlan_moves_no_key`).
+    # (`chassis_incremental.vxlan_moved`: the datapaths whose keys move with it).
     def _vxlan(self) -> Handled:
         core, sb = self.data.core, self.sb_tables()
         if is_vxlan_mode(sb) == core.datapaths.vxlan_mode:
             return Handled.HANDLED_UNCHANGED
-        if not vxlan_moves_no_key(core):
+        delta = vxlan_moved(core, self.nb_tables(), sb, self.data.sb)
+        if delta is None:
             return Handled.UNHANDLED
-        core.datapaths.vxlan_mode = not core.datapaths.vxlan_mode
+        self.track().merge(delta)
         cfg = with_options(self.data.extra.config,  # (as a build makes them)
                            global_config(self.nb_tables(), sb).nb_options)
         self.data.extra = replace(self.data.extra, config=cfg)
