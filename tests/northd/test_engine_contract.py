@@ -1326,6 +1326,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _vif_read_by_switch(nb, w, "unknown"), IN_PLACE),
     ("lsp-add VIF asking IPAM for addresses (the echo of its dynamic_addresses too)",
      lambda nb, sb, w: _ipam_vif(nb, w, "dynamic"), IN_PLACE),
+    ("lsp-add VIF asking for a dynamic address on a switch without IPAM settings",
+     lambda nb, sb, w: nb.lsp_add("sw1", "dyn9", addresses=["dynamic"]), IN_PLACE),
     ("lsp-add static VIF beside one holding a dynamic address",
      lambda nb, sb, w: _ipam_vif(nb, w, "static"), IN_PLACE),
     ("lsp-del of a VIF holding a dynamic address",

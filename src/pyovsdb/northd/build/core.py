@@ -17,7 +17,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
@@ -72,6 +72,12 @@ class CoreData:
     dynamic_addresses: dict[str, str | None]
     mac_prefix: int | None  # the prefix IPAM used (top 24 bits of a MAC)
     macs: MacIndex = field(default_factory=MacIndex)  # the ports' MACs of that prefix
+
+    def refresh_macs(self, names: Iterable[Hashable]) -> None:
+        """IPAM's MAC index (if built) refreshed for the ports `names` (by the
+        Port_Binding keys a step touched: a port's MAC moving moves its binding)."""
+        self.macs.refresh([n for n in names if isinstance(n, str)], self.ports,
+                          self.dynamic_addresses)
 
 
 def put_port_bindings(ports: PortsData, state: SwitchPortState, sb: DesiredDb,

@@ -9,9 +9,10 @@ Rules kept here:
   networks; only MACs of the prefix count (no other MAC can be assigned).
 - The index is exact or it is not built (`valid` False): built from the core when an
   in-place IPAM plan first needs it, refreshed by name for the ports a switch port
-  change touched and dropped by every other change that can move a port's MAC: the
-  northd node forgets it before the handlers of `MAC_MOVERS` (router ports come, go,
-  change, or get a chassisredirect port). A switch's IPAM settings changed refresh
+  change touched, and after the handlers of every other change that can move a
+  port's MAC (`MAC_MOVERS`: router ports come, go, change, or get a chassisredirect
+  port) for the ports whose bindings they touched (`CoreData.refresh_macs`: a port's
+  MAC is in its binding, so one that moves is touched). A switch's IPAM settings changed refresh
   the ports that moved (`datapaths_updated.ipam_again`). A new prefix forgets it
   (`datapaths_updated.prefix_again`), and a recompute makes a new core, so a new,
   unbuilt index.

@@ -103,9 +103,9 @@ from .tables import (
     Tables,
     declared,
     either,
+    followed,
     leaf_name,
     only,
-    preceded,
     table_inputs,
 )
 
@@ -168,7 +168,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb_handlers["Mirror"] = self.on_nb_mirror
             nb_handlers["BFD"] = self.on_bfd
         for table in MAC_MOVERS & nb_handlers.keys():
-            nb_handlers[table] = preceded(nb_handlers[table], self._forget_macs)
+            nb_handlers[table] = followed(nb_handlers[table], self._refresh_macs)
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
@@ -192,9 +192,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS), sb_handlers)),
             now=Input(now), sync_cfg_committed=Input(cfg, noop))
 
-    def _forget_macs(self) -> None:
-        if self.has_data:
-            self.data.core.macs.forget()
+    def _refresh_macs(self) -> None:  # (a router port's MAC moves its binding)
+        if self.has_data and self.delta is not None:
+            self.data.core.refresh_macs(self.delta.sb.get("Port_Binding", ()))
 
     def nb_tables(self) -> Tables:
         return declared(self.group_data("nb"), self.nb_schema, self.name)

@@ -111,10 +111,12 @@ def either(first: Handled, then: Handled) -> Handled:
     return Handled.HANDLED_UNCHANGED
 
 
-def preceded(handler: TableHandler, first: Callable[[], object]) -> TableHandler:
-    """`handler`, with `first` called before it."""
+def followed(handler: TableHandler, then: Callable[[], object]) -> TableHandler:
+    """`handler`, with `then` called after it where it handled the change."""
     @functools.wraps(handler)
     def call(change: TableChange) -> Handled:
-        first()
-        return handler(change)
+        handled = handler(change)
+        if handled is not Handled.UNHANDLED:
+            then()
+        return handled
     return call
