@@ -106,6 +106,11 @@ def kinds(n: int) -> dict[str, Callable[[int], list[str]]]:
         "ls-add asking for the tunnel key another switch holds": lambda i: [
             "ls-add", f"lsk{i}", "--", "set", "Logical_Switch", f"lsk{i}",
             f"other_config:requested-tnl-key={i + 1}"],
+        # (port key i + 1 is another port's, which moves)
+        "lsp-add asking for the tunnel key another port holds": lambda i: [
+            "lsp-add", f"ls{s}", f"keyed{i}", "--", "lsp-set-addresses", f"keyed{i}",
+            f"0a:ff:00:00:01:{i:02x}", "--", "lsp-set-options", f"keyed{i}",
+            f"requested-tnl-key={i + 1}"],
         "ls-add and lr-add asking for one tunnel key (the switch wins it)": lambda i: [
             "ls-add", f"lsr{i}", "--", "set", "Logical_Switch", f"lsr{i}",
             f"other_config:requested-tnl-key={60000 + i}", "--", "lr-add", f"lrr{i}", "--",

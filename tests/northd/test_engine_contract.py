@@ -809,6 +809,31 @@ def _key_of(sb: LocalDb, name: str) -> str:
                     if r.external_ids.get("name") == name))
 
 
+def _port_key(sb: LocalDb, name: str) -> str:
+    """The tunnel key port `name`'s binding holds, as a requested-tnl-key value."""
+    return str(next(r.tunnel_key for r in sb.tables["Port_Binding"].rows.values()
+                    if r.logical_port == name))
+
+
+def _port_asking(nb: Nb, sb: LocalDb, world: World, then: str) -> None:
+    """vm1 asks for the key it holds (settled); then ("add") a VIF added beside it, or
+    ("race") a VIF asking for vm1's key too (vm1 keeps it), or ("del") vm1 deleted
+    while a VIF asking for its key is there (that one takes it)."""
+    key = _port_key(sb, "vm1")
+    nb.set("Logical_Switch_Port", "vm1", options={"requested-tnl-key": key})
+    if then == "del":
+        nb.lsp_add("sw0", "vm9", addresses=["00:00:00:00:00:09 10.0.0.19"],
+                   options={"requested-tnl-key": key})
+    world.settled()
+    if then == "del":
+        nb.db.transact([{"op": "mutate", "table": "Logical_Switch", "where": [
+            ["name", "==", "sw0"]], "mutations": [["ports", "delete", [
+                "uuid", nb.uuid("Logical_Switch_Port", "vm1")]]]}])
+        return
+    nb.lsp_add("sw0", "vm9", addresses=["00:00:00:00:00:09 10.0.0.19"],
+               options={"requested-tnl-key": key} if then == "race" else {})
+
+
 def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str],
                   lrp_mac: bool = False) -> None:
     """sw1 given a subnet and a port asking for a dynamic address; then the switch's
@@ -1328,6 +1353,21 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _ipam_vif(nb, w, "dynamic"), IN_PLACE),
     ("lsp-add VIF asking for a dynamic address on a switch without IPAM settings",
      lambda nb, sb, w: nb.lsp_add("sw1", "dyn9", addresses=["dynamic"]), IN_PLACE),
+    ("lsp-add asking for a tunnel key", lambda nb, sb, w: nb.lsp_add(
+        "sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
+        options={"requested-tnl-key": "7"}), IN_PLACE),
+    ("lsp-add asking for the tunnel key another port holds (that one takes a new key)",
+     lambda nb, sb, w: nb.lsp_add("sw0", "vm9", addresses=["00:00:00:00:00:09 10.0.0.19"],
+                                  options={"requested-tnl-key": _port_key(sb, "vm2")}),
+     IN_PLACE),
+    ("port asking for another tunnel key", lambda nb, sb, w: nb.set(
+        "Logical_Switch_Port", "vm1", options={"requested-tnl-key": "9"}), IN_PLACE),
+    ("lsp-add beside a port asking for its tunnel key",
+     lambda nb, sb, w: _port_asking(nb, sb, w, "add"), IN_PLACE),
+    ("lsp-add asking for the tunnel key a port asks for and holds (it takes a new one)",
+     lambda nb, sb, w: _port_asking(nb, sb, w, "race"), IN_PLACE),
+    ("lsp-del of a port holding a key another asks for (that one takes it)",
+     lambda nb, sb, w: _port_asking(nb, sb, w, "del"), IN_PLACE),
     ("lsp-add static VIF beside one holding a dynamic address",
      lambda nb, sb, w: _ipam_vif(nb, w, "static"), IN_PLACE),
     ("lsp-del of a VIF holding a dynamic address",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pyovsdb.idl.row import IdlRow
-from pyovsdb.northd.build import ports_incremental
+from pyovsdb.northd.build import port_keys, ports_incremental
 from pyovsdb.northd.diagnostics import collecting
 from pyovsdb.northd.driver import Driver
 from pyovsdb.northd.testing import LocalDb, LocalNorthd, Nb, TransactError, add_chassis
@@ -276,7 +276,7 @@ def _gateway_on_sw0(nb: Nb) -> Changeset[IdlRow]:
 def test_what_it_cannot_prove_recomputes(nb: Nb, sb: LocalDb) -> None:
     loop = _topology(nb, sb)
     steps: list[Callable[[], Changeset[IdlRow]]] = [
-        lambda: _lsp_add(nb, "sw0", "keyed", options={"requested-tnl-key": "7"})]
+        lambda: _lsp_add(nb, "sw0", "meta", type="localport", addresses=["dynamic"])]
     for step in steps:
         before = loop.stat("northd", "recompute")
         loop.change(step())
@@ -338,10 +338,10 @@ def test_a_handler_that_forgets_multicast_groups_is_caught(
 
 def test_a_handler_that_forgets_tunnel_keys_is_caught(
         nb: Nb, sb: LocalDb, monkeypatch: pytest.MonkeyPatch) -> None:
-    class Fixed(ports_incremental.TunnelKeys):
+    class Fixed(port_keys.TunnelKeys):
         def allocate(self) -> int | None:
             return 1
-    monkeypatch.setattr(ports_incremental, "TunnelKeys", Fixed)
+    monkeypatch.setattr(port_keys, "TunnelKeys", Fixed)
     with pytest.raises((AssertionError, TransactError)):  # (a key taken twice)
         play_random(nb, sb, 0)
 

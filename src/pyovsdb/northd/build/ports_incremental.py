@@ -45,9 +45,9 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
-from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, TunnelKeys
+from .alloc import TunnelKeys
 from .core import NB_LSP_COLUMNS, CoreData, stale_fdb
-from .datapaths import Datapath, DatapathsData, smap_int
+from .datapaths import Datapath, DatapathsData
 from .datapaths_incremental import (
     FIXED_GROUP_NAMES,
     add_switch,
@@ -80,6 +80,7 @@ from .peers_incremental import (
     router_peers,
     unpair,
 )
+from .port_keys import asks_key, held_space, port_keys
 from .ports import (
     PB_BY_NAME,
     Port,
@@ -103,8 +104,6 @@ RowChanges = Mapping[str, RowChange[IdlRow]]
 # OpenStack network's metadata port), virtual (a VIP its parents claim), external.
 IN_PLACE_TYPES = frozenset(("", "localnet", "localport", "virtual", "l2gateway", "remote",
                             "external", "vtep"))
-# Options that make a port's binding depend on state beyond the port itself.
-REFUSED_OPTIONS = ("requested-tnl-key",)
 
 
 def simple_lsp(row: IdlRow) -> bool:
@@ -120,9 +119,6 @@ def simple_lsp(row: IdlRow) -> bool:
         return False
     if (request is not None or tag is not None) and not any_vlan and not (
             own_vlan and request and tag in (None, request)):
-        return False
-    options = row.options
-    if any(k in options for k in REFUSED_OPTIONS):
         return False
     return "router" not in row.addresses
 
@@ -390,11 +386,17 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         new_ports.append(port)
     # Other ports keep their keys (held by their bindings), then new ones take keys.
     for key in sorted(touched):
-        space = _held_keys(step, key, found, dp_keys, retyped)
-        for p in sorted((p for p in [*new_ports, *map(ports.ports.get, retyped)]
-                         if p is not None and p.dp.key == key),
-                        key=lambda p: (p.name, p.nb.uuid)):
-            p.tunnel_key = _allocate(space)
+        space = _held_keys(step, key, found, dp_keys, retyped, asking=True)
+        mine = sorted((p for p in [*new_ports, *map(ports.ports.get, retyped)]
+                       if p is not None and p.dp.key == key), key=lambda p: (p.name, p.nb.uuid))
+        held = [p for p in ports.by_datapath.get(key, []) if p.name not in retyped]
+        if not any(map(asks_key, [*held, *mine])):
+            for p in mine:
+                p.tunnel_key = _allocate(space)
+            continue
+        rekeyed = port_keys(held, mine, datapaths.vxlan_mode)  # (one asks: the build's walk)
+        _need(rekeyed is not None and all(map(rebindable, rekeyed or ())))
+        changed += [p for p in rekeyed or () if p not in changed]
     recreate(retyped, ports, sb_desired, delta)
     for port in new_ports:
         insert_in_build_order(ports, port)
@@ -469,22 +471,13 @@ def refresh_datapaths(keys: Collection[str], by_key: dict[str, Datapath],
 
 
 def _held_keys(step: _Step, key: str, found: Mapping[str, list[IdlRow]],
-               dp_keys: Mapping[str, str], retyped: Collection[str]) -> TunnelKeys:
-    """Datapath `key`'s port key space with every port of it holding its key, as a
-    recompute would see them now: each has its binding (the first by UUID, now the
-    port's `sb`) on that datapath with that key, and requests none; but `retyped`."""
-    hi = PORT_KEY_MAX_VXLAN if step.datapaths.vxlan_mode else PORT_KEY_MAX
-    space = TunnelKeys(PORT_KEY_MIN, hi, hint_follows_adds=True)
-    for p in step.ports.by_datapath.get(key, []):
-        if p.name in retyped:
-            continue
-        _need(not smap_int(p.options, "requested-tnl-key"))
-        pbs = found.get(p.name, [])
-        pb = min(pbs, key=lambda r: r.uuid) if pbs else None
-        _need(pb is not None and dp_keys.get(pb.value("datapath")) == key
-              and pb.value("tunnel_key") == p.tunnel_key and p.name not in step.ports.retyped
-              and space.add(p.tunnel_key))
-        p.sb = pb
+               dp_keys: Mapping[str, str], retyped: Collection[str],
+               asking: bool = False) -> TunnelKeys:
+    """`port_keys.held_space` of datapath `key`, or a recompute."""
+    space = held_space(step.ports.by_datapath.get(key, []), key, found, dp_keys, retyped,
+                       step.ports.retyped, step.datapaths.vxlan_mode, asking)
+    _need(space is not None)
+    assert space is not None
     return space
 
 
