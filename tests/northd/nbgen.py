@@ -460,10 +460,13 @@ class Applier:
                                 "networks": self._networks(pick, port)}
         if peer:
             cols["peer"] = [ROUTER_PORTS[(port + 1) % len(ROUTER_PORTS)]]
+        if pick == 3:  # (the key the router's first port usually holds)
+            cols["options"] = {"requested-tnl-key": "1"}
         self._nb([_insert(self.nb, "Logical_Router_Port", "r", **cols),
                   _mutate("Logical_Router", router, "ports", "insert", [["named-uuid", "r"]])])
         return f"lrp-add {lr_name} {name} {cols['mac']} {' '.join(cols['networks'])}" + (
-            f" peer={cols['peer'][0]}" if peer else "")
+            f" peer={cols['peer'][0]}" if peer else "") + (
+            " options:requested-tnl-key=1" if pick == 3 else "")
 
     def _lrp_del(self, port: int) -> str | None:
         hit = existing(self.nb, "Logical_Router_Port", port)

@@ -1368,6 +1368,13 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _port_asking(nb, sb, w, "race"), IN_PLACE),
     ("lsp-del of a port holding a key another asks for (that one takes it)",
      lambda nb, sb, w: _port_asking(nb, sb, w, "del"), IN_PLACE),
+    ("lrp-add asking for a tunnel key", lambda nb, sb, w: nb.lrp_add(
+        "lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24",
+        options={"requested-tnl-key": "7"}), IN_PLACE),
+    ("lrp-add asking for the tunnel key another router port holds (that one moves)",
+     lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24",
+                                  options={"requested-tnl-key": _port_key(sb, "lrp0")}),
+     IN_PLACE),
     ("lsp-add static VIF beside one holding a dynamic address",
      lambda nb, sb, w: _ipam_vif(nb, w, "static"), IN_PLACE),
     ("lsp-del of a VIF holding a dynamic address",

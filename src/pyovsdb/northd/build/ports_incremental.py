@@ -590,7 +590,7 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
 # binding (`router_port_binding` reads the rest): a peer, an NB HA chassis group (its
 # gateway chassis `gateways_incremental` judges), a delegated prefix.
 LRP_REFUSED = ("ha_chassis_group",)
-LRP_REFUSED_OPTIONS = ("requested-tnl-key", "prefix", "prefix_delegation")
+LRP_REFUSED_OPTIONS = ("prefix", "prefix_delegation")
 
 def _simple_lrp(row: IdlRow) -> bool:
     """Whether this module handles a router port (`gateways_incremental` judges
@@ -749,21 +749,27 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
         delta.touch("sb", "Port_Binding", port.name)
         doomed_binding |= port.name in found
     new_ports: list[Port] = []
+    rekeyed: list[Port] = []  # (ports whose keys a port asking for one moves)
     for key in sorted(touched):
-        space = _held_keys(step, key, found, dp_keys, ())
-        dp = datapaths.routers[key]
+        space = _held_keys(step, key, found, dp_keys, (), asking=True)
+        dp, held = datapaths.routers[key], list(ports.by_datapath.get(key, []))
         rows = sorted((lrp_rows[u] for u, lr in added.items() if lr.uuid == key),
                       key=lambda r: (r.name, r.uuid))
+        mine: list[Port] = []
         for row in rows:
-            port = Port(row.name, dp, PortKind.ROUTER, row,
-                        networks=lrp_networks(row.mac, row.networks))
-            port.tunnel_key = _allocate(space)
-            new_ports.append(port)
+            mine.append(Port(row.name, dp, PortKind.ROUTER, row,
+                             networks=lrp_networks(row.mac, row.networks)))
             if is_gateway(row):
                 _need(redirect_name(row.name) not in found)
-                cr = add_redirect(port, ports)
-                cr.tunnel_key = _allocate(space)
-                new_ports.append(cr)
+                mine.append(add_redirect(mine[-1], ports))
+        if any(map(asks_key, [*held, *mine])):  # (the build's walk over its ports)
+            moved = port_keys(held, mine, datapaths.vxlan_mode)
+            _need(moved is not None)
+            rekeyed += moved or ()
+        else:
+            for p in mine:
+                p.tunnel_key = _allocate(space)
+        new_ports += mine
     table = sb_desired.tables["Port_Binding"]
     for port in new_ports:
         insert_in_build_order(ports, port)
@@ -782,7 +788,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
     for key in sorted(rewired | touched):  # (a router's groups: its ports that flood)
         put_fixed_groups(key, ports, datapaths, sb_desired, delta)
-    for port in [*new_ports, *(peered or ())]:
+    for port in [*new_ports, *(peered or ()), *rekeyed]:
         put_router_binding(port, ports, table, delta)
         if port.is_cr:
             for group_table, row_key in put_redirect_group(port, sb_desired):
