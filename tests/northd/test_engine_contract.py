@@ -834,6 +834,28 @@ def _port_asking(nb: Nb, sb: LocalDb, world: World, then: str) -> None:
                options={"requested-tnl-key": key} if then == "race" else {})
 
 
+def _freed(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
+    """A datapath asks for the key it holds and one after it in build order for the same
+    key (the first keeps it); then the first goes: "ls-del" (sw00, sw1 asking), "lr-del"
+    or "disable" (lr0, with its port; lr9 asking). The one asking takes the key."""
+    first, second = ("sw00", "sw1") if how == "ls-del" else ("lr0", "lr9")
+    table = "Logical_Switch" if how == "ls-del" else "Logical_Router"
+    column = "other_config" if how == "ls-del" else "options"
+    if how == "ls-del":
+        nb.ls_add("sw00")
+    else:
+        nb.lr_add("lr9")
+    world.settled()
+    key = _key_of(sb, first)
+    for name in (first, second):
+        _dp_set(nb, table, name, **{column: {"requested-tnl-key": key}})
+    world.settled()
+    if how == "disable":
+        _dp_set(nb, table, first, enabled=[False])
+    else:
+        nb.db.transact([{"op": "delete", "table": table, "where": [["name", "==", first]]}])
+
+
 def _dynamic_then(nb: Nb, world: World, other_config: dict[str, str],
                   lrp_mac: bool = False) -> None:
     """sw1 given a subnet and a port asking for a dynamic address; then the switch's
@@ -1582,6 +1604,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
          {"op": "insert", "table": "Logical_Router",
           "row": {"name": "lr9", "options": ["map", [["requested-tnl-key", "1"]]]}}]),
      IN_PLACE),
+    ("ls-del of a switch holding the key another asks for (that one takes it)",
+     lambda nb, sb, w: _freed(nb, sb, w, "ls-del"), IN_PLACE),
+    ("lr-del of a router with a port, holding the key another asks for (it takes it)",
+     lambda nb, sb, w: _freed(nb, sb, w, "lr-del"), IN_PLACE),
+    ("router disabled, holding the key another asks for (that one takes it)",
+     lambda nb, sb, w: _freed(nb, sb, w, "disable"), IN_PLACE),
     ("lr-add requesting the key a switch holds and asks for",
      lambda nb, sb, w: _asked_held(nb, w), IN_PLACE),
     ("ls-add of two switches, one requesting a key (an interconnected node's)",

@@ -47,6 +47,7 @@ from .datapaths import (
     DatapathsData,
     existing_bindings,
     put_datapath,
+    requested_key,
     router_enabled,
     smap_int,
 )
@@ -62,7 +63,7 @@ from .mcast_groups import (
 )
 from .port_groups import sb_port_group_name
 from .ports import PortsData
-from .tunnel_keys import keys_as_built
+from .tunnel_keys import assign_over, keys_as_built
 
 # A switch's other_config keys handled here: its requested tunnel key, and the transit
 # switch name its binding's external_ids copy.
@@ -299,6 +300,48 @@ def renumber(moved: Mapping[str, int], datapaths: DatapathsData, ports: PortsDat
         put_datapath(sb_desired.tables["Datapath_Binding"], datapaths.by_key(key))
         delta.touch("sb", "Datapath_Binding", key)
     delta.flows |= ports.next_to(moved)
+
+
+def remove_switches(keys: list[str], nb: Mapping[str, ReplicaTable],
+                    sb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
+                    ports: PortsData, sb_desired: DesiredDb, delta: PortsDelta) -> bool:
+    """The switches `keys` (their ports gone) removed (`remove_switch`), and the keys
+    they free taken as a recompute gives them (`freed_keys`); False where that cannot
+    be told."""
+    freed = {datapaths.switches[key].tunnel_key for key in keys}
+    for key in keys:
+        for table, row_key in remove_switch(key, datapaths, ports, sb_desired):
+            delta.touch("sb", table, row_key)
+    return freed_keys(freed, nb, sb, datapaths, ports, sb_desired, delta)
+
+
+def remove_routers(keys: list[str], nb: Mapping[str, ReplicaTable],
+                   sb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
+                   ports: PortsData, lbs: LbData, sb_desired: DesiredDb,
+                   delta: PortsDelta) -> bool:
+    """The routers `keys` (their ports gone) removed (`remove_router`), and the keys
+    they free taken as a recompute gives them (`freed_keys`); False where that cannot
+    be told."""
+    freed = {datapaths.routers[key].tunnel_key for key in keys}
+    for key in keys:
+        for table, row_key in remove_router(key, datapaths, ports, lbs, sb_desired):
+            delta.touch("sb", table, row_key)
+    return freed_keys(freed, nb, sb, datapaths, ports, sb_desired, delta)
+
+
+def freed_keys(freed: set[int], nb: Mapping[str, ReplicaTable],
+               sb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
+               sb_desired: DesiredDb, delta: PortsDelta) -> bool:
+    """Datapaths deleted or disabled, their keys `freed`: a datapath asking for one of
+    them takes it, with the moves that follow, as a recompute gives them (`renumber`
+    of what `tunnel_keys.assign_over` moves); False where that cannot be told."""
+    if not any(requested_key(dp.nb) in freed for dp in datapaths.all()):
+        return True
+    over = assign_over(nb, sb, datapaths)
+    if over is None:
+        return False
+    renumber(over.moved, datapaths, ports, sb_desired, delta)
+    return True
 
 
 def _named_after(dp: Datapath, key: int, sb_desired: DesiredDb) -> list[tuple[str, str, str]]:

@@ -52,7 +52,7 @@ from .datapaths_incremental import (
     FIXED_GROUP_NAMES,
     add_switch,
     new_datapath_keys,
-    remove_switch,
+    remove_switches,
     renumber,
     simple_switch,
 )
@@ -431,9 +431,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             put_router_binding(p, ports, sb_desired.tables["Port_Binding"], delta)
     for key in sorted(touched):
         put_fixed_groups(key, ports, datapaths, sb_desired, delta)
-    for key in sorted(gone):
-        for table, row_key in remove_switch(key, datapaths, ports, sb_desired):
-            delta.touch("sb", table, row_key)
+    _need(remove_switches(sorted(gone), step.nb, step.sb, datapaths, ports, sb_desired, delta))
     if doomed_binding:
         _cleanup_mac_bindings(step, sb_desired, delta)
     _cleanup_fdb(step, sb_desired, delta)

@@ -27,7 +27,7 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .bfd_incremental import sessions_naming
 from .datapaths import DatapathsData, router_enabled
-from .datapaths_incremental import add_router, new_datapath_keys, remove_router, renumber
+from .datapaths_incremental import add_router, new_datapath_keys, remove_routers, renumber
 from .delta import PortsDelta
 from .lb import LbData
 from .ports import PortsData
@@ -71,9 +71,8 @@ def routers_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, R
             {uuid: RowChange(uuid, rc.old, None)}, {})
         if delta is None:
             return None
-        for table, row_key in remove_router(uuid, datapaths, ports, lbs, sb_desired):
-            delta.touch("sb", table, row_key)
-        return delta
+        return delta if remove_routers([uuid], nb, sb, datapaths, ports, lbs, sb_desired,
+                                       delta) else None
     if uuid in datapaths.routers:
         return None
     moved: dict[str, int] = {}  # (the datapath holding the key it asks for)

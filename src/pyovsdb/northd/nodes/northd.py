@@ -57,7 +57,7 @@ from ..build.datapaths_incremental import (
     add_router,
     keys_before_routers,
     new_datapath_keys,
-    remove_router,
+    remove_routers,
     renumber,
     simple_router,
 )
@@ -358,10 +358,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             return Handled.UNHANDLED
         delta = self.track()
         renumber(moved, core.datapaths, core.ports, self.data.sb, delta)
-        for row in gone:
-            for table, row_key in remove_router(row.uuid, core.datapaths, core.ports,
-                                                reachable, self.data.sb):
-                delta.touch("sb", table, row_key)
+        if not remove_routers([row.uuid for row in gone], self.nb_tables(), self.sb_tables(),
+                              core.datapaths, core.ports, reachable, self.data.sb, delta):
+            return Handled.UNHANDLED
         for row in made:
             add_router(row, keys[row.uuid], core.datapaths, core.ports, reachable,
                        self.data.sb)
@@ -637,14 +636,12 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             self.data.sb, delta, lr_changes or {}, lsp_changes or {}))
         if handled is not Handled.UNHANDLED:
             # Routers deleted with their ports (`on_nb_lr` left them): deleted now.
-            for rc in (lr_changes or {}).values():
-                if rc.new is None and rc.old is not None \
-                        and rc.old.uuid in core.datapaths.routers:
-                    for table, row_key in remove_router(rc.old.uuid, core.datapaths,
-                                                        core.ports, self.data.extra.lbs,
-                                                        self.data.sb):
-                        self.track().touch("sb", table, row_key)
-                    handled = Handled.HANDLED_UPDATED
+            gone = [rc.old.uuid for rc in (lr_changes or {}).values() if rc.new is None
+                    and rc.old is not None and rc.old.uuid in core.datapaths.routers]
+            if gone:
+                handled = Handled.HANDLED_UPDATED if remove_routers(
+                    gone, self.nb_tables(), self.sb_tables(), core.datapaths, core.ports,
+                    self.data.extra.lbs, self.data.sb, self.track()) else Handled.UNHANDLED
             # (static MAC bindings and BFD sessions naming the ports: their rows, and
             # the flows reading the sessions, come and go with them)
             lrps = {r.name for rc in delta.values() for r in (rc.old, rc.new) if r is not None}
