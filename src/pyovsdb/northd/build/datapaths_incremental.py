@@ -49,7 +49,6 @@ from .datapaths import (
     put_datapath,
     requested_key,
     router_enabled,
-    smap_int,
 )
 from .delta import PortsDelta
 from .ip_mcast import mcast_settings
@@ -147,7 +146,7 @@ def _in_order(rows: list[IdlRow], datapaths: DatapathsData, sb: Mapping[str, Rep
         return None  # a binding already names it: a recompute keeps that one's key
     # Requested keys come first in a recompute: each must be free and taken as asked
     # (one held by another datapath would move that one).
-    requested = {row.uuid: smap_int(_config(row), TUNNEL_KEY) for row in new}
+    requested = {row.uuid: requested_key(row) for row in new}
     asked = {uuid: key for uuid, key in requested.items() if key}
     if len(set(asked.values())) != len(asked) or any(
             not DP_KEY_MIN <= key <= hi for key in asked.values()):
@@ -178,9 +177,9 @@ def _movable(holders: list[Datapath | None], asked: set[int], datapaths: Datapat
     of the same change takes) move as `new_datapath_keys` says."""
     if moved is None or None in holders:
         return False
-    if any(smap_int(_config(dp.nb), TUNNEL_KEY) for dp in holders if dp is not None):
+    if any(requested_key(dp.nb) for dp in holders if dp is not None):
         return False  # (a holder asking for a key itself)
-    if any(smap_int(_config(dp.nb), TUNNEL_KEY) in asked for dp in datapaths.all()):
+    if any(requested_key(dp.nb) in asked for dp in datapaths.all()):
         return False  # (asked before the new one: a recompute gives it to that one)
     fdb, igmp = sb.get("FDB"), sb.get("IGMP_Group")
     return not (igmp is not None and igmp.rows) and not (fdb is not None and any(
@@ -193,14 +192,9 @@ def keys_before_routers(switches: list[IdlRow], routers: list[IdlRow],
     """The keys new `switches` take, made in one change with new `routers` (which take
     theirs after, but for the keys they ask for: a recompute gives those first); None
     if that cannot be told (a router asking for a key a switch asks for too)."""
-    asked = {smap_int(_config(row), TUNNEL_KEY) for row in routers} - {0}
+    asked = {requested_key(row) for row in routers} - {0}
     keys = new_datapath_keys(switches, datapaths, sb, taken=asked)
     return None if keys is None else list(keys.values())
-
-
-def _config(row: IdlRow) -> Mapping[str, str]:
-    """Where a switch or a router asks for its tunnel key."""
-    return row.options if row.table.name == "Logical_Router" else row.other_config  # type: ignore[no-any-return]
 
 
 def add_switch(row: IdlRow, tunnel_key: int, datapaths: DatapathsData, ports: PortsData,
