@@ -491,7 +491,7 @@ class Applier:
             value = f"00:00:00:00:fe:{pick + 1:02x}"
         elif column == "options":
             value = [{}, {"redirect-type": "bridged"}, {"reside-on-redirect-chassis": "true"},
-                     {"gateway_mtu": "1400"}][pick]
+                     {"gateway_mtu": "1400", "requested-tnl-key": "1"}][pick]
         elif column == "enabled":
             value = [[], [False], [True], []][pick]
         elif column == "peer":

@@ -834,6 +834,22 @@ def _port_asking(nb: Nb, sb: LocalDb, world: World, then: str) -> None:
                options={"requested-tnl-key": key} if then == "race" else {})
 
 
+def _lrp_asking(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
+    """lr0 has a second port, lrp9 (settled); then lrp0 asks for a free key ("free"),
+    for the key lrp9 holds ("held": lrp9 moves), or lrp9 asks for lrp0's key and then
+    ("drop") stops asking (its key stays)."""
+    nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24")
+    if how == "drop":
+        world.settled()
+        nb.set("Logical_Router_Port", "lrp9", options={"requested-tnl-key": "11"})
+    world.settled()
+    if how == "drop":
+        nb.set("Logical_Router_Port", "lrp9", options={})
+        return
+    key = "9" if how == "free" else _port_key(sb, "lrp9")
+    nb.set("Logical_Router_Port", "lrp0", options={"requested-tnl-key": key})
+
+
 def _freed(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     """A datapath asks for the key it holds and one after it in build order for the same
     key (the first keeps it); then the first goes: "ls-del" (sw00, sw1 asking), "lr-del"
@@ -1397,6 +1413,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24",
                                   options={"requested-tnl-key": _port_key(sb, "lrp0")}),
      IN_PLACE),
+    ("router port asking for another tunnel key",
+     lambda nb, sb, w: _lrp_asking(nb, sb, w, "free"), IN_PLACE),
+    ("router port asking for the tunnel key another router port holds (that one moves)",
+     lambda nb, sb, w: _lrp_asking(nb, sb, w, "held"), IN_PLACE),
+    ("router port no longer asking for a tunnel key",
+     lambda nb, sb, w: _lrp_asking(nb, sb, w, "drop"), IN_PLACE),
     ("lsp-add static VIF beside one holding a dynamic address",
      lambda nb, sb, w: _ipam_vif(nb, w, "static"), IN_PLACE),
     ("lsp-del of a VIF holding a dynamic address",

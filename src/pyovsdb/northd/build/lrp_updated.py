@@ -8,11 +8,16 @@ Rules kept here:
   `FLOW_OPTIONS`, on a port without `options:mcast_flood` (the multicast groups read
   it with `enabled`). Anything else is refused (None) and the caller recomputes.
 - The port and its chassisredirect port take the new row; their bindings are put
-  again (`router_port_binding`: the IPv6 options read `enabled` and
+  again (`put_router_binding`: the IPv6 options read `enabled` and
   `ipv6_ra_configs`), and so is the `nat_addresses` of the switch port peering it
   (`reside-on-redirect-chassis` adds the port's own GARP entry there); its router
   and the datapaths of its router's peers have their flows built again
   (`PortsDelta.flows`).
+- A port asking for another tunnel key (`options:requested-tnl-key` added, changed
+  or dropped): the build's walk over its router's ports (`port_keys`, given the SB
+  replicas `sb` and the VXLAN mode; refused without them, or where a port of that
+  router holds no binding of its key); the ports whose keys move have their bindings
+  put again.
 - `networks` (a subnet added to a router interface, IPv4 beside IPv6) and `mac`:
   on a port whose switch does IPAM for a port asking for or holding dynamic addresses
   (the port's IPs are taken there; IPAM keeps a dynamic MAC it gave even where a
@@ -32,21 +37,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
-from ..desired import DesiredDb, Ref
+from ..desired import DesiredDb
 from .delta import PortsDelta
-from .ports import Port, PortsData
+from .port_keys import TUNNEL_KEY, held_space, port_keys
+from .ports import Port, PortsData, datapath_keys
 from .ports_addresses import Addresses, lrp_networks
-from .ports_incremental import asks_ipam
-from .ports_router import router_lsp_nat_addresses, router_port_binding
+from .ports_incremental import asks_ipam, bindings_of, put_router_binding
+from .ports_router import router_lsp_nat_addresses
 
 COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks",
                      "mac"))
 ADDRESSES = frozenset(("networks", "mac"))
 FLOW_OPTIONS = frozenset(("gateway_mtu", "gateway_mtu_bypass", "reside-on-redirect-chassis",
                           "dynamic-routing", "routing-protocols"))
+OPTIONS = FLOW_OPTIONS | {TUNNEL_KEY}
 
 
 def _changed_options(old: IdlRow, new: IdlRow) -> set[str]:
@@ -63,19 +71,21 @@ def updatable(rc: RowChange[IdlRow]) -> bool:
     columns = set(changed_columns(rc))
     return columns <= COLUMNS and "mcast_flood" not in old.options \
         and "mcast_flood" not in new.options \
-        and ("options" not in columns or _changed_options(old, new) <= FLOW_OPTIONS) \
+        and ("options" not in columns or _changed_options(old, new) <= OPTIONS) \
         and (columns.isdisjoint(ADDRESSES)
              or lrp_networks(new.mac, new.networks) is not None)
 
 
 def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                  sb_desired: DesiredDb,
-                 ipam: Callable[[set[str], PortsDelta], bool] | None = None
+                 ipam: Callable[[set[str], PortsDelta], bool] | None = None,
+                 sb: Mapping[str, ReplicaTable] | None = None, vxlan: bool = False
                  ) -> PortsDelta | None:
     """The router port updates `changes` (each `updatable`) applied in place, or
     None (see the rules)."""
     found: list[tuple[Port, IdlRow, Addresses | None]] = []
     allocating: set[str] = set()  # switches whose IPAM takes the new networks
+    rekeying: set[str] = set()  # routers whose ports' keys the build walks again
     for uuid, rc in changes.items():
         new = rc.new
         assert new is not None and rc.old is not None
@@ -91,31 +101,59 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                     return None
                 allocating.add(peer.dp.key)
             networks = lrp_networks(new.mac, new.networks)
+        if rc.old.options.get(TUNNEL_KEY) != new.options.get(TUNNEL_KEY):
+            if sb is None:
+                return None
+            rekeying.add(port.dp.key)
         found.append((port, new, networks))
-    delta = PortsDelta()
-    table = sb_desired.tables["Port_Binding"]
-    routers: set[str] = set()
     for port, new, networks in found:
         if networks is not None:
             _take_networks(port, networks, ports)
         for p in (port, ports.ports.get(port.cr_port or "")):
-            if p is None:
-                continue
-            p.nb, p.options = new, new.options
-            table.put(p.name, logical_port=p.name, datapath=Ref("Datapath_Binding", p.dp.key),
-                      tunnel_key=p.tunnel_key, up=[False], mirror_rules=[],
-                      **router_port_binding(p, ports))
-            delta.touch("sb", "Port_Binding", p.name)
+            if p is not None:
+                p.nb, p.options = new, new.options
+    moved = _keys_walked(rekeying, ports, sb, vxlan) if sb is not None else []
+    if moved is None:
+        return None
+    delta = PortsDelta()
+    table = sb_desired.tables["Port_Binding"]
+    routers: set[str] = set()
+    for port, _, _ in found:
+        for p in (port, ports.ports.get(port.cr_port or "")):
+            if p is not None:
+                put_router_binding(p, ports, table, delta)
         peer = ports.peer_of(port)
         if peer is not None and peer.is_lsp and peer.name in table.rows:
             table.set(peer.name, nat_addresses=router_lsp_nat_addresses(
                 peer, ports, port.dp.nb.options.get("chassis")))
             delta.touch("sb", "Port_Binding", peer.name)
         routers.add(port.dp.key)
+    for p in moved:
+        put_router_binding(p, ports, table, delta)
     delta.flows = ports.next_to(routers)
     if allocating and ipam is not None and not ipam(allocating, delta):
         return None
     return delta
+
+
+def _keys_walked(routers: set[str], ports: PortsData, sb: Mapping[str, ReplicaTable],
+                 vxlan: bool) -> list[Port] | None:
+    """The build's key walk over the ports of each of `routers` (their options as
+    updated): the ports whose keys moved, or None (see the rules)."""
+    if not routers:
+        return []
+    members = {key: list(ports.by_datapath.get(key, [])) for key in sorted(routers)}
+    bound = bindings_of(sb, {p.name for held in members.values() for p in held})
+    dp_keys = datapath_keys(sb)
+    moved: list[Port] = []
+    for key, held in members.items():
+        if held_space(held, key, bound, dp_keys, (), ports.retyped, vxlan, True) is None:
+            return None
+        walked = port_keys(held, [], vxlan)
+        if walked is None:
+            return None
+        moved += walked
+    return moved
 
 
 def _networks_movable(port: Port, ports: PortsData) -> bool:

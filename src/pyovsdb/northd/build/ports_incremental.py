@@ -303,7 +303,8 @@ def asks_ipam(row: IdlRow) -> bool:
         or any("dynamic" in a.split() for a in row.addresses)
 
 
-def _bindings(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list[IdlRow]]:
+def bindings_of(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list[IdlRow]]:
+    """The SB Port_Binding rows of the ports `names`, by name (a name may have several)."""
     table = sb.get("Port_Binding")
     out: dict[str, list[IdlRow]] = {}
     if table is None:
@@ -343,7 +344,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     names = {row.value("name") for row in step.inserted.values()}
     for key in touched:
         names.update(p.name for p in ports.by_datapath.get(key, []))
-    dp_keys, found = datapath_keys(step.sb), _bindings(step.sb, names)
+    dp_keys, found = datapath_keys(step.sb), bindings_of(step.sb, names)
     for row in step.inserted.values():
         _need(row.value("name") not in found)  # taking over a binding: recompute
     doomed_binding = any(row.value("name") in found for row in step.deleted.values())
@@ -723,7 +724,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     names.update(n for row in removed.values()
                  for n in (row.name, ports.ports[row.name].cr_port) if n is not None)
     names.update(redirect_name(lrp_rows[u].name) for u in added if is_gateway(lrp_rows[u]))
-    found = _bindings(step.sb, names)
+    found = bindings_of(step.sb, names)
     dp_keys = datapath_keys(step.sb)
     for uuid in added:
         _need(lrp_rows[uuid].name not in found)  # taking over a binding: recompute

@@ -616,8 +616,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 delta, self.nb_tables(), self.sb_tables(), core.datapaths, core.ports,
                 self._count_names(delta), self.data.sb))
         if all(updatable(rc) for rc in delta.values()):
-            handled = self._applied(lrps_updated(delta, self.data.core.ports, self.data.sb,
-                                                 self._ipam_again))
+            handled = self._applied(lrps_updated(
+                delta, core.ports, self.data.sb, self._ipam_again, self.sb_tables(),
+                core.datapaths.vxlan_mode))
             if handled is Handled.UNHANDLED or not any(
                     "networks" in changed_columns(rc) and rc.new is not None
                     and (port := self.data.core.ports.ports.get(rc.new.name)) is not None
