@@ -564,8 +564,8 @@ def _vxlan(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     """A chassis with a vxlan encap registers (`how` "add": then a switch with a VIF
     comes, their keys in the narrow ranges; "switch", "port", "transit": a switch, a
     port, a transit switch asking for a key above them first); or ("del", "encap") it
-    leaves, or its encap is made geneve ("del asked": a switch asking for a key above
-    while it was there)."""
+    leaves, or its encap is made geneve ("del asked", "del port", "del router port": a
+    switch, a port, a router port asking for a key above while it was there)."""
     if how in ("switch", "del asked"):
         _dp_set(nb, "Logical_Switch", "sw1", other_config={"requested-tnl-key": "5000"})
     elif how == "transit":
@@ -573,9 +573,21 @@ def _vxlan(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     elif how == "port":
         nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
                    options={"requested-tnl-key": "3000"})
-    if how in ("del", "encap", "del asked"):
+    if how in ("del", "encap", "del asked", "del port", "del router port"):
         uuid = add_chassis(sb, "ch1", "192.0.2.2", encap="vxlan")
         world.settled()
+        if how == "del port":
+            nb.lsp_add("sw1", "vm9", addresses=["00:00:00:00:00:09 10.1.0.9"],
+                       options={"requested-tnl-key": "3000"})
+            world.settled()
+        elif how == "del router port":  # (symmetric ECMP replies name lrp0 by its key)
+            _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
+            for hop in ("10.0.0.100", "10.0.0.101"):
+                nb.add_child("Logical_Router", "lr0", "static_routes",
+                             "Logical_Router_Static_Route", ip_prefix="192.168.0.0/24",
+                             nexthop=hop, options={"ecmp_symmetric_reply": "true"})
+            nb.set("Logical_Router_Port", "lrp0", options={"requested-tnl-key": "3000"})
+            world.settled()
         if how != "encap":
             sb.transact([{"op": "delete", "table": "Chassis",
                           "where": [["_uuid", "==", ["uuid", uuid]]]}])
@@ -836,8 +848,9 @@ def _port_asking(nb: Nb, sb: LocalDb, world: World, then: str) -> None:
 
 def _lrp_asking(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     """lr0 has a second port, lrp9 (settled); then lrp0 asks for a free key ("free"),
-    for the key lrp9 holds ("held": lrp9 moves), or lrp9 asks for lrp0's key and then
-    ("drop") stops asking (its key stays)."""
+    for the key lrp9 holds ("held": lrp9 moves; "ecmp": on a gateway router with
+    symmetric ECMP routes via lrp9), or lrp9 asks for lrp0's key and then ("drop")
+    stops asking (its key stays)."""
     nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24")
     if how == "drop":
         world.settled()
@@ -846,6 +859,13 @@ def _lrp_asking(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     if how == "drop":
         nb.set("Logical_Router_Port", "lrp9", options={})
         return
+    if how == "ecmp":  # (lrp9's key is in the flows of symmetric ECMP replies via it)
+        _dp_set(nb, "Logical_Router", "lr0", options={"chassis": "ch0"})
+        for hop in ("10.9.0.100", "10.9.0.101"):
+            nb.add_child("Logical_Router", "lr0", "static_routes",
+                         "Logical_Router_Static_Route", ip_prefix="192.168.0.0/24",
+                         nexthop=hop, options={"ecmp_symmetric_reply": "true"})
+        world.settled()
     key = "9" if how == "free" else _port_key(sb, "lrp9")
     nb.set("Logical_Router_Port", "lrp0", options={"requested-tnl-key": key})
 
@@ -1398,6 +1418,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: nb.lsp_add("sw0", "vm9", addresses=["00:00:00:00:00:09 10.0.0.19"],
                                   options={"requested-tnl-key": _port_key(sb, "vm2")}),
      IN_PLACE),
+    ("lsp-add asking for the tunnel key a router-type port holds (that one moves)",
+     lambda nb, sb, w: nb.lsp_add("sw0", "vm9", addresses=["00:00:00:00:00:09 10.0.0.19"],
+                                  options={"requested-tnl-key": _port_key(sb, "sw0-lrp0")}),
+     IN_PLACE),
     ("port asking for another tunnel key", lambda nb, sb, w: nb.set(
         "Logical_Switch_Port", "vm1", options={"requested-tnl-key": "9"}), IN_PLACE),
     ("lsp-add beside a port asking for its tunnel key",
@@ -1417,6 +1441,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _lrp_asking(nb, sb, w, "free"), IN_PLACE),
     ("router port asking for the tunnel key another router port holds (that one moves)",
      lambda nb, sb, w: _lrp_asking(nb, sb, w, "held"), IN_PLACE),
+    ("router port asking for the tunnel key of a port symmetric ECMP replies leave by",
+     lambda nb, sb, w: _lrp_asking(nb, sb, w, "ecmp"), IN_PLACE),
     ("router port no longer asking for a tunnel key",
      lambda nb, sb, w: _lrp_asking(nb, sb, w, "drop"), IN_PLACE),
     ("lsp-add static VIF beside one holding a dynamic address",
@@ -2032,13 +2058,13 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      EVERY_FLOW | {"mac_binding_aging"}),
     # The first vxlan chassis: the key ranges narrow and `max_tunid` with them, in place
     # (new keys come from the narrow ranges: the self-check says); a datapath's request
-    # refused or granted by the move moves it, in place; a port's recomputes.
+    # or a port's, refused or granted by the move moves it, in place.
     ("SB chassis-add with a vxlan encap, then a switch and a VIF added",
      lambda nb, sb, w: _vxlan(nb, sb, w, "add"), CFG),
     ("SB chassis-add with a vxlan encap, a switch asking for a key above its range",
      lambda nb, sb, w: _vxlan(nb, sb, w, "switch"), CFG),
     ("SB chassis-add with a vxlan encap, a port asking for a key above its range",
-     lambda nb, sb, w: _vxlan(nb, sb, w, "port"), ALL),
+     lambda nb, sb, w: _vxlan(nb, sb, w, "port"), CFG),
     ("SB chassis-add with a vxlan encap, a transit switch asking for a key above",
      lambda nb, sb, w: _vxlan(nb, sb, w, "transit"), CFG),
     ("SB chassis-del of the last vxlan chassis", lambda nb, sb, w: _vxlan(nb, sb, w, "del"),
@@ -2046,6 +2072,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("SB vxlan encap made geneve", lambda nb, sb, w: _vxlan(nb, sb, w, "encap"), CFG),
     ("SB chassis-del of the last vxlan chassis, a switch asking for a key above (granted)",
      lambda nb, sb, w: _vxlan(nb, sb, w, "del asked"), CFG),
+    ("SB chassis-del of the last vxlan chassis, a port asking for a key above (granted)",
+     lambda nb, sb, w: _vxlan(nb, sb, w, "del port"), CFG),
+    ("SB chassis-del of the last vxlan chassis, a router port asking for a key above",
+     lambda nb, sb, w: _vxlan(nb, sb, w, "del router port"), CFG),
 ]
 
 

@@ -15,7 +15,8 @@ Rules kept here:
   recompute refuses in vxlan mode and grants otherwise: `vxlan_moved` moves the
   datapaths whose keys a recompute moves (`tunnel_keys.assign_over`). A port asking
   for a key of `VXLAN_MIN_MULTICAST` or more (the same, in its datapath's key space)
-  is refused: the caller recomputes. One that moves the features is the
+  has its datapath's ports walked again (`port_keys_walked`), where the build's walk
+  can be told; otherwise the caller recomputes. One that moves the features is the
   caller's too (`nodes.northd_sb`: the global settings in place, every flow built
   again).
 - A chassis added, deleted or renamed under a name or hostname ports asked for
@@ -41,6 +42,7 @@ from .core import CoreData
 from .datapaths import VXLAN_FIRST_REFUSED, asked_key, is_vxlan_mode, smap_int
 from .datapaths_incremental import renumber
 from .delta import PortsDelta
+from .port_keys_walked import walk_port_keys
 from .ports_incremental import rebind
 from .tunnel_keys import assign_over
 
@@ -81,11 +83,11 @@ def vxlan_moved(core: CoreData, nb: Mapping[str, ReplicaTable],
                 sb: Mapping[str, ReplicaTable], sb_desired: DesiredDb) -> PortsDelta | None:
     """The vxlan mode moved to SB's (see the rules): the datapaths whose keys a
     recompute moves moved (`tunnel_keys.assign_over`, where some datapath but a transit
-    switch asks for a key of 4096 or more); None (nothing touched) where a port asks
-    for one of `VXLAN_MIN_MULTICAST` or more, or `assign_over` refuses."""
-    if any(smap_int(p.options, TUNNEL_KEY) >= VXLAN_MIN_MULTICAST
-           for p in core.ports.ports.values()):
-        return None
+    switch asks for a key of 4096 or more), and the ports of a datapath where a port
+    asks for one of `VXLAN_MIN_MULTICAST` or more walked again (`walk_port_keys`);
+    None where either refuses."""
+    asking = {p.dp.key for p in core.ports.ports.values()
+              if smap_int(p.options, TUNNEL_KEY) >= VXLAN_MIN_MULTICAST}
     datapaths, delta = core.datapaths, PortsDelta()
     if any(key >= VXLAN_FIRST_REFUSED and not transit
            for key, transit in (asked_key(dp.nb) for dp in datapaths.all())):
@@ -94,4 +96,6 @@ def vxlan_moved(core: CoreData, nb: Mapping[str, ReplicaTable],
             return None
         renumber(over.moved, datapaths, core.ports, sb_desired, delta)
     datapaths.vxlan_mode = is_vxlan_mode(sb)
+    if not walk_port_keys(asking, sb, core.ports, datapaths.vxlan_mode, sb_desired, delta):
+        return None
     return delta

@@ -14,10 +14,9 @@ Rules kept here:
   and the datapaths of its router's peers have their flows built again
   (`PortsDelta.flows`).
 - A port asking for another tunnel key (`options:requested-tnl-key` added, changed
-  or dropped): the build's walk over its router's ports (`port_keys`, given the SB
-  replicas `sb` and the VXLAN mode; refused without them, or where a port of that
-  router holds no binding of its key); the ports whose keys move have their bindings
-  put again.
+  or dropped): the build's walk over its router's ports (`port_keys_walked`, given
+  the SB replicas `sb` and the VXLAN mode; refused without them, or where it
+  refuses); the ports whose keys move have their bindings put again.
 - `networks` (a subnet added to a router interface, IPv4 beside IPv6) and `mac`:
   on a port whose switch does IPAM for a port asking for or holding dynamic addresses
   (the port's IPs are taken there; IPAM keeps a dynamic MAC it gave even where a
@@ -43,10 +42,11 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .delta import PortsDelta
-from .port_keys import TUNNEL_KEY, held_space, port_keys
-from .ports import Port, PortsData, datapath_keys
+from .port_keys import TUNNEL_KEY
+from .port_keys_walked import walk_port_keys
+from .ports import Port, PortsData
 from .ports_addresses import Addresses, lrp_networks
-from .ports_incremental import asks_ipam, bindings_of, put_router_binding
+from .ports_incremental import asks_ipam, put_router_binding
 from .ports_router import router_lsp_nat_addresses
 
 COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks",
@@ -102,8 +102,6 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                 allocating.add(peer.dp.key)
             networks = lrp_networks(new.mac, new.networks)
         if rc.old.options.get(TUNNEL_KEY) != new.options.get(TUNNEL_KEY):
-            if sb is None:
-                return None
             rekeying.add(port.dp.key)
         found.append((port, new, networks))
     for port, new, networks in found:
@@ -112,10 +110,10 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
         for p in (port, ports.ports.get(port.cr_port or "")):
             if p is not None:
                 p.nb, p.options = new, new.options
-    moved = _keys_walked(rekeying, ports, sb, vxlan) if sb is not None else []
-    if moved is None:
-        return None
     delta = PortsDelta()
+    if rekeying and (sb is None or not walk_port_keys(rekeying, sb, ports, vxlan,
+                                                      sb_desired, delta)):
+        return None
     table = sb_desired.tables["Port_Binding"]
     routers: set[str] = set()
     for port, _, _ in found:
@@ -128,32 +126,10 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                 peer, ports, port.dp.nb.options.get("chassis")))
             delta.touch("sb", "Port_Binding", peer.name)
         routers.add(port.dp.key)
-    for p in moved:
-        put_router_binding(p, ports, table, delta)
-    delta.flows = ports.next_to(routers)
+    delta.flows |= ports.next_to(routers)
     if allocating and ipam is not None and not ipam(allocating, delta):
         return None
     return delta
-
-
-def _keys_walked(routers: set[str], ports: PortsData, sb: Mapping[str, ReplicaTable],
-                 vxlan: bool) -> list[Port] | None:
-    """The build's key walk over the ports of each of `routers` (their options as
-    updated): the ports whose keys moved, or None (see the rules)."""
-    if not routers:
-        return []
-    members = {key: list(ports.by_datapath.get(key, [])) for key in sorted(routers)}
-    bound = bindings_of(sb, {p.name for held in members.values() for p in held})
-    dp_keys = datapath_keys(sb)
-    moved: list[Port] = []
-    for key, held in members.items():
-        if held_space(held, key, bound, dp_keys, (), ports.retyped, vxlan, True) is None:
-            return None
-        walked = port_keys(held, [], vxlan)
-        if walked is None:
-            return None
-        moved += walked
-    return moved
 
 
 def _networks_movable(port: Port, ports: PortsData) -> bool:

@@ -11,18 +11,24 @@ Rules kept here (OVN 23.03, `ovn_port_assign_requested_tnl_id`, `ovn_port_alloca
 - Where no port asks, the ports keep their keys and new ones take keys after the
   highest (`held_space`, which also proves every port holds its binding's key, as a
   recompute would see them; the walk needs the same).
-- Pure: the ports in, their keys set, the ports with a binding whose key moved out
-  (their bindings are the caller's to put again); None where the keys run out (a
-  build then leaves a port out: the caller recomputes).
+- Pure: the ports in, their keys set, the ports with a binding whose key moved out;
+  None where the keys run out (a build then leaves a port out: the caller
+  recomputes).
+- Of a port, only its binding's `tunnel_key` and its router's flows (the ECMP
+  symmetric reply flows name a router port by its key) read its key: a port whose
+  key moved has that column of its desired binding set, touched as read by flows on
+  a router and as read by none on a switch (`rekey_bindings`); the rest stays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from ...idl.row import IdlRow
+from ..desired import DesiredTable
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
 from .datapaths import smap_int
+from .delta import PortsDelta
 from .ports import Port
 
 TUNNEL_KEY = "requested-tnl-key"
@@ -82,3 +88,17 @@ def port_keys(held: list[Port], new: list[Port], vxlan: bool) -> list[Port] | No
     for port in [*held, *new]:
         port.tunnel_key = keys[port.name]
     return moved
+
+
+def rekey_bindings(moved: Iterable[Port], table: DesiredTable, delta: PortsDelta) -> bool:
+    """The desired bindings (`table`) of the ports `moved` given their new keys (see
+    the rules); False where a port has no desired binding to set."""
+    for port in moved:
+        if port.name not in table.rows:
+            return False
+        table.set(port.name, tunnel_key=port.tunnel_key)
+        if port.is_lsp:
+            delta.touch_unread(port.name)
+        else:
+            delta.touch("sb", "Port_Binding", port.name)  # (its router's flows read it)
+    return True

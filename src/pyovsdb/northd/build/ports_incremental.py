@@ -80,7 +80,7 @@ from .peers_incremental import (
     router_peers,
     unpair,
 )
-from .port_keys import asks_key, held_space, port_keys
+from .port_keys import asks_key, held_space, port_keys, rekey_bindings
 from .ports import (
     PB_BY_NAME,
     Port,
@@ -380,6 +380,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         members[members.index(old)] = port
         changed.append(port)
     new_ports: list[Port] = []
+    rekeyed: list[Port] = []  # (held ports whose keys a port asking for one moves)
     for uuid, row in step.inserted.items():
         dp = datapaths.switches[step.switch_of[uuid].uuid]
         port = Port(row.value("name"), dp, PortKind.SWITCH, row)
@@ -395,9 +396,9 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             for p in mine:
                 p.tunnel_key = _allocate(space)
             continue
-        rekeyed = port_keys(held, mine, datapaths.vxlan_mode)  # (one asks: the build's walk)
-        _need(rekeyed is not None and all(map(rebindable, rekeyed or ())))
-        changed += [p for p in rekeyed or () if p not in changed]
+        walked = port_keys(held, mine, datapaths.vxlan_mode)  # (one asks: the build's walk)
+        _need(walked is not None)
+        rekeyed += [p for p in walked or () if p not in changed]
     recreate(retyped, ports, sb_desired, delta)
     for port in new_ports:
         insert_in_build_order(ports, port)
@@ -425,6 +426,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     _need(vtep is not None)
     delta.flows |= vtep or set()
     put_bindings(step.sb, step.ports, changed, sb_desired, delta, nb_desired)
+    _need(rekey_bindings(rekeyed, sb_desired.tables["Port_Binding"], delta))
     groups_used(used, ports, sb_desired, delta)  # (external ports' groups)
     for lrp in repaired:  # (a gateway port's chassisredirect port reads its peer too)
         cr = ports.ports.get(lrp.cr_port or "")
