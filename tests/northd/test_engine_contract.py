@@ -1557,6 +1557,14 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("ls-del", lambda nb, sb, w: nb.db.transact([
         {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]}]),
      IN_PLACE),
+    ("lr-del of a router with a port and lr-add at once (the new one takes its key)",
+     lambda nb, sb, w: (nb.db.transact([{"op": "delete", "table": "Logical_Router",
+                                         "where": [["name", "==", "lr0"]]}]),
+                        nb.lr_add("lr9")), IN_PLACE),
+    ("ls-del and lr-add at once (the router takes the key the switch frees)",
+     lambda nb, sb, w: (nb.db.transact([{"op": "delete", "table": "Logical_Switch",
+                                         "where": [["name", "==", "sw1"]]}]),
+                        nb.lr_add("lr9")), IN_PLACE),
     ("ls-del and ls-add at once (the new switch takes the key the gone one frees)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]},

@@ -29,9 +29,8 @@ Rules kept here:
   (`build.ports_incremental`, `build.datapaths_incremental`), and so are load
   balancers, their groups and the load balancers of switches and routers
   (`build.lb_incremental`), NAT rules (`build.nat_incremental`), port groups and NB
-  address sets
-  (`build.groups_incremental`), their changed keys
-  recorded as the node's `PortsDelta` (with the datapaths whose flows change). ACLs
+  address sets (`build.groups_incremental`), their changed keys recorded as the
+  node's `PortsDelta` (with the datapaths whose flows change). ACLs
   changed (a switch's or a port group's `acls`, an ACL but for its meter) and a
   router's routes (without BFD) and policies move nothing here: they are `lflow`'s,
   which reads the NB tables itself.
@@ -311,7 +310,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     # A router's routes and policies are the flows' (`lflow` rebuilds the router); of a
     # route, builders read only its `bfd` (the BFD sessions routes ask for).
     # A router without ports created or deleted (`datapaths_incremental.simple_router`)
-    # is applied in place: its datapath and binding, the lowest free tunnel key.
+    # in place: its datapath and binding, the tunnel key a recompute gives it.
     def on_nb_lr(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
@@ -351,8 +350,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if any(row.uuid not in core.datapaths.routers for row in gone):
             return Handled.UNHANDLED
         moved: dict[str, int] = {}  # (datapaths whose keys a new router's request moves)
-        keys = new_datapath_keys(made, core.datapaths, self.sb_tables(), [r.uuid for r in gone],
-                                 self._switch_keys(made, gone), moved=moved,
+        going = self._going(change)
+        keys = new_datapath_keys(made, core.datapaths, self.sb_tables(), going,
+                                 self._switch_keys(made, going), moved=moved,
                                  nb=self.nb_tables()) if made else {}
         if keys is None:
             return Handled.UNHANDLED
@@ -394,22 +394,22 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         return ipam_again(switches, self.data.core, self.sb_tables(), self.data.sb,
                           self.data.nb, delta)
 
-    def _switch_keys(self, made: list[IdlRow], gone: list[IdlRow]) -> list[int] | None:
+    def _going(self, lr: TableChange) -> set[str]:
+        """The switches and routers deleted in this change, by any handler: their keys
+        are free for the datapaths made in it, as in a recompute."""
+        changes = [*(lr.delta or {}).values(), *self._changes("Logical_Switch").values()]
+        return {rc.old.uuid for rc in changes if rc.new is None and rc.old is not None}
+
+    def _switch_keys(self, made: list[IdlRow], going: set[str]) -> list[int] | None:
         """The keys the switches made in this change take before the routers `made`
         (`on_nb_ls` gives them those next: `keys_before_routers`); None where that
         cannot be told (a datapath going with them)."""
-        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
-        if not made or ls is None or not ls.updated:
+        switches = [rc.new for rc in self._changes("Logical_Switch").values()
+                    if rc.old is None and rc.new]
+        if not made or not switches:
             return []
-        if ls.delta is None:
-            return None
-        switches = [rc.new for rc in ls.delta.values() if rc.old is None and rc.new]
-        if not switches:
-            return []
-        if gone or any(rc.new is None for rc in ls.delta.values()):
-            return None
-        return keys_before_routers(switches, made, self.data.core.datapaths,
-                                   self.sb_tables())
+        return None if going else keys_before_routers(switches, made, self.data.core.datapaths,
+                                                      self.sb_tables())
 
     # A load balancer or a group of them changed, or the load balancers of a switch or
     # a router (`on_nb_ls`, `on_nb_lr`): applied in place where
