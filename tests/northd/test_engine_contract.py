@@ -870,6 +870,56 @@ def _lrp_asking(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     nb.set("Logical_Router_Port", "lrp0", options={"requested-tnl-key": key})
 
 
+def _named(table: str, name: str, row: dict[str, Any]) -> dict[str, Any]:
+    return {"op": "insert", "table": table, "uuid-name": name, "row": row}
+
+
+# What a switch made or deleted with a VIF (`_switch_with`) holds besides: the rows
+# made with it, and its columns naming them (or rows there before: "GROUP", "DNS").
+SWITCH_HOLDS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
+    "acl": ([_named("ACL", "a", {"priority": 1001, "direction": "to-lport", "match": "ip4",
+                                 "action": "allow-related"})],
+            {"acls": ["set", [["named-uuid", "a"]]]}),
+    "lb": ([_named("Load_Balancer", "l", {"name": "lbx", "protocol": "tcp", "vips": [
+        "map", [["172.16.0.9:80", "10.7.0.5:80"]]]})],
+           {"load_balancer": ["set", [["named-uuid", "l"]]]}),
+    "lb group": ([], {"load_balancer_group": "GROUP"}),
+    "dns": ([], {"dns_records": "DNS"}),
+    "qos": ([_named("QoS", "q", {"priority": 100, "direction": "from-lport", "match": "ip4",
+                                 "action": ["map", [["dscp", 10]]]})],
+            {"qos_rules": ["set", [["named-uuid", "q"]]]}),
+    "mcast": ([], {"other_config": ["map", [["mcast_snoop", "true"],
+                                            ["mcast_flood_unregistered", "true"],
+                                            ["vlan-passthru", "true"]]]}),
+    "port group": ([_named("Port_Group", "g", {"name": "pgx", "ports": [
+        "set", [["named-uuid", "p"]]]})], {}),
+}
+
+
+def _switch_with(nb: Nb, world: World, holds: str, then: str) -> None:
+    """A load balancer group and a DNS row there (settled); then swx made with VIF vmx
+    and what `SWITCH_HOLDS[holds]` says ("add"), or made (settled) and deleted ("del")."""
+    nb.db.transact([
+        _named("Load_Balancer", "l", {"name": "lbg", "protocol": "tcp", "vips": [
+            "map", [["172.30.0.1:80", "10.7.0.5:8080"]]]}),
+        {"op": "insert", "table": "Load_Balancer_Group", "row": {
+            "name": "grp", "load_balancer": ["set", [["named-uuid", "l"]]]}},
+        {"op": "insert", "table": "DNS", "row": {"records": ["map", [["vmx", "10.7.0.5"]]]}}])
+    world.settled()
+    made, columns = SWITCH_HOLDS[holds]
+    there = {"GROUP": "Load_Balancer_Group", "DNS": "DNS"}
+    row = {c: ["set", [["uuid", next(iter(nb.db.tables[there[v]].rows))]]]
+           if isinstance(v, str) else v for c, v in columns.items()}
+    nb.db.transact([*made, _named("Logical_Switch_Port", "p", {
+        "name": "vmx", "addresses": "00:00:00:00:0a:01 10.7.0.5"}),
+        {"op": "insert", "table": "Logical_Switch", "row": {
+            "name": "swx", "ports": ["set", [["named-uuid", "p"]]], **row}}])
+    if then == "del":
+        world.settled()
+        nb.db.transact([{"op": "delete", "table": "Logical_Switch",
+                         "where": [["name", "==", "swx"]]}])
+
+
 def _freed(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     """A datapath asks for the key it holds and one after it in build order for the same
     key (the first keeps it); then the first goes: "ls-del" (sw00, sw1 asking), "lr-del"
@@ -1565,6 +1615,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: (nb.db.transact([{"op": "delete", "table": "Logical_Switch",
                                          "where": [["name", "==", "sw1"]]}]),
                         nb.lr_add("lr9")), IN_PLACE),
+    *((f"ls-{then} of a switch with a VIF and {holds}",
+       lambda nb, sb, w, h=holds, t=then: _switch_with(nb, w, h, t), IN_PLACE)
+      for holds in SWITCH_HOLDS for then in ("add", "del")),
+    ("ls-del of a switch with VIFs, an ACL, a router port, a port in a port group",
+     lambda nb, sb, w: nb.db.transact([{"op": "delete", "table": "Logical_Switch",
+                                        "where": [["name", "==", "sw0"]]}]), IN_PLACE),
     ("ls-del and ls-add at once (the new switch takes the key the gone one frees)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]},

@@ -4,18 +4,18 @@ an `lr-add` or `lr-del` of a router without ports.
 
 Rules kept here:
 - Correctness first: what this leaves in the core data and the desired tables is what
-  `build_core` and `build_extra` would build from the same NB and SB. A switch this
-  cannot prove it handles is refused (`simple_switch` false) and the caller
+  `build_core` and `build_extra` would build from the same NB and SB. A router this
+  cannot prove it handles is refused (`simple_router` false) and the caller
   recomputes.
-- Handled: a switch with no `other_config` but a requested tunnel key, a transit
-  switch name and IPAM settings (`IPAM_CONFIG`: its ports' addresses are
-  `ports_incremental`'s, which refuses dynamic ones; no snooping), no load balancers
-  or groups of them, DNS records,
-  forwarding groups, QoS rules, ACLs or CoPP: everything else a switch row has is
-  read by the flows alone, or not at all. Its ports are `ports_incremental`'s to
-  check. A router enabled, without NAT, routes, policies, load balancers or CoPP (its
-  options are read by flows alone, but its requested tunnel key); without ports, or
-  created with ports that `ports_incremental` adds next.
+- Handled: any switch. What its row holds besides its ports is read by the flows
+  (ACLs, QoS rules, forwarding groups, CoPP, most of `other_config`: built with the
+  switch), by its own desired rows below (the multicast settings, a requested tunnel
+  key, a transit switch name), by its ports' bindings (`vlan-passthru`: its ports are
+  `ports_incremental`'s to check), or by what the caller builds again after it (the
+  load balancers of the switch and its groups, `lb_incremental`; the DNS rows it
+  lists, `dns.dns_listed`). A router enabled, without NAT, routes, policies, load
+  balancers or CoPP (its options are read by flows alone, but its requested tunnel
+  key); without ports, or created with ports that `ports_incremental` adds next.
 - Tunnel keys as a recompute gives them: while every datapath holds the key of its
   SB binding (a recompute keeps those), new datapaths take the key they request
   (refused unless it is free and in range), then the lowest free keys in the order
@@ -64,15 +64,9 @@ from .port_groups import sb_port_group_name
 from .ports import PortsData
 from .tunnel_keys import assign_over, keys_as_built
 
-# A switch's other_config keys handled here: its requested tunnel key, and the transit
-# switch name its binding's external_ids copy.
 TUNNEL_KEY = "requested-tnl-key"
-OTHER_CONFIG_KEPT = frozenset((TUNNEL_KEY, "interconn-ts"))
 # A switch's IPAM settings: read by IPAM alone, for the dynamic addresses of its ports.
 IPAM_CONFIG = frozenset(("subnet", "exclude_ips", "ipv6_prefix", "mac_only"))
-# Switch columns whose content a builder other than the flows reads.
-REFUSED_COLUMNS = ("other_config", "load_balancer", "load_balancer_group", "dns_records",
-                   "forwarding_groups", "qos_rules", "acls", "copp")
 # The names of a datapath's fixed multicast groups (each a name and its tunnel key;
 # a router has `MC_STATIC` alone).
 FIXED_GROUP_NAMES = tuple(name for name, _ in (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_FLOOD,
@@ -83,13 +77,6 @@ FIXED_GROUP_NAMES = tuple(name for name, _ in (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_
 FLOWS_ONLY = frozenset(("static_routes", "policies"))
 ROUTER_REFUSED_COLUMNS = ("ports", "nat", "static_routes", "policies", "load_balancer",
                           "load_balancer_group", "copp")
-
-
-def simple_switch(row: IdlRow) -> bool:
-    """Whether a switch created or deleted is one this module handles."""
-    return set(row.other_config) <= OTHER_CONFIG_KEPT | IPAM_CONFIG \
-        and not any(row.value(column) for column in REFUSED_COLUMNS
-                    if column != "other_config")
 
 
 def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) -> bool:
@@ -243,15 +230,18 @@ def remove_router(key: str, datapaths: DatapathsData, ports: PortsData, lbs: LbD
 
 def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,
                   sb_desired: DesiredDb) -> list[tuple[str, Hashable]]:
-    """The switch (its ports gone already) out of the core data and the desired tables;
-    the (table, key) of every desired row taken away."""
+    """The switch (its ports gone already) out of the core data and the desired tables
+    (with the SB port groups named after it); the (table, key) of every desired row
+    taken away."""
+    named = [(table, name) for table, name, _ in _named_after(
+        datapaths.switches[key], 0, sb_desired)]
     del datapaths.switches[key]
     for per_dp in (ports.by_datapath, ports.router_ports, ports.localnet_ports,
                    ports.l3dgw_ports):
         per_dp.pop(key, None)
     ports.vtep_switches.discard(key)
     return _drop(sb_desired, [("Datapath_Binding", key), ("IP_Multicast", key),
-                              *_fixed_groups(key)])
+                              *_fixed_groups(key), *named])
 
 
 def _fixed_groups(key: str) -> list[tuple[str, Hashable]]:

@@ -11,7 +11,8 @@ Rules kept here:
   port the core does not have under that row is refused. Its SB rows (`<switch
   key>_<name>`, one per switch it has ports on) and its `<name>_ip4`/`_ip6` address
   sets are built again; the old rows are those desired under its old name, on the
-  switches its old ports were on (a switch made or gone in the same run is refused).
+  switches its old ports were on (a switch gone in the same run took its rows with it:
+  `datapaths_incremental.remove_switch`).
 - A group whose ports alone changed (none moved or renamed) is planned from the ports
   added and taken away: its rows on their switches, from the rows desired now, and,
   where none was taken away, its sets as they were with the new ports' addresses
@@ -70,8 +71,6 @@ def groups_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, por
     sets = sb_desired.tables["Address_Set"]
     groups = sb_desired.tables["Port_Group"]
     try:
-        # A switch made or gone in the same run: the groups' rows on it are not found.
-        _need(all(rc.old is not None and rc.new is not None for rc in ls_changes.values()))
         nb_sets = nb.get("Address_Set")
         nb_set_names = {r.name for r in nb_sets.rows.values()} \
             if nb_sets is not None and pg_changes else set()
@@ -188,7 +187,10 @@ def _members_changed(rc: RowChange[IdlRow], nb_set_names: set[str], datapaths: D
     old: dict[str, set[str]] = {}
     new: dict[str, set[str]] = {}
     for key in {switch for _, switch, _ in found.values()}:
-        row_name = sb_port_group_name(datapaths.switches[key].tunnel_key, name)
+        dp = datapaths.switches.get(key)
+        if dp is None:
+            continue  # (a switch gone: its rows went with it)
+        row_name = sb_port_group_name(dp.tunnel_key, name)
         desired = groups.rows.get(row_name)
         members = set(desired["ports"]) if desired is not None else set()
         if desired is not None:

@@ -54,7 +54,6 @@ from .datapaths_incremental import (
     new_datapath_keys,
     remove_switches,
     renumber,
-    simple_switch,
 )
 from .delta import PortsDelta
 from .gateways_incremental import (
@@ -230,7 +229,6 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
         if old is None or new is None:  # a switch created or deleted
             row = new if new is not None else old
             assert row is not None
-            _need(simple_switch(row))
             if new is None:
                 _need(uuid in step.datapaths.switches)
                 step.gone_switches[uuid] = row

@@ -266,8 +266,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
     # A switch's `ports` alone: the ports it gains and loses are inserted and deleted
     # in the same changes, which `on_nb_lsp` handles (it reads this input's delta and
     # gives up on anything else, a port moved between switches for one). A switch
-    # created or deleted (`build.datapaths_incremental.simple_switch`) with ordinary
-    # VIFs is applied in place, by `on_nb_lsp` if ports changed too, else here.
+    # created or deleted with ordinary VIFs is applied in place, by `on_nb_lsp` if ports
+    # changed too, else here (with its load balancers and DNS rows: `_switch_ports`).
     # A switch's `acls` alone are the flows' (`lflow` rebuilds the switch).
     def on_nb_ls(self, change: TableChange) -> Handled:
         lsp = self.inputs.get(leaf_name("NB", "Logical_Switch_Port"))
@@ -678,12 +678,11 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         (`build.dns.dns_listed`)."""
         dns = self.nb_tables().get("DNS")
         changed: set[str] = set()
-        for uuid, rc in changes.items():
-            if rc.old is not None and rc.new is not None and dns is not None \
-                    and "dns_records" in changed_columns(rc):
-                changed |= dns_listed(uuid, set(rc.old.value("dns_records")),
-                                      set(rc.new.value("dns_records")), dns.rows,
-                                      self.data.sb)
+        for uuid, rc in changes.items():  # (a switch created or deleted lists or not)
+            before, after = (set(r.value("dns_records")) if r is not None else set()
+                             for r in (rc.old, rc.new))
+            if dns is not None and before != after:
+                changed |= dns_listed(uuid, before, after, dns.rows, self.data.sb)
         return self._dns_touched(changed)
 
     def _dns_touched(self, keys: set[str]) -> Handled:
@@ -733,7 +732,12 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None
                                       and port_ips(rc.old) != port_ips(rc.new)}, result)
-        return self._applied(result)
+        handled = self._applied(result)  # (switches made or gone with load balancers)
+        if handled is Handled.UNHANDLED or not any(
+                _has_lbs(rc.new if rc.old is None else rc.old if rc.new is None else None)
+                for rc in ls_changes.values()):
+            return handled
+        return either(handled, self._lbs(again=True))
 
     def _count_names(self, changes: Mapping[str, RowChange[IdlRow]]) -> Counter[str]:
         """The NB switch and router port names (`port_names`), kept up to date with
@@ -791,6 +795,6 @@ def _nat_rows(change: TableChange) -> bool:
         for rc in change.delta.values())
 
 
-def _has_lbs(router: IdlRow) -> bool:
-    """Whether a router has load balancers (its own or through groups)."""
-    return bool(router.value("load_balancer") or router.value("load_balancer_group"))
+def _has_lbs(row: IdlRow | None) -> bool:
+    """Whether a switch or router has load balancers (its own or through groups)."""
+    return row is not None and any(row.value(c) for c in LB_COLUMNS)
