@@ -920,6 +920,60 @@ def _switch_with(nb: Nb, world: World, holds: str, then: str) -> None:
                          "where": [["name", "==", "swx"]]}])
 
 
+_LRX_PORT = _named("Logical_Router_Port", "rp", {"name": "lrx-p", "mac": "00:00:00:00:0b:01",
+                                                  "networks": "10.8.0.1/24"})
+# What a router made or deleted (`_router_with`) holds: the rows made with it, and its
+# columns naming them (or the load balancer group there before: "GROUP").
+ROUTER_HOLDS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
+    "a load balancer": ([_named("Load_Balancer", "l", {
+        "name": "lbx", "protocol": "tcp", "vips": ["map", [["172.16.0.9:80", "10.0.0.11:80"]]]})],
+        {"load_balancer": ["set", [["named-uuid", "l"]]]}),
+    "the cluster's load balancer group, as a gateway router with a port": ([_LRX_PORT], {
+        "load_balancer_group": "GROUP", "options": ["map", [["chassis", "ch0"]]],
+        "ports": ["set", [["named-uuid", "rp"]]]}),
+    "NAT and routes, no port": ([
+        _named("NAT", "n", {"type": "snat", "external_ip": "172.24.0.2",
+                            "logical_ip": "10.8.0.0/24"}),
+        _named("Logical_Router_Static_Route", "r", {"ip_prefix": "0.0.0.0/0",
+                                                    "nexthop": "172.24.0.1"})],
+        {"nat": ["set", [["named-uuid", "n"]]], "static_routes": ["set", [["named-uuid", "r"]]]}),
+    "a gateway port and a floating IP": ([
+        _named("Gateway_Chassis", "gc", {"name": "gcx", "chassis_name": "ch0", "priority": 1}),
+        _named("Logical_Router_Port", "gp", {"name": "lrx-gw", "mac": "00:00:00:00:0b:02",
+                                             "networks": "172.24.0.2/24",
+                                             "gateway_chassis": ["set", [["named-uuid", "gc"]]]}),
+        _LRX_PORT, _named("NAT", "n", {"type": "dnat_and_snat", "external_ip": "172.24.0.9",
+                                       "logical_ip": "10.8.0.5"})],
+        {"nat": ["set", [["named-uuid", "n"]]],
+         "ports": ["set", [["named-uuid", "rp"], ["named-uuid", "gp"]]]}),
+    "CoPP": ([_named("Meter_Band", "b", {"action": "drop", "rate": 10}),
+              _named("Meter", "m", {"name": "m1", "unit": "pktps",
+                                    "bands": ["set", [["named-uuid", "b"]]]}),
+              _named("Copp", "c", {"name": "c", "meters": ["map", [["arp", "m1"]]]})],
+             {"copp": ["named-uuid", "c"]}),
+}
+
+
+def _router_with(nb: Nb, world: World, holds: str, then: str) -> None:
+    """A load balancer group there (settled); then lrx made with what
+    `ROUTER_HOLDS[holds]` says ("add"), or made (settled) and deleted ("del")."""
+    nb.db.transact([
+        _named("Load_Balancer", "l", {"name": "lbg", "protocol": "tcp", "vips": [
+            "map", [["172.30.0.1:80", "10.0.0.11:8080"]]]}),
+        {"op": "insert", "table": "Load_Balancer_Group", "row": {
+            "name": "grp", "load_balancer": ["set", [["named-uuid", "l"]]]}}])
+    world.settled()
+    made, columns = ROUTER_HOLDS[holds]
+    group = next(iter(nb.db.tables["Load_Balancer_Group"].rows))
+    row = {c: ["set", [["uuid", group]]] if v == "GROUP" else v for c, v in columns.items()}
+    nb.db.transact([*made, {"op": "insert", "table": "Logical_Router",
+                            "row": {"name": "lrx", **row}}])
+    if then == "del":
+        world.settled()
+        nb.db.transact([{"op": "delete", "table": "Logical_Router",
+                         "where": [["name", "==", "lrx"]]}])
+
+
 def _freed(nb: Nb, sb: LocalDb, world: World, how: str) -> None:
     """A datapath asks for the key it holds and one after it in build order for the same
     key (the first keeps it); then the first goes: "ls-del" (sw00, sw1 asking), "lr-del"
@@ -1621,6 +1675,9 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("ls-del of a switch with VIFs, an ACL, a router port, a port in a port group",
      lambda nb, sb, w: nb.db.transact([{"op": "delete", "table": "Logical_Switch",
                                         "where": [["name", "==", "sw0"]]}]), IN_PLACE),
+    *((f"lr-{then} of a router with {holds}",
+       lambda nb, sb, w, h=holds, t=then: _router_with(nb, w, h, t), IN_PLACE)
+      for holds in ROUTER_HOLDS for then in ("add", "del")),
     ("ls-del and ls-add at once (the new switch takes the key the gone one frees)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]},

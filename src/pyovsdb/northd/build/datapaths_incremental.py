@@ -73,25 +73,15 @@ FIXED_GROUP_NAMES = tuple(name for name, _ in (MC_FLOOD, MC_UNKNOWN, MC_MROUTER_
                                                MC_STATIC, MC_FLOOD_L2))
 
 
-# Router columns only the flows read (their rows go with the router's flows).
-FLOWS_ONLY = frozenset(("static_routes", "policies"))
-ROUTER_REFUSED_COLUMNS = ("ports", "nat", "static_routes", "policies", "load_balancer",
-                          "load_balancer_group", "copp")
-
-
-def simple_router(row: IdlRow, with_ports: bool = False, going: bool = False) -> bool:
-    """Whether a router created or deleted is one this module handles (`with_ports`:
-    created or deleted with ports, which `ports_incremental` judges; `going`: deleted,
-    its routes and policies going with its flows; created with ports, its NAT rules,
-    routes (BFD sessions naming its ports: `NorthdNode.on_nb_lrp`'s) and policies come
-    with its flows and the bindings of its ports, all built with it: Neutron's router
-    created with its gateway)."""
-    made = with_ports and not going
-    return router_enabled(row) \
-        and not any(row.value(column) for column in ROUTER_REFUSED_COLUMNS
-                    if not (with_ports and column == "ports")
-                    and not ((going or made) and column in FLOWS_ONLY)
-                    and not (made and column == "nat"))
+def simple_router(row: IdlRow, with_ports: bool = False) -> bool:
+    """Whether a router created or deleted is one this module handles: enabled (a
+    disabled one is `router_toggled`'s), without ports unless `with_ports` (created or
+    deleted with them: `ports_incremental` judges those). Its NAT rules, routes and
+    policies come and go with its flows (BFD sessions naming its ports: `NorthdNode.
+    on_nb_lrp`'s), its load balancers with the load balancer data the caller builds
+    again: Neutron's router created with its gateway, ovn-kubernetes's gateway router
+    with the cluster's load balancer group."""
+    return router_enabled(row) and (with_ports or not row.value("ports"))
 
 
 def new_datapath_keys(rows: list[IdlRow], datapaths: DatapathsData,

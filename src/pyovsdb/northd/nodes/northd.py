@@ -19,9 +19,8 @@ Rules kept here:
   (`build.ports_static_mac`), template variables and mirrors theirs
   (`build.lb_templates`, `build.ports_mirrors`), BFD sessions (NB's, SB's status, and
   routes naming them) theirs and the flows of the routers reading them
-  (`build.bfd_incremental`). With
-  `incremental_ports` an ordinary VIF added, deleted or updated, a switch created or
-  deleted with such VIFs, a router created or deleted (with its ports: `on_nb_lrp`
+  (`build.bfd_incremental`). With `incremental_ports` an ordinary VIF added, deleted or
+  updated, a switch or router created or deleted (a router with its ports: `on_nb_lrp`
   deletes it after them) and a router port, its switch port paired or unpaired in
   either order, added or deleted, or updated in what the flows and its binding read
   alone (`build.lrp_updated`), and a switch's or router's name, external_ids and
@@ -309,8 +308,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
 
     # A router's routes and policies are the flows' (`lflow` rebuilds the router); of a
     # route, builders read only its `bfd` (the BFD sessions routes ask for).
-    # A router without ports created or deleted (`datapaths_incremental.simple_router`)
-    # in place: its datapath and binding, the tunnel key a recompute gives it.
+    # A router created or deleted (`datapaths_incremental.simple_router`) in place: its
+    # datapath and binding, the key a recompute gives it, its load balancers built again.
     def on_nb_lr(self, change: TableChange) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
@@ -323,8 +322,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 change.delta, self.nb_tables(), self.sb_tables(), core.datapaths, core.ports,
                 self._count_names({}), self.data.extra.lbs, self.data.sb))
         # A router's `ports` changed with its ports: `on_nb_lrp` applies both.
-        columns = LR_FLOWS_ONLY | ({"ports"} if lrp is not None and lrp.updated
-                                   and self.incremental_ports else set()) \
+        with_ports = lrp is not None and lrp.updated
+        columns = LR_FLOWS_ONLY | ({"ports"} if with_ports and self.incremental_ports
+                                   else set()) \
             | (LB_COLUMNS | DP_COLUMNS | {"nat"} if self.incremental_ports else set())
         for rc in change.delta.values():
             if rc.old is not None and rc.new is not None:
@@ -333,9 +333,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 continue
             row = rc.new if rc.new is not None else rc.old
             assert row is not None
-            with_ports = lrp is not None and lrp.updated
-            if not self.incremental_ports or not simple_router(row, with_ports,
-                                                               going=rc.new is None):
+            if not self.incremental_ports or not simple_router(row, with_ports):
                 return Handled.UNHANDLED
             if rc.new is None and row.value("ports"):
                 continue  # (its ports go first: `on_nb_lrp` deletes it after them)
@@ -365,7 +363,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             add_router(row, keys[row.uuid], core.datapaths, core.ports, reachable,
                        self.data.sb)
             delta.touch("sb", "Datapath_Binding", row.uuid)
-        return Handled.HANDLED_UPDATED
+        if with_ports or not any(map(_has_lbs, made + gone)):
+            return Handled.HANDLED_UPDATED  # (with ports: `on_nb_lrp`'s, after them)
+        return either(Handled.HANDLED_UPDATED, self._lbs(again=True))
 
     # A switch's or router's name, external_ids and settings (`DP_COLUMNS`) updated:
     # its datapath in place where `build.datapaths_updated` can.
@@ -596,9 +596,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                          and set(changed_columns(rc)) <= LSP_WRITTEN_ONLY)
         if delta is None or not self.has_data:
             return Handled.UNHANDLED
-        ls = self.inputs.get(self.ls_leaf) if self.ls_leaf is not None else None
-        ls_changes = ls.delta if ls is not None and ls.updated else None
-        return self._switch_ports(delta, ls_changes or {})
+        return self._switch_ports(delta, self._changes("Logical_Switch"))
 
     # Router ports added or deleted are applied in place, with the switch port that
     # pairs with them in the same change (`build.ports_incremental.
@@ -656,9 +654,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         # (a router's networks decide which of its load balancers' VIPs it answers for;
         # every router port added or deleted changes its router's `ports`)
         if handled is Handled.UNHANDLED or not any(
-                rc.new is not None and _has_lbs(rc.new) for rc in (lr_changes or {}).values()):
+                _has_lbs(rc.old if rc.new is None else rc.new)
+                for rc in (lr_changes or {}).values()):
             return handled
-        return either(handled, self._lbs())
+        return either(handled, self._lbs(again=True))
 
     # NB DHCP options are the flows' alone (`lflow` builds the switches of the ports
     # that name a row changed; a port naming another row changes itself), and so are
