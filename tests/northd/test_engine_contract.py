@@ -2114,6 +2114,11 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     ("NB_Global option the daemon alone reads (northd-backoff-interval-ms)",
      lambda nb, sb, w: _nb_option(nb, "northd-backoff-interval-ms", "200"),
      frozenset(("sync_cfg",))),
+    ("NB_Global option no builder reads (another release's: use_logical_dp_groups)",
+     lambda nb, sb, w: _nb_option(nb, "use_logical_dp_groups", "false"),
+     frozenset(("sync_cfg", "mac_binding_aging"))),
+    ("NB_Global option a builder of load balancers reads (install_ls_lb_from_router)",
+     lambda nb, sb, w: _nb_option(nb, "install_ls_lb_from_router", "true"), ALL),
     ("nb_cfg bump", lambda nb, sb, w: nb.db.update(
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)), nb_cfg=5),
      frozenset(("sync_cfg",))),

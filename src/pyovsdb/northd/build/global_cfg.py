@@ -163,6 +163,17 @@ WRITTEN_BACK = frozenset(("mac_prefix", "svc_monitor_mac", "max_tunid",
                           "northd_internal_version"))
 
 
+# NB_Global options a builder of the core or the extra tables reads (besides those it
+# writes back): changed, they recompute. Any other option changed is copied alone (to
+# the write-back and SB_Global), in place, with the flows where `FLOW_OPTIONS` moved.
+BUILDER_OPTIONS = frozenset(("install_ls_lb_from_router",))
+
+
+def copied_only(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
+    """Whether options `old` and `new` differ in options no builder reads alone."""
+    return all(old.get(k) == new.get(k) for k in BUILDER_OPTIONS)
+
+
 def options_only(old: Mapping[str, str], new: Mapping[str, str],
                  keys: frozenset[str] = COPIED_OPTIONS) -> bool:
     """Whether options `old` and `new` differ in `keys` alone."""

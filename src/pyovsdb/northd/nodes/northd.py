@@ -65,14 +65,7 @@ from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
 from ..build.gateway_toggled import gateway_toggled, gateways_toggled
-from ..build.global_cfg import (
-    COPIED_OPTIONS,
-    FLOW_OPTIONS,
-    WRITTEN_BACK,
-    global_config,
-    options_only,
-    put_options,
-)
+from ..build.global_cfg import FLOW_OPTIONS, copied_only, global_config, put_options
 from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
@@ -221,9 +214,10 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         return NorthdData(sb_db, nb_db, core, extra)
 
     # NB_Global: the handshake columns alone are `sync_cfg`'s (it recomputes on them).
-    # Options the daemon alone reads (`DAEMON_OPTIONS`: the backoff, the probe
-    # interval) move only the options copied to NB_Global and SB_Global, in place, and
-    # those only flows read (`FLOW_OPTIONS`) those and every flow (`lflow` recomputes:
+    # Options no builder reads (the daemon's, the backoff and the probe interval; those
+    # of other releases; any a CMS adds: `global_cfg.copied_only`) move only the options
+    # copied to NB_Global and SB_Global, in place, and those only flows read
+    # (`FLOW_OPTIONS`) those and every flow (`lflow` recomputes:
     # `PortsDelta.every_flow`); options northd writes back (`WRITTEN_BACK`: its first
     # run's `mac_prefix`, `max_tunid`...) changed or dropped move only the write-back,
     # where the service monitor MAC they make stays; a new MAC prefix moves IPAM's
@@ -240,8 +234,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 columns.discard("options")  # (northd's own write-back, come back)
             columns -= UNREAD_GLOBAL
             if not columns <= CFG_COLUMNS | {"options"} or (
-                    "options" in columns and not options_only(
-                        rc.old.options, rc.new.options, COPIED_OPTIONS | WRITTEN_BACK)):
+                    "options" in columns and not copied_only(rc.old.options, rc.new.options)):
                 return Handled.UNHANDLED
             if "options" in columns:
                 options = rc.new.options
