@@ -28,8 +28,8 @@ Rules kept here:
   a router port, added with it, before it or after it, or deleted with it, before it or
   after it), in the plain case `peers_incremental` takes: each binding follows its peer.
 - Tunnel keys as a recompute gives them: every other port of the switch must hold its
-  key in its SB binding (so a recompute keeps it), none requests one; the new ports of
-  the switch then take keys after the highest one, in name order.
+  key in its SB binding; the new ones take keys after the highest, in name order, or,
+  where one asks for a key, the build's walk tells (`port_keys`, `rekey_bindings`).
 - The switch's fixed multicast groups are rebuilt from its ports; the MAC bindings and
   FDB entries a recompute deletes are computed again when a port goes. The result says
   which desired rows changed, per table (`PortsDelta`), so the sync plans only those.
