@@ -169,7 +169,28 @@ def k8s_kinds(nodes: int) -> dict[str, Callable[[int], list[str]]]:
         return k8sgen.joined([["lsp-del", name],
                               ["remove", "Address_Set", "as_ns0", "addresses", f'"{ip}"']])
 
+    def node_add(i: int) -> list[str]:  # (what ovn-kubernetes provisions for a node)
+        n = nodes + i
+        return k8sgen.joined([
+            *k8sgen.node_commands(n),
+            ["add", "Logical_Switch", k8sgen.node(n), "load_balancer_group", "@g"],
+            ["add", "Logical_Router", k8sgen.gr(n), "load_balancer_group", "@g"]])
+
+    def node_del(i: int) -> list[str]:
+        n = nodes + i
+        ls, lr = k8sgen.node(n), k8sgen.gr(n)
+        return k8sgen.joined([
+            ["lr-policy-del", "ovn_cluster_router", "1004",
+             f'inport == "rtos-{ls}" && ip4.dst == {k8sgen.ext_ip(n)} /* {ls} */'],
+            ["lr-route-del", "ovn_cluster_router", f"{k8sgen.node_ip(n, 0)}/24"],
+            ["lrp-del", f"rtos-{ls}"], ["lsp-del", f"jtor-{lr}"], ["lr-del", lr],
+            ["ls-del", ls], ["ls-del", f"ext_{ls}"]])
+
     return {
+        "node add (node switch, gateway router, external switch, routes, LB group)":
+            lambda i: ["--id=@g", "get", "Load_Balancer_Group", "cluster_lbg", "--",
+                       *node_add(i)],
+        "node del (the node above)": node_del,
         "pod add (port + 3 port groups + address set)": pod_add,
         "pod del (the pod above)": pod_del,
         "network policy ACL add": lambda i: [

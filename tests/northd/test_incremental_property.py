@@ -487,6 +487,16 @@ FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
     "a policy on a disabled router builds nothing": (
         BASES["ha"], [Step("ls-add", (0, "", 0), batch=True), Step("lr-add", (0, 3)),
                       Step("policy-add", (0, 100, 0, 0), batch=True)]),
+    # A router deleted with its ports (by `on_nb_lrp`, after `on_nb_lr`) and one made in
+    # the same run: the new one took a key as if the deleted one still held its own.
+    "a router made while another goes takes the key it frees": (
+        BASES["ha"], [Step("lr-del", (0,), batch=True), Step("lr-add", (0, 0), batch=True)]),
+    # A router disabled while SB has an IGMP group on it (joined through its
+    # chassisredirect port): a recompute deletes the group.
+    "a router disabled under an IGMP group": (
+        BASES["ha"], [Step("ls-add", (0, "", 0), batch=True),
+                      Step("igmp-join", (0, 0, "239.0.0.1"), batch=True),
+                      Step("ls-add", (0, "", 0)), Step("lr-add", (0, 3), batch=True)]),
 }
 
 

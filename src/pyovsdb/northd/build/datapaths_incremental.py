@@ -295,7 +295,14 @@ def remove_routers(keys: list[str], nb: Mapping[str, ReplicaTable],
                    delta: PortsDelta) -> bool:
     """The routers `keys` (their ports gone) removed (`remove_router`), and the keys
     they free taken as a recompute gives them (`freed_keys`); False where that cannot
-    be told."""
+    be told, or where SB has IGMP groups on one (a recompute deletes them: not told
+    here), nothing touched."""
+    igmp = sb.get("IGMP_Group")
+    if igmp is not None and igmp.rows:
+        bindings = existing_bindings(sb)
+        gone = {bindings[key].uuid for key in keys if key in bindings}
+        if any(gone.intersection(row.value("datapath")) for row in igmp.rows.values()):
+            return False
     freed = {datapaths.routers[key].tunnel_key for key in keys}
     for key in keys:
         for table, row_key in remove_router(key, datapaths, ports, lbs, sb_desired):
