@@ -442,6 +442,23 @@ def _named_before(nb: Nb, world: World, what: str) -> None:
     nb.lrp_add("lr0", "lrp9", "00:00:00:00:ff:09", "10.9.0.1/24")
 
 
+def _lrp_peer(nb: Nb, world: World, how: str) -> None:
+    """Router ports lrp8 (lr0) and lrp9 (lr9, with a route out of it) on one subnet,
+    settled ("both": lrp8 naming lrp9 already); then lrp8 names lrp9 ("one way"),
+    lrp9 names lrp8 back ("both"), lrp8 names a port that is not there ("nowhere"), or
+    lrp8 (naming lrp9) names none ("drop")."""
+    nb.lr_add("lr9")
+    nb.lrp_add("lr0", "lrp8", "00:00:00:00:ff:08", "10.8.0.1/24",
+               **({"peer": "lrp9"} if how in ("both", "drop") else {}))
+    nb.lrp_add("lr9", "lrp9", "00:00:00:00:ff:09", "10.8.0.2/24")
+    nb.add_child("Logical_Router", "lr9", "static_routes", "Logical_Router_Static_Route",
+                 ip_prefix="10.0.0.0/24", nexthop="10.8.0.1")
+    world.settled()
+    name, peer = ("lrp9", ["lrp8"]) if how == "both" else ("lrp8", {
+        "one way": ["lrp9"], "nowhere": ["lrp7"], "drop": []}[how])
+    nb.set("Logical_Router_Port", name, peer=peer)
+
+
 def _unpair_in_turn(nb: Nb, world: World) -> None:
     """A router interface removed as a CMS may: the router port first, then (its
     switch port left naming nothing) the switch port."""
@@ -1547,6 +1564,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _lrp_asking(nb, sb, w, "held"), IN_PLACE),
     ("router port asking for the tunnel key of a port symmetric ECMP replies leave by",
      lambda nb, sb, w: _lrp_asking(nb, sb, w, "ecmp"), IN_PLACE),
+    *((f"router port's peer: {how}", lambda nb, sb, w, h=how: _lrp_peer(nb, w, h), IN_PLACE)
+      for how in ("one way", "both", "nowhere", "drop")),
     ("router port no longer asking for a tunnel key",
      lambda nb, sb, w: _lrp_asking(nb, sb, w, "drop"), IN_PLACE),
     ("lsp-add static VIF beside one holding a dynamic address",

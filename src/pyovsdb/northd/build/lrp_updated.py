@@ -17,6 +17,11 @@ Rules kept here:
   or dropped): the build's walk over its router's ports (`port_keys_walked`, given
   the SB replicas `sb` and the VXLAN mode; refused without them, or where it
   refuses); the ports whose keys move have their bindings put again.
+- `peer`: the port names another router port (or none), one way, as the build reads
+  it (`peers_incremental.router_peers`), and the routers of the ports it named and
+  names have their flows built again (a router port's peer's router resolves its
+  addresses); refused where a router-type switch port names the port (the build's
+  walk order decides which peer it gets).
 - `networks` (a subnet added to a router interface, IPv4 beside IPv6) and `mac`:
   on a port whose switch does IPAM for a port asking for or holding dynamic addresses
   (the port's IPs are taken there; IPAM keeps a dynamic MAC it gave even where a
@@ -50,7 +55,7 @@ from .ports_incremental import asks_ipam, put_router_binding
 from .ports_router import router_lsp_nat_addresses
 
 COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks",
-                     "mac"))
+                     "mac", "peer"))
 ADDRESSES = frozenset(("networks", "mac"))
 FLOW_OPTIONS = frozenset(("gateway_mtu", "gateway_mtu_bypass", "reside-on-redirect-chassis",
                           "dynamic-routing", "routing-protocols"))
@@ -86,6 +91,7 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
     found: list[tuple[Port, IdlRow, Addresses | None]] = []
     allocating: set[str] = set()  # switches whose IPAM takes the new networks
     rekeying: set[str] = set()  # routers whose ports' keys the build walks again
+    peered: set[str] = set()  # routers a port names (named) as its peer: their flows
     for uuid, rc in changes.items():
         new = rc.new
         assert new is not None and rc.old is not None
@@ -103,6 +109,8 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
             networks = lrp_networks(new.mac, new.networks)
         if rc.old.options.get(TUNNEL_KEY) != new.options.get(TUNNEL_KEY):
             rekeying.add(port.dp.key)
+        if "peer" in columns and ports.named_by.get(port.name):
+            return None  # (a router-type switch port names it: the walk's order decides)
         found.append((port, new, networks))
     for port, new, networks in found:
         if networks is not None:
@@ -110,6 +118,10 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
         for p in (port, ports.ports.get(port.cr_port or "")):
             if p is not None:
                 p.nb, p.options = new, new.options
+        was = ports.ports.get(port.peer) if port.peer else None
+        target = ports.ports.get(new.peer) if new.peer else None
+        port.peer = target.name if target is not None and target.is_lrp else None
+        peered |= {p.dp.key for p in (was, target) if p is not None and p.is_lrp}
     delta = PortsDelta()
     if rekeying and (sb is None or not walk_port_keys(rekeying, sb, ports, vxlan,
                                                       sb_desired, delta)):
@@ -126,7 +138,7 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                 peer, ports, port.dp.nb.options.get("chassis")))
             delta.touch("sb", "Port_Binding", peer.name)
         routers.add(port.dp.key)
-    delta.flows |= ports.next_to(routers)
+    delta.flows |= ports.next_to(routers | peered)
     if allocating and ipam is not None and not ipam(allocating, delta):
         return None
     return delta
