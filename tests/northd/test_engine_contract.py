@@ -315,6 +315,20 @@ def _gateway_router(nb: Nb, switch: str = "sw0", chassis: str = "ch0",
          "mutations": [["ports", "insert", ["named-uuid", "pub"]]]}])
 
 
+def _gateway_peer_gone(nb: Nb, world: World, how: str) -> None:
+    """A router with a gateway port on sw1 (`_gateway_router`, settled); then the
+    switch port peering that port deleted ("lsp-del"), or sw1 with it ("ls-del")."""
+    _gateway_router(nb, "sw1")
+    world.settled()
+    if how == "ls-del":
+        nb.db.transact([{"op": "delete", "table": "Logical_Switch",
+                         "where": [["name", "==", "sw1"]]}])
+        return
+    nb.db.transact([{"op": "mutate", "table": "Logical_Switch",
+                     "where": [["name", "==", "sw1"]], "mutations": [["ports", "delete", [
+                         "uuid", nb.uuid("Logical_Switch_Port", "sw1-lr9")]]]}])
+
+
 def _policies(nb: Nb, world: World, update: bool) -> None:
     """A policy on lr0 (counted from after it); then an ECMP reroute added (its group
     id comes before the first's, UUIDs permitting), or the first one's match changed."""
@@ -945,6 +959,10 @@ ROUTER_HOLDS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
     "a load balancer": ([_named("Load_Balancer", "l", {
         "name": "lbx", "protocol": "tcp", "vips": ["map", [["172.16.0.9:80", "10.0.0.11:80"]]]})],
         {"load_balancer": ["set", [["named-uuid", "l"]]]}),
+    "a load balancer and a port": ([_LRX_PORT, _named("Load_Balancer", "l", {
+        "name": "lbx", "protocol": "tcp", "vips": ["map", [["10.8.0.100:80", "10.0.0.11:80"]]]})],
+        {"load_balancer": ["set", [["named-uuid", "l"]]],
+         "ports": ["set", [["named-uuid", "rp"]]]}),
     "the cluster's load balancer group, as a gateway router with a port": ([_LRX_PORT], {
         "load_balancer_group": "GROUP", "options": ["map", [["chassis", "ch0"]]],
         "ports": ["set", [["named-uuid", "rp"]]]}),
@@ -1697,6 +1715,12 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
     *((f"lr-{then} of a router with {holds}",
        lambda nb, sb, w, h=holds, t=then: _router_with(nb, w, h, t), IN_PLACE)
       for holds in ROUTER_HOLDS for then in ("add", "del")),
+    ("lr-add of a disabled router", lambda nb, sb, w: nb.lr_add("lr9", enabled=[False]),
+     frozenset()),
+    ("lr-del of a disabled router", lambda nb, sb, w: (
+        nb.lr_add("lr9", enabled=[False]), w.settled(), nb.db.transact([
+            {"op": "delete", "table": "Logical_Router", "where": [["name", "==", "lr9"]]}])),
+     frozenset()),
     ("ls-del and ls-add at once (the new switch takes the key the gone one frees)",
      lambda nb, sb, w: nb.db.transact([
          {"op": "delete", "table": "Logical_Switch", "where": [["name", "==", "sw1"]]},
@@ -1886,6 +1910,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _gateway_cleared(nb, w, False), IN_PLACE),
     ("gateway port deleted while a floating IP stays",
      lambda nb, sb, w: _gateway_cleared(nb, w, True), IN_PLACE),
+    ("lsp-del of the switch port peering a distributed gateway port",
+     lambda nb, sb, w: _gateway_peer_gone(nb, w, "lsp-del"), IN_PLACE),
+    ("ls-del of the switch a distributed gateway port peers on",
+     lambda nb, sb, w: _gateway_peer_gone(nb, w, "ls-del"), IN_PLACE),
     ("gateway router's port and its switch port deleted", lambda nb, sb, w: _unpair_gateway(
         nb, w), IN_PLACE),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(

@@ -209,13 +209,15 @@ def _add_datapath(row: IdlRow, kind: DatapathKind, tunnel_key: int, datapaths: D
 def remove_router(key: str, datapaths: DatapathsData, ports: PortsData, lbs: LbData,
                   sb_desired: DesiredDb) -> list[tuple[str, Hashable]]:
     """The router (without ports) out of the core data and the desired tables (its
-    binding, its fixed multicast groups); the (table, key) of every desired row taken
-    away."""
+    binding, its fixed multicast groups, the address sets of its load balancers' VIPs);
+    the (table, key) of every desired row taken away."""
+    named = [(table, name) for table, name, _ in _named_after(
+        datapaths.routers[key], 0, sb_desired)]
     del datapaths.routers[key]
     for per_dp in (ports.by_datapath, ports.l3dgw_ports):
         per_dp.pop(key, None)
     lbs.reachable.pop(key, None)
-    return _drop(sb_desired, [("Datapath_Binding", key), *_fixed_groups(key)])
+    return _drop(sb_desired, [("Datapath_Binding", key), *_fixed_groups(key), *named])
 
 
 def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,

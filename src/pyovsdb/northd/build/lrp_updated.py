@@ -91,6 +91,7 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
     found: list[tuple[Port, IdlRow, Addresses | None]] = []
     allocating: set[str] = set()  # switches whose IPAM takes the new networks
     rekeying: set[str] = set()  # routers whose ports' keys the build walks again
+    repeered: list[Port] = []  # ports whose `peer` changed
     peered: set[str] = set()  # routers a port names (named) as its peer: their flows
     for uuid, rc in changes.items():
         new = rc.new
@@ -109,8 +110,10 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
             networks = lrp_networks(new.mac, new.networks)
         if rc.old.options.get(TUNNEL_KEY) != new.options.get(TUNNEL_KEY):
             rekeying.add(port.dp.key)
-        if "peer" in columns and ports.named_by.get(port.name):
-            return None  # (a router-type switch port names it: the walk's order decides)
+        if "peer" in columns:
+            if ports.named_by.get(port.name):
+                return None  # (a router-type switch port names it: the walk's order)
+            repeered.append(port)
         found.append((port, new, networks))
     for port, new, networks in found:
         if networks is not None:
@@ -118,10 +121,11 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
         for p in (port, ports.ports.get(port.cr_port or "")):
             if p is not None:
                 p.nb, p.options = new, new.options
-        was = ports.ports.get(port.peer) if port.peer else None
-        target = ports.ports.get(new.peer) if new.peer else None
-        port.peer = target.name if target is not None and target.is_lrp else None
-        peered |= {p.dp.key for p in (was, target) if p is not None and p.is_lrp}
+        if port in repeered:
+            was = ports.ports.get(port.peer) if port.peer else None
+            target = ports.ports.get(new.peer) if new.peer else None
+            port.peer = target.name if target is not None and target.is_lrp else None
+            peered |= {p.dp.key for p in (was, target) if p is not None and p.is_lrp}
     delta = PortsDelta()
     if rekeying and (sb is None or not walk_port_keys(rekeying, sb, ports, vxlan,
                                                       sb_desired, delta)):

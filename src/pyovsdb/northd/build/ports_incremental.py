@@ -290,7 +290,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
             step.localnet.add(port.dp.key)
         if port.type == "router":  # a switch disconnected from a router
             lrp = ports.peer_of(port)
-            _need(lrp is None or (lrp.is_lrp and lrp.cr_port is None))
+            _need(lrp is None or lrp.is_lrp)
     # (a localnet port moves a gateway router's GARP entry: not while that one pairs)
     _need(not any(step.switch_of[u].uuid in step.localnet for u in step.pairs))
 

@@ -326,6 +326,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                 continue
             row = rc.new if rc.new is not None else rc.old
             assert row is not None
+            if not router_enabled(row) and not row.value("ports") \
+                    and row.uuid not in core.datapaths.routers:
+                continue  # (made or deleted disabled: a build has nothing of it)
             if not self.incremental_ports or not simple_router(row, with_ports):
                 return Handled.UNHANDLED
             if rc.new is None and row.value("ports"):
