@@ -187,6 +187,8 @@ def kinds(routers: int, per_router: int = 10) -> dict[str, Callable[[int], list[
         "router interface del (lrp-del, ls-del)": lambda i: [
             "lrp-del", f"lr{r}-netx{i}", "--", "ls-del", f"netx{i}"],
         "router with gateway add (lr-add, gateway lrp-add, port on public)": router,
+        "router with gateway del (the router above, its port on public)": lambda i: [
+            "lr-del", f"lrx{i}", "--", "lsp-del", f"public-lrx{i}"],
         "router with gateway set (Neutron: gateway port, SNAT, default route)": gateway_set,
         "router gateway clear (the one above: gateway port, SNAT, route deleted)":
             lambda i: ["lrp-del", f"lry{i}-gw", "--", "lsp-del", f"public-lry{i}", "--",
