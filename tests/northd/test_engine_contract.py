@@ -329,6 +329,28 @@ def _gateway_peer_gone(nb: Nb, world: World, how: str) -> None:
                          "uuid", nb.uuid("Logical_Switch_Port", "sw1-lr9")]]]}])
 
 
+def _external_switch(nb: Nb, world: World) -> None:
+    """A gateway router gw0 (settled); then, in one transaction, its port to an external
+    switch made with a localnet port and the router-type port pairing with it (its
+    GARP entry reads the localnet port): ovn-kubernetes's node provisioning."""
+    nb.lr_add("gw0", options={"chassis": "ch0"})
+    world.settled()
+    nb.db.transact([
+        _named("Logical_Router_Port", "rp", {"name": "gw0-ext", "mac": "00:00:00:00:ff:0e",
+                                             "networks": "172.18.0.2/16"}),
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "gw0"]],
+         "mutations": [["ports", "insert", ["named-uuid", "rp"]]]},
+        _named("Logical_Switch_Port", "ln", {"name": "lnet", "type": "localnet",
+                                             "addresses": "unknown", "options": [
+                                                 "map", [["network_name", "physnet"]]]}),
+        _named("Logical_Switch_Port", "er", {"name": "ext-gw0", "type": "router",
+                                             "addresses": "router", "options": [
+                                                 "map", [["router-port", "gw0-ext"],
+                                                         ["nat-addresses", "router"]]]}),
+        {"op": "insert", "table": "Logical_Switch", "row": {
+            "name": "ext", "ports": ["set", [["named-uuid", "ln"], ["named-uuid", "er"]]]}}])
+
+
 def _policies(nb: Nb, world: World, update: bool) -> None:
     """A policy on lr0 (counted from after it); then an ECMP reroute added (its group
     id comes before the first's, UUIDs permitting), or the first one's match changed."""
@@ -1914,6 +1936,8 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _gateway_peer_gone(nb, w, "lsp-del"), IN_PLACE),
     ("ls-del of the switch a distributed gateway port peers on",
      lambda nb, sb, w: _gateway_peer_gone(nb, w, "ls-del"), IN_PLACE),
+    ("external switch made with a localnet port and a gateway router's port",
+     lambda nb, sb, w: _external_switch(nb, w), IN_PLACE),
     ("gateway router's port and its switch port deleted", lambda nb, sb, w: _unpair_gateway(
         nb, w), IN_PLACE),
     ("lrp-add with a peer", lambda nb, sb, w: nb.lrp_add(

@@ -291,8 +291,6 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         if port.type == "router":  # a switch disconnected from a router
             lrp = ports.peer_of(port)
             _need(lrp is None or lrp.is_lrp)
-    # (a localnet port moves a gateway router's GARP entry: not while that one pairs)
-    _need(not any(step.switch_of[u].uuid in step.localnet for u in step.pairs))
 
 
 def asks_ipam(row: IdlRow) -> bool:
