@@ -132,6 +132,9 @@ class LflowDelta:
 
     rows: set[Hashable] = field(default_factory=set)
     groups: set[Hashable] | None = field(default_factory=set)
+    # The datapaths whose flows a handler of this run built again whole: the node's
+    # inputs stay as they are for the rest of the run, so a later handler skips them.
+    built: set[str] = field(default_factory=set)
 
 
 def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -453,6 +456,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
         default)."""
         old = self.data
         datapaths = northd.core.datapaths
+        whole = ctx is None  # (a context of the caller's may walk some ports alone)
+        if whole and self.delta is not None:
+            dps = dps - self.delta.built
         if len(dps) > max(REBUILD_ANY, REBUILD_AT_MOST * (len(datapaths.switches)
                                                           + len(datapaths.routers))):
             return Handled.UNHANDLED  # (a recompute costs less)
@@ -461,7 +467,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
         changed = rebuild(old.flows, ctx, frozenset(dps)) if dps else set()
         if owned is not None:
             changed |= rebuild_owned(old.flows, ctx, frozenset(owned[0]), frozenset(owned[1]))
-        return self._changed(northd, changed, groups)
+        handled = self._changed(northd, changed, groups)
+        if dps and whole:
+            self.track().built |= dps
+        return handled
 
     def _changed(self, northd: NorthdData, changed: set[FlowKey], groups: bool = False
                  ) -> Handled:
