@@ -133,7 +133,8 @@ class LflowDelta:
     rows: set[Hashable] = field(default_factory=set)
     groups: set[Hashable] | None = field(default_factory=set)
     # The datapaths whose flows a handler of this run built again whole: the node's
-    # inputs stay as they are for the rest of the run, so a later handler skips them.
+    # inputs stay as they are for the rest of the run, so a later handler asking for
+    # some of them alone skips them.
     built: set[str] = field(default_factory=set)
 
 
@@ -456,9 +457,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
         default)."""
         old = self.data
         datapaths = northd.core.datapaths
-        whole = ctx is None  # (a context of the caller's may walk some ports alone)
-        if whole and self.delta is not None:
-            dps = dps - self.delta.built
+        if self.delta is not None and dps <= self.delta.built:
+            dps = set()  # (built with them already; not some alone: another's build
+            # may put flows on them, a router port's peer resolving its addresses)
         if len(dps) > max(REBUILD_ANY, REBUILD_AT_MOST * (len(datapaths.switches)
                                                           + len(datapaths.routers))):
             return Handled.UNHANDLED  # (a recompute costs less)
@@ -468,7 +469,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         if owned is not None:
             changed |= rebuild_owned(old.flows, ctx, frozenset(owned[0]), frozenset(owned[1]))
         handled = self._changed(northd, changed, groups)
-        if dps and whole:
+        if dps:
             self.track().built |= dps
         return handled
 
