@@ -1,6 +1,6 @@
 """Logical switches and routers created or deleted without rebuilding the core: an
-`ls-add` (with its ordinary VIFs, `build.ports_incremental` adds those), an `ls-del`,
-an `lr-add` or `lr-del` of a router without ports.
+`ls-add` (with its ports, `build.ports_incremental` adds those), an `ls-del`, an
+`lr-add` or `lr-del` (with its ports, `ports_incremental.router_ports_changed`).
 
 Rules kept here:
 - Correctness first: what this leaves in the core data and the desired tables is what
@@ -13,9 +13,9 @@ Rules kept here:
   key, a transit switch name), by its ports' bindings (`vlan-passthru`: its ports are
   `ports_incremental`'s to check), or by what the caller builds again after it (the
   load balancers of the switch and its groups, `lb_incremental`; the DNS rows it
-  lists, `dns.dns_listed`). A router enabled, without NAT, routes, policies, load
-  balancers or CoPP (its options are read by flows alone, but its requested tunnel
-  key); without ports, or created with ports that `ports_incremental` adds next.
+  lists, `dns.dns_listed`). Any enabled router (`simple_router`): its NAT rules,
+  routes, policies and CoPP are the flows', its options too but its requested tunnel
+  key, its load balancers the caller's to build again; its ports `ports_incremental`'s.
 - Tunnel keys as a recompute gives them: while every datapath holds the key of its
   SB binding (a recompute keeps those), new datapaths take the key they request
   (refused unless it is free and in range), then the lowest free keys in the order
@@ -211,8 +211,7 @@ def remove_router(key: str, datapaths: DatapathsData, ports: PortsData, lbs: LbD
     """The router (without ports) out of the core data and the desired tables (its
     binding, its fixed multicast groups, the address sets of its load balancers' VIPs);
     the (table, key) of every desired row taken away."""
-    named = [(table, name) for table, name, _ in _named_after(
-        datapaths.routers[key], 0, sb_desired)]
+    named = _named(datapaths.routers[key], sb_desired)
     del datapaths.routers[key]
     for per_dp in (ports.by_datapath, ports.l3dgw_ports):
         per_dp.pop(key, None)
@@ -225,8 +224,7 @@ def remove_switch(key: str, datapaths: DatapathsData, ports: PortsData,
     """The switch (its ports gone already) out of the core data and the desired tables
     (with the SB port groups named after it); the (table, key) of every desired row
     taken away."""
-    named = [(table, name) for table, name, _ in _named_after(
-        datapaths.switches[key], 0, sb_desired)]
+    named = _named(datapaths.switches[key], sb_desired)
     del datapaths.switches[key]
     for per_dp in (ports.by_datapath, ports.router_ports, ports.localnet_ports,
                    ports.l3dgw_ports):
@@ -325,6 +323,11 @@ def freed_keys(freed: set[int], nb: Mapping[str, ReplicaTable],
         return False
     renumber(over.moved, datapaths, ports, sb_desired, delta)
     return True
+
+
+def _named(dp: Datapath, sb_desired: DesiredDb) -> list[tuple[str, Hashable]]:
+    """The desired SB rows named after `dp`'s tunnel key, as (table, name)."""
+    return [(table, name) for table, name, _ in _named_after(dp, dp.tunnel_key, sb_desired)]
 
 
 def _named_after(dp: Datapath, key: int, sb_desired: DesiredDb) -> list[tuple[str, str, str]]:

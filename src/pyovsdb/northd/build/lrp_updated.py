@@ -47,6 +47,7 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .delta import PortsDelta
+from .peers_incremental import peer_named
 from .port_keys import TUNNEL_KEY
 from .port_keys_walked import walk_port_keys
 from .ports import Port, PortsData
@@ -91,7 +92,7 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
     found: list[tuple[Port, IdlRow, Addresses | None]] = []
     allocating: set[str] = set()  # switches whose IPAM takes the new networks
     rekeying: set[str] = set()  # routers whose ports' keys the build walks again
-    repeered: list[Port] = []  # ports whose `peer` changed
+    repeered: set[str] = set()  # ports whose `peer` changed
     peered: set[str] = set()  # routers a port names (named) as its peer: their flows
     for uuid, rc in changes.items():
         new = rc.new
@@ -113,7 +114,7 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
         if "peer" in columns:
             if ports.named_by.get(port.name):
                 return None  # (a router-type switch port names it: the walk's order)
-            repeered.append(port)
+            repeered.add(port.name)
         found.append((port, new, networks))
     for port, new, networks in found:
         if networks is not None:
@@ -121,11 +122,10 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
         for p in (port, ports.ports.get(port.cr_port or "")):
             if p is not None:
                 p.nb, p.options = new, new.options
-        if port in repeered:
-            was = ports.ports.get(port.peer) if port.peer else None
-            target = ports.ports.get(new.peer) if new.peer else None
-            port.peer = target.name if target is not None and target.is_lrp else None
-            peered |= {p.dp.key for p in (was, target) if p is not None and p.is_lrp}
+        if port.name in repeered:
+            was = peer_named(port.peer, ports)
+            port.peer = peer_named(new.peer, ports)
+            peered |= {ports.ports[n].dp.key for n in (was, port.peer) if n is not None}
     delta = PortsDelta()
     if rekeying and (sb is None or not walk_port_keys(rekeying, sb, ports, vxlan,
                                                       sb_desired, delta)):

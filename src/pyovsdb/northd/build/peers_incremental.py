@@ -164,6 +164,12 @@ def router_peers(added: list[Port], gone: set[str], namers: Iterable[IdlRow],
     if any(ports.named_by.get(port.name) for port, _ in moved):
         return None
     for port, name in moved:
-        target = ports.ports.get(name) if name is not None and name not in gone else None
-        port.peer = target.name if target is not None and target.is_lrp else None
+        port.peer = peer_named(None if name in gone else name, ports)
     return [port for port, _ in moved if port.name not in names]
+
+
+def peer_named(name: str | None, ports: PortsData) -> str | None:
+    """The peer a router port whose `peer` column is `name` has, as the build reads it:
+    that router port, if it is one."""
+    target = ports.ports.get(name) if name else None
+    return target.name if target is not None and target.is_lrp else None

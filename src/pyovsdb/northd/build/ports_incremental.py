@@ -785,11 +785,12 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
     put_bindings(step.sb, step.ports, relisted, sb_desired, delta)
     for key in sorted(rewired | touched):  # (a router's groups: its ports that flood)
         put_fixed_groups(key, ports, datapaths, sb_desired, delta)
-    for port in [*new_ports, *(peered or ()), *rekeyed]:
+    for port in [*new_ports, *(peered or ())]:
         put_router_binding(port, ports, table, delta)
         if port.is_cr:
             for group_table, row_key in put_redirect_group(port, sb_desired):
                 delta.touch("sb", group_table, row_key)
+    _need(rekey_bindings(rekeyed, table, delta))
     if doomed_binding:
         _cleanup_mac_bindings(step, sb_desired, delta)
     _cleanup_fdb(step, sb_desired, delta)

@@ -674,9 +674,12 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         dns = self.nb_tables().get("DNS")
         changed: set[str] = set()
         for uuid, rc in changes.items():  # (a switch created or deleted lists or not)
+            if dns is None or (rc.old is not None and rc.new is not None
+                               and "dns_records" not in changed_columns(rc)):
+                continue
             before, after = (set(r.value("dns_records")) if r is not None else set()
                              for r in (rc.old, rc.new))
-            if dns is not None and before != after:
+            if before != after:
                 changed |= dns_listed(uuid, before, after, dns.rows, self.data.sb)
         return self._dns_touched(changed)
 
