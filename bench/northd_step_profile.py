@@ -71,31 +71,84 @@ def load(nb: LocalDb, routers: int) -> None:
         nb.transact(ops)
 
 
-def load_k8s(nb: LocalDb, sb: LocalDb, nodes: int) -> None:
+def load_k8s(nb: LocalDb, sb: LocalDb, nodes: int, reps: int) -> list[tuple[Ops, Ops]]:
     """The cluster as `ovn-nbctl` makes it on the real server, copied row by row (same
-    UUIDs) into `nb`; a chassis per node in `sb`."""
+    UUIDs) into `nb`; a chassis per node in `sb`. Returns `reps` node changes as
+    `northd_change_bench.py --nodes` makes them (node `nodes + i` added to the LB group,
+    then deleted), each as the operations that turn one snapshot of the real server's
+    file into the next."""
+    changes: list[tuple[Ops, Ops]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         server = ServerProcess("real", work, [create_db("real", work / "nb.db", NB_SCHEMA)],
                                name="nb")
         server.start()
+
+        def nbctl(args: list[str]) -> dict[str, dict[str, Any]]:
+            subprocess.run(["ovn-nbctl", f"--db={server.unix}", "--no-wait", "--timeout=900",
+                            *args], check=True, stdout=subprocess.DEVNULL)
+            db, _, _ = standalone.load(str(work / "nb.db"))
+            return {t: rows for t, rows in standalone.snapshot_record(db, "").items()
+                    if not t.startswith("_")}
         try:
             cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
-            subprocess.run(["ovn-nbctl", f"--db={server.unix}", "--no-wait", "--timeout=900",
-                            "init", "--", *k8sgen.joined(cmds)], check=True,
-                           stdout=subprocess.DEVNULL)
+            base = first = nbctl(["init", "--", *k8sgen.joined(cmds)])
+            for i in range(reps):
+                n = nodes + i
+                added = nbctl(["--id=@g", "get", "Load_Balancer_Group", "cluster_lbg", "--",
+                               *k8sgen.joined([
+                                   *k8sgen.node_commands(n),
+                                   ["add", "Logical_Switch", k8sgen.node(n),
+                                    "load_balancer_group", "@g"],
+                                   ["add", "Logical_Router", k8sgen.gr(n),
+                                    "load_balancer_group", "@g"]])])
+                ls, lr = k8sgen.node(n), k8sgen.gr(n)
+                gone = nbctl(k8sgen.joined([
+                    ["lr-policy-del", "ovn_cluster_router", "1004",
+                     f'inport == "rtos-{ls}" && ip4.dst == {k8sgen.ext_ip(n)} /* {ls} */'],
+                    ["lr-route-del", "ovn_cluster_router", f"{k8sgen.node_ip(n, 0)}/24"],
+                    ["lrp-del", f"rtos-{ls}"], ["lsp-del", f"jtor-{lr}"], ["lr-del", lr],
+                    ["ls-del", ls], ["ls-del", f"ext_{ls}"]]))
+                changes.append((_diff(base, added), _diff(added, gone)))
+                base = gone
         finally:
             server.stop()
-        db, _, _ = standalone.load(str(work / "nb.db"))
-    record = standalone.snapshot_record(db, "")
     nb.transact([{"op": "insert", "table": table, "uuid": uuid, "row": row}
-                 for table, rows in record.items() if not table.startswith("_")
-                 for uuid, row in rows.items()])
+                 for table, rows in first.items() for uuid, row in rows.items()])
     for i in range(nodes):
         add_chassis(sb, k8sgen.chassis(i), f"192.0.{2 + i // 250}.{1 + i % 250}")
+    return changes
 
 
-def k8s_kinds(nb: LocalDb) -> dict[str, tuple[Callable[[int], Ops], Callable[[str], Ops]]]:
+def _diff(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> Ops:
+    """The operations that turn the rows of `old` into those of `new` (values compared
+    as the file writes them; a column gone from a row is written back empty)."""
+    ops: Ops = []
+    for table in sorted(set(old) | set(new)):
+        was, now = old.get(table, {}), new.get(table, {})
+        for uuid, row in now.items():
+            if uuid not in was:
+                ops.append({"op": "insert", "table": table, "uuid": uuid, "row": row})
+            elif row != was[uuid]:
+                cols = {c: v for c, v in row.items() if was[uuid].get(c) != v}
+                cols.update({c: _empty(v) for c, v in was[uuid].items() if c not in row})
+                ops.append({"op": "update", "table": table, "where": _uuid(uuid),
+                            "row": cols})
+        ops += [{"op": "delete", "table": table, "where": _uuid(uuid)}
+                for uuid in was if uuid not in now]
+    return ops
+
+
+def _empty(value: Any) -> Any:
+    """The default of a column whose value was `value` (as the file writes it)."""
+    if isinstance(value, list) and value[0] in ("set", "map"):
+        return [value[0], []]
+    if isinstance(value, list):  # (a single UUID in an optional column)
+        return ["set", []]
+    return type(value)()
+
+
+def k8s_kinds(nb: LocalDb, nodes: list[tuple[Ops, Ops]]) -> dict[str, tuple[Callable[[int], Ops], Callable[[str], Ops]]]:
     """A pod on node 1 (its port, its namespace's and the default-deny port groups, its
     namespace's address set), as `northd_change_bench.py --nodes` makes it."""
     def pod_ip(i: int) -> str:
@@ -123,7 +176,14 @@ def k8s_kinds(nb: LocalDb) -> dict[str, tuple[Callable[[int], Ops], Callable[[st
                 {"op": "mutate", "table": "Address_Set", "where": _where("as_ns0"),
                  "mutations": [["addresses", "delete", ip]]}]
 
-    return {"pod": (pod_add, pod_del)}
+    last = [0]
+
+    def node_add(i: int) -> Ops:
+        last[0] = i
+        return nodes[i][0]
+
+    return {"pod": (pod_add, pod_del),
+            "node": (node_add, lambda _: nodes[last[0]][1])}
 
 
 def _where(name: str) -> list[list[str]]:
@@ -229,9 +289,10 @@ def main() -> int:
     ap.add_argument("--self-check", action="store_true")
     args = ap.parse_args()
     nb, sb = LocalDb(_schema(NB_SCHEMA)), LocalDb(_schema(SB_SCHEMA))
+    node_changes: list[tuple[Ops, Ops]] = []
     t0 = time.perf_counter()
     if args.nodes:
-        load_k8s(nb, sb, args.nodes)
+        node_changes = load_k8s(nb, sb, args.nodes, args.reps)
     else:
         add_chassis(sb, "gw1", "192.0.2.1")
         load(nb, args.cloud)
@@ -241,7 +302,7 @@ def main() -> int:
     gctune.freeze()
     what = f"{args.nodes} nodes" if args.nodes else f"cloud {args.cloud}"
     print(f"{what}: loaded and settled in {time.perf_counter() - t0:.1f} s")
-    every = k8s_kinds(nb) if args.nodes else kinds(args.cloud, nb)
+    every = k8s_kinds(nb, node_changes) if args.nodes else kinds(args.cloud, nb)
     chosen = {k: v for k, v in every.items() if not args.only or k in args.only}
     prof = cProfile.Profile() if args.profile else None
     for name, (do, undo) in chosen.items():

@@ -35,7 +35,16 @@ from . import (
 )
 from .context import LflowContext
 from .lr_policy import build_policies
-from .table import GLOBAL, FlowKey, LflowTable, Owner, nat_ip_owner, nat_owner, rport_ip_owner
+from .table import (
+    GLOBAL,
+    FlowKey,
+    LflowTable,
+    Owner,
+    nat_ip_owner,
+    nat_owner,
+    routes_owner,
+    rport_ip_owner,
+)
 
 Builder = Callable[[LflowContext, LflowTable], None]
 
@@ -82,6 +91,12 @@ NatBuilder = Callable[[LflowContext, LflowTable, Datapath], None]
 NAT_AREAS: tuple[tuple[str, NatBuilder], ...] = (
     ("lr_ip_input.py", lr_ip_input.build_nat), ("lr_arp.py", lr_arp.build_nat),
     ("lr_nat.py", lr_nat.build_nat))
+
+
+# The areas with flows of routers' static routes (owner `table.routes_owner`), each
+# building them for one router (`rebuild_routes`), in the same order.
+ROUTE_AREAS: tuple[tuple[str, NatBuilder], ...] = (
+    ("lr_routing.py", lr_routing.build_routes), ("lr_arp.py", lr_arp.build_routes))
 
 
 def build_lflows(ctx: LflowContext, only: frozenset[str] | None = None,
@@ -228,6 +243,26 @@ def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[st
     return table.replace_owned(routers, frozenset(("policy", key) for key in routers), new)
 
 
+def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
+                   ) -> set[FlowKey]:
+    """The flows of the static routes of `routers` built again and put in place of
+    theirs, on the routers themselves and wherever their output ports put them (before
+    and after); the flows that changed. Equal to a full build as long as no other flow
+    reads a router's routes and its routes' flows read its ports and its facts alone:
+    a change of those rebuilds the router's routes too (`rebuild_router_ports`)."""
+    owners = frozenset(routes_owner(key) for key in routers)
+    new = LflowTable()
+    for source, build in ROUTE_AREAS:
+        new.source = source
+        for key in sorted(routers):
+            with new.owned_by(routes_owner(key)):
+                build(ctx, new, ctx.datapaths.routers[key])
+    landing = set(routers) | new.by_dp.keys()
+    landing.update(key for key, owned in table.owned_on.items()
+                   if any(owner in owned for owner in owners))
+    return table.replace_owned(landing, owners, new)
+
+
 def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
                 only: Mapping[str, frozenset[str] | None], datapaths: frozenset[str]
                 ) -> set[FlowKey]:
@@ -258,4 +293,5 @@ __all__ = [
     "rebuild_policies",
     "rebuild_router_lookups",
     "rebuild_router_nat",
+    "rebuild_routes",
 ]

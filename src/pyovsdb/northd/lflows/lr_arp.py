@@ -22,11 +22,12 @@ Rules kept here (23.03's `build_gateway_redirect_flows_for_lrouter`,
   writes it. Resolved packets go out (0).
 - Order: per router first (in the build's router order), then per port in 23.03's
   port hash table order, so flows several owners ask for keep 23.03's first hint.
-  Flows a router's rows ask for are the router's (`("dp", key)`), a port's flows its
-  own, whichever router's pipeline they are in; what its NAT rules derive (the
-  gateway redirects with them, the resolution of its NAT addresses, the drops of its
-  SNAT IPs) its NAT's (`nat_owner`; a rule's own, those of its external IP:
-  `nat_ip_owner`), built again alone by `build_nat`.
+  Flows a router's rows ask for are the router's (`("dp", key)`; its static routes'
+  solicitations its routes', `routes_owner`, built again alone by `build_routes`), a
+  port's flows its own, whichever router's pipeline they are in; what its NAT rules
+  derive (the gateway redirects with them, the resolution of its NAT addresses, the
+  drops of its SNAT IPs) its NAT's (`nat_owner`; a rule's own, those of its external
+  IP: `nat_ip_owner`), built again alone by `build_nat`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from .lr_nat_rules import nat_rules
 from .ls_arp_nd import solicited_node, walk_order
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable, nat_ip_owner, nat_owner
+from .table import LflowTable, nat_ip_owner, nat_owner, routes_owner
 
 GW_REDIRECT = Stage.LR_IN_GW_REDIRECT
 ARP_REQUEST = Stage.LR_IN_ARP_REQUEST
@@ -144,7 +145,9 @@ def _multicast_mac(addr: ipaddress.IPv6Address) -> str:
     return format_mac((0x3333 << 32) | (int(addr) & 0xFFFFFFFF))
 
 
-def _arp_request(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
+def build_routes(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+    """What router `dp`'s static routes ask for here (the caller owns them as
+    `routes_owner`): a solicitation for each IPv6 host next hop."""
     ns_meter = ctx.copp_meter(dp, CoppProto.ND_NS_RESOLVE)
     for route in ref_rows(ctx.current(dp).static_routes):
         nexthop = str(route.nexthop)
@@ -156,6 +159,12 @@ def _arp_request(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
                 f"eth.dst == 00:00:00:00:00:00 && ip6 && xxreg0 == {nexthop}",
                 f"nd_ns {{ eth.dst = {_multicast_mac(sn)}; ip6.dst = {format_ipv6(sn)}; "
                 f"nd.target = {nexthop}; output; }};", hint=route, meter=ns_meter)
+
+
+def _arp_request(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
+    ns_meter = ctx.copp_meter(dp, CoppProto.ND_NS_RESOLVE)
+    with out.owned_by(routes_owner(dp.key)):
+        build_routes(ctx, out, dp)
     out.add(dp, ARP_REQUEST, 100, "eth.dst == 00:00:00:00:00:00 && ip4",
             "arp { eth.dst = ff:ff:ff:ff:ff:ff; arp.spa = reg1; arp.tpa = reg0; "
             "arp.op = 1; output; };", meter=ctx.copp_meter(dp, CoppProto.ARP_RESOLVE))

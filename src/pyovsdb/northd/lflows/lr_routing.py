@@ -32,8 +32,10 @@ Rules kept here:
   registered and unregistered multicast, and IGMP/MLD not from its own MACs, to
   `_MC_static`; one without drops unregistered IP multicast. Every router drops
   router solicitations and advertisements here.
-- Per-router flows are the router's (owner `("dp", key)`); a router port's connected
-  routes are the port's, and so are the routes a router-type switch port adds.
+- Per-router flows are the router's (owner `("dp", key)`), but for its static routes'
+  (`table.routes_owner`, wherever their output ports put them: `build_routes` builds
+  them alone) and its policies' (`("policy", key)`); a router port's connected routes
+  are the port's, and so are the routes a router-type switch port adds.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from .lr_routes import (
     router_lrps,
 )
 from .stages import Stage
-from .table import LflowTable
+from .table import LflowTable, routes_owner
 
 ROUTING_PRE = Stage.LR_IN_IP_ROUTING_PRE
 ROUTING = Stage.LR_IN_IP_ROUTING
@@ -135,7 +137,8 @@ class Routes:
         out.add(dp, ROUTING_ECMP, 0, "1", drop)
         out.add(dp, ROUTING, 0, "1", drop)
         out.add(dp, ROUTING_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
-        self.static_routes(dp)
+        with out.owned_by(routes_owner(dp.key)):  # (`rebuild_routes` builds them alone)
+            self.static_routes(dp)
         self.mcast(dp, groups)
         if self.ctx.builds_rules:
             with out.owned_by(("policy", dp.key)):  # (`rebuild_policies` builds them alone)
@@ -236,7 +239,7 @@ class Routes:
         out.add(dp, ROUTING, 10550, "nd_rs || nd_ra", drop)
         if not smap_bool(dp.nb.options, "mcast_relay"):
             return
-        lrps = [p for p in self.ctx.ports_of(dp) if p.is_lrp]
+        lrps = [p for p in self.ctx.all_ports_of(dp) if p.is_lrp]
         static = any(p.enabled and smap_bool(p.options, "mcast_flood") for p in lrps)
         clone = f'clone {{ outport = "{MC_STATIC}"; ip.ttl--; next; }};' if static else ""
         for (key, name) in sorted(groups):
@@ -327,6 +330,12 @@ def _routing_into(ctx: LflowContext) -> list[Datapath]:
     return found
 
 
+def build_routes(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+    """What router `dp`'s static routes ask for (the caller owns them as
+    `routes_owner`), on it and on the routers of their output ports."""
+    Routes(ctx, out).static_routes(dp)
+
+
 def build(ctx: LflowContext, out: LflowTable) -> None:
     """Every flow of this area's stages."""
     routes = Routes(ctx, out)
@@ -341,7 +350,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     # a router it builds (their flows land there); what parsing them reports was
     # reported when those routers were built.
     for dp in _routing_into(ctx):
-        with out.owned_by(("dp", dp.key)), muted():
+        with out.owned_by(routes_owner(dp.key)), muted():
             routes.static_routes(dp)
     for port in ctx.scoped_ports():
         if port.is_lrp and port.networks is not None:

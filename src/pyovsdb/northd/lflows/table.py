@@ -43,8 +43,10 @@ GLOBAL: Owner = ("global",)
 # policies), or few among many on one (a router-type port's lookups on a switch of
 # many routers, a router's NAT flows, a port's own: a VIF's few requests on its switch
 # and on that switch's routers, among those of every VIF there, `rebuild_vifs` and
-# `rebuild_owned`), rebuilt on their own. A datapath's own flows are not kept by owner.
-INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat", "port"))
+# `rebuild_owned`), or few on many (a router's static routes, on it and on the routers
+# their output ports are on), rebuilt on their own. A datapath's own flows are not kept
+# by owner.
+INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat", "port", "routes"))
 
 
 def nat_owner(dp: Datapath) -> Owner:
@@ -53,6 +55,13 @@ def nat_owner(dp: Datapath) -> Owner:
     rules), rebuilt alone when its NAT rules change (`lflows.rebuild_router_nat`).
     What the rules of one external IP derive alone is that IP's (`nat_ip_owner`)."""
     return ("nat", dp.key)
+
+
+def routes_owner(key: str) -> Owner:
+    """The owner of the flows router `key`'s static routes ask for, on it and on the
+    routers their output ports are on (with their IPv6 next hops' solicitations),
+    built again alone when its routes change (`lflows.rebuild_routes`)."""
+    return ("routes", key)
 
 
 def nat_ip_owner(dp: Datapath, ip: str) -> Owner:

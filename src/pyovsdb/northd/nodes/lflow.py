@@ -62,10 +62,10 @@ from ..lflows import (
     rebuild_policies,
     rebuild_router_lookups,
     rebuild_router_nat,
+    rebuild_routes,
     rebuild_vifs,
 )
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
-from ..lflows.lr_routes import opt_str
 from ..lflows.ls_acl import build_acl_flows
 from ..lflows.router_facts import router_facts
 from ..lflows.table import FlowKey, Owner, flow_row_key
@@ -136,6 +136,9 @@ class LflowDelta:
     # inputs stay as they are for the rest of the run, so a later handler asking for
     # some of them alone skips them.
     built: set[str] = field(default_factory=set)
+    # The routers whose routes' or policies' flows a handler of this run built again.
+    routes: set[str] = field(default_factory=set)
+    policies: set[str] = field(default_factory=set)
 
 
 def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -684,32 +687,30 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 {u for rc in changed.values() if rc.new for u in rc.new.value("acls")})
         return handled if handled is not None else self._rebuild(northd, dps)
 
-    # A router's routes changed: its flows built again; its policies alone: its policy
+    # A router's routes changed: their flows built again; its policies: its policy
     # flows (any other change of a router reaches `northd`).
     def on_nb_lr(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        dps: set[str] = set()
+        routes: set[str] = set()
         policies: set[str] = set()
         for uuid, rc in change.delta.items():
             if rc.old is None or rc.new is None:
                 continue
             columns = LR_FLOWS_ONLY & set(changed_columns(rc))
-            if columns == {"policies"}:
+            if "policies" in columns:
                 policies.add(uuid)
-            elif columns:
-                dps.add(uuid)
-        return either(self._rebuild_routers(dps, []), self._rebuild_policies(policies - dps))
+            if "static_routes" in columns:
+                routes.add(uuid)
+        return either(self._rebuild_routes(routes), self._rebuild_policies(policies))
 
-    # A route updated: the routers that list it built again. Inserted or deleted, its
-    # router's `static_routes` changes too (`on_nb_lr`); here the router its output
-    # port was or is on is built again.
+    # A route updated: the routes of the routers that list it built again (inserted or
+    # deleted, its router's `static_routes` changes too: `on_nb_lr`).
     def on_nb_route(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        routes = [r for rc in change.delta.values() for r in (rc.old, rc.new) if r is not None]
-        return self._rebuild_routers(
-            self._listing(change.delta, "Logical_Router", "static_routes"), routes)
+        return self._rebuild_routes(
+            self._listing(change.delta, "Logical_Router", "static_routes"))
 
     # A policy updated: the routers that list it built again (inserted or deleted, its
     # router's `policies` changes too: `on_nb_lr`).
@@ -722,10 +723,24 @@ class LflowNode(Node[LflowData, LflowDelta]):
     def _rebuild_policies(self, routers: set[str]) -> Handled:
         northd: NorthdData = self.inputs["northd"].data
         routers = routers & northd.core.datapaths.routers.keys()  # (a disabled one: none)
+        if self.delta is not None:
+            routers -= self.delta.built | self.delta.policies
         if not routers:
             return Handled.HANDLED_UNCHANGED
+        self.track().policies |= routers
         ctx = lflow_context(*self._tables(), northd)
         return self._changed(northd, rebuild_policies(self.data.flows, ctx, frozenset(routers)))
+
+    def _rebuild_routes(self, routers: set[str]) -> Handled:
+        northd: NorthdData = self.inputs["northd"].data
+        routers = routers & northd.core.datapaths.routers.keys()  # (a disabled one: none)
+        if self.delta is not None:
+            routers -= self.delta.built | self.delta.routes
+        if not routers:
+            return Handled.HANDLED_UNCHANGED
+        self.track().routes |= routers
+        ctx = lflow_context(*self._tables(), northd)
+        return self._changed(northd, rebuild_routes(self.data.flows, ctx, frozenset(routers)))
 
     def _listing(self, delta: TableChanges, table: str, column: str) -> set[str]:
         """The switches or routers (`table`) whose `column` lists a row the delta
@@ -735,25 +750,6 @@ class LflowNode(Node[LflowData, LflowDelta]):
         if not rows or listing is None:
             return set()
         return {dp.uuid for dp in listing.rows.values() if rows & _uuids(getattr(dp, column))}
-
-    def _rebuild_routers(self, routers: set[str], routes: list[IdlRow]) -> Handled:
-        """The flows of `routers` built again, and of the routers that the output ports
-        of their routes and of `routes` are on: a static route through another
-        router's port lands on that router."""
-        northd: NorthdData = self.inputs["northd"].data
-        ports = northd.core.ports.ports
-        table = self._tables()[0].get("Logical_Router")
-        for key in routers:
-            lr = table.rows.get(key) if table is not None else None
-            if lr is not None:
-                routes.extend(r for r in lr.static_routes or () if isinstance(r, IdlRow))
-        dps = set(routers)
-        for route in routes:
-            name = opt_str(route.output_port)
-            port = ports.get(name) if name is not None else None
-            if port is not None and port.is_lrp:
-                dps.add(port.dp.key)
-        return self._rebuild(northd, dps) if dps else Handled.HANDLED_UNCHANGED
 
     # A port's `up` (what `sync_from_sb` decides) moves flows only where the ARP/ND
     # responder skips ports that are down: with NB_Global `ignore_lsp_down=false`.
