@@ -6,10 +6,15 @@ ovn-northd by the corpus lines named below)."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pyovsdb.northd.build.ports_addresses import (
     ALL4,
     ALL6,
+    MemberIndex,
     cidr_plen,
+    find_lrp_member_ip,
     ip46_parse_cidr,
     ip_parse,
     ip_parse_cidr,
@@ -18,6 +23,7 @@ from pyovsdb.northd.build.ports_addresses import (
     ipv6_parse,
     ipv6_parse_cidr,
     ipv6_parse_masked,
+    lrp_networks,
     scan_ip,
     v4_cidr_bits,
     v6_cidr_bits,
@@ -106,3 +112,27 @@ def test_cidr_bits() -> None:
         [0, 24, 32, 24]
     assert v6_cidr_bits(V6_64) == 64
     assert v6_cidr_bits(0xFFF0 << 112) == 12
+
+
+# Router ports' networks (prefix lengths that share bits and that do not, both families,
+# a /0 and host routes) and addresses inside and outside them.
+_NETWORKS = ["10.0.0.1/24", "10.0.0.129/25", "10.0.1.1/24", "10.0.0.7/32", "0.0.0.1/0",
+             "10.1.0.1/16", "fd00::1/64", "fd00::1:1/112", "fd01::1/48", "::1/0"]
+_IPS = ["10.0.0.5", "10.0.0.200", "10.0.1.9", "10.0.0.7", "10.1.2.3", "192.0.2.1",
+        "fd00::5", "fd00::1:9", "fd01::9", "2001:db8::1", "not an address", "10.0.0.300"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.lists(st.sampled_from(_NETWORKS), min_size=1,
+                                              max_size=3, unique=True)), max_size=6))
+def test_member_index_is_find_lrp_member_ip_in_turn(ports: list[list[str] | None]) -> None:
+    """`MemberIndex.first` finds what `find_lrp_member_ip` of each port in turn finds:
+    the first port holding the address, and the address of its first network that
+    does."""
+    listed = [(i, None if nets is None else lrp_networks(f"0a:00:00:00:00:{i:02x}", nets))
+              for i, nets in enumerate(ports)]
+    index = MemberIndex(listed)
+    for ip in _IPS:
+        walked = next(((i, addr) for i, nets in listed
+                       if (addr := find_lrp_member_ip(nets, ip)) is not None), None)
+        assert index.first(ip) == walked, ip

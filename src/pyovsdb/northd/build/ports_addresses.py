@@ -28,6 +28,7 @@ import functools
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from ...util.cnum import DECIMAL, scan_int, wrap
 from ..diagnostics import ADDRESS_SYNTAX, NETWORKS_SYNTAX, NETWORKS_ZERO, report
@@ -36,6 +37,8 @@ from ..diagnostics import ADDRESS_SYNTAX, NETWORKS_SYNTAX, NETWORKS_ZERO, report
 # 0x, hex digits; the value wraps to a byte.
 _BYTE = r"\s*([+-]?)(?:0[xX](?=[0-9a-fA-F]))?([0-9a-fA-F]+)"
 _SCAN_MAC = re.compile(":".join([_BYTE] * 6))
+
+T = TypeVar("T")
 
 
 def scan_mac(text: str) -> tuple[int, int] | None:
@@ -319,6 +322,43 @@ def find_lrp_member_ip(networks: Addresses | None, ip_s: str) -> str | None:
         if (int(net.addr) ^ value) >> (bits - net.plen) == 0:
             return net.addr_s
     return None
+
+
+class MemberIndex(Generic[T]):
+    """`find_lrp_member_ip` over a list of router ports' networks at once: the first
+    port (in list order) with a network that holds an address, and that network's
+    address, found by one lookup per prefix length the ports have rather than a walk
+    of the ports (a router of many ports asked for each of its routes and policies).
+    Items are whatever the caller lists with each port's networks (None: no networks)."""
+
+    def __init__(self, listed: list[tuple[T, Addresses | None]]) -> None:
+        # family (IPv4?) -> prefix length -> network value -> (place, item, address)
+        self._nets: dict[bool, dict[int, dict[int, tuple[int, int, T, str]]]] = \
+            {True: {}, False: {}}
+        for place, (item, networks) in enumerate(listed):
+            if networks is None:
+                continue
+            nets: list[tuple[bool, Ipv4Net | Ipv6Net]] = \
+                [(True, n) for n in networks.ipv4] + [(False, n) for n in networks.ipv6]
+            for order, (v4, net) in enumerate(nets):
+                by_value = self._nets[v4].setdefault(net.plen, {})
+                by_value.setdefault(int(net.addr) >> ((32 if v4 else 128) - net.plen),
+                                    (place, order, item, net.addr_s))
+
+    def first(self, ip_s: str) -> tuple[T, str] | None:
+        """The first item whose networks hold `ip_s`, and the address of its network
+        that does (`find_lrp_member_ip` of each in turn)."""
+        host = _host(ip_s)
+        if host is None:
+            return None
+        v4, value = host
+        bits = 32 if v4 else 128
+        best: tuple[int, int, T, str] | None = None
+        for plen, by_value in self._nets[v4].items():
+            hit = by_value.get(value >> (bits - plen))
+            if hit is not None and (best is None or hit[:2] < best[:2]):
+                best = hit
+        return None if best is None else (best[2], best[3])
 
 
 def _cidr(text: str) -> Ipv4Net | Ipv6Net | None:

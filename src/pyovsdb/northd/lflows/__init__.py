@@ -255,12 +255,36 @@ def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
     for source, build in ROUTE_AREAS:
         new.source = source
         for key in sorted(routers):
-            with new.owned_by(routes_owner(key)):
-                build(ctx, new, ctx.datapaths.routers[key])
+            dp = ctx.datapaths.routers.get(key)
+            if dp is not None:  # (of a router gone, its flows go)
+                with new.owned_by(routes_owner(key)):
+                    build(ctx, new, dp)
     landing = set(routers) | new.by_dp.keys()
     landing.update(key for key, owned in table.owned_on.items()
                    if any(owner in owned for owner in owners))
     return table.replace_owned(landing, owners, new)
+
+
+def rebuild_router_ports(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
+                         lrps: frozenset[str], beside: frozenset[str]) -> set[FlowKey]:
+    """The routers `routers` gained or lost the router ports `lrps`: those ports'
+    requests and the routers' own flows (`rebuild_focused`), their routes, policies
+    and NAT flows built again, and the requests there of the switch ports `beside`
+    (those the ports brought or took along, `rebuild_owned`); the flows that changed.
+    Equal to a full build as long as the routers' other ports' requests read no other
+    port of theirs and their other flows read the ports through their facts alone,
+    which such a port leaves as they were (`nodes.lflow_ports.plain_lrp`)."""
+    changed = rebuild_focused(table, ctx, routers, lrps)
+    # (and the routes of other routers whose output ports were or are theirs)
+    routed = {owner[1] for key in routers for owner in table.owned_on.get(key, ())
+              if isinstance(owner, tuple) and owner[0] == "routes"}
+    routed.update(dp.key for dp in lr_routing.routing_into(ctx.narrowed(routers)))
+    changed |= rebuild_routes(table, ctx, routers | routed)
+    changed |= rebuild_policies(table, ctx, routers)
+    changed |= rebuild_router_nat(table, ctx, routers)
+    if beside:
+        changed |= rebuild_owned(table, ctx, routers, beside)
+    return changed
 
 
 def rebuild_lbs(table: LflowTable, ctx: LflowContext, owners: frozenset[Owner],
@@ -293,5 +317,6 @@ __all__ = [
     "rebuild_policies",
     "rebuild_router_lookups",
     "rebuild_router_nat",
+    "rebuild_router_ports",
     "rebuild_routes",
 ]

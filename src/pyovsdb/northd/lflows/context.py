@@ -127,9 +127,9 @@ class LflowContext:
     @property
     def builds_rules(self) -> bool:
         """Whether a build in this context asks for the flows of rules (load balancers,
-        ACLs, router policies: owners of their own): not in a focused or walking one,
-        whose builds are kept only for the ports' and the datapaths' own requests
-        (`rebuild_focused`, `rebuild_owned`)."""
+        ACLs, router policies and static routes: owners of their own): not in a focused
+        or walking one, whose builds are kept only for the ports' and the datapaths' own
+        requests (`rebuild_focused`, `rebuild_owned`)."""
         return self.focus is None and self.walked is None
 
     @property

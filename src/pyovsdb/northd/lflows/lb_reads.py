@@ -15,6 +15,9 @@ Rules kept here:
   sends to that port alone) or a NAT external IP. A VIP that appears or goes on a
   router is checked against those; one that another load balancer of the router
   still has counts as changed too (a needless rebuild, never a missed one).
+- A load balancer's own flows on a datapath read it and that datapath's facts alone:
+  one that only comes to or leaves some datapaths (a switch or a router that lists
+  it or its group made, deleted or changed) has them built again on those alone.
 - Load balancers that are routable (`add_route`), templated or health checked never
   reach here: `build.lb_incremental` refuses them (their VIPs reach other routers,
   ovn-controller expands them, their backends follow the SB).
@@ -38,14 +41,16 @@ from .table import Owner
 def lb_rebuilds(old: LbData, new: LbData, keys: Iterable[str], datapaths: DatapathsData,
                 ports: PortsData) -> tuple[set[str], set[str]]:
     """For the load balancers `keys` (changed from `old` to `new`): the datapaths to
-    build again whole, and every datapath they ask for flows on, before or after."""
+    build again whole, and every datapath where their own flows may change (where they
+    ask for flows, before or after; of one that only moved, where it came or went)."""
     touched: set[str] = set()
     flipped: set[tuple[str, str]] = set()  # (attribute, datapath): `has_lb_vip` may move
     candidates: dict[str, set[str]] = {}  # router -> VIPs that came or went on it
     for key in keys:
         was, now = old.lbs.get(key), new.lbs.get(key)
+        moved = _moved_only(was, now)
         for attr in ("switches", "routers"):
-            dps = _on(was, attr) | _on(now, attr)
+            dps = _on(was, attr) ^ _on(now, attr) if moved else _on(was, attr) | _on(now, attr)
             touched |= dps
             flipped.update((attr, dp) for dp in dps
                            if _has_vips(was, attr, dp) != _has_vips(now, attr, dp))
@@ -78,6 +83,14 @@ def lb_owners(old: LoadBalancer | None, new: LoadBalancer | None
         return frozenset({("lb", key), *(("lb", key, v) for v in was.keys() | now.keys())}), None
     vips = frozenset(v for v in was.keys() | now.keys() if was.get(v) != now.get(v))
     return frozenset(("lb", key, v) for v in vips), vips
+
+
+def _moved_only(old: LoadBalancer | None, new: LoadBalancer | None) -> bool:
+    """Whether a load balancer changed in the datapaths it is on alone (its row and its
+    VIPs as they were): its flows on the others stay as they are."""
+    return old is not None and new is not None \
+        and not set(changed_columns(RowChange(new.key, old.nb, new.nb))) \
+        and switch_vips(old) == switch_vips(new)
 
 
 def _on(lb: LoadBalancer | None, attr: str) -> frozenset[str]:

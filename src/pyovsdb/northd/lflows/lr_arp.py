@@ -163,8 +163,9 @@ def build_routes(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
 
 def _arp_request(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     ns_meter = ctx.copp_meter(dp, CoppProto.ND_NS_RESOLVE)
-    with out.owned_by(routes_owner(dp.key)):
-        build_routes(ctx, out, dp)
+    if ctx.builds_rules:
+        with out.owned_by(routes_owner(dp.key)):
+            build_routes(ctx, out, dp)
     out.add(dp, ARP_REQUEST, 100, "eth.dst == 00:00:00:00:00:00 && ip4",
             "arp { eth.dst = ff:ff:ff:ff:ff:ff; arp.spa = reg1; arp.tpa = reg0; "
             "arp.op = 1; output; };", meter=ctx.copp_meter(dp, CoppProto.ARP_RESOLVE))

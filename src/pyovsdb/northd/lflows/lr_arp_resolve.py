@@ -96,7 +96,7 @@ def l3dgw_ports(ctx: LflowContext, dp: Datapath) -> list[Port]:
 def redirect_bridged(ctx: LflowContext, dp: Datapath) -> bool:
     """`od->redirect_bridged`: a port of the router has `redirect-type=bridged`."""
     return any(p.is_lrp and p.options.get("redirect-type", "").lower() == "bridged"
-               for p in ctx.ports_of(dp))
+               for p in ctx.all_ports_of(dp))
 
 
 def build_nat(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:

@@ -56,7 +56,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
             for port in router_ports:
                 with out.owned_by(("port", port.name)):
                     nat.build_port_pkt_big(ctx, port, out)
-            _misc(ctx, dp, router_ports, out)
+            _misc(ctx, dp, [p for p in ctx.all_ports_of(dp) if p.is_lrp], out)
             with out.owned_by(nat_owner(dp)):
                 nat.build_dp_nat(ctx, dp, out)
                 nat.build_dp_nat_ingress(ctx, dp, out)

@@ -33,7 +33,13 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..build.datapaths import Datapath, smap_bool
 from ..build.ports import Port, PortsData
-from ..build.ports_addresses import Addresses, find_lrp_member_ip, format_ipv6, ip46_parse_cidr
+from ..build.ports_addresses import (
+    Addresses,
+    MemberIndex,
+    find_lrp_member_ip,
+    format_ipv6,
+    ip46_parse_cidr,
+)
 from ..diagnostics import (
     ROUTE_BAD_NEXTHOP,
     ROUTE_BAD_OUT_PORT,
@@ -101,6 +107,7 @@ class PortLookup:
     def __init__(self, ports: PortsData) -> None:
         self.ports = ports
         self._order: dict[str, list[Port | None]] = {}
+        self._index: dict[str, MemberIndex[Port | None]] = {}  # (`first_reaching`)
 
     def member_ip(self, port: Port | None, ip_s: str) -> str | None:
         """`find_lrp_member_ip` on a router port (see `port_networks`)."""
@@ -117,11 +124,16 @@ class PortLookup:
 
     def first_reaching(self, dp: Datapath, ip_s: str) -> tuple[Port, str] | None:
         """The first router port (NB order) on a network that holds `ip_s`."""
-        for port in self.nb_order(dp):
-            addr = self.member_ip(port, ip_s)
-            if port is not None and addr is not None:
-                return port, addr
-        return None
+        index = self._index.get(dp.key)
+        if index is None:
+            index = self._index[dp.key] = MemberIndex(
+                [(port, port_networks(port)) for port in self.nb_order(dp)])
+        found = index.first(ip_s)
+        if found is None:
+            return None
+        port, addr = found
+        assert port is not None
+        return port, addr
 
     def static_route_outport(self, dp: Datapath, route: IdlRow, v4: bool, *,
                              warn: bool = True) -> tuple[Port, str] | None:

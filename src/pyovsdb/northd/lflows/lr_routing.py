@@ -19,8 +19,8 @@ Rules kept here:
   packets (one priority up, without the TTL decrement).
 - A static route to a port of another router is written on that router, as 23.03
   does (a partial rebuild of that router parses the other router's routes for it:
-  `_routing_into`); a discard route drops. A route or ECMP member whose port is not found writes
-  nothing; an ECMP group still selects among all its members.
+  `routing_into`); a discard route drops. A route or ECMP member whose port is not
+  found writes nothing; an ECMP group still selects among all its members.
 - `options:ecmp_symmetric_reply` counts on gateway routers only, once per ECMP group
   and output port: it adds the conntrack flows that send replies back by the path the
   request came (`lr_in_defrag`, `lr_in_ecmp_stateful`, `lr_in_ip_routing`,
@@ -137,8 +137,9 @@ class Routes:
         out.add(dp, ROUTING_ECMP, 0, "1", drop)
         out.add(dp, ROUTING, 0, "1", drop)
         out.add(dp, ROUTING_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
-        with out.owned_by(routes_owner(dp.key)):  # (`rebuild_routes` builds them alone)
-            self.static_routes(dp)
+        if self.ctx.builds_rules:
+            with out.owned_by(routes_owner(dp.key)):  # (`rebuild_routes` builds them alone)
+                self.static_routes(dp)
         self.mcast(dp, groups)
         if self.ctx.builds_rules:
             with out.owned_by(("policy", dp.key)):  # (`rebuild_policies` builds them alone)
@@ -303,7 +304,7 @@ def _is_ipv4_group(name: str) -> bool:
     return isinstance(ip, ipaddress.IPv4Address) or ip.ipv4_mapped is not None
 
 
-def _routing_into(ctx: LflowContext) -> list[Datapath]:
+def routing_into(ctx: LflowContext) -> list[Datapath]:
     """In a partial rebuild, the routers outside it with a static route whose output
     port is a port of a router inside it."""
     scope = ctx.scope
@@ -349,7 +350,7 @@ def build(ctx: LflowContext, out: LflowTable) -> None:
     # A partial rebuild also takes the routes other routers have through a port of
     # a router it builds (their flows land there); what parsing them reports was
     # reported when those routers were built.
-    for dp in _routing_into(ctx):
+    for dp in routing_into(ctx) if ctx.builds_rules else ():
         with out.owned_by(routes_owner(dp.key)), muted():
             routes.static_routes(dp)
     for port in ctx.scoped_ports():

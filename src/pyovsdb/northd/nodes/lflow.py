@@ -17,10 +17,10 @@ Rules kept here:
   few) recomputes (`REBUILD_AT_MOST`): a load balancer on every node of a cluster.
 - Its data is the flows as data (`LflowTable`, by datapath and owner) plus their
   desired SB tables, never writes: `sync_to_sb` plans them with the rest.
-- The desired `Logical_DP_Group` table is northd's (the load balancers' groups) with
-  the flows' groups added, in a copy: the table `northd` built is not changed. The
-  flows using each group are counted (`LflowData.group_users`), so a rebuild updates
-  the groups of the flows it changed and never walks the others.
+- Its desired rows come from `lflow_rows.desired_rows`: the `Logical_DP_Group` rows
+  are northd's with the flows' groups added, in a copy, and the flows using each
+  group are counted (`LflowData.group_users`), so a rebuild updates the groups of the
+  flows it changed and never walks the others.
 - It reads `northd`, `sync_from_sb`, every NB table and the SB tables `northd` reads,
   whose changes `northd` always carries (their handler is `noop`: a change the flows
   could see either recomputes `northd` or comes as its delta), and SB tables only
@@ -45,11 +45,10 @@ from ...idl.tracking import changed_columns
 from ..build.datapaths import smap_bool
 from ..build.delta import PortsDelta
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
-from ..build.dp_groups import dp_group_key, group_ref
 from ..build.inputs import singleton
 from ..build.lb import LbData
 from ..build.ports_incremental import rows_where
-from ..desired import DesiredDb, DesiredTable, Ref
+from ..desired import DesiredDb
 from ..diagnostics import muted
 from ..lflows import (
     LflowContext,
@@ -62,6 +61,7 @@ from ..lflows import (
     rebuild_policies,
     rebuild_router_lookups,
     rebuild_router_nat,
+    rebuild_router_ports,
     rebuild_routes,
     rebuild_vifs,
 )
@@ -71,7 +71,9 @@ from ..lflows.router_facts import router_facts
 from ..lflows.table import FlowKey, Owner, flow_row_key
 from .lflow_ports import (
     PortDp,
+    beside_changed,
     is_vif,
+    plain_lrp,
     port_dp,
     port_dps,
     ports_kept_alike,
@@ -79,6 +81,7 @@ from .lflow_ports import (
     router_port_readers,
     vifs_kept_alike,
 )
+from .lflow_rows import desired_rows
 from .northd import LR_FLOWS_ONLY, LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, either, leaf_name, table_inputs
@@ -148,67 +151,6 @@ def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]
                         config=northd.extra.config)
 
 
-def _desired(northd: NorthdData, flows: LflowTable, last: DesiredDb | None,
-             changed: set[FlowKey], users: Counter[tuple[str, ...]], groups_kept: bool = False
-             ) -> tuple[DesiredDb, Counter[tuple[str, ...]], set[Hashable] | None]:
-    """The desired tables of `flows`, the users of each datapath group and the groups
-    whose users changed (None: every group desired again): every row
-    built (`last` None), or the last tables (`last`, whose Logical_Flow rows are
-    changed in place) with the rows of `changed` built again and the groups' users
-    (`users`, the last ones) counted again for those alone. The groups desired are
-    northd's and those a flow uses: with `groups_kept` (northd's unchanged) the last
-    ones with the groups whose users changed added or taken away, else all again."""
-    sb = DesiredDb()
-    groups = northd.sb.tables.get(DP_GROUP_TABLE)
-    previous = last.tables.get(DP_GROUP_TABLE) if last is not None and groups_kept else None
-    base = previous if previous is not None else groups
-    if base is not None:
-        sb.add(DesiredTable(base.name, base.columns, base.owned, dict(base.rows), base.fill))
-    if last is None:
-        flows.put_desired(sb)
-        return sb, Counter(dp_group_key(f.datapaths) for f in flows.flows.values()
-                           if len(f.datapaths) > 1), None
-    users = users.copy()
-    touched: set[tuple[str, ...]] = set()
-    keys: dict[frozenset[str], tuple[str, ...]] = {}
-    table = sb.add(last.tables["Logical_Flow"])
-    rows = table.rows
-    for key in changed:
-        row_key = flow_row_key(key)
-        was = rows.get(row_key)
-        group = was.get("logical_dp_group") if was is not None else None
-        if isinstance(group, Ref) and isinstance(group.key, tuple):
-            users[group.key] -= 1
-            touched.add(group.key)
-        flow = flows.flows.get(key)
-        if flow is None:
-            rows.pop(row_key, None)
-            continue
-        if len(flow.datapaths) > 1:
-            # (flows on the same datapaths share one key: sorted once)
-            members = frozenset(flow.datapaths)
-            group_key = keys.get(members)
-            if group_key is None:
-                group_key = keys[members] = dp_group_key(members)
-            users[group_key] += 1
-            touched.add(group_key)
-            rows[row_key] = flows.row(flow, sb, group_key)
-        else:
-            rows[row_key] = flows.row(flow, sb)
-    kept = groups.rows if groups is not None else {}
-    for group_key in touched if previous is not None else list(users):
-        if users[group_key] > 0:
-            group_ref(sb, group_key)
-        else:
-            del users[group_key]
-            if previous is not None and group_key not in kept:
-                sb.tables[DP_GROUP_TABLE].rows.pop(group_key, None)
-    left = sb.tables.get(DP_GROUP_TABLE)
-    if left is not None and not left.rows and groups is None:
-        del sb.tables[DP_GROUP_TABLE]  # (as a build leaves it: no table, none desired)
-    return sb, users, set(touched) if previous is not None else None
-
-
 def _uuids(refs: Any) -> set[str]:
     """The UUIDs of a reference column's value (rows or UUID strings; one row, of an
     optional reference)."""
@@ -248,7 +190,7 @@ def _acl_switches(nb: Mapping[str, ReplicaTable], acls: set[str], northd: Northd
 def build_lflow_data(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
                      northd: NorthdData) -> LflowData:
     flows = build_lflows(lflow_context(nb, sb, northd))
-    desired, users, _ = _desired(northd, flows, None, set(), Counter())
+    desired, users, _ = desired_rows(northd, flows, None, set(), Counter())
     return LflowData(flows, desired, port_dps(northd.core.ports), users, northd.extra.lbs)
 
 
@@ -308,11 +250,20 @@ class LflowNode(Node[LflowData, LflowDelta]):
         vifs: set[str] = set()  # switch ports of type "" (or gone from a switch)
         whole: set[str] = set()  # datapaths whose neighbours are built again whole
         rewired = set(delta.rewired)  # switches that gained or lost a router port
-        joined: dict[str, set[str]] = {}  # of those, the router ports they gained
+        joined: dict[str, set[str]] = {}  # of those, the router ports they gained or lost
         mixed: set[str] = set()  # switches whose other ports changed
         plain: dict[str, set[str]] = {}  # of those, the VIFs changed there
         unplain: set[str] = set()  # of those, where one was or is other than a VIF there
         read: set[str] = set()  # of those, where their own flows read one (`lflow_ports`)
+        routers = northd.core.datapaths.routers
+        lrps: dict[str, set[str]] = {}  # routers that gained or lost plain router ports
+        added: set[str] = set()  # the ports made
+        left: set[str] = set()  # the router-type switch ports gone (`joined`)
+        # (a binding put again for a datapath kept, renamed say, moves no flow: what
+        # changed in it, `delta.flows` names)
+        made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())
+                        if (k in old.flows.by_dp) != (northd.core.datapaths.get(str(k))
+                                                      is not None)}
         for name in delta.sb.get("Port_Binding", ()):
             if name in delta.unread:
                 continue
@@ -322,7 +273,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if key is None:
                 return Handled.UNHANDLED
             dps.add(key)
-            if key in switches and (port is None or is_vif(port)):
+            if was is None:
+                added.add(str(name))
+            if key in switches and port is None and was is not None and was[0] == key \
+                    and was[3]:  # (a router-type port gone, its switch kept)
+                rewired.add(key)
+                joined.setdefault(key, set()).add(str(name))
+                left.add(str(name))
+            elif key in switches and (port is None or is_vif(port)):
                 vifs.add(str(name))
                 mixed.add(key)
                 plain.setdefault(key, set()).add(str(name))
@@ -333,6 +291,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
             elif key in switches and port is not None and port.type == "router":
                 rewired.add(key)
                 joined.setdefault(key, set()).add(port.name)
+            elif key in routers and key not in made_or_gone and (was is None) != (port is None) \
+                    and (plain_lrp(port) if port is not None else not was[2]):  # type: ignore[index]
+                lrps.setdefault(key, set()).add(str(name))
             else:
                 whole.add(key)
         # (a router port's binding comes with its switch port's: its router is in `dps`)
@@ -342,25 +303,28 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 old.port_dps.pop(str(name), None)
             else:
                 old.port_dps[port.name] = port_dp(port)
-        # (a binding put again for a datapath kept, renamed say, moves no flow: what
-        # changed in it, `delta.flows` names)
-        made_or_gone = {str(k) for k in delta.sb.get("Datapath_Binding", ())
-                        if (k in old.flows.by_dp) != (northd.core.datapaths.get(str(k))
-                                                      is not None)}
         dps |= made_or_gone
         # Switches that gained router ports and nothing else: those ports' requests and
         # the switches' own flows built again, the other ports' kept.
         joined = {key: names for key, names in joined.items()
                   if key not in mixed and key not in made_or_gone
-                  and ports_kept_alike(ports, key, names)}
+                  and ports_kept_alike(ports, switches[key], names, added, left)}
         dps -= joined.keys()
+        # Routers that gained or lost plain router ports and nothing else: likewise
+        # (`lflows.rebuild_router_ports`); a switch made or gone beside one of them puts
+        # no more there than its ports' requests.
+        lrps = {key: names for key, names in lrps.items()
+                if key not in whole and key not in delta.flows}
+        dps -= lrps.keys()
         next_to: set[str] = set()
         for key in list(dps):
             for rp in ports.router_ports.get(key, ()):
                 peer = ports.peer_of(rp)
-                if peer is not None:
-                    (dps if key in whole | made_or_gone else next_to).add(peer.dp.key)
+                if peer is None or (key in made_or_gone and peer.dp.key in lrps):
+                    continue
+                (dps if key in whole | made_or_gone else next_to).add(peer.dp.key)
         next_to -= dps
+        lrps = {key: names for key, names in lrps.items() if key not in dps}
         # Switches whose VIFs alone changed (added, updated or deleted, VIFs before and
         # after): those VIFs' requests and the switches' own flows built again, the
         # other ports' kept (their routers get the VIFs' requests, `next_to`).
@@ -388,7 +352,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         nats = {key: ips for key, ips in delta.nats.items()
                 if key in northd.core.datapaths.routers}
         if not dps and not flows and not lb_dps and not groups and not focus and not rewired \
-                and not joined and not focused and not quiet and not delta.claimed and not nats:
+                and not joined and not focused and not quiet and not delta.claimed and not nats \
+                and not lrps:
             if (delta.sb.keys() - FLOWLESS - {"Port_Binding"}) or delta.nb.keys() - FLOWLESS_NB \
                     or delta.sb.get("Port_Binding", set()) - delta.unread:
                 return Handled.UNHANDLED
@@ -407,6 +372,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if readers:
                 results.append(self._changed(northd, rebuild_owned(
                     self.data.flows, ctx, frozenset(read_on), frozenset(readers))))
+            if lrps:
+                results.append(self._router_ports(northd, ctx, lrps))
         # (NAT rules, load balancers changed: their flows report what a recompute would;
         # these rebuilds share one context, its facts built once and reported)
         ctx = lflow_context(*self._tables(), northd)
@@ -476,6 +443,21 @@ class LflowNode(Node[LflowData, LflowDelta]):
             self.track().built |= dps
         return handled
 
+    def _router_ports(self, northd: NorthdData, ctx: LflowContext,
+                      lrps: dict[str, set[str]]) -> Handled:
+        """The routers `lrps` gained or lost those plain router ports alone: their
+        requests, the routers' own flows, routes, policies and NAT flows built again,
+        and the requests there of the switch ports now or no longer beside them."""
+        table = self.data.flows
+        routers = frozenset(lrps)
+        handled = self._changed(northd, rebuild_router_ports(
+            table, ctx, routers, frozenset().union(*lrps.values()),
+            frozenset(beside_changed(table, ctx.ports, lrps))))
+        delta = self.track()
+        delta.routes |= routers
+        delta.policies |= routers
+        return handled
+
     def _changed(self, northd: NorthdData, changed: set[FlowKey], groups: bool = False
                  ) -> Handled:
         """The desired rows of the flows `changed` (in place in the table) made again,
@@ -483,7 +465,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         old = self.data
         if not changed and not groups:
             return Handled.HANDLED_UNCHANGED
-        desired, users, touched = _desired(northd, old.flows, old.sb, changed,
+        desired, users, touched = desired_rows(northd, old.flows, old.sb, changed,
                                            old.group_users, groups_kept=not groups)
         port_dps = old.port_dps
         self.data = LflowData(old.flows, desired, port_dps, users, old.lbs)

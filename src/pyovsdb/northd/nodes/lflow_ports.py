@@ -15,18 +15,24 @@ Rules kept here:
   otherwise must be named here (the self-check of every test run finds it).
 - Router ports joining or leaving a switch have some ports' requests on the routers
   read them (`router_port_readers`).
+- A router's own flows, routes, policies and NAT flows read its ports; its other ports'
+  requests do not, unless the port is a distributed gateway port (the router's facts
+  name it) or is paired with another router's (`plain_lrp`). A plain router port
+  coming or going builds those again with its own requests and the requests there of
+  the switch ports it brings or takes along (`beside_changed`).
 """
 
 from __future__ import annotations
 
-from ..build.datapaths import smap_bool
+from ..build.datapaths import Datapath, smap_bool
 from ..build.ports import Port, PortsData
-from ..lflows import LflowContext
+from ..lflows import LflowContext, LflowTable
 from ..lflows.lr_arp_resolve import routes_asked
 
 # logical port -> its datapath's key, whether it is a VIF, whether its switch's own
-# flows read it (`read_by_switch`)
-PortDp = tuple[str, bool, bool]
+# flows read it (`read_by_switch`; of a router's port, whether it is not `plain_lrp`),
+# whether it is a router-type switch port paired with a router port (`router_ports`)
+PortDp = tuple[str, bool, bool, bool]
 
 
 def router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
@@ -58,22 +64,83 @@ def router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
     return names, routers
 
 
-def ports_kept_alike(ports: PortsData, switch: str, joined: set[str]) -> bool:
+def ports_kept_alike(ports: PortsData, switch: Datapath, joined: set[str], added: set[str],
+                     left: set[str]) -> bool:
     """Whether what the other ports of `switch` ask for stays as it was when the router
-    ports `joined` join it: while the switch has a port other than a router port (they
-    flood ARP requests to the rest) and no router with multicast relay on it."""
-    return any(p.type != "router" and p.name not in joined for p in ports.of_datapath(switch)) \
-        and not any(smap_bool(peer.dp.nb.options, "mcast_relay")
-                    for lsp in ports.router_ports.get(switch, ())
-                    if (peer := ports.peer_of(lsp)) is not None)
+    ports `joined` join it (or leave it: those in `left`): while no router with
+    multicast relay is on it, and the switch has a port other than a router port (they
+    flood ARP requests to the rest) or, all its ports router ports, those joined are new
+    and its ARP requests for its routers' addresses flood as they did (`ls_rport_arp`:
+    while some of its ports are not paired with a router)."""
+    if _relayed(ports, switch.key):
+        return False
+    if _others(ports, switch.key, joined):
+        return True
+    if not joined <= added | left:
+        return False
+    paired = ports.router_ports.get(switch.key, ())
+    came = sum(1 for p in paired if p.name in joined)
+    n = len(switch.nb.ports)
+    gone = len(joined & left)
+    return (len(paired) - came + gone != n - (len(joined) - gone) + gone) \
+        == (len(paired) != n)
 
 
 def vifs_kept_alike(ports: PortsData, switch: str, vifs: set[str]) -> bool:
     """Whether what the other ports of `switch` ask for stays as it was when its VIFs
-    `vifs` come, change or go: as for router ports joining (`ports_kept_alike`), and
-    no virtual port on it (its flows name the parents there are)."""
-    return ports_kept_alike(ports, switch, vifs) and not any(
+    `vifs` come, change or go: while it has a port other than a router port, no router
+    with multicast relay on it, and no virtual port (its flows name the parents there
+    are)."""
+    return _others(ports, switch, vifs) and not _relayed(ports, switch) and not any(
         p.type == "virtual" for p in ports.of_datapath(switch))
+
+
+def _others(ports: PortsData, switch: str, names: set[str]) -> bool:
+    """Whether `switch` has a port other than a router port beside `names`."""
+    return any(p.type != "router" and p.name not in names for p in ports.of_datapath(switch))
+
+
+def _relayed(ports: PortsData, switch: str) -> bool:
+    """Whether a router with multicast relay is on `switch`."""
+    return any(smap_bool(peer.dp.nb.options, "mcast_relay")
+               for lsp in ports.router_ports.get(switch, ())
+               if (peer := ports.peer_of(lsp)) is not None)
+
+
+def plain_lrp(port: Port) -> bool:
+    """Whether the router port `port` is one its router's other flows do not read
+    beside its own requests (`lflows.rebuild_router_ports`): neither a distributed
+    gateway port nor its chassisredirect port, nor paired with another router's port
+    (its requests land there)."""
+    return port.is_lrp and port.cr_port is None and not port.nb.peer
+
+
+def beside_changed(table: LflowTable, ports: PortsData, lrps: dict[str, set[str]]
+                   ) -> set[str]:
+    """Of the routers `lrps` (which gained or lost those router ports), the switch
+    ports whose requests on them come or go: every port of the switch a port gained
+    is paired with, and those whose requests are there while their switch is no
+    longer paired with the router (or that are gone)."""
+    names: set[str] = set()
+    for key, changed in lrps.items():
+        lost = False
+        for name in changed:
+            port = ports.ports.get(name)
+            peer = ports.peer_of(port) if port is not None else None
+            if port is None:
+                lost = True
+            elif peer is not None and peer.is_lsp:
+                names.update(p.name for p in ports.of_datapath(peer.dp.key))
+        if not lost:
+            continue
+        beside = {peer.dp.key for p in ports.of_datapath(key)
+                  if (peer := ports.peer_of(p)) is not None and peer.is_lsp}
+        for owner in table.owned_on.get(key, ()):
+            if isinstance(owner, tuple) and len(owner) == 2 and owner[0] == "port":
+                port = ports.ports.get(owner[1])
+                if port is None or (port.is_lsp and port.dp.key not in beside):
+                    names.add(owner[1])
+    return names
 
 
 def port_dps(ports: PortsData) -> dict[str, PortDp]:
@@ -81,7 +148,9 @@ def port_dps(ports: PortsData) -> dict[str, PortDp]:
 
 
 def port_dp(port: Port) -> PortDp:
-    return port.dp.key, is_vif(port), read_by_switch(port)
+    return port.dp.key, is_vif(port), \
+        read_by_switch(port) if port.is_lsp else not plain_lrp(port), \
+        port.is_lsp and port.type == "router" and port.peer is not None
 
 
 def is_vif(port: Port) -> bool:
