@@ -8,8 +8,9 @@ every datapath, a full build with that datapath rebuilt must equal a full build:
 same flows on the same datapaths, with the same hints and tags. An area that built a
 datapath's flows from anything but the datapaths the context lists (e.g. looping over
 every switch to build a router's flows) fails here. So do a router's NAT flows
-rebuilt alone (`rebuild_router_nat`) and a switch's router-type ports' lookups rebuilt
-alone (`rebuild_router_lookups`) that are not what a full build owns as theirs.
+rebuilt alone (`rebuild_router_nat`), its routes (`rebuild_routes`), its plain ports
+with its own flows (`rebuild_router_ports`) and a switch's router-type ports' lookups
+rebuilt alone (`rebuild_router_lookups`) that are not what a full build owns as theirs.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from pyovsdb.northd.lflows import (
     rebuild,
     rebuild_router_lookups,
     rebuild_router_nat,
+    rebuild_router_ports,
+    rebuild_routes,
 )
 from pyovsdb.northd.lflows.stages import Stage
 from pyovsdb.northd.lflows.table import FlowKey
 from pyovsdb.northd.nodes.lflow import lflow_context
+from pyovsdb.northd.nodes.lflow_ports import plain_lrp
 
 
 def _flows(table: LflowTable) -> dict[FlowKey, tuple[tuple[str, ...], Any, Any]]:
@@ -55,6 +59,14 @@ def check_rebuilds(world: World) -> int:
             table = build_lflows(ctx)
             rebuild_router_nat(table, ctx, frozenset({key}))
             _same(full, _flows(table), f"rebuilding the NAT flows of {key} alone")
+            table = build_lflows(ctx)
+            rebuild_routes(table, ctx, frozenset({key}))
+            _same(full, _flows(table), f"rebuilding the routes of {key} alone")
+            plain = frozenset(p.name for p in northd.core.ports.of_datapath(key)
+                              if plain_lrp(p))
+            table = build_lflows(ctx)
+            rebuild_router_ports(table, ctx, frozenset({key}), plain, frozenset())
+            _same(full, _flows(table), f"rebuilding the plain ports of {key} alone")
         rports = frozenset(p.name for p in northd.core.ports.of_datapath(key)
                            if p.is_lsp and p.type == "router")
         if rports:

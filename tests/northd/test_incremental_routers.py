@@ -1,0 +1,154 @@
+"""A router that gains or loses a plain router port (no distributed gateway, no router
+peer) is not built again whole: the port's requests, the router's own flows, routes,
+policies and NAT flows are, with the requests there of the switch ports the port brings
+or takes along (`lflows.rebuild_router_ports`); a switch of router ports alone that
+gains or loses one keeps its other ports' requests (`nodes.lflow_ports.
+ports_kept_alike`). Each change runs with the self-check on (the result equals a
+recompute's), and the flows that must move are looked at: a route and a policy whose
+next hop only the new port reaches, the new switch's VIF resolved on the router, and
+another router's route through the port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_engine_contract import World
+
+from pyovsdb.northd.nodes import lflow
+from pyovsdb.northd.testing import LocalDb, Nb
+
+
+@pytest.fixture
+def whole(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[frozenset[str]]]:
+    """The datapaths each run's `lflow` node built again whole."""
+    built: list[frozenset[str]] = []
+    real = lflow.rebuild
+
+    def recording(table: Any, ctx: Any, datapaths: frozenset[str]) -> Any:
+        built.append(datapaths)
+        return real(table, ctx, datapaths)
+
+    monkeypatch.setattr(lflow, "rebuild", recording)
+    yield built
+
+
+def _key(nb: Nb, table: str, name: str) -> str:
+    return nb.uuid(table, name)
+
+
+def _flows(sb: LocalDb, datapath: str) -> set[tuple[str, str]]:
+    """(match, actions) of the flows on one datapath (by NB UUID), alone or in a group."""
+    dps = {r.uuid for r in sb.tables["Datapath_Binding"].rows.values()
+           if datapath in (r.external_ids.get("logical-router"),
+                           r.external_ids.get("logical-switch"))}
+    out: set[tuple[str, str]] = set()
+    for row in sb.tables["Logical_Flow"].rows.values():
+        on = row.logical_datapath
+        group = row.logical_dp_group
+        members = {d.uuid for d in group.datapaths} if group is not None else set()
+        if (on is not None and on.uuid in dps) or members & dps:
+            out.add((row.match, row.actions))
+    return out
+
+
+def _with(flows: set[tuple[str, str]], *parts: str) -> set[tuple[str, str]]:
+    return {f for f in flows if all(p in f[0] + f[1] for p in parts)}
+
+
+def _rebuilt(whole: list[frozenset[str]], key: str) -> bool:
+    return any(key in dps for dps in whole)
+
+
+@pytest.fixture
+def world(nb: Nb, sb: LocalDb) -> World:
+    """The contract's topology, with a static route and a reroute policy on lr0 whose
+    next hops no port of it reaches yet, and a second router lr1 with a route out of a
+    port lr0 will gain."""
+    w = World(nb, sb)
+    with w.change():
+        nb.add_child("Logical_Router", "lr0", "static_routes",
+                     "Logical_Router_Static_Route", ip_prefix="192.168.5.0/24",
+                     nexthop="10.5.0.254")
+        nb.add_child("Logical_Router", "lr0", "policies", "Logical_Router_Policy",
+                     priority=100, match="ip4.src == 10.0.0.11", action="reroute",
+                     nexthops=["10.5.0.9"])
+        nb.lr_add("lr1")
+        nb.add_child("Logical_Router", "lr1", "static_routes",
+                     "Logical_Router_Static_Route", ip_prefix="192.168.6.0/24",
+                     nexthop="10.5.0.253", output_port="lrp5")
+    w.settled()
+    return w
+
+
+def _gain(nb: Nb, w: World) -> None:
+    """lrp5 on lr0, paired with a new switch sw5 with a VIF."""
+    with w.change():
+        nb.ls_add("sw5")
+        nb.connect("sw5", "lr0", "lrp5", "00:00:00:00:ff:05", "10.5.0.1/24")
+        nb.lsp_add("sw5", "vm5", addresses=["00:00:00:00:05:05 10.5.0.10"])
+    w.northd.settle()
+
+
+def test_a_router_gaining_a_port_is_not_built_whole(
+        nb: Nb, sb: LocalDb, world: World, whole: list[frozenset[str]]) -> None:
+    lr0, lr1 = _key(nb, "Logical_Router", "lr0"), _key(nb, "Logical_Router", "lr1")
+    assert not _with(_flows(sb, lr0), 'outport = "lrp5"')
+    _gain(nb, world)
+    assert not _rebuilt(whole, lr0) and not _rebuilt(whole, lr1)
+    on = _flows(sb, lr0)
+    assert _with(on, "ip4.dst == 192.168.5.0/24", "reg0 = 10.5.0.254", 'outport = "lrp5"')
+    assert _with(on, "ip4.src == 10.0.0.11", "reg0 = 10.5.0.9", 'outport = "lrp5"')
+    assert _with(on, 'outport == "lrp5" && reg0 == 10.5.0.10', "eth.dst = 00:00:00:00:05:05")
+    # (lr1's route through lrp5 is written on lr0, lrp5's router)
+    assert _with(on, "ip4.dst == 192.168.6.0/24", 'outport = "lrp5"')
+
+
+def test_a_router_losing_a_port_is_not_built_whole(
+        nb: Nb, sb: LocalDb, world: World, whole: list[frozenset[str]]) -> None:
+    lr0 = _key(nb, "Logical_Router", "lr0")
+    _gain(nb, world)
+    whole.clear()
+    with world.change():  # (the port alone: its switch and the VIF stay)
+        nb.db.transact([
+            {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+             "mutations": [["ports", "delete", ["uuid", _key(nb, "Logical_Router_Port",
+                                                            "lrp5")]]]},
+            {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw5"]],
+             "mutations": [["ports", "delete", ["uuid", _key(nb, "Logical_Switch_Port",
+                                                            "sw5-lrp5")]]]}])
+    world.northd.settle()
+    assert not _rebuilt(whole, lr0)
+    on = _flows(sb, lr0)
+    assert not _with(on, "lrp5")
+    assert not _with(on, "10.5.0.10")
+
+
+def test_a_switch_of_router_ports_gaining_one_is_not_built_whole(
+        nb: Nb, sb: LocalDb, world: World, whole: list[frozenset[str]]) -> None:
+    """A join switch (router ports alone) that a new gateway router joins, and leaves."""
+    with world.change():
+        nb.ls_add("join")
+        nb.connect("join", "lr0", "lr0-join", "00:00:00:00:ff:10", "100.64.0.1/16")
+        nb.connect("join", "lr1", "lr1-join", "00:00:00:00:ff:11", "100.64.0.2/16")
+    world.settled()
+    join = _key(nb, "Logical_Switch", "join")
+    whole.clear()
+    with world.change():
+        nb.lr_add("gr2", options={"chassis": "ch0"})
+        nb.connect("join", "gr2", "gr2-join", "00:00:00:00:ff:12", "100.64.0.3/16")
+    world.northd.settle()
+    assert not _rebuilt(whole, join)
+    assert _with(_flows(sb, join), "arp.tpa == 100.64.0.3", 'outport = "join-gr2-join"')
+    whole.clear()
+    with world.change():
+        nb.db.transact([{"op": "delete", "table": "Logical_Router",
+                         "where": [["name", "==", "gr2"]]},
+                        {"op": "mutate", "table": "Logical_Switch",
+                         "where": [["name", "==", "join"]],
+                         "mutations": [["ports", "delete", ["uuid", _key(
+                             nb, "Logical_Switch_Port", "join-gr2-join")]]]}])
+    world.northd.settle()
+    assert not _rebuilt(whole, join)
+    assert not _with(_flows(sb, join), "100.64.0.3")
