@@ -316,7 +316,7 @@ def freed_keys(freed: set[int], nb: Mapping[str, ReplicaTable],
     """Datapaths deleted or disabled, their keys `freed`: a datapath asking for one of
     them takes it, with the moves that follow, as a recompute gives them (`renumber`
     of what `tunnel_keys.assign_over` moves); False where that cannot be told."""
-    if not any(requested_key(dp.nb) in freed for dp in datapaths.all()):
+    if not freed or not any(requested_key(dp.nb) in freed for dp in datapaths.all()):
         return True
     over = assign_over(nb, sb, datapaths)
     if over is None:
