@@ -306,3 +306,43 @@ def test_a_group_updated_in_place_is_keyed_from_its_last_key(sb: LocalDb) -> Non
     assert not new.cache or "group_key" not in new.cache
     assert sync.row_key("Logical_DP_Group", new, sb.tables) == tuple(
         sorted(nb_keys[i] for i in (0, 3)))
+
+
+def test_a_large_set_changed_in_a_few_elements_is_written_as_a_mutation(
+        sb: LocalDb) -> None:
+    """A group of many datapaths gaining one and losing one sends those two UUIDs (a
+    mutation), not the set; a small set, or one changed in most of its elements, is
+    written whole. The row ends as the update would leave it either way."""
+    bindings = []
+    for i in range(sync.MUTATE_AT_LEAST + 4):
+        bindings.append(sb.insert("Datapath_Binding", tunnel_key=i + 1,
+                                  external_ids={"logical-switch": f"s{i}"}))
+    many = bindings[:sync.MUTATE_AT_LEAST + 2]
+
+    def group(members: list[str]) -> IdlRow:
+        sb.transact([{"op": "insert", "table": "Logical_DP_Group", "uuid-name": "g",
+                      "row": {"datapaths": ["set", [["uuid", u] for u in members]]}},
+                     {"op": "insert", "table": "Logical_Flow",
+                      "row": {"logical_dp_group": ["named-uuid", "g"], "pipeline": "ingress",
+                              "table_id": 0, "priority": 0, "match": "1",
+                              "actions": f"next; /* {len(members)} */"}}])
+        return sb.tables["Logical_DP_Group"].rows[str(sb.last_results[0]["uuid"][1])]
+
+    def written(row: IdlRow, members: list[str]) -> list[dict[str, object]]:
+        ops = commit([sync.Update("Logical_DP_Group", "k", row, {"datapaths": members})], sb)
+        now = sb.tables["Logical_DP_Group"].rows[row.uuid]
+        assert sorted(r.uuid for r in now.datapaths) == sorted(members)
+        return [op for op in ops if op["table"] == "Logical_DP_Group"]
+
+    big = group(many)
+    moved = [*many[1:], bindings[-1]]
+    (op,) = written(big, moved)
+    assert op["op"] == "mutate"
+    assert op["mutations"] == [["datapaths", "delete", ["set", [["uuid", many[0]]]]],
+                               ["datapaths", "insert", ["set", [["uuid", bindings[-1]]]]]]
+    small = group(bindings[:3])
+    (op,) = written(small, bindings[1:4])
+    assert op["op"] == "update"
+    big = sb.tables["Logical_DP_Group"].rows[big.uuid]
+    (op,) = written(big, bindings[-3:])  # (most of it replaced)
+    assert op["op"] == "update"

@@ -4,7 +4,9 @@ builders want, and their writing into an IDL transaction.
 Rules kept here:
 - `plan` is pure: it reads the desired tables and the replica tables and returns
   `Insert`/`Update`/`Delete` operations; nothing else. `apply` is the only function that
-  touches an IDL object, and it only records writes in a transaction (no I/O).
+  touches an IDL object, and it only records writes in a transaction (no I/O): a large
+  set column that changes in a few elements as a mutation of those (`_set_moved`), the
+  rest as written values.
 - Existing rows are matched to desired ones by a key computed from the row the same
   way the builders name theirs (`row_key`): a datapath by its NB UUID in external_ids, a
   port binding by `logical_port`, a multicast group by (datapath key, name), ... Of
@@ -709,6 +711,34 @@ def _ordered(inserts: dict[tuple[str, Hashable], Insert]) -> list[Op]:
 
 _NONE = object()
 
+# A set column of at least this many elements whose change moves fewer than half of
+# them is written as the elements added and taken away (`_set_moved`).
+MUTATE_AT_LEAST = 16
+
+
+def _set_moved(row: IdlRow, column: str, value: Any) -> tuple[list[Any], list[Any]] | None:
+    """Of a set column (not a map) with many elements that `value` changes in few:
+    the elements added and taken away, written as mutations, so a datapath group of a
+    thousand switches that gains one sends one UUID, not a thousand (and a concurrent
+    writer of other elements does not conflict). None: write the value whole."""
+    table = row.table
+    codec = table.codecs[column]
+    if codec.is_scalar or codec.is_map or not isinstance(value, (list, tuple)):
+        return None
+    current = row._values[table.col_index[column]]
+    if not isinstance(current, tuple) or len(current) < MUTATE_AT_LEAST:
+        return None
+    try:
+        now = set(value)
+    except TypeError:
+        return None
+    was = set(current)
+    added = list(dict.fromkeys(v for v in value if v not in was))
+    removed = sorted(was - now)
+    if (len(added) + len(removed)) * 2 >= len(current):
+        return None
+    return added, removed
+
 
 # -- apply --------------------------------------------------------------------------------
 
@@ -735,7 +765,19 @@ def apply(ops: list[Op], txn: Transaction) -> dict[tuple[str, Hashable], NewRow]
             if clash is not _NONE:
                 new.values["table"] = clash
         elif isinstance(op, Update):
-            txn.update(op.row, **{c: value(v) for c, v in op.values.items()})
+            whole: dict[str, Any] = {}
+            for c, v in op.values.items():
+                moved = _set_moved(op.row, c, v)
+                if moved is None:
+                    whole[c] = value(v)
+                    continue
+                added, removed = moved
+                if removed:
+                    txn.remove(op.row, c, *removed)
+                if added:
+                    txn.add(op.row, c, *(value(x) for x in added))
+            if whole:
+                txn.update(op.row, **whole)
         else:
             txn.delete(op.row)
     return handles
