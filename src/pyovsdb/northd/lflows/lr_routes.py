@@ -25,6 +25,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ from ..diagnostics import (
 from .context import LflowContext, ref_rows
 
 ROUTE_ORIGIN_CONNECTED = "connected"
+# Texts (route prefixes and next hops) whose parse is kept (`parse_cidr`).
+PARSED_AT_MOST = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +68,7 @@ class Prefix:
     @property
     def network_s(self) -> str:
         """`build_route_prefix_s`: the address with the host bits cleared."""
-        bits = 32 if self.v4 else 128
-        mask = ((1 << bits) - 1) ^ ((1 << (bits - self.plen)) - 1)
-        if self.v4:
-            return str(ipaddress.IPv4Address(self.addr & mask))
-        return format_ipv6(ipaddress.IPv6Address(self.addr & mask))
+        return _network_s(self.v4, self.addr, self.plen)
 
     @property
     def normalized(self) -> str:
@@ -78,8 +77,20 @@ class Prefix:
         return self.network_s if self.plen == full else f"{self.network_s}/{self.plen}"
 
 
+@functools.lru_cache(maxsize=PARSED_AT_MOST)
+def _network_s(v4: bool, addr: int, plen: int) -> str:
+    bits = 32 if v4 else 128
+    mask = ((1 << bits) - 1) ^ ((1 << (bits - plen)) - 1)
+    if v4:
+        return str(ipaddress.IPv4Address(addr & mask))
+    return format_ipv6(ipaddress.IPv6Address(addr & mask))
+
+
+@functools.lru_cache(maxsize=PARSED_AT_MOST)
 def parse_cidr(text: str) -> Prefix | None:
-    """`ip46_parse_cidr`: IPv4 first, then IPv6."""
+    """`ip46_parse_cidr`: IPv4 first, then IPv6 (each text parsed once while it is
+    among the last `PARSED_AT_MOST`: routes are parsed again in every build of their
+    router)."""
     found = ip46_parse_cidr(text)
     return None if found is None else Prefix(*found)
 
