@@ -3,10 +3,15 @@
     python bench/northd_step_profile.py --cloud 100 --reps 5
     python bench/northd_step_profile.py --cloud 100 --only fip --profile 25
     python bench/northd_step_profile.py --nodes 100 --only pod
+    python bench/northd_step_profile.py --nodes 100 --kind "node add" --kind "node del"
+    python bench/northd_step_profile.py --cloud 100 --kind "router with gateway set"
 
 With `--nodes N` the topology is the N-node ovn-kubernetes-like cluster of
 `tests/northd/k8sgen.py` (made by the real `ovn-nbctl` on a throwaway real
-`ovsdb-server`, then read from its file), and the kinds are its pods.
+`ovsdb-server`, then read from its file), and the kinds are its pods. With `--kind`,
+the changes are those of `northd_change_bench.py` (the start of a kind's name), made by
+the real `ovn-nbctl` on that throwaway server after the topology, each replayed here as
+the operations that turn one snapshot of the server's file into the next.
 
 Loads the cloud topology of `cloudgen.py` into in-memory NB and SB databases
 (`northd.testing.LocalNorthd`: the daemon's driver, no JSON-RPC), settles it, then makes
@@ -35,6 +40,7 @@ import subprocess
 import tempfile
 
 import cloudgen
+import northd_change_bench as change_bench
 from pyovsdb.northd.testing import LocalDb, LocalNorthd, add_chassis
 from pyovsdb.storage import standalone
 from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db
@@ -71,53 +77,54 @@ def load(nb: LocalDb, routers: int) -> None:
         nb.transact(ops)
 
 
-def load_k8s(nb: LocalDb, sb: LocalDb, nodes: int, reps: int) -> list[tuple[Ops, Ops]]:
-    """The cluster as `ovn-nbctl` makes it on the real server, copied row by row (same
-    UUIDs) into `nb`; a chassis per node in `sb`. Returns `reps` node changes as
-    `northd_change_bench.py --nodes` makes them (node `nodes + i` added to the LB group,
-    then deleted), each as the operations that turn one snapshot of the real server's
-    file into the next."""
-    changes: list[tuple[Ops, Ops]] = []
+def load_real(nb: LocalDb, make: Callable[[str], None],
+              changes: list[tuple[str, list[str]]]) -> list[tuple[str, Ops]]:
+    """The topology `make` builds on a throwaway real `ovsdb-server` (given its socket),
+    copied row by row (same UUIDs) into `nb`; then each change of `changes` (a label
+    and `ovn-nbctl` arguments) made there in turn, returned as the operations that
+    turn one snapshot of the server's file into the next."""
+    out: list[tuple[str, Ops]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         server = ServerProcess("real", work, [create_db("real", work / "nb.db", NB_SCHEMA)],
                                name="nb")
         server.start()
 
-        def nbctl(args: list[str]) -> dict[str, dict[str, Any]]:
-            subprocess.run(["ovn-nbctl", f"--db={server.unix}", "--no-wait", "--timeout=900",
-                            *args], check=True, stdout=subprocess.DEVNULL)
+        def snapshot() -> dict[str, dict[str, Any]]:
             db, _, _ = standalone.load(str(work / "nb.db"))
             return {t: rows for t, rows in standalone.snapshot_record(db, "").items()
                     if not t.startswith("_")}
         try:
-            cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
-            base = first = nbctl(["init", "--", *k8sgen.joined(cmds)])
-            for i in range(reps):
-                n = nodes + i
-                added = nbctl(["--id=@g", "get", "Load_Balancer_Group", "cluster_lbg", "--",
-                               *k8sgen.joined([
-                                   *k8sgen.node_commands(n),
-                                   ["add", "Logical_Switch", k8sgen.node(n),
-                                    "load_balancer_group", "@g"],
-                                   ["add", "Logical_Router", k8sgen.gr(n),
-                                    "load_balancer_group", "@g"]])])
-                ls, lr = k8sgen.node(n), k8sgen.gr(n)
-                gone = nbctl(k8sgen.joined([
-                    ["lr-policy-del", "ovn_cluster_router", "1004",
-                     f'inport == "rtos-{ls}" && ip4.dst == {k8sgen.ext_ip(n)} /* {ls} */'],
-                    ["lr-route-del", "ovn_cluster_router", f"{k8sgen.node_ip(n, 0)}/24"],
-                    ["lrp-del", f"rtos-{ls}"], ["lsp-del", f"jtor-{lr}"], ["lr-del", lr],
-                    ["ls-del", ls], ["ls-del", f"ext_{ls}"]]))
-                changes.append((_diff(base, added), _diff(added, gone)))
-                base = gone
+            nbctl(server.unix, ["init"])
+            make(server.unix)
+            first = before = snapshot()
+            for label, args in changes:
+                nbctl(server.unix, args)
+                after = snapshot()
+                out.append((label, _diff(before, after)))
+                before = after
         finally:
             server.stop()
     nb.transact([{"op": "insert", "table": table, "uuid": uuid, "row": row}
                  for table, rows in first.items() for uuid, row in rows.items()])
+    return out
+
+
+def nbctl(db: str, args: list[str]) -> None:
+    subprocess.run(["ovn-nbctl", f"--db={db}", "--no-wait", "--timeout=900", *args],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def load_k8s(nb: LocalDb, sb: LocalDb, nodes: int,
+             changes: list[tuple[str, list[str]]] = ()) -> list[tuple[str, Ops]]:  # type: ignore[assignment]
+    """The cluster as `ovn-nbctl` makes it (`load_real`); a chassis per node in `sb`."""
+    def make(db: str) -> None:
+        cmds = [c for line in k8sgen.nbctl_lines(nodes) for c in line]
+        nbctl(db, k8sgen.joined(cmds))
+    made = load_real(nb, make, list(changes))
     for i in range(nodes):
         add_chassis(sb, k8sgen.chassis(i), f"192.0.{2 + i // 250}.{1 + i % 250}")
-    return changes
+    return made
 
 
 def _diff(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> Ops:
@@ -148,7 +155,7 @@ def _empty(value: Any) -> Any:
     return type(value)()
 
 
-def k8s_kinds(nb: LocalDb, nodes: list[tuple[Ops, Ops]]) -> dict[str, tuple[Callable[[int], Ops], Callable[[str], Ops]]]:
+def k8s_kinds(nb: LocalDb) -> dict[str, tuple[Callable[[int], Ops], Callable[[str], Ops]]]:
     """A pod on node 1 (its port, its namespace's and the default-deny port groups, its
     namespace's address set), as `northd_change_bench.py --nodes` makes it."""
     def pod_ip(i: int) -> str:
@@ -176,14 +183,7 @@ def k8s_kinds(nb: LocalDb, nodes: list[tuple[Ops, Ops]]) -> dict[str, tuple[Call
                 {"op": "mutate", "table": "Address_Set", "where": _where("as_ns0"),
                  "mutations": [["addresses", "delete", ip]]}]
 
-    last = [0]
-
-    def node_add(i: int) -> Ops:
-        last[0] = i
-        return nodes[i][0]
-
-    return {"pod": (pod_add, pod_del),
-            "node": (node_add, lambda _: nodes[last[0]][1])}
+    return {"pod": (pod_add, pod_del)}
 
 
 def _where(name: str) -> list[list[str]]:
@@ -278,6 +278,18 @@ def step(north: LocalNorthd, nb: LocalDb, ops: Ops) -> tuple[float, float, str]:
     return (t1 - t0) * 1000, (t2 - t1) * 1000, str(first)
 
 
+def bench_changes(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """The `northd_change_bench.py` kinds `--kind` names (by the start of their names),
+    `--reps` times each in turn, as that benchmark makes them."""
+    table = cloudgen.kinds(args.cloud) if not args.nodes else change_bench.k8s_kinds(args.nodes)
+    chosen = [k for k in table if any(k.startswith(w) for w in args.kind)]
+    missing = [w for w in args.kind if not any(k.startswith(w) for k in table)]
+    if missing:
+        raise SystemExit(f"unknown change kinds: {', '.join(missing)}")
+    return [(k, table[k](i)) for i in range(args.reps) for k in chosen
+            if table[k](i)[0] != change_bench.SBCTL]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cloud", type=int, default=100, help="routers (cloudgen)")
@@ -285,14 +297,21 @@ def main() -> int:
                     help="the ovn-kubernetes-like cluster of this many nodes instead")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", action="append", help="kinds (default: every one)")
+    ap.add_argument("--kind", action="append", default=[],
+                    help="instead, kinds of northd_change_bench.py (the start of a name), "
+                         "made by the real ovn-nbctl on a throwaway real server")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
     ap.add_argument("--self-check", action="store_true")
     args = ap.parse_args()
     nb, sb = LocalDb(_schema(NB_SCHEMA)), LocalDb(_schema(SB_SCHEMA))
-    node_changes: list[tuple[Ops, Ops]] = []
     t0 = time.perf_counter()
+    changes = bench_changes(args) if args.kind else []
+    captured: list[tuple[str, Ops]] = []
     if args.nodes:
-        node_changes = load_k8s(nb, sb, args.nodes, args.reps)
+        captured = load_k8s(nb, sb, args.nodes, changes)
+    elif args.kind:
+        add_chassis(sb, "gw1", "192.0.2.1")
+        captured = load_real(nb, lambda db: cloudgen.load(db, args.cloud), changes)
     else:
         add_chassis(sb, "gw1", "192.0.2.1")
         load(nb, args.cloud)
@@ -302,35 +321,68 @@ def main() -> int:
     gctune.freeze()
     what = f"{args.nodes} nodes" if args.nodes else f"cloud {args.cloud}"
     print(f"{what}: loaded and settled in {time.perf_counter() - t0:.1f} s")
-    every = k8s_kinds(nb, node_changes) if args.nodes else kinds(args.cloud, nb)
-    chosen = {k: v for k, v in every.items() if not args.only or k in args.only}
     prof = cProfile.Profile() if args.profile else None
-    for name, (do, undo) in chosen.items():
-        times: dict[str, list[float]] = {"add": [], "del": []}
-        after: dict[str, list[float]] = {"add": [], "del": []}
-        for i in range(args.reps):
-            made = ""
-            for label in ("add", "del"):
-                ops = do(i) if label == "add" else undo(made)
-                before = {n: north.stat(n) for n in ("northd", "lflow", "sync_to_sb")}
-                if prof is not None:
-                    prof.enable()
-                ms, then, made = step(north, nb, ops)
-                if prof is not None:
-                    prof.disable()
-                times[label].append(ms)
-                after[label].append(then)
-                again = [n for n, v in before.items() if north.stat(n) != v]
-                if again:
-                    print(f"  {name} {label} #{i}: recomputed {again}")
-        for label, xs in times.items():
-            xs.sort()
-            ys = sorted(after[label])
-            print(f"{name} {label}: median {xs[len(xs) // 2]:.1f} ms, min {xs[0]:.1f} ms; "
-                  f"the runs after it {ys[len(ys) // 2]:.1f} ms")
+    if args.kind:
+        replay(north, nb, captured, prof)
+    else:
+        every = k8s_kinds(nb) if args.nodes else kinds(args.cloud, nb)
+        chosen = {k: v for k, v in every.items() if not args.only or k in args.only}
+        for name, (do, undo) in chosen.items():
+            run_kind(north, nb, name, do, undo, args.reps, prof)
     if prof is not None:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)
     return 0
+
+
+def replay(north: LocalNorthd, nb: LocalDb, captured: list[tuple[str, Ops]],
+           prof: cProfile.Profile | None) -> None:
+    """Each captured change in turn, the milliseconds of its run per kind."""
+    times: dict[str, list[float]] = {}
+    after: dict[str, list[float]] = {}
+    for label, ops in captured:
+        before = {n: north.stat(n) for n in ("northd", "lflow", "sync_to_sb")}
+        if prof is not None:
+            prof.enable()
+        ms, then, _ = step(north, nb, ops)
+        if prof is not None:
+            prof.disable()
+        times.setdefault(label, []).append(ms)
+        after.setdefault(label, []).append(then)
+        again = [n for n, v in before.items() if north.stat(n) != v]
+        if again:
+            print(f"  {label}: recomputed {again}")
+    for label, xs in times.items():
+        _report(label, xs, after[label])
+
+
+def run_kind(north: LocalNorthd, nb: LocalDb, name: str, do: Callable[[int], Ops],
+             undo: Callable[[str], Ops], reps: int, prof: cProfile.Profile | None) -> None:
+    """A kind of this tool's own, `reps` times (add, then its undo)."""
+    times: dict[str, list[float]] = {"add": [], "del": []}
+    after: dict[str, list[float]] = {"add": [], "del": []}
+    for i in range(reps):
+        made = ""
+        for label in ("add", "del"):
+            ops = do(i) if label == "add" else undo(made)
+            before = {n: north.stat(n) for n in ("northd", "lflow", "sync_to_sb")}
+            if prof is not None:
+                prof.enable()
+            ms, then, made = step(north, nb, ops)
+            if prof is not None:
+                prof.disable()
+            times[label].append(ms)
+            after[label].append(then)
+            again = [n for n, v in before.items() if north.stat(n) != v]
+            if again:
+                print(f"  {name} {label} #{i}: recomputed {again}")
+    for label, xs in times.items():
+        _report(f"{name} {label}", xs, after[label])
+
+
+def _report(label: str, xs: list[float], then: list[float]) -> None:
+    xs, ys = sorted(xs), sorted(then)
+    print(f"{label}: median {xs[len(xs) // 2]:.1f} ms, min {xs[0]:.1f} ms; "
+          f"the runs after it {ys[len(ys) // 2]:.1f} ms")
 
 
 if __name__ == "__main__":
