@@ -11,8 +11,9 @@ Rules kept here:
   again (`put_router_binding`: the IPv6 options read `enabled` and
   `ipv6_ra_configs`), and so is the `nat_addresses` of the switch port peering it
   (`reside-on-redirect-chassis` adds the port's own GARP entry there); its router
-  and the datapaths of its router's peers have their flows built again
-  (`PortsDelta.flows`).
+  and the datapaths of its peers (not every switch its router is on: a router on a
+  shared public switch does not build that switch again for an interface's subnet)
+  have their flows built again (`PortsDelta.flows`).
 - A port asking for another tunnel key (`options:requested-tnl-key` added, changed
   or dropped): the build's walk over its router's ports (`port_keys_walked`, given
   the SB replicas `sb` and the VXLAN mode; refused without them, or where it
@@ -131,18 +132,21 @@ def lrps_updated(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
                                                       sb_desired, delta)):
         return None
     table = sb_desired.tables["Port_Binding"]
-    routers: set[str] = set()
+    flows: set[str] = set()
     for port, _, _ in found:
         for p in (port, ports.ports.get(port.cr_port or "")):
             if p is not None:
                 put_router_binding(p, ports, table, delta)
+                peer = ports.peer_of(p)
+                if peer is not None:
+                    flows.add(peer.dp.key)
         peer = ports.peer_of(port)
         if peer is not None and peer.is_lsp and peer.name in table.rows:
             table.set(peer.name, nat_addresses=router_lsp_nat_addresses(
                 peer, ports, port.dp.nb.options.get("chassis")))
             delta.touch("sb", "Port_Binding", peer.name)
-        routers.add(port.dp.key)
-    delta.flows |= ports.next_to(routers | peered)
+        flows.add(port.dp.key)
+    delta.flows |= flows | ports.next_to(peered)
     if allocating and ipam is not None and not ipam(allocating, delta):
         return None
     return delta
