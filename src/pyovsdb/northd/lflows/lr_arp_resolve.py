@@ -261,7 +261,7 @@ def _router_type_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     if peer is None or not peer.is_lrp:
         return
     router = peer.dp
-    if smap_bool(router.nb.options, "dynamic_neigh_routers"):
+    if smap_bool(router.nb.options, "dynamic_neigh_routers") or not out.wants(router.key):
         return
     routables = "chassis" in router.nb.options or peer.cr_port is not None
     match = f"outport == {peer.json_key} && "

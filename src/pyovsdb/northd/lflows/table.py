@@ -148,6 +148,12 @@ class LflowTable:
                     out.setdefault(owner, []).append((key, dp))
         return out
 
+    def wants(self, dp_key: str) -> bool:
+        """Whether a request made now on datapath `dp_key` would be kept (a partial
+        rebuild ignores the others): a builder about to make many there may skip them."""
+        return self.only is None or (dp_key in self.only and (
+            self.only_owners is None or self._owner in self.only_owners))
+
     def add(self, dp: Datapath, stage: Stage, priority: int, match: str, actions: str, *,
             hint: IdlRow | str | None = None, io_port: str | None = None,
             meter: str | None = None) -> None:
