@@ -101,7 +101,11 @@ def test_router_ports_on_a_shared_switch(nb: Nb, sb: LocalDb) -> None:
     assert resolve("lr2-j", "xxreg0", "{fd98::1, fe80::200:ff:fe00:101}",
                    "00:00:00:00:01:01") in lines(table, lr2, RESOLVE, 100)
     assert lines(table, lr1, RESOLVE, 100) == set()  # left to ARP and ND
-    lr0_j = owned(table, ("port", "join-lr0-j"), RESOLVE)
+    # (each other router's resolution its own pair's: a router joining or leaving the
+    # switch builds again its pair alone on the routers there)
+    assert owned(table, ("port", "join-lr0-j"), RESOLVE) == set()
+    lr0_j = owned(table, ("port", "join-lr0-j", "lr1-j"), RESOLVE) | \
+        owned(table, ("port", "join-lr0-j", "lr2-j"), RESOLVE)
     assert lr0_j == lines(table, lr0, RESOLVE, 100)
 
 
@@ -239,7 +243,7 @@ def test_gateway_router_resolves_routable_vips_of_a_gateway_port(nb: Nb, sb: Loc
     nb.set("Logical_Router", "lr0", load_balancer=[lb])
     gr = nb.lr_add("gr0", options={"chassis": "gw1"})
     nb.connect("pub", "gr0", "gr0-pub", "00:00:00:00:20:01", "172.16.1.2/24")
-    routable = owned(build_flows(nb.db, sb), ("port", "pub-gr0-pub"), RESOLVE)
+    routable = owned(build_flows(nb.db, sb), ("port", "pub-gr0-pub", "lr0-pub"), RESOLVE)
     # With only IPv6 VIPs the IPv4 set is empty, and 23.03 writes it so.
     assert (100, 'outport == "gr0-pub" && reg0 == {}', "eth.dst = 00:00:00:00:10:01; next;") \
         in routable

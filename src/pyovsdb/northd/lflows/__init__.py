@@ -42,6 +42,7 @@ from .table import (
     Owner,
     nat_ip_owner,
     nat_owner,
+    pair_owner,
     routes_owner,
     rport_ip_owner,
 )
@@ -127,7 +128,30 @@ def rebuild_owned(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str
     as long as a port's requests on another datapath depend on that port and on
     datapath facts alone (the property tests hold it to one)."""
     new = build_lflows(ctx.walking(ports), only=datapaths)
-    return table.replace_owned(datapaths, frozenset(("port", n) for n in ports), new)
+    owners = {("port", n) for n in ports}  # (and what they ask for about each router)
+    return table.replace_owned(datapaths, frozenset(
+        owners | _extending(table, new, datapaths, owners)), new)
+
+
+def rebuild_pairs(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
+                  ports: frozenset[str], about: frozenset[str]) -> set[FlowKey]:
+    """What the router-type switch ports `ports` ask for on their routers `routers`
+    about the router ports `about` of their switches (`table.pair_owner`) built again,
+    and what they asked for about router ports no longer on their switches taken
+    away; the flows that changed. Equal to `rebuild_owned` of those ports as long as
+    nothing else they ask for changed: their switches gained the router ports
+    `about` or lost some, and nothing else of theirs moved (the caller's test)."""
+    new = build_lflows(ctx.walking(ports).about_ports(about), only=routers)
+    owners: set[Owner] = {pair_owner(n, q) for n in ports for q in about}
+    theirs = {("port", n) for n in ports}
+    for key in routers:
+        for owner in table.owners_under(key, theirs):
+            port = ctx.ports.ports.get(owner[1])  # type: ignore[index]
+            lrp = ctx.ports.ports.get(owner[2])  # type: ignore[index]
+            peer = ctx.ports.peer_of(lrp) if lrp is not None else None
+            if port is None or peer is None or peer.dp.key != port.dp.key:
+                owners.add(owner)  # (about a router port gone from its switch)
+    return table.replace_owned(routers, frozenset(owners), new)
 
 
 def rebuild_vifs(table: LflowTable, ctx: LflowContext, datapaths: frozenset[str],
@@ -314,6 +338,7 @@ __all__ = [
     "rebuild_focused",
     "rebuild_lbs",
     "rebuild_owned",
+    "rebuild_pairs",
     "rebuild_policies",
     "rebuild_router_lookups",
     "rebuild_router_nat",

@@ -97,6 +97,9 @@ class LflowContext:
     # A rebuild of what some NAT rules derive: on the routers named, only the rules of
     # these external IPs are walked (`lr_nat_rules.nat_rules`, `nat_ip_built`).
     nat_ips: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # A rebuild of what router-type switch ports ask for about some router ports of
+    # their switches (`table.pair_owner`): only these router ports are walked there.
+    about: frozenset[str] | None = None
 
     def narrowed(self, scope: frozenset[str]) -> LflowContext:
         """This context for a rebuild of the datapaths `scope` alone (facts shared)."""
@@ -117,6 +120,16 @@ class LflowContext:
         """Whether the flows of NAT external IP `ip` of the router are built here."""
         only = self.nat_ips.get(router_key)
         return only is None or ip in only
+
+    def about_ports(self, names: frozenset[str]) -> LflowContext:
+        """This context for a rebuild of what walked router-type switch ports ask for
+        about the router ports `names` of their switches alone (`pair_owner`)."""
+        return dataclasses.replace(self, about=names)
+
+    def asks_about(self, name: str) -> bool:
+        """Whether what a router-type switch port asks for about router port `name` is
+        built here."""
+        return self.about is None or name in self.about
 
     def walking(self, names: frozenset[str]) -> LflowContext:
         """This context for a rebuild of the flows the ports `names` ask for alone: no

@@ -60,7 +60,7 @@ from .context import LflowContext
 from .lr_nat_rules import nat_rules
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable, nat_ip_owner, nat_owner
+from .table import LflowTable, nat_ip_owner, nat_owner, pair_owner
 
 STAGE = Stage.LR_IN_ARP_RESOLVE
 
@@ -267,20 +267,21 @@ def _router_type_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     match = f"outport == {peer.json_key} && "
     for other in _switch_router_ports(ctx, port.dp):
         networks = other.networks
-        if other is peer or networks is None:
+        if other is peer or networks is None or not ctx.asks_about(other.name):
             continue
-        action = f"eth.dst = {networks.ea_s}; next;"
-        if networks.ipv4:
-            out.add(router, STAGE, 100, match + "reg0 == " + v4_networks(networks),
-                    action, hint=port.nb)
-        if networks.ipv6:
-            out.add(router, STAGE, 100, match + "xxreg0 == " + v6_networks(networks),
-                    action, hint=port.nb)
-        if routables:
-            for addrs in routable_addresses(ctx, other):
-                ips = ", ".join(a.addr_s for a in addrs.ipv4)
-                out.add(router, STAGE, 100, match + "reg0 == {" + ips + "}",
-                        f"eth.dst = {addrs.ea_s}; next;")
+        with out.owned_by(pair_owner(port.name, other.name)):
+            action = f"eth.dst = {networks.ea_s}; next;"
+            if networks.ipv4:
+                out.add(router, STAGE, 100, match + "reg0 == " + v4_networks(networks),
+                        action, hint=port.nb)
+            if networks.ipv6:
+                out.add(router, STAGE, 100, match + "xxreg0 == " + v6_networks(networks),
+                        action, hint=port.nb)
+            if routables:
+                for addrs in routable_addresses(ctx, other):
+                    ips = ", ".join(a.addr_s for a in addrs.ipv4)
+                    out.add(router, STAGE, 100, match + "reg0 == {" + ips + "}",
+                            f"eth.dst = {addrs.ea_s}; next;")
 
 
 def routable_addresses(ctx: LflowContext, port: Port) -> list[Addresses]:

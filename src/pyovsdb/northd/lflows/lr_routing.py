@@ -60,7 +60,7 @@ from .lr_routes import (
     router_lrps,
 )
 from .stages import Stage
-from .table import LflowTable, routes_owner
+from .table import LflowTable, pair_owner, routes_owner
 
 ROUTING_PRE = Stage.LR_IN_IP_ROUTING_PRE
 ROUTING = Stage.LR_IN_IP_ROUTING
@@ -288,12 +288,13 @@ class Routes:
         src = peer.networks.ipv4[0].addr_s
         for other in ports.router_ports.get(lsp.dp.key, []):
             rp = ports.ports.get(other.options.get("router-port", ""))
-            if rp is None or not rp.is_lrp or rp is peer:
+            if rp is None or not rp.is_lrp or rp is peer or not self.ctx.asks_about(rp.name):
                 continue
-            for parsed in routable_addresses(self.ctx, rp):
-                for n4 in parsed.ipv4:
-                    self.add_route(peer.dp, peer, src, str(n4.network.network_address),
-                                   n4.plen, hint=peer.nb)
+            with self.out.owned_by(pair_owner(lsp.name, rp.name)):
+                for parsed in routable_addresses(self.ctx, rp):
+                    for n4 in parsed.ipv4:
+                        self.add_route(peer.dp, peer, src, str(n4.network.network_address),
+                                       n4.plen, hint=peer.nb)
 
 
 def _is_ipv4_group(name: str) -> bool:

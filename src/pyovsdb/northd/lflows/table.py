@@ -64,6 +64,14 @@ def routes_owner(key: str) -> Owner:
     return ("routes", key)
 
 
+def pair_owner(lsp: str, lrp: str) -> Owner:
+    """The owner of what router-type switch port `lsp` asks for on its router about
+    router port `lrp` of the same switch (its addresses resolved, its routables
+    routed): a router port joining or leaving a switch of many routers rebuilds these
+    pairs alone (`lflows.rebuild_pairs`), with the port's `("port", lsp)` requests."""
+    return ("port", lsp, lrp)
+
+
 def nat_ip_owner(dp: Datapath, ip: str) -> Owner:
     """The owner of the flows the NAT rules of external IP `ip` (as NB writes it)
     derive on router `dp`, each rule's own: those rules' change rebuilds them alone,
@@ -307,7 +315,7 @@ class LflowTable:
     def owners_under(self, dp_key: str, owners: Collection[Owner]) -> set[Owner]:
         """The indexed owners on `dp_key` that extend one of `owners` (pairs) by one
         element: `nat_ip_owner`s of a `nat_owner`, `rport_ip_owner`s of a router-type
-        port's `("rport", name)`."""
+        port's `("rport", name)`, `pair_owner`s of its `("port", name)`."""
         return {o for o in self.owned_on.get(dp_key, ())
                 if isinstance(o, tuple) and len(o) == 3 and o[:2] in owners}
 

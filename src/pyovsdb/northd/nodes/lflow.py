@@ -58,6 +58,7 @@ from ..lflows import (
     rebuild_focused,
     rebuild_lbs,
     rebuild_owned,
+    rebuild_pairs,
     rebuild_policies,
     rebuild_router_lookups,
     rebuild_router_nat,
@@ -73,6 +74,7 @@ from .lflow_ports import (
     PortDp,
     beside_changed,
     is_vif,
+    pair_readers,
     plain_lrp,
     port_dp,
     port_dps,
@@ -304,6 +306,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
             else:
                 old.port_dps[port.name] = port_dp(port)
         dps |= made_or_gone
+        every_joined = {key: set(names) for key, names in joined.items()
+                        if key not in made_or_gone}
         # Switches that gained router ports and nothing else: those ports' requests and
         # the switches' own flows built again, the other ports' kept.
         joined = {key: names for key, names in joined.items()
@@ -369,9 +373,16 @@ class LflowNode(Node[LflowData, LflowDelta]):
                     results.append(self._changed(northd, rebuilt(
                         self.data.flows, ctx, frozenset(alone),
                         frozenset().union(*alone.values()))))
-            if readers:
+            kept, about = pair_readers(ports, readers, every_joined, added, left)
+            if readers - kept:
                 results.append(self._changed(northd, rebuild_owned(
-                    self.data.flows, ctx, frozenset(read_on), frozenset(readers))))
+                    self.data.flows, ctx, frozenset(read_on), frozenset(readers - kept))))
+            if kept:
+                results.append(self._changed(northd, rebuild_pairs(
+                    self.data.flows, ctx, frozenset(
+                        peer.dp.key for n in kept
+                        if (peer := ports.peer_of(ports.ports[n])) is not None),
+                    frozenset(kept), frozenset(about))))
             if lrps:
                 results.append(self._router_ports(northd, ctx, lrps))
         # (NAT rules, load balancers changed: their flows report what a recompute would;

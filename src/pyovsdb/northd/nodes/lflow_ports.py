@@ -14,7 +14,8 @@ Rules kept here:
   (`lflows.rebuild_vifs`); a builder of a switch's own flows that comes to read a VIF
   otherwise must be named here (the self-check of every test run finds it).
 - Router ports joining or leaving a switch have some ports' requests on the routers
-  read them (`router_port_readers`).
+  read them (`router_port_readers`): of the router-type ports there before, only what
+  they ask for about those router ports (`pair_readers`, `lflows.rebuild_pairs`).
 - A router's own flows, routes, policies and NAT flows read its ports; its other ports'
   requests do not, unless the port is a distributed gateway port (the router's facts
   name it) or is paired with another router's (`plain_lrp`). A plain router port
@@ -62,6 +63,34 @@ def router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
             names |= virtual
             routers |= on_switch
     return names, routers
+
+
+def pair_readers(ports: PortsData, readers: set[str], joined: dict[str, set[str]],
+                 added: set[str], left: set[str]) -> tuple[set[str], set[str]]:
+    """Of the `readers` (`router_port_readers`), those that only need what they ask
+    for about the router ports that joined their switches (or left them) built again
+    (`lflows.rebuild_pairs`): router-type ports there before, on a switch whose router
+    ports changed only by new ones joining (`joined`, all `added`) or old ones leaving
+    (`left`); and the router ports they ask about. The others' requests are built
+    again whole."""
+    about: set[str] = set()
+    pure: set[str] = set()
+    for key, names in joined.items():
+        if not names <= added | left:
+            continue
+        pure.add(key)
+        for name in names - left:
+            port = ports.ports.get(name)
+            peer = ports.peer_of(port) if port is not None else None
+            if peer is not None:
+                about.add(peer.name)
+    kept: set[str] = set()
+    for name in readers:
+        port = ports.ports.get(name)
+        if port is not None and port.type == "router" and port.dp.key in pure \
+                and name not in added:
+            kept.add(name)
+    return kept, about
 
 
 def ports_kept_alike(ports: PortsData, switch: Datapath, joined: set[str], added: set[str],
@@ -136,7 +165,7 @@ def beside_changed(table: LflowTable, ports: PortsData, lrps: dict[str, set[str]
         beside = {peer.dp.key for p in ports.of_datapath(key)
                   if (peer := ports.peer_of(p)) is not None and peer.is_lsp}
         for owner in table.owned_on.get(key, ()):
-            if isinstance(owner, tuple) and len(owner) == 2 and owner[0] == "port":
+            if isinstance(owner, tuple) and len(owner) in (2, 3) and owner[0] == "port":
                 port = ports.ports.get(owner[1])
                 if port is None or (port.is_lsp and port.dp.key not in beside):
                     names.add(owner[1])
