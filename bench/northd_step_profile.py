@@ -337,46 +337,50 @@ def main() -> int:
 def replay(north: LocalNorthd, nb: LocalDb, captured: list[tuple[str, Ops]],
            prof: cProfile.Profile | None) -> None:
     """Each captured change in turn, the milliseconds of its run per kind."""
-    times: dict[str, list[float]] = {}
-    after: dict[str, list[float]] = {}
+    timed = Timed(north, nb, prof)
     for label, ops in captured:
-        before = {n: north.stat(n) for n in ("northd", "lflow", "sync_to_sb")}
-        if prof is not None:
-            prof.enable()
-        ms, then, _ = step(north, nb, ops)
-        if prof is not None:
-            prof.disable()
-        times.setdefault(label, []).append(ms)
-        after.setdefault(label, []).append(then)
-        again = [n for n, v in before.items() if north.stat(n) != v]
-        if again:
-            print(f"  {label}: recomputed {again}")
-    for label, xs in times.items():
-        _report(label, xs, after[label])
+        timed.step(label, ops)
+    timed.report()
 
 
 def run_kind(north: LocalNorthd, nb: LocalDb, name: str, do: Callable[[int], Ops],
              undo: Callable[[str], Ops], reps: int, prof: cProfile.Profile | None) -> None:
     """A kind of this tool's own, `reps` times (add, then its undo)."""
-    times: dict[str, list[float]] = {"add": [], "del": []}
-    after: dict[str, list[float]] = {"add": [], "del": []}
+    timed = Timed(north, nb, prof)
     for i in range(reps):
-        made = ""
-        for label in ("add", "del"):
-            ops = do(i) if label == "add" else undo(made)
-            before = {n: north.stat(n) for n in ("northd", "lflow", "sync_to_sb")}
-            if prof is not None:
-                prof.enable()
-            ms, then, made = step(north, nb, ops)
-            if prof is not None:
-                prof.disable()
-            times[label].append(ms)
-            after[label].append(then)
-            again = [n for n, v in before.items() if north.stat(n) != v]
-            if again:
-                print(f"  {name} {label} #{i}: recomputed {again}")
-    for label, xs in times.items():
-        _report(f"{name} {label}", xs, after[label])
+        made = timed.step(f"{name} add", do(i))
+        timed.step(f"{name} del", undo(made))
+    timed.report()
+
+
+class Timed:
+    """Changes made one by one, their runs timed (and profiled) by label."""
+
+    def __init__(self, north: LocalNorthd, nb: LocalDb, prof: cProfile.Profile | None
+                 ) -> None:
+        self.north, self.nb, self.prof = north, nb, prof
+        self.times: dict[str, list[float]] = {}
+        self.after: dict[str, list[float]] = {}
+
+    def step(self, label: str, ops: Ops) -> str:
+        """One change; the UUID of the first row it inserted (if any)."""
+        north = self.north
+        before = {n: north.stat(n) for n in ("northd", "lflow", "sync_to_sb")}
+        if self.prof is not None:
+            self.prof.enable()
+        ms, then, made = step(north, self.nb, ops)
+        if self.prof is not None:
+            self.prof.disable()
+        self.times.setdefault(label, []).append(ms)
+        self.after.setdefault(label, []).append(then)
+        again = [n for n, v in before.items() if north.stat(n) != v]
+        if again:
+            print(f"  {label} #{len(self.times[label]) - 1}: recomputed {again}")
+        return made
+
+    def report(self) -> None:
+        for label, xs in self.times.items():
+            _report(label, xs, self.after[label])
 
 
 def _report(label: str, xs: list[float], then: list[float]) -> None:

@@ -34,7 +34,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,9 +141,9 @@ class LflowDelta:
     # inputs stay as they are for the rest of the run, so a later handler asking for
     # some of them alone skips them.
     built: set[str] = field(default_factory=set)
-    # The routers whose routes' or policies' flows a handler of this run built again.
-    routes: set[str] = field(default_factory=set)
-    policies: set[str] = field(default_factory=set)
+    # The routers whose routes' or policies' flows a handler of this run built again,
+    # as ("routes" or "policies", router key).
+    rules: set[tuple[str, str]] = field(default_factory=set)
 
 
 def lflow_context(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -464,9 +464,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         handled = self._changed(northd, rebuild_router_ports(
             table, ctx, routers, frozenset().union(*lrps.values()),
             frozenset(beside_changed(table, ctx.ports, lrps))))
-        delta = self.track()
-        delta.routes |= routers
-        delta.policies |= routers
+        self.track().rules.update((kind, key) for key in routers
+                                  for kind in ("routes", "policies"))
         return handled
 
     def _changed(self, northd: NorthdData, changed: set[FlowKey], groups: bool = False
@@ -714,26 +713,26 @@ class LflowNode(Node[LflowData, LflowDelta]):
             self._listing(change.delta, "Logical_Router", "policies"))
 
     def _rebuild_policies(self, routers: set[str]) -> Handled:
-        northd: NorthdData = self.inputs["northd"].data
-        routers = routers & northd.core.datapaths.routers.keys()  # (a disabled one: none)
-        if self.delta is not None:
-            routers -= self.delta.built | self.delta.policies
-        if not routers:
-            return Handled.HANDLED_UNCHANGED
-        self.track().policies |= routers
-        ctx = lflow_context(*self._tables(), northd)
-        return self._changed(northd, rebuild_policies(self.data.flows, ctx, frozenset(routers)))
+        return self._router_rules("policies", routers, rebuild_policies)
 
     def _rebuild_routes(self, routers: set[str]) -> Handled:
+        return self._router_rules("routes", routers, rebuild_routes)
+
+    def _router_rules(self, kind: str, routers: set[str],
+                      rebuild_rules: Callable[[LflowTable, LflowContext, frozenset[str]],
+                                              set[FlowKey]]) -> Handled:
+        """The flows of the routes or the policies (`kind`) of `routers` built again
+        alone, where no handler of this run built them already."""
         northd: NorthdData = self.inputs["northd"].data
         routers = routers & northd.core.datapaths.routers.keys()  # (a disabled one: none)
         if self.delta is not None:
-            routers -= self.delta.built | self.delta.routes
+            routers = {key for key in routers - self.delta.built
+                       if (kind, key) not in self.delta.rules}
         if not routers:
             return Handled.HANDLED_UNCHANGED
-        self.track().routes |= routers
+        self.track().rules.update((kind, key) for key in routers)
         ctx = lflow_context(*self._tables(), northd)
-        return self._changed(northd, rebuild_routes(self.data.flows, ctx, frozenset(routers)))
+        return self._changed(northd, rebuild_rules(self.data.flows, ctx, frozenset(routers)))
 
     def _listing(self, delta: TableChanges, table: str, column: str) -> set[str]:
         """The switches or routers (`table`) whose `column` lists a row the delta
