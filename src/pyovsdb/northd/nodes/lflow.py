@@ -28,7 +28,10 @@ Rules kept here:
   carry: an ACL change and a switch's or a port group's `acls` rebuild the flows of
   the switches they are on here (ACLs added to or taken from `acls`, where the
   switches keep their ACL facts: those ACLs' flows alone), a route or policy change and
-  a router's `static_routes` or `policies` those of the routers.
+  a router's `static_routes` or `policies` the routers' route or policy flows alone.
+- A router that gains or loses plain router ports is not built whole
+  (`lflows.rebuild_router_ports`), nor are the routers on a switch a router joins or
+  leaves (`lflows.rebuild_pairs`): `nodes/lflow_ports.py` says when each holds.
 """
 
 from __future__ import annotations
