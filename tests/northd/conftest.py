@@ -47,6 +47,23 @@ def sb() -> LocalDb:
 
 
 @pytest.fixture
+def whole_rebuilds(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[frozenset[str]]]:
+    """The datapaths each handler of the `lflow` node built again whole
+    (`lflows.rebuild`), in order."""
+    from pyovsdb.northd.nodes import lflow
+
+    built: list[frozenset[str]] = []
+    real = lflow.rebuild
+
+    def recording(table: Any, ctx: Any, datapaths: frozenset[str]) -> Any:
+        built.append(datapaths)
+        return real(table, ctx, datapaths)
+
+    monkeypatch.setattr(lflow, "rebuild", recording)
+    yield built
+
+
+@pytest.fixture
 def inp(nb: Nb, sb: LocalDb) -> BuildInput:
     """The builders' input over `nb` and `sb` (live: it sees later transactions)."""
     return BuildInput(nb=nb.db.tables, sb=sb.tables)

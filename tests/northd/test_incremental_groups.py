@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from test_incremental_datapaths import _topology, _unlink
 from test_incremental_lb_nat import _play
 from test_incremental_ports import Loop, check_equals_recompute
@@ -142,20 +141,11 @@ def _acl_from(nb: Nb, table: str, owner: str, match: str) -> Changeset[IdlRow]:
 
 
 def test_acls_alone_are_built_again_alone(nb: Nb, sb: LocalDb,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                          whole_rebuilds: list[frozenset[str]]) -> None:
     """An ACL added to or taken from a port group or a switch that keeps its ACL facts
     (has ACLs, has a stateful one) rebuilds that ACL's flows alone, not the switches;
     one that changes them rebuilds the switches. Equal to a recompute either way."""
-    from pyovsdb.northd.nodes import lflow
-
-    rebuilt: list[frozenset[str]] = []
-    whole = lflow.rebuild
-
-    def counting(table: Any, ctx: Any, dps: frozenset[str]) -> Any:
-        rebuilt.append(dps)
-        return whole(table, ctx, dps)
-
-    monkeypatch.setattr(lflow, "rebuild", counting)
+    rebuilt = whole_rebuilds
     loop = _two_switches(nb, sb)
     loop.change(nb.db.transact([{"op": "insert", "table": "Logical_Switch",
                                  "row": {"name": "sw2"}}]))

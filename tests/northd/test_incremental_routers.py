@@ -20,20 +20,6 @@ from pyovsdb.northd.nodes import lflow
 from pyovsdb.northd.testing import LocalDb, Nb
 
 
-@pytest.fixture
-def whole(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[frozenset[str]]]:
-    """The datapaths each run's `lflow` node built again whole."""
-    built: list[frozenset[str]] = []
-    real = lflow.rebuild
-
-    def recording(table: Any, ctx: Any, datapaths: frozenset[str]) -> Any:
-        built.append(datapaths)
-        return real(table, ctx, datapaths)
-
-    monkeypatch.setattr(lflow, "rebuild", recording)
-    yield built
-
-
 def _key(nb: Nb, table: str, name: str) -> str:
     return nb.uuid(table, name)
 
@@ -57,8 +43,8 @@ def _with(flows: set[tuple[str, str]], *parts: str) -> set[tuple[str, str]]:
     return {f for f in flows if all(p in f[0] + f[1] for p in parts)}
 
 
-def _rebuilt(whole: list[frozenset[str]], key: str) -> bool:
-    return any(key in dps for dps in whole)
+def _rebuilt(built: list[frozenset[str]], key: str) -> bool:
+    return any(key in dps for dps in built)
 
 
 @pytest.fixture
@@ -107,11 +93,11 @@ def _gain(nb: Nb, w: World) -> None:
 
 
 def test_a_router_gaining_a_port_is_not_built_whole(
-        nb: Nb, sb: LocalDb, world: World, whole: list[frozenset[str]]) -> None:
+        nb: Nb, sb: LocalDb, world: World, whole_rebuilds: list[frozenset[str]]) -> None:
     lr0, lr1 = _key(nb, "Logical_Router", "lr0"), _key(nb, "Logical_Router", "lr1")
     assert not _with(_flows(sb, lr0), 'outport = "lrp5"')
     _gain(nb, world)
-    assert not _rebuilt(whole, lr0) and not _rebuilt(whole, lr1)
+    assert not _rebuilt(whole_rebuilds, lr0) and not _rebuilt(whole_rebuilds, lr1)
     on = _flows(sb, lr0)
     assert _with(on, "ip4.dst == 192.168.5.0/24", "reg0 = 10.5.0.254", 'outport = "lrp5"')
     assert _with(on, "ip4.src == 10.0.0.11", "reg0 = 10.5.0.9", 'outport = "lrp5"')
@@ -121,10 +107,10 @@ def test_a_router_gaining_a_port_is_not_built_whole(
 
 
 def test_a_router_losing_a_port_is_not_built_whole(
-        nb: Nb, sb: LocalDb, world: World, whole: list[frozenset[str]]) -> None:
+        nb: Nb, sb: LocalDb, world: World, whole_rebuilds: list[frozenset[str]]) -> None:
     lr0 = _key(nb, "Logical_Router", "lr0")
     _gain(nb, world)
-    whole.clear()
+    whole_rebuilds.clear()
     with world.change():  # (the port alone: its switch and the VIF stay)
         nb.db.transact([
             {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
@@ -134,14 +120,14 @@ def test_a_router_losing_a_port_is_not_built_whole(
              "mutations": [["ports", "delete", ["uuid", _key(nb, "Logical_Switch_Port",
                                                             "sw5-lrp5")]]]}])
     world.northd.settle()
-    assert not _rebuilt(whole, lr0)
+    assert not _rebuilt(whole_rebuilds, lr0)
     on = _flows(sb, lr0)
     assert not _with(on, "lrp5")
     assert not _with(on, "10.5.0.10")
 
 
 def test_a_switch_of_router_ports_gaining_one_is_not_built_whole(
-        nb: Nb, sb: LocalDb, world: World, whole: list[frozenset[str]],
+        nb: Nb, sb: LocalDb, world: World, whole_rebuilds: list[frozenset[str]],
         owned_whole: set[str]) -> None:
     """A join switch (router ports alone) that a new gateway router joins, and leaves.
     The routers already there resolve the new router's address: that alone is built
@@ -152,17 +138,17 @@ def test_a_switch_of_router_ports_gaining_one_is_not_built_whole(
         nb.connect("join", "lr1", "lr1-join", "00:00:00:00:ff:11", "100.64.0.2/16")
     world.settled()
     join = _key(nb, "Logical_Switch", "join")
-    whole.clear()
+    whole_rebuilds.clear()
     with world.change():
         nb.lr_add("gr2", options={"chassis": "ch0"})
         nb.connect("join", "gr2", "gr2-join", "00:00:00:00:ff:12", "100.64.0.3/16")
     world.northd.settle()
-    assert not _rebuilt(whole, join)
+    assert not _rebuilt(whole_rebuilds, join)
     assert _with(_flows(sb, join), "arp.tpa == 100.64.0.3", 'outport = "join-gr2-join"')
     lr0 = _key(nb, "Logical_Router", "lr0")
     assert _with(_flows(sb, lr0), 'outport == "lr0-join" && reg0 == 100.64.0.3')
     assert not owned_whole & {"join-lr0-join", "join-lr1-join"}
-    whole.clear()
+    whole_rebuilds.clear()
     with world.change():
         nb.db.transact([{"op": "delete", "table": "Logical_Router",
                          "where": [["name", "==", "gr2"]]},
@@ -171,7 +157,7 @@ def test_a_switch_of_router_ports_gaining_one_is_not_built_whole(
                          "mutations": [["ports", "delete", ["uuid", _key(
                              nb, "Logical_Switch_Port", "join-gr2-join")]]]}])
     world.northd.settle()
-    assert not _rebuilt(whole, join)
+    assert not _rebuilt(whole_rebuilds, join)
     assert not _with(_flows(sb, join), "100.64.0.3")
     assert not _with(_flows(sb, lr0), "100.64.0.3")
     assert not owned_whole & {"join-lr0-join", "join-lr1-join"}
