@@ -721,11 +721,10 @@ def _set_moved(row: IdlRow, column: str, value: Any) -> tuple[list[Any], list[An
     the elements added and taken away, written as mutations, so a datapath group of a
     thousand switches that gains one sends one UUID, not a thousand (and a concurrent
     writer of other elements does not conflict). None: write the value whole."""
-    table = row.table
-    codec = table.codecs[column]
+    codec = row.table.codecs[column]
     if codec.is_scalar or codec.is_map or not isinstance(value, (list, tuple)):
         return None
-    current = row._values[table.col_index[column]]
+    current = row.value(column)
     if not isinstance(current, tuple) or len(current) < MUTATE_AT_LEAST:
         return None
     try:

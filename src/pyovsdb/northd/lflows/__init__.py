@@ -88,15 +88,15 @@ ROUTER_NAT_AREAS: tuple[tuple[str, PortBuilder], ...] = (("ls_l2.py", ls_l2.buil
 # rule derives alone, its external IP's `table.nat_ip_owner`), each building them for
 # one router (`rebuild_router_nat`; with `LflowContext.nat_ips`, those of some external
 # IPs' rules alone beside the router's), in the same order.
-NatBuilder = Callable[[LflowContext, LflowTable, Datapath], None]
-NAT_AREAS: tuple[tuple[str, NatBuilder], ...] = (
+RouterBuilder = Callable[[LflowContext, LflowTable, Datapath], None]
+NAT_AREAS: tuple[tuple[str, RouterBuilder], ...] = (
     ("lr_ip_input.py", lr_ip_input.build_nat), ("lr_arp.py", lr_arp.build_nat),
     ("lr_nat.py", lr_nat.build_nat))
 
 
 # The areas with flows of routers' static routes (owner `table.routes_owner`), each
 # building them for one router (`rebuild_routes`), in the same order.
-ROUTE_AREAS: tuple[tuple[str, NatBuilder], ...] = (
+ROUTE_AREAS: tuple[tuple[str, RouterBuilder], ...] = (
     ("lr_routing.py", lr_routing.build_routes), ("lr_arp.py", lr_arp.build_routes))
 
 
