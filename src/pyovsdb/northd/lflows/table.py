@@ -170,8 +170,7 @@ class LflowTable:
         if on_router is stage.is_switch:
             raise ValueError(f"stage {stage.stage_name} on {dp.kind.value} {dp.name}")
         dp_key = dp.key
-        if self.only is not None and (dp_key not in self.only or (
-                self.only_owners is not None and self._owner not in self.only_owners)):
+        if self.only is not None and not self.wants(dp_key):  # (a full build: no call)
             return
         key = FlowKey(stage, priority, match, actions, meter)
         flow = self.flows.get(key)
