@@ -211,6 +211,21 @@ def k8s_kinds(nodes: int) -> dict[str, Callable[[int], list[str]]]:
     }
 
 
+def grid_routers(switches: int) -> list[list[str]]:
+    """The `ovn-nbctl` commands that put the grid's router on it (after `preload`): a
+    router on the first ten switches, and a gateway port."""
+    out = [["lr-add", "lr0"]]
+    for s in range(min(10, switches)):
+        out.append(["lrp-add", "lr0", f"lr0-ls{s}", f"00:00:00:00:ff:{s:02x}",
+                    f"10.{s}.0.1/16", "--", "lsp-add", f"ls{s}", f"ls{s}-lr0", "--",
+                    "lsp-set-type", f"ls{s}-lr0", "router", "--", "lsp-set-addresses",
+                    f"ls{s}-lr0", "router", "--", "lsp-set-options", f"ls{s}-lr0",
+                    f"router-port=lr0-ls{s}"])
+    out.append(["lrp-add", "lr0", "lr0-gw", "00:00:00:00:ff:fe", "172.16.0.1/24", "--",
+                "lrp-set-gateway-chassis", "lr0-gw", "gw1", "10"])
+    return out
+
+
 @dataclass
 class Northd:
     label: str
@@ -266,15 +281,8 @@ class Plane:
 
     def _grid(self, switches: int, ports: int) -> None:
         preload(self.nb.unix, switches, ports)
-        self.nbctl("lr-add", "lr0")
-        for s in range(min(10, switches)):
-            self.nbctl("lrp-add", "lr0", f"lr0-ls{s}", f"00:00:00:00:ff:{s:02x}",
-                       f"10.{s}.0.1/16", "--", "lsp-add", f"ls{s}", f"ls{s}-lr0", "--",
-                       "lsp-set-type", f"ls{s}-lr0", "router", "--", "lsp-set-addresses",
-                       f"ls{s}-lr0", "router", "--", "lsp-set-options", f"ls{s}-lr0",
-                       f"router-port=lr0-ls{s}")
-        self.nbctl("lrp-add", "lr0", "lr0-gw", "00:00:00:00:ff:fe", "172.16.0.1/24", "--",
-                   "lrp-set-gateway-chassis", "lr0-gw", "gw1", "10")
+        for args in grid_routers(switches):
+            self.nbctl(*args)
 
     def nbctl(self, *args: str, timeout: float = 120) -> str:
         return self._ctl(self.north.nbctl, self.nb, args, timeout)

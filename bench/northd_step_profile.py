@@ -5,6 +5,7 @@
     python bench/northd_step_profile.py --nodes 100 --only pod
     python bench/northd_step_profile.py --nodes 100 --kind "node add" --kind "node del"
     python bench/northd_step_profile.py --cloud 100 --kind "router with gateway set"
+    python bench/northd_step_profile.py --switches 1000 --kind lsp-add --kind lsp-del
 
 With `--nodes N` the topology is the N-node ovn-kubernetes-like cluster of
 `tests/northd/k8sgen.py` (made by the real `ovn-nbctl` on a throwaway real
@@ -113,6 +114,13 @@ def load_real(nb: LocalDb, make: Callable[[str], None],
 def nbctl(db: str, args: list[str]) -> None:
     subprocess.run(["ovn-nbctl", f"--db={db}", "--no-wait", "--timeout=900", *args],
                    check=True, stdout=subprocess.DEVNULL)
+
+
+def load_grid(db: str, switches: int) -> None:
+    """The grid of `northd_change_bench.py`: `switches` x 10 ports and its router."""
+    change_bench.preload(db, switches, 10)
+    for args in change_bench.grid_routers(switches):
+        nbctl(db, args)
 
 
 def load_k8s(nb: LocalDb, sb: LocalDb, nodes: int,
@@ -281,7 +289,8 @@ def step(north: LocalNorthd, nb: LocalDb, ops: Ops) -> tuple[float, float, str]:
 def bench_changes(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     """The `northd_change_bench.py` kinds `--kind` names (by the start of their names),
     `--reps` times each in turn, as that benchmark makes them."""
-    table = cloudgen.kinds(args.cloud) if not args.nodes else change_bench.k8s_kinds(args.nodes)
+    table = change_bench.k8s_kinds(args.nodes) if args.nodes else \
+        change_bench.kinds(args.switches) if args.switches else cloudgen.kinds(args.cloud)
     chosen = [k for k in table if any(k.startswith(w) for w in args.kind)]
     missing = [w for w in args.kind if not any(k.startswith(w) for k in table)]
     if missing:
@@ -295,6 +304,8 @@ def main() -> int:
     ap.add_argument("--cloud", type=int, default=100, help="routers (cloudgen)")
     ap.add_argument("--nodes", type=int, default=0,
                     help="the ovn-kubernetes-like cluster of this many nodes instead")
+    ap.add_argument("--switches", type=int, default=0,
+                    help="with --kind: the grid of this many switches x 10 ports instead")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", action="append", help="kinds (default: every one)")
     ap.add_argument("--kind", action="append", default=[],
@@ -309,6 +320,9 @@ def main() -> int:
     captured: list[tuple[str, Ops]] = []
     if args.nodes:
         captured = load_k8s(nb, sb, args.nodes, changes)
+    elif args.switches and args.kind:
+        add_chassis(sb, "gw1", "192.0.2.1")
+        captured = load_real(nb, lambda db: load_grid(db, args.switches), changes)
     elif args.kind:
         add_chassis(sb, "gw1", "192.0.2.1")
         captured = load_real(nb, lambda db: cloudgen.load(db, args.cloud), changes)
@@ -319,7 +333,8 @@ def main() -> int:
     gctune.tune()  # (the collector as the daemon sets it, the settled state frozen)
     north.settle()
     gctune.freeze()
-    what = f"{args.nodes} nodes" if args.nodes else f"cloud {args.cloud}"
+    what = f"{args.nodes} nodes" if args.nodes else \
+        f"{args.switches} switches" if args.switches else f"cloud {args.cloud}"
     print(f"{what}: loaded and settled in {time.perf_counter() - t0:.1f} s")
     prof = cProfile.Profile() if args.profile else None
     if args.kind:
