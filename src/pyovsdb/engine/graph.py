@@ -100,6 +100,14 @@ class Engine:
         for node in self.nodes:
             _check_node(node)
         self.stats = EngineStats([node.name for node in self.nodes])
+        # Who reads each node: a node none of whose inputs came out UPDATED is passed
+        # over without a look at its inputs (most nodes, most runs: a few leaves of
+        # seventy change).
+        readers: dict[str, list[str]] = {node.name: [] for node in self.nodes}
+        for node in self.nodes:
+            for inp in node.inputs.values():
+                readers[inp.node.name].append(node.name)
+        self._readers = {name: tuple(names) for name, names in readers.items()}
         self.compute_log_timeout_ms = compute_log_timeout_ms
         self._clock = clock or _no_clock
         self._log = log
@@ -193,13 +201,18 @@ class Engine:
 
         self._canceled = False
         force, self._force = self._force, False  # a request made during the run stays
+        touched: set[str] = set()  # (nodes with an input UPDATED in this run)
         try:
             for node in self.nodes:
                 if isinstance(node, Leaf):
                     self._run_leaf(node, changes.get(node.name))
-                else:
+                elif force or node.name in touched:
                     self._run_node(node, force, recompute_allowed, recomputed, computed)
-                if node.state is State.CANCELED:
+                else:
+                    node._state = State.UNCHANGED
+                if node._state is State.UPDATED:
+                    touched.update(self._readers[node.name])
+                elif node._state is State.CANCELED:
                     self.stats[node.name].cancel += 1
                     self._canceled = True
                     self._force = True
@@ -246,7 +259,8 @@ class Engine:
         if force:
             self._recompute(node, "forced", allowed, recomputed)
             return
-        updated = [(name, inp) for name, inp in node.inputs.items() if inp.updated]
+        updated = [(name, inp) for name, inp in node.inputs.items()
+                   if inp.node._state is State.UPDATED]
         if not updated:
             node._state = State.UNCHANGED
             return

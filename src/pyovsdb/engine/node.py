@@ -200,7 +200,7 @@ class Node(Generic[D, C]):
     @property
     def data(self) -> D:
         """The node's current data; NoDataError before it was ever computed."""
-        if isinstance(self._data, _Missing):
+        if self._data is _MISSING:  # (an identity test: read in every handler)
             raise NoDataError(f"node {self.name} has no data yet")
         return self._data
 
@@ -211,7 +211,7 @@ class Node(Generic[D, C]):
 
     @property
     def has_data(self) -> bool:
-        return not isinstance(self._data, _Missing)
+        return self._data is not _MISSING
 
     def run_arguments(self) -> dict[str, Any]:
         """The keyword arguments of `run()`: each input's data, a group's members'

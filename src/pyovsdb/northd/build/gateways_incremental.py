@@ -108,7 +108,7 @@ def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb
     the core data with its binding and group; the (table, key) of every desired row
     taken away."""
     cr = ports.ports.pop(lrp.cr_port or "")
-    ports.unbound.discard(cr.name)
+    ports.bound(cr.name)
     ports.by_datapath[cr.dp.key].remove(cr)
     gateways = ports.l3dgw_ports.get(lrp.dp.key, [])
     if lrp in gateways:

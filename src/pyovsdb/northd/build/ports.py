@@ -173,6 +173,16 @@ class PortsData:
     def peer_of(self, port: Port) -> Port | None:
         return self.ports.get(port.peer) if port.peer is not None else None
 
+    def bound(self, name: str) -> None:
+        """`name` no longer waits for a binding (it has one, or it is gone). The set is
+        made anew once empty: a set keeps the table of its largest size, and every port
+        of a cold start waits for one at first, so a walk of an emptied set would cost
+        a walk of all of them (`walk.PortWalk` walks it in every partial build)."""
+        unbound = self.unbound
+        unbound.discard(name)
+        if not unbound:
+            self.unbound = set()
+
     def of_datapath(self, key: str) -> list[Port]:
         return self.by_datapath.get(key, [])
 

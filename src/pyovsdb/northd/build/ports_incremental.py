@@ -348,7 +348,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     rewired: set[str] = set()  # switches whose router ports changed
     for uuid, row in step.deleted.items():
         port = ports.ports.pop(row.value("name"))
-        ports.unbound.discard(port.name)
+        ports.bound(port.name)
         ports.chassis_asked.forget(port.name)
         ports.by_datapath[port.dp.key].remove(port)
         if port.type == "router":
@@ -740,7 +740,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
             for group_table, row_key in remove_redirect(port, ports, sb_desired):
                 delta.touch("sb", group_table, row_key)
         del ports.ports[row.name]
-        ports.unbound.discard(port.name)
+        ports.bound(port.name)
         ports.by_datapath[port.dp.key].remove(port)
         sb_desired.tables["Port_Binding"].rows.pop(port.name, None)
         delta.touch("sb", "Port_Binding", port.name)

@@ -328,7 +328,7 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                 resort.add(port.dp.key)  # (sorted again below: its flows rebuilt)
             if bindings_named(table, new.logical_port) != 1:
                 return False
-            self.data.core.ports.unbound.discard(new.logical_port)
+            self.data.core.ports.bound(new.logical_port)
             if port is not None:
                 port.sb = new  # (the builders read the binding as it is now)
                 if port.name in self.data.core.ports.recreated:
