@@ -102,7 +102,12 @@ class Port:
     @property
     def json_key(self) -> str:
         """The name as a quoted string, as logical flows and nat_addresses write it."""
-        return '"' + self.name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return quoted(self.name)
+
+
+def quoted(name: str) -> str:
+    """A port name as a quoted string, as logical flows and nat_addresses write it."""
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class ChassisAsks:

@@ -35,6 +35,7 @@ from . import (
 )
 from .context import LflowContext
 from .lr_policy import build_policies
+from .rules_moved import policies_reaching
 from .table import (
     GLOBAL,
     FlowKey,
@@ -43,6 +44,7 @@ from .table import (
     nat_ip_owner,
     nat_owner,
     pair_owner,
+    policy_owner,
     routes_owner,
     rport_ip_owner,
 )
@@ -253,18 +255,30 @@ def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[
     return table.replace_owned(routers, frozenset(owners), new)
 
 
-def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
-                     ) -> set[FlowKey]:
-    """The policy flows of `routers` built again and put in place of theirs; the flows
-    that changed. Equal to a full build as long as a router's policy flows depend on
-    its policies and its ports alone (a change of its ports rebuilds it whole)."""
+def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
+                     only: Mapping[str, frozenset[str]] | None = None) -> set[FlowKey]:
+    """The policy flows of `routers` built again and put in place of theirs; with
+    `only`, of a router named there those of the policies of those UUIDs alone (a
+    policy gone takes its flows along); the flows that changed. Equal to a full build
+    as long as a router's policy flows depend on its policies and its ports alone (a
+    change of its ports rebuilds the policies whose next hops it moves), and the
+    policies named alone leave every other policy's ECMP group id as it was (the
+    caller's test, `nodes/lflow_rules`)."""
     new = LflowTable(only=routers)
     new.source = POLICY_SOURCE
+    owners: set[Owner] = set()
+    whole: set[Owner] = set()
     for key in sorted(routers):
         dp = ctx.datapaths.routers[key]
+        chosen = only.get(key) if only is not None else None
         with new.owned_by(("policy", key)):
-            build_policies(ctx, new, dp)
-    return table.replace_owned(routers, frozenset(("policy", key) for key in routers), new)
+            build_policies(ctx, new, dp, chosen)
+        if chosen is None:
+            whole.add(("policy", key))
+        else:
+            owners.update(policy_owner(key, uuid) for uuid in chosen)
+    owners |= whole | _extending(table, new, (o[1] for o in whole), whole)  # type: ignore[index]
+    return table.replace_owned(routers, frozenset(owners), new)
 
 
 def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
@@ -292,8 +306,9 @@ def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
 def rebuild_router_ports(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
                          lrps: frozenset[str], beside: frozenset[str]) -> set[FlowKey]:
     """The routers `routers` gained or lost the router ports `lrps`: those ports'
-    requests and the routers' own flows (`rebuild_focused`), their routes, policies
-    and NAT flows built again, and the requests there of the switch ports `beside`
+    requests and the routers' own flows (`rebuild_focused`), their routes, the
+    policies whose next hops those ports move (`rules_moved`) and NAT flows built
+    again, and the requests there of the switch ports `beside`
     (those the ports brought or took along, `rebuild_owned`); the flows that changed.
     Equal to a full build as long as the routers' other ports' requests read no other
     port of theirs and their other flows read the ports through their facts alone,
@@ -304,7 +319,9 @@ def rebuild_router_ports(table: LflowTable, ctx: LflowContext, routers: frozense
               if isinstance(owner, tuple) and owner[0] == "routes"}
     routed.update(dp.key for dp in lr_routing.routing_into(ctx.narrowed(routers)))
     changed |= rebuild_routes(table, ctx, routers | routed)
-    changed |= rebuild_policies(table, ctx, routers)
+    moved = {key: policies_reaching(table, ctx, ctx.datapaths.routers[key], lrps)
+             for key in routers}
+    changed |= rebuild_policies(table, ctx, routers, moved)
     changed |= rebuild_router_nat(table, ctx, routers)
     if beside:
         changed |= rebuild_owned(table, ctx, routers, beside)

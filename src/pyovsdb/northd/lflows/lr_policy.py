@@ -17,16 +17,21 @@ Rules kept here:
   policy's flows there (the member flows written before it stay, as in 23.03).
 - A one-next-hop reroute reads `nexthops`, or the older `nexthop` column if that set
   is empty; the set's members are taken in sorted order.
+- Each policy's flows are its own (`table.policy_owner`): they read the policy, the
+  router's ports and its rank among the ECMP policies alone, so some policies can be
+  built again without the others (`build_policies(only=...)`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from ...idl.row import IdlRow
 from ..build.datapaths import Datapath, smap_uint
 from .context import LflowContext, ref_rows
 from .lr_routes import port_lookup
 from .stages import Stage
-from .table import LflowTable
+from .table import LflowTable, policy_owner
 
 POLICY = Stage.LR_IN_POLICY
 POLICY_ECMP = Stage.LR_IN_POLICY_ECMP
@@ -56,6 +61,19 @@ def _reroute_to(ctx: LflowContext, dp: Datapath, nexthop: str) -> str | None:
 
 def _nexthops(rule: IdlRow) -> list[str]:
     return sorted(str(n) for n in rule.nexthops)
+
+
+def policy_ecmp(rule: IdlRow) -> bool:
+    """Whether the policy takes the next ECMP group id (a reroute to several hops)."""
+    return bool(rule.action == "reroute" and len(rule.nexthops) > 1)
+
+
+def policy_nexthops(rule: IdlRow) -> list[str]:
+    """The next hops a reroute policy may send to (none for another action)."""
+    if rule.action != "reroute":
+        return []
+    hops = _nexthops(rule)
+    return hops if hops else [str(rule.nexthop)] if rule.nexthop else []
 
 
 def _policy_flow(ctx: LflowContext, out: LflowTable, dp: Datapath, rule: IdlRow) -> None:
@@ -95,15 +113,22 @@ def _ecmp_policy_flows(ctx: LflowContext, out: LflowTable, dp: Datapath, rule: I
             f"{ECMP_GROUP} = {group}; {ECMP_MEMBER} = select({members});", hint=rule)
 
 
-def build_policies(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
-    """The policy stages of one router (the caller names the owner)."""
-    out.add(dp, POLICY, 0, "1", f"{ECMP_GROUP} = 0; next;")
-    out.add(dp, POLICY_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
-    out.add(dp, POLICY_ECMP, 0, "1", ctx.drop_action)
+def build_policies(ctx: LflowContext, out: LflowTable, dp: Datapath,
+                   only: Collection[str] | None = None) -> None:
+    """The policy stages of one router (the caller names the owner of the stages' own
+    flows; each policy's are its own); with `only`, the flows of the policies of those
+    UUIDs alone."""
+    if only is None:
+        out.add(dp, POLICY, 0, "1", f"{ECMP_GROUP} = 0; next;")
+        out.add(dp, POLICY_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
+        out.add(dp, POLICY_ECMP, 0, "1", ctx.drop_action)
     group = 1
     for rule in ref_rows(ctx.current(dp).policies):
-        if rule.action == "reroute" and len(rule.nexthops) > 1:
-            _ecmp_policy_flows(ctx, out, dp, rule, group)
-            group += 1
-        else:
-            _policy_flow(ctx, out, dp, rule)
+        ecmp = policy_ecmp(rule)
+        if only is None or rule.uuid in only:
+            with out.owned_by(policy_owner(dp.key, rule.uuid)):
+                if ecmp:
+                    _ecmp_policy_flows(ctx, out, dp, rule, group)
+                else:
+                    _policy_flow(ctx, out, dp, rule)
+        group += ecmp

@@ -64,6 +64,14 @@ def routes_owner(key: str) -> Owner:
     return ("routes", key)
 
 
+def policy_owner(key: str, uuid: str) -> Owner:
+    """The owner of the flows router `key`'s policy `uuid` asks for: a policy added,
+    taken away or updated, or whose next hop a router port gained or lost moves,
+    rebuilds them alone (`lflows.rebuild_policies`), under the router's
+    `("policy", key)` (the policy stages' own flows)."""
+    return ("policy", key, uuid)
+
+
 def pair_owner(lsp: str, lrp: str) -> Owner:
     """The owner of what router-type switch port `lsp` asks for on its router about
     router port `lrp` of the same switch (its addresses resolved, its routables
@@ -314,7 +322,8 @@ class LflowTable:
     def owners_under(self, dp_key: str, owners: Collection[Owner]) -> set[Owner]:
         """The indexed owners on `dp_key` that extend one of `owners` (pairs) by one
         element: `nat_ip_owner`s of a `nat_owner`, `rport_ip_owner`s of a router-type
-        port's `("rport", name)`, `pair_owner`s of its `("port", name)`."""
+        port's `("rport", name)`, `pair_owner`s of its `("port", name)`,
+        `policy_owner`s of a router's `("policy", key)`."""
         return {o for o in self.owned_on.get(dp_key, ())
                 if isinstance(o, tuple) and len(o) == 3 and o[:2] in owners}
 

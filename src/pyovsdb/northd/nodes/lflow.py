@@ -87,6 +87,7 @@ from .lflow_ports import (
     vifs_kept_alike,
 )
 from .lflow_rows import desired_rows
+from .lflow_rules import PolicyRebuilds, policies_added_or_gone, policies_updated
 from .northd import LR_FLOWS_ONLY, LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, either, leaf_name, table_inputs
@@ -117,6 +118,25 @@ LSP_INDEXES = ("dhcpv4_options", "dhcpv6_options")
 # The switch column that lists the rows of each of these NB tables (by leaf name).
 SWITCH_LISTS = {leaf_name("NB", "QoS"): "qos_rules",
                 leaf_name("NB", "Forwarding_Group"): "forwarding_groups"}
+# The leaf of the NB policies (`on_nb_lr` reads what this run's change of it was).
+POLICY_LEAF = leaf_name("NB", "Logical_Router_Policy")
+# Routers' routes or policies built again (the flow table, the context, the routers,
+# and the rules of some of them alone by UUID): the flows that changed.
+RulesRebuild = Callable[[LflowTable, LflowContext, frozenset[str],
+                         Mapping[str, frozenset[str]]], set[FlowKey]]
+
+
+def _whole(rebuild: Callable[[LflowTable, LflowContext, frozenset[str]], set[FlowKey]]
+           ) -> RulesRebuild:
+    """A rebuild of routers' rules that builds them whole (it is given no router's
+    rules alone)."""
+    def whole(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
+              only: Mapping[str, frozenset[str]]) -> set[FlowKey]:
+        assert not only
+        return rebuild(table, ctx, routers)
+    return whole
+
+
 # Tables of its NB write-backs no flow reads (NB_Global: the options copied back; the
 # options flows read recompute `northd`, and so this node).
 FLOWLESS_NB = frozenset(("NB_Global", "BFD"))
@@ -467,8 +487,7 @@ class LflowNode(Node[LflowData, LflowDelta]):
         handled = self._changed(northd, rebuild_router_ports(
             table, ctx, routers, frozenset().union(*lrps.values()),
             frozenset(beside_changed(table, ctx.ports, lrps))))
-        self.track().rules.update((kind, key) for key in routers
-                                  for kind in ("routes", "policies"))
+        self.track().rules.update(("routes", key) for key in routers)
         return handled
 
     def _changed(self, northd: NorthdData, changed: set[FlowKey], groups: bool = False
@@ -682,21 +701,21 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 {u for rc in changed.values() if rc.new for u in rc.new.value("acls")})
         return handled if handled is not None else self._rebuild(northd, dps)
 
-    # A router's routes changed: their flows built again; its policies: its policy
-    # flows (any other change of a router reaches `northd`).
+    # A router's routes changed: their flows built again; its policies: the flows of
+    # those added or gone (`lflow_rules`; any other change of a router reaches
+    # `northd`).
     def on_nb_lr(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
         routes: set[str] = set()
-        policies: set[str] = set()
         for uuid, rc in change.delta.items():
             if rc.old is None or rc.new is None:
                 continue
-            columns = LR_FLOWS_ONLY & set(changed_columns(rc))
-            if "policies" in columns:
-                policies.add(uuid)
-            if "static_routes" in columns:
+            if "static_routes" in LR_FLOWS_ONLY & set(changed_columns(rc)):
                 routes.add(uuid)
+        nb = self._tables()[0]
+        policies = policies_added_or_gone(change.delta, nb.get("Logical_Router_Policy"),
+                                          self.inputs[POLICY_LEAF].delta)
         return either(self._rebuild_routes(routes), self._rebuild_policies(policies))
 
     # A route updated: the routes of the routers that list it built again (inserted or
@@ -707,35 +726,40 @@ class LflowNode(Node[LflowData, LflowDelta]):
         return self._rebuild_routes(
             self._listing(change.delta, "Logical_Router", "static_routes"))
 
-    # A policy updated: the routers that list it built again (inserted or deleted, its
-    # router's `policies` changes too: `on_nb_lr`).
+    # A policy updated: its flows built again on the routers that list it (inserted or
+    # deleted, its router's `policies` changes too: `on_nb_lr`).
     def on_nb_policy(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        return self._rebuild_policies(
-            self._listing(change.delta, "Logical_Router", "policies"))
+        nb = self._tables()[0]
+        routers = nb.get("Logical_Router")
+        return self._rebuild_policies(policies_updated(
+            routers.rows.values() if routers is not None else (), change.data, change.delta))
 
-    def _rebuild_policies(self, routers: set[str]) -> Handled:
-        return self._router_rules("policies", routers, rebuild_policies)
+    def _rebuild_policies(self, rules: PolicyRebuilds) -> Handled:
+        return self._router_rules("policies", rules, rebuild_policies)
 
     def _rebuild_routes(self, routers: set[str]) -> Handled:
-        return self._router_rules("routes", routers, rebuild_routes)
+        return self._router_rules("routes", dict.fromkeys(routers), _whole(rebuild_routes))
 
-    def _router_rules(self, kind: str, routers: set[str],
-                      rebuild_rules: Callable[[LflowTable, LflowContext, frozenset[str]],
-                                              set[FlowKey]]) -> Handled:
-        """The flows of the routes or the policies (`kind`) of `routers` built again
-        alone, where no handler of this run built them already."""
+    def _router_rules(self, kind: str, rules: PolicyRebuilds, rebuild_rules: RulesRebuild
+                      ) -> Handled:
+        """The flows of the routes or the policies (`kind`) of the routers `rules` names
+        built again (all of a router's, or those named), where no handler of this run
+        built them all already."""
         northd: NorthdData = self.inputs["northd"].data
-        routers = routers & northd.core.datapaths.routers.keys()  # (a disabled one: none)
+        known = northd.core.datapaths.routers  # (a disabled one: none)
+        rules = {key: only for key, only in rules.items() if key in known}
         if self.delta is not None:
-            routers = {key for key in routers - self.delta.built
-                       if (kind, key) not in self.delta.rules}
-        if not routers:
+            rules = {key: only for key, only in rules.items()
+                     if key not in self.delta.built and (kind, key) not in self.delta.rules}
+        if not rules:
             return Handled.HANDLED_UNCHANGED
-        self.track().rules.update((kind, key) for key in routers)
+        self.track().rules.update((kind, key) for key, only in rules.items() if only is None)
         ctx = lflow_context(*self._tables(), northd)
-        return self._changed(northd, rebuild_rules(self.data.flows, ctx, frozenset(routers)))
+        return self._changed(northd, rebuild_rules(
+            self.data.flows, ctx, frozenset(rules),
+            {key: only for key, only in rules.items() if only is not None}))
 
     def _listing(self, delta: TableChanges, table: str, column: str) -> set[str]:
         """The switches or routers (`table`) whose `column` lists a row the delta
