@@ -1,12 +1,13 @@
 """A router that gains or loses a plain router port (no distributed gateway, no router
-peer) is not built again whole: the port's requests, the router's own flows, routes,
-policies and NAT flows are, with the requests there of the switch ports the port brings
-or takes along (`lflows.rebuild_router_ports`); a switch of router ports alone that
-gains or loses one keeps its other ports' requests (`nodes.lflow_ports.
-ports_kept_alike`). Each change runs with the self-check on (the result equals a
-recompute's), and the flows that must move are looked at: a route and a policy whose
-next hop only the new port reaches, the new switch's VIF resolved on the router, and
-another router's route through the port."""
+peer) is not built again whole: the port's requests, the router's own flows and routes
+are, the policies whose next hops the port moves and the NAT flows of the port alone
+(`rebuild_port_nat`), with the requests there of the switch ports the port brings or
+takes along (`lflows.rebuild_router_ports`); a switch of router ports alone that gains
+or loses one keeps its other ports' requests (`nodes.lflow_ports.ports_kept_alike`).
+Each change runs with the self-check on (the result equals a recompute's), and the
+flows that must move are looked at: a route and a policy whose next hop only the new
+port reaches, the new switch's VIF resolved on the router, and another router's route
+through the port."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from test_engine_contract import World
 
+from pyovsdb.northd import lflows
 from pyovsdb.northd.nodes import lflow
 from pyovsdb.northd.testing import LocalDb, Nb
 
@@ -63,6 +65,20 @@ def owned_whole(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
 
 
 @pytest.fixture
+def nat_whole(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
+    """The routers whose NAT flows each run built again whole."""
+    keys: set[str] = set()
+    real = lflows.rebuild_router_nat
+
+    def recording(table: Any, ctx: Any, routers: frozenset[str], ips: Any = None) -> Any:
+        keys.update(routers)
+        return real(table, ctx, routers, ips)
+
+    monkeypatch.setattr(lflows, "rebuild_router_nat", recording)
+    yield keys
+
+
+@pytest.fixture
 def world(nb: Nb, sb: LocalDb) -> World:
     """The contract's topology, with a static route and a reroute policy on lr0 whose
     next hops no port of it reaches yet, and a second router lr1 with a route out of a
@@ -93,12 +109,15 @@ def _gain(nb: Nb, w: World) -> None:
 
 
 def test_a_router_gaining_a_port_is_not_built_whole(
-        nb: Nb, sb: LocalDb, world: World, whole_rebuilds: list[frozenset[str]]) -> None:
+        nb: Nb, sb: LocalDb, world: World, whole_rebuilds: list[frozenset[str]],
+        nat_whole: set[str]) -> None:
     lr0, lr1 = _key(nb, "Logical_Router", "lr0"), _key(nb, "Logical_Router", "lr1")
     assert not _with(_flows(sb, lr0), 'outport = "lrp5"')
     _gain(nb, world)
     assert not _rebuilt(whole_rebuilds, lr0) and not _rebuilt(whole_rebuilds, lr1)
+    assert lr0 not in nat_whole
     on = _flows(sb, lr0)
+    assert ("ip4.dst == {10.5.0.1}", "drop;") in on  # (lrp5's own, `nat_port_owner`)
     assert _with(on, "ip4.dst == 192.168.5.0/24", "reg0 = 10.5.0.254", 'outport = "lrp5"')
     assert _with(on, "ip4.src == 10.0.0.11", "reg0 = 10.5.0.9", 'outport = "lrp5"')
     assert _with(on, 'outport == "lrp5" && reg0 == 10.5.0.10', "eth.dst = 00:00:00:00:05:05")

@@ -22,6 +22,7 @@ from ..build.ports import Port
 from . import (
     lr_admission,
     lr_arp,
+    lr_arp_resolve,
     lr_ip_input,
     lr_lb,
     lr_nat,
@@ -43,6 +44,7 @@ from .table import (
     Owner,
     nat_ip_owner,
     nat_owner,
+    nat_port_owner,
     pair_owner,
     policy_owner,
     routes_owner,
@@ -252,6 +254,38 @@ def rebuild_router_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[
             owners |= _extending(table, new, (dp.key,), {mine})
         else:
             owners.update(nat_ip_owner(dp, ip) for ip in only)
+            owners.update(nat_port_owner(dp.key, p.name) for p in narrowed.ports_of(dp)
+                          if p.is_lrp)
+    return table.replace_owned(routers, frozenset(owners), new)
+
+
+# The areas with what a router's NAT rules derive on one of its ports alone (owner
+# `table.nat_port_owner`), each building them for one port (`rebuild_port_nat`), in
+# the same order.
+PORT_NAT_AREAS: tuple[tuple[str, PortBuilder], ...] = (
+    ("lr_ip_input.py", lr_ip_input.build_port_nat),
+    ("lr_arp.py", lr_arp_resolve.build_port_nat))
+
+
+def rebuild_port_nat(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
+                     lrps: frozenset[str]) -> set[FlowKey]:
+    """What the NAT rules of `routers` derive on their router ports `lrps` alone (those
+    gained, and those lost: theirs go) built again; the flows that changed. Equal to
+    `rebuild_router_nat` as long as the routers' other NAT flows read those ports
+    through their facts alone, which a plain port leaves as they were (a router with
+    distributed gateway ports reads every port's `redirect-type`: the caller builds
+    its NAT whole)."""
+    new = LflowTable(only=routers)
+    owners: set[Owner] = set()
+    gained = [port for name in sorted(lrps) if (port := ctx.ports.ports.get(name)) is not None
+              and port.is_lrp and port.dp.key in routers]
+    for source, build in PORT_NAT_AREAS:
+        new.source = source
+        for port in gained:
+            with new.owned_by(nat_port_owner(port.dp.key, port.name)):
+                build(ctx, port, new)
+    for key in routers:
+        owners.update(nat_port_owner(key, name) for name in lrps)
     return table.replace_owned(routers, frozenset(owners), new)
 
 
@@ -322,7 +356,9 @@ def rebuild_router_ports(table: LflowTable, ctx: LflowContext, routers: frozense
     moved = {key: policies_reaching(table, ctx, ctx.datapaths.routers[key], lrps)
              for key in routers}
     changed |= rebuild_policies(table, ctx, routers, moved)
-    changed |= rebuild_router_nat(table, ctx, routers)
+    gateways = frozenset(key for key in routers if ctx.ports.l3dgw_ports.get(key))
+    changed |= rebuild_router_nat(table, ctx, gateways)
+    changed |= rebuild_port_nat(table, ctx, routers - gateways, lrps)
     if beside:
         changed |= rebuild_owned(table, ctx, routers, beside)
     return changed

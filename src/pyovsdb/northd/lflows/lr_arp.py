@@ -42,7 +42,7 @@ from .lr_nat_rules import nat_rules
 from .ls_arp_nd import solicited_node, walk_order
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable, nat_ip_owner, nat_owner, routes_owner
+from .table import LflowTable, nat_ip_owner, nat_owner, nat_port_owner, routes_owner
 
 GW_REDIRECT = Stage.LR_IN_GW_REDIRECT
 ARP_REQUEST = Stage.LR_IN_ARP_REQUEST
@@ -76,7 +76,8 @@ def build_nat(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
     _gw_redirect_nat(ctx, dp, out)
     for port in ctx.ports_of(dp):
         if port.is_lrp:
-            lr_arp_resolve.build_port_nat(ctx, port, out)
+            with out.owned_by(nat_port_owner(port.dp.key, port.name)):
+                lr_arp_resolve.build_port_nat(ctx, port, out)
 
 
 def _gw_redirect(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:

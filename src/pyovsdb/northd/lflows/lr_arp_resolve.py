@@ -60,7 +60,7 @@ from .context import LflowContext
 from .lr_nat_rules import nat_rules
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable, nat_ip_owner, nat_owner, pair_owner
+from .table import LflowTable, nat_ip_owner, nat_port_owner, pair_owner
 
 STAGE = Stage.LR_IN_ARP_RESOLVE
 
@@ -161,7 +161,7 @@ def _router_port(ctx: LflowContext, port: Port, out: LflowTable) -> None:
         out.add(port.dp, STAGE, 50,
                 f"outport == {port.json_key} && !is_chassis_resident({cr.json_key})",
                 f"eth.dst = {networks.ea_s}; next;", hint=port.nb)
-    with out.owned_by(nat_owner(port.dp)):
+    with out.owned_by(nat_port_owner(port.dp.key, port.name)):
         _drop_own_snat_ips(ctx, port, networks, out)
 
 

@@ -28,7 +28,8 @@ Rules kept here (23.03's `build_misc_local_traffic_drop_flows_for_lrouter`,
 - Drops use `ctx.drop_action` (23.03's `debug_drop_action()`).
 - What the router's NAT rules derive (the NAT replies and rules' flows, the drops of
   its own addresses, which read its SNAT IPs) is the router's NAT's (`nat_owner`),
-  built again alone by `build_nat` when its rules change.
+  built again alone by `build_nat` when its rules change; of that, what is a port's
+  alone is `nat_port_owner`'s.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from . import lr_ip_input_v6 as v6
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT
 from .router_facts import router_facts
-from .table import LflowTable, nat_owner
+from .table import LflowTable, nat_owner, nat_port_owner
 
 EGRESS_LOOPBACK = "reg9[0]"  # REGBIT_EGRESS_LOOPBACK
 BFD_PORT = 3784
@@ -211,12 +212,13 @@ def _port_v4(ctx: LflowContext, port: Port, has_bfd: bool, out: LflowTable) -> N
     if not facts.is_gw_router and not facts.l3dgw_ports:
         for net in nets:
             _unreachable(ctx, port, net, out)
-    with out.owned_by(nat_owner(dp)):
-        _port_nat(ctx, port, out)
+    with out.owned_by(nat_port_owner(port.dp.key, port.name)):
+        build_port_nat(ctx, port, out)
 
 
-def _port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
-    """What the router's NAT rules (and VIPs) derive on router port `port`."""
+def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
+    """What the router's NAT rules (and VIPs) derive on router port `port` (the caller
+    owns them as `nat_port_owner`)."""
     if not router_facts(ctx, port.dp).lb_force_snat_router_ip:
         _drop_own_dest(ctx, port, out)
     if port.cr_port is not None:
@@ -231,4 +233,5 @@ def build_nat(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
     nat.build_dp_nat_ingress(ctx, dp, out)
     for port in ctx.ports_of(dp):
         if port.is_lrp:
-            _port_nat(ctx, port, out)
+            with out.owned_by(nat_port_owner(port.dp.key, port.name)):
+                build_port_nat(ctx, port, out)

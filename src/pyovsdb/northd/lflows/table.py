@@ -57,6 +57,14 @@ def nat_owner(dp: Datapath) -> Owner:
     return ("nat", dp.key)
 
 
+def nat_port_owner(key: str, name: str) -> Owner:
+    """The owner of what the NAT rules (and VIPs) of router `key` derive on its port
+    `name` alone (the drops of its own addresses, which read the router's SNAT IPs and
+    VIPs): built again with the router's NAT (`nat_owner`, of which it is one), and
+    alone when the router gains or loses the port (`lflows.rebuild_router_ports`)."""
+    return ("nat", key, ("port", name))
+
+
 def routes_owner(key: str) -> Owner:
     """The owner of the flows router `key`'s static routes ask for, on it and on the
     routers their output ports are on (with their IPv6 next hops' solicitations),
@@ -323,7 +331,8 @@ class LflowTable:
         """The indexed owners on `dp_key` that extend one of `owners` (pairs) by one
         element: `nat_ip_owner`s of a `nat_owner`, `rport_ip_owner`s of a router-type
         port's `("rport", name)`, `pair_owner`s of its `("port", name)`,
-        `policy_owner`s of a router's `("policy", key)`."""
+        `policy_owner`s of a router's `("policy", key)`, `nat_port_owner`s and
+        `nat_ip_owner`s of a `nat_owner`."""
         return {o for o in self.owned_on.get(dp_key, ())
                 if isinstance(o, tuple) and len(o) == 3 and o[:2] in owners}
 
