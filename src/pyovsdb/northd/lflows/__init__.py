@@ -36,7 +36,7 @@ from . import (
 )
 from .context import LflowContext
 from .lr_policy import build_policies
-from .rules_moved import policies_reaching
+from .rules_moved import policies_reaching, routes_reaching
 from .table import (
     GLOBAL,
     FlowKey,
@@ -47,6 +47,7 @@ from .table import (
     nat_port_owner,
     pair_owner,
     policy_owner,
+    route_owner,
     routes_owner,
     rport_ip_owner,
 )
@@ -98,9 +99,11 @@ NAT_AREAS: tuple[tuple[str, RouterBuilder], ...] = (
     ("lr_nat.py", lr_nat.build_nat))
 
 
-# The areas with flows of routers' static routes (owner `table.routes_owner`), each
-# building them for one router (`rebuild_routes`), in the same order.
-ROUTE_AREAS: tuple[tuple[str, RouterBuilder], ...] = (
+# The areas with flows of routers' static routes (owner `table.routes_owner`; a route's
+# own, `table.route_owner`), each building them for one router or some of its routes
+# (`rebuild_routes`), in the same order.
+RouteBuilder = Callable[[LflowContext, LflowTable, Datapath, Collection[str] | None], None]
+ROUTE_AREAS: tuple[tuple[str, RouteBuilder], ...] = (
     ("lr_routing.py", lr_routing.build_routes), ("lr_arp.py", lr_arp.build_routes))
 
 
@@ -315,14 +318,21 @@ def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[st
     return table.replace_owned(routers, frozenset(owners), new)
 
 
-def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
-                   ) -> set[FlowKey]:
+def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
+                   only: Mapping[str, frozenset[str]] | None = None) -> set[FlowKey]:
     """The flows of the static routes of `routers` built again and put in place of
     theirs, on the routers themselves and wherever their output ports put them (before
-    and after); the flows that changed. Equal to a full build as long as no other flow
-    reads a router's routes and its routes' flows read its ports and its facts alone:
-    a change of those rebuilds the router's routes too (`rebuild_router_ports`)."""
-    owners = frozenset(routes_owner(key) for key in routers)
+    and after); with `only`, of a router named there those of the routes of those
+    UUIDs alone (a route gone takes its flows along); the flows that changed. Equal to
+    a full build as long as no other flow reads a router's routes and its routes' flows
+    read its ports and its facts alone (a change of those rebuilds the routes it moves,
+    `rebuild_router_ports`), and the routes named alone are in no route table and share
+    their key with no other route, before or after (the caller's test,
+    `rules_moved.routes_alone`)."""
+    whole = {key for key in routers if only is None or key not in only}
+    owners: set[Owner] = {routes_owner(key) for key in whole}
+    for key, chosen in (only or {}).items():
+        owners.update(route_owner(key, uuid) for uuid in chosen)
     new = LflowTable()
     for source, build in ROUTE_AREAS:
         new.source = source
@@ -330,19 +340,25 @@ def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
             dp = ctx.datapaths.routers.get(key)
             if dp is not None:  # (of a router gone, its flows go)
                 with new.owned_by(routes_owner(key)):
-                    build(ctx, new, dp)
+                    build(ctx, new, dp, None if key in whole else only[key])  # type: ignore[index]
     landing = set(routers) | new.by_dp.keys()
-    landing.update(key for key, owned in table.owned_on.items()
-                   if any(owner in owned for owner in owners))
-    return table.replace_owned(landing, owners, new)
+    for dp_key, owned in table.owned_on.items():  # (where they were)
+        if dp_key in landing or dp_key in ctx.datapaths.switches:
+            continue
+        if any(o in owned for o in owners) or (whole and any(
+                isinstance(o, tuple) and len(o) == 3 and o[0] == "routes" and o[1] in whole
+                for o in owned)):
+            landing.add(dp_key)
+    owners |= _extending(table, new, landing, {routes_owner(key) for key in whole})
+    return table.replace_owned(landing, frozenset(owners), new)
 
 
 def rebuild_router_ports(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
                          lrps: frozenset[str], beside: frozenset[str]) -> set[FlowKey]:
     """The routers `routers` gained or lost the router ports `lrps`: those ports'
-    requests and the routers' own flows (`rebuild_focused`), their routes, the
-    policies whose next hops those ports move (`rules_moved`) and NAT flows built
-    again, and the requests there of the switch ports `beside`
+    requests and the routers' own flows (`rebuild_focused`), the routes and policies
+    whose next hops those ports move (`rules_moved`; of any router, for routes) and NAT
+    flows built again, and the requests there of the switch ports `beside`
     (those the ports brought or took along, `rebuild_owned`); the flows that changed.
     Equal to a full build as long as the routers' other ports' requests read no other
     port of theirs and their other flows read the ports through their facts alone,
@@ -352,7 +368,10 @@ def rebuild_router_ports(table: LflowTable, ctx: LflowContext, routers: frozense
     routed = {owner[1] for key in routers for owner in table.owned_on.get(key, ())
               if isinstance(owner, tuple) and owner[0] == "routes"}
     routed.update(dp.key for dp in lr_routing.routing_into(ctx.narrowed(routers)))
-    changed |= rebuild_routes(table, ctx, routers | routed)
+    reached = {key: routes_reaching(table, ctx, dp, lrps) for key in routers | routed
+               if (dp := ctx.datapaths.routers.get(key)) is not None}
+    changed |= rebuild_routes(table, ctx, frozenset(routers | routed),
+                              {key: only for key, only in reached.items() if only is not None})
     moved = {key: policies_reaching(table, ctx, ctx.datapaths.routers[key], lrps)
              for key in routers}
     changed |= rebuild_policies(table, ctx, routers, moved)

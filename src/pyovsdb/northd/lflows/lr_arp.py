@@ -33,6 +33,7 @@ Rules kept here (23.03's `build_gateway_redirect_flows_for_lrouter`,
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Collection
 
 from ..build.datapaths import Datapath, smap_bool
 from ..build.ports_addresses import format_ipv6, format_mac, ipv6_parse_cidr
@@ -42,7 +43,14 @@ from .lr_nat_rules import nat_rules
 from .ls_arp_nd import solicited_node, walk_order
 from .router_facts import router_facts
 from .stages import Stage
-from .table import LflowTable, nat_ip_owner, nat_owner, nat_port_owner, routes_owner
+from .table import (
+    LflowTable,
+    nat_ip_owner,
+    nat_owner,
+    nat_port_owner,
+    route_owner,
+    routes_owner,
+)
 
 GW_REDIRECT = Stage.LR_IN_GW_REDIRECT
 ARP_REQUEST = Stage.LR_IN_ARP_REQUEST
@@ -146,20 +154,25 @@ def _multicast_mac(addr: ipaddress.IPv6Address) -> str:
     return format_mac((0x3333 << 32) | (int(addr) & 0xFFFFFFFF))
 
 
-def build_routes(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
-    """What router `dp`'s static routes ask for here (the caller owns them as
-    `routes_owner`): a solicitation for each IPv6 host next hop."""
+def build_routes(ctx: LflowContext, out: LflowTable, dp: Datapath,
+                 only: Collection[str] | None = None) -> None:
+    """What router `dp`'s static routes ask for here (each its own, `route_owner`): a
+    solicitation for each IPv6 host next hop; with `only`, for those routes alone."""
     ns_meter = ctx.copp_meter(dp, CoppProto.ND_NS_RESOLVE)
     for route in ref_rows(ctx.current(dp).static_routes):
+        if only is not None and route.uuid not in only:
+            continue
         nexthop = str(route.nexthop)
         gw = _host_ipv6(nexthop)
         if gw is None:
             continue
         sn = solicited_node(gw)
-        out.add(dp, ARP_REQUEST, 200,
-                f"eth.dst == 00:00:00:00:00:00 && ip6 && xxreg0 == {nexthop}",
-                f"nd_ns {{ eth.dst = {_multicast_mac(sn)}; ip6.dst = {format_ipv6(sn)}; "
-                f"nd.target = {nexthop}; output; }};", hint=route, meter=ns_meter)
+        with out.owned_by(route_owner(dp.key, route.uuid)):
+            out.add(dp, ARP_REQUEST, 200,
+                    f"eth.dst == 00:00:00:00:00:00 && ip6 && xxreg0 == {nexthop}",
+                    f"nd_ns {{ eth.dst = {_multicast_mac(sn)}; ip6.dst = "
+                    f"{format_ipv6(sn)}; nd.target = {nexthop}; output; }};", hint=route,
+                    meter=ns_meter)
 
 
 def _arp_request(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:

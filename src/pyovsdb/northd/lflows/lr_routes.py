@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
@@ -280,14 +280,20 @@ def _bfd_down(route: IdlRow, sb: Mapping[str, ReplicaTable]) -> bool:
     return status in ("admin_down", "down")
 
 
-def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
+def parse_routes(ctx: LflowContext, dp: Datapath, only: Collection[str] | None = None
+                 ) -> RouterRoutes:
     """The router's route tables and valid static routes (see the module rules), with
-    23.03's warnings about the routes it leaves out."""
+    23.03's warnings about the routes it leaves out; with `only`, the routes of those
+    UUIDs alone, each as it would be parsed among the others as long as none of them
+    is in a route table (`route_key`: its table id is 0, and the others' do not move)."""
     out = RouterRoutes()
     lookup = port_lookup(ctx)
-    for lrp in router_lrps(dp):
-        out.table_id(lrp.options.get("route_table"))
+    if only is None:
+        for lrp in router_lrps(dp):
+            out.table_id(lrp.options.get("route_table"))
     for row in ref_rows(ctx.current(dp).static_routes):
+        if only is not None and row.uuid not in only:
+            continue
         nexthop: str = row.nexthop
         discard = nexthop == "discard"
         hop = parse_cidr(nexthop) if nexthop and not discard else None
@@ -318,3 +324,14 @@ def parse_routes(ctx: LflowContext, dp: Datapath) -> RouterRoutes:
             ecmp_symmetric_reply=smap_bool(row.options, "ecmp_symmetric_reply"),
             is_discard=discard, out=found))
     return out
+
+
+def route_key(row: IdlRow) -> Hashable:
+    """What a route shares with the routes of its ECMP group, as written (the prefix
+    parsed, source or destination, the route table's name); None where its prefix does
+    not parse."""
+    prefix = parse_cidr(row.ip_prefix)
+    if prefix is None:
+        return None
+    return prefix.v4, prefix.addr, prefix.plen, opt_str(row.policy) == "src-ip", \
+        opt_str(row.route_table) or ""

@@ -34,13 +34,15 @@ Rules kept here:
   router solicitations and advertisements here.
 - Per-router flows are the router's (owner `("dp", key)`), but for its static routes'
   (`table.routes_owner`, wherever their output ports put them: `build_routes` builds
-  them alone) and its policies' (`("policy", key)`); a router port's connected routes
-  are the port's, and so are the routes a router-type switch port adds.
+  them alone; a route in no ECMP group owns its own, `table.route_owner`) and its
+  policies' (`("policy", key)`); a router port's connected routes are the port's, and
+  so are the routes a router-type switch port adds.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Collection
 
 from ...idl.row import IdlRow
 from ..build.datapaths import Datapath, smap_bool
@@ -60,7 +62,7 @@ from .lr_routes import (
     router_lrps,
 )
 from .stages import Stage
-from .table import LflowTable, pair_owner, routes_owner
+from .table import LflowTable, pair_owner, route_owner, routes_owner
 
 ROUTING_PRE = Stage.LR_IN_IP_ROUTING_PRE
 ROUTING = Stage.LR_IN_IP_ROUTING
@@ -145,9 +147,11 @@ class Routes:
             with out.owned_by(("policy", dp.key)):  # (`rebuild_policies` builds them alone)
                 build_policies(self.ctx, out, dp)
 
-    def static_routes(self, dp: Datapath) -> None:
-        parsed = parse_routes(self.ctx, dp)
-        for lrp in router_lrps(dp):
+    def static_routes(self, dp: Datapath, only: Collection[str] | None = None) -> None:
+        """The router's static routes (with `only`, those of these UUIDs alone: the
+        caller's test says none of them is in a route table or an ECMP group)."""
+        parsed = parse_routes(self.ctx, dp, only)
+        for lrp in router_lrps(dp) if only is None else ():
             rtb = parsed.tables.get(lrp.options.get("route_table", ""), 0)
             if rtb:
                 self.out.add(dp, ROUTING_PRE, 100, f'inport == "{lrp.name}"',
@@ -156,7 +160,8 @@ class Routes:
         for group in groups:
             self.ecmp_group(dp, group)
         for route in unique:
-            self.static_route(dp, route)
+            with self.out.owned_by(route_owner(dp.key, route.nb.uuid)):
+                self.static_route(dp, route)
 
     def static_route(self, dp: Datapath, route: ParsedRoute) -> None:
         prefix = route.prefix
@@ -332,10 +337,13 @@ def routing_into(ctx: LflowContext) -> list[Datapath]:
     return found
 
 
-def build_routes(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
+def build_routes(ctx: LflowContext, out: LflowTable, dp: Datapath,
+                 only: Collection[str] | None = None) -> None:
     """What router `dp`'s static routes ask for (the caller owns them as
-    `routes_owner`), on it and on the routers of their output ports."""
-    Routes(ctx, out).static_routes(dp)
+    `routes_owner`; a route alone in its key owns its own, `route_owner`), on it and
+    on the routers of their output ports; with `only`, what those routes ask for
+    alone."""
+    Routes(ctx, out).static_routes(dp, only)
 
 
 def build(ctx: LflowContext, out: LflowTable) -> None:

@@ -80,6 +80,14 @@ def policy_owner(key: str, uuid: str) -> Owner:
     return ("policy", key, uuid)
 
 
+def route_owner(key: str, uuid: str) -> Owner:
+    """The owner of the flows router `key`'s static route `uuid` asks for alone (one
+    in no ECMP group), on it or on the router of its output port: built with the
+    router's routes (`routes_owner`, of which it is one), and alone when the route
+    comes, goes or changes, or a router port gained or lost moves it."""
+    return ("routes", key, uuid)
+
+
 def pair_owner(lsp: str, lrp: str) -> Owner:
     """The owner of what router-type switch port `lsp` asks for on its router about
     router port `lrp` of the same switch (its addresses resolved, its routables
@@ -332,7 +340,7 @@ class LflowTable:
         element: `nat_ip_owner`s of a `nat_owner`, `rport_ip_owner`s of a router-type
         port's `("rport", name)`, `pair_owner`s of its `("port", name)`,
         `policy_owner`s of a router's `("policy", key)`, `nat_port_owner`s and
-        `nat_ip_owner`s of a `nat_owner`."""
+        `nat_ip_owner`s of a `nat_owner`, `route_owner`s of a `routes_owner`."""
         return {o for o in self.owned_on.get(dp_key, ())
                 if isinstance(o, tuple) and len(o) == 3 and o[:2] in owners}
 

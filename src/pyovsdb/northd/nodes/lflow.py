@@ -37,7 +37,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,8 +87,15 @@ from .lflow_ports import (
     vifs_kept_alike,
 )
 from .lflow_rows import desired_rows
-from .lflow_rules import PolicyRebuilds, policies_added_or_gone, policies_updated
-from .northd import LR_FLOWS_ONLY, LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
+from .lflow_rules import (
+    RuleRebuilds,
+    Rules,
+    added_or_gone,
+    policies_alone,
+    routes_alone_now,
+    updated,
+)
+from .northd import LS_FLOWS_ONLY, NORTHD_SB_INPUTS, NorthdData, NorthdNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode
 from .tables import TableChanges, TableLeaf, declared, either, leaf_name, table_inputs
 
@@ -118,23 +125,14 @@ LSP_INDEXES = ("dhcpv4_options", "dhcpv6_options")
 # The switch column that lists the rows of each of these NB tables (by leaf name).
 SWITCH_LISTS = {leaf_name("NB", "QoS"): "qos_rules",
                 leaf_name("NB", "Forwarding_Group"): "forwarding_groups"}
-# The leaf of the NB policies (`on_nb_lr` reads what this run's change of it was).
+# The leaves of the NB routes and policies (`on_nb_lr` reads what this run's change of
+# them was).
+ROUTE_LEAF = leaf_name("NB", "Logical_Router_Static_Route")
 POLICY_LEAF = leaf_name("NB", "Logical_Router_Policy")
 # Routers' routes or policies built again (the flow table, the context, the routers,
 # and the rules of some of them alone by UUID): the flows that changed.
 RulesRebuild = Callable[[LflowTable, LflowContext, frozenset[str],
                          Mapping[str, frozenset[str]]], set[FlowKey]]
-
-
-def _whole(rebuild: Callable[[LflowTable, LflowContext, frozenset[str]], set[FlowKey]]
-           ) -> RulesRebuild:
-    """A rebuild of routers' rules that builds them whole (it is given no router's
-    rules alone)."""
-    def whole(table: LflowTable, ctx: LflowContext, routers: frozenset[str],
-              only: Mapping[str, frozenset[str]]) -> set[FlowKey]:
-        assert not only
-        return rebuild(table, ctx, routers)
-    return whole
 
 
 # Tables of its NB write-backs no flow reads (NB_Global: the options copied back; the
@@ -480,15 +478,14 @@ class LflowNode(Node[LflowData, LflowDelta]):
     def _router_ports(self, northd: NorthdData, ctx: LflowContext,
                       lrps: dict[str, set[str]]) -> Handled:
         """The routers `lrps` gained or lost those plain router ports alone: their
-        requests, the routers' own flows, routes, policies and NAT flows built again,
-        and the requests there of the switch ports now or no longer beside them."""
+        requests, the routers' own flows, the routes and policies they move, their NAT
+        flows built again, and the requests there of the switch ports now or no longer
+        beside them. (Not marked as the routers' rules built: a route or policy added
+        in the same run is built by its own handler.)"""
         table = self.data.flows
-        routers = frozenset(lrps)
-        handled = self._changed(northd, rebuild_router_ports(
-            table, ctx, routers, frozenset().union(*lrps.values()),
+        return self._changed(northd, rebuild_router_ports(
+            table, ctx, frozenset(lrps), frozenset().union(*lrps.values()),
             frozenset(beside_changed(table, ctx.ports, lrps))))
-        self.track().rules.update(("routes", key) for key in routers)
-        return handled
 
     def _changed(self, northd: NorthdData, changed: set[FlowKey], groups: bool = False
                  ) -> Handled:
@@ -701,48 +698,47 @@ class LflowNode(Node[LflowData, LflowDelta]):
                 {u for rc in changed.values() if rc.new for u in rc.new.value("acls")})
         return handled if handled is not None else self._rebuild(northd, dps)
 
-    # A router's routes changed: their flows built again; its policies: the flows of
-    # those added or gone (`lflow_rules`; any other change of a router reaches
-    # `northd`).
+    # A router's routes or policies changed: the flows of those added or gone
+    # (`lflow_rules`; any other change of a router reaches `northd`).
     def on_nb_lr(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        routes: set[str] = set()
-        for uuid, rc in change.delta.items():
-            if rc.old is None or rc.new is None:
-                continue
-            if "static_routes" in LR_FLOWS_ONLY & set(changed_columns(rc)):
-                routes.add(uuid)
-        nb = self._tables()[0]
-        policies = policies_added_or_gone(change.delta, nb.get("Logical_Router_Policy"),
-                                          self.inputs[POLICY_LEAF].delta)
-        return either(self._rebuild_routes(routes), self._rebuild_policies(policies))
+        routes, policies = self._rules()
+        return either(
+            self._router_rules("routes", added_or_gone(change.delta, routes,
+                                                       routes_alone_now), rebuild_routes),
+            self._router_rules("policies", added_or_gone(change.delta, policies,
+                                                         policies_alone), rebuild_policies))
 
-    # A route updated: the routes of the routers that list it built again (inserted or
+    # A route updated: its flows built again on the routers that list it (inserted or
     # deleted, its router's `static_routes` changes too: `on_nb_lr`).
     def on_nb_route(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
-        return self._rebuild_routes(
-            self._listing(change.delta, "Logical_Router", "static_routes"))
+        return self._router_rules("routes", updated(
+            self._routers(), self._rules()[0], routes_alone_now), rebuild_routes)
 
     # A policy updated: its flows built again on the routers that list it (inserted or
     # deleted, its router's `policies` changes too: `on_nb_lr`).
     def on_nb_policy(self, change: Change[ReplicaTable, TableChanges]) -> Handled:
         if change.delta is None or not self.has_data:
             return Handled.UNHANDLED
+        return self._router_rules("policies", updated(
+            self._routers(), self._rules()[1], policies_alone), rebuild_policies)
+
+    def _rules(self) -> tuple[Rules, Rules]:
+        """The routes and the policies, with this run's changes of them."""
         nb = self._tables()[0]
-        routers = nb.get("Logical_Router")
-        return self._rebuild_policies(policies_updated(
-            routers.rows.values() if routers is not None else (), change.data, change.delta))
+        return (Rules("static_routes", nb.get("Logical_Router_Static_Route"),
+                      self.inputs[ROUTE_LEAF].delta),
+                Rules("policies", nb.get("Logical_Router_Policy"),
+                      self.inputs[POLICY_LEAF].delta))
 
-    def _rebuild_policies(self, rules: PolicyRebuilds) -> Handled:
-        return self._router_rules("policies", rules, rebuild_policies)
+    def _routers(self) -> Iterable[IdlRow]:
+        routers = self._tables()[0].get("Logical_Router")
+        return routers.rows.values() if routers is not None else ()
 
-    def _rebuild_routes(self, routers: set[str]) -> Handled:
-        return self._router_rules("routes", dict.fromkeys(routers), _whole(rebuild_routes))
-
-    def _router_rules(self, kind: str, rules: PolicyRebuilds, rebuild_rules: RulesRebuild
+    def _router_rules(self, kind: str, rules: RuleRebuilds, rebuild_rules: RulesRebuild
                       ) -> Handled:
         """The flows of the routes or the policies (`kind`) of the routers `rules` names
         built again (all of a router's, or those named), where no handler of this run
