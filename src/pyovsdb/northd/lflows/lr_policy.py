@@ -122,10 +122,16 @@ def build_policies(ctx: LflowContext, out: LflowTable, dp: Datapath,
         out.add(dp, POLICY, 0, "1", f"{ECMP_GROUP} = 0; next;")
         out.add(dp, POLICY_ECMP, 150, f"{ECMP_GROUP} == 0", "next;")
         out.add(dp, POLICY_ECMP, 0, "1", ctx.drop_action)
+    rules = ref_rows(ctx.current(dp).policies)
+    # (the ECMP group ids are counted only where a policy built takes one)
+    counted = only is None or any(policy_ecmp(r) for r in rules if r.uuid in only)
     group = 1
-    for rule in ref_rows(ctx.current(dp).policies):
+    for rule in rules:
+        chosen = only is None or rule.uuid in only
+        if not chosen and not counted:
+            continue
         ecmp = policy_ecmp(rule)
-        if only is None or rule.uuid in only:
+        if chosen:
             with out.owned_by(policy_owner(dp.key, rule.uuid)):
                 if ecmp:
                     _ecmp_policy_flows(ctx, out, dp, rule, group)
