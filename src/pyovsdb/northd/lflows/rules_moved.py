@@ -26,7 +26,7 @@ from collections.abc import Collection, Hashable, Iterable, Mapping
 from ...idl.row import IdlRow
 from ..build.datapaths import Datapath
 from ..build.ports import Port, quoted
-from ..build.ports_addresses import find_lrp_member_ip
+from ..build.ports_addresses import MemberIndex
 from .context import LflowContext, ref_rows
 from .lr_policy import policy_nexthops
 from .lr_routes import opt_str, route_key
@@ -37,12 +37,11 @@ def policies_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
                       names: Collection[str]) -> frozenset[str]:
     """The UUIDs of router `dp`'s policies whose flows the router ports `names` (gained
     or lost) may move (see the module rules)."""
-    gained = [port for name in names if (port := ctx.ports.ports.get(name)) is not None
-              and port.dp.key == dp.key and port.networks is not None]
+    gained = _gained(ctx, dp, names)
     out: set[str] = set()
-    if gained:
+    if gained is not None:
         for rule in ref_rows(ctx.current(dp).policies):
-            if any(_on(port, hop) for hop in policy_nexthops(rule) for port in gained):
+            if any(gained.first(hop) is not None for hop in policy_nexthops(rule)):
                 out.add(rule.uuid)
     sends = tuple(f"outport = {quoted(name)};" for name in names)
     for owner, keys in table.owned_on.get(dp.key, {}).items():
@@ -58,10 +57,9 @@ def routes_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
     """The UUIDs of router `dp`'s static routes whose flows the router ports `names`
     (gained or lost, of `dp` or of another router) may move; None where its routes are
     to be built whole (see the module rules)."""
-    gained = [port for name in names if (port := ctx.ports.ports.get(name)) is not None
-              and port.dp.key == dp.key and port.networks is not None]
-    if any(port.options.get("route_table") for port in gained):
+    if any(port.options.get("route_table") for port in _ports(ctx, dp, names)):
         return None
+    gained = _gained(ctx, dp, names)
     rows = ref_rows(ctx.current(dp).static_routes)
     out: set[str] = set()
     for row in rows:
@@ -69,7 +67,7 @@ def routes_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
         if output is not None:
             if output in names:
                 out.add(row.uuid)
-        elif gained and row.nexthop and any(_on(port, row.nexthop) for port in gained):
+        elif gained is not None and row.nexthop and gained.first(row.nexthop) is not None:
             out.add(row.uuid)
     own = table.owned_on.get(dp.key, {})
     tabled = tuple(f"inport == {quoted(name)}" for name in names)
@@ -110,5 +108,15 @@ def routes_alone(routes: Iterable[IdlRow], chosen: Mapping[str, Collection[IdlRo
     return True
 
 
-def _on(port: Port, hop: str) -> bool:
-    return find_lrp_member_ip(port.networks, hop) is not None
+def _ports(ctx: LflowContext, dp: Datapath, names: Collection[str]) -> list[Port]:
+    """Those of the router ports `names` that router `dp` has now (gained)."""
+    return [port for name in names if (port := ctx.ports.ports.get(name)) is not None
+            and port.dp.key == dp.key and port.networks is not None]
+
+
+def _gained(ctx: LflowContext, dp: Datapath, names: Collection[str]
+            ) -> MemberIndex[Port] | None:
+    """The networks of the ports `names` router `dp` gained, to look next hops up in
+    (None: it gained none)."""
+    ports = _ports(ctx, dp, names)
+    return MemberIndex([(port, port.networks) for port in ports]) if ports else None
