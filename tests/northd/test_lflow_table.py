@@ -75,3 +75,45 @@ def test_a_flow_no_longer_asked_for_goes_where_no_other_owner_asks() -> None:
     assert table.by_dp[SW.key] == {shared: (B,)}
     assert alone not in table.flows and on_router not in table.flows
     assert LR.key not in table.owned_on  # (a port's requests on a router, by owner)
+
+
+def _scanned(table: LflowTable, dp_key: str, owners: set[Owner]) -> set[Owner]:
+    """`owners_under` as a walk of every indexed owner on the datapath would find."""
+    return {o for o in table.owned_on.get(dp_key, ())
+            if isinstance(o, tuple) and len(o) == 3 and o[:2] in owners}
+
+
+def test_the_owners_extending_a_pair_are_kept_as_owners_come_and_go() -> None:
+    """`owners_under` answers from an index kept by `add`, `replace` and
+    `replace_owned`: after each, the same as a walk of the datapath's owners."""
+    nat, policy = ("nat", LR.key), ("policy", LR.key)
+    ip1, ip2, rule = ("nat", LR.key, "10.0.0.1"), ("nat", LR.key, "10.0.0.2"), \
+        ("policy", LR.key, "p1")
+    pairs = {nat, policy, A}
+    table = LflowTable()
+    for owner, match in ((nat, "n"), (ip1, "i1"), (ip2, "i2"), (rule, "r1"),
+                         (("port", "a", "lrp1"), "pair")):
+        _ask(table, owner, LR, match)
+
+    def agree() -> None:
+        for pair in pairs:
+            assert table.owners_under(LR.key, {pair}) == _scanned(table, LR.key, {pair})
+        assert table.owners_under(LR.key, pairs) == _scanned(table, LR.key, pairs)
+
+    agree()
+    assert table.owners_under(LR.key, {nat}) == {ip1, ip2}
+    new = LflowTable(only=frozenset((LR.key,)))
+    _ask(new, ip2, LR, "i2")
+    _ask(new, ("nat", LR.key, "10.0.0.3"), LR, "i3")
+    table.replace_owned([LR.key], frozenset((ip1, ip2, ("nat", LR.key, "10.0.0.3"))), new)
+    agree()
+    assert table.owners_under(LR.key, {nat}) == {ip2, ("nat", LR.key, "10.0.0.3")}
+    table.replace_owned([LR.key], frozenset((policy, rule)),
+                        LflowTable(only=frozenset((LR.key,))))
+    agree()
+    assert table.owners_under(LR.key, {policy}) == set()
+    rebuilt = LflowTable(only=frozenset((LR.key,)))
+    _ask(rebuilt, ("policy", LR.key, "p2"), LR, "r2")
+    table.replace([LR.key], rebuilt)
+    agree()
+    assert table.owners_under(LR.key, pairs) == {("policy", LR.key, "p2")}

@@ -30,7 +30,7 @@ from ..build.ports_addresses import MemberIndex
 from .context import LflowContext, ref_rows
 from .lr_policy import policy_nexthops
 from .lr_routes import opt_str, route_key
-from .table import LflowTable, routes_owner
+from .table import LflowTable, Owner, routes_owner
 
 
 def policies_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
@@ -43,12 +43,7 @@ def policies_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
         for rule in ref_rows(ctx.current(dp).policies):
             if any(gained.first(hop) is not None for hop in policy_nexthops(rule)):
                 out.add(rule.uuid)
-    sends = tuple(f"outport = {quoted(name)};" for name in names)
-    for owner, keys in table.owned_on.get(dp.key, {}).items():
-        if isinstance(owner, tuple) and len(owner) == 3 and owner[0] == "policy" \
-                and owner[1] == dp.key and owner[2] not in out \
-                and any(s in key.actions for key in keys for s in sends):
-            out.add(str(owner[2]))
+    out.update(_sending(table, dp, ("policy", dp.key), names))
     return frozenset(out)
 
 
@@ -73,12 +68,7 @@ def routes_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
     tabled = tuple(f"inport == {quoted(name)}" for name in names)
     if any(t in key.match for key in own.get(routes_owner(dp.key), ()) for t in tabled):
         return None  # (a port lost had a route table)
-    sends = tuple(f"outport = {quoted(name)};" for name in names)
-    for owner, keys in own.items():
-        if isinstance(owner, tuple) and len(owner) == 3 and owner[0] == "routes" \
-                and owner[1] == dp.key and owner[2] not in out \
-                and any(s in key.actions for key in keys for s in sends):
-            out.add(str(owner[2]))
+    out.update(_sending(table, dp, routes_owner(dp.key), names))
     by_uuid = {row.uuid: row for row in rows}
     chosen = {uuid: [by_uuid[uuid]] for uuid in out if uuid in by_uuid}
     return frozenset(out) if routes_alone(rows, chosen) else None
@@ -106,6 +96,16 @@ def routes_alone(routes: Iterable[IdlRow], chosen: Mapping[str, Collection[IdlRo
             return False
         seen |= keys
     return True
+
+
+def _sending(table: LflowTable, dp: Datapath, whole: Owner, names: Collection[str]
+             ) -> set[str]:
+    """The UUIDs of the rules (owners extending `whole`) whose flows on `dp` send by one
+    of the ports `names` (their `outport`)."""
+    own = table.owned_on.get(dp.key, {})
+    sends = tuple(f"outport = {quoted(name)};" for name in names)
+    return {str(owner[2]) for owner in table.owners_under(dp.key, (whole,))  # type: ignore[index]
+            if any(s in key.actions for key in own.get(owner, ()) for s in sends)}
 
 
 def _ports(ctx: LflowContext, dp: Datapath, names: Collection[str]) -> list[Port]:

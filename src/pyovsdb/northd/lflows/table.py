@@ -154,6 +154,9 @@ class LflowTable:
         self.by_dp: dict[str, dict[FlowKey, tuple[Owner, ...]]] = {}
         # datapath key -> indexed owner (`INDEXED`) -> the flows it asked for there
         self.owned_on: dict[str, dict[Owner, set[FlowKey]]] = {}
+        # datapath key -> owner pair -> the indexed owners there that extend it by one
+        # element (`owners_under`: a router of many owners is not walked for them)
+        self.extended: dict[str, dict[Owner, set[Owner]]] = {}
         self._owner: Owner = GLOBAL
         self._alone: tuple[Owner, ...] = (GLOBAL,)
         self.source = source  # `external_ids:source` of the flows asked for from now on
@@ -211,7 +214,30 @@ class LflowTable:
         owners = on_dp.get(key)
         on_dp[key] = self._alone if owners is None else (*owners, owner)
         if _indexed(owner):
-            self.owned_on.setdefault(dp_key, {}).setdefault(owner, set()).add(key)
+            owned = self.owned_on.get(dp_key)
+            if owned is None:
+                owned = self.owned_on[dp_key] = {}
+            keys = owned.get(owner)
+            if keys is None:
+                keys = owned[owner] = set()
+                self._extend(dp_key, owner)
+            keys.add(key)
+
+    def _extend(self, dp_key: str, owner: Owner) -> None:
+        if isinstance(owner, tuple) and len(owner) == 3:
+            self.extended.setdefault(dp_key, {}).setdefault(owner[:2], set()).add(owner)
+
+    def _unextend(self, dp_key: str, owner: Owner) -> None:
+        if isinstance(owner, tuple) and len(owner) == 3:
+            ext = self.extended.get(dp_key)
+            found = ext.get(owner[:2]) if ext is not None else None
+            if ext is None or found is None:
+                return
+            found.discard(owner)
+            if not found:
+                del ext[owner[:2]]
+                if not ext:
+                    del self.extended[dp_key]
 
     def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
         """Every flow on `dps` replaced by `new`'s (a rebuild of those datapaths alone);
@@ -221,6 +247,7 @@ class LflowTable:
         dropped: dict[FlowKey, Flow] = {}
         for dp in dps:
             self.owned_on.pop(dp, None)
+            self.extended.pop(dp, None)
             for key in self.by_dp.pop(dp, {}):
                 flow = self.flows[key]
                 del flow.datapaths[dp]
@@ -230,6 +257,8 @@ class LflowTable:
         added: dict[FlowKey, set[str]] = {}
         for dp, owned in new.owned_on.items():
             self.owned_on[dp] = {owner: set(keys) for owner, keys in owned.items()}
+        for dp, ext in new.extended.items():
+            self.extended[dp] = {pair: set(found) for pair, found in ext.items()}
         for dp, flows in new.by_dp.items():
             mine = self.by_dp.setdefault(dp, {})
             for key, owners in flows.items():
@@ -262,19 +291,18 @@ class LflowTable:
             mine = self.by_dp.setdefault(dp, {})
             owned = self.owned_on.setdefault(dp, {})
             indexed = all(map(_indexed, owners))
-            if indexed:
-                keys: set[FlowKey] = set()
-                for owner in owners:
-                    keys |= owned.pop(owner, set())
-                walked = [(key, mine[key]) for key in keys]
-            else:
-                walked = list(mine.items())
-                for owner in owners:
-                    owned.pop(owner, None)
+            keys: set[FlowKey] = set()
+            for owner in owners:
+                found = owned.pop(owner, None)
+                if found is not None:
+                    keys |= found
+                    self._unextend(dp, owner)
+            walked = [(key, mine[key]) for key in keys] if indexed else list(mine.items())
             for owner in owners:
                 theirs_on = new.owned_on.get(dp, {}).get(owner)
                 if theirs_on:
                     owned[owner] = set(theirs_on)
+                    self._extend(dp, owner)
             if not owned:
                 del self.owned_on[dp]
             new_on = new.by_dp.get(dp, {})
@@ -341,8 +369,12 @@ class LflowTable:
         port's `("rport", name)`, `pair_owner`s of its `("port", name)`,
         `policy_owner`s of a router's `("policy", key)`, `nat_port_owner`s and
         `nat_ip_owner`s of a `nat_owner`, `route_owner`s of a `routes_owner`."""
-        return {o for o in self.owned_on.get(dp_key, ())
-                if isinstance(o, tuple) and len(o) == 3 and o[:2] in owners}
+        ext = self.extended.get(dp_key)
+        if not ext:
+            return set()
+        if len(owners) > len(ext):
+            return {o for pair, found in ext.items() if pair in owners for o in found}
+        return {o for pair in owners for o in ext.get(pair, ())}
 
     def on(self, dp_key: str) -> list[Flow]:
         """The flows on one datapath (tests and debugging)."""
