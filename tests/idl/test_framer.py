@@ -84,7 +84,8 @@ def test_streamed_rows_equal_whole_parse(seed: int) -> None:
         note_sinks.append(s)
         return s
 
-    framer = Framer(out.append, lambda i: reply_sink if i == 7 else None, notify_sink)
+    framer = Framer(out.append, lambda i: reply_sink if i == 7 else None, notify_sink,
+                    whole_at_most=0)  # (every message cut by a read streamed)
     feed_in_pieces(framer, data, rng)
     assert len(out) == 5
     assert out[0]["id"] == 7 and out[0]["result"][:2] == [False, uuid(1)]
@@ -127,7 +128,8 @@ def test_row_boundary_lookalike_inside_a_string() -> None:
     data = orjson.dumps({"id": 1, "result": updates, "error": None})
     for cut in range(1, len(data)):
         sink = Sink(None)
-        framer = Framer(lambda m: None, lambda i, s=sink: s, lambda m: None)
+        framer = Framer(lambda m: None, lambda i, s=sink: s, lambda m: None,
+                        whole_at_most=0)  # (every message cut by a read streamed)
         framer.feed(data[:cut])
         framer.feed(data[cut:])
         assert sink.rows == updates, cut
@@ -149,7 +151,8 @@ def test_size_and_depth_limits() -> None:
     framer = Framer(lambda m: None, lambda i: None, lambda m: None, max_size=1000)
     with pytest.raises(FramingError):
         framer.feed(b'{"id": 1, "result": "' + b"x" * 2000)
-    framer = Framer(lambda m: None, lambda i: None, lambda m: None, max_depth=50)
+    framer = Framer(lambda m: None, lambda i: None, lambda m: None, max_depth=50,
+                    whole_at_most=0)
     with pytest.raises(FramingError):
         framer.feed(b'{"id": 1, "result": ' + b"[" * 100)
 
@@ -173,4 +176,28 @@ def test_whole_messages_in_one_read_come_out_in_order() -> None:
         assert out == msgs[:5 if cut == len(data) else 4]
         framer.feed(data[cut:])
         assert out == msgs
+        assert framer.buf == bytearray()
+
+
+def test_a_message_cut_by_reads_is_parsed_whole_below_the_bound() -> None:
+    """A message cut by the end of a read is kept and parsed whole once it ends, up to
+    `whole_at_most` bytes (a node's SB echo in two reads costs one parse, not a
+    framing row by row); a longer one streams its rows to the sink as they come."""
+    updates = {"T": {uuid(i): {"insert": {"name": "x" * 50}} for i in range(200)}}
+    data = orjson.dumps({"id": None, "method": "update3",
+                         "params": [["monid", "db"], uuid(1), updates]})
+    reply = orjson.dumps({"id": 4, "result": [{}], "error": None})
+    for bound, streamed in ((len(data) + 1, False), (len(data) // 2, True)):
+        out: list[Any] = []
+        sink = Sink(2)
+        framer = Framer(out.append, lambda i: None, lambda m, s=sink: s, whole_at_most=bound)
+        for pos in range(0, len(data), 3000):
+            framer.feed(data[pos:pos + 3000])
+            assert out == [] or pos + 3000 >= len(data)
+        framer.feed(reply)
+        assert [m.get("id") for m in out] == [None, 4]
+        if streamed:
+            assert out[0]["params"][2] is sink and sink.rows == updates
+        else:
+            assert out[0]["params"][2] == updates and sink.rows == {}
         assert framer.buf == bytearray()

@@ -211,7 +211,7 @@ def test_streamed_full_replies_load_and_resync() -> None:
     def stream(r: Replica, data: bytes) -> Any:
         b = r.batch(2, index=2, on_header=lambda b, h: setattr(b, "replace", not h[0]) or True)
         out: list[Any] = []
-        framer = Framer(out.append, lambda i: b, lambda m: None)
+        framer = Framer(out.append, lambda i: b, lambda m: None, whole_at_most=0)
         for pos in range(0, len(data), 5000):
             framer.feed(data[pos:pos + 5000])
         assert out[0]["result"][2] is b

@@ -25,7 +25,8 @@ Rules kept here:
   order) is parsed whole and delivered as is, so consumers accept both forms.
 - Framing costs O(n) in the bytes received: every byte is scanned once, except the
   inside of one row (or other small value) cut by the end of a read, rescanned once
-  per read that ends inside it.
+  per read that ends inside it, and a message of at most `WHOLE_AT_MOST` bytes cut by
+  the end of a read, parsed again whole on each read until it ends (a few reads).
 """
 
 from __future__ import annotations
@@ -107,6 +108,13 @@ _UPDATE_METHODS = ("update", "update2", "update3")
 _More = Generator[None, None, Any]
 
 
+# A message cut by the end of a read is kept and parsed whole when it ends, while it
+# is no longer than this (each read tries it again: a few reads of up to 256 KiB, a
+# few milliseconds at most, where framing it piece by piece costs tens); a longer one
+# is framed as it comes, its rows streamed (`RowSink`).
+WHOLE_AT_MOST = 1 << 20
+
+
 class Framer:
     """Turns the bytes a server sends into messages (see the module rules).
 
@@ -117,50 +125,66 @@ class Framer:
     def __init__(self, deliver: Callable[[dict[str, Any]], None],
                  reply_sink: Callable[[Any], RowSink | None],
                  notify_sink: Callable[[str], RowSink | None],
-                 max_size: int = 1 << 30, max_depth: int = 1000) -> None:
+                 max_size: int = 1 << 30, max_depth: int = 1000,
+                 whole_at_most: int = WHOLE_AT_MOST) -> None:
         self.deliver = deliver
         self.reply_sink = reply_sink
         self.notify_sink = notify_sink
         self.max_size = max_size
         self.max_depth = max_depth
+        self.whole_at_most = whole_at_most
         self.buf = bytearray()
         self.pos = 0
         self._idle = False  # waiting for a message to begin, nothing buffered
+        self._held: bytes | None = None  # a message begun, kept to be parsed whole
         self._gen = self._messages()
         next(self._gen)
 
     def feed(self, data: bytes) -> None:
-        if self._idle and len(data) < 1 << 16:
-            data = self._whole_messages(data)
+        bound = min(self.whole_at_most, self.max_size)
+        if self._held is not None:  # (a message begun in an earlier read, kept whole)
+            data, self._held = self._held + data, None
+        elif not self._idle:
+            self.buf += data
+            self._gen.send(None)
+            return
+        if len(data) <= bound:
+            data, cut = self._whole_messages(data)
             if not data:
+                return
+            if cut and len(data) <= bound:
+                self._held = data
                 return
         self.buf += data
         self._gen.send(None)
 
-    def _whole_messages(self, data: bytes) -> bytes:
+    def _whole_messages(self, data: bytes) -> tuple[bytes, bool]:
         """Most reads hold whole small messages: one, or a few back to back (an update
         and the reply after it). Those at the front are parsed by one call each and
         delivered; what remains (a message cut by the end of the read, or anything
-        unusual) is returned for the framer."""
+        unusual) is returned for the framer, with whether it is a message cut by the
+        end of the read (its text so far valid JSON)."""
         while data[:1] == b"{":
             try:
                 msg = orjson.loads(data)
                 rest = b""
             except orjson.JSONDecodeError as e:
+                if e.msg.startswith("unexpected end of data"):
+                    return data, True
                 # A whole first message with more after it: `pos` (a character index)
                 # is where it ended, a byte index in ASCII text.
                 if not e.msg.startswith("unexpected content") or not data.isascii():
-                    return data
+                    return data, False
                 try:
                     msg = orjson.loads(data[:e.pos])
                 except orjson.JSONDecodeError:
-                    return data
+                    return data, False
                 rest = data[e.pos:].lstrip(b" \t\r\n")
             if type(msg) is not dict:
-                return data
+                return data, False
             self.deliver(msg)
             data = rest
-        return data
+        return data, False
 
     # -- primitives: each waits (yields) until the bytes it needs are there ------------
 
