@@ -38,21 +38,44 @@ def built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Collection[str] | No
     yield asked
 
 
-def _policy(nb: Nb, uuid: str, priority: int, match: str, **cols: Any) -> None:
+def _attach(nb: Nb, column: str, table: str, uuid: str, row: dict[str, Any]) -> None:
+    """A row of `table` with UUID `uuid`, listed in lr0's `column`."""
     nb.db.transact([
-        {"op": "insert", "table": "Logical_Router_Policy", "uuid": uuid,
-         "row": nb.db.json_row("Logical_Router_Policy",
-                               {"priority": priority, "match": match, **cols})},
+        {"op": "insert", "table": table, "uuid": uuid, "row": nb.db.json_row(table, row)},
         {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
-         "mutations": [["policies", "insert", ["uuid", uuid]]]}])
+         "mutations": [[column, "insert", ["uuid", uuid]]]}])
+
+
+def _detach(nb: Nb, column: str, table: str, uuid: str) -> None:
+    """The row `uuid` of `table` taken from lr0's `column`, and deleted."""
+    nb.db.transact([
+        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
+         "mutations": [[column, "delete", ["uuid", uuid]]]},
+        {"op": "delete", "table": table, "where": [["_uuid", "==", ["uuid", uuid]]]}])
+
+
+def _policy(nb: Nb, uuid: str, priority: int, match: str, **cols: Any) -> None:
+    _attach(nb, "policies", "Logical_Router_Policy", uuid,
+            {"priority": priority, "match": match, **cols})
 
 
 def _drop(nb: Nb, uuid: str) -> None:
+    _detach(nb, "policies", "Logical_Router_Policy", uuid)
+
+
+def _update(nb: Nb, table: str, uuid: str, row: dict[str, Any]) -> None:
+    nb.db.transact([{"op": "update", "table": table, "where": [["_uuid", "==", ["uuid", uuid]]],
+                     "row": row}])
+
+
+def _unplug(nb: Nb, lrp: str, ls: str) -> None:
+    """Router port `lrp` taken from lr0, and its peer from switch `ls` (both stay)."""
     nb.db.transact([
-        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
-         "mutations": [["policies", "delete", ["uuid", uuid]]]},
-        {"op": "delete", "table": "Logical_Router_Policy",
-         "where": [["_uuid", "==", ["uuid", uuid]]]}])
+        {"op": "mutate", "table": table, "where": [["name", "==", name]],
+         "mutations": [["ports", "delete", ["uuid", nb.uuid(port_table, port)]]]}
+        for table, name, port_table, port in (
+            ("Logical_Router", "lr0", "Logical_Router_Port", lrp),
+            ("Logical_Switch", ls, "Logical_Switch_Port", f"{ls}-{lrp}"))])
 
 
 def _actions(sb: LocalDb, match: str) -> set[str]:
@@ -88,9 +111,7 @@ def test_a_policy_added_updated_or_deleted_builds_alone(
     assert _actions(sb, "ip4.src == 10.0.0.14")
     built.clear()
     with world.change():
-        nb.db.transact([{"op": "update", "table": "Logical_Router_Policy",
-                         "where": [["_uuid", "==", ["uuid", new]]],
-                         "row": {"match": "ip4.src == 10.0.0.15"}}])
+        _update(nb, "Logical_Router_Policy", new, {"match": "ip4.src == 10.0.0.15"})
     world.northd.settle()
     assert built == [{new}]
     assert not _actions(sb, "ip4.src == 10.0.0.14") and _actions(sb, "ip4.src == 10.0.0.15")
@@ -116,10 +137,8 @@ def test_an_ecmp_policy_added_or_made_builds_the_router_whole(
         "reg8[0..15] = 2; reg8[16..31] = select(1, 2);"}
     built.clear()
     with world.change():  # (a single next hop no more: it takes an ECMP group id)
-        nb.db.transact([{"op": "update", "table": "Logical_Router_Policy",
-                         "where": [["_uuid", "==", ["uuid",
-                                                     "22222222-0000-4000-8000-000000000001"]]],
-                         "row": {"nexthops": ["set", ["10.5.0.9", "10.5.0.10"]]}}])
+        _update(nb, "Logical_Router_Policy", "22222222-0000-4000-8000-000000000001",
+                {"nexthops": ["set", ["10.5.0.9", "10.5.0.10"]]})
     world.northd.settle()
     assert built == [None]
     assert _actions(sb, "ip4.src == 10.0.0.13") == {
@@ -131,13 +150,7 @@ def test_a_port_gained_or_lost_builds_the_policies_it_moves(
     reroute = "22222222-0000-4000-8000-000000000001"
     assert {a for a in _actions(sb, "ip4.src == 10.0.0.12") if 'outport = "lrp5"' in a}
     with world.change():  # (lrp5 goes: the reroute through it has no way out)
-        nb.db.transact([
-            {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
-             "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Router_Port",
-                                                                "lrp5")]]]},
-            {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw5"]],
-             "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Switch_Port",
-                                                                "sw5-lrp5")]]]}])
+        _unplug(nb, "lrp5", "sw5")
     world.northd.settle()
     assert built == [{reroute}]
     assert not _actions(sb, "ip4.src == 10.0.0.12")
@@ -170,20 +183,12 @@ def routes_built(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any
 
 
 def _route(nb: Nb, uuid: str, prefix: str, nexthop: str, **cols: Any) -> None:
-    nb.db.transact([
-        {"op": "insert", "table": "Logical_Router_Static_Route", "uuid": uuid,
-         "row": nb.db.json_row("Logical_Router_Static_Route",
-                               {"ip_prefix": prefix, "nexthop": nexthop, **cols})},
-        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
-         "mutations": [["static_routes", "insert", ["uuid", uuid]]]}])
+    _attach(nb, "static_routes", "Logical_Router_Static_Route", uuid,
+            {"ip_prefix": prefix, "nexthop": nexthop, **cols})
 
 
 def _unroute(nb: Nb, uuid: str) -> None:
-    nb.db.transact([
-        {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
-         "mutations": [["static_routes", "delete", ["uuid", uuid]]]},
-        {"op": "delete", "table": "Logical_Router_Static_Route",
-         "where": [["_uuid", "==", ["uuid", uuid]]]}])
+    _detach(nb, "static_routes", "Logical_Router_Static_Route", uuid)
 
 
 R1 = "44444444-0000-4000-8000-000000000001"
@@ -200,9 +205,7 @@ def test_a_route_added_updated_or_deleted_builds_alone(
     assert _actions(sb, "reg7 == 0 && ip4.dst == 192.168.1.0/24")
     routes_built.clear()
     with world.change():
-        nb.db.transact([{"op": "update", "table": "Logical_Router_Static_Route",
-                         "where": [["_uuid", "==", ["uuid", R1]]],
-                         "row": {"ip_prefix": "192.168.2.0/24"}}])
+        _update(nb, "Logical_Router_Static_Route", R1, {"ip_prefix": "192.168.2.0/24"})
     world.northd.settle()
     assert routes_built == [{lr0: {R1}}]
     assert not _actions(sb, "reg7 == 0 && ip4.dst == 192.168.1.0/24")
@@ -260,13 +263,7 @@ def test_a_port_gained_or_lost_builds_the_routes_it_moves(
             if 'outport = "lrp6"' in a}
     routes_built.clear()
     with world.change():
-        nb.db.transact([
-            {"op": "mutate", "table": "Logical_Router", "where": [["name", "==", "lr0"]],
-             "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Router_Port",
-                                                                "lrp6")]]]},
-            {"op": "mutate", "table": "Logical_Switch", "where": [["name", "==", "sw6"]],
-             "mutations": [["ports", "delete", ["uuid", nb.uuid("Logical_Switch_Port",
-                                                                "sw6-lrp6")]]]}])
+        _unplug(nb, "lrp6", "sw6")
     world.northd.settle()
     assert {lr0: {R1}} in routes_built and all(b.get(lr0) is not None for b in routes_built)
     assert not _actions(sb, "reg7 == 0 && ip4.dst == 192.168.1.0/24")
