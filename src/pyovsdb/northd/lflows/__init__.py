@@ -303,18 +303,15 @@ def rebuild_policies(table: LflowTable, ctx: LflowContext, routers: frozenset[st
     caller's test, `nodes/lflow_rules`)."""
     new = LflowTable(only=routers)
     new.source = POLICY_SOURCE
-    owners: set[Owner] = set()
-    whole: set[Owner] = set()
+    whole = [key for key in routers if only is None or key not in only]
     for key in sorted(routers):
-        dp = ctx.datapaths.routers[key]
-        chosen = only.get(key) if only is not None else None
         with new.owned_by(("policy", key)):
-            build_policies(ctx, new, dp, chosen)
-        if chosen is None:
-            whole.add(("policy", key))
-        else:
-            owners.update(policy_owner(key, uuid) for uuid in chosen)
-    owners |= whole | _extending(table, new, (o[1] for o in whole), whole)  # type: ignore[index]
+            build_policies(ctx, new, ctx.datapaths.routers[key],
+                           None if only is None else only.get(key))
+    mine: set[Owner] = {("policy", key) for key in whole}
+    owners = mine | _extending(table, new, whole, mine)
+    for key, chosen in (only or {}).items():
+        owners.update(policy_owner(key, uuid) for uuid in chosen)
     return table.replace_owned(routers, frozenset(owners), new)
 
 
@@ -330,7 +327,8 @@ def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
     their key with no other route, before or after (the caller's test,
     `rules_moved.routes_alone`)."""
     whole = {key for key in routers if only is None or key not in only}
-    owners: set[Owner] = {routes_owner(key) for key in whole}
+    mine: set[Owner] = {routes_owner(key) for key in whole}
+    owners = set(mine)
     for key, chosen in (only or {}).items():
         owners.update(route_owner(key, uuid) for uuid in chosen)
     new = LflowTable()
@@ -345,11 +343,9 @@ def rebuild_routes(table: LflowTable, ctx: LflowContext, routers: frozenset[str]
     for dp_key, owned in table.owned_on.items():  # (where they were)
         if dp_key in landing or dp_key in ctx.datapaths.switches:
             continue
-        if any(o in owned for o in owners) or (whole and any(
-                isinstance(o, tuple) and len(o) == 3 and o[0] == "routes" and o[1] in whole
-                for o in owned)):
+        if any(o in owned for o in owners) or table.owners_under(dp_key, mine):
             landing.add(dp_key)
-    owners |= _extending(table, new, landing, {routes_owner(key) for key in whole})
+    owners |= _extending(table, new, landing, mine)
     return table.replace_owned(landing, frozenset(owners), new)
 
 

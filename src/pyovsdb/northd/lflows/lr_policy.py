@@ -79,11 +79,10 @@ def policy_nexthops(rule: IdlRow) -> list[str]:
 def _policy_flow(ctx: LflowContext, out: LflowTable, dp: Datapath, rule: IdlRow) -> None:
     action = rule.action
     if action == "reroute":
-        hops = _nexthops(rule)
-        nexthop = hops[0] if hops else rule.nexthop
-        if nexthop is None:
+        hops = policy_nexthops(rule)
+        if not hops:
             return
-        to = _reroute_to(ctx, dp, nexthop)
+        to = _reroute_to(ctx, dp, hops[0])
         if to is None:
             return
         actions = f"{_mark(rule)}{to}{ECMP_GROUP} = 0; next;"

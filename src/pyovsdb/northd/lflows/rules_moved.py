@@ -37,7 +37,7 @@ def policies_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
                       names: Collection[str]) -> frozenset[str]:
     """The UUIDs of router `dp`'s policies whose flows the router ports `names` (gained
     or lost) may move (see the module rules)."""
-    gained = _gained(ctx, dp, names)
+    gained = _gained(_ports(ctx, dp, names))
     out: set[str] = set()
     if gained is not None:
         for rule in ref_rows(ctx.current(dp).policies):
@@ -52,9 +52,10 @@ def routes_reaching(table: LflowTable, ctx: LflowContext, dp: Datapath,
     """The UUIDs of router `dp`'s static routes whose flows the router ports `names`
     (gained or lost, of `dp` or of another router) may move; None where its routes are
     to be built whole (see the module rules)."""
-    if any(port.options.get("route_table") for port in _ports(ctx, dp, names)):
+    ports = _ports(ctx, dp, names)
+    if any(port.options.get("route_table") for port in ports):
         return None
-    gained = _gained(ctx, dp, names)
+    gained = _gained(ports)
     rows = ref_rows(ctx.current(dp).static_routes)
     out: set[str] = set()
     for row in rows:
@@ -114,9 +115,7 @@ def _ports(ctx: LflowContext, dp: Datapath, names: Collection[str]) -> list[Port
             and port.dp.key == dp.key and port.networks is not None]
 
 
-def _gained(ctx: LflowContext, dp: Datapath, names: Collection[str]
-            ) -> MemberIndex[Port] | None:
-    """The networks of the ports `names` router `dp` gained, to look next hops up in
+def _gained(ports: list[Port]) -> MemberIndex[Port] | None:
+    """The networks of the ports a router gained (`_ports`), to look next hops up in
     (None: it gained none)."""
-    ports = _ports(ctx, dp, names)
     return MemberIndex([(port, port.networks) for port in ports]) if ports else None

@@ -365,10 +365,10 @@ class LflowTable:
 
     def owners_under(self, dp_key: str, owners: Collection[Owner]) -> set[Owner]:
         """The indexed owners on `dp_key` that extend one of `owners` (pairs) by one
-        element: `nat_ip_owner`s of a `nat_owner`, `rport_ip_owner`s of a router-type
-        port's `("rport", name)`, `pair_owner`s of its `("port", name)`,
-        `policy_owner`s of a router's `("policy", key)`, `nat_port_owner`s and
-        `nat_ip_owner`s of a `nat_owner`, `route_owner`s of a `routes_owner`."""
+        element: `nat_ip_owner`s and `nat_port_owner`s of a `nat_owner`,
+        `rport_ip_owner`s of a router-type port's `("rport", name)`, `pair_owner`s of
+        its `("port", name)`, `policy_owner`s of a router's `("policy", key)`,
+        `route_owner`s of a `routes_owner`."""
         ext = self.extended.get(dp_key)
         if not ext:
             return set()

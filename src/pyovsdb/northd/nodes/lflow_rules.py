@@ -40,8 +40,7 @@ class Rules:
         self.changes = changes or {}
 
     def listed(self, router: IdlRow) -> frozenset[str]:
-        return frozenset(r.uuid if isinstance(r, IdlRow) else str(r)
-                         for r in router.value(self.column))
+        return frozenset(router.value(self.column))  # (UUIDs, as the replica keeps them)
 
     def versions(self, uuid: str, before: frozenset[str], after: frozenset[str]
                  ) -> tuple[IdlRow | None, IdlRow | None] | None:
