@@ -152,7 +152,7 @@ class Framer:
             data, cut = self._whole_messages(data)
             if not data:
                 return
-            if cut and len(data) <= bound:
+            if cut:  # (what remains is no longer than what came)
                 self._held = data
                 return
         self.buf += data
