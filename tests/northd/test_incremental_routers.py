@@ -180,3 +180,44 @@ def test_a_switch_of_router_ports_gaining_one_is_not_built_whole(
     assert not _with(_flows(sb, join), "100.64.0.3")
     assert not _with(_flows(sb, lr0), "100.64.0.3")
     assert not owned_whole & {"join-lr0-join", "join-lr1-join"}
+
+
+def test_a_switch_of_router_ports_builds_a_new_one_s_conntrack_skips_alone(
+        nb: Nb, sb: LocalDb, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A router-type port's conntrack skips (`ls_in/out_pre_lb`, 110) are its own: a
+    join switch gaining a router asks for the new port's alone, not again for each
+    port already there; a stateful ACL on the switch (its `has_stateful_acl`, read by
+    every port's egress skip) moves them all, and taken away moves them back."""
+    with world.change():
+        nb.ls_add("join")
+        nb.connect("join", "lr0", "lr0-join", "00:00:00:00:ff:10", "100.64.0.1/16")
+        nb.connect("join", "lr1", "lr1-join", "00:00:00:00:ff:11", "100.64.0.2/16")
+    world.settled()
+    join = _key(nb, "Logical_Switch", "join")
+    asked: list[str] = []
+    real = lflows.build_lflows
+
+    def recording(ctx: Any, only: Any = None, owners: Any = None) -> Any:
+        out = real(ctx, only, owners)
+        asked.extend(key.match for key in out.flows)
+        return out
+
+    monkeypatch.setattr(lflows, "build_lflows", recording)
+    with world.change():
+        nb.lr_add("gr2", options={"chassis": "ch0"})
+        nb.connect("join", "gr2", "gr2-join", "00:00:00:00:ff:12", "100.64.0.3/16")
+    world.northd.settle()
+    assert 'ip && inport == "join-gr2-join"' in asked
+    assert 'ip && inport == "join-lr0-join"' not in asked
+    skips = _with(_flows(sb, join), "ip && outport == ")
+    assert {a for _, a in skips} == {"ct_clear; next;"} and len(skips) == 3
+    with world.change():
+        nb.add_child("Logical_Switch", "join", "acls", "ACL", direction="to-lport",
+                     priority=1000, match="ip4", action="allow-related")
+    world.settled()
+    skips = _with(_flows(sb, join), "ip && outport == ")
+    assert {a for _, a in skips} == {"next;"} and len(skips) == 3
+    with world.change():
+        nb.set("Logical_Switch", "join", acls=[])
+    world.settled()
+    assert {a for _, a in _with(_flows(sb, join), "ip && outport == ")} == {"ct_clear; next;"}

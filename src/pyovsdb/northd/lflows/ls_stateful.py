@@ -10,7 +10,10 @@ Rules kept here:
   (`has_lb_vip`, its own load balancers and groups only) sends all IP through
   `ct_lb_mark` and hairpins; other switches get only the pass-through flows.
 - Router ports never go through conntrack (their zones do not see the other side of
-  a routed connection); localnet ports skip it unless the switch balances load.
+  a routed connection); localnet ports skip it unless the switch balances load. A
+  router-type port's skips are its own (owner `("port", name)`): a switch of many
+  routers gaining one builds that one's alone (`rebuild_focused`); they read the
+  switch's `has_stateful_acl`, which changed builds the switch whole.
   Leaving conntrack in egress clears it (`ct_clear`) unless a stateful ACL needs it.
 - `ct_lb_mark`/`ct_mark.blocked` when every chassis supports `ct_no_masked_label`,
   else `ct_lb`/`ct_label.blocked`.
@@ -95,8 +98,11 @@ def _pre_lb(ctx: LflowContext, dp: Datapath, out: LflowTable) -> None:
     _both(dp, out, pair, 110, ("eth.dst == $svc_monitor_mac", "eth.src == $svc_monitor_mac"),
           "next;")
     _both(dp, out, pair, 0, "1", "next;")
+    focus = ctx.focus
     for port in ctx.ports.router_ports.get(dp.key, []):
-        _skip_conntrack(ctx, dp, port, out)
+        if focus is None or port.name in focus:
+            with out.owned_by(("port", port.name)):
+                _skip_conntrack(ctx, dp, port, out)
     has_lb_vip = ctx.switch(dp).has_lb_vip
     if not has_lb_vip:
         for port in ctx.ports.localnet_ports.get(dp.key, []):
