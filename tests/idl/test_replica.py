@@ -13,6 +13,7 @@ from idl_helpers import SCHEMA
 
 from pyovsdb.idl import ChangeView, IdlRow, NotFetchedError, Replica, changed_columns
 from pyovsdb.idl.replica import python_converter, wire_parser
+from pyovsdb.idl.row import typed
 
 U1, U2, U3 = (str(uuidlib.UUID(int=i)) for i in (1, 2, 3))
 C1, C2 = (str(uuidlib.UUID(int=i)) for i in (11, 12))
@@ -234,3 +235,37 @@ def test_streamed_full_replies_load_and_resync() -> None:
     assert [x.uuid for x in view.inserted("Other")] == [U2]
     assert [c.new.name for c in view.modified("Other")] == ["changed"]
     assert r["Other"].get(uuids[8]) is kept and len(r["Other"]) == 3000
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_column_read_as_an_attribute_is_its_typed_value(seed: int) -> None:
+    """`row.col` (a property of the table's row class, `row_class`) gives what the
+    generic path (`typed`) gives, for every column of every table, referenced rows
+    replicated or not, sets and maps of every size; names a row has itself keep their
+    meaning."""
+    rng = random.Random(seed)
+    r = replica()
+    for n in range(20):  # (each round after the first can name the rows of the last)
+        for table in SCHEMA.tables.values():
+            rt = r[table.name]
+            row: dict[str, Any] = {}
+            for col in table.columns.values():
+                codec = col.type.codec
+                if col.type.key.enum is not None:
+                    continue
+                value = random_datum(codec, rng)
+                if codec.key_type == "uuid" and rt.codecs[col.name].key.ref_table and n % 2:
+                    value = [next(iter(r[rt.codecs[col.name].key.ref_table].rows), v)
+                             for v in value] if not codec.is_map else value
+                canonical = tuple(sorted(value.items())) if codec.is_map else \
+                    value[0] if codec.is_scalar else tuple(sorted(set(value)))
+                row[col.name] = codec.to_json(canonical)
+            r.apply_update2({table.name: {str(uuidlib.UUID(int=rng.getrandbits(128))):
+                                          {"insert": row}}})
+    for table in SCHEMA.tables.values():
+        for row in r[table.name].rows.values():
+            assert type(row) is not IdlRow and isinstance(row, IdlRow)
+            for col in r[table.name].columns:
+                want = typed(r[table.name], col, row.value(col))
+                got = getattr(row, col) if col not in ("uuid", "version") else row[col]
+                assert got == want and type(got) is type(want), (table.name, col)

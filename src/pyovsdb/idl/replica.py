@@ -37,7 +37,7 @@ from ..ovsdb.changeset import Changeset, RowChange
 from ..ovsdb.datum import Codec, is_uuid_string
 from ..ovsdb.schema import DatabaseSchema, TableSchema
 from ..ovsdb.types import BOOLEAN, INTEGER, REAL, STRING, UUID
-from .row import IdlRow
+from .row import IdlRow, row_class
 
 Parser = Callable[[Any], Any]
 
@@ -316,6 +316,7 @@ class ReplicaTable:
         # Values of on-demand columns fetched so far, by row uuid.
         self.fetched: dict[str, dict[str, Any]] = {}
         self.replica: Replica | None = None
+        self.row_class = row_class(self)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -355,7 +356,7 @@ class ReplicaTable:
                 values[slot[0]] = slot[1](v)
             elif c == "_version":
                 version = v[1]
-        return IdlRow(uuid, tuple(values), version, self)
+        return self.row_class(uuid, tuple(values), version, self)
 
     def modified(self, old: IdlRow, diff: dict[str, Any]) -> IdlRow:
         """update2 "modify": per-column diffs."""
@@ -373,7 +374,7 @@ class ReplicaTable:
                 values[i] = self._codec_list[i].apply_diff(values[i], parse(v))
             else:
                 values[i] = parse(v)
-        return IdlRow(old.uuid, tuple(values), version, self)
+        return self.row_class(old.uuid, tuple(values), version, self)
 
     def replaced(self, old: IdlRow, new_json: dict[str, Any]) -> IdlRow:
         """update (v1) "new": the row's columns in full."""
@@ -386,7 +387,7 @@ class ReplicaTable:
                 values[slot[0]] = slot[1](v)
             elif c == "_version":
                 version = v[1]
-        return IdlRow(old.uuid, tuple(values), version, self)
+        return self.row_class(old.uuid, tuple(values), version, self)
 
     # -- keeping rows and indexes ------------------------------------------------------
 
