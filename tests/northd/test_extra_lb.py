@@ -3,6 +3,9 @@ an LB applies, the SB rows, service monitors and router VIP address sets."""
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 
 from pyovsdb.northd.build.datapaths import build_datapaths
@@ -179,3 +182,100 @@ def test_a_build_reusing_an_earlier_one_finds_what_a_fresh_build_finds(
         data = build_lb_data(inp.nb, dps, reuse=data)
         assert data.reachable == build_lb_data(inp.nb, dps).reachable
         assert data.reachable[r0] == (reached, frozenset())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_memberships_found_from_the_rows_that_changed_equal_a_fresh_build(
+        nb: Nb, inp: BuildInput, seed: int) -> None:
+    """`build_lb_data(reuse=...)` brings each load balancer's switches and routers up
+    to date from the datapaths and groups whose rows changed (`lb_members.changed`):
+    after each of a random sequence of changes (datapaths made and deleted, their
+    load balancers and groups set, groups and load balancers made, changed and
+    deleted, router ports renumbered, `install_ls_lb_from_router` toggled) it equals a
+    build from scratch, in content and in order, and so do the routers' reachable
+    VIPs (some reached on each step)."""
+    rng = random.Random(seed)
+    nbg = nb.db.insert("NB_Global")
+    lbs = [_lb(nb, f"lb{i}", {f"10.0.{i}.1": ""}) for i in range(4)]
+    nb.db.transact([  # (groups are not roots: a switch keeps them)
+        *({"op": "insert", "table": "Load_Balancer_Group", "uuid-name": f"g{i}",
+           "row": nb.db.json_row("Load_Balancer_Group",
+                                 {"name": f"g{i}", "load_balancer": lbs[i:i + 2]})}
+          for i in range(2)),
+        {"op": "insert", "table": "Logical_Switch", "row": {
+            "name": "anchor", "load_balancer_group": ["set", [["named-uuid", "g0"],
+                                                              ["named-uuid", "g1"]]]}}])
+    groups = [nb.uuid("Load_Balancer_Group", f"g{i}") for i in range(2)]
+    dps: list[tuple[str, str]] = []  # (table, uuid)
+    names = itertools.count()
+
+    def some(rows: list[str]) -> list[str]:
+        return rng.sample(rows, rng.randrange(len(rows) + 1))
+
+    def made() -> None:
+        table, n = rng.choice(("Logical_Switch", "Logical_Router")), next(names)
+        dps.append((table, nb.db.insert(table, name=f"dp{n}", load_balancer=some(lbs),
+                                        load_balancer_group=some(groups))))
+        if table == "Logical_Router":
+            nb.lrp_add(f"dp{n}", f"lrp{n}", "00:00:00:00:ff:01",
+                       rng.choice(("10.0.0.0/16", "10.1.0.0/16", "10.2.0.0/16")))
+
+    def renumbered() -> None:  # (a router port's networks: the VIPs its router reaches)
+        ports = list(nb.db.tables["Logical_Router_Port"].rows)
+        if ports:
+            nb.db.update("Logical_Router_Port", rng.choice(ports), networks=[rng.choice(
+                ("10.0.0.1/16", "10.1.0.1/16", "10.2.0.1/16"))])
+
+    def gone() -> None:
+        if dps:
+            nb.db.delete(*dps.pop(rng.randrange(len(dps))))
+
+    def listed() -> None:
+        if dps:
+            table, uuid = rng.choice(dps)
+            column, rows = rng.choice((("load_balancer", lbs), ("load_balancer_group", groups)))
+            nb.db.update(table, uuid, **{column: some(rows)})
+
+    def grouped() -> None:
+        nb.db.update("Load_Balancer_Group", rng.choice(groups), load_balancer=some(lbs))
+
+    def lb_made() -> None:
+        lbs.append(_lb(nb, f"lb{len(lbs)}", {f"10.1.{len(lbs)}.1": ""}))
+
+    def lb_changed() -> None:
+        if lbs:
+            nb.db.update("Load_Balancer", rng.choice(lbs),
+                         vips={f"10.2.{rng.randrange(9)}.1": ""})
+
+    def lb_gone() -> None:  # (taken from every list first: it is referenced strongly)
+        if not lbs:
+            return
+        lb = lbs.pop(rng.randrange(len(lbs)))
+        for table, uuid in dps:
+            row = nb.db.tables[table].rows[uuid]
+            nb.db.update(table, uuid, load_balancer=[u for u in row.value("load_balancer")
+                                                     if u != lb])
+        for g in groups:
+            row = nb.db.tables["Load_Balancer_Group"].rows[g]
+            nb.db.update("Load_Balancer_Group", g,
+                         load_balancer=[u for u in row.value("load_balancer") if u != lb])
+        nb.db.delete("Load_Balancer", lb)
+
+    def peers() -> None:
+        nb.db.update("NB_Global", nbg, options={"install_ls_lb_from_router": rng.choice(
+            ("true", "false"))})
+
+    steps = [made] * 4 + [gone, listed, listed, grouped, lb_made, lb_changed, lb_gone, peers,
+                          renumbered, renumbered]
+    data = build_lb_data(inp.nb, build_datapaths(inp))
+    reached = 0
+    for _ in range(60):
+        rng.choice(steps)()
+        now = build_datapaths(inp)
+        data = build_lb_data(inp.nb, now, reuse=data)
+        fresh = build_lb_data(inp.nb, now)
+        assert [(k, lb.nb, lb.switches, lb.routers) for k, lb in data.lbs.items()] == \
+            [(k, lb.nb, lb.switches, lb.routers) for k, lb in fresh.lbs.items()]
+        assert data.reachable == fresh.reachable
+        reached += sum(bool(v4) for v4, _ in data.reachable.values())
+    assert reached > 20

@@ -25,16 +25,18 @@ northd.c):
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
 from ..diagnostics import LB_VIP, report
+from . import lb_members
 from .datapaths import DatapathsData, smap_bool
 from .dp_groups import dp_group_ref
 from .inputs import singleton
+from .lb_members import EMPTY
 from .ports_addresses import lrp_networks
 
 LB_COLUMNS = ("name", "vips", "protocol", "datapaths", "datapath_group", "options",
@@ -165,23 +167,24 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 NO_VIPS: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
+# A router's ports, its load balancers' rows by UUID and its ports' networks (in the
+# ports' order): what its reachable VIPs were found from.
+RouterInputs = tuple[tuple[IdlRow, ...], dict[str, IdlRow], tuple[list[Network], ...]]
+
 
 @dataclass(slots=True)
 class LbData:
     lbs: dict[str, LoadBalancer] = field(default_factory=dict)  # in build order
     # Per router datapath key: its reachable VIPs (strings), IPv4 and IPv6.
     reachable: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
-    # Per router port (NB UUID) of a router with load balancers: the row and the
-    # networks parsed from it (a later build reuses them while the row is the same).
-    lrp_nets: dict[str, tuple[IdlRow, list[Network]]] = field(default_factory=dict)
     # Per router with load balancers: the rows its reachable VIPs were found from (its
-    # ports', its load balancers' by UUID); a later build adds those of load balancers
-    # it gained alone. (A router without any reaches none: `NO_VIPS`, its ports unread.)
-    router_inputs: dict[str, tuple[tuple[IdlRow, ...], dict[str, IdlRow]]] = \
-        field(default_factory=dict)
-    # Per datapath: its NB row and the load balancers and groups it lists (a later
-    # build reads them again only from a row that changed).
-    dp_refs: dict[str, tuple[IdlRow, list[str], list[str]]] = field(default_factory=dict)
+    # ports', its load balancers' by UUID) and its ports' networks; a later build
+    # keeps them while they are the same, or adds those of load balancers it gained
+    # alone. (A router without any reaches none: `NO_VIPS`, its ports unread.)
+    router_inputs: dict[str, RouterInputs] = field(default_factory=dict)
+    # Where each load balancer applies, and what that was found from (a later build
+    # finds it again from the rows that changed alone).
+    members: lb_members.Members = field(default_factory=lb_members.Members)
 
 
 def _health_check(row: IdlRow, key: str, template: bool) -> IdlRow | None:
@@ -222,9 +225,21 @@ def _rows(table: ReplicaTable | None) -> list[IdlRow]:
     return sorted(table.rows.values(), key=lambda r: (r.name, r.uuid))
 
 
-def _refs(value: object) -> list[str]:
-    return [r.uuid for r in value if isinstance(r, IdlRow)] \
-        if isinstance(value, list) else []
+def _parsed(table: ReplicaTable | None, earlier: Mapping[str, LoadBalancer],
+            reparse: Collection[str]) -> dict[str, LoadBalancer]:
+    """Every load balancer parsed, in build order: an earlier parse taken again while
+    its row is the same (and in the same order, while every row is)."""
+    rows = table.rows if table is not None else {}
+    if not reparse and len(rows) == len(earlier) and all(
+            (was := earlier.get(uuid)) is not None and was.nb is row
+            for uuid, row in rows.items()):
+        return dict(earlier)
+    out: dict[str, LoadBalancer] = {}
+    for row in _rows(table):
+        was = earlier.get(row.uuid)
+        out[row.uuid] = was if was is not None and was.nb is row \
+            and row.uuid not in reparse else parse_lb(row)
+    return out
 
 
 def switch_router_peers(nb: Mapping[str, ReplicaTable], dps: DatapathsData
@@ -265,66 +280,74 @@ def _reachable(lb: LoadBalancer, nets: list[Network],
 
 
 def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
-                  reuse: LbData | None = None) -> LbData:
+                  reuse: LbData | None = None, reparse: Collection[str] = ()) -> LbData:
     """`reuse`: an earlier result whose parse of a load balancer is taken again while
-    its NB row is the same (rows are immutable: a changed row is a new object)."""
+    its NB row is the same (rows are immutable: a changed row is a new object), but
+    for those `reparse` names, and whose memberships are brought up to date from the
+    rows that changed (`lb_members`)."""
     earlier = reuse.lbs if reuse is not None else {}
-    parsed: dict[str, LoadBalancer] = {}
-    for row in _rows(nb.get("Load_Balancer")):
-        was = earlier.get(row.uuid)
-        parsed[row.uuid] = was if was is not None and was.nb is row else parse_lb(row)
-    groups = {row.uuid: _refs(row.load_balancer)
-              for row in _rows(nb.get("Load_Balancer_Group"))}
-    switches: dict[str, set[str]] = {k: set() for k in parsed}
-    routers: dict[str, set[str]] = {k: set() for k in parsed}
-    old_refs = reuse.dp_refs if reuse is not None else {}
-    dp_refs: dict[str, tuple[IdlRow, list[str], list[str]]] = {}
-    for target, dpmap in ((switches, dps.switches), (routers, dps.routers)):
-        for key, dp in dpmap.items():
-            refs = old_refs.get(key)
-            if refs is None or refs[0] is not dp.nb:
-                refs = (dp.nb, _refs(dp.nb.load_balancer), _refs(dp.nb.load_balancer_group))
-            dp_refs[key] = refs
-            if not refs[1] and not refs[2]:
-                continue
-            lbs = set(refs[1])
-            for g in refs[2]:
-                lbs.update(groups.get(g, ()))
-            for lb_key in lbs:
-                if lb_key in target:
-                    target[lb_key].add(key)
+    parsed = _parsed(nb.get("Load_Balancer"), earlier, reparse)
+    groups = lb_members.group_lbs(nb, reuse.members if reuse is not None else None)
     nbg = singleton(nb.get("NB_Global"))
     nb_options = nbg.options if nbg is not None else {}
     if smap_bool(nb_options, "install_ls_lb_from_router"):
-        peers = switch_router_peers(nb, dps)
-        for lb_key, rs in routers.items():
-            for r in rs:
-                switches[lb_key].update(peers.get(r, ()))
-    data = LbData(dp_refs=dp_refs)
+        members = lb_members.whole(dps, parsed, groups, None, switch_router_peers(nb, dps))
+    elif reuse is None or reuse.members.peers:
+        members = lb_members.whole(dps, parsed, groups,
+                                   reuse.members if reuse is not None else None)
+    else:
+        members = lb_members.changed(dps, parsed, groups, reuse.members)
+    data = LbData(members=members)
     for key, one in parsed.items():
+        switches = members.switches.get(key, EMPTY)
+        routers = members.routers.get(key, EMPTY)
+        if one.switches is switches and one.routers is routers:
+            data.lbs[key] = one
+            continue
         data.lbs[key] = LoadBalancer(
             key=one.key, nb=one.nb, name=one.name, protocol=one.protocol,
             template=one.template, routable=one.routable, neigh_mode=one.neigh_mode,
-            vips=one.vips,
-            switches=frozenset(switches[key]), routers=frozenset(routers[key]))
-    on_router: dict[str, list[LoadBalancer]] = {}
-    for one in data.lbs.values():
-        for rkey in one.routers:
-            on_router.setdefault(rkey, []).append(one)
-    parsed_nets = reuse.lrp_nets if reuse is not None else {}
+            vips=one.vips, switches=switches, routers=routers)
+    _reachable_vips(nb, dps, data, reuse, reparse)
+    return data
+
+
+def _reachable_vips(nb: Mapping[str, ReplicaTable], dps: DatapathsData, data: LbData,
+                    reuse: LbData | None, reparse: Collection[str]) -> None:
+    """Each router's reachable VIPs in `data`: those of `reuse` kept for a router whose
+    row, load balancers, their rows and its ports' rows are the same objects; for the
+    rest found again, adding those of load balancers a router gained alone where
+    nothing else changed (`_added`)."""
+    lrp_table = nb.get("Logical_Router_Port")
+    lrp_rows = lrp_table.rows if lrp_table is not None else {}
+    members, earlier = data.members, reuse.lbs if reuse is not None else {}
+    before = reuse.members if reuse is not None else None
+    moved = {key for key, lb in data.lbs.items()
+             if key in reparse or (prev := earlier.get(key)) is None or prev.nb is not lb.nb}
+    moved.update(earlier.keys() - data.lbs.keys())
     for rkey, dp in dps.routers.items():
-        if rkey not in on_router:  # (no VIPs to reach: its ports not read, nor kept)
+        applied = members.dp_lbs.get(rkey, EMPTY)
+        on_it = [data.lbs[k] for k in applied if k in data.lbs]
+        if not on_it:  # (no VIPs to reach: its ports not read, nor kept)
             data.reachable[rkey] = NO_VIPS
             continue
-        nets: list[Network] = []
+        was = reuse.router_inputs.get(rkey) if reuse is not None else None
+        if was is not None and reuse is not None and before is not None \
+                and rkey in reuse.reachable \
+                and members.dp_refs.get(rkey) is before.dp_refs.get(rkey) \
+                and (applied is (old := before.dp_lbs.get(rkey)) or applied == old) \
+                and moved.isdisjoint(applied) \
+                and all(lrp_rows.get(lrp.uuid) is lrp for lrp in was[0]):
+            data.router_inputs[rkey] = was
+            data.reachable[rkey] = reuse.reachable[rkey]
+            continue
         lrps = tuple(lrp for lrp in dp.nb.ports if isinstance(lrp, IdlRow))
-        for lrp in lrps:
-            cached = parsed_nets.get(lrp.uuid)
-            mine = cached[1] if cached is not None and cached[0] is lrp else _networks(lrp)
-            data.lrp_nets[lrp.uuid] = (lrp, mine)
-            nets += mine
-        on_it = on_router.get(rkey, [])
-        inputs = data.router_inputs[rkey] = (lrps, {lb.key: lb.nb for lb in on_it})
+        parsed = {lrp.uuid: (lrp, nets) for lrp, nets in zip(was[0], was[2], strict=True)} \
+            if was is not None else {}
+        nets_of = tuple(cached[1] if (cached := parsed.get(lrp.uuid)) is not None
+                        and cached[0] is lrp else _networks(lrp) for lrp in lrps)
+        inputs = data.router_inputs[rkey] = (lrps, {lb.key: lb.nb for lb in on_it}, nets_of)
+        nets = [n for mine in nets_of for n in mine]
         v4: set[str] = set()
         v6: set[str] = set()
         added = _added(reuse, rkey, inputs)
@@ -336,11 +359,9 @@ def build_lb_data(nb: Mapping[str, ReplicaTable], dps: DatapathsData,
             if lb.key in added:
                 _reachable(lb, nets, v4, v6)
         data.reachable[rkey] = (frozenset(v4), frozenset(v6))
-    return data
 
 
-def _added(reuse: LbData | None, router: str,
-           inputs: tuple[tuple[IdlRow, ...], dict[str, IdlRow]]) -> set[str] | None:
+def _added(reuse: LbData | None, router: str, inputs: RouterInputs) -> set[str] | None:
     """The load balancers a router gained since `reuse`, where that is all that changed
     of what its reachable VIPs depend on (its ports' rows, its load balancers' rows);
     None where its reachable VIPs must be found again from all of them."""

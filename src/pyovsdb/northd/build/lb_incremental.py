@@ -7,9 +7,10 @@ Rules kept here:
   is what `build_extra` would build from the same NB. A change this cannot prove it
   handles is refused (None) and the caller recomputes.
 - The load balancer data is built again from the NB as it is now (`build_lb_data`),
-  each load balancer parsed again only if its NB row changed; what differs from the
-  last data decides the rest: the load balancers whose row, switches or routers
-  changed, and the routers whose reachable VIPs changed.
+  each load balancer parsed again only if its NB row changed, where each applies
+  found again from the datapaths and groups whose rows changed (`lb_members`);
+  what differs from the last data decides the rest: the load balancers whose row,
+  switches or routers changed, and the routers whose reachable VIPs changed.
 - Refused: `NB_Global` `install_ls_lb_from_router` (a router's load balancers reach its
   switches), and a changed load balancer (before or after) that is a template one (its
   VIPs are ovn-controller's to expand), or one asking for routes (`add_route`: its
@@ -25,7 +26,8 @@ Rules kept here:
   those), the `_rtr_lb_<key>_ip4/6` address sets of the routers whose reachable
   VIPs changed, and the `nat_addresses` of the switch ports advertising the routers
   of the changed load balancers (`nat-addresses=router` lists their VIPs, unless
-  `exclude-lb-vips-from-garp`; no flow reads it). The changed load balancers are
+  `exclude-lb-vips-from-garp`; no flow reads it; of a load balancer whose row is the
+  same, the routers it came to or left alone). The changed load balancers are
   named for `lflow` (`PortsDelta.lbs`), which decides what flows change with them
   (`lflows.lb_reads`); so are the datapaths next to a router whose reachable VIPs
   changed otherwise.
@@ -34,7 +36,6 @@ Rules kept here:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
 from typing import cast
 
 from ...idl.replica import ReplicaTable
@@ -66,8 +67,7 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
     if nbg is not None and smap_bool(nbg.options, "install_ls_lb_from_router"):
         return None
     with muted():  # (the changed ones are parsed again below, reporting)
-        new = build_lb_data(nb, datapaths, reuse=replace(old, lbs={
-            k: lb for k, lb in old.lbs.items() if k not in reparse}) if reparse else old)
+        new = build_lb_data(nb, datapaths, reuse=old, reparse=reparse)
     changed = [key for key in old.lbs.keys() | new.lbs.keys()
                if key in reparse or _differs(old.lbs.get(key), new.lbs.get(key))]
     routers = {key for key in old.reachable.keys() | new.reachable.keys()
@@ -82,9 +82,16 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
     delta.lbs.update(changed)
     beyond = set(routers)  # (VIPs reached otherwise than by a changed load balancer)
     advertised = set(routers)
-    for lb in lbs:
-        beyond -= lb.routers
-        advertised |= lb.routers
+    for key in changed:
+        was, now = old.lbs.get(key), new.lbs.get(key)
+        for lb in (was, now):
+            if lb is not None:
+                beyond -= lb.routers
+        if was is not None and now is not None and was.nb is now.nb and key not in reparse:
+            advertised |= was.routers ^ now.routers  # (its VIPs the same: where it went)
+        else:
+            advertised |= (was.routers if was else frozenset()) | \
+                (now.routers if now else frozenset())
     sets = _router_set_names(routers, datapaths)
     nb_sets = nb.get("Address_Set")
     if sets and nb_sets is not None and any(row.name in sets for row in nb_sets.rows.values()):
