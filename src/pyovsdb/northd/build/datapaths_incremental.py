@@ -46,6 +46,7 @@ from .datapaths import (
     DatapathKind,
     DatapathsData,
     existing_bindings,
+    existing_keys,
     put_datapath,
     requested_key,
     router_enabled,
@@ -112,11 +113,19 @@ def _in_order(rows: list[IdlRow], datapaths: DatapathsData, sb: Mapping[str, Rep
               going: Collection[str], taken: Collection[int], fresh: Collection[str],
               moved: dict[str, int] | None) -> dict[str, int] | None:
     """`new_datapath_keys` where no request races: the new datapaths in name order."""
-    held = {key: row.tunnel_key for key, row in existing_bindings(sb).items()}
-    if any(held.get(dp.key) != dp.tunnel_key for dp in datapaths.all()
-           if dp.key not in fresh):
-        return None
-    used = {dp.tunnel_key for dp in datapaths.all() if dp.key not in going} | set(taken)
+    held = existing_keys(sb)
+    used = set(taken)
+    holding: dict[int, Datapath] = {}
+    for dp in datapaths.all():  # (one walk: every binding as built, the keys in use)
+        if dp.key in fresh:
+            if dp.key not in going:
+                used.add(dp.tunnel_key)
+            continue
+        if held.get(dp.key) != dp.tunnel_key:
+            return None
+        if dp.key not in going:
+            used.add(dp.tunnel_key)
+            holding[dp.tunnel_key] = dp
     hi = DP_KEY_MAX_VXLAN if datapaths.vxlan_mode else DP_KEY_MAX
     new = sorted(rows, key=lambda r: (r.name, r.uuid))
     if any(row.uuid in held for row in new):
@@ -128,16 +137,16 @@ def _in_order(rows: list[IdlRow], datapaths: DatapathsData, sb: Mapping[str, Rep
     if len(set(asked.values())) != len(asked) or any(
             not DP_KEY_MIN <= key <= hi for key in asked.values()):
         return None
-    holding = {dp.tunnel_key: dp for dp in datapaths.all()
-               if dp.key not in going and dp.key not in fresh}
     holders = [holding.get(key) for key in asked.values() if key in used]
     if holders and not _movable(holders, set(asked.values()), datapaths, sb, moved):
         return None
     used |= set(asked.values())
     # (the holders take theirs first, in build order: they have a binding)
-    order = {dp.key: i for i, dp in enumerate(datapaths.all())}
-    takers = sorted((dp.key for dp in holders if dp is not None), key=order.__getitem__) \
-        + [row.uuid for row in new if row.uuid not in asked]
+    moving = [dp.key for dp in holders if dp is not None]
+    if len(moving) > 1:
+        order = {dp.key: i for i, dp in enumerate(datapaths.all())}
+        moving.sort(key=order.__getitem__)
+    takers = moving + [row.uuid for row in new if row.uuid not in asked]
     free = sorted(set(range(DP_KEY_MIN, DP_KEY_MIN + len(used) + len(takers))) - used)
     free = free[:len(takers)]
     if len(free) < len(takers) or (free and free[-1] > hi):
