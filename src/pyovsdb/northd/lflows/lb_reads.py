@@ -63,7 +63,7 @@ def lb_rebuilds(old: LbData, new: LbData, keys: Iterable[str], datapaths: Datapa
         router = datapaths.routers.get(key)
         reach_was, reach_now = old.reachable.get(key, empty), new.reachable.get(key, empty)
         if key not in whole and (
-                router is None or _read_by_router(ips, router, ports)
+                router is None or (ips and _read_by_router(ips, router, ports))
                 or [bool(f) for f in reach_was] != [bool(f) for f in reach_now]):
             whole.add(key)
     return whole, touched
