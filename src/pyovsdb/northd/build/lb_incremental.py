@@ -149,7 +149,7 @@ def _lsp_of(ports: PortsData) -> Callable[[str], IdlRow | None]:
 
 
 def _differs(old: LoadBalancer | None, new: LoadBalancer | None) -> bool:
-    if old is None or new is None:
+    if old is None or new is None or old is new:
         return old is not new
     return old.nb is not new.nb or old.switches != new.switches or old.routers != new.routers
 
