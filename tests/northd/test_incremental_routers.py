@@ -108,6 +108,24 @@ def _gain(nb: Nb, w: World) -> None:
     w.northd.settle()
 
 
+def _join(nb: Nb, w: World) -> str:
+    """A join switch of lr0 and lr1 (router ports alone), settled; its key."""
+    with w.change():
+        nb.ls_add("join")
+        nb.connect("join", "lr0", "lr0-join", "00:00:00:00:ff:10", "100.64.0.1/16")
+        nb.connect("join", "lr1", "lr1-join", "00:00:00:00:ff:11", "100.64.0.2/16")
+    w.settled()
+    return _key(nb, "Logical_Switch", "join")
+
+
+def _gr2_joins(nb: Nb, w: World) -> None:
+    """A gateway router gr2 made and joined to the join switch."""
+    with w.change():
+        nb.lr_add("gr2", options={"chassis": "ch0"})
+        nb.connect("join", "gr2", "gr2-join", "00:00:00:00:ff:12", "100.64.0.3/16")
+    w.northd.settle()
+
+
 def test_a_router_gaining_a_port_is_not_built_whole(
         nb: Nb, sb: LocalDb, world: World, whole_rebuilds: list[frozenset[str]],
         nat_whole: set[str]) -> None:
@@ -151,17 +169,9 @@ def test_a_switch_of_router_ports_gaining_one_is_not_built_whole(
     """A join switch (router ports alone) that a new gateway router joins, and leaves.
     The routers already there resolve the new router's address: that alone is built
     again on them (`rebuild_pairs`), not all they resolve there."""
-    with world.change():
-        nb.ls_add("join")
-        nb.connect("join", "lr0", "lr0-join", "00:00:00:00:ff:10", "100.64.0.1/16")
-        nb.connect("join", "lr1", "lr1-join", "00:00:00:00:ff:11", "100.64.0.2/16")
-    world.settled()
-    join = _key(nb, "Logical_Switch", "join")
+    join = _join(nb, world)
     whole_rebuilds.clear()
-    with world.change():
-        nb.lr_add("gr2", options={"chassis": "ch0"})
-        nb.connect("join", "gr2", "gr2-join", "00:00:00:00:ff:12", "100.64.0.3/16")
-    world.northd.settle()
+    _gr2_joins(nb, world)
     assert not _rebuilt(whole_rebuilds, join)
     assert _with(_flows(sb, join), "arp.tpa == 100.64.0.3", 'outport = "join-gr2-join"')
     lr0 = _key(nb, "Logical_Router", "lr0")
@@ -188,12 +198,7 @@ def test_a_switch_of_router_ports_builds_a_new_one_s_conntrack_skips_alone(
     join switch gaining a router asks for the new port's alone, not again for each
     port already there; a stateful ACL on the switch (its `has_stateful_acl`, read by
     every port's egress skip) moves them all, and taken away moves them back."""
-    with world.change():
-        nb.ls_add("join")
-        nb.connect("join", "lr0", "lr0-join", "00:00:00:00:ff:10", "100.64.0.1/16")
-        nb.connect("join", "lr1", "lr1-join", "00:00:00:00:ff:11", "100.64.0.2/16")
-    world.settled()
-    join = _key(nb, "Logical_Switch", "join")
+    join = _join(nb, world)
     asked: list[str] = []
     real = lflows.build_lflows
 
@@ -203,10 +208,7 @@ def test_a_switch_of_router_ports_builds_a_new_one_s_conntrack_skips_alone(
         return out
 
     monkeypatch.setattr(lflows, "build_lflows", recording)
-    with world.change():
-        nb.lr_add("gr2", options={"chassis": "ch0"})
-        nb.connect("join", "gr2", "gr2-join", "00:00:00:00:ff:12", "100.64.0.3/16")
-    world.northd.settle()
+    _gr2_joins(nb, world)
     assert 'ip && inport == "join-gr2-join"' in asked
     assert 'ip && inport == "join-lr0-join"' not in asked
     skips = _with(_flows(sb, join), "ip && outport == ")
