@@ -30,7 +30,8 @@ from .datapaths import DatapathsData
 
 EMPTY: frozenset[str] = frozenset()
 
-# A datapath's NB row, with the load balancers and the groups it lists.
+# A datapath's NB row, with the load balancers and the groups it lists (UUIDs as the
+# row holds them: those of no row are never applied, `lbs` and `groups` lack them).
 DpRefs = tuple[IdlRow, tuple[str, ...], tuple[str, ...]]
 
 
@@ -47,11 +48,6 @@ class Members:
     peers: bool = False  # (built with `install_ls_lb_from_router`)
 
 
-def refs(value: object) -> tuple[str, ...]:
-    return tuple(r.uuid for r in value if isinstance(r, IdlRow)) \
-        if isinstance(value, list) else ()
-
-
 def group_lbs(nb: Mapping[str, ReplicaTable], earlier: Members | None
               ) -> dict[str, tuple[IdlRow, frozenset[str]]]:
     """Every load balancer group's row and load balancers (an earlier one's kept while
@@ -62,14 +58,14 @@ def group_lbs(nb: Mapping[str, ReplicaTable], earlier: Members | None
     for uuid, row in (table.rows.items() if table is not None else ()):
         was = before.get(uuid)
         out[uuid] = was if was is not None and was[0] is row else \
-            (row, frozenset(refs(row.load_balancer)))
+            (row, frozenset(row.value("load_balancer")))
     return out
 
 
 def _dp_refs(dp_nb: IdlRow, was: DpRefs | None) -> DpRefs:
     if was is not None and was[0] is dp_nb:
         return was
-    return dp_nb, refs(dp_nb.load_balancer), refs(dp_nb.load_balancer_group)
+    return dp_nb, dp_nb.value("load_balancer"), dp_nb.value("load_balancer_group")
 
 
 def _applied(dp_refs: DpRefs, groups: Mapping[str, tuple[IdlRow, frozenset[str]]]
