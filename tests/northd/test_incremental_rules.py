@@ -195,12 +195,17 @@ R1 = "44444444-0000-4000-8000-000000000001"
 R2 = "55555555-0000-4000-8000-000000000001"
 
 
+def _route_r1(nb: Nb, w: World) -> None:
+    """Route R1 (192.168.1.0/24 via 10.5.0.7) added to lr0, settled."""
+    with w.change():
+        _route(nb, R1, "192.168.1.0/24", "10.5.0.7")
+    w.northd.settle()
+
+
 def test_a_route_added_updated_or_deleted_builds_alone(
         nb: Nb, sb: LocalDb, world: World, routes_built: list[dict[str, Any]]) -> None:
     lr0 = nb.uuid("Logical_Router", "lr0")
-    with world.change():
-        _route(nb, R1, "192.168.1.0/24", "10.5.0.7")
-    world.northd.settle()
+    _route_r1(nb, world)
     assert routes_built == [{lr0: {R1}}]
     assert _actions(sb, "reg7 == 0 && ip4.dst == 192.168.1.0/24")
     routes_built.clear()
@@ -221,9 +226,7 @@ def test_a_route_added_updated_or_deleted_builds_alone(
 def test_a_route_sharing_its_key_or_in_a_route_table_builds_the_router_whole(
         nb: Nb, sb: LocalDb, world: World, routes_built: list[dict[str, Any]]) -> None:
     lr0 = nb.uuid("Logical_Router", "lr0")
-    with world.change():
-        _route(nb, R1, "192.168.1.0/24", "10.5.0.7")
-    world.northd.settle()
+    _route_r1(nb, world)
     routes_built.clear()
     with world.change():  # (the two make an ECMP group)
         _route(nb, R2, "192.168.1.0/24", "10.5.0.8")
