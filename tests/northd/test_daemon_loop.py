@@ -34,7 +34,7 @@ class SlowDriver(Driver):
 
     def run(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
             nb_changes: Changeset[IdlRow], sb_changes: Changeset[IdlRow], *,
-            recompute: bool, now_ms: int) -> RunOutput:
+            recompute: bool, now_ms: int, standby: bool = False) -> RunOutput:
         self.starts.append(time.monotonic())
         self.lsps.append(len(nb["Logical_Switch"].rows))
         time.sleep(RUN_S)  # the engine blocks the loop, as a real run does

@@ -1,6 +1,9 @@
-"""Active/standby and forced recomputes of `pyovsdb northd`, as processes on our servers:
-of two northds one holds the SB lock; killed, the other takes over, recomputes fully
-and keeps SB right; an NB server restart and a refused commit force a recompute."""
+"""Active/standby and forced recomputes of `pyovsdb northd`, as processes on our servers
+and on the real ones: of two northds one holds the SB lock and the other is a hot
+standby, which runs on every change and writes nothing; killed, the active is replaced
+by the standby, which writes only what the active left unwritten, with no recompute
+(one paused meanwhile recomputes once); an NB server restart and a refused commit
+force a recompute."""
 
 from __future__ import annotations
 
@@ -8,13 +11,16 @@ import time
 from pathlib import Path
 
 import pytest
-from test_daemon_procs import plane, poll
+from test_daemon_procs import NorthdProc, plane, poll
 
 from procs import run
 
 pytestmark = pytest.mark.interop
 
-NODES = ("northd", "sync_cfg", "mac_binding_aging", "sync_to_sb", "northd_output")
+# The nodes with change handlers (`sync_cfg` and the root recompute on every run: each
+# is a few assignments).
+NODES = ("northd", "lflow", "sync_from_sb", "mac_binding_aging", "sync_to_sb")
+TAKEOVER = "Hot standby taking over without a recompute"
 
 
 def _bindings(p: object) -> str:
@@ -25,36 +31,117 @@ def _bindings(p: object) -> str:
                    "Port_Binding")
 
 
-def test_standby_takes_over_when_the_active_dies(tmp_path: Path) -> None:
+def _counter(n: NorthdProc, name: str) -> int:
+    return int(n.appctl("coverage/read-counter", name).stdout)
+
+
+def _standby_of(p: object, active: NorthdProc, name: str) -> NorthdProc:
+    from test_daemon_procs import Plane
+
+    assert isinstance(p, Plane)
+    b = p.northd(name)
+    poll(f"{name} standby", lambda: b.status() == "Status: standby", logs=b.logs)
+    poll(f"{name}'s first run", lambda: b.appctl("inc-engine/show-stats", "northd",
+                                                  "standby").stdout.strip() == "1",
+         logs=b.logs)
+    return b
+
+
+def test_a_hot_standby_takes_over_without_a_recompute(tmp_path: Path) -> None:
     with plane("ours", tmp_path) as p:
         a = p.northd("a")
         poll("a active", lambda: a.status() == "Status: active", logs=a.logs)
-        b = p.northd("b")
-        poll("b standby", lambda: "lock" in b.log() or b.status() == "Status: standby",
-             logs=b.logs)
-        assert b.status() == "Status: standby"
+        b = _standby_of(p, a, "b")
         p.nbctl("--wait=sb", "ls-add", "sw0")
         p.nbctl("--wait=sb", "lsp-add", "sw0", "p1")
         before = _bindings(p)
         dps = p.sb_names("Datapath_Binding", "_uuid")
-        # The standby ran nothing.
-        assert all(b.stat(node) == 0 for node in NODES)
+        # The standby kept up (its runs counted as standby work) and wrote nothing.
+        poll("b kept up", lambda: b.stat("northd", "compute") >= 2, logs=b.logs)
+        recomputes = {node: b.stat(node) for node in NODES}
+        assert "- standby:" in b.appctl("inc-engine/show-stats", "northd").stdout
+        assert _counter(b, "txn_success") == 0
         a.kill()
         poll("b active", lambda: b.status() == "Status: active", logs=b.logs)
         assert "ovn-northd lock acquired. This ovn-northd instance is now active." in b.log()
-        # Became active: every node recomputed, `northd` exactly once (the cfg the
-        # first commit carried is reported by a second run, without it), and SB was
-        # already right.
-        poll("b's first run", lambda: b.stat("northd_output") >= 1, logs=b.logs)
+        poll("the takeover", lambda: _counter(b, "txn_unchanged") >= 1, logs=b.logs)
+        assert TAKEOVER in b.log()
+        # Nothing between the active's last commit and the takeover: nothing written,
+        # nothing recomputed, SB as it was.
+        assert _counter(b, "txn_success") == 0
         p.nbctl("--wait=sb", "sync")
-        assert all(b.stat(node) >= 1 for node in NODES)
-        assert b.stat("northd") == 1, b.appctl("inc-engine/show-stats").stdout
+        assert {node: b.stat(node) for node in NODES} == recomputes
         assert _bindings(p) == before
         assert p.sb_names("Datapath_Binding", "_uuid") == dps
         p.nbctl("--wait=sb", "lsp-add", "sw0", "p2")
         assert p.sb_names("Port_Binding", "logical_port") == ["p1", "p2"]
+        assert b.stat("northd") == recomputes["northd"]
         assert p.nbctl("get", "NB_Global", ".", "sb_cfg").strip() == \
             p.nbctl("get", "NB_Global", ".", "nb_cfg").strip()
+
+
+def test_a_takeover_writes_the_changes_made_while_no_one_was_active(tmp_path: Path) -> None:
+    """The active is paused (it writes nothing, and releases the lock only when told
+    to run again), NB changes, and the standby, which ran them, takes over: it writes
+    exactly those, with no recompute; then the paused one runs again as the standby
+    and, having missed changes, recomputes once and says so."""
+    with plane("ours", tmp_path) as p:
+        a = p.northd("a")
+        poll("a active", lambda: a.status() == "Status: active", logs=a.logs)
+        b = _standby_of(p, a, "b")
+        p.nbctl("--wait=sb", "ls-add", "sw0")
+        poll("b kept up", lambda: b.stat("northd", "compute") >= 1, logs=b.logs)
+        recomputes = b.stat("northd")
+        a.appctl("pause")
+        poll("b active", lambda: b.status() == "Status: active", logs=b.logs)
+        p.nbctl("--wait=sb", "lsp-add", "sw0", "p1")
+        assert p.sb_names("Port_Binding", "logical_port") == ["p1"]
+        assert b.stat("northd") == recomputes
+        assert TAKEOVER in b.log()
+        p.nbctl("--wait=sb", "lsp-add", "sw0", "p2")
+        a.appctl("resume")
+        poll("a standby", lambda: a.status() == "Status: standby", logs=a.logs)
+        poll("a's recompute", lambda: "Hot standby recomputing" in a.log(), logs=a.logs)
+        b.kill()
+        poll("a active", lambda: a.status() == "Status: active", logs=a.logs)
+        poll("a's takeover", lambda: a.log().count(TAKEOVER) == 1, logs=a.logs)
+        settled = a.stat("northd")
+        p.nbctl("--wait=sb", "lsp-add", "sw0", "p3")
+        assert p.sb_names("Port_Binding", "logical_port") == ["p1", "p2", "p3"]
+        assert a.stat("northd") == settled
+
+
+def test_ours_is_a_hot_standby_of_the_real_northd(tmp_path: Path) -> None:
+    """ovn-northd 23.03 active on the real servers, ours its hot standby: ours
+    computes what 23.03 wrote, so when 23.03 dies ours takes over writing nothing,
+    and then serves the next change."""
+    with plane("real", tmp_path) as p:
+        real = NorthdProc(tmp_path, p.nb.unix, p.sb.unix, name="real",
+                          command=["ovn-northd"])
+        p.northds.append(real)
+        real.start()
+        poll("23.03 active", lambda: real.status() == "Status: active", logs=real.logs)
+        ours = _standby_of(p, real, "ours")
+        p.nbctl("ls-add", "sw0")
+        p.nbctl("lsp-add", "sw0", "p1", "--", "lsp-set-addresses", "p1",
+                "00:00:00:00:00:01 10.0.0.1")
+        p.nbctl("lr-add", "lr0", "--", "lrp-add", "lr0", "lrp0", "00:00:00:00:ff:01",
+                "10.0.0.254/24")
+        p.nbctl("--wait=sb", "lsp-add", "sw0", "sw0-lr0", "--", "lsp-set-type", "sw0-lr0",
+                "router", "--", "lsp-set-options", "sw0-lr0", "router-port=lrp0",
+                "--", "lsp-set-addresses", "sw0-lr0", "router")
+        flows = p.sbctl("--bare", "--columns=_uuid", "list", "Logical_Flow")
+        time.sleep(1)  # (ours takes in 23.03's last writes)
+        recomputes = ours.stat("northd")
+        real.kill()
+        poll("ours active", lambda: ours.status() == "Status: active", logs=ours.logs)
+        poll("the takeover", lambda: _counter(ours, "txn_unchanged") >= 1, logs=ours.logs)
+        assert TAKEOVER in ours.log()
+        assert _counter(ours, "txn_success") == 0, ours.log()
+        assert ours.stat("northd") == recomputes
+        assert p.sbctl("--bare", "--columns=_uuid", "list", "Logical_Flow") == flows
+        p.nbctl("--wait=sb", "lsp-add", "sw0", "p2")
+        assert p.sb_names("Port_Binding", "logical_port") == ["lrp0", "p1", "p2", "sw0-lr0"]
 
 
 def test_nb_restart_reconnects_and_recomputes(tmp_path: Path) -> None:

@@ -517,6 +517,23 @@ def test_show_stats_text_matches_ovn_northd() -> None:
     assert engine.show_stats("northd", "abort") == "1"
     assert engine.show_stats("northd", "bogus") == "Invalid stat type : bogus"
     assert engine.show_stats("nothing") == ""
+    assert engine.show_stats("northd", "standby") == "0"
+
+
+def test_show_stats_counts_standby_runs_on_a_line_of_their_own() -> None:
+    a = leaf("NB_logical_switch")
+    n = Scripted("northd", {"ls": a}, {"ls": None})
+    engine = Engine(n)
+    result = engine.run()
+    engine.stats.count_standby((*result.recomputed, *result.computed))
+    assert engine.show_stats("northd") == (
+        "Node: northd\n- recompute:            1\n- compute:              0\n"
+        "- abort:                0\n- standby:              1\n"
+    )
+    assert engine.show_stats("northd", "standby") == "1"
+    assert "standby" not in engine.show_stats("NB_logical_switch")
+    engine.clear_stats()
+    assert "standby" not in engine.show_stats()
 
 
 def test_dump_dot() -> None:

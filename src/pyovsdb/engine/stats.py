@@ -8,19 +8,23 @@ Rules kept here:
   handler followed by a recompute counts as a recompute only.
 - Durations are seconds from the clock the engine was given, summed per node: time in
   recomputes and time in handlers. Without a clock they stay zero.
+- `standby` counts the runs of a node (recomputes and computes) that its daemon made
+  while on standby, holding no lock (`EngineStats.count_standby`): work that kept it
+  ready to take over, written nowhere. The counters above include them.
 - The text is byte-for-byte what 23.03 prints, so scripts that parse ovn-northd's output
-  parse ours; nodes appear in the engine's topological order.
+  parse ours; nodes appear in the engine's topological order. A node with standby runs
+  has one more line, `- standby:`, after the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["STAT_NAMES", "EngineStats", "NodeStats"]
 
-STAT_NAMES = ("recompute", "compute", "abort")
-"""The stat names `inc-engine/show-stats NODE STAT` accepts (OVN 23.03)."""
+STAT_NAMES = ("recompute", "compute", "abort", "standby")
+"""The stat names `inc-engine/show-stats NODE STAT` accepts (OVN 23.03's and `standby`)."""
 
 
 @dataclass(slots=True)
@@ -30,6 +34,7 @@ class NodeStats:
     recompute: int = 0
     compute: int = 0
     cancel: int = 0
+    standby: int = 0
     recompute_time: float = 0.0
     compute_time: float = 0.0
 
@@ -39,7 +44,7 @@ class NodeStats:
         return self.recompute_time + self.compute_time
 
     def clear(self) -> None:
-        self.recompute = self.compute = self.cancel = 0
+        self.recompute = self.compute = self.cancel = self.standby = 0
         self.recompute_time = self.compute_time = 0.0
 
     def stat(self, name: str) -> int:
@@ -50,6 +55,8 @@ class NodeStats:
             return self.compute
         if name == "abort":
             return self.cancel
+        if name == "standby":
+            return self.standby
         raise KeyError(name)
 
 
@@ -73,6 +80,11 @@ class EngineStats(Mapping[str, NodeStats]):
         for stats in self._by_name.values():
             stats.clear()
 
+    def count_standby(self, nodes: Iterable[str]) -> None:
+        """The nodes that ran (recomputed or computed) in a run made on standby."""
+        for name in nodes:
+            self._by_name[name].standby += 1
+
     def show(self, node: str | None = None, stat: str | None = None) -> str:
         """The reply of `inc-engine/show-stats [NODE [STAT]]`, as OVN 23.03 writes it.
 
@@ -89,6 +101,7 @@ class EngineStats(Mapping[str, NodeStats]):
                     f"- recompute: {stats.recompute:12d}\n"
                     f"- compute:   {stats.compute:12d}\n"
                     f"- abort:     {stats.cancel:12d}\n"
+                    + (f"- standby:   {stats.standby:12d}\n" if stats.standby else "")
                 )
             elif stat in STAT_NAMES:
                 out.append(str(stats.stat(stat)))

@@ -7,11 +7,13 @@ what to write of `driver.Driver`):
   IDL only on the columns northd writes back; NB_Global's cfg columns that only
   northd writes, SB_Global.nb_cfg and the Address_Set columns do not alert (OVN's
   omit_alert), so northd's own writes do not wake it.
-- Active/standby through the SB lock `ovn_northd`: only the holder runs the engine
-  and commits, with ovn-northd's log lines on acquiring and losing it; a standby or
-  paused instance drops its tracked changes and recomputes fully once active. Pausing
-  releases the lock ("This ovn-northd instance is now paused."); `--dry-run` starts
-  paused.
+- Active/standby through the SB lock `ovn_northd`, with ovn-northd's log lines on
+  acquiring and losing it: only the holder commits. A standby is hot: it runs the
+  engine on every change as the holder does and writes nothing (`Driver.run`'s
+  `standby`); taking the lock, it writes what its plans kept unwritten, with no
+  recompute (`Driver.take_over`). A paused instance drops its tracked changes and
+  recomputes once it runs again, on standby or active, and says so. Pausing releases
+  the lock ("This ovn-northd instance is now paused."); `--dry-run` starts paused.
 - The loop sleeps on a `util.seq.Seq` that both IDLs' change callbacks (and lock,
   session and timer events) change, waking `seq_delay_ms` after it began waiting at
   the earliest (seed 004; 0 wakes at once), then drains what else is ready for at most
@@ -341,10 +343,11 @@ class Northd:
         if not self.state.had_lock and has_lock:
             log.info("ovn-northd lock acquired. This ovn-northd instance is now active.")
             self.state.had_lock = True
+            self._take_over()
         elif self.state.had_lock and not has_lock:
             log.info("ovn-northd lock lost. This ovn-northd instance is now on standby.")
             self.state.had_lock = False
-        if not has_lock or not (nb.connected and sb.connected):
+        if not (nb.connected and sb.connected):
             self._drop_changes(Recompute.NOT_ACTIVE)
             return None
         await self._accumulate()
@@ -354,7 +357,7 @@ class Northd:
             return _earliest(decision.wake_at_ms, self._trim(options, False))
         log.debug("engine run%s", " (recompute: " + ", ".join(
             r.value for r in self.policy.recompute) + ")" if decision.recompute else "")
-        updated = await self._run_engine(decision.recompute)
+        updated = await self._run_engine(decision.recompute, standby=not has_lock)
         self._apply_options(self._nb_options())
         # A commit that wants a run (the cfg it carried to report): ask again at once. A
         # failed one only makes the next run a recompute; like ovn-northd, that run
@@ -396,6 +399,19 @@ class Northd:
         wake = trimmer.wake_at()
         return None if wake is None else float(wake)
 
+    def _take_over(self) -> None:
+        """The lock taken: a hot standby's next run writes what it kept unwritten; one
+        that fell behind (or never ran) recomputes instead."""
+        if self.policy.recompute_pending:
+            if self.driver.standby_runs:
+                log.info("Hot standby fell behind (%s): recomputing as it takes over.",
+                         ", ".join(r.value for r in self.policy.recompute))
+            return
+        taken = self.driver.take_over()
+        log.info("Hot standby taking over without a recompute: %d rows to check%s.",
+                 taken.rows, "".join(f", {t} whole" for t in taken.whole))
+        self.policy.poke()
+
     def _drop_changes(self, reason: Recompute) -> None:
         self.nb.track_clear()
         self.sb.track_clear()
@@ -422,16 +438,20 @@ class Northd:
         if self.nb.tracked or self.sb.tracked:
             self.policy.changed()
 
-    async def _run_engine(self, recompute: bool) -> bool:
-        """One engine run and its commit; whether any node updated."""
+    async def _run_engine(self, recompute: bool, *, standby: bool) -> bool:
+        """One engine run and its commit (none on standby); whether any node updated."""
         nb, sb = self.nb, self.sb
         nb_changes = nb.track_take()
         sb_changes = sb.track_take()
         start = mono_ms()
+        if standby and recompute and self.policy.runs:
+            log.info("Hot standby recomputing (%s).",
+                     ", ".join(r.value for r in self.policy.recompute))
         with diagnostics.collecting() as found:
             try:
                 out = self.driver.run(nb.tables, sb.tables, nb_changes, sb_changes,
-                                      recompute=recompute, now_ms=wall_ms())
+                                      recompute=recompute, now_ms=wall_ms(),
+                                      standby=standby)
             except Exception:
                 # A builder's bug: logged, and the next change recomputes everything
                 # (the driver forces it); retrying at once would only spin on it.
@@ -449,7 +469,8 @@ class Northd:
         self.policy.ran(start, end, canceled=out.canceled)
         self._sample_stopwatches()
         self._set_timer(out.wake_at_ms)
-        await self._commit(out)
+        if not standby:
+            await self._commit(out)
         self._freeze_after_recompute()
         return out.updated
 
@@ -499,6 +520,7 @@ class Northd:
             log.exception("writing the engine's changes failed")
             self.driver.force_recompute()
             return
+        log.debug("commit: %d SB and %d NB operations", len(out.sb_ops), len(out.nb_ops))
         out.sb_ops.clear()  # (the transactions hold them now, until sent)
         out.nb_ops.clear()
         # (SB first: its commit, not NB's, is on the path of a `--wait=sb`)

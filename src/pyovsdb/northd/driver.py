@@ -20,6 +20,16 @@ Rules kept here:
   run instead.
 - The MAC binding aging waker fires in the first run at or after the expiry the last
   aging pass found; `RunOutput.wake_at_ms` tells the caller when to run for it.
+- Hot standby: a run with `standby` (the caller holds no lock) runs the engine as any
+  other and hands out no operations: what its plan wanted written is kept
+  (`standby.Unwritten`) and planned again by the next standby run (a row it would
+  insert may be referenced), and the nodes that ran count as standby work. A standby
+  has committed nothing, so its cfg is 0 (it reports NB's own `sb_cfg`), and its
+  handshake is read again in every run (the active's cfg writes wake no one, and
+  their timestamps are the run's). `take_over` makes the next run plan what was kept,
+  and the globals with the handshake read again, against the replicas as they are then:
+  only what the active did not write is written, and the cfg the takeover's
+  transaction carries is reported, with no recompute.
 - Self-check (`self_check`, ovn-northd's `--self-check` idea taken further): after
   every run that was not a forced recompute, a driver built from scratch recomputes
   on the same replicas, cfg and time, and its operations must be the run's own: any
@@ -43,6 +53,7 @@ from .build.inputs import singleton
 from .diagnostics import muted
 from .graph import Wired, describe, wire
 from .nodes.sync_to_sb import SyncOps
+from .standby import Unwritten
 from .sync import Op, Update, apply
 
 
@@ -73,6 +84,9 @@ class Driver:
         self._aging_wake_at: int | None = None
         self._pending_recompute = False
         self.cur_cfg = 0  # the nb_cfg of the last committed SB transaction
+        self.unwritten = Unwritten()  # what standby runs wanted written
+        self._takeover: Unwritten | None = None
+        self.standby_runs = 0
         self.self_check = False
         self.self_check_runs = 0
         self.self_check_differences = 0
@@ -102,14 +116,23 @@ class Driver:
                     stats[name].recompute = st.recompute
                     stats[name].compute = st.compute
                     stats[name].cancel = st.cancel
+                    stats[name].standby = st.standby
 
     # -- running -----------------------------------------------------------------------
 
     def run(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
             nb_changes: Changeset[IdlRow], sb_changes: Changeset[IdlRow], *,
-            recompute: bool, now_ms: int) -> RunOutput:
-        """One engine run over the changes since the last; the operations to write."""
+            recompute: bool, now_ms: int, standby: bool = False) -> RunOutput:
+        """One engine run over the changes since the last; the operations to write
+        (none on `standby`)."""
         self.prepare(nb, sb)
+        # What standby runs kept is planned again: in the next standby run (a row it
+        # would insert may be referenced) and in the run that takes over.
+        replan = self._takeover if not standby else self.unwritten.copy() \
+            if self.unwritten else None
+        if standby:
+            self.cur_cfg = 0
+        self._takeover = None
         w = self._wired
         assert w is not None
         w.now.set_data(now_ms)
@@ -120,7 +143,15 @@ class Driver:
                 ch = cs.tables.get(t)
                 if ch:
                     changes[leaf.name] = ch
-        if self.cur_cfg != w.cfg.data:
+        if replan is not None:
+            w.unwritten.set_data(replan)
+            changes[w.unwritten.name] = replan
+            if not standby:
+                self.unwritten = Unwritten()  # (planned now, written once committed)
+        if self.cur_cfg != w.cfg.data or standby or replan is not None:
+            # (on standby and taking over, the handshake is read again in every run:
+            # the active's cfg writes wake no one, and what is not written yet is
+            # stamped with the time of the run that would write it)
             w.cfg.set_data(self.cur_cfg)
             changes[w.cfg.name] = self.cur_cfg
         if self._aging_wake_at is not None and now_ms >= self._aging_wake_at:
@@ -133,6 +164,8 @@ class Driver:
             engine.force_recompute()
             self._pending_recompute = False
         result = engine.run(changes)
+        if replan is not None:
+            w.unwritten.set_data(Unwritten())
         if w.aging.state is State.UPDATED:
             wake = w.aging.data.wake_in_ms
             self._aging_wake_at = None if wake is None else now_ms + wake
@@ -145,7 +178,25 @@ class Driver:
                             self._aging_wake_at)
         if self.self_check and not forced and not out.canceled:
             self._check(out, nb, sb, now_ms)
-        return out
+        if forced:
+            self.unwritten.clear()
+        if not standby:
+            return out
+        self.standby_runs += 1
+        engine.stats.count_standby((*result.recomputed, *result.computed))
+        if engine.state("sync_to_sb") is State.UPDATED and not out.canceled:
+            plan: SyncOps = engine.node_data("sync_to_sb")
+            self.unwritten.record(plan.planned_sb, out.sb_ops, plan.planned_nb, out.nb_ops)
+        return RunOutput([], [], None, out.canceled, out.updated, out.wake_at_ms)
+
+    def take_over(self) -> Unwritten:
+        """The next run, unless on standby, plans what standby runs kept unwritten and
+        the globals (whose cfg it then reports); what it will plan."""
+        taken = self.unwritten.copy()
+        taken.sb["SB_Global"] = None
+        taken.nb["NB_Global"] = None
+        self._takeover = taken
+        return taken
 
     def fresh(self, nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
               now_ms: int) -> tuple[Driver, RunOutput]:

@@ -11,7 +11,8 @@ Rules kept here:
 - The leaves: one per replicated table (`nodes.tables.leaf_name`), `now` (the wall
   clock of the run, whose change is never reported: time moving recomputes nothing),
   `sync_cfg_committed` (the nb_cfg of the last committed SB transaction) and
-  `mac_binding_aging_waker` (fired when the next MAC binding expires).
+  `mac_binding_aging_waker` (fired when the next MAC binding expires) and `unwritten`
+  (what a hot standby's plans wanted written, planned again: `standby`).
 - Node names are OVN's where a node corresponds: `northd`, `lflow`, `sync_from_sb`
   (23.09's), `mac_binding_aging`, `sync_to_sb`, `northd_output` (the root).
   `sync_cfg` is ours: the nb_cfg/sb_cfg/hv_cfg handshake, which 23.03 runs outside its
@@ -38,6 +39,7 @@ from .nodes.sync_cfg import SyncCfgNode
 from .nodes.sync_from_sb import SyncFromSbNode
 from .nodes.sync_to_sb import SyncToSbNode
 from .nodes.tables import TableLeaf, leaf_name
+from .standby import Unwritten
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class Wired:
     cfg: Leaf[int, int]
     waker: Leaf[int, int]
     aging: MacBindingAgingNode
+    unwritten: Leaf[Unwritten, Unwritten]
 
 
 def wire(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaTable], *,
@@ -84,18 +87,20 @@ def wire(nb_tables: Mapping[str, ReplicaTable], sb_tables: Mapping[str, ReplicaT
     now: Leaf[int, int] = Leaf("now", 0, is_change=lambda c: False)
     cfg: Leaf[int, int] = Leaf("sync_cfg_committed", 0, is_change=lambda c: True)
     waker: Leaf[int, int] = Leaf("mac_binding_aging_waker", 0, is_change=lambda c: True)
+    unwritten: Leaf[Unwritten, Unwritten] = Leaf("unwritten", Unwritten(), is_change=bool)
 
     northd = NorthdNode(nb, sb, now, cfg, incremental_ports=incremental_ports)
     sync_cfg = SyncCfgNode(cfg, now, nb, sb)
     aging = MacBindingAgingNode(northd, waker, now, nb, sb)
     sync_from_sb = SyncFromSbNode(northd, nb, sb)
     lflow = LflowNode(northd, sync_from_sb, nb, sb)
-    sync_to_sb = SyncToSbNode(northd, sync_from_sb, sync_cfg, aging, lflow, nb, sb)
+    sync_to_sb = SyncToSbNode(northd, sync_from_sb, sync_cfg, aging, lflow, unwritten, nb,
+                              sb)
     root = NorthdOutputNode(sync_to_sb)
 
     engine = Engine(root, clock=clock, log=log, compute_log_timeout_ms=log_timeout_ms,
                     debug=debug)
-    return Wired(engine, nb, sb, now, cfg, waker, aging)
+    return Wired(engine, nb, sb, now, cfg, waker, aging, unwritten)
 
 
 def describe(engine: Engine) -> str:

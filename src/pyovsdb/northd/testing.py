@@ -17,6 +17,9 @@ Rules kept here:
   changesets fed back as the IDLs would deliver them; the clock advances by a fixed
   step per run. The driver's self-check is on: a run whose operations differ from a
   recompute's raises `SelfCheckFailed`.
+- Two `LocalNorthd`s over the same databases are an active and a hot standby: each
+  feeds the changes it is given (its own commits' too) to its `peers`, and a run
+  `standby` commits nothing, as a northd without the lock.
 """
 
 from __future__ import annotations
@@ -370,29 +373,38 @@ class LocalNorthd:
         self.nb_pending: list[Changeset[IdlRow]] = []
         self.sb_pending: list[Changeset[IdlRow]] = []
         self.runs = 0
+        self.peers: list[LocalNorthd] = []  # (other northds on the same databases)
 
     def nb_changed(self, cs: Changeset[IdlRow]) -> None:
         self.nb_pending.append(cs)
+        for peer in self.peers:
+            peer.nb_pending.append(cs)
 
     def sb_changed(self, cs: Changeset[IdlRow]) -> None:
         self.sb_pending.append(cs)
+        for peer in self.peers:
+            peer.sb_pending.append(cs)
 
     @property
     def pending(self) -> bool:
         return any(self.nb_pending) or any(self.sb_pending)
 
-    def run_once(self, *, recompute: bool = False, lose_sb_commit: bool = False) -> Step:
-        """One run and its commits. `lose_sb_commit`: the SB transaction fails (if
-        there is one), as the daemon sees a commit that did not happen."""
+    def run_once(self, *, recompute: bool = False, lose_sb_commit: bool = False,
+                 standby: bool = False) -> Step:
+        """One run and its commits (none on `standby`). `lose_sb_commit`: the SB
+        transaction fails (if there is one), as the daemon sees a commit that did not
+        happen."""
         self.now_ms += self.step_ms
         self.runs += 1
         nb_cs, sb_cs = merge(self.nb_pending), merge(self.sb_pending)
         self.nb_pending, self.sb_pending = [], []
         out = self.driver.run(self.nb.tables, self.sb.tables, nb_cs, sb_cs,
-                              recompute=recompute, now_ms=self.now_ms)
+                              recompute=recompute, now_ms=self.now_ms, standby=standby)
         if self.driver.last_differences:
             raise SelfCheckFailed("\n".join(["self-check: the run differs from a recompute",
                                               *self.driver.last_differences]))
+        if standby:
+            return Step(out, [], [], False)
         sb_txn, nb_txn = self.sb.transaction(), self.nb.transaction()
         self.driver.write(out, sb_txn, nb_txn)
         lost = lose_sb_commit and bool(out.sb_ops)

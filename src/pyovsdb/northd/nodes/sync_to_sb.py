@@ -20,15 +20,20 @@ Rules kept here:
   table kept from its changes (`INDEXED`), not by scanning the table.
 - Its ops are handed out only in a run that brought it up to date, so a run where
   nothing changed commits nothing.
+- Its ops say what the plan covered (`SyncOps.planned_sb`/`planned_nb`: tables whole or
+  by key), which is what a standby keeps of the ops it does not write
+  (`standby.Unwritten`). What it kept (the `unwritten` leaf) is planned again with the
+  run's own scope: in its next runs (a row it would insert may be referenced) and
+  when it takes over.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...engine import Change, Group, Handled, Input, Node
+from ...engine import Change, Group, Handled, Input, Leaf, Node
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..build.delta import PortsDelta
@@ -45,6 +50,9 @@ from .northd import NorthdData, NorthdNode
 from .sync_cfg import SyncCfgNode
 from .sync_from_sb import SbFeedback, SyncFromSbNode, UpDelta
 from .tables import TableChanges, TableLeaf, declared, table_inputs
+
+if TYPE_CHECKING:
+    from ..standby import Scope, Unwritten
 
 # SB tables planned by key through an index of their rows, and whose rows a reference
 # finds there: a row's key is its own (`logical_port`; a flow's match, actions, stage
@@ -65,6 +73,9 @@ class SyncOps:
     sb_ops: list[Op]
     nb_ops: list[Op]
     nb_cfg: int | None
+    # The tables the ops were planned for, each whole (None) or by key; None: all.
+    planned_sb: Scope | None = None
+    planned_nb: Scope | None = None
 
     def take(self) -> tuple[list[Op], list[Op]]:
         """The SB and NB operations, handed over to the caller that commits them: the
@@ -77,7 +88,7 @@ class SyncOps:
 
 class SyncToSbNode(Node[SyncOps, None]):
     def __init__(self, northd: NorthdNode, feedback: SyncFromSbNode, cfg: SyncCfgNode,
-                 aging: MacBindingAgingNode, lflow: LflowNode,
+                 aging: MacBindingAgingNode, lflow: LflowNode, unwritten: Leaf[Unwritten, Any],
                  nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf]) -> None:
         self.nb_schema, self.sb_schema = frozenset(nb), frozenset(sb)
         self.sb_leaves = {leaf.name: table for table, leaf in sb.items()}
@@ -100,6 +111,7 @@ class SyncToSbNode(Node[SyncOps, None]):
             "sync_to_sb", northd=Input(northd, self.on_northd),
             sync_from_sb=Input(feedback, gather), sync_cfg=Input(cfg, gather),
             mac_binding_aging=Input(aging, gather), lflow=Input(lflow, gather),
+            unwritten=Input(unwritten, gather),
             nb=Group(table_inputs(nb, NB_WRITTEN, dict.fromkeys(NB_WRITTEN, gather))),
             sb=Group(table_inputs(sb, sorted(sb), dict.fromkeys(sb, gather))))
 
@@ -129,6 +141,7 @@ class SyncToSbNode(Node[SyncOps, None]):
 
     def plan_scope(self) -> SyncOps:
         args = self.run_arguments()
+        del args["unwritten"]  # (`scope` reads it)
         sb_scope, nb_scope = self.scope()
         return self._plan(sb_scope, nb_scope, **args)
 
@@ -151,9 +164,18 @@ class SyncToSbNode(Node[SyncOps, None]):
             sb.add("MAC_Binding")
         if self.inputs["lflow"].updated:
             sb.update(LFLOW_TABLES)
+        kept = self._kept()
+        if kept is not None:
+            sb.update(t for t, keys in kept.sb.items() if keys is None)
+            nb.update(t for t, keys in kept.nb.items() if keys is None)
         if sb & {"Port_Binding", "Service_Monitor"}:
             sb.add("Service_Monitor")  # offline monitors follow the bindings' `up`
         return sb, nb
+
+    def _kept(self) -> Unwritten | None:
+        """What a standby kept unwritten, when this run plans it again."""
+        unwritten = self.inputs["unwritten"]
+        return unwritten.data if unwritten.updated else None
 
     def keyed(self, desired: DesiredDb, sb_tables: Mapping[str, ReplicaTable],
               sb_scope: set[str] | None, nb_scope: set[str] | None
@@ -199,9 +221,13 @@ class SyncToSbNode(Node[SyncOps, None]):
             sb.setdefault("HA_Chassis_Group", set()).update(feedback.delta.groups)
         northd = self.inputs["northd"]
         delta = northd.delta if northd.updated else None
-        if isinstance(delta, PortsDelta):
-            for table, keys in delta.sb.items():
-                if table in sb or table not in sb_scope:
+        kept = self._kept()
+        for extra in (delta.sb if isinstance(delta, PortsDelta) else {},
+                      kept.sb if kept is not None else {}):
+            for table, keys in extra.items():
+                if keys is None:
+                    sb.pop(table, None)  # (whole: in `sb_scope` from `scope`)
+                elif table in sb or table not in sb_scope:
                     sb.setdefault(table, set()).update(keys)
         # NB write-backs are keyed by the UUID of the row they write: a replica change
         # by the rows it names, `up` by the ports whose `up` changed, and northd's keys.
@@ -218,9 +244,13 @@ class SyncToSbNode(Node[SyncOps, None]):
                     nb.setdefault(table, set()).update(leaf.delta)
         if up is not None:
             nb.setdefault("Logical_Switch_Port", set()).update(up)
-        if isinstance(delta, PortsDelta):
-            for table, keys in delta.nb.items():
-                nb.setdefault(table, set()).update(keys)
+        for extra in (delta.nb if isinstance(delta, PortsDelta) else {},
+                      kept.nb if kept is not None else {}):
+            for table, nb_keys in extra.items():
+                if nb_keys is None:
+                    nb_whole.add(table)
+                else:
+                    nb.setdefault(table, set()).update(nb_keys)
         for table in nb_whole:
             nb.pop(table, None)
         if "Port_Binding" in sb or "Port_Binding" in sb_scope:
@@ -271,7 +301,9 @@ class SyncToSbNode(Node[SyncOps, None]):
 
     def run(self, *, northd: NorthdData, sync_from_sb: SbFeedback,
             sync_cfg: CfgHandshake | None, mac_binding_aging: AgingResult, lflow: LflowData,
-            nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable]) -> SyncOps:
+            unwritten: Unwritten, nb: Mapping[str, ReplicaTable],
+            sb: Mapping[str, ReplicaTable]) -> SyncOps:
+        """Every table planned whole (so what a standby kept, `unwritten`, too)."""
         self._indexes.clear()
         self._filed.clear()
         self._refiled.clear()
@@ -331,8 +363,13 @@ class SyncToSbNode(Node[SyncOps, None]):
         if bindings is not None and want(sb_scope, "MAC_Binding"):
             sb_ops += [Delete("MAC_Binding", bindings.rows[u]) for u in aging.delete
                        if u in bindings.rows]
-        return SyncOps(sb_ops, plan(nb_db, nb, nb_keys),
-                       hs.next_cfg if hs is not None else None)
+        return SyncOps(sb_ops, plan(nb_db, nb, nb_keys), hs.next_cfg if hs is not None
+                       else None, _planned(sb_scope, sb_keys), _planned(nb_scope, nb_keys))
+
+
+def _planned(scope: set[str] | None, keys: Mapping[str, set[Hashable]]) -> Scope | None:
+    """The tables a plan covered, each by its keys or whole (None: every table)."""
+    return None if scope is None else {t: keys.get(t) for t in scope}
 
 
 def _renames_datapaths(changes: TableChanges | None) -> bool:
