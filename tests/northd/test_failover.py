@@ -99,9 +99,13 @@ def test_a_takeover_writes_the_changes_made_while_no_one_was_active(tmp_path: Pa
         assert b.stat("northd") == recomputes
         assert TAKEOVER in b.log()
         p.nbctl("--wait=sb", "lsp-add", "sw0", "p2")
+        paused = a.stat("northd")
         a.appctl("resume")
         poll("a standby", lambda: a.status() == "Status: standby", logs=a.logs)
         poll("a's recompute", lambda: "Hot standby recomputing" in a.log(), logs=a.logs)
+        p.nbctl("--wait=sb", "lsp-del", "p2")
+        p.nbctl("--wait=sb", "lsp-add", "sw0", "p2")
+        assert a.stat("northd") == paused + 1  # (once, then it keeps up)
         b.kill()
         poll("a active", lambda: a.status() == "Status: active", logs=a.logs)
         poll("a's takeover", lambda: a.log().count(TAKEOVER) == 1, logs=a.logs)
