@@ -61,6 +61,7 @@ NB_OPTIONS: tuple[tuple[str, str | None], ...] = (
     ("svc_monitor_mac", "0a:00:00:ff:ff:fe"), ("ignore_lsp_down", "true"),
     ("northd-backoff-interval-ms", "50"), ("use_logical_dp_groups", "false"),
     ("max_tunid", "4096"), ("ignore_lsp_down", None),
+    ("install_ls_lb_from_router", "true"), ("install_ls_lb_from_router", None),
 )
 LB_VIPS: tuple[dict[str, str], ...] = (
     {"10.0.0.10:80": "10.0.0.2:8080,10.0.0.3:8080"}, {"10.0.0.11": "10.0.0.4"},

@@ -2189,7 +2189,10 @@ CONTRACT: list[tuple[str, Callable[..., Any], frozenset[str]]] = [
      lambda nb, sb, w: _nb_option(nb, "use_logical_dp_groups", "false"),
      frozenset(("sync_cfg", "mac_binding_aging"))),
     ("NB_Global option a builder of load balancers reads (install_ls_lb_from_router)",
-     lambda nb, sb, w: _nb_option(nb, "install_ls_lb_from_router", "true"), ALL),
+     lambda nb, sb, w: _nb_option(nb, "install_ls_lb_from_router", "true"),
+     frozenset(("sync_cfg", "mac_binding_aging"))),
+    ("NB_Global option the service monitor MAC (svc_monitor_mac)",
+     lambda nb, sb, w: _nb_option(nb, "svc_monitor_mac", "0a:00:00:00:00:fd"), CFG),
     ("nb_cfg bump", lambda nb, sb, w: nb.db.update(
         "NB_Global", next(iter(nb.db.tables["NB_Global"].rows)), nb_cfg=5),
      frozenset(("sync_cfg",))),

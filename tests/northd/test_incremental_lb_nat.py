@@ -81,7 +81,8 @@ def _health_checked(nb: Nb) -> Changeset[IdlRow]:
          "row": {"vip": "10.0.0.103:80"}},
         {"op": "insert", "table": "Load_Balancer", "uuid-name": "lb",
          "row": {"name": "lbh", "vips": ["map", [["10.0.0.103:80", "10.0.0.11:80"]]],
-                 "health_check": ["named-uuid", "hc"]}},
+                 "health_check": ["named-uuid", "hc"],
+                 "ip_port_mappings": ["map", [["10.0.0.11", "vm1:10.0.0.250"]]]}},
         _mutate("Logical_Switch", "sw0", "load_balancer", "insert", ["named-uuid", "lb"])])
 
 
@@ -180,14 +181,40 @@ def test_load_balancers_change_in_place(nb: Nb, sb: LocalDb) -> None:
         ("lb-del of a grouped one", lambda: _lb_del(nb, "lb1"), True),
         ("lb-del", lambda: _lb_del(nb, "lb0"), True),
         ("a health check", lambda: _health_checked(nb), True),
+        ("the service monitor MAC changed (the monitors and responders carry it)",
+         lambda: nb.db.transact([
+             {"op": "update", "table": "NB_Global", "where": [],
+              "row": {"options": ["map", [["mac_prefix", "0a:00:00"],
+                                          ["svc_monitor_mac", "0a:00:00:00:00:fd"]]]}}]), True),
         ("install_ls_lb_from_router", lambda: nb.db.transact([
             {"op": "update", "table": "NB_Global", "where": [],
              "row": {"options": ["map", [["install_ls_lb_from_router", "true"],
                                          ["mac_prefix", "0a:00:00"],
-                                         ["svc_monitor_mac", "0a:00:00:00:00:fe"]]]}}]), False),
+                                         ["svc_monitor_mac", "0a:00:00:00:00:fe"]]]}}]), True),
         ("lr-lb-add with install_ls_lb_from_router", lambda: _lb_add(
-            nb, "lb2", {"10.0.0.102": "10.0.0.11"}, ("Logical_Router", "lr0")), False),
+            nb, "lb2", {"10.0.0.102": "10.0.0.11"}, ("Logical_Router", "lr0")), True),
+        ("a switch attached to the router: the router's load balancers reach it",
+         lambda: _attach(nb, "sw1", "lr0", "lrp1", "10.1.0.1/24"), True),
+        ("its router-type port removed: they leave it", lambda: nb.db.transact([
+            _mutate("Logical_Switch", "sw1", "ports", "delete",
+                    ["uuid", nb.uuid("Logical_Switch_Port", "sw1-lrp1")])]), True),
+        ("install_ls_lb_from_router off", lambda: nb.db.transact([
+            {"op": "update", "table": "NB_Global", "where": [],
+             "row": {"options": ["map", [["mac_prefix", "0a:00:00"],
+                                         ["svc_monitor_mac", "0a:00:00:00:00:fe"]]]}}]), True),
     ])
+
+
+def _attach(nb: Nb, ls: str, lr: str, lrp: str, net: str) -> Changeset[IdlRow]:
+    """A router port and its switch's router-type port, in one transaction."""
+    return nb.db.transact([
+        {"op": "insert", "table": "Logical_Router_Port", "uuid-name": "p",
+         "row": {"name": lrp, "mac": "00:00:00:00:ff:0a", "networks": net}},
+        _mutate("Logical_Router", lr, "ports", "insert", ["named-uuid", "p"]),
+        {"op": "insert", "table": "Logical_Switch_Port", "uuid-name": "s",
+         "row": {"name": f"{ls}-{lrp}", "type": "router", "addresses": "router",
+                 "options": ["map", [["router-port", lrp]]]}},
+        _mutate("Logical_Switch", ls, "ports", "insert", ["named-uuid", "s"])])
 
 
 def test_nat_rules_change_in_place(nb: Nb, sb: LocalDb) -> None:

@@ -11,8 +11,10 @@ Rules kept here:
   found again from the datapaths and groups whose rows changed (`lb_members`);
   what differs from the last data decides the rest: the load balancers whose row,
   switches or routers changed, and the routers whose reachable VIPs changed.
-- Refused: `NB_Global` `install_ls_lb_from_router` (a router's load balancers reach its
-  switches), and a changed load balancer (before or after) that is a template one (its
+- With `NB_Global` `install_ls_lb_from_router` (a router's load balancers reach its
+  switches) the memberships are found again whole (`build_lb_data`); the caller asks
+  again where a router port changed (the switches a router reaches).
+- Refused: a changed load balancer (before or after) that is a template one (its
   VIPs are ovn-controller's to expand), or one asking for routes (`add_route`: its
   VIPs reach the routers beyond the next switch); a router VIP set whose name an NB
   address set also has.
@@ -40,14 +42,15 @@ from typing import cast
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
+from ...idl.tracking import changed_columns
+from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from ..diagnostics import muted
 from .address_sets import router_lb_set_name
-from .datapaths import DatapathsData, smap_bool
+from .datapaths import DatapathsData
 from .delta import PortsDelta
 from .dp_groups import TABLE as DP_GROUP_TABLE
 from .dp_groups import dp_group_key
-from .inputs import singleton
 from .lb import LbData, LoadBalancer, build_lb_data, parse_lb, put_sb_load_balancer
 from .ports import PortsData
 from .ports_router import readvertise
@@ -55,6 +58,32 @@ from .service_monitor import MonitorKey, monitors_changed, probed_ports, switche
 
 # Switch and router columns that say which load balancers apply to them.
 LB_COLUMNS = frozenset(("load_balancer", "load_balancer_group"))
+# The NB tables whose changes say which load balancers apply where.
+LB_TABLES = ("Load_Balancer", "Load_Balancer_Group", "Load_Balancer_Health_Check",
+             "Logical_Switch", "Logical_Router")
+RowChanges = Mapping[str, RowChange[IdlRow]]
+
+
+def lb_row(rc: RowChange[IdlRow]) -> bool:
+    """Whether a switch or router update changed its load balancers."""
+    return rc.old is not None and rc.new is not None \
+        and not LB_COLUMNS.isdisjoint(changed_columns(rc))
+
+
+def lb_rows(changes: RowChanges | None) -> bool:
+    return changes is not None and any(lb_row(rc) for rc in changes.values())
+
+
+def nat_rows(changes: RowChanges | None) -> bool:
+    """Whether a router update changed its NAT rules."""
+    return changes is not None and any(
+        rc.old is not None and rc.new is not None and "nat" in changed_columns(rc)
+        for rc in changes.values())
+
+
+def has_lbs(row: IdlRow | None) -> bool:
+    """Whether a switch or router has load balancers (its own or through groups)."""
+    return row is not None and any(row.value(c) for c in LB_COLUMNS)
 
 
 def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports: PortsData,
@@ -63,9 +92,6 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
     """The load balancer data as the NB has it now and what changed with it, the
     desired tables changed in place; None (nothing touched) where a recompute is
     needed. The datapaths' NB rows must be the current ones."""
-    nbg = singleton(nb.get("NB_Global"))
-    if nbg is not None and smap_bool(nbg.options, "install_ls_lb_from_router"):
-        return None
     with muted():  # (the changed ones are parsed again below, reporting)
         new = build_lb_data(nb, datapaths, reuse=old, reparse=reparse)
     changed = [key for key in old.lbs.keys() | new.lbs.keys()

@@ -32,6 +32,9 @@ from .ports import PortsData
 COLUMNS = ("ip", "port", "protocol", "logical_port", "options", "src_mac", "src_ip")
 
 
+MAC_SET = "svc_monitor_mac"  # (the SB address set holding the MAC)
+
+
 def switch_ports(dps: DatapathsData) -> dict[str, IdlRow]:
     """Logical switch ports by name, of the switches that have datapaths."""
     out: dict[str, IdlRow] = {}
@@ -95,6 +98,19 @@ def build_service_monitors(lbs: LbData, dps: DatapathsData, svc_monitor_mac: str
     for lb in lbs.lbs.values():
         for key, values in lb_monitors(lb, ports.get, svc_monitor_mac):
             table.put(key, **values)
+
+
+def monitor_mac_moved(mac: str, nb: Mapping[str, ReplicaTable], lbs: LbData,
+                      sb: DesiredDb, delta: PortsDelta) -> set[str]:
+    """The service monitor MAC changed to `mac`: its address set put again (an NB set of
+    that name wins, as in a build); the health-checked load balancers, whose monitors
+    and ARP/ND responders carry it, returned for the caller to find again."""
+    nb_sets = nb.get("Address_Set")
+    if nb_sets is None or all(row.name != MAC_SET for row in nb_sets.rows.values()):
+        sb.tables["Address_Set"].put(MAC_SET, name=MAC_SET, addresses=[mac])
+        delta.touch("sb", "Address_Set", MAC_SET)
+    return {key for key, lb in lbs.lbs.items()
+            if any(v.health_check is not None for v in lb.vips)}
 
 
 def monitors_changed(old: Iterable[LoadBalancer], new: LbData, lsp: Callable[[str], IdlRow | None],

@@ -50,7 +50,7 @@ from ...ovsdb.changeset import RowChange
 from ..build.address_sets import port_ips
 from ..build.bfd_incremental import bfd_changed, sessions_naming
 from ..build.core import CoreData, build_core
-from ..build.datapaths import router_enabled
+from ..build.datapaths import router_enabled, smap_bool
 from ..build.datapaths_incremental import (
     add_router,
     keys_before_routers,
@@ -60,17 +60,26 @@ from ..build.datapaths_incremental import (
     simple_router,
 )
 from ..build.datapaths_updated import COLUMNS as DP_COLUMNS
-from ..build.datapaths_updated import datapaths_updated, ipam_again, prefix_again
+from ..build.datapaths_updated import datapaths_updated, ipam_again
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
 from ..build.gateway_toggled import gateway_toggled, gateways_toggled
-from ..build.global_cfg import FLOW_OPTIONS, copied_only, global_config, put_options
+from ..build.global_cfg import global_config
 from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.ipam_macs import MAC_MOVERS
-from ..build.lb_incremental import LB_COLUMNS, lbs_changed, probes_moved
+from ..build.lb_incremental import (
+    LB_COLUMNS,
+    LB_TABLES,
+    has_lbs,
+    lb_row,
+    lb_rows,
+    lbs_changed,
+    nat_rows,
+    probes_moved,
+)
 from ..build.lb_templates import template_vars_changed
 from ..build.lrp_updated import lrps_updated, updatable
 from ..build.meters import acl_meters_changed, meters_changed
@@ -86,6 +95,7 @@ from ..build.ports_static_mac import named_keys, static_macs_changed
 from ..build.router_toggled import router_toggled, routers_toggled
 from ..build.walk import resort_router_ports
 from ..desired import DesiredDb
+from .northd_global import GlobalHandlers
 from .northd_sb import SbHandlers
 from .tables import (
     TableChange,
@@ -111,11 +121,6 @@ LS_FLOWS_ONLY = frozenset(("acls", "qos_rules", "forwarding_groups"))
 # databases' own connections).
 FLOWS_ONLY_TABLES = ("DHCP_Options", "QoS", "Forwarding_Group", "Copp", "Connection", "SSL")
 LR_FLOWS_ONLY = frozenset(("static_routes", "policies"))
-# NB_Global columns only the handshake reads.
-CFG_COLUMNS = frozenset(("nb_cfg", "nb_cfg_timestamp", "sb_cfg", "sb_cfg_timestamp",
-                         "hv_cfg", "hv_cfg_timestamp"))
-# NB_Global columns no builder reads (the database's own connections).
-UNREAD_GLOBAL = frozenset(("connections", "ssl"))
 # NB Logical_Switch_Port columns northd writes back and no builder reads (`sync_from_sb`
 # decides them): a builder that starts reading one must take it out of here.
 LSP_WRITTEN_ONLY = frozenset(("up",))
@@ -127,7 +132,7 @@ class NorthdData:
     extra: ExtraData
 
 
-class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
+class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
     """Every builder of parts N1 and N2 into desired SB and NB state."""
 
     def __init__(self, nb: Mapping[str, TableLeaf], sb: Mapping[str, TableLeaf],
@@ -160,6 +165,9 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb_handlers["BFD"] = self.on_bfd
         for table in MAC_MOVERS & nb_handlers.keys():
             nb_handlers[table] = followed(nb_handlers[table], self._refresh_macs)
+        for table in ("Logical_Switch_Port", "Logical_Router_Port"):
+            nb_handlers[table] = self._with_peer_lbs(nb_handlers[table],
+                                                     table == "Logical_Router_Port")
         nb_handlers.update(dict.fromkeys(FLOWS_ONLY_TABLES, self.on_flows_only))
         self.ls_leaf = nb["Logical_Switch"].name if "Logical_Switch" in nb else None
         self._names: Counter[str] | None = None  # NB port names, since the last recompute
@@ -182,6 +190,19 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             nb=Group(table_inputs(nb, sorted(nb), nb_handlers)),
             sb=Group(table_inputs(sb, sorted(NORTHD_SB_INPUTS), sb_handlers)),
             now=Input(now), sync_cfg_committed=Input(cfg, noop))
+
+    def _with_peer_lbs(self, handler: TableHandler, lrp: bool) -> TableHandler:
+        """`handler`, then, with `install_ls_lb_from_router`, the load balancers found
+        again where a router port changed (a router's reach its switches)."""
+        def call(change: TableChange) -> Handled:
+            handled = handler(change)
+            if handled is Handled.UNHANDLED or change.delta is None or not smap_bool(
+                    self.data.extra.config.nb_options, "install_ls_lb_from_router") \
+                    or not any(r is not None and (lrp or r.type == "router")
+                               for rc in change.delta.values() for r in (rc.old, rc.new)):
+                return handled
+            return either(handled, self._lbs(again=True))
+        return call
 
     def _refresh_macs(self) -> None:  # (a router port's MAC moves its binding)
         if self.has_data and self.delta is not None:
@@ -212,48 +233,6 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         extra = build_extra(inp, core, sb_db, nb_db, now_ms=now,
                             committed_sb_cfg=sync_cfg_committed)
         return NorthdData(sb_db, nb_db, core, extra)
-
-    # NB_Global: the handshake columns alone are `sync_cfg`'s (it recomputes on them).
-    # Options no builder reads (the daemon's, the backoff and the probe interval; those
-    # of other releases; any a CMS adds: `global_cfg.copied_only`) move only the options
-    # copied to NB_Global and SB_Global, in place, and those only flows read
-    # (`FLOW_OPTIONS`) those and every flow (`lflow` recomputes:
-    # `PortsDelta.every_flow`); options northd writes back (`WRITTEN_BACK`: its first
-    # run's `mac_prefix`, `max_tunid`...) changed or dropped move only the write-back,
-    # where the service monitor MAC they make stays; a new MAC prefix moves IPAM's
-    # dynamic MACs (`datapaths_updated.prefix_again`).
-    def on_nb_global(self, change: TableChange) -> Handled:
-        if change.delta is None or not self.has_data:
-            return Handled.UNHANDLED
-        options: Mapping[str, str] | None = None
-        for rc in change.delta.values():
-            if rc.old is None or rc.new is None:
-                return Handled.UNHANDLED
-            columns = set(changed_columns(rc))
-            if "options" in columns and dict(rc.new.options) == self.data.extra.config.nb_options:
-                columns.discard("options")  # (northd's own write-back, come back)
-            columns -= UNREAD_GLOBAL
-            if not columns <= CFG_COLUMNS | {"options"} or (
-                    "options" in columns and not copied_only(rc.old.options, rc.new.options)):
-                return Handled.UNHANDLED
-            if "options" in columns:
-                options = rc.new.options
-        if options is None:
-            return Handled.HANDLED_UNCHANGED
-        data = self.data
-        old = data.extra.config
-        cfg = global_config(self.nb_tables(), self.sb_tables())  # (as a build makes it)
-        if (cfg.svc_monitor_mac, cfg.features) != (old.svc_monitor_mac, old.features):
-            return Handled.UNHANDLED
-        was = old.nb_options
-        data.extra = replace(data.extra, config=cfg)
-        delta = self.track()
-        if cfg.mac_prefix != old.mac_prefix and not prefix_again(
-                cfg.mac_prefix, data.core, self.sb_tables(), data.sb, data.nb, delta):
-            return Handled.UNHANDLED
-        delta.every_flow |= any(was.get(k) != cfg.nb_options.get(k) for k in FLOW_OPTIONS)
-        put_options(cfg, data.nb, data.sb, delta)
-        return Handled.HANDLED_UPDATED
 
     # A switch's `ports` alone: the ports it gains and loses are inserted and deleted
     # in the same changes, which `on_nb_lsp` handles (it reads this input's delta and
@@ -293,7 +272,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         if handled is not Handled.UNHANDLED and change.delta is not None:
             handled = either(handled, self._dns_listed(change.delta))
             handled = either(handled, self._datapaths_updated(change.delta, router=False))
-        if handled is not Handled.UNHANDLED and _lb_rows(change):
+        if handled is not Handled.UNHANDLED and lb_rows(change.delta):
             handled = either(handled, self._lbs())
         if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
             return handled
@@ -334,8 +313,8 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             if rc.new is None and row.value("ports"):
                 continue  # (its ports go first: `on_nb_lrp` deletes it after them)
             (made if rc.new is not None else gone).append(row)
-        parts = either(self._lbs() if _lb_rows(change) else Handled.HANDLED_UNCHANGED,
-                        self._nats() if _nat_rows(change) else Handled.HANDLED_UNCHANGED)
+        parts = either(self._lbs() if lb_rows(change.delta) else Handled.HANDLED_UNCHANGED,
+                        self._nats() if nat_rows(change.delta) else Handled.HANDLED_UNCHANGED)
         if parts is not Handled.UNHANDLED:
             parts = either(parts, self._datapaths_updated(change.delta, router=True))
         if parts is Handled.UNHANDLED or (not made and not gone):
@@ -359,7 +338,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             add_router(row, keys[row.uuid], core.datapaths, core.ports, reachable,
                        self.data.sb)
             delta.touch("sb", "Datapath_Binding", row.uuid)
-        if with_ports or not any(map(_has_lbs, made + gone)):
+        if with_ports or not any(map(has_lbs, made + gone)):
             return Handled.HANDLED_UPDATED  # (with ports: `on_nb_lrp`'s, after them)
         return either(Handled.HANDLED_UPDATED, self._lbs(again=True))
 
@@ -461,7 +440,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         for table, by_key in (("Logical_Switch", core.datapaths.switches),
                               ("Logical_Router", core.datapaths.routers)):
             keys = [uuid for uuid, rc in self._changes(table).items()
-                    if uuid in by_key and rc.new is not None and _lb_row(rc)]
+                    if uuid in by_key and rc.new is not None and lb_row(rc)]
             if not refresh_datapaths(keys, by_key, nb[table].rows, core.ports):
                 return Handled.UNHANDLED
         result = lbs_changed(nb, core.datapaths, core.ports, self.data.extra.lbs,
@@ -616,7 +595,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             if handled is Handled.UNHANDLED or not any(
                     "networks" in changed_columns(rc) and rc.new is not None
                     and (port := self.data.core.ports.ports.get(rc.new.name)) is not None
-                    and _has_lbs(port.dp.nb) for rc in delta.values()):
+                    and has_lbs(port.dp.nb) for rc in delta.values()):
                 return handled
             # (the VIPs a router answers for follow its networks)
             return either(handled, self._lbs(again=True))
@@ -650,7 +629,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
         # (a router's networks decide which of its load balancers' VIPs it answers for;
         # every router port added or deleted changes its router's `ports`)
         if handled is Handled.UNHANDLED or not any(
-                _has_lbs(rc.old if rc.new is None else rc.new)
+                has_lbs(rc.old if rc.new is None else rc.new)
                 for rc in (lr_changes or {}).values()):
             return handled
         return either(handled, self._lbs(again=True))
@@ -732,7 +711,7 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
                                       and port_ips(rc.old) != port_ips(rc.new)}, result)
         handled = self._applied(result)  # (switches made or gone with load balancers)
         if handled is Handled.UNHANDLED or not any(
-                _has_lbs(rc.new if rc.old is None else rc.old if rc.new is None else None)
+                has_lbs(rc.new if rc.old is None else rc.old if rc.new is None else None)
                 for rc in ls_changes.values()):
             return handled
         return either(handled, self._lbs(again=True))
@@ -770,29 +749,3 @@ class NorthdNode(SbHandlers, Node[NorthdData, PortsDelta]):
             return Handled.HANDLED_UNCHANGED
         self.track().merge(result)
         return Handled.HANDLED_UPDATED
-
-# The NB tables whose changes `_lbs` applies.
-LB_TABLES = ("Load_Balancer", "Load_Balancer_Group", "Load_Balancer_Health_Check",
-             "Logical_Switch", "Logical_Router")
-
-
-def _lb_row(rc: RowChange[IdlRow]) -> bool:
-    """Whether a switch or router update changed its load balancers."""
-    return rc.old is not None and rc.new is not None \
-        and not LB_COLUMNS.isdisjoint(changed_columns(rc))
-
-
-def _lb_rows(change: TableChange) -> bool:
-    return change.delta is not None and any(_lb_row(rc) for rc in change.delta.values())
-
-
-def _nat_rows(change: TableChange) -> bool:
-    """Whether a router update changed its NAT rules."""
-    return change.delta is not None and any(
-        rc.old is not None and rc.new is not None and "nat" in changed_columns(rc)
-        for rc in change.delta.values())
-
-
-def _has_lbs(row: IdlRow | None) -> bool:
-    """Whether a switch or router has load balancers (its own or through groups)."""
-    return row is not None and any(row.value(c) for c in LB_COLUMNS)
