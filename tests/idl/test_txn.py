@@ -298,6 +298,8 @@ def test_locks(server: ServerProcess) -> None:
                 Idl(proxy.remote, DB, lock="L", min_backoff=0.05) as a, \
                 Idl(server.unix, DB) as b:
             assert a.has_lock and not a.is_lock_contended
+            told: list[bool] = []
+            a.on_lock_change(lambda: told.append(a.has_lock))
             await b.set_lock("L")
             assert not b.has_lock and b.is_lock_contended
             # without the lock: not sent
@@ -317,12 +319,14 @@ def test_locks(server: ServerProcess) -> None:
             assert b.has_lock
             await until(lambda: not a.has_lock, what="a told its lock was stolen")
             assert a.is_lock_contended
+            assert told == [False]  # (the callback heard it, at once)
             txn = a.transaction()
             txn.update(a["Other"].get(uuid), n=5)
             assert (await txn.commit()).status is Status.NOT_LOCKED
             # released: the waiter gets it
             await b.set_lock(None)
             assert await a.wait_for_lock(5)
+            assert told == [False, True]
             # and takes it again after a reconnection
             a.force_reconnect()
             await until(lambda: not a.connected)

@@ -60,7 +60,8 @@ from pyovsdb.northd.build.ha_chassis import with_ref_chassis
 from pyovsdb.northd.desired import DesiredDb, DesiredTable, Ref
 from pyovsdb.northd.driver import RunOutput
 from pyovsdb.northd.nodes import northd as northd_node
-from pyovsdb.northd.nodes.northd import CFG_COLUMNS, NorthdNode
+from pyovsdb.northd.nodes.northd import NorthdNode
+from pyovsdb.northd.nodes.northd_global import CFG_COLUMNS
 from pyovsdb.northd.nodes.northd_sb import QOS_OPTIONS
 from pyovsdb.northd.nodes.sync_from_sb import SyncFromSbNode
 from pyovsdb.northd.nodes.tables import UndeclaredTable

@@ -221,6 +221,7 @@ class Idl:
         self.tracked: Changeset[IdlRow] = Changeset()
         self._tracked_shared: set[str] = set()
         self.callbacks: list[ChangeCallback] = []
+        self.lock_callbacks: list[Callable[[], None]] = []
         self.watches: list[Watch] = []
         self.last_txn_id = ZERO_UUID
         self.min_index = 0
@@ -780,6 +781,11 @@ class Idl:
         self.callbacks.append(callback)
         return callback
 
+    def on_lock_change(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback()` whenever the lock is granted, or lost (stolen, released)."""
+        self.lock_callbacks.append(callback)
+        return callback
+
     def watch(self, table: str, callback: EventCallback, *,
               events: Iterable[str] = EVENTS, columns: Iterable[str] | None = None) -> Watch:
         """Call `callback(event, row, old)` for each row event of `table`: ("insert",
@@ -983,9 +989,12 @@ class Idl:
             self.is_lock_contended = False
         elif self.has_lock:
             self.is_lock_contended = True
+        moved = self.has_lock != locked
         self.has_lock = locked
         self._lock_changed.set()
         self._lock_changed = asyncio.Event()
+        for callback in self.lock_callbacks if moved else ():
+            callback()
 
     # -- transactions ------------------------------------------------------------------
 

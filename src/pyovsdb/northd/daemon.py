@@ -14,10 +14,10 @@ what to write of `driver.Driver`):
   recompute (`Driver.take_over`). A paused instance drops its tracked changes and
   recomputes once it runs again, on standby or active, and says so. Pausing releases
   the lock ("This ovn-northd instance is now paused."); `--dry-run` starts paused.
-- The loop sleeps on a `util.seq.Seq` that both IDLs' change callbacks (and lock,
-  session and timer events) change, waking `seq_delay_ms` after it began waiting at
-  the earliest (seed 004; 0 wakes at once), then drains what else is ready for at most
-  500 ms and asks the policy whether to run now or when.
+- The loop sleeps on a `util.seq.Seq` that both IDLs' change callbacks, the SB
+  lock's changes (and session and timer events) change, waking `seq_delay_ms` after
+  it began waiting at the earliest (seed 004; 0 wakes at once), then drains what else
+  is ready for at most 500 ms and asks the policy whether to run now or when.
 - Changes the loop does not run on yet (backoff, standby) stay tracked in the IDLs,
   which merge them as they come (`ovsdb.changeset.merge`'s rule); a run takes them all
   (`track_take`). One engine run, then one SB transaction (the sync ops) and one NB
@@ -226,6 +226,7 @@ class Northd:
                       leader_only=self.config.leader_only, write_changed_only=True,
                       probe_interval=DEFAULT_PROBE_MS / 1000,
                       lock=None if self.state.paused else LOCK_NAME, reconnect_log=True)
+        self.sb.on_lock_change(self.seq.change)  # (a takeover at once, not polled)
         for idl in (self.nb, self.sb):
             idl.on_change(lambda _cs: self.seq.change())
             self._tasks.append(loop.create_task(idl.start(timeout=None)))
