@@ -498,6 +498,14 @@ FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
         BASES["ha"], [Step("ls-add", (0, "", 0), batch=True),
                       Step("igmp-join", (0, 0, "239.0.0.1"), batch=True),
                       Step("ls-add", (0, "", 0)), Step("lr-add", (0, 3), batch=True)]),
+    # A router port renamed keeps its gateway chassis rows (named for the old name);
+    # one made for a chassis it already had made two references to one HA_Chassis
+    # key, and every SB transaction failed ("set contains duplicate"). Found by the
+    # hot standby's property.
+    "a renamed gateway port given a chassis it has": (
+        BASES["ha"], [Step("ls-add", (0, "", 0), batch=True),
+                      Step("rename", ("Logical_Router_Port", 0, 1), batch=True),
+                      Step("lrp-gw", (0, 0, 0), batch=True)]),
 }
 
 

@@ -10,7 +10,10 @@ Rules kept here:
   port through its NB group. Every other SB group is deleted.
 - Each member is an HA_Chassis with the chassis (by name; empty while no such chassis
   is registered), the priority, and `external_ids:chassis-name`. Gateway chassis
-  without a chassis name are left out.
+  without a chassis name are left out. Two members naming one chassis (a router port
+  renamed keeps its gateway chassis rows, named for the old name, and gets new ones)
+  are one HA_Chassis with the higher priority: 23.03 writes a row for each, with two
+  references to one key the SB transaction would fail on every run.
 - `ref_chassis` is `ref_chassis.build_ref_chassis`'s (put empty here).
 """
 
@@ -65,7 +68,11 @@ def put_group(groups: DesiredTable, chassis: DesiredTable, name: str, members: M
     `ref_chassis` empty (`build_ref_chassis` fills it)."""
     refs = []
     keys = []
+    best: dict[str, int] = {}
     for chassis_name, priority in members:
+        if priority > best.get(chassis_name, priority - 1):
+            best[chassis_name] = priority
+    for chassis_name, priority in best.items():
         key = (name, chassis_name)
         chassis.put(key, chassis=Ref("Chassis", chassis_name), priority=priority,
                     external_ids={"chassis-name": chassis_name})
