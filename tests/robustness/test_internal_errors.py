@@ -82,3 +82,33 @@ def test_handler_failure_is_answered_and_contained(tmp_path: Path,
         asyncio.run(main())
     assert any("internal error handling request get_server_id" in r.getMessage()
                for r in caplog.records)
+
+
+def test_a_wait_that_fails_at_once_took_no_time_however_slow_the_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `wait` with timeout 0 whose rows differ fails with ovsdb-server's "where"
+    clause message: its first execution is at the transaction's start, even when the
+    server's clock moved while it read the request (here 7 ms per reading)."""
+    from pyovsdb.server import server as server_module
+
+    readings = iter(range(0, 10**9, 7))
+    monkeypatch.setattr(server_module, "monotonic_ms", lambda: float(next(readings)))
+    db = create_db("ours", tmp_path / "w.db", SCHEMA)
+    sock = str(tmp_path / "w.sock")
+
+    async def main() -> None:
+        server = Server()
+        try:
+            server.add_db_file(db)
+            await server.listeners.add(f"punix:{sock}")
+            got = await _talk(sock, orjson.dumps(
+                {"method": "transact", "params": [DB, {
+                    "op": "wait", "table": "Txn", "where": [], "columns": ["tag"],
+                    "until": "==", "rows": [{"tag": "never"}], "timeout": 0}],
+                 "id": 1}), until_close=False)
+            assert got[0]["result"] == [{"error": "timed out",
+                                         "details": '"where" clause test failed'}], got
+        finally:
+            server.close()
+
+    asyncio.run(main())

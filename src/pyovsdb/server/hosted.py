@@ -97,12 +97,15 @@ class HostedDb:
 
     def execute(
         self, ops: list[Any], *, started: float | None = None,
-        owns_lock: Callable[[str], bool] | None = None,
+        owns_lock: Callable[[str], bool] | None = None, now: float | None = None,
     ) -> Outcome:
+        """`now`: the time of this execution (default the clock's); a transaction's
+        first is at its `started`, so that a `wait` timing out at once took 0 ms, as
+        ovsdb-server's first execution does, however long parsing took."""
         return execute(
             self.db,
             ops,
-            now=self.clock(),
+            now=self.clock() if now is None else now,
             started=started,
             owns_lock=owns_lock,
             read_only_reason=self.read_only_reason,

@@ -107,7 +107,7 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
 
         cluster.submit_ops(ops, started, owns_lock, answer)
         return PENDING
-    outcome = hosted.execute(ops, started=started, owns_lock=owns_lock)
+    outcome = hosted.execute(ops, started=started, owns_lock=owns_lock, now=started)
     if isinstance(outcome, Blocked):
         key = key or json_key(msg_id)
         session.pending[key] = msg_id
