@@ -502,6 +502,13 @@ FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
     # one made for a chassis it already had made two references to one HA_Chassis
     # key, and every SB transaction failed ("set contains duplicate"). Found by the
     # hot standby's property.
+    # An HA chassis group an external port uses, deleted: the port's old row names a
+    # row gone, so its own change could not tell which SB group to take away.
+    "an external port's HA group deleted": (
+        (), [Step("ls-add", (0, "10.0.0.0/24", False)), Step("ls-add", (1, "", True)),
+             Step("chassis-add", (0, False)), Step("chassis-add", (1, True)),
+             Step("hag-add", (0, [0, 1])), Step("lsp-add", (1, 3, 5, 2, False, 0)),
+             Step("lsp-set", (3, "ha_chassis_group", 4)), Step("hag-del", (0,))]),
     "a renamed gateway port given a chassis it has": (
         BASES["ha"], [Step("ls-add", (0, "", 0), batch=True),
                       Step("rename", ("Logical_Router_Port", 0, 1), batch=True),

@@ -104,6 +104,11 @@ def ha_groups_changed(changes: Mapping[str, RowChanges], nb: Mapping[str, Replic
     delta = PortsDelta()
     for name, members in found.items():
         _put_again(sb_desired, name, members, delta)
+    # A group deleted: gone with its HA chassis unless a port still uses one of its
+    # name (the ports that used it name a row gone: their own changes cannot tell it).
+    groups_used({str(rc.old.name) for rc in changes.get("HA_Chassis_Group", {}).values()
+                 if rc.new is None and rc.old is not None} - found.keys(),
+                ports, sb_desired, delta)
     return delta
 
 
