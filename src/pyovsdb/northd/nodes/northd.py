@@ -37,6 +37,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -194,6 +195,7 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
     def _with_peer_lbs(self, handler: TableHandler, lrp: bool) -> TableHandler:
         """`handler`, then, with `install_ls_lb_from_router`, the load balancers found
         again where a router port changed (a router's reach its switches)."""
+        @functools.wraps(handler)
         def call(change: TableChange) -> Handled:
             handled = handler(change)
             if handled is Handled.UNHANDLED or change.delta is None or not smap_bool(
