@@ -200,6 +200,43 @@ def test_dynamic_addresses_in_place(nb: Nb, sb: LocalDb) -> None:
     assert dynamic("ipam0") == "0a:00:00:02:00:03 10.2.0.3"
 
 
+def test_ports_beside_an_igmp_group_in_place(nb: Nb, sb: LocalDb) -> None:
+    """A snooping switch with a multicast group its VIFs joined (SB IGMP_Group): ports
+    added, updated (`mcast_flood`) and deleted, a member among them, are applied in
+    place, the switch's multicast groups built again with the IGMP group merged in;
+    each run equal to a recompute."""
+    loop = _topology(nb, sb)
+    loop.change(nb.db.transact([{"op": "update", "table": "Logical_Switch",
+                                 "where": [["name", "==", "sw0"]],
+                                 "row": {"other_config": ["map", [["mcast_snoop", "true"]]]}}]))
+    for name, mac in (("m1", "00:00:00:00:00:21"), ("m2", "00:00:00:00:00:22")):
+        loop.change(_lsp_add(nb, "sw0", name, addresses=[f"{mac} 10.0.0.2{name[1]}"]))
+    pbs = {r.logical_port: u for u, r in sb.tables["Port_Binding"].rows.items()}
+    ch0 = next(iter(sb.tables["Chassis"].rows))
+    dp = sb.tables["Port_Binding"].rows[pbs["m1"]].data["datapath"]
+    loop.sb_changed(sb.transact([{"op": "insert", "table": "IGMP_Group", "row": {
+        "address": "239.0.0.1", "datapath": ["uuid", str(dp)], "chassis": ["uuid", ch0],
+        "ports": ["set", [["uuid", pbs["m1"]], ["uuid", pbs["m2"]]]]}}]))
+    loop.settle()
+
+    def members() -> list[str] | None:
+        group = next((r for r in sb.tables["Multicast_Group"].rows.values()
+                      if r.name == "239.0.0.1"), None)
+        return None if group is None else sorted(p.logical_port for p in group.ports)
+
+    assert members() == ["m1", "m2"]
+    before = loop.stat("northd", "recompute")
+    for step, want in ((lambda: _lsp_add(nb, "sw0", "m3", addresses=["00:00:00:00:00:23"]),
+                        ["m1", "m2"]),
+                       (lambda: _lsp_set(nb, "m2", options={"mcast_flood": "true"}), ["m1"]),
+                       (lambda: _lsp_del(nb, "m1"), None)):
+        loop.change(step())
+        check_equals_recompute(loop)
+        assert members() == want
+    assert members() is None  # (m2 floods, m1 went: the group has no member left)
+    assert loop.stat("northd", "recompute") == before
+
+
 def test_qos_ports_take_their_queues_in_place(nb: Nb, sb: LocalDb) -> None:
     """VIFs with QoS options added, claimed on a chassis (each taking the lowest queue
     id free there, which its binding and its flows carry), their options dropped (the

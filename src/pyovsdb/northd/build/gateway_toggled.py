@@ -43,13 +43,13 @@ from .gateways_incremental import (
     redirect_name,
     remove_redirect,
 )
+from .inputs import rows_where
 from .ports import PB_BY_NAME, Port, PortsData
 from .ports_incremental import (
     insert_in_build_order,
     put_bindings,
     put_fixed_groups,
     put_router_binding,
-    rows_where,
 )
 
 

@@ -8,7 +8,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ...idl.replica import ReplicaTable
@@ -29,3 +29,13 @@ def singleton(table: ReplicaTable | None) -> IdlRow | None:
     if table is None or not table.rows:
         return None
     return min(table.rows.values(), key=lambda r: r.uuid)
+
+
+def rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]
+               ) -> Iterable[IdlRow]:
+    """The rows of `table` whose `column` (as stored) is one of `values`: all of them
+    if the table has no index of that column (the caller checks each row)."""
+    index = table.indexes.get(column)
+    if index is None or index.columns != (column,):
+        return table.rows.values()
+    return [row for v in values for row in index.entries.get((v,), {}).values()]

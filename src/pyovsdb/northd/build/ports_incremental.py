@@ -18,8 +18,7 @@ Rules kept here:
   its chassis taken from those the bindings hold: `ports_switch.queues_in_use`); a VIF
   asking IPAM for addresses too, where no other port's dynamic address moves
   (`ipam_incremental`), while every dynamic address is settled (NB holds what IPAM
-  decided) and SB has no IGMP groups
-  (its port groups' address sets follow it: `groups_incremental.member_sets`; if a
+  decided) (its port groups' address sets follow it: `groups_incremental.member_sets`; if a
   load balancer's port mappings name it, its switches before and after are rebuilt
   and `lb_incremental.probes_moved` moves the monitors), not sharing its name with
   another switch or router port, not taking over a binding of its name. A port's
@@ -30,14 +29,16 @@ Rules kept here:
 - Tunnel keys as a recompute gives them: every other port of the switch must hold its
   key in its SB binding; the new ones take keys after the highest, in name order, or,
   where one asks for a key, the build's walk tells (`port_keys`, `rekey_bindings`).
-- The switch's fixed multicast groups are rebuilt from its ports; the MAC bindings and
-  FDB entries a recompute deletes are computed again when a port goes. The result says
+- The switch's fixed multicast groups are rebuilt from its ports, with SB's IGMP
+  groups merged in (`igmp_incremental.igmp_changed`; switches made or deleted, or
+  stale IGMP groups, while there are IGMP groups: refused); the MAC bindings and FDB
+  entries a recompute deletes are computed again when a port goes. The result says
   which desired rows changed, per table (`PortsDelta`), so the sync plans only those.
 """
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Hashable, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ...idl.replica import ReplicaTable
@@ -67,8 +68,10 @@ from .gateways_incremental import (
 )
 from .ha_chassis import with_ref_chassis
 from .ha_groups_incremental import group_names, groups_used
+from .igmp_incremental import igmp_changed
+from .inputs import rows_where
 from .ipam_incremental import ipam_in_place
-from .mcast_groups import MULTICAST_COLUMNS, router_groups, switch_groups
+from .mcast_groups import MULTICAST_COLUMNS, build_igmp_groups, router_groups, switch_groups
 from .peers_incremental import (
     connect,
     disconnect,
@@ -177,6 +180,7 @@ class _Step:
     fresh: Collection[str] = ()  # datapaths made in place in this change
     core: CoreData | None = None  # (switch port changes: the core's IPAM)
     probed: set[str] = field(default_factory=set)  # names a health check probes through
+    touched: set[str] = field(default_factory=set)  # switches whose ports change (`_apply`)
 
 
 def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -198,6 +202,11 @@ def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
         _check(step, core.dynamic_addresses)
         was = switches_of(step.probed, core.ports)
         delta = _apply(step, sb_desired, nb_desired)
+        igmp = sb.get("IGMP_Group")
+        if igmp is not None and igmp.rows:  # (those switches' groups with theirs merged)
+            merged = igmp_changed(core.datapaths, core.ports, sb, sb_desired, step.touched)
+            assert merged is not None  # (stale groups refused in `_check`)
+            delta.merge(merged)
         delta.probed = step.probed  # (their switches: the responders' and their own)
         delta.flows |= was | switches_of(step.probed, core.ports)
         return delta
@@ -254,7 +263,9 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
 def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
     nb, sb, ports = step.nb, step.sb, step.ports
     igmp, lbs = sb.get("IGMP_Group"), nb.get("Load_Balancer")
-    _need(igmp is None or not igmp.rows)
+    if igmp is not None and igmp.rows:  # (merged into the switches' groups after)
+        _need(not (step.new_switches or step.gone_switches))
+        _need(not build_igmp_groups(step.datapaths, ports, sb, {}, {}))
     _need(ipam_settled(core_dynamic, ports, nb.get("Logical_Switch_Port")))
     if lbs is not None:  # (a port a health check probes through: its monitors move)
         mappings = lbs.col_index["ip_port_mappings"]
@@ -335,6 +346,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         touched.add(ports.ports[row.value("name")].dp.key)
     gone = step.gone_switches.keys()
     touched -= gone
+    step.touched = touched
     _need(refresh_datapaths(touched, datapaths.switches, nb_ls, ports))
     # Every binding of the ports of these switches and of the changed names.
     names = {row.value("name") for row in step.inserted.values()}
@@ -695,16 +707,6 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
 NB_INDEXES = {"Logical_Router_Port": "peer", "Static_MAC_Binding": "logical_port",
               "BFD": "logical_port", "Logical_Router_Static_Route": "output_port",
               "NAT": "type"}  # (the last for `lr_arp_resolve.routes_asked`)
-
-
-def rows_where(table: ReplicaTable, column: str, values: Iterable[Hashable]
-               ) -> Iterable[IdlRow]:
-    """The rows of `table` whose `column` (as stored) is one of `values`: all of them
-    if the table has no index of that column (the caller checks each row)."""
-    index = table.indexes.get(column)
-    if index is None or index.columns != (column,):
-        return table.rows.values()
-    return [row for v in values for row in index.entries.get((v,), {}).values()]
 
 
 def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow],

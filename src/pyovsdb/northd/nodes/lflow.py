@@ -48,9 +48,8 @@ from ...idl.tracking import changed_columns
 from ..build.datapaths import smap_bool
 from ..build.delta import PortsDelta
 from ..build.dp_groups import TABLE as DP_GROUP_TABLE
-from ..build.inputs import singleton
+from ..build.inputs import rows_where, singleton
 from ..build.lb import LbData
-from ..build.ports_incremental import rows_where
 from ..desired import DesiredDb
 from ..diagnostics import muted
 from ..lflows import (

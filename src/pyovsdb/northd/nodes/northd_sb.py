@@ -50,6 +50,7 @@ from ..build.global_cfg import (
 )
 from ..build.ha_chassis import with_ref_chassis
 from ..build.igmp_incremental import igmp_changed
+from ..build.inputs import rows_where
 from ..build.peers_incremental import alone_in_bucket
 from ..build.ports import (
     PB_BY_NAME,
@@ -58,7 +59,7 @@ from ..build.ports import (
     stale_mac_bindings,
     type_changed,
 )
-from ..build.ports_incremental import rebind, rows_where
+from ..build.ports_incremental import rebind
 from ..build.ports_retyped import settled
 from ..build.walk import PortWalk, resort_router_ports
 from ..desired import Ref, single

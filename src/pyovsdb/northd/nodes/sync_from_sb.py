@@ -34,10 +34,9 @@ from ...ovsdb.changeset import RowChange
 from ..build.core import sb_feedback
 from ..build.delta import PortsDelta
 from ..build.ha_chassis import copy_groups, port_group_name, with_ref_chassis
-from ..build.inputs import BuildInput
+from ..build.inputs import BuildInput, rows_where
 from ..build.lsp_up import port_up, switch_ports
 from ..build.ports import PB_BY_NAME
-from ..build.ports_incremental import rows_where
 from ..build.ref_chassis import RefChassis
 from ..desired import DesiredDb, DesiredTable, single
 from .northd import NorthdData, NorthdNode
