@@ -20,8 +20,6 @@ from pyovsdb.ovsdb.changeset import Changeset
 
 COMPUTING = ("northd", "sync_from_sb", "sync_cfg", "mac_binding_aging", "lflow",
              "sync_to_sb")
-ALL = frozenset(COMPUTING)
-FULL = frozenset(("northd", "sync_from_sb", "mac_binding_aging", "lflow", "sync_to_sb"))
 # `northd` changed in place: no node recomputes.
 CFG = frozenset(("sync_cfg",))
 # An NB_Global option only flows read: the flows built again, every one.
