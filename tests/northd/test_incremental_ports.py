@@ -204,7 +204,8 @@ def test_ports_beside_an_igmp_group_in_place(nb: Nb, sb: LocalDb) -> None:
     """A snooping switch with a multicast group its VIFs joined (SB IGMP_Group): ports
     added, updated (`mcast_flood`) and deleted, a member among them, are applied in
     place, the switch's multicast groups built again with the IGMP group merged in;
-    each run equal to a recompute."""
+    the chassis that reported it deleted, the stale IGMP row is deleted in place; each
+    run equal to a recompute."""
     loop = _topology(nb, sb)
     loop.change(nb.db.transact([{"op": "update", "table": "Logical_Switch",
                                  "where": [["name", "==", "sw0"]],
@@ -234,6 +235,12 @@ def test_ports_beside_an_igmp_group_in_place(nb: Nb, sb: LocalDb) -> None:
         check_equals_recompute(loop)
         assert members() == want
     assert members() is None  # (m2 floods, m1 went: the group has no member left)
+    # The chassis that reported the join goes: its IGMP row, stale, is deleted.
+    assert sb.tables["IGMP_Group"].rows
+    loop.sb_changed(sb.delete("Chassis", ch0))
+    loop.settle()
+    check_equals_recompute(loop)
+    assert not sb.tables["IGMP_Group"].rows
     assert loop.stat("northd", "recompute") == before
 
 

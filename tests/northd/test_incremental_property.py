@@ -465,7 +465,6 @@ STILL_RECOMPUTING = [
     (63, "rename"), (65, "rename"),  # a switch port, a router port
     (66, "sb-delete"), (67, "sb-delete"),  # northd's SB rows deleted by another writer
     (68, "sb-rekey"), (69, "sb-rekey"),  # its tunnel keys moved by another writer
-    (78, "chassis-del"),  # of a chassis with IGMP groups
     (88, "lr-del"),  # its SB commit lost (`lose-commit`): the recompute that follows
 ]
 

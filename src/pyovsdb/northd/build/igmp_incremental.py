@@ -10,8 +10,9 @@ Rules kept here:
   groups from its own ports (`switch_groups`, or its router ports' `_MC_static`)
   with the IGMP groups merged in, as `build_mcast_groups` makes them. Rows of those
   datapaths no longer wanted go; the keys whose rows changed are in the delta.
-- A stale IGMP group (no chassis, no datapath, a datapath gone) is refused (None): its
-  deletion is the recompute's.
+- A stale IGMP group (no chassis, no datapath, a datapath gone: a chassis deleted,
+  say) is deleted, as a build deletes it (the desired IGMP_Group table's `delete`, kept
+  to the rows SB still has).
 - The flows of the datapaths written are built again (`PortsDelta.flows`): the
   switches' IGMP flows and the relaying routers' multicast routes read the groups.
 """
@@ -60,17 +61,26 @@ def _fixed(key: str, datapaths: DatapathsData, ports: PortsData) -> Groups:
 
 
 def igmp_changed(datapaths: DatapathsData, ports: PortsData, sb: Mapping[str, ReplicaTable],
-                 sb_desired: DesiredDb, switches: set[str]) -> PortsDelta | None:
-    """The IGMP rows of the datapaths `switches` changed: their groups (see the
-    rules), or None."""
+                 sb_desired: DesiredDb, switches: set[str]) -> PortsDelta:
+    """The IGMP rows of the datapaths `switches` changed: their groups, and the stale
+    rows deleted (see the rules)."""
     affected = {k for k in switches if datapaths.get(k) is not None}
     affected |= relaying_routers(affected, ports)
     groups: Groups = {}
     for key in affected:
         groups.update(_fixed(key, datapaths, ports))
     igmp: Groups = dict(groups)
-    if build_igmp_groups(datapaths, ports, sb, igmp, _kept_keys(sb, datapaths, affected)):
-        return None
+    delta = PortsDelta()
+    stale = build_igmp_groups(datapaths, ports, sb, igmp, _kept_keys(sb, datapaths, affected))
+    rows = sb.get("IGMP_Group")
+    deleting = sb_desired.tables.get("IGMP_Group")
+    if deleting is not None and rows is not None:
+        deleting.delete.intersection_update(rows.rows)  # (those gone: deleted)
+    if stale:
+        deleting = sb_desired.table("IGMP_Group", (), owned=False)
+        for uuid in stale - deleting.delete:
+            delta.touch("sb", "IGMP_Group", uuid)
+        deleting.delete.update(stale)
     table = sb_desired.tables["Multicast_Group"]
     old = {k: table.rows.pop(k) for k in [k for k in table.rows if _on(k, affected)]}
     for (dp_key, name), (tunnel_key, members) in sorted(igmp.items()):
@@ -78,7 +88,6 @@ def igmp_changed(datapaths: DatapathsData, ports: PortsData, sb: Mapping[str, Re
             table.put((dp_key, name), datapath=Ref("Datapath_Binding", dp_key), name=name,
                       tunnel_key=tunnel_key,
                       ports=[Ref("Port_Binding", p) for p in sorted(members)])
-    delta = PortsDelta()
     for gkey in old.keys() | {k for k in table.rows if _on(k, affected)}:
         if table.rows.get(gkey) != old.get(gkey):
             delta.touch("sb", "Multicast_Group", gkey)

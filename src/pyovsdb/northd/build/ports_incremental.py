@@ -30,8 +30,8 @@ Rules kept here:
   key in its SB binding; the new ones take keys after the highest, in name order, or,
   where one asks for a key, the build's walk tells (`port_keys`, `rekey_bindings`).
 - The switch's fixed multicast groups are rebuilt from its ports, with SB's IGMP
-  groups merged in (`igmp_incremental.igmp_changed`; switches made or deleted, or
-  stale IGMP groups, while there are IGMP groups: refused); the MAC bindings and FDB
+  groups merged in (`igmp_incremental.igmp_changed`; switches made or deleted while
+  there are IGMP groups: refused); the MAC bindings and FDB
   entries a recompute deletes are computed again when a port goes. The result says
   which desired rows changed, per table (`PortsDelta`), so the sync plans only those.
 """
@@ -71,7 +71,7 @@ from .ha_groups_incremental import group_names, groups_used
 from .igmp_incremental import igmp_changed
 from .inputs import rows_where
 from .ipam_incremental import ipam_in_place
-from .mcast_groups import MULTICAST_COLUMNS, build_igmp_groups, router_groups, switch_groups
+from .mcast_groups import MULTICAST_COLUMNS, router_groups, switch_groups
 from .peers_incremental import (
     connect,
     disconnect,
@@ -204,9 +204,8 @@ def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
         delta = _apply(step, sb_desired, nb_desired)
         igmp = sb.get("IGMP_Group")
         if igmp is not None and igmp.rows:  # (those switches' groups with theirs merged)
-            merged = igmp_changed(core.datapaths, core.ports, sb, sb_desired, step.touched)
-            assert merged is not None  # (stale groups refused in `_check`)
-            delta.merge(merged)
+            delta.merge(igmp_changed(core.datapaths, core.ports, sb, sb_desired,
+                                     step.touched))
         delta.probed = step.probed  # (their switches: the responders' and their own)
         delta.flows |= was | switches_of(step.probed, core.ports)
         return delta
@@ -265,7 +264,6 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
     igmp, lbs = sb.get("IGMP_Group"), nb.get("Load_Balancer")
     if igmp is not None and igmp.rows:  # (merged into the switches' groups after)
         _need(not (step.new_switches or step.gone_switches))
-        _need(not build_igmp_groups(step.datapaths, ports, sb, {}, {}))
     _need(ipam_settled(core_dynamic, ports, nb.get("Logical_Switch_Port")))
     if lbs is not None:  # (a port a health check probes through: its monitors move)
         mappings = lbs.col_index["ip_port_mappings"]
