@@ -27,6 +27,7 @@ from .lb import LbData
 
 COLUMNS = ("name", "addresses")
 _MAC = re.compile(r"[0-9a-fA-F]{1,2}(?::[0-9a-fA-F]{1,2}){5}")
+MONITOR_MAC_SET = "svc_monitor_mac"  # (the set holding the service monitor MAC)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -100,7 +101,7 @@ def build_address_sets(nb: Mapping[str, ReplicaTable], dps: DatapathsData, lbs: 
     def put(name: str, addresses: Iterable[str]) -> None:
         table.put(name, name=name, addresses=sorted(set(addresses)))
 
-    put("svc_monitor_mac", [svc_monitor_mac])
+    put(MONITOR_MAC_SET, [svc_monitor_mac])
     for pg in _sorted_rows(nb.get("Port_Group")):
         v4, v6 = port_group_addresses(pg)
         put(f"{pg.name}_ip4", v4)

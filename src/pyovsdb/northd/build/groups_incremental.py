@@ -41,7 +41,7 @@ from ...idl.row import IdlRow
 from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable
-from .address_sets import port_group_addresses, port_ips
+from .address_sets import MONITOR_MAC_SET, port_group_addresses, port_ips
 from .datapaths import DatapathsData
 from .delta import PortsDelta
 from .port_groups import sb_port_group_name
@@ -283,7 +283,7 @@ def _check_sets(nb: Mapping[str, ReplicaTable], as_changes: RowChanges,
             if row is None:
                 continue
             name: str = row.name
-            _need(name != "svc_monitor_mac" and not name.startswith("_rtr_lb_")
+            _need(name != MONITOR_MAC_SET and not name.startswith("_rtr_lb_")
                   and not (name[-4:] in ("_ip4", "_ip6") and name[:-4] in pg_names))
 
 

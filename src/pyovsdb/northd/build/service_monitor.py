@@ -24,15 +24,13 @@ from typing import Any
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
+from .address_sets import MONITOR_MAC_SET
 from .datapaths import DatapathsData
 from .delta import PortsDelta
 from .lb import LbData, LoadBalancer, parse_address
 from .ports import PortsData
 
 COLUMNS = ("ip", "port", "protocol", "logical_port", "options", "src_mac", "src_ip")
-
-
-MAC_SET = "svc_monitor_mac"  # (the SB address set holding the MAC)
 
 
 def switch_ports(dps: DatapathsData) -> dict[str, IdlRow]:
@@ -106,9 +104,9 @@ def monitor_mac_moved(mac: str, nb: Mapping[str, ReplicaTable], lbs: LbData,
     that name wins, as in a build); the health-checked load balancers, whose monitors
     and ARP/ND responders carry it, returned for the caller to find again."""
     nb_sets = nb.get("Address_Set")
-    if nb_sets is None or all(row.name != MAC_SET for row in nb_sets.rows.values()):
-        sb.tables["Address_Set"].put(MAC_SET, name=MAC_SET, addresses=[mac])
-        delta.touch("sb", "Address_Set", MAC_SET)
+    if nb_sets is None or all(row.name != MONITOR_MAC_SET for row in nb_sets.rows.values()):
+        sb.tables["Address_Set"].put(MONITOR_MAC_SET, name=MONITOR_MAC_SET, addresses=[mac])
+        delta.touch("sb", "Address_Set", MONITOR_MAC_SET)
     return {key for key, lb in lbs.lbs.items()
             if any(v.health_check is not None for v in lb.vips)}
 
