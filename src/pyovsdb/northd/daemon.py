@@ -356,8 +356,8 @@ class Northd:
         decision = self.policy.decide(mono_ms())
         if not decision.run:
             return _earliest(decision.wake_at_ms, self._trim(options, False))
-        log.debug("engine run%s", " (recompute: " + ", ".join(
-            r.value for r in self.policy.recompute) + ")" if decision.recompute else "")
+        log.debug("engine run%s", f" (recompute: {self.policy.reasons})"
+                  if decision.recompute else "")
         updated = await self._run_engine(decision.recompute, standby=not has_lock)
         self._apply_options(self._nb_options())
         # A commit that wants a run (the cfg it carried to report): ask again at once. A
@@ -406,7 +406,7 @@ class Northd:
         if self.policy.recompute_pending:
             if self.driver.standby_runs:
                 log.info("Hot standby fell behind (%s): recomputing as it takes over.",
-                         ", ".join(r.value for r in self.policy.recompute))
+                         self.policy.reasons)
             return
         taken = self.driver.take_over()
         log.info("Hot standby taking over without a recompute: %d rows to check%s.",
@@ -446,8 +446,7 @@ class Northd:
         sb_changes = sb.track_take()
         start = mono_ms()
         if standby and recompute and self.policy.runs:
-            log.info("Hot standby recomputing (%s).",
-                     ", ".join(r.value for r in self.policy.recompute))
+            log.info("Hot standby recomputing (%s).", self.policy.reasons)
         with diagnostics.collecting() as found:
             try:
                 out = self.driver.run(nb.tables, sb.tables, nb_changes, sb_changes,

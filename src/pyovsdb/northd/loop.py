@@ -106,6 +106,11 @@ class LoopPolicy:
     def recompute_pending(self) -> bool:
         return bool(self.recompute)
 
+    @property
+    def reasons(self) -> str:
+        """The pending recompute's reasons, for the log ("" without one)."""
+        return ", ".join(r.value for r in self.recompute)
+
     def decide(self, now_ms: float) -> Decision:
         recompute = bool(self.recompute)
         if not (self.pending_changes or self.poked or recompute):
