@@ -37,7 +37,8 @@ Rules kept here:
   (`last_differences`) for the caller to log; of runs planning what a standby did not
   write, without what a flow's first request fixes (`comparable`). The state northd
   keeps between runs beside the desired databases (the IPAM MAC index) is checked
-  against its own rebuild. It costs a full recompute per run, so it is for tests and for debugging.
+  against its own rebuild. It costs a full recompute per run, so it is for tests and
+  for debugging.
 """
 
 from __future__ import annotations
@@ -128,9 +129,9 @@ class Driver:
         (none on `standby`)."""
         self.prepare(nb, sb)
         # What standby runs kept is planned again: in the next standby run (a row it
-        # would insert may be referenced) and in the run that takes over.
-        replan = self._takeover if not standby else self.unwritten.copy() \
-            if self.unwritten else None
+        # would insert may be referenced; the run records what it planned only after)
+        # and in the run that takes over.
+        replan = self._takeover if not standby else self.unwritten or None
         if standby:
             self.cur_cfg = 0
         self._takeover = None

@@ -48,7 +48,7 @@ class Unwritten:
         _record(self.nb, nb_planned, nb_ops, owned=False)
 
     def copy(self) -> Unwritten:
-        """What is kept now, for the takeover's plan (later runs change only this one)."""
+        """What is kept now, for the takeover's plan (the globals added to it)."""
         return Unwritten(*({t: None if keys is None else set(keys)
                             for t, keys in scope.items()} for scope in (self.sb, self.nb)))
 
@@ -103,9 +103,12 @@ def _keys(op: Op, owned: bool) -> tuple[Hashable, ...] | None:
     group taken over for another set of datapaths: its old key finds it unused)."""
     if op.table in ALWAYS_WHOLE:
         return None
-    if isinstance(op, Insert) or not owned:
-        return (op.row.uuid,) if isinstance(op, Delete) else (op.key,)
-    if op.table not in INDEXED:  # (rows found by their own key alone)
-        return None if isinstance(op, Delete) else (op.key,)
+    if isinstance(op, Delete):
+        if not owned:
+            return (op.row.uuid,)
+        # (rows found by their own key alone: those of `INDEXED` tables)
+        return (row_key(op.table, op.row, {}),) if op.table in INDEXED else None
+    if isinstance(op, Insert) or not owned or op.table not in INDEXED:
+        return (op.key,)
     key = row_key(op.table, op.row, {})
-    return (key,) if isinstance(op, Delete) or key == op.key else (op.key, key)
+    return (op.key,) if key == op.key else (op.key, key)
