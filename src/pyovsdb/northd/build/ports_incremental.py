@@ -18,11 +18,11 @@ Rules kept here:
   its chassis taken from those the bindings hold: `ports_switch.queues_in_use`); a VIF
   asking IPAM for addresses too, where no other port's dynamic address moves
   (`ipam_incremental`), while every dynamic address is settled (NB holds what IPAM
-  decided) (its port groups' address sets follow it: `groups_incremental.member_sets`; if a
-  load balancer's port mappings name it, its switches before and after are rebuilt
-  and `lb_incremental.probes_moved` moves the monitors), not sharing its name with
-  another switch or router port, not taking over a binding of its name. A port's
-  binding is rebuilt from the same function a recompute uses.
+  decided); not sharing its name with another switch or router port, not taking over
+  a binding of its name. Its port groups' address sets follow it
+  (`groups_incremental.member_sets`); if a load balancer's port mappings name it, its
+  switches before and after are rebuilt and `lb_incremental.probes_moved` moves the
+  monitors. A port's binding is rebuilt from the same function a recompute uses.
 - A switch connected to or disconnected from a router (a router-type port paired with
   a router port, added with it, before it or after it, or deleted with it, before it or
   after it), in the plain case `peers_incremental` takes: each binding follows its peer.
@@ -31,9 +31,9 @@ Rules kept here:
   where one asks for a key, the build's walk tells (`port_keys`, `rekey_bindings`).
 - The switch's fixed multicast groups are rebuilt from its ports, with SB's IGMP
   groups merged in (`igmp_incremental.igmp_changed`; switches made or deleted while
-  there are IGMP groups: refused); the MAC bindings and FDB
-  entries a recompute deletes are computed again when a port goes. The result says
-  which desired rows changed, per table (`PortsDelta`), so the sync plans only those.
+  there are IGMP groups: refused); the MAC bindings and FDB entries a recompute
+  deletes are computed again when a port goes. The result says which desired rows
+  changed, per table (`PortsDelta`), so the sync plans only those.
 """
 from __future__ import annotations
 
