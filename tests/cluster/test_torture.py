@@ -127,9 +127,10 @@ class Counters:
                 res = cl.call("transact", ["Open_vSwitch", {
                     "op": "mutate", "table": "Open_vSwitch", "where": [],
                     "mutations": [["next_cfg", "+=", 1]]}])
-                # A transaction the cluster refused (a server that is leaving says
-                # "not allowed") still carries the results of its operations, with
-                # the error after them.
+                # A transaction the cluster refused for good still carries the
+                # results of its operations, with the error after them. (One sent
+                # to a member that is leaving waits, and is answered "canceled",
+                # an RpcError, once the member has left.)
                 if res[0] == {"count": 1} and not any("error" in r for r in res):
                     with self.lock:
                         self.acked += 1

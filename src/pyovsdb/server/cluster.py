@@ -65,7 +65,10 @@ MAX_GROUP = 256     # client transactions in one raft entry
 COMMIT_SYNC_DELAY_MS = int(os.environ.get("PYOVSDB_COMMIT_SYNC_DELAY_MS", "20"))
 DURABLE = (TermRecord, VoteRecord, EntryRecord)
 MAX_ATTEMPTS = 1000
-RETRYABLE = (rc.BAD_PREREQ, rc.NOT_LEADER, rc.TIMEOUT, rc.LOST_LEADERSHIP)
+# Raft's refusals are all "cluster error"s to the real server, which runs the
+# transaction again (`ovsdb_trigger_try`): "server shutdown" too, what a member that is
+# joining or leaving says, until the database is removed and the client told "canceled".
+RETRYABLE = (rc.BAD_PREREQ, rc.NOT_LEADER, rc.TIMEOUT, rc.LOST_LEADERSHIP, rc.SHUTDOWN)
 MIN_SNAPSHOT_RECORDS = 100
 MIN_SNAPSHOT_BYTES = 10 * 1024 * 1024
 
@@ -88,6 +91,17 @@ def address_nickname(address: str | None, sid: str) -> str:
         if base:
             return base
     return sid[:4]
+
+
+class Canceled(Outcome):
+    """The database went away (it left its cluster, or the server exits) before the
+    transaction was answered: the client gets the JSON-RPC error "canceled", as from
+    the real server's `ovsdb_jsonrpc_trigger_complete`, and its IDL tries again."""
+
+    __slots__ = ()
+
+
+CANCELED = Canceled()
 
 
 class _Pending:
@@ -200,6 +214,11 @@ class ClusteredDb:
         for t in (self._timer, self._retry_timer):
             if t is not None:
                 t.cancel()
+        waiting = [*self.retry, *self.waiting_apply,
+                   *(p for group in self.pending.values() for p in group)]
+        self.retry, self.waiting_apply, self.pending = [], [], {}
+        for p in sorted(waiting, key=lambda p: p.seq):
+            p.finish(CANCELED)
         self.net.close()
         if graceful:
             self._flush_sync()
@@ -567,6 +586,9 @@ class ClusteredDb:
 
     def _failed(self, p: _Pending, status: str) -> None:
         if p.done:
+            return
+        if self.closed:
+            p.finish(CANCELED)
             return
         if status == rc.TIMEOUT and p.eid is not None and p.results is not None:
             # The entry may still commit (a timeout proves nothing): if it does

@@ -29,6 +29,7 @@ from ..ovsdb.errors import OvsdbError, RpcStringError, syntax_error
 from ..ovsdb.rbac import convert_denied
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Blocked, Committed, Outcome
+from .cluster import Canceled
 from .hosted import HostedDb, Trigger
 from .monitor import V1, V2, V3, Monitor, parse_monitor_requests
 from .session import Session, json_key
@@ -103,7 +104,7 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
         # after them, so that it sees their effects (a client's pipelined
         # transactions see each other's, as on a standalone server).
         def answer(result: Outcome) -> None:
-            session.send(reply(result.results, msg_id))  # type: ignore[attr-defined]
+            _answer_clustered(session, result, msg_id)
 
         cluster.submit_ops(ops, started, owns_lock, answer)
         return PENDING
@@ -128,7 +129,7 @@ def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg
     if cluster is not None and isinstance(outcome, Committed) and outcome.changeset:
         # Committed through Raft; the reply goes out once the entry is applied here.
         def done(result: Outcome) -> None:
-            session.send(reply(result.results, msg_id))  # type: ignore[attr-defined]
+            _answer_clustered(session, result, msg_id)
 
         cluster.submit(ops, started, owns_lock, outcome, done)
         return
@@ -138,6 +139,13 @@ def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg
     elif isinstance(outcome, Committed) and outcome.durable and hosted.storage is not None:
         hosted.storage.sync()
     session.send(reply(outcome.results, msg_id))  # type: ignore[attr-defined]
+
+
+def _answer_clustered(session: Session, result: Outcome, msg_id: Any) -> None:
+    if isinstance(result, Canceled):
+        session.send(error_reply("canceled", msg_id))
+    else:
+        session.send(reply(result.results, msg_id))  # type: ignore[attr-defined]
 
 
 def cancel(session: Session, params: list[Any]) -> None:
