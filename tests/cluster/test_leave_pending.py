@@ -147,7 +147,7 @@ def test_transaction_while_leaving_is_retried_then_canceled(
         wait_left(victim)
         msg = cl.recv(20)
         assert msg == {"id": "txn", "error": "canceled"}, msg
-        out, err = vsctl.communicate(timeout=90)
+        _out, err = vsctl.communicate(timeout=90)
         assert vsctl.returncode == 0, err
     finally:
         cl.close()
