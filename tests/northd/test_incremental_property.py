@@ -460,7 +460,6 @@ def test_a_tour_of_every_step_kind_applies_each_and_stays_equal() -> None:
 # fails the test below: the change that moved it updates the list.
 STILL_RECOMPUTING = [
     (55, "ls-add"),  # asking for the tunnel key another switch holds
-    (56, "lrp-set"),  # options:redirect-type
     (62, "lsp-move"),  # a port moved between switches in one transaction
     (63, "rename"), (65, "rename"),  # a switch port, a router port
     (66, "sb-delete"), (67, "sb-delete"),  # northd's SB rows deleted by another writer
@@ -579,6 +578,20 @@ def test_claims_and_the_cfg_handshake_do_not_recompute_northd() -> None:
         assert not recompute_differences(world)
         if steps_[0].kind in ("claim", "set-up", "release", "nb-cfg", "cp-cfg"):
             assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
+
+
+def test_redirect_type_on_a_distributed_gateway_port_is_in_place() -> None:
+    """`redirect-type=bridged` on a gateway port whose router has a distributed NAT
+    rule changes its chassisredirect binding and its router's ARP-resolve and NAT
+    flows, set and dropped without a recompute."""
+    seq = [Step("nat-add", (0, "dnat_and_snat", 0, True)),
+           Step("lrp-set", (0, "options", 1)), Step("lrp-set", (0, "options", 0))]
+    world = World(BASES["ha"])
+    for step in seq:
+        batch = Batch(steps=[step])
+        world.play(batch)
+        assert not recompute_differences(world)
+        assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
 
 
 

@@ -5,7 +5,7 @@ their `networks` and MAC.
 Rules kept here:
 - Handled: an update of a router port the build has (the same row UUID under the same
   name) that changes only `COLUMNS`, and of `options` only the keys in
-  `FLOW_OPTIONS`, on a port without `options:mcast_flood` (the multicast groups read
+  `OPTIONS`, on a port without `options:mcast_flood` (the multicast groups read
   it with `enabled`). Anything else is refused (None) and the caller recomputes.
 - The port and its chassisredirect port take the new row; their bindings are put
   again (`put_router_binding`: the IPv6 options read `enabled` and
@@ -61,7 +61,8 @@ COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "n
 ADDRESSES = frozenset(("networks", "mac"))
 FLOW_OPTIONS = frozenset(("gateway_mtu", "gateway_mtu_bypass", "reside-on-redirect-chassis",
                           "dynamic-routing", "routing-protocols"))
-OPTIONS = FLOW_OPTIONS | {TUNNEL_KEY}
+# (`redirect-type` is also its chassisredirect port's: that binding is put again)
+OPTIONS = FLOW_OPTIONS | {TUNNEL_KEY, "redirect-type"}
 
 
 def _changed_options(old: IdlRow, new: IdlRow) -> set[str]:
