@@ -468,8 +468,9 @@ STILL_RECOMPUTING = [
 ]
 
 
-def test_the_tour_recomputes_northd_only_where_listed() -> None:
-    world = World()
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_the_tour_recomputes_northd_only_where_listed(base: str) -> None:
+    world = World(BASES[base])
     got = []
     for i, step in enumerate(TOUR):
         batch = Batch(steps=[step])

@@ -4,7 +4,8 @@
 
 Rules kept here:
 - Only the plain case: a router-type switch port whose options are `router-port` and
-  what it advertises (`nat-addresses`, `exclude-lb-vips-from-garp`),
+  what it advertises (`nat-addresses`, `exclude-lb-vips-from-garp`; an HA chassis
+  group it may name, which 23.03 reads on external ports alone),
   whose addresses are "router" or none, naming a router port that has no peer yet, no
   `peer` column of its own, no NB HA chassis group (gateway chassis it may have: a
   distributed gateway port), on any router (a gateway router's pair is bound as
@@ -44,7 +45,7 @@ def router_lsp(row: IdlRow) -> bool:
     """Whether a switch port is a plain router port of its switch (see the rules)."""
     if row.value("type") != "router" or row.parent_name is not None \
             or row.tag_request is not None or row.tag is not None \
-            or row.ha_chassis_group is not None or row.value("mirror_rules") \
+            or row.value("mirror_rules") \
             or row.dynamic_addresses is not None:
         return False
     options = row.options

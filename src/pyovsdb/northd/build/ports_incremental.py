@@ -11,9 +11,10 @@ Rules kept here:
   a VTEP port its switch's place among the VTEP switches, `PortsData.vtep_again`),
   without a parent but a nested port asking for its VLAN (a trunk's subport) or for
   any free one (its parent's lowest, `ports_switch.tags_in_use`), without a tag or
-  request but a localnet's or nested port's own (written back to `tag`), an
-  HA chassis group but an external port's, mirror rules, requested tunnel key or
-  "router" addresses, on a switch with a datapath (or one created or deleted with
+  request but a localnet's or nested port's own (written back to `tag`), mirror
+  rules, requested tunnel key or "router" addresses (an HA chassis group is read
+  only on an external port, as in 23.03: on any other it is carried, and a change
+  of it alone moves nothing), on a switch with a datapath (or one created or deleted with
   them, as `datapaths_incremental` handles it); QoS options too (a port's queue on
   its chassis taken from those the bindings hold: `ports_switch.queues_in_use`); a VIF
   asking IPAM for addresses too, where no other port's dynamic address moves
@@ -116,7 +117,6 @@ def simple_lsp(row: IdlRow) -> bool:
     own_vlan = kind == "localnet" or (row.parent_name is not None and bool(request))
     if kind not in IN_PLACE_TYPES or (row.parent_name is not None and not own_vlan
                                       and not any_vlan) \
-            or (row.ha_chassis_group is not None and kind != "external") \
             or row.value("mirror_rules") or (asks_ipam(row) and kind != ""):
         return False
     if (request is not None or tag is not None) and not any_vlan and not (
@@ -219,8 +219,9 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
         old, new = rc.old, rc.new
         if old is not None and new is not None:
             cols = set(changed_columns(rc))
-            if cols <= ignored:
-                continue
+            if cols <= ignored or (cols <= ignored | {"ha_chassis_group"}
+                                   and "external" not in (old.value("type"), new.value("type"))):
+                continue  # (only an external port's binding reads its HA group)
             _need("name" not in cols and simple_lsp(old) and simple_lsp(new))
             step.updated[uuid] = new
         elif new is not None:
