@@ -461,7 +461,6 @@ def test_a_tour_of_every_step_kind_applies_each_and_stays_equal() -> None:
 STILL_RECOMPUTING = [
     (55, "ls-add"),  # asking for the tunnel key another switch holds
     (62, "lsp-move"),  # a port moved between switches in one transaction
-    (63, "rename"), (65, "rename"),  # a switch port, a router port
     (66, "sb-delete"), (67, "sb-delete"),  # northd's SB rows deleted by another writer
     (68, "sb-rekey"), (69, "sb-rekey"),  # its tunnel keys moved by another writer
     (88, "lr-del"),  # its SB commit lost (`lose-commit`): the recompute that follows

@@ -53,14 +53,8 @@ from .ip_mcast import mcast_settings
 from .ipam import NB_LSP_COLUMNS, parse_mac_prefix
 from .ipam_incremental import plan_over, write_back
 from .ports import PortsData
-from .ports_incremental import (
-    asks_ipam,
-    put_bindings,
-    put_fixed_groups,
-    put_router_binding,
-    rebind,
-    rebindable,
-)
+from .ports_incremental import asks_ipam, put_bindings, rebind, rebindable
+from .ports_put import put_fixed_groups, put_router_binding
 from .tunnel_keys import assign_over
 
 COLUMNS = frozenset(("name", "external_ids", "other_config", "options"))

@@ -5,8 +5,8 @@ or its last one taken away.
 Rules kept here:
 - The plain case of `gateways_incremental`: the port's gateway is its
   `gateway_chassis` (no NB HA chassis group), its router is no gateway router and has
-  no other distributed gateway port and no load balancers (`plain_gateway`,
-  `plain_gateway_going`); the update changed `gateway_chassis` alone. Anything else
+  no other distributed gateway port (`plain_gateway`, `plain_gateway_going`; load
+  balancers it may have); the update changed `gateway_chassis` alone. Anything else
   is refused (None) and the caller recomputes.
 - Made a gateway port: its chassisredirect port is added after it in build order and
   takes the key a build gives it: the next free one of the router's key space, every
@@ -45,12 +45,8 @@ from .gateways_incremental import (
 )
 from .inputs import rows_where
 from .ports import PB_BY_NAME, Port, PortsData
-from .ports_incremental import (
-    insert_in_build_order,
-    put_bindings,
-    put_fixed_groups,
-    put_router_binding,
-)
+from .ports_incremental import put_bindings
+from .ports_put import insert_in_build_order, put_fixed_groups, put_router_binding
 
 
 def gateway_toggled(rc: RowChange[IdlRow]) -> bool:
@@ -139,8 +135,7 @@ def redirect_pinned(dp: Datapath, datapaths: DatapathsData, ports: PortsData,
     mine = [p for p in ports.by_datapath.get(dp.key, []) if p.is_lrp and is_gateway(p.nb)]
     if not mine:
         return True
-    if len(mine) > 1 or mine[0].nb.ha_chassis_group is not None \
-            or dp.nb.value("load_balancer") or dp.nb.value("load_balancer_group"):
+    if len(mine) > 1 or mine[0].nb.ha_chassis_group is not None:
         return False
     port, pinned = mine[0], "chassis" in dp.nb.options
     if pinned and port.cr_port is not None:

@@ -6,10 +6,13 @@ chassisredirect port and its SB HA chassis group, as `ports.build_ports` and
 Rules kept here:
 - Only the plain case: the router port's gateway is its `gateway_chassis` (no NB HA
   chassis group); its router is no gateway router (there a build makes no
-  chassisredirect port), has no other distributed gateway port and no load balancers
-  (their data reads which gateway port a router has); no port or binding is named as
-  the chassisredirect port would be, and no other group is named as its group would
-  be. Anything else is refused (`plain_gateway` false) and the caller recomputes.
+  chassisredirect port) and has no other distributed gateway port; no port or binding
+  is named as the chassisredirect port would be, and no other group is named as its
+  group would be. Anything else is refused (`plain_gateway` false) and the caller
+  recomputes. Load balancers may be on the router: their data reads no gateway port,
+  their flows there are the router's, built again whole, and the VIPs the switch
+  port peering it advertises are put with its `nat_addresses` (below).
+- A router port renamed is deleted and added in one change (`going`: its old name).
   NAT rules may be there, or come or go with it (Neutron's router-gateway-set and
   -clear: the port, its SNAT rule and default route in one transaction): what reads
   them is the chassisredirect binding (put with the rules as they are now), the
@@ -26,7 +29,7 @@ Rules kept here:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
@@ -45,13 +48,13 @@ def redirect_name(lrp_name: str) -> str:
 
 
 def plain_gateway(row: IdlRow, router: Datapath, ports: PortsData, names: Counter[str],
-                  sb_desired: DesiredDb) -> bool:
+                  sb_desired: DesiredDb, going: Collection[str] = ()) -> bool:
     """Whether the new router port `row` of `router` is a distributed gateway port
-    this module adds (see the rules)."""
+    this module adds (see the rules), where the router ports named `going` are
+    deleted in the same change (one renamed is both)."""
     lr = router.nb
     if row.ha_chassis_group is not None or "chassis" in lr.options \
-            or ports.l3dgw_ports.get(router.key) \
-            or lr.value("load_balancer") or lr.value("load_balancer_group") \
+            or any(p.name not in going for p in ports.l3dgw_ports.get(router.key, ())) \
             or sum(1 for r in lr.ports if isinstance(r, IdlRow) and is_gateway(r)) != 1:
         return False
     cr = redirect_name(str(row.name))
@@ -97,9 +100,7 @@ def plain_gateway_going(lrp: Port, router: IdlRow | None, ports: PortsData,
     if nb.ha_chassis_group is not None or ports.l3dgw_ports.get(lrp.dp.key) != [lrp] \
             or (nb_groups is not None and any(g.name == nb.name for g in nb_groups.values())):
         return False
-    return router is None or not ("chassis" in router.options
-                                  or router.value("load_balancer")
-                                  or router.value("load_balancer_group"))
+    return router is None or "chassis" not in router.options
 
 
 def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb

@@ -18,7 +18,8 @@ Rules kept here:
   where none was taken away, its sets as they were with the new ports' addresses
   (an ovn-kubernetes pod joins groups holding every pod of the cluster).
 - A switch port updated in place changes the address sets of the groups it is in
-  (`member_sets`).
+  (`member_sets`); one renamed, their SB rows, which list ports by name
+  (`members_renamed`).
 - Derived address set names are refused where another source has the same name (an
   NB address set wins over a port group's or a router's set, `svc_monitor_mac` is
   northd's): a port group's set named as an NB set, an NB set named as a router's
@@ -285,6 +286,31 @@ def _check_sets(nb: Mapping[str, ReplicaTable], as_changes: RowChanges,
             name: str = row.name
             _need(name != MONITOR_MAC_SET and not name.startswith("_rtr_lb_")
                   and not (name[-4:] in ("_ip4", "_ip6") and name[:-4] in pg_names))
+
+
+def members_renamed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
+                    ports: PortsData, sb_desired: DesiredDb, lsps: set[str],
+                    delta: PortsDelta) -> bool:
+    """The SB rows of the port groups with a port of `lsps` (switch port UUIDs renamed
+    on their switches, already under their new names in the core) listing their ports
+    by name again; False (some row left as it was) where a group names a port the
+    core does not have."""
+    pgs = nb.get("Port_Group")
+    if pgs is None or not lsps:
+        return True
+    groups = sb_desired.tables["Port_Group"]
+    for pg in pgs.rows.values():
+        if lsps.isdisjoint(pg.value("ports")):
+            continue
+        try:
+            _, per_switch = _placement(pg, ports)
+        except _Refused:
+            return False
+        for key, names in per_switch.items():
+            row = sb_port_group_name(datapaths.switches[key].tunnel_key, pg.name)
+            groups.put(row, name=row, ports=sorted(names))
+            delta.touch("sb", "Port_Group", row)
+    return True
 
 
 def member_sets(nb: Mapping[str, ReplicaTable], sb_desired: DesiredDb, lsps: set[str],

@@ -53,7 +53,8 @@ from .port_keys import TUNNEL_KEY
 from .port_keys_walked import walk_port_keys
 from .ports import Port, PortsData
 from .ports_addresses import Addresses, lrp_networks
-from .ports_incremental import asks_ipam, put_router_binding
+from .ports_incremental import asks_ipam
+from .ports_put import put_router_binding
 from .ports_router import router_lsp_nat_addresses
 
 COLUMNS = frozenset(("external_ids", "enabled", "ipv6_ra_configs", "options", "networks",

@@ -35,6 +35,9 @@ Rules kept here:
   there are IGMP groups: refused); the MAC bindings and FDB entries a recompute
   deletes are computed again when a port goes. The result says which desired rows
   changed, per table (`PortsDelta`), so the sync plans only those.
+- A port renamed (switch or router port, nothing else of it changed for a router
+  port) is deleted under its old name and added under its new one, on the same
+  switch or router, as a build sees it: a binding of no port, and a port without one.
 """
 from __future__ import annotations
 
@@ -51,7 +54,6 @@ from .alloc import TunnelKeys
 from .core import NB_LSP_COLUMNS, CoreData, stale_fdb
 from .datapaths import Datapath, DatapathsData
 from .datapaths_incremental import (
-    FIXED_GROUP_NAMES,
     add_switch,
     new_datapath_keys,
     remove_switches,
@@ -72,7 +74,6 @@ from .ha_groups_incremental import group_names, groups_used
 from .igmp_incremental import igmp_changed
 from .inputs import rows_where
 from .ipam_incremental import ipam_in_place
-from .mcast_groups import MULTICAST_COLUMNS, router_groups, switch_groups
 from .peers_incremental import (
     connect,
     disconnect,
@@ -95,8 +96,9 @@ from .ports import (
 )
 from .ports_addresses import lrp_networks
 from .ports_mirrors import mirror_rules
+from .ports_put import insert_in_build_order, put_fixed_groups, put_router_binding
 from .ports_retyped import recreate, retyped_ports, settled
-from .ports_router import garp_again, router_port_binding
+from .ports_router import garp_again
 from .ports_switch import SwitchPortState, switch_port_binding
 from .service_monitor import probed_ports, switches_of
 from .walk import PortWalk
@@ -175,6 +177,7 @@ class _Step:
     # New router ports by name -> the switch port that named them before they came.
     named: dict[str, Port] = field(default_factory=dict)
     going: set[str] = field(default_factory=set)  # names of switch ports deleted
+    renamed: set[str] = field(default_factory=set)  # LSP uuids both deleted and inserted
     localnet: set[str] = field(default_factory=set)  # switches whose localnet ports change
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
     fresh: Collection[str] = ()  # datapaths made in place in this change
@@ -222,8 +225,12 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
             if cols <= ignored or (cols <= ignored | {"ha_chassis_group"}
                                    and "external" not in (old.value("type"), new.value("type"))):
                 continue  # (only an external port's binding reads its HA group)
-            _need("name" not in cols and simple_lsp(old) and simple_lsp(new))
-            step.updated[uuid] = new
+            _need(simple_lsp(old) and simple_lsp(new))
+            if "name" in cols:  # (a build finds a new port, and a binding of no port)
+                step.renamed.add(uuid)
+                step.deleted[uuid], step.inserted[uuid] = old, new
+            else:
+                step.updated[uuid] = new
         elif new is not None:
             _need(simple_lsp(new) or router_lsp(new))
             step.inserted[uuid] = new
@@ -254,8 +261,16 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
             added[u] = new
         removed.update(before - after)
     # Every port a switch gained is inserted, every one it lost is deleted: a port
-    # moved between switches is not handled here.
-    _need(set(added) == set(step.inserted) and removed == set(step.deleted))
+    # moved between switches is not handled here. A port renamed stays on its switch.
+    renamed = step.renamed
+    _need(set(added) == set(step.inserted) - renamed
+          and removed == set(step.deleted) - renamed and not renamed & (added.keys() | removed))
+    for uuid in renamed:
+        port = step.ports.ports.get(step.deleted[uuid].value("name"))
+        switch = step.nb["Logical_Switch"].rows.get(port.dp.key) if port is not None else None
+        _need(switch is not None and port is not None and port.nb.uuid == uuid)
+        assert switch is not None
+        added[uuid] = switch
     step.switch_of = added
     _need(all(uuid not in added and uuid not in removed for uuid in step.updated))
 
@@ -496,15 +511,6 @@ def _allocate(space: TunnelKeys) -> int:
     return key
 
 
-def insert_in_build_order(ports: PortsData, port: Port) -> None:
-    """A new port among the ports where a build puts it: its datapath's ports by NB
-    name and UUID, a chassisredirect port right after its router port."""
-    ports.ports[port.name] = port
-    members = ports.by_datapath.setdefault(port.dp.key, [])
-    members.append(port)
-    members.sort(key=lambda p: (p.nb.value("name"), p.nb.uuid, p.is_cr))
-
-
 def rebindable(p: Port) -> bool:
     """Whether a port's binding can be put again alone: no VLAN tag to write back."""
     return p.is_lsp and simple_lsp(p.nb) and (p.nb.tag == p.nb.tag_request or (
@@ -542,37 +548,6 @@ def put_bindings(sb: Mapping[str, ReplicaTable], ports: PortsData, changed: list
         for uuid, tag in sorted(state.new_tags.items()):
             lsp.set(uuid, tag=[tag])
             delta.touch("nb", "Logical_Switch_Port", uuid)
-
-
-def put_router_binding(port: Port, ports: PortsData, table: DesiredTable,
-                        delta: PortsDelta) -> None:
-    table.put(port.name, logical_port=port.name, datapath=Ref("Datapath_Binding", port.dp.key),
-              tunnel_key=port.tunnel_key, up=[False], mirror_rules=[],
-              **router_port_binding(port, ports))
-    delta.touch("sb", "Port_Binding", port.name)
-
-
-def put_fixed_groups(key: str, ports: PortsData, datapaths: DatapathsData,
-                sb_desired: DesiredDb, delta: PortsDelta) -> None:
-    table = sb_desired.tables.get("Multicast_Group")
-    if table is None:
-        table = sb_desired.add(DesiredTable("Multicast_Group", MULTICAST_COLUMNS))
-    groups = switch_groups(key, ports) if key in datapaths.switches \
-        else router_groups(key, ports)
-    fixed = {(key, name) for name in FIXED_GROUP_NAMES}
-    for gkey in sorted(fixed):
-        entry = groups.get(gkey)
-        if entry is None:
-            if table.rows.pop(gkey, None) is not None:
-                delta.touch("sb", "Multicast_Group", gkey)
-            continue
-        tunnel_key, members = entry
-        want = {"datapath": Ref("Datapath_Binding", key), "name": gkey[1],
-                "tunnel_key": tunnel_key,
-                "ports": [Ref("Port_Binding", p) for p in sorted(members)]}
-        if table.rows.get(gkey) != want:
-            table.rows[gkey] = want
-            delta.touch("sb", "Multicast_Group", gkey)
 
 
 def _cleanup_mac_bindings(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
@@ -660,16 +635,27 @@ def _classify_lrps(step: _Step, lrp_changes: RowChanges, lr_changes: RowChanges,
     added: dict[str, IdlRow] = {}
     removed: dict[str, IdlRow] = {}
     for uuid, rc in lrp_changes.items():
-        _need(rc.old is None or rc.new is None)  # an update: recompute
+        if rc.old is not None and rc.new is not None:  # an update: a rename alone
+            _need(set(changed_columns(rc)) == {"name"} and _simple_lrp(rc.new))
+            port = step.ports.ports.get(rc.old.value("name"))
+            lr = step.nb["Logical_Router"].rows.get(port.dp.key) if port is not None else None
+            _need(lr is not None and uuid not in owner and uuid not in lost
+                  and uuid in lr.data["ports"])
+            assert lr is not None
+            owner[uuid] = lr  # (a build finds a new port, and a binding of no port)
+            lost.add(uuid)
+            added[uuid], removed[uuid] = rc.new, rc.old
+            continue
         row = rc.new if rc.new is not None else rc.old
         assert row is not None
         _need(_simple_lrp(row))
         (added if rc.new is not None else removed)[uuid] = row
     _need(set(added) == set(owner) and set(removed) == lost)
+    going_lrps = {row.value("name") for row in removed.values()}
     for uuid, row in added.items():
         _need(not is_gateway(row) or plain_gateway(
             row, step.datapaths.routers[owner[uuid].uuid], step.ports, step.names,
-            sb_desired))
+            sb_desired, going_lrps))
         name = row.value("name")
         _need(step.names[name] == 1 and name not in step.ports.ports
               and lrp_networks(row.mac, row.networks) is not None)

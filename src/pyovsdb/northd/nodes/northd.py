@@ -67,7 +67,7 @@ from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
 from ..build.gateway_toggled import gateway_toggled, gateways_toggled
 from ..build.global_cfg import global_config
-from ..build.groups_incremental import groups_changed, member_sets
+from ..build.groups_incremental import groups_changed, member_sets, members_renamed
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.ipam_macs import MAC_MOVERS
@@ -711,6 +711,10 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None
                                       and port_ips(rc.old) != port_ips(rc.new)}, result)
+            renamed = {u for u, rc in lsp_changes.items() if rc.old is not None
+                       and rc.new is not None and rc.old.name != rc.new.name}
+            if not members_renamed(nb, core.datapaths, core.ports, data.sb, renamed, result):
+                result = None
         handled = self._applied(result)  # (switches made or gone with load balancers)
         if handled is Handled.UNHANDLED or not any(
                 has_lbs(rc.new if rc.old is None else rc.old if rc.new is None else None)
