@@ -580,18 +580,42 @@ def test_claims_and_the_cfg_handshake_do_not_recompute_northd() -> None:
             assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
 
 
+def _in_place(base: str, seq: list[Step]) -> None:
+    """Each step of `seq` applied (none skipped), equal to a recompute, and without
+    one."""
+    world = World(BASES[base])
+    for step in seq:
+        batch = Batch(steps=[step])
+        world.play(batch)
+        assert "skipped" not in batch.texts[0], batch.texts
+        assert not recompute_differences(world)
+        assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
+
+
 def test_redirect_type_on_a_distributed_gateway_port_is_in_place() -> None:
     """`redirect-type=bridged` on a gateway port whose router has a distributed NAT
     rule changes its chassisredirect binding and its router's ARP-resolve and NAT
     flows, set and dropped without a recompute."""
-    seq = [Step("nat-add", (0, "dnat_and_snat", 0, True)),
-           Step("lrp-set", (0, "options", 1)), Step("lrp-set", (0, "options", 0))]
-    world = World(BASES["ha"])
-    for step in seq:
-        batch = Batch(steps=[step])
-        world.play(batch)
-        assert not recompute_differences(world)
-        assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
+    _in_place("ha", [Step("nat-add", (0, "dnat_and_snat", 0, True)),
+                     Step("lrp-set", (0, "options", 1)), Step("lrp-set", (0, "options", 0))])
+
+
+def test_gateway_ports_by_nb_ha_chassis_group_are_in_place() -> None:
+    """A router port made a gateway port by an NB HA chassis group (as Neutron makes
+    them), given another group, given gateway chassis beside it and losing them, the
+    group shared with an external port; deleted, added and renamed with a group, on a
+    router with a load balancer; the group deleted under it."""
+    _in_place("plain", [
+        Step("hag-add", (0, [0, 1])), Step("hag-add", (1, [2])),
+        Step("lb-add", (0, 0, "tcp")), Step("lb-attach", (0, "router", 0, True)),
+        Step("lsp-set", (0, "type", 5)), Step("lsp-set", (0, "ha_chassis_group", 4)),
+        Step("lrp-set", (0, "ha_chassis_group", 0)), Step("lrp-set", (0, "ha_chassis_group", 1)),
+        Step("lrp-gw", (0, 0, 1)), Step("lrp-set", (0, "ha_chassis_group", 0)),
+        Step("lrp-set", (0, "ha_chassis_group", 2)), Step("lrp-set", (0, "ha_chassis_group", 0)),
+        Step("lrp-gw-del", (0, 0)), Step("lrp-del", (0,)), Step("lrp-add", (0, 0, 0, False)),
+        Step("lrp-set", (0, "ha_chassis_group", 0)), Step("rename", ("Logical_Router_Port", 0, 2)),
+        Step("hag-del", (0,)), Step("lrp-set", (0, "ha_chassis_group", 1)),
+        Step("lr-del", (0,))])
 
 
 

@@ -1,12 +1,12 @@
 """A router port made a distributed gateway port, or no longer one, in place: its
-first gateway chassis set (`ovn-nbctl lrp-set-gateway-chassis` on a router interface)
-or its last one taken away.
+first gateway chassis or an NB HA chassis group set (`ovn-nbctl
+lrp-set-gateway-chassis` on a router interface, or Neutron's gateway port given its
+group), or its last one taken away; and a gateway port given another group.
 
 Rules kept here:
-- The plain case of `gateways_incremental`: the port's gateway is its
-  `gateway_chassis` (no NB HA chassis group), its router is no gateway router and has
+- The plain case of `gateways_incremental`: its router is no gateway router and has
   no other distributed gateway port (`plain_gateway`, `plain_gateway_going`; load
-  balancers it may have); the update changed `gateway_chassis` alone. Anything else
+  balancers it may have); the update changed `GATEWAY_COLUMNS` alone. Anything else
   is refused (None) and the caller recomputes.
 - Made a gateway port: its chassisredirect port is added after it in build order and
   takes the key a build gives it: the next free one of the router's key space, every
@@ -19,6 +19,12 @@ Rules kept here:
   of the router and that switch are put again, and the flows of the router and its
   neighbours are built again (`PortsDelta.flows`); the switch is `rewired`, so the
   groups' `ref_chassis` follow (`sync_from_sb` finds the routers behind them again).
+- Staying a gateway port, with another group (an NB group set, swapped or dropped
+  beside its gateway chassis, or gateway chassis set or dropped beside its NB group;
+  `gateways_regrouped`): the chassisredirect binding names the group
+  `ha_chassis.port_group` reads now, and the groups it named and names are put again
+  as their users read them, or go with their last user (`groups_used`). No flow
+  reads a group.
 """
 
 from __future__ import annotations
@@ -43,16 +49,20 @@ from .gateways_incremental import (
     redirect_name,
     remove_redirect,
 )
+from .ha_groups_incremental import groups_used
 from .inputs import rows_where
 from .ports import PB_BY_NAME, Port, PortsData
 from .ports_incremental import put_bindings
 from .ports_put import insert_in_build_order, put_fixed_groups, put_router_binding
 
+# What makes a router port a distributed gateway port (`is_gateway`).
+GATEWAY_COLUMNS = frozenset(("gateway_chassis", "ha_chassis_group"))
+
 
 def gateway_toggled(rc: RowChange[IdlRow]) -> bool:
     """Whether a router port update made it a gateway port or no longer one, alone."""
     return rc.old is not None and rc.new is not None \
-        and set(changed_columns(rc)) == {"gateway_chassis"} \
+        and set(changed_columns(rc)) <= GATEWAY_COLUMNS \
         and is_gateway(rc.old) != is_gateway(rc.new)
 
 
@@ -105,8 +115,7 @@ def gateways_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, 
             for group_table, row_key in put_redirect_group(cr, sb_desired):
                 delta.touch("sb", group_table, row_key)
         else:
-            for group_table, row_key in remove_redirect(port, ports, sb_desired):
-                delta.touch("sb", group_table, row_key)
+            remove_redirect(port, ports, sb_desired, delta)
             port.cr_port = None
         put_router_binding(port, ports, table, delta)
         peer = ports.peer_of(port)
@@ -120,6 +129,46 @@ def gateways_toggled(changes: Mapping[str, RowChange[IdlRow]], nb: Mapping[str, 
         for key in sorted(keys):
             put_fixed_groups(key, ports, datapaths, sb_desired, delta)
     delta.flows = ports.next_to({port.dp.key for port, _ in found})
+    return delta
+
+
+def gateway_regrouped(rc: RowChange[IdlRow]) -> bool:
+    """Whether a router port update changed its gateway chassis or NB HA chassis group
+    alone, a gateway port before and after."""
+    return rc.old is not None and rc.new is not None \
+        and set(changed_columns(rc)) <= GATEWAY_COLUMNS \
+        and is_gateway(rc.old) and is_gateway(rc.new)
+
+
+def gateways_regrouped(changes: Mapping[str, RowChange[IdlRow]], ports: PortsData,
+                       names: Counter[str], sb_desired: DesiredDb) -> PortsDelta | None:
+    """The updates `changes` (each `gateway_regrouped`) applied in place, or None,
+    nothing touched (see the rules)."""
+    found: list[tuple[Port, Port, IdlRow]] = []
+    for uuid, rc in changes.items():
+        new = rc.new
+        assert new is not None
+        port = ports.ports.get(new.name)
+        cr = ports.ports.get(port.cr_port or "") if port is not None else None
+        group = new.ha_chassis_group
+        if port is None or cr is None or not port.is_lrp or port.nb.uuid != uuid \
+                or (isinstance(group, IdlRow) and names[str(group.name)] != 0):
+            return None
+        found.append((port, cr, new))
+    delta = PortsDelta()
+    table = sb_desired.tables["Port_Binding"]
+    used: set[str] = set()
+    for port, cr, new in found:
+        binding = table.rows.get(cr.name)
+        used |= {ref.key for ref in binding["ha_chassis_group"]} if binding else set()
+        port.nb = cr.nb = new
+        port.options = cr.options = new.options
+        put_router_binding(cr, ports, table, delta)
+        used |= {ref.key for ref in table.rows[cr.name]["ha_chassis_group"]}
+        peer = ports.peer_of(port)
+        if peer is not None and peer.is_lsp:
+            delta.rewired.add(peer.dp.key)  # (the groups' `ref_chassis`, as above)
+    groups_used(used, ports, sb_desired, delta)
     return delta
 
 
@@ -141,8 +190,7 @@ def redirect_pinned(dp: Datapath, datapaths: DatapathsData, ports: PortsData,
     if pinned and port.cr_port is not None:
         if ports.l3dgw_ports.get(dp.key) != [port] or _learned(sb, port.cr_port):
             return False
-        for table, row_key in remove_redirect(port, ports, sb_desired):
-            delta.touch("sb", table, row_key)
+        remove_redirect(port, ports, sb_desired, delta)
         port.cr_port = None
     elif not pinned and port.cr_port is None:
         cr_name, groups = redirect_name(port.name), sb_desired.tables.get("HA_Chassis_Group")

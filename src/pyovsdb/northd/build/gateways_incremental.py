@@ -34,13 +34,16 @@ from collections.abc import Collection, Hashable, Mapping
 from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
 from .datapaths import Datapath
+from .delta import PortsDelta
 from .ha_chassis import CHASSIS_COLUMNS, GROUP_COLUMNS, port_group, put_group
+from .ha_groups_incremental import groups_used
 from .ports import Port, PortKind, PortsData
 
 
 def is_gateway(row: IdlRow) -> bool:
-    """Whether a router port has gateway chassis."""
-    return bool(row.value("gateway_chassis"))
+    """Whether a router port is a distributed gateway port: it has gateway chassis or
+    an NB HA chassis group (23.03 makes a chassisredirect port for either)."""
+    return bool(row.value("gateway_chassis")) or bool(row.value("ha_chassis_group"))
 
 
 def redirect_name(lrp_name: str) -> str:
@@ -53,13 +56,18 @@ def plain_gateway(row: IdlRow, router: Datapath, ports: PortsData, names: Counte
     this module adds (see the rules), where the router ports named `going` are
     deleted in the same change (one renamed is both)."""
     lr = router.nb
-    if row.ha_chassis_group is not None or "chassis" in lr.options \
+    if "chassis" in lr.options \
             or any(p.name not in going for p in ports.l3dgw_ports.get(router.key, ())) \
             or sum(1 for r in lr.ports if isinstance(r, IdlRow) and is_gateway(r)) != 1:
         return False
     cr = redirect_name(str(row.name))
+    if names[cr] != 0 or cr in ports.ports:
+        return False
+    group = row.ha_chassis_group
+    if isinstance(group, IdlRow):  # (shared by the ports using it; no port named so)
+        return names[str(group.name)] == 0
     groups = sb_desired.tables.get("HA_Chassis_Group")
-    return names[cr] == 0 and cr not in ports.ports \
+    return not row.value("ha_chassis_group") \
         and (groups is None or row.name not in groups.rows)
 
 
@@ -97,18 +105,21 @@ def plain_gateway_going(lrp: Port, router: IdlRow | None, ports: PortsData,
     """Whether the distributed gateway port `lrp` going (from `router` as it is now;
     None: the router goes too) is one this module deletes (see the rules)."""
     nb = lrp.nb
-    if nb.ha_chassis_group is not None or ports.l3dgw_ports.get(lrp.dp.key) != [lrp] \
+    if ports.l3dgw_ports.get(lrp.dp.key) != [lrp] \
             or (nb_groups is not None and any(g.name == nb.name for g in nb_groups.values())):
         return False
     return router is None or "chassis" not in router.options
 
 
-def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb
-                    ) -> list[tuple[str, Hashable]]:
+def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb, delta: PortsDelta
+                    ) -> None:
     """The chassisredirect port of the distributed gateway port `lrp` (going) out of
-    the core data with its binding and group; the (table, key) of every desired row
-    taken away."""
+    the core data with its binding, and its group: one named after the router port
+    goes; an NB group is put again as its other users read it, or goes with the last
+    (`groups_used`). Every desired row changed is in `delta`."""
     cr = ports.ports.pop(lrp.cr_port or "")
+    binding = sb_desired.tables["Port_Binding"].rows.get(cr.name)
+    used = {ref.key for ref in binding["ha_chassis_group"]} if binding is not None else set()
     ports.bound(cr.name)
     ports.by_datapath[cr.dp.key].remove(cr)
     gateways = ports.l3dgw_ports.get(lrp.dp.key, [])
@@ -116,16 +127,19 @@ def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb
         gateways.remove(lrp)
         if not gateways:
             del ports.l3dgw_ports[lrp.dp.key]
-    # (the group is named after the router port, whose gateway chassis may be gone
-    # from the replica with it: its members are found among the desired rows)
-    gone: list[tuple[str, Hashable]] = [("Port_Binding", cr.name),
-                                        ("HA_Chassis_Group", lrp.name)]
-    members = sb_desired.tables.get("HA_Chassis")
-    if members is not None:
-        gone += [("HA_Chassis", key) for key in members.rows
-                 if isinstance(key, tuple) and key[0] == lrp.name]
+    gone: list[tuple[str, Hashable]] = [("Port_Binding", cr.name)]
+    if used and used != {lrp.name}:  # (an NB group's, named as in NB)
+        groups_used(used, ports, sb_desired, delta)
+    else:
+        # (the group is named after the router port, whose gateway chassis may be gone
+        # from the replica with it: its members are found among the desired rows)
+        gone.append(("HA_Chassis_Group", lrp.name))
+        members = sb_desired.tables.get("HA_Chassis")
+        if members is not None:
+            gone += [("HA_Chassis", key) for key in members.rows
+                     if isinstance(key, tuple) and key[0] == lrp.name]
     for table, key in gone:
         desired = sb_desired.tables.get(table)
         if desired is not None:
             desired.rows.pop(key, None)
-    return gone
+        delta.touch("sb", table, key)

@@ -569,17 +569,15 @@ def _cleanup_fdb(step: _Step, sb_desired: DesiredDb, delta: PortsDelta) -> None:
         delta.touch("sb", "FDB")
 
 
-# Router ports. Their columns a builder other than the flows reads beyond the port's own
-# binding (`router_port_binding` reads the rest): a peer, an NB HA chassis group (its
-# gateway chassis `gateways_incremental` judges), a delegated prefix.
-LRP_REFUSED = ("ha_chassis_group",)
+# Router ports. Their options a builder other than the flows reads beyond the port's
+# own binding (`router_port_binding` reads the rest): a delegated prefix. (Its gateway
+# chassis or NB HA chassis group `gateways_incremental` judges.)
 LRP_REFUSED_OPTIONS = ("prefix", "prefix_delegation")
 
+
 def _simple_lrp(row: IdlRow) -> bool:
-    """Whether this module handles a router port (`gateways_incremental` judges
-    its gateway chassis)."""
-    return not any(row.value(c) for c in LRP_REFUSED) \
-        and not any(k in row.options for k in LRP_REFUSED_OPTIONS)
+    """Whether this module handles a router port."""
+    return not any(k in row.options for k in LRP_REFUSED_OPTIONS)
 
 
 def router_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, ReplicaTable],
@@ -724,8 +722,7 @@ def _apply_lrps(step: _Step, added: dict[str, IdlRow], removed: dict[str, IdlRow
             rewired.add(lsp.dp.key)
         if port.cr_port is not None:
             doomed_binding |= port.cr_port in found
-            for group_table, row_key in remove_redirect(port, ports, sb_desired):
-                delta.touch("sb", group_table, row_key)
+            remove_redirect(port, ports, sb_desired, delta)
         del ports.ports[row.name]
         ports.bound(port.name)
         ports.by_datapath[port.dp.key].remove(port)

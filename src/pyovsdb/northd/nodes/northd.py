@@ -65,7 +65,12 @@ from ..build.datapaths_updated import datapaths_updated, ipam_again
 from ..build.delta import PortsDelta
 from ..build.dns import dns_changed, dns_listed
 from ..build.extra import ExtraData, build_extra
-from ..build.gateway_toggled import gateway_toggled, gateways_toggled
+from ..build.gateway_toggled import (
+    gateway_regrouped,
+    gateway_toggled,
+    gateways_regrouped,
+    gateways_toggled,
+)
 from ..build.global_cfg import global_config
 from ..build.groups_incremental import groups_changed, member_sets, members_renamed
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
@@ -586,6 +591,9 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
         if all(gateway_chassis_only(rc) for rc in delta.values()):
             return self._ha_groups(change, "Logical_Router_Port")
         core = self.data.core
+        if all(gateway_regrouped(rc) for rc in delta.values()):  # (another group)
+            return self._applied(gateways_regrouped(delta, core.ports,
+                                                    self._count_names(delta), self.data.sb))
         if all(gateway_toggled(rc) for rc in delta.values()):  # (made a gateway, or not)
             return self._applied(gateways_toggled(
                 delta, self.nb_tables(), self.sb_tables(), core.datapaths, core.ports,
