@@ -508,6 +508,11 @@ FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
     # overwriting the first's.
     "two switches swapping keys rename their port groups' rows": (
         BASES["ha"], [Step("ls-add", (0, "", 2), batch=True)]),
+    # A router port deleted (or renamed) beside a switch with an external port: the
+    # port's guard flows dropping ARP/ND for that router port's addresses stayed.
+    "a router port gone drops an external port's guard for it": (
+        BASES["plain"], [Step("lsp-add", (1, 5, 3, 0, False, 0)),
+                         Step("lsp-add", (1, 6, 5, 2, False, 0)), Step("lrp-del", (0,))]),
     # A policy added to a disabled router (no datapath): `lflow` looked its datapath up.
     "a policy on a disabled router builds nothing": (
         BASES["ha"], [Step("ls-add", (0, "", 0), batch=True), Step("lr-add", (0, 3)),

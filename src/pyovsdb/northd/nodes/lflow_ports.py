@@ -43,7 +43,8 @@ def router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
     whose routers' flows read the other router ports (their networks, without
     `dynamic_neigh_routers`; their routable addresses, while some rule asks for
     routes), and virtual ports (their VIP is resolved on the first router that holds
-    it). Routers in `built` are built again whole already."""
+    it), and external ports (their guard on the switch itself). Datapaths in `built`
+    are built again whole already."""
     asked = routes_asked(ctx)
     ports = ctx.ports
     names: set[str] = set()
@@ -62,6 +63,11 @@ def router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
         if virtual and on_switch:
             names |= virtual
             routers |= on_switch
+        # (an external port's guard on its own switch drops ARP/ND for its router ports)
+        external = {p.name for p in ports.of_datapath(key) if p.type == "external"}
+        if external and key not in built:
+            names |= external
+            routers.add(key)
     return names, routers
 
 
