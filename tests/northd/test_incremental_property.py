@@ -605,6 +605,32 @@ def test_redirect_type_on_a_distributed_gateway_port_is_in_place() -> None:
                      Step("lrp-set", (0, "options", 1)), Step("lrp-set", (0, "options", 0))])
 
 
+def test_a_port_deleted_and_added_again_in_one_run_keeps_its_binding() -> None:
+    """`lsp-del p -- lsp-add sw p` (or a pod made again under its name within one
+    northd run): the new row takes over the binding of its name, its key and its
+    claim, as a build does, without a recompute; another type, or another switch,
+    is refused and recomputes."""
+    world = World(BASES["plain"])
+    seq = [Step("claim", (1, 0, True)), Step("pg-add", (0, [0, 1])),
+           Step("lsp-del", (0,), batch=True), Step("lsp-add", (0, 0, 0, 3, False, 0)),
+           Step("lsp-del", (0,), batch=True), Step("lsp-add", (0, 0, 0, 4, False, 0))]
+    bindings = world.sb.tables["Port_Binding"]
+    before = {r.logical_port: r.uuid for r in bindings.rows.values()}
+    for steps_ in batches(seq):
+        batch = Batch(steps=steps_)
+        world.play(batch)
+        assert not any("skipped" in t for t in batch.texts), batch.texts
+        assert not recompute_differences(world)
+        assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
+    after = {r.logical_port: r.uuid for r in bindings.rows.values()}
+    assert after["p0"] == before["p0"]
+    batch = Batch(steps=[Step("lsp-del", (0,), batch=True),
+                         Step("lsp-add", (0, 0, 6, 3, False, 0))])  # (made virtual)
+    world.play(batch)
+    assert not recompute_differences(world)
+    assert batch.recomputes["northd"] == 1, (batch.texts, batch.recomputes)
+
+
 def test_gateway_ports_by_nb_ha_chassis_group_are_in_place() -> None:
     """A router port made a gateway port by an NB HA chassis group (as Neutron makes
     them), given another group, given gateway chassis beside it and losing them, the

@@ -30,7 +30,7 @@ from ..desired import DesiredDb
 from .datapaths import DatapathsData, smap_bool
 from .delta import PortsDelta
 from .ports import PortsData
-from .ports_incremental import refresh_datapaths
+from .ports_lookup import refresh_datapaths
 from .ports_router import readvertise, router_port_binding
 
 RowChanges = Mapping[str, RowChange[IdlRow]]

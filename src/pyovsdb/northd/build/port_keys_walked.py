@@ -23,7 +23,7 @@ from ..desired import DesiredDb
 from .delta import PortsDelta
 from .port_keys import held_space, port_keys, rekey_bindings
 from .ports import Port, PortsData, datapath_keys
-from .ports_incremental import bindings_of
+from .ports_lookup import bindings_of
 
 
 def walk_port_keys(keys: Collection[str], sb: Mapping[str, ReplicaTable], ports: PortsData,

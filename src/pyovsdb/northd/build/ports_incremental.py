@@ -20,7 +20,9 @@ Rules kept here:
   asking IPAM for addresses too, where no other port's dynamic address moves
   (`ipam_incremental`), while every dynamic address is settled (NB holds what IPAM
   decided); not sharing its name with another switch or router port, not taking over
-  a binding of its name. Its port groups' address sets follow it
+  a binding of its name but a port's deleted from the same switch in the same change
+  (`_adopted`: it keeps that binding, its key and claim, as a build does). Its port
+  groups' address sets follow it
   (`groups_incremental.member_sets`); if a load balancer's port mappings name it, its
   switches before and after are rebuilt and `lb_incremental.probes_moved` moves the
   monitors. A port's binding is rebuilt from the same function a recompute uses.
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
@@ -52,7 +54,7 @@ from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb, DesiredTable, Ref
 from .alloc import TunnelKeys
 from .core import NB_LSP_COLUMNS, CoreData, stale_fdb
-from .datapaths import Datapath, DatapathsData
+from .datapaths import DatapathsData
 from .datapaths_incremental import (
     add_switch,
     new_datapath_keys,
@@ -86,15 +88,16 @@ from .peers_incremental import (
 )
 from .port_keys import asks_key, held_space, port_keys, rekey_bindings
 from .ports import (
-    PB_BY_NAME,
     Port,
     PortKind,
     PortsData,
     datapath_keys,
     parse_switch_addresses,
     stale_mac_bindings,
+    type_changed,
 )
 from .ports_addresses import lrp_networks
+from .ports_lookup import bindings_of, refresh_datapaths
 from .ports_mirrors import mirror_rules
 from .ports_put import insert_in_build_order, put_fixed_groups, put_router_binding
 from .ports_retyped import recreate, retyped_ports, settled
@@ -125,16 +128,6 @@ def simple_lsp(row: IdlRow) -> bool:
             own_vlan and request and tag in (None, request)):
         return False
     return "router" not in row.addresses
-
-
-def port_names(nb: Mapping[str, ReplicaTable]) -> Counter[str]:
-    """How many NB switch and router ports carry each name."""
-    names: Counter[str] = Counter()
-    for table, col in (("Logical_Switch_Port", "name"), ("Logical_Router_Port", "name")):
-        rows = nb.get(table)
-        if rows is not None:
-            names.update(r.value(col) for r in rows.rows.values())
-    return names
 
 
 def ipam_settled(core_dynamic: Mapping[str, str | None], ports: PortsData,
@@ -287,9 +280,10 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         step.probed = probed.intersection(r.value("name") for rows in (
             step.inserted, step.deleted, step.updated) for r in rows.values())
     switches: set[str] = set()
+    deleted = {row.value("name") for row in step.deleted.values()}
     for uuid, row in step.inserted.items():
         name = row.value("name")
-        _need(step.names[name] == 1 and name not in ports.ports)
+        _need(step.names[name] == 1 and (name not in ports.ports or name in deleted))
         switches.add(step.switch_of[uuid].uuid)
         if row.value("type") == "localnet":
             step.localnet.add(step.switch_of[uuid].uuid)
@@ -307,8 +301,11 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         port = ports.ports.get(name)
         _need(port is not None and port.is_lsp and port.nb.uuid == uuid
               and (name not in ports.recreated or uuid in step.updated))
-        # Deleted: no other port of that name takes its place.
-        _need(step.names[name] == (1 if uuid in step.updated else 0))
+        # Deleted: no other port of that name takes its place, but one added again
+        # under it in this change (`_adopted` judges it).
+        again = any(r.value("name") == name for u, r in step.inserted.items()
+                    if u not in step.renamed) if step.inserted else False
+        _need(step.names[name] == (1 if uuid in step.updated or again else 0))
         assert port is not None
         switches.add(port.dp.key)
         if "localnet" in (port.type, row.value("type")):
@@ -322,20 +319,6 @@ def asks_ipam(row: IdlRow) -> bool:
     """Whether a switch port asks IPAM for addresses (or holds some; or is gone)."""
     return not isinstance(row, IdlRow) or row.dynamic_addresses is not None \
         or any("dynamic" in a.split() for a in row.addresses)
-
-
-def bindings_of(sb: Mapping[str, ReplicaTable], names: set[str]) -> dict[str, list[IdlRow]]:
-    """The SB Port_Binding rows of the ports `names`, by name (a name may have several)."""
-    table = sb.get("Port_Binding")
-    out: dict[str, list[IdlRow]] = {}
-    if table is None:
-        return out
-    column = table.col_index["logical_port"]
-    for row in rows_where(table, PB_BY_NAME, names):
-        name = row.value_at(column)
-        if name in names:
-            out.setdefault(name, []).append(row)
-    return out
 
 
 def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDelta:
@@ -367,9 +350,9 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     for key in touched:
         names.update(p.name for p in ports.by_datapath.get(key, []))
     dp_keys, found = datapath_keys(step.sb), bindings_of(step.sb, names)
-    for row in step.inserted.values():
-        _need(row.value("name") not in found)  # taking over a binding: recompute
-    doomed_binding = any(row.value("name") in found for row in step.deleted.values())
+    adopted = _adopted(step, found, dp_keys)
+    doomed_binding = any(row.value("name") in found.keys() - adopted.keys()
+                         for row in step.deleted.values())
     repaired: list[Port] = []  # router ports paired or unpaired: their bindings change
     rewired: set[str] = set()  # switches whose router ports changed
     for uuid, row in step.deleted.items():
@@ -409,11 +392,19 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         parse_switch_addresses(port)
         new_ports.append(port)
     # Other ports keep their keys (held by their bindings), then new ones take keys.
+    for port in new_ports:  # (taking over the binding of their name: its key, first)
+        pb = adopted.get(port.name)
+        if pb is not None:
+            port.sb, port.tunnel_key = pb, pb.value("tunnel_key")
     for key in sorted(touched):
         space = _held_keys(step, key, found, dp_keys, retyped, asking=True)
+        kept = [p for p in new_ports if p.sb is not None and p.dp.key == key]
+        _need(all(space.add(p.tunnel_key) for p in kept))
         mine = sorted((p for p in [*new_ports, *map(ports.ports.get, retyped)]
-                       if p is not None and p.dp.key == key), key=lambda p: (p.name, p.nb.uuid))
+                       if p is not None and p.dp.key == key and p.sb is None),
+                      key=lambda p: (p.name, p.nb.uuid))
         held = [p for p in ports.by_datapath.get(key, []) if p.name not in retyped]
+        _need(not kept or not any(map(asks_key, [*held, *mine, *kept])))
         if not any(map(asks_key, [*held, *mine])):
             for p in mine:
                 p.tunnel_key = _allocate(space)
@@ -424,7 +415,8 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     recreate(retyped, ports, sb_desired, delta)
     for port in new_ports:
         insert_in_build_order(ports, port)
-        ports.unbound.add(port.name)  # (no binding: checked above)
+        if port.sb is None:  # (no binding: checked above)
+            ports.unbound.add(port.name)
         changed.append(port)
         lrp = step.pairs.get(port.nb.uuid)
         if lrp is not None:
@@ -463,6 +455,27 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
     return delta
 
 
+def _adopted(step: _Step, found: Mapping[str, list[IdlRow]], dp_keys: Mapping[str, str]
+             ) -> dict[str, IdlRow]:
+    """The new ports that take over the binding of their name (by name: the binding),
+    as a build does for a port in NB and SB alike: only one deleted in this change
+    from the same switch and added again there (`lsp-del p -- lsp-add sw p`, a pod
+    made again under its name), its one binding on that switch, of the same type
+    (`ports.type_changed`). Any other port finding a binding of its name is refused."""
+    gone = {row.value("name") for row in step.deleted.values()}
+    out: dict[str, IdlRow] = {}
+    for uuid, row in step.inserted.items():
+        name = row.value("name")
+        pbs = found.get(name)
+        if not pbs:
+            continue
+        _need(len(pbs) == 1 and name in gone and uuid not in step.renamed
+              and dp_keys.get(pbs[0].value("datapath")) == step.switch_of[uuid].uuid
+              and not type_changed(pbs[0], row))
+        out[name] = pbs[0]
+    return out
+
+
 def _rewire(step: _Step, rewired: set[str], sb_desired: DesiredDb, delta: PortsDelta
             ) -> None:
     """Switches `rewired` gained or lost router ports: theirs in walk order again."""
@@ -477,20 +490,6 @@ def _rewire(step: _Step, rewired: set[str], sb_desired: DesiredDb, delta: PortsD
     groups = sb_desired.tables.get("HA_Chassis_Group")
     if groups is not None and with_ref_chassis(groups):
         delta.touch("sb", "HA_Chassis_Group")
-
-
-def refresh_datapaths(keys: Collection[str], by_key: dict[str, Datapath],
-                      rows: Mapping[str, IdlRow], ports: PortsData) -> bool:
-    """The datapaths `keys` with their NB rows (and names) as they are now; their ports
-    follow. False (nothing changed) if one of them has no row."""
-    if any(rows.get(key) is None for key in keys):
-        return False
-    for key in keys:
-        dp = replace(by_key[key], nb=rows[key], name=rows[key].name)
-        by_key[key] = dp
-        for p in ports.by_datapath.get(key, []):
-            p.dp = dp
-    return True
 
 
 def _held_keys(step: _Step, key: str, found: Mapping[str, list[IdlRow]],

@@ -90,12 +90,8 @@ from ..build.lb_templates import template_vars_changed
 from ..build.lrp_updated import lrps_updated, updatable
 from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
-from ..build.ports_incremental import (
-    port_names,
-    refresh_datapaths,
-    router_ports_changed,
-    switch_ports_changed,
-)
+from ..build.ports_incremental import router_ports_changed, switch_ports_changed
+from ..build.ports_lookup import port_names, refresh_datapaths
 from ..build.ports_mirrors import mirrors_changed
 from ..build.ports_static_mac import named_keys, static_macs_changed
 from ..build.router_toggled import router_toggled, routers_toggled
