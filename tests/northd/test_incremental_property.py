@@ -460,7 +460,6 @@ def test_a_tour_of_every_step_kind_applies_each_and_stays_equal() -> None:
 # fails the test below: the change that moved it updates the list.
 STILL_RECOMPUTING = [
     (55, "ls-add"),  # asking for the tunnel key another switch holds
-    (62, "lsp-move"),  # a port moved between switches in one transaction
     (66, "sb-delete"), (67, "sb-delete"),  # northd's SB rows deleted by another writer
     (68, "sb-rekey"), (69, "sb-rekey"),  # its tunnel keys moved by another writer
     (88, "lr-del"),  # its SB commit lost (`lose-commit`): the recompute that follows
@@ -629,6 +628,23 @@ def test_a_port_deleted_and_added_again_in_one_run_keeps_its_binding() -> None:
     world.play(batch)
     assert not recompute_differences(world)
     assert batch.recomputes["northd"] == 1, (batch.texts, batch.recomputes)
+
+
+def test_a_port_moved_to_another_switch_is_in_place() -> None:
+    """A port moved between switches in one transaction (the same row), or deleted
+    and added on another switch under its name, claimed and in a port group: its old
+    binding is deleted and a new one inserted on its new switch, as a build does; its
+    group's rows follow; the old switch's flows lose it."""
+    _in_place("plain", [Step("claim", (1, 0, True)), Step("pg-add", (0, [0, 1, 2])),
+                        Step("lsp-move", (0, 1)), Step("lsp-move", (0, 0)),
+                        Step("rename", ("Logical_Switch_Port", 0, 7)),
+                        Step("lsp-move", (0, 1))])
+    world = World(BASES["plain"])
+    batch = Batch(steps=[Step("lsp-del", (0,), batch=True),
+                         Step("lsp-add", (1, 0, 0, 2, False, 0))])
+    world.play(batch)
+    assert not recompute_differences(world)
+    assert batch.recomputes["northd"] == 0, (batch.texts, batch.recomputes)
 
 
 def test_gateway_ports_by_nb_ha_chassis_group_are_in_place() -> None:

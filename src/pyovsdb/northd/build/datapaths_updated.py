@@ -51,9 +51,9 @@ from .delta import PortsDelta
 from .gateway_toggled import redirect_pinned
 from .ip_mcast import mcast_settings
 from .ipam import NB_LSP_COLUMNS, parse_mac_prefix
-from .ipam_incremental import plan_over, write_back
+from .ipam_incremental import asks_ipam, plan_over, write_back
 from .ports import PortsData
-from .ports_incremental import asks_ipam, put_bindings, rebind, rebindable
+from .ports_incremental import put_bindings, rebind, rebindable
 from .ports_put import put_fixed_groups, put_router_binding
 from .tunnel_keys import assign_over
 

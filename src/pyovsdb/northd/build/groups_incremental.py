@@ -18,8 +18,8 @@ Rules kept here:
   where none was taken away, its sets as they were with the new ports' addresses
   (an ovn-kubernetes pod joins groups holding every pod of the cluster).
 - A switch port updated in place changes the address sets of the groups it is in
-  (`member_sets`); one renamed, their SB rows, which list ports by name
-  (`members_renamed`).
+  (`member_sets`); one renamed or moved to another switch, their SB rows, which list
+  ports by switch and name (`members_moved`).
 - Derived address set names are refused where another source has the same name (an
   NB address set wins over a port group's or a router's set, `svc_monitor_mac` is
   northd's): a port group's set named as an NB set, an NB set named as a router's
@@ -288,26 +288,39 @@ def _check_sets(nb: Mapping[str, ReplicaTable], as_changes: RowChanges,
                   and not (name[-4:] in ("_ip4", "_ip6") and name[:-4] in pg_names))
 
 
-def members_renamed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
-                    ports: PortsData, sb_desired: DesiredDb, lsps: set[str],
-                    delta: PortsDelta) -> bool:
-    """The SB rows of the port groups with a port of `lsps` (switch port UUIDs renamed
-    on their switches, already under their new names in the core) listing their ports
-    by name again; False (some row left as it was) where a group names a port the
-    core does not have."""
+def members_moved(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData,
+                  ports: PortsData, sb_desired: DesiredDb, was_on: Mapping[str, str],
+                  delta: PortsDelta) -> bool:
+    """The SB rows of the port groups with a port of `was_on` (switch port UUIDs renamed
+    or moved to another switch, already so in the core; each with the switch it was
+    on) listing their ports by switch and name again: rows on switches left without a
+    member go, and those switches and the ones gained are named for `lflow` (the
+    group's ACLs apply there). False (some row left as it was) where a group names a
+    port the core does not have."""
     pgs = nb.get("Port_Group")
-    if pgs is None or not lsps:
+    if pgs is None or not was_on:
         return True
     groups = sb_desired.tables["Port_Group"]
     for pg in pgs.rows.values():
-        if lsps.isdisjoint(pg.value("ports")):
+        members = was_on.keys() & {str(u) for u in pg.value("ports")}
+        if not members:
             continue
         try:
             _, per_switch = _placement(pg, ports)
         except _Refused:
             return False
+        for key in {was_on[u] for u in members} - per_switch.keys():
+            dp = datapaths.switches.get(key)
+            if dp is None:
+                return False
+            row = sb_port_group_name(dp.tunnel_key, pg.name)
+            if groups.rows.pop(row, None) is not None:
+                delta.touch("sb", "Port_Group", row)
+                delta.flows.add(key)
         for key, names in per_switch.items():
             row = sb_port_group_name(datapaths.switches[key].tunnel_key, pg.name)
+            if row not in groups.rows:
+                delta.flows.add(key)
             groups.put(row, name=row, ports=sorted(names))
             delta.touch("sb", "Port_Group", row)
     return True

@@ -21,12 +21,17 @@ Rules kept here:
   appends them), written back to NB, and recorded in the core's dynamic addresses;
   deleted ones leave it. A switch's IPAM settings changed: `datapaths_updated.
   ipam_again`.
+- The handlers ask first whether a port asks IPAM for addresses (`asks_ipam`) and
+  whether NB holds every address IPAM decided (`ipam_settled`): while one is pending
+  they recompute.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, MutableMapping
 
+from ...idl.replica import ReplicaTable
+from ...idl.row import IdlRow
 from ..desired import DesiredDb, DesiredTable
 from .core import CoreData
 from .delta import PortsDelta
@@ -121,3 +126,23 @@ def write_back(port: Port, result: Mapping[str, str | None],
         if not row:
             del table.rows[uuid]
         delta.touch("nb", "Logical_Switch_Port", uuid)
+
+
+def asks_ipam(row: IdlRow) -> bool:
+    """Whether a switch port asks IPAM for addresses (or holds some; or is gone)."""
+    return not isinstance(row, IdlRow) or row.dynamic_addresses is not None \
+        or any("dynamic" in a.split() for a in row.addresses)
+
+
+def ipam_settled(core_dynamic: Mapping[str, str | None], ports: PortsData,
+                 lsps: ReplicaTable | None) -> bool:
+    """Whether NB holds every dynamic address IPAM decided (no allocation pending: a
+    pending one could pick another MAC once a static one is added or freed); of a
+    port whose row is gone (deleted in this change) nothing is pending."""
+    for name, value in core_dynamic.items():
+        port = ports.ports.get(name)
+        row = lsps.rows.get(port.nb.uuid) if port is not None and lsps is not None else None
+        if (row is None and port is None) or (row is not None
+                                              and row.dynamic_addresses != value):
+            return False
+    return True

@@ -48,12 +48,12 @@ from ...idl.tracking import changed_columns
 from ...ovsdb.changeset import RowChange
 from ..desired import DesiredDb
 from .delta import PortsDelta
+from .ipam_incremental import asks_ipam
 from .peers_incremental import peer_named
 from .port_keys import TUNNEL_KEY
 from .port_keys_walked import walk_port_keys
 from .ports import Port, PortsData
 from .ports_addresses import Addresses, lrp_networks
-from .ports_incremental import asks_ipam
 from .ports_put import put_router_binding
 from .ports_router import router_lsp_nat_addresses
 

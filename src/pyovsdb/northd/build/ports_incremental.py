@@ -40,6 +40,9 @@ Rules kept here:
 - A port renamed (switch or router port, nothing else of it changed for a router
   port) is deleted under its old name and added under its new one, on the same
   switch or router, as a build sees it: a binding of no port, and a port without one.
+  A switch port moved between switches (the same row, or one deleted and one added
+  under its name) is deleted from one and added to the other; its binding is deleted
+  and inserted again there (`rebound`, `ports_retyped.recreate`), as a build does.
 """
 from __future__ import annotations
 
@@ -75,7 +78,7 @@ from .ha_chassis import with_ref_chassis
 from .ha_groups_incremental import group_names, groups_used
 from .igmp_incremental import igmp_changed
 from .inputs import rows_where
-from .ipam_incremental import ipam_in_place
+from .ipam_incremental import asks_ipam, ipam_in_place, ipam_settled
 from .peers_incremental import (
     connect,
     disconnect,
@@ -130,20 +133,6 @@ def simple_lsp(row: IdlRow) -> bool:
     return "router" not in row.addresses
 
 
-def ipam_settled(core_dynamic: Mapping[str, str | None], ports: PortsData,
-                 lsps: ReplicaTable | None) -> bool:
-    """Whether NB holds every dynamic address IPAM decided (no allocation pending: a
-    pending one could pick another MAC once a static one is added or freed); of a
-    port whose row is gone (deleted in this change) nothing is pending."""
-    for name, value in core_dynamic.items():
-        port = ports.ports.get(name)
-        row = lsps.rows.get(port.nb.uuid) if port is not None and lsps is not None else None
-        if (row is None and port is None) or (row is not None
-                                              and row.dynamic_addresses != value):
-            return False
-    return True
-
-
 class _Refused(Exception):
     pass
 
@@ -171,6 +160,7 @@ class _Step:
     named: dict[str, Port] = field(default_factory=dict)
     going: set[str] = field(default_factory=set)  # names of switch ports deleted
     renamed: set[str] = field(default_factory=set)  # LSP uuids both deleted and inserted
+    rebound: dict[str, str] = field(default_factory=dict)  # moved: name -> old binding
     localnet: set[str] = field(default_factory=set)  # switches whose localnet ports change
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
     fresh: Collection[str] = ()  # datapaths made in place in this change
@@ -253,9 +243,19 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
             assert new is not None
             added[u] = new
         removed.update(before - after)
-    # Every port a switch gained is inserted, every one it lost is deleted: a port
-    # moved between switches is not handled here. A port renamed stays on its switch.
+    # Every port a switch gained is inserted, every one it lost is deleted; a port
+    # moved between switches is both (and takes its binding along, `_adopted`). A port
+    # renamed stays on its switch.
     renamed = step.renamed
+    lsps = step.nb["Logical_Switch_Port"].rows
+    for uuid in added.keys() & removed:
+        old_row = step.deleted.get(uuid) or _core_row(step, uuid)
+        new_row = step.updated.pop(uuid, None) or lsps.get(uuid)
+        _need(uuid not in renamed and old_row is not None and new_row is not None
+              and simple_lsp(old_row) and simple_lsp(new_row)
+              and old_row.value("name") == new_row.value("name"))
+        assert old_row is not None and new_row is not None
+        step.deleted[uuid], step.inserted[uuid] = old_row, new_row
     _need(set(added) == set(step.inserted) - renamed
           and removed == set(step.deleted) - renamed and not renamed & (added.keys() | removed))
     for uuid in renamed:
@@ -266,6 +266,13 @@ def _classify(step: _Step, lsp_changes: RowChanges, ls_changes: RowChanges,
         added[uuid] = switch
     step.switch_of = added
     _need(all(uuid not in added and uuid not in removed for uuid in step.updated))
+
+
+def _core_row(step: _Step, uuid: str) -> IdlRow | None:
+    """The NB row the core holds for switch port `uuid` (found by its current name)."""
+    row = step.nb["Logical_Switch_Port"].rows.get(uuid)
+    port = step.ports.ports.get(row.value("name")) if row is not None else None
+    return port.nb if port is not None and port.is_lsp and port.nb.uuid == uuid else None
 
 
 def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
@@ -315,12 +322,6 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
             _need(lrp is None or lrp.is_lrp)
 
 
-def asks_ipam(row: IdlRow) -> bool:
-    """Whether a switch port asks IPAM for addresses (or holds some; or is gone)."""
-    return not isinstance(row, IdlRow) or row.dynamic_addresses is not None \
-        or any("dynamic" in a.split() for a in row.addresses)
-
-
 def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDelta:
     ports, datapaths = step.ports, step.datapaths
     delta = PortsDelta()
@@ -351,8 +352,8 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
         names.update(p.name for p in ports.by_datapath.get(key, []))
     dp_keys, found = datapath_keys(step.sb), bindings_of(step.sb, names)
     adopted = _adopted(step, found, dp_keys)
-    doomed_binding = any(row.value("name") in found.keys() - adopted.keys()
-                         for row in step.deleted.values())
+    doomed_binding = bool(step.rebound) or any(
+        row.value("name") in found.keys() - adopted.keys() for row in step.deleted.values())
     repaired: list[Port] = []  # router ports paired or unpaired: their bindings change
     rewired: set[str] = set()  # switches whose router ports changed
     for uuid, row in step.deleted.items():
@@ -425,6 +426,7 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
             rewired.add(port.dp.key)
         elif port.type == "router":
             name_router_port(port, ports)
+    recreate(step.rebound, ports, sb_desired, delta)  # (their old bindings: replaced)
     _rewire(step, rewired, sb_desired, delta)
     for key in step.localnet - gone:
         ports.localnet_ports[key] = [p for p in ports.by_datapath.get(key, [])
@@ -458,10 +460,12 @@ def _apply(step: _Step, sb_desired: DesiredDb, nb_desired: DesiredDb) -> PortsDe
 def _adopted(step: _Step, found: Mapping[str, list[IdlRow]], dp_keys: Mapping[str, str]
              ) -> dict[str, IdlRow]:
     """The new ports that take over the binding of their name (by name: the binding),
-    as a build does for a port in NB and SB alike: only one deleted in this change
-    from the same switch and added again there (`lsp-del p -- lsp-add sw p`, a pod
-    made again under its name), its one binding on that switch, of the same type
-    (`ports.type_changed`). Any other port finding a binding of its name is refused."""
+    as a build does for a port in NB and SB alike: only one deleted in this change and
+    added again on the same switch (`lsp-del p -- lsp-add sw p`, a pod made again
+    under its name), its one binding of the same type (`ports.type_changed`). One
+    added on another switch (moved) is a new port there whose binding replaces the old
+    one (`rebound`: deleted and inserted, as a build does). Any other port finding a
+    binding of its name is refused."""
     gone = {row.value("name") for row in step.deleted.values()}
     out: dict[str, IdlRow] = {}
     for uuid, row in step.inserted.items():
@@ -470,9 +474,11 @@ def _adopted(step: _Step, found: Mapping[str, list[IdlRow]], dp_keys: Mapping[st
         if not pbs:
             continue
         _need(len(pbs) == 1 and name in gone and uuid not in step.renamed
-              and dp_keys.get(pbs[0].value("datapath")) == step.switch_of[uuid].uuid
               and not type_changed(pbs[0], row))
-        out[name] = pbs[0]
+        if dp_keys.get(pbs[0].value("datapath")) != step.switch_of[uuid].uuid:
+            step.rebound[name] = pbs[0].uuid
+        else:
+            out[name] = pbs[0]
     return out
 
 

@@ -295,6 +295,9 @@ class LflowNode(Node[LflowData, LflowDelta]):
             if key is None:
                 return Handled.UNHANDLED
             dps.add(key)
+            if was is not None and port is not None and was[0] != key:
+                dps.add(was[0])  # (a port moved between switches: its old one whole)
+                unplain.add(was[0])
             if was is None:
                 added.add(str(name))
             if key in switches and port is None and was is not None and was[0] == key \

@@ -72,7 +72,7 @@ from ..build.gateway_toggled import (
     gateways_toggled,
 )
 from ..build.global_cfg import global_config
-from ..build.groups_incremental import groups_changed, member_sets, members_renamed
+from ..build.groups_incremental import groups_changed, member_sets, members_moved
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.ipam_macs import MAC_MOVERS
@@ -90,6 +90,7 @@ from ..build.lb_templates import template_vars_changed
 from ..build.lrp_updated import lrps_updated, updatable
 from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
+from ..build.ports import PortsData
 from ..build.ports_incremental import router_ports_changed, switch_ports_changed
 from ..build.ports_lookup import port_names, refresh_datapaths
 from ..build.ports_mirrors import mirrors_changed
@@ -246,17 +247,19 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
     def on_nb_ls(self, change: TableChange) -> Handled:
         lsp = self.inputs.get(leaf_name("NB", "Logical_Switch_Port"))
         ports_handled = lsp is not None and lsp.updated
-        created_or_deleted = False
+        created_or_deleted = moved = False
 
         def ok(rc: RowChange[IdlRow]) -> bool:
-            nonlocal created_or_deleted
+            nonlocal created_or_deleted, moved
             if rc.old is None or rc.new is None:
                 created_or_deleted = True
                 return True  # (`switch_ports_changed` decides)
             cols = set(changed_columns(rc))
+            # (`ports` changed with no port changed: ports moved between switches)
+            moved |= "ports" in cols and not ports_handled
             return cols <= {"ports", "dns_records"} | LS_FLOWS_ONLY | LB_COLUMNS \
                 | (DP_COLUMNS if self.incremental_ports else set()) \
-                and ("ports" not in cols or ports_handled) \
+                and ("ports" not in cols or ports_handled or self.incremental_ports) \
                 and ("dns_records" not in cols or self.incremental_ports)
 
         if not self.has_data:
@@ -277,7 +280,7 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
             handled = either(handled, self._datapaths_updated(change.delta, router=False))
         if handled is not Handled.UNHANDLED and lb_rows(change.delta):
             handled = either(handled, self._lbs())
-        if handled is Handled.UNHANDLED or not created_or_deleted or ports_handled:
+        if handled is Handled.UNHANDLED or not (created_or_deleted or moved) or ports_handled:
             return handled
         return either(handled, self._switch_ports({}, change.delta or {}))
 
@@ -715,9 +718,9 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None
                                       and port_ips(rc.old) != port_ips(rc.new)}, result)
-            renamed = {u for u, rc in lsp_changes.items() if rc.old is not None
-                       and rc.new is not None and rc.old.name != rc.new.name}
-            if not members_renamed(nb, core.datapaths, core.ports, data.sb, renamed, result):
+            if not members_moved(nb, core.datapaths, core.ports, data.sb,
+                                 _moved_or_renamed(lsp_changes, ls_changes, core.ports),
+                                 result):
                 result = None
         handled = self._applied(result)  # (switches made or gone with load balancers)
         if handled is Handled.UNHANDLED or not any(
@@ -759,3 +762,22 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
             return Handled.HANDLED_UNCHANGED
         self.track().merge(result)
         return Handled.HANDLED_UPDATED
+
+
+def _moved_or_renamed(lsp_changes: Mapping[str, RowChange[IdlRow]],
+                      ls_changes: Mapping[str, RowChange[IdlRow]],
+                      ports: PortsData) -> dict[str, str]:
+    """The switch ports (by UUID) renamed or moved between switches in this change,
+    each with the switch it was on (their port groups' rows list them by both)."""
+    out: dict[str, str] = {}
+    for key, rc in ls_changes.items():
+        if rc.old is not None and rc.new is not None:
+            for u in set(rc.old.value("ports")) - set(rc.new.value("ports")):
+                out[str(u)] = key
+    for u, rc in lsp_changes.items():
+        if rc.old is not None and rc.new is not None and rc.old.name != rc.new.name:
+            port = ports.ports.get(rc.new.name)
+            if port is not None:
+                out.setdefault(u, port.dp.key)
+    return {u: k for u, k in out.items()
+            if u not in lsp_changes or lsp_changes[u].new is not None}

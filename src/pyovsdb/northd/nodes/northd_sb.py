@@ -310,11 +310,12 @@ class SbHandlers(Node["NorthdData", PortsDelta]):
                 assert old is not None
                 port = ports.ports.get(old.logical_port) if ports is not None else None
                 if port is not None and ports is not None and old.uuid in ports.replaced \
-                        and port.is_lsp \
-                        and type_changed(old, port.nb) and _refers(
-                            Ref("Datapath_Binding", port.dp.key), old.datapath):
-                    ports.replaced.discard(old.uuid)  # (a retyped port's old binding)
-                    return True
+                        and port.is_lsp:
+                    # (a retyped port's old binding, or a moved one's, on its old switch)
+                    here = _refers(Ref("Datapath_Binding", port.dp.key), old.datapath)
+                    if not here or type_changed(old, port.nb):
+                        ports.replaced.discard(old.uuid)
+                        return True
                 return old.logical_port not in desired.rows
             want = desired.rows.get(new.logical_port)
             if want is None and ports is not None and new.logical_port not in ports.ports:
