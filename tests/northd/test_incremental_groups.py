@@ -106,7 +106,7 @@ def test_port_groups_and_address_sets_change_in_place(nb: Nb, sb: LocalDb) -> No
                                                                     "pod4")]]]},
                 {"op": "mutate", "table": "Port_Group", "where": [["name", "==", "pg1"]],
                  "mutations": [["ports", "insert", ["uuid", nb.uuid("Logical_Switch_Port",
-                                                                    "vm1")]]]}])), False),
+                                                                    "vm1")]]]}])), True),
         ("a switch's one grouped port deleted", lambda: nb.db.transact([
             {"op": "mutate", "table": t, "where": [["name", "==", n]],
              "mutations": [[c, "delete", ["uuid", nb.uuid("Logical_Switch_Port", "vm2")]]]}
