@@ -152,3 +152,11 @@ def shash_order(names: Iterable[str]) -> tuple[str, ...]:
     """`names` (distinct, in insertion order) in the order the real tools walk a shash
     (or a parsed JSON object) holding them."""
     return _order(tuple(names))
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def hash_name(name: str) -> int:
+    """`hash_string(name)`, remembered: northd walks the hash tables of its ports and
+    datapaths by their names again and again (a switch's router ports, on every binding
+    that comes back), and the names are few next to the walks."""
+    return hash_string(name)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ...idl.row import IdlRow
-from ...util.ovshash import hash_string, hmap_mask
+from ...util.ovshash import hash_name, hmap_mask
 from .ports import Port, PortKind, PortsData, parse_switch_addresses
 
 # The options of a router-type switch port this module pairs: the router port it names,
@@ -100,8 +100,8 @@ def alone_in_bucket(lsp: Port, ports: PortsData) -> bool:
     their walk order as it was. Checked under the mask of the ports alone, which is no
     larger than a build's (ports in different buckets there are so in a build)."""
     mask = hmap_mask(len(ports.ports))
-    mine = hash_string(lsp.name) & mask
-    return not any(hash_string(p.name) & mask == mine
+    mine = hash_name(lsp.name) & mask
+    return not any(hash_name(p.name) & mask == mine
                    for p in ports.router_ports.get(lsp.dp.key, ()) if p is not lsp)
 
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ...ovsdb.hashorder import hash_string, hmap_order
-from ...util.ovshash import hmap_mask
+from ...ovsdb.hashorder import hmap_order
+from ...util.ovshash import hash_name, hmap_mask
 from ..diagnostics import DUPLICATE_LRP, DUPLICATE_LSP, LRP_BAD_MAC, LSP_NO_MAC, PS_NO_MAC, report
 from .alloc import PORT_KEY_MAX, PORT_KEY_MAX_VXLAN, PORT_KEY_MIN, VXLAN_MIN_MULTICAST, TunnelKeys
 from .datapaths import Datapath, DatapathsData, datapath_key, smap_int
@@ -418,7 +418,7 @@ def _walk_order(existing: Mapping[str, IdlRow], data: PortsData) -> list[Port]:
     names = list(existing)
     names += [n for n in data.ports if n not in existing]
     data.walk_mask = hmap_mask(len(names))
-    order = hmap_order((hash_string(n), n) for n in names)
+    order = hmap_order((hash_name(n), n) for n in names)
     return [data.ports[n] for n in order if n in data.ports]
 
 

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
 from ...idl.replica import ReplicaTable
-from ...util.ovshash import hash_string, hmap_mask, hmap_order_of
+from ...util.ovshash import hash_name, hmap_mask, hmap_order_of
 from .datapaths import DatapathsData
 from .ports import PB_BY_NAME, Port, PortsData, existing_port_bindings
 
@@ -62,7 +62,7 @@ class PortWalk:
 
     def order(self, names: Iterable[str]) -> list[str]:
         """`names` (distinct; each a bound name or a port) in the walk's order."""
-        hashes = {n: hash_string(n) for n in names}
+        hashes = {n: hash_name(n) for n in names}
         mask = self.mask
         buckets = Counter(h & mask for h in hashes.values())
         shared = [n for n, h in hashes.items() if buckets[h & mask] > 1]

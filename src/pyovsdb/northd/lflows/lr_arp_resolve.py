@@ -44,7 +44,8 @@ from collections.abc import Iterable
 
 from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
-from ...ovsdb.hashorder import hash_string, hmap_order
+from ...ovsdb.hashorder import hmap_order
+from ...util.ovshash import hash_name
 from ..build.datapaths import Datapath, smap_bool
 from ..build.ports import Port
 from ..build.ports_addresses import (
@@ -384,4 +385,4 @@ def _lb_askers(ctx: LflowContext) -> frozenset[str]:
 
 def _sset_order(names: list[str]) -> list[str]:
     """The order 23.03 walks an `sset` holding `names`."""
-    return hmap_order((hash_string(n), n) for n in names)
+    return hmap_order((hash_name(n), n) for n in names)

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from ...ovsdb.hashorder import hash_string, hmap_order
+from ...ovsdb.hashorder import hmap_order
+from ...util.ovshash import hash_name
 from ..build.datapaths import smap_bool
 from ..build.lsp_up import port_up
 from ..build.ports import Port, datapath_keys
@@ -79,7 +80,7 @@ def walk_order(ctx: LflowContext) -> list[Port]:
         if within is None:
             existing = ctx.bindings()
             names = [*existing, *(n for n in ports if n not in existing)]
-            order = hmap_order((hash_string(n), n) for n in names)
+            order = hmap_order((hash_name(n), n) for n in names)
         else:
             order = PortWalk(ctx.sb, ctx.ports, ctx.datapaths).order(
                 n for n in within if n in ports)

@@ -75,6 +75,7 @@ from ..lflows.table import FlowKey, Owner, flow_row_key
 from .lflow_ports import (
     PortDp,
     beside_changed,
+    guarded,
     is_vif,
     pair_readers,
     plain_lrp,
@@ -364,6 +365,10 @@ class LflowNode(Node[LflowData, LflowDelta]):
         # (the rebuilds of ports changed share one context, its facts built once; muted,
         # they have one of their own)
         ctx = lflow_context(*self._tables(), northd)
+        whole_too = guarded(ports, rewired - dps) if rewired else set()
+        if whole_too:
+            dps |= whole_too
+            joined = {key: names for key, names in joined.items() if key not in whole_too}
         readers, read_on = router_port_readers(ctx, rewired, dps) if rewired \
             else (set(), set())
         flows, lb_dps = set(delta.flows), set[str]()

@@ -43,8 +43,7 @@ def router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
     whose routers' flows read the other router ports (their networks, without
     `dynamic_neigh_routers`; their routable addresses, while some rule asks for
     routes), and virtual ports (their VIP is resolved on the first router that holds
-    it), and external ports (their guard on the switch itself). Datapaths in `built`
-    are built again whole already."""
+    it). Routers in `built` are built again whole already."""
     asked = routes_asked(ctx)
     ports = ctx.ports
     names: set[str] = set()
@@ -63,12 +62,15 @@ def router_port_readers(ctx: LflowContext, switches: set[str], built: set[str]
         if virtual and on_switch:
             names |= virtual
             routers |= on_switch
-        # (an external port's guard on its own switch drops ARP/ND for its router ports)
-        external = {p.name for p in ports.of_datapath(key) if p.type == "external"}
-        if external and key not in built:
-            names |= external
-            routers.add(key)
     return names, routers
+
+
+def guarded(ports: PortsData, switches: set[str]) -> set[str]:
+    """Of `switches` (which gained or lost a router port), those with an external port:
+    its guard drops ARP/ND for the switch's router ports' addresses, one of the
+    switch's own flows that read them (built again whole)."""
+    return {key for key in switches if any(p.type == "external"
+                                           for p in ports.of_datapath(key))}
 
 
 def pair_readers(ports: PortsData, readers: set[str], joined: dict[str, set[str]],
