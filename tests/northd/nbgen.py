@@ -122,6 +122,7 @@ NB_KINDS: dict[str, Drawn] = {
                      st.integers(0, 7), st.booleans(), _idx(LSP_OPTIONS)),
     "lsp-del": _step("lsp-del", _idx(PORTS)),
     "lsp-move": _step("lsp-move", _idx(PORTS), _idx(SWITCHES)),
+    "lsp-readd": _step("lsp-readd", _idx(PORTS), _idx(SWITCHES), st.integers(0, 7)),
     "rename": _step("rename", st.sampled_from(("Logical_Switch_Port", "Logical_Switch",
                                                "Logical_Router_Port")),
                     st.integers(0, 7), st.integers(0, 7)),
@@ -379,6 +380,26 @@ class Applier:
                    "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]},
                   _mutate("Logical_Switch", target[0], "ports", "insert", [["uuid", uuid]])])
         return f"move {name} to {target[1]}"
+
+    def _lsp_readd(self, i: int, sw: int, addr: int) -> str | None:
+        """A port deleted and made again under its name (a new row, other addresses) on
+        a switch, in one transaction (`lsp-del p -- lsp-add sw p`): on its own switch
+        it keeps its binding, on another its binding is made anew."""
+        hit = existing(self.nb, "Logical_Switch_Port", i)
+        target = existing(self.nb, "Logical_Switch", sw)
+        if hit is None or target is None:
+            return None
+        uuid, name = hit
+        old = self.nb.tables["Logical_Switch_Port"].rows[uuid]
+        addresses = self._lsp_addresses(addr, PORTS.index(name))
+        self._nb([{"op": "mutate", "table": "Logical_Switch",
+                   "where": [["ports", "includes", ["uuid", uuid]]],
+                   "mutations": [["ports", "delete", ["set", [["uuid", uuid]]]]]},
+                  _insert(self.nb, "Logical_Switch_Port", "p", name=name,
+                          type=old.value("type"), addresses=addresses),
+                  _mutate("Logical_Switch", target[0], "ports", "insert",
+                          [["named-uuid", "p"]])])
+        return f"lsp-del {name} -- lsp-add {target[1]} {name} addresses={addresses!r}"
 
     def _rename(self, table: str, i: int, new: int) -> str | None:
         """A row renamed to a free name of its pool (a port's binding is named after
