@@ -31,7 +31,9 @@ Rules kept here:
   a router's `static_routes` or `policies` the routers' route or policy flows alone.
 - A router that gains or loses plain router ports is not built whole
   (`lflows.rebuild_router_ports`), nor are the routers on a switch a router joins or
-  leaves (`lflows.rebuild_pairs`): `nodes/lflow_ports.py` says when each holds.
+  leaves (`lflows.rebuild_pairs`): `nodes/lflow_ports.py` says when each holds. A
+  switch with an external port that gains or loses a router port is built whole (the
+  port's guard drops ARP/ND for its router ports' addresses: `lflow_ports.guarded`).
 """
 
 from __future__ import annotations
