@@ -508,6 +508,12 @@ FOUND: dict[str, tuple[tuple[Step, ...], list[Step]]] = {
     # overwriting the first's.
     "two switches swapping keys rename their port groups' rows": (
         BASES["ha"], [Step("ls-add", (0, "", 2), batch=True)]),
+    # A switch port that was up renamed: `sync_from_sb` set its row's `up` under the new
+    # name, then took it away under the old one (the same row), where the new name came
+    # first (p4 renamed p0, up: the names are taken in order now).
+    "a port renamed is down under its new name": (
+        BASES["ha"], [Step("rename", ("Logical_Switch_Port", 0, 4)), Step("claim", (5, 0, True)),
+                      Step("rename", ("Logical_Switch_Port", 3, 0))]),
     # A router port deleted (or renamed) beside a switch with an external port: the
     # port's guard flows dropping ARP/ND for that router port's addresses stayed.
     "a router port gone drops an external port's guard for it": (

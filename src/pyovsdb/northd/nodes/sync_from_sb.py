@@ -103,13 +103,14 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         ports = change.data.core.ports
         changed = False
         touched = self.track().lsps
-        for key in delta.sb.get("Port_Binding", ()):
-            name = str(key)
+        names = sorted(str(key) for key in delta.sb.get("Port_Binding", ()))
+        for name in names:  # (all the old entries first: a port renamed keeps its row)
             changed |= self._rebind(name)
             old = data.lsps.pop(name, None)
             if old is not None and data.up.pop(old.uuid, None) is not None:
                 touched.add(old.uuid)
                 changed = True
+        for name in names:
             port = ports.ports.get(name)
             if port is None or not port.is_lsp:
                 continue
