@@ -111,6 +111,40 @@ def test_consumed_bytes_are_dropped_while_streaming() -> None:
     assert len(data) > 6_000_000 and peak < 1_500_000
 
 
+def test_a_table_ending_in_a_read_is_not_parsed_again_at_every_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read that holds the end of one table's rows and the start of the next: the
+    bulk parse up to the last row boundary fails (that boundary is in the next table),
+    the rest of the table is taken row by row, and the bulk parse is tried again only
+    past that boundary. Before, every row of the rest tried it again: a parse, and an
+    error holding the text, of up to a whole read per row."""
+    import pyovsdb.jsonrpc.session as session
+
+    n = 2000
+    updates = {t: {uuid(i + k): {"initial": {"name": "x" * 40}} for i in range(n)}
+               for t, k in (("A", 0), ("B", n))}
+    data = orjson.dumps({"id": 1, "result": updates, "error": None})
+    failures = 0
+    real = orjson.loads
+
+    def loads(text: Any) -> Any:
+        nonlocal failures
+        try:
+            return real(text)
+        except orjson.JSONDecodeError:
+            failures += 1
+            raise
+
+    monkeypatch.setattr(session.orjson, "loads", loads)
+    sink = Sink(None)
+    framer = Framer(lambda m: None, lambda i: sink, lambda m: None, whole_at_most=0)
+    quarter = len(data) // 4  # (half of table A's rows, and its end, in the second read)
+    framer.feed(data[:quarter])
+    framer.feed(data[quarter:])
+    assert sink.rows == updates
+    assert failures <= 4, failures
+
+
 def test_result_before_id_is_parsed_whole() -> None:
     """No server writes it, but the order of members is free in JSON."""
     sink = Sink(None)

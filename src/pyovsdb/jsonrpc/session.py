@@ -290,6 +290,12 @@ class Framer:
             del self.buf[:self.pos - 1]
             self.pos = 1
 
+    def _compacted(self) -> int:
+        """`_compact`; how far positions moved back."""
+        before = self.pos
+        self._compact()
+        return before - self.pos
+
     # -- structure -------------------------------------------------------------------
 
     def _messages(self) -> Generator[None, None, None]:
@@ -385,10 +391,15 @@ class Framer:
         row = sink.row
         many = getattr(sink, "add_rows", None)
         match = _ROW.match
+        # After a bulk parse failed, rows are taken one by one up to the boundary it
+        # tried (often in the next table's rows: the current table ends before it), not
+        # tried again at every row: each failure costs a parse, and an error holding
+        # the text, of everything up to it.
+        skip = 0
         while True:
             buf = self.buf
             pos = self.pos
-            b = _last_boundary(buf, pos)
+            b = _last_boundary(buf, pos) if pos >= skip else -1
             if b > 0:
                 # Many whole rows: parse them with one call, in place, as the members
                 # of an object: the byte before them (consumed) becomes '{', the comma
@@ -412,6 +423,7 @@ class Framer:
                     self.pos = b + 1
                     self._compact()
                     continue
+                skip = b + 1
             m = match(buf, pos)
             if m is not None:  # the usual case: a whole row in the buffer
                 k0, k1 = m.span(1)
@@ -422,8 +434,7 @@ class Framer:
                 self.pos = m.end()
                 if buf[m.end() - 1] == 0x7D:
                     return
-                if self.pos > 1 << 20:
-                    self._compact()
+                skip -= self._compacted()
                 continue
             # A row cut by the end of the data, or written unusually: step by step.
             key = yield from self._string()
@@ -431,7 +442,7 @@ class Framer:
             row(table, key, (yield from self._value()))
             if (yield from self._expect(b",}")) == 0x7D:
                 return
-            self._compact()
+            skip -= self._compacted()
 
 
 _UUID_KEY = re.compile(rb',[ \t\r\n]*+"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
