@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "clust
 from cluster_helpers import OURS, REAL, Cluster, Member
 
 from pyovsdb.jsonrpc.client import Client
-from pyovsdb.testing import NB_SCHEMA
+from pyovsdb.testing import NB_SCHEMA, compile_bytecode
 
 CONFIGS = [("real", REAL, []), ("ours", OURS, []),
            ("ours-nosync", OURS, ["--no-raft-commit-sync"])]
@@ -152,6 +152,7 @@ def main() -> None:
                     help="comma-separated client transports to measure over")
     ap.add_argument("--only", default="", help="comma-separated config labels")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     transports = [t for t in args.transport.split(",") if t]
     if not transports or any(t not in ("unix", "tcp") for t in transports):
         ap.error("--transport takes unix, tcp or both")

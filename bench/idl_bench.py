@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pyovsdb.jsonrpc.client import Client
-from pyovsdb.testing import NB_SCHEMA, ServerProcess, run
+from pyovsdb.testing import NB_SCHEMA, ServerProcess, compile_bytecode, run
 
 TABLE = "Port"
 CLIENTS = ("ovs", "ours")
@@ -287,6 +287,7 @@ def main() -> int:
     ap.add_argument("--rewrite-child", action="store_true", dest="rewrite")
     ap.add_argument("--wco", action="store_true")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     if args.child:
         args.client = args.child
         child(args)

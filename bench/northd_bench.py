@@ -45,7 +45,14 @@ from pyovsdb.idl import Idl, IdlRow
 from pyovsdb.jsonrpc.client import Client
 from pyovsdb.jsonrpc.session import ClientConnection, connect
 from pyovsdb.ovsdb.changeset import Changeset
-from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+from pyovsdb.testing import (
+    NB_SCHEMA,
+    SB_SCHEMA,
+    ServerProcess,
+    compile_bytecode,
+    create_db,
+    stop_process,
+)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -446,6 +453,7 @@ def main() -> int:
     ap.add_argument("--paced-gap-ms", type=float, default=2.0,
                     help="the paced burst's pause after each transaction's reply")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     need = ["ovn-nbctl", "ovn-appctl"] + (["ovsdb-server", "ovsdb-tool"]
                                           if args.servers == "real" else [])
     if args.northd != "ours":

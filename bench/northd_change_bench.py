@@ -46,7 +46,14 @@ from pathlib import Path
 
 import cloudgen
 from northd_bench import cpu_seconds, preload
-from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+from pyovsdb.testing import (
+    NB_SCHEMA,
+    SB_SCHEMA,
+    ServerProcess,
+    compile_bytecode,
+    create_db,
+    stop_process,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
 import k8sgen  # the cluster lives beside the corpus it generates
@@ -346,6 +353,7 @@ def main() -> int:
     ap.add_argument("--json", help="also write the medians here (bench/plot_sizes.py "
                                    "draws several such files against topology size)")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     northds = [Northd("23.03", ["ovn-northd"], "ovn-nbctl", NB_SCHEMA, SB_SCHEMA),
                Northd("ours", [sys.executable, "-m", "pyovsdb", "northd"], "ovn-nbctl",
                       NB_SCHEMA, SB_SCHEMA)]

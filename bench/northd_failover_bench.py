@@ -64,7 +64,14 @@ from typing import Any
 from northd_bench import cpu_seconds, preload
 from northd_change_bench import COMPLETION, grid_routers
 from northd_k8s_bench import load_cluster
-from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+from pyovsdb.testing import (
+    NB_SCHEMA,
+    SB_SCHEMA,
+    ServerProcess,
+    compile_bytecode,
+    create_db,
+    stop_process,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
 import k8sgen  # the cluster lives beside the corpus it generates
@@ -590,6 +597,7 @@ def main() -> int:
     ap.add_argument("--json", help="write every raw number here")
     ap.add_argument("--keep-logs", type=Path, help="copy the logs under this directory")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     labels = [w.strip() for w in args.only.split(",")] if args.only else list(NORTHDS)
     unknown = set(labels) - set(NORTHDS)
     if unknown:

@@ -36,6 +36,7 @@ from northd_lflow_bench import (  # the switch mix's benchmark, beside this file
     missing_tools,
     tool,
 )
+from pyovsdb.testing import compile_bytecode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
 import k8sgen  # the cluster lives beside the corpus it generates
@@ -59,6 +60,7 @@ def main() -> int:
     ap.add_argument("--servers", choices=("real", "ours"), default="real",
                     help="which ovsdb server serves NB and SB")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     missing = missing_tools(args.servers)
     if missing:
         print(f"bench: not installed: {', '.join(missing)} (Debian: ovn-central)",

@@ -35,7 +35,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pyovsdb.testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+from pyovsdb.testing import (
+    NB_SCHEMA,
+    SB_SCHEMA,
+    ServerProcess,
+    compile_bytecode,
+    create_db,
+    stop_process,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
 import mixgen  # the mix lives beside the corpus it generates
@@ -159,6 +166,7 @@ def main() -> int:
     ap.add_argument("--switches", type=int, default=mixgen.SWITCHES,
                     help="switches in the mix (a multiple of 20)")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     missing = missing_tools(args.servers)
     if missing:
         print(f"bench: not installed: {', '.join(missing)} (Debian: ovn-central)",

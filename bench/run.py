@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pyovsdb.jsonrpc.client import Client
-from pyovsdb.testing import NB_SCHEMA, ServerProcess, create_db
+from pyovsdb.testing import NB_SCHEMA, ServerProcess, compile_bytecode, create_db
 
 KINDS = ("real", "ours")
 
@@ -163,6 +163,7 @@ def main() -> int:
     ap.add_argument("--transport", default="unix,tcp",
                     help="comma-separated client transports to measure over")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     transports = [t for t in args.transport.split(",") if t]
     if not transports or any(t not in ("unix", "tcp") for t in transports):
         ap.error("--transport takes unix, tcp or unix,tcp")

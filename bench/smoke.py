@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "clust
 
 from cluster_helpers import OURS, REAL, Cluster
 
-from pyovsdb.testing import NB_SCHEMA, ServerProcess, create_db
+from pyovsdb.testing import NB_SCHEMA, ServerProcess, compile_bytecode, create_db
 
 KINDS = (REAL, OURS)
 
@@ -107,6 +107,7 @@ def main() -> int:
     ap.add_argument("--threshold", type=float, default=2.0,
                     help="fail when a ratio ours/real is above this")
     args = ap.parse_args()
+    compile_bytecode()  # (our daemons start as an installed package's do)
     failed = []
     for fig, r in run(args.calls).items():
         ratio = r[OURS] / r[REAL]
