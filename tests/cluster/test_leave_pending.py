@@ -15,10 +15,8 @@ transaction surely arrives while the member is leaving; they are continued after
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -29,53 +27,9 @@ import pytest
 from cluster_helpers import OURS, REAL, Cluster, Member, run
 
 from procs import VSWITCH_SCHEMA, require
+from rawrpc import Rpc
 
 DB = "Open_vSwitch"
-
-
-class RawClient:
-    """One JSON-RPC connection, read by hand: it lets the test see that nothing has
-    been answered yet."""
-
-    def __init__(self, path: str) -> None:
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(path.removeprefix("unix:"))
-        self.buf = b""
-        self.dec = json.JSONDecoder()
-
-    def send(self, method: str, params: list[Any], msg_id: Any) -> None:
-        self.sock.sendall(json.dumps({"method": method, "params": params,
-                                      "id": msg_id}).encode())
-
-    def recv(self, timeout: float) -> dict[str, Any] | None:
-        """The next message that is not a notification, or None after `timeout`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.buf.decode().lstrip()
-            if text:
-                try:
-                    msg, end = self.dec.raw_decode(text)
-                except json.JSONDecodeError:
-                    msg = None
-                if msg is not None:
-                    self.buf = text[end:].encode()
-                    if msg.get("id") is not None:
-                        return dict(msg)
-                    continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            self.sock.settimeout(left)
-            try:
-                chunk = self.sock.recv(65536)
-            except TimeoutError:
-                return None
-            if not chunk:
-                raise ConnectionError("closed by the server")
-            self.buf += chunk
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def pid(m: Member) -> int:
@@ -124,18 +78,17 @@ def test_transaction_while_leaving_is_retried_then_canceled(
     victim = c.members[v - 1]
     others = [m for m in c.members if m is not victim]
 
-    cl = RawClient(victim.unix)
-    cl.send("set_db_change_aware", [True], "aware")
-    assert cl.recv(10) == {"id": "aware", "result": {}, "error": None}
+    cl = Rpc(victim.unix)
+    assert cl.call("set_db_change_aware", [True]) == {"id": 1, "result": {}, "error": None}
     vsctl = None
     try:
         with stopped(others):
             victim.appctl("cluster/leave", DB)
-            cl.send("transact", [DB, insert_key("raw")], "txn")
+            cl.send({"method": "transact", "params": [DB, insert_key("raw")], "id": "txn"})
             # The leave cannot finish while the others are stopped: the transaction
             # waits. (Before the fix, ours answered at once: "not allowed", "server
             # shutdown".)
-            early = cl.recv(1.5)
+            early = cl.receive(1.5)
             assert early is None, early
             # A real client whose first choice may be the leaving member.
             vsctl = subprocess.Popen(
@@ -145,7 +98,7 @@ def test_transaction_while_leaving_is_retried_then_canceled(
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(0.5)
         wait_left(victim)
-        msg = cl.recv(20)
+        msg = cl.receive(20)
         assert msg == {"id": "txn", "error": "canceled"}, msg
         _out, err = vsctl.communicate(timeout=90)
         assert vsctl.returncode == 0, err

@@ -12,7 +12,6 @@ import json
 import re
 import socket
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from interop_helpers import label_uuids, nbctl, parse_records, sbctl, transact, wait_until
 
 from procs import NB_SCHEMA, SB_SCHEMA, VSWITCH_SCHEMA, ServerProcess, create_db, require, run
+from rawrpc import Rpc
 
 pytestmark = pytest.mark.interop
 
@@ -63,60 +63,6 @@ def set_connection(srv: ServerProcess, ctl: str, *args: str, options: tuple[str,
     run([ctl, f"--db={srv.unix}", "--timeout=20", *options, command, *args])
     assert wait_until(lambda: len(listen_ports(srv)) > before), Path(srv.logfile).read_text()
     return listen_ports(srv)[-1]
-
-
-class Rpc:
-    """A raw JSON-RPC client on a TCP port: requests, and whatever the server sends."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = ""
-        self.n = 0
-        self.eof = False  # the server closed the connection
-
-    def send(self, msg: dict[str, Any]) -> None:
-        self.sock.sendall(json.dumps(msg).encode())
-
-    def receive(self, timeout: float = 10) -> dict[str, Any] | None:
-        """The next message, None if none comes within `timeout` (or the server closed)."""
-        deadline = time.monotonic() + timeout
-        decoder = json.JSONDecoder()
-        while True:
-            self.buf = self.buf.lstrip()
-            if self.buf:
-                try:
-                    msg, end = decoder.raw_decode(self.buf)
-                    self.buf = self.buf[end:]
-                    return dict(msg)
-                except ValueError:
-                    pass
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(65536)
-            except TimeoutError:
-                return None
-            if not data:
-                self.eof = True
-                return None
-            self.buf += data.decode()
-
-    def call(self, method: str, params: Any) -> dict[str, Any]:
-        """The reply (or error) to one request; notifications on the way are dropped."""
-        self.n += 1
-        self.send({"method": method, "params": params, "id": self.n})
-        while True:
-            msg = self.receive()
-            assert msg is not None, f"no reply to {method}"
-            if msg.get("method") == "echo":
-                self.send({"result": msg["params"], "error": None, "id": msg["id"]})
-            elif msg.get("id") == self.n:
-                return msg
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def replies(port: int, requests: list[tuple[str, Any]]) -> list[Any]:
