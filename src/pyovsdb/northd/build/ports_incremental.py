@@ -42,7 +42,9 @@ Rules kept here:
   switch or router, as a build sees it: a binding of no port, and a port without one.
   A switch port moved between switches (the same row, or one deleted and one added
   under its name) is deleted from one and added to the other; its binding is deleted
-  and inserted again there (`rebound`, `ports_retyped.recreate`), as a build does.
+  and inserted again there (`rebound`, `ports_retyped.recreate`), as a build does; the
+  SB rows of its port groups, which list ports by switch and name, follow
+  (`groups_incremental.members_moved`).
 """
 from __future__ import annotations
 
@@ -74,6 +76,7 @@ from .gateways_incremental import (
     redirect_name,
     remove_redirect,
 )
+from .groups_incremental import members_moved
 from .ha_chassis import with_ref_chassis
 from .ha_groups_incremental import group_names, groups_used
 from .igmp_incremental import igmp_changed
@@ -160,6 +163,9 @@ class _Step:
     named: dict[str, Port] = field(default_factory=dict)
     going: set[str] = field(default_factory=set)  # names of switch ports deleted
     renamed: set[str] = field(default_factory=set)  # LSP uuids both deleted and inserted
+    # Switch ports renamed or moved (deleted and inserted, the same row) by UUID: the
+    # switch each was on (their port groups' rows list them by switch and name).
+    was_on: dict[str, str] = field(default_factory=dict)
     rebound: dict[str, str] = field(default_factory=dict)  # moved: name -> old binding
     localnet: set[str] = field(default_factory=set)  # switches whose localnet ports change
     gone_routers: set[str] = field(default_factory=set)  # deleted with their ports
@@ -188,6 +194,7 @@ def switch_ports_changed(nb: Mapping[str, ReplicaTable], sb: Mapping[str, Replic
         _check(step, core.dynamic_addresses)
         was = switches_of(step.probed, core.ports)
         delta = _apply(step, sb_desired, nb_desired)
+        _need(members_moved(nb, core.datapaths, core.ports, sb_desired, step.was_on, delta))
         igmp = sb.get("IGMP_Group")
         if igmp is not None and igmp.rows:  # (those switches' groups with theirs merged)
             delta.merge(igmp_changed(core.datapaths, core.ports, sb, sb_desired,
@@ -287,10 +294,12 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         step.probed = probed.intersection(r.value("name") for rows in (
             step.inserted, step.deleted, step.updated) for r in rows.values())
     switches: set[str] = set()
-    deleted = {row.value("name") for row in step.deleted.values()}
+    step.going = {row.value("name") for row in step.deleted.values()}
+    again = {row.value("name") for uuid, row in step.inserted.items()
+             if uuid not in step.renamed}  # (names deleted and added again: `_adopted`)
     for uuid, row in step.inserted.items():
         name = row.value("name")
-        _need(step.names[name] == 1 and (name not in ports.ports or name in deleted))
+        _need(step.names[name] == 1 and (name not in ports.ports or name in step.going))
         switches.add(step.switch_of[uuid].uuid)
         if row.value("type") == "localnet":
             step.localnet.add(step.switch_of[uuid].uuid)
@@ -309,11 +318,11 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
         _need(port is not None and port.is_lsp and port.nb.uuid == uuid
               and (name not in ports.recreated or uuid in step.updated))
         # Deleted: no other port of that name takes its place, but one added again
-        # under it in this change (`_adopted` judges it).
-        again = any(r.value("name") == name for u, r in step.inserted.items()
-                    if u not in step.renamed) if step.inserted else False
-        _need(step.names[name] == (1 if uuid in step.updated or again else 0))
+        # under it in this change.
+        _need(step.names[name] == (1 if uuid in step.updated or name in again else 0))
         assert port is not None
+        if uuid in step.inserted:  # (renamed or moved)
+            step.was_on[uuid] = port.dp.key
         switches.add(port.dp.key)
         if "localnet" in (port.type, row.value("type")):
             step.localnet.add(port.dp.key)
@@ -466,14 +475,13 @@ def _adopted(step: _Step, found: Mapping[str, list[IdlRow]], dp_keys: Mapping[st
     added on another switch (moved) is a new port there whose binding replaces the old
     one (`rebound`: deleted and inserted, as a build does). Any other port finding a
     binding of its name is refused."""
-    gone = {row.value("name") for row in step.deleted.values()}
     out: dict[str, IdlRow] = {}
     for uuid, row in step.inserted.items():
         name = row.value("name")
         pbs = found.get(name)
         if not pbs:
             continue
-        _need(len(pbs) == 1 and name in gone and uuid not in step.renamed
+        _need(len(pbs) == 1 and name in step.going and uuid not in step.renamed
               and not type_changed(pbs[0], row))
         if dp_keys.get(pbs[0].value("datapath")) != step.switch_of[uuid].uuid:
             step.rebound[name] = pbs[0].uuid

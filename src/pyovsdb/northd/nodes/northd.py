@@ -72,7 +72,7 @@ from ..build.gateway_toggled import (
     gateways_toggled,
 )
 from ..build.global_cfg import global_config
-from ..build.groups_incremental import groups_changed, member_sets, members_moved
+from ..build.groups_incremental import groups_changed, member_sets
 from ..build.ha_groups_incremental import gateway_chassis_only, ha_groups_changed
 from ..build.inputs import BuildInput
 from ..build.ipam_macs import MAC_MOVERS
@@ -90,7 +90,6 @@ from ..build.lb_templates import template_vars_changed
 from ..build.lrp_updated import lrps_updated, updatable
 from ..build.meters import acl_meters_changed, meters_changed
 from ..build.nat_incremental import nats_changed
-from ..build.ports import PortsData
 from ..build.ports_incremental import router_ports_changed, switch_ports_changed
 from ..build.ports_lookup import port_names, refresh_datapaths
 from ..build.ports_mirrors import mirrors_changed
@@ -718,10 +717,6 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
             member_sets(nb, data.sb, {u for u, rc in lsp_changes.items()
                                       if rc.old is not None and rc.new is not None
                                       and port_ips(rc.old) != port_ips(rc.new)}, result)
-            if not members_moved(nb, core.datapaths, core.ports, data.sb,
-                                 _moved_or_renamed(lsp_changes, ls_changes, core.ports),
-                                 result):
-                result = None
         handled = self._applied(result)  # (switches made or gone with load balancers)
         if handled is Handled.UNHANDLED or not any(
                 has_lbs(rc.new if rc.old is None else rc.old if rc.new is None else None)
@@ -762,22 +757,3 @@ class NorthdNode(SbHandlers, GlobalHandlers, Node[NorthdData, PortsDelta]):
             return Handled.HANDLED_UNCHANGED
         self.track().merge(result)
         return Handled.HANDLED_UPDATED
-
-
-def _moved_or_renamed(lsp_changes: Mapping[str, RowChange[IdlRow]],
-                      ls_changes: Mapping[str, RowChange[IdlRow]],
-                      ports: PortsData) -> dict[str, str]:
-    """The switch ports (by UUID) renamed or moved between switches in this change,
-    each with the switch it was on (their port groups' rows list them by both)."""
-    out: dict[str, str] = {}
-    for key, rc in ls_changes.items():
-        if rc.old is not None and rc.new is not None:
-            for u in set(rc.old.value("ports")) - set(rc.new.value("ports")):
-                out[str(u)] = key
-    for u, rc in lsp_changes.items():
-        if rc.old is not None and rc.new is not None and rc.old.name != rc.new.name:
-            port = ports.ports.get(rc.new.name)
-            if port is not None:
-                out.setdefault(u, port.dp.key)
-    return {u: k for u, k in out.items()
-            if u not in lsp_changes or lsp_changes[u].new is not None}
