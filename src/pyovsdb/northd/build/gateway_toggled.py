@@ -46,6 +46,7 @@ from .gateways_incremental import (
     plain_gateway,
     plain_gateway_going,
     put_redirect_group,
+    redirect_groups,
     redirect_name,
     remove_redirect,
 )
@@ -159,12 +160,11 @@ def gateways_regrouped(changes: Mapping[str, RowChange[IdlRow]], ports: PortsDat
     table = sb_desired.tables["Port_Binding"]
     used: set[str] = set()
     for port, cr, new in found:
-        binding = table.rows.get(cr.name)
-        used |= {ref.key for ref in binding["ha_chassis_group"]} if binding else set()
+        used |= redirect_groups(table, cr.name)
         port.nb = cr.nb = new
         port.options = cr.options = new.options
         put_router_binding(cr, ports, table, delta)
-        used |= {ref.key for ref in table.rows[cr.name]["ha_chassis_group"]}
+        used |= redirect_groups(table, cr.name)
         peer = ports.peer_of(port)
         if peer is not None and peer.is_lsp:
             delta.rewired.add(peer.dp.key)  # (the groups' `ref_chassis`, as above)

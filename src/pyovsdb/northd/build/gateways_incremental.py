@@ -111,6 +111,12 @@ def plain_gateway_going(lrp: Port, router: IdlRow | None, ports: PortsData,
     return router is None or "chassis" not in router.options
 
 
+def redirect_groups(bindings: DesiredTable, cr_name: str) -> set[str]:
+    """The SB groups the desired binding of chassisredirect port `cr_name` names."""
+    binding = bindings.rows.get(cr_name)
+    return {ref.key for ref in binding["ha_chassis_group"]} if binding is not None else set()
+
+
 def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb, delta: PortsDelta
                     ) -> None:
     """The chassisredirect port of the distributed gateway port `lrp` (going) out of
@@ -118,8 +124,7 @@ def remove_redirect(lrp: Port, ports: PortsData, sb_desired: DesiredDb, delta: P
     goes; an NB group is put again as its other users read it, or goes with the last
     (`groups_used`). Every desired row changed is in `delta`."""
     cr = ports.ports.pop(lrp.cr_port or "")
-    binding = sb_desired.tables["Port_Binding"].rows.get(cr.name)
-    used = {ref.key for ref in binding["ha_chassis_group"]} if binding is not None else set()
+    used = redirect_groups(sb_desired.tables["Port_Binding"], cr.name)
     ports.bound(cr.name)
     ports.by_datapath[cr.dp.key].remove(cr)
     gateways = ports.l3dgw_ports.get(lrp.dp.key, [])
