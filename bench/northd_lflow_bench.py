@@ -49,6 +49,9 @@ import mixgen  # the mix lives beside the corpus it generates
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NORTHDS = {"real": "ovn-northd 23.03", "ours": "pyovsdb northd"}
+# A source tree holding the accelerated (compiled) build, for northd kind "compiled"
+# (`northd_cold_sizes.py --compiled DIR`).
+ACCELERATED = ""
 MAC_PREFIX = "0a:00:00"
 SVC_MONITOR_MAC = "0a:00:00:ff:ff:fe"
 TIMEOUT = 600
@@ -114,12 +117,17 @@ def cold_start(root: Path, tag: str, northd: str, servers: str,
         load(nb.unix)
         base = ["ovn-northd"] if northd == "real" else [sys.executable, "-m", "pyovsdb",
                                                          "northd"]
+        env = None
+        if northd == "compiled":  # (ours, the accelerated build of `ACCELERATED` first)
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                p for p in (ACCELERATED, os.environ.get("PYTHONPATH")) if p)}
         cmd = [*base, f"--ovnnb-db={nb.unix}", f"--ovnsb-db={sb.unix}",
                f"--unixctl={d / 'northd.ctl'}", f"--pidfile={d / 'northd.pid'}",
                f"--log-file={d / 'northd.log'}", "-vconsole:off", "--no-chdir"]
         with open(d / "northd.stderr", "wb") as err:
             t0 = time.monotonic()
-            proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.DEVNULL, stderr=err,
+                                    env=env)
         tool("ovn-nbctl", nb.unix, "--wait=sb", "sync")
         elapsed = time.monotonic() - t0
         if proc.poll() is not None:
@@ -140,14 +148,15 @@ def missing_tools(servers: str) -> list[str]:
     return [b for b in need if shutil.which(b) is None]
 
 
-def medians(reps: int, servers: str, prefix: str, load: Callable[[str], None]
-            ) -> dict[str, dict[str, float]]:
-    """`reps` cold starts of each northd, interleaved; the median of each figure."""
-    samples: dict[str, list[dict[str, float]]] = {k: [] for k in NORTHDS}
+def medians(reps: int, servers: str, prefix: str, load: Callable[[str], None],
+            kinds: dict[str, str] = NORTHDS) -> dict[str, dict[str, float]]:
+    """`reps` cold starts of each northd of `kinds`, interleaved; the median of each
+    figure."""
+    samples: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         for r in range(reps):
-            for kind in NORTHDS:
-                print(f"[cold start] rep {r + 1}/{reps}: {NORTHDS[kind]}",
+            for kind in kinds:
+                print(f"[cold start] rep {r + 1}/{reps}: {kinds[kind]}",
                       file=sys.stderr, flush=True)
                 res = cold_start(Path(tmp), f"{kind}-{r}", kind, servers, load)
                 print(f"    {json.dumps({k: round(x, 3) for k, x in res.items()})}",

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from .idl import Idl
 
 _names = itertools.count(1)
+# Atom types whose Python values are their JSON as they are (`_atom` leaves them).
+_AS_IS = frozenset(("string", "integer", "boolean"))
 
 
 class Status(enum.Enum):
@@ -222,9 +224,11 @@ class Transaction:
         kt, vt = codec.key_type, codec.value_type
         if codec.is_map:
             pairs = value.items() if isinstance(value, dict) else value
+            if kt in _AS_IS and vt in _AS_IS:
+                return ["map", [[k, v] for k, v in pairs]]
             return ["map", [[self._atom(kt, k), self._atom(vt, v)] for k, v in pairs]]
         if codec.is_scalar:
-            return self._atom(kt, value)
+            return value if kt in _AS_IS else self._atom(kt, value)
         if value is None:
             return ["set", []]
         if isinstance(value, (list, tuple, set, frozenset)):

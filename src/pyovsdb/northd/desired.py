@@ -62,17 +62,26 @@ class DesiredTable:
     keep: tuple[str, ...] = ()
     replace: set[Hashable] = field(default_factory=set)
     delete: set[str] = field(default_factory=set)
+    _managed: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._managed = frozenset(self.columns)
+
+    def manage(self, columns: tuple[str, ...]) -> None:
+        """`columns` managed too, after those managed already."""
+        self.columns = tuple(dict.fromkeys((*self.columns, *columns)))
+        self._managed = frozenset(self.columns)
 
     def put(self, key: Hashable, **values: Any) -> None:
         """Set the desired row `key`; every managed column left out is its default."""
-        unknown = set(values) - set(self.columns)
-        if unknown:
+        if not self._managed.issuperset(values):
+            unknown = set(values) - self._managed
             raise KeyError(f"{self.name}: columns not managed: {sorted(unknown)}")
         self.rows[key] = values
 
     def set(self, key: Hashable, **values: Any) -> None:
         """Set some columns of the desired row `key`, keeping the others it has."""
-        unknown = set(values) - set(self.columns)
+        unknown = set(values) - self._managed
         if unknown:
             raise KeyError(f"{self.name}: columns not managed: {sorted(unknown)}")
         self.rows.setdefault(key, {}).update(values)
@@ -107,7 +116,7 @@ class DesiredDb:
             return self.add(DesiredTable(name, columns, owned=owned))
         if table.owned != owned:
             raise KeyError(f"desired table {name} both owned and not")
-        table.columns = tuple(dict.fromkeys((*table.columns, *columns)))
+        table.manage(columns)
         return table
 
 

@@ -586,6 +586,8 @@ def plan(desired: DesiredDb, tables: Tables,
                  and codecs[c].key_type in ("string", "integer", "boolean")}
         fill = set(dt.fill)
         keep = set(dt.keep)
+        empty_default = {c for c in dt.columns
+                         if not codecs[c].is_scalar and codecs[c].default == ()}
         # Per column: its position, converter, default and roles, looked up once.
         info = {c: _column(table, c, refs, fill, keep) for c in dt.columns}
         columns = list(info.values())
@@ -603,10 +605,15 @@ def plan(desired: DesiredDb, tables: Tables,
                     continue
                 values: dict[str, Any] = {}
                 for col, value in wanted.items():
-                    v = p.resolve(value) if col in refs else value
-                    if (col in refs and _has_pending(v)) or \
-                            converters[col](v) != codecs[col].default:
-                        values[col] = v
+                    if col in refs:
+                        v = p.resolve(value)
+                        if _has_pending(v) or converters[col](v) != codecs[col].default:
+                            values[col] = v
+                    elif value.__class__ in _CONTAINERS and col in empty_default:
+                        if value:  # (a set or map: its default is the empty one)
+                            values[col] = value
+                    elif converters[col](value) != codecs[col].default:
+                        values[col] = value
                 table_inserts.append(Insert(name, key, values))
                 continue
             if name in REUSED and (name, key) not in p.reused and not p.extra.get(
@@ -664,6 +671,8 @@ def plan(desired: DesiredDb, tables: Tables,
                 deletes.append(Delete(name, doomed))
     return [*_ordered(inserts), *updates, *deletes]
 
+
+_CONTAINERS = frozenset((list, tuple, dict, set, frozenset))
 
 # A column as the plan compares it: name, position, converter, default, whether it
 # references rows, is filled only when empty (`fill`), is kept when left out (`keep`).

@@ -83,6 +83,7 @@ class LflowContext:
     config: GlobalConfig
     _switch: dict[str, SwitchFacts] = field(default_factory=dict)
     _pg_switches: dict[str, list[str]] | None = None
+    _pg_on: dict[str, list[IdlRow]] | None = None  # switch key -> its port groups
     _meters: frozenset[str] | None = None
     # Facts of one area's own, computed on first use (`router_facts` keeps its here),
     # shared with the narrowed contexts: a fact that depends on the scope is keyed by it.
@@ -338,8 +339,14 @@ class LflowContext:
             listed = self._groups_listed(dp, groups)
             if listed is not None:
                 return listed
-        pg_of = self.port_group_switches()
-        return [pg for pg in groups if dp.key in pg_of.get(pg.uuid, ())]
+        if self._pg_on is None:
+            pg_of = self.port_group_switches()
+            on: dict[str, list[IdlRow]] = {}
+            for pg in groups:  # (each switch's in the groups' order)
+                for key in pg_of.get(pg.uuid, ()):
+                    on.setdefault(key, []).append(pg)
+            self._pg_on = on
+        return list(self._pg_on.get(dp.key, ()))
 
     def _groups_listed(self, dp: Datapath, groups: list[IdlRow]) -> list[IdlRow] | None:
         """`_groups_on` for a narrowed build, from the groups' ports the switch lists

@@ -20,8 +20,7 @@ Rules kept here:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -133,6 +132,33 @@ class Flow:
     source: str | None = None
 
 
+# A flow key made without `FlowKey.__new__`'s Python frame (one per request).
+_new_key = tuple.__new__
+
+
+class _OwnedBy:
+    """`LflowTable.owned_by`'s block (a class, not a generator: entered per request
+    group, tens of thousands of times in a full build)."""
+
+    __slots__ = ("owner", "previous", "table")
+
+    def __init__(self, table: LflowTable, owner: Owner) -> None:
+        self.table = table
+        self.owner = owner
+        self.previous: tuple[Owner, tuple[Owner, ...], bool] | None = None
+
+    def __enter__(self) -> None:
+        t = self.table
+        self.previous = t._owner, t._alone, t._owner_indexed
+        t._owner, t._alone, t._owner_indexed = \
+            self.owner, (self.owner,), _indexed(self.owner)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.previous is not None
+        t = self.table
+        t._owner, t._alone, t._owner_indexed = self.previous
+
+
 def stage_hint(row: IdlRow | str | None) -> str | None:
     """23.03's `stage-hint`: the first 32 bits of the NB row's UUID, in hex."""
     if row is None:
@@ -159,19 +185,14 @@ class LflowTable:
         self.extended: dict[str, dict[Owner, set[Owner]]] = {}
         self._owner: Owner = GLOBAL
         self._alone: tuple[Owner, ...] = (GLOBAL,)
+        self._owner_indexed = False  # (`_indexed(self._owner)`, asked once per block)
         self.source = source  # `external_ids:source` of the flows asked for from now on
         self.only = only  # requests on other datapaths are ignored (a partial rebuild)
         self.only_owners = owners  # (with `only`) and those of other owners
 
-    @contextmanager
-    def owned_by(self, owner: Owner) -> Iterator[None]:
+    def owned_by(self, owner: Owner) -> _OwnedBy:
         """Requests made in this block are `owner`'s."""
-        previous = self._owner, self._alone
-        self._owner, self._alone = owner, (owner,)
-        try:
-            yield
-        finally:
-            self._owner, self._alone = previous
+        return _OwnedBy(self, owner)
 
     @property
     def owners(self) -> dict[Owner, list[tuple[FlowKey, str]]]:
@@ -199,7 +220,7 @@ class LflowTable:
         dp_key = dp.key
         if self.only is not None and not self.wants(dp_key):  # (a full build: no call)
             return
-        key = FlowKey(stage, priority, match, actions, meter)
+        key = _new_key(FlowKey, (stage, priority, match, actions, meter))
         flow = self.flows.get(key)
         if flow is None:
             flow = self.flows[key] = Flow(key, io_port=io_port, hint=stage_hint(hint),
@@ -213,7 +234,7 @@ class LflowTable:
         owner = self._owner
         owners = on_dp.get(key)
         on_dp[key] = self._alone if owners is None else (*owners, owner)
-        if _indexed(owner):
+        if self._owner_indexed:
             owned = self.owned_on.get(dp_key)
             if owned is None:
                 owned = self.owned_on[dp_key] = {}
