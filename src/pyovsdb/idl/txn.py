@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -204,36 +205,11 @@ class Transaction:
         self.mutations.setdefault((row.table.name, row.uuid), []).append([column, mutator, arg])
 
     def _atom(self, atype: str | None, value: Any) -> Any:
-        if atype == "uuid":
-            if isinstance(value, NewRow):
-                # A fixed uuid is referred to as such: servers do not bind the row's
-                # uuid-name to it.
-                if value.fixed_uuid is not None:
-                    return ["uuid", value.fixed_uuid]
-                return ["named-uuid", value.name]
-            if isinstance(value, IdlRow):
-                return ["uuid", value.uuid]
-            return ["uuid", str(value)]
-        if atype == "real" and isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-        return value
+        return _atom(atype, value)
 
     def encode(self, table: Any, column: str, value: Any) -> Any:
         """A Python value (as `IdlRow` returns them, or canonical) to its JSON datum."""
-        codec = table.codecs[column]
-        kt, vt = codec.key_type, codec.value_type
-        if codec.is_map:
-            pairs = value.items() if isinstance(value, dict) else value
-            if kt in _AS_IS and vt in _AS_IS:
-                return ["map", [[k, v] for k, v in pairs]]
-            return ["map", [[self._atom(kt, k), self._atom(vt, v)] for k, v in pairs]]
-        if codec.is_scalar:
-            return value if kt in _AS_IS else self._atom(kt, value)
-        if value is None:
-            return ["set", []]
-        if isinstance(value, (list, tuple, set, frozenset)):
-            return ["set", [self._atom(kt, v) for v in value]]
-        return self._atom(kt, value)
+        return _encoder(table.codecs[column])(value)
 
     def canonical(self, table: Any, column: str, value: Any) -> Any:
         """The stored form a write would produce, to compare with the current value
@@ -257,8 +233,9 @@ class Transaction:
         changing = bool(self.extra_ops)
         for new in self.inserts:
             table = self._table(new.table)
+            codecs = table.codecs
             op: dict[str, Any] = {"op": "insert", "table": new.table, "uuid-name": new.name,
-                                  "row": {c: self.encode(table, c, v)
+                                  "row": {c: _encoder(codecs[c])(v)
                                           for c, v in new.values.items()}}
             if new.fixed_uuid is not None:
                 op["uuid"] = new.fixed_uuid
@@ -362,3 +339,69 @@ class _NeverEqual:
 
 
 _NEVER_EQUAL = _NeverEqual()
+
+
+def _atom(atype: str | None, value: Any) -> Any:
+    if atype == "uuid":
+        if isinstance(value, NewRow):
+            # A fixed uuid is referred to as such: servers do not bind the row's
+            # uuid-name to it.
+            if value.fixed_uuid is not None:
+                return ["uuid", value.fixed_uuid]
+            return ["named-uuid", value.name]
+        if isinstance(value, IdlRow):
+            return ["uuid", value.uuid]
+        return ["uuid", str(value)]
+    if atype == "real" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+# Column type (key type, value type, map, scalar) -> its encoder (`_encoder`).
+_ENCODERS: dict[tuple[str | None, str | None, bool, bool], Callable[[Any], Any]] = {}
+
+
+def _encoder(codec: Any) -> Callable[[Any], Any]:
+    """The function that writes a column's Python value (as `IdlRow` returns them, or
+    canonical) as its JSON datum: one per column type, its branches taken once."""
+    kt, vt = codec.key_type, codec.value_type
+    key = (kt, vt, codec.is_map, codec.is_scalar)
+    found = _ENCODERS.get(key)
+    if found is None:
+        found = _ENCODERS[key] = _make_encoder(kt, vt, codec.is_map, codec.is_scalar)
+    return found
+
+
+def _make_encoder(kt: str | None, vt: str | None, is_map: bool, is_scalar: bool
+                  ) -> Callable[[Any], Any]:
+    if is_map:
+        if kt in _AS_IS and vt in _AS_IS:
+            def plain_map(value: Any) -> Any:
+                pairs = value.items() if isinstance(value, dict) else value
+                return ["map", [[k, v] for k, v in pairs]]
+            return plain_map
+
+        def any_map(value: Any) -> Any:
+            pairs = value.items() if isinstance(value, dict) else value
+            return ["map", [[_atom(kt, k), _atom(vt, v)] for k, v in pairs]]
+        return any_map
+    if is_scalar:
+        if kt in _AS_IS:
+            return _as_is
+
+        def scalar(value: Any) -> Any:
+            return _atom(kt, value)
+        return scalar
+
+    def any_set(value: Any) -> Any:
+        if value is None:
+            return ["set", []]
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return ["set", [_atom(kt, v) for v in value]]
+        return _atom(kt, value)
+    return any_set
+
+
+def _as_is(value: Any) -> Any:
+    return value
+

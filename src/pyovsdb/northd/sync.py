@@ -756,13 +756,21 @@ def apply(ops: list[Op], txn: Transaction) -> dict[tuple[str, Hashable], NewRow]
     handles: dict[tuple[str, Hashable], NewRow] = {}
 
     def value(v: Any) -> Any:
+        t = v.__class__
+        if t is str or t is int:  # (most columns: nothing to resolve)
+            return v
         if isinstance(v, Pending):
             return handles[(v.table, v.key)]
-        if isinstance(v, (list, tuple)) and any(isinstance(x, Pending) for x in v):
-            return [handles[(x.table, x.key)] if isinstance(x, Pending) else x for x in v]
-        if isinstance(v, dict) and any(isinstance(x, Pending) for x in v.values()):
-            return {k: handles[(x.table, x.key)] if isinstance(x, Pending) else x
-                    for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                if isinstance(x, Pending):
+                    return [handles[(x.table, x.key)] if isinstance(x, Pending) else x
+                            for x in v]
+        elif isinstance(v, dict):
+            for x in v.values():
+                if isinstance(x, Pending):
+                    return {k: handles[(x.table, x.key)] if isinstance(x, Pending) else x
+                            for k, x in v.items()}
         return v
 
     for op in ops:
