@@ -12,7 +12,8 @@ from pyovsdb.northd.build.extra import build_extra
 from pyovsdb.northd.build.global_cfg import global_config
 from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.desired import DesiredDb
-from pyovsdb.northd.sync import Delete, Insert, Op, Update, apply, plan
+from pyovsdb.northd.sync import Delete, Insert, Op, Update, plan
+from pyovsdb.northd.sync_apply import apply
 from pyovsdb.northd.testing import LocalDb, Nb
 
 

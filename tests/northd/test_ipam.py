@@ -97,7 +97,7 @@ def test_dynamic_addresses_equal_real_northd(nb: Nb, sb: LocalDb) -> None:
 
 
 def test_without_prefix_no_mac_is_assigned_until_one_is_given(nb: Nb, sb: LocalDb) -> None:
-    from pyovsdb.northd import sync
+    from pyovsdb.northd import sync, sync_apply
     from pyovsdb.northd.build.core import build_core
     from pyovsdb.northd.build.inputs import BuildInput
     from pyovsdb.northd.desired import DesiredDb
@@ -111,7 +111,7 @@ def test_without_prefix_no_mac_is_assigned_until_one_is_given(nb: Nb, sb: LocalD
                       mac_prefix="0a:bc:de")
     assert core.dynamic_addresses == {"p": "0a:bc:de:01:00:03 10.1.0.2"}
     txn = nb.db.transaction()
-    sync.apply(sync.plan(nbd, nb.db.tables), txn)
+    sync_apply.apply(sync.plan(nbd, nb.db.tables), txn)
     nb.db.commit(txn)
     assert dynamic(nb) == {"p": "0a:bc:de:01:00:03 10.1.0.2"}
     assert [str(a.ipv4[0].addr) for a in core.ports.ports["p"].lsp_addrs] == ["10.1.0.2"]

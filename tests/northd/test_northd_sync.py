@@ -4,7 +4,7 @@ nothing when it already does."""
 from __future__ import annotations
 
 from pyovsdb.idl.row import IdlRow
-from pyovsdb.northd import sync
+from pyovsdb.northd import sync, sync_apply
 from pyovsdb.northd.build.core import build_core
 from pyovsdb.northd.build.inputs import BuildInput
 from pyovsdb.northd.desired import DesiredDb, DesiredTable, Ref
@@ -19,7 +19,7 @@ def desired(nb: Nb, sb: LocalDb) -> tuple[DesiredDb, DesiredDb]:
 
 def commit(ops: list[sync.Op], db: LocalDb) -> list[dict[str, object]]:
     txn = db.transaction()
-    sync.apply(ops, txn)
+    sync_apply.apply(ops, txn)
     return db.commit(txn)[1]
 
 
@@ -314,10 +314,10 @@ def test_a_large_set_changed_in_a_few_elements_is_written_as_a_mutation(
     mutation), not the set; a small set, or one changed in most of its elements, is
     written whole. The row ends as the update would leave it either way."""
     bindings = []
-    for i in range(sync.MUTATE_AT_LEAST + 4):
+    for i in range(sync_apply.MUTATE_AT_LEAST + 4):
         bindings.append(sb.insert("Datapath_Binding", tunnel_key=i + 1,
                                   external_ids={"logical-switch": f"s{i}"}))
-    many = bindings[:sync.MUTATE_AT_LEAST + 2]
+    many = bindings[:sync_apply.MUTATE_AT_LEAST + 2]
 
     def group(members: list[str]) -> IdlRow:
         sb.transact([{"op": "insert", "table": "Logical_DP_Group", "uuid-name": "g",

@@ -231,12 +231,15 @@ class Transaction:
                         "rows": [{c: vrow.table.codecs[c].to_json(vrow.value(c))
                                   for c in sorted(cols)}]})
         changing = bool(self.extra_ops)
+        # Per table, each column's encoder, looked up once per column, not per value.
+        encoders: dict[str, dict[str, Callable[[Any], Any]]] = {}
         for new in self.inserts:
-            table = self._table(new.table)
-            codecs = table.codecs
+            enc = encoders.get(new.table)
+            if enc is None:
+                codecs = self._table(new.table).codecs
+                enc = encoders[new.table] = {c: _encoder(codec) for c, codec in codecs.items()}
             op: dict[str, Any] = {"op": "insert", "table": new.table, "uuid-name": new.name,
-                                  "row": {c: _encoder(codecs[c])(v)
-                                          for c, v in new.values.items()}}
+                                  "row": {c: enc[c](v) for c, v in new.values.items()}}
             if new.fixed_uuid is not None:
                 op["uuid"] = new.fixed_uuid
             ops.append(op)

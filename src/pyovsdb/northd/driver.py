@@ -56,7 +56,8 @@ from .diagnostics import muted
 from .graph import Wired, describe, wire
 from .nodes.sync_to_sb import SyncOps
 from .standby import Unwritten
-from .sync import Insert, Op, Update, apply
+from .sync import Insert, Op, Update
+from .sync_apply import apply
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,9 @@
 """Desired state vs. the replica: the operations that make a database hold what the
-builders want, and their writing into an IDL transaction.
+builders want (`sync_apply` writes them into an IDL transaction).
 
 Rules kept here:
 - `plan` is pure: it reads the desired tables and the replica tables and returns
-  `Insert`/`Update`/`Delete` operations; nothing else. `apply` is the only function that
-  touches an IDL object, and it only records writes in a transaction (no I/O): a large
-  set column that changes in a few elements as a mutation of those (`_set_moved`), the
-  rest as written values.
+  `Insert`/`Update`/`Delete` operations; nothing else.
 - Existing rows are matched to desired ones by a key computed from the row the same
   way the builders name theirs (`row_key`): a datapath by its NB UUID in external_ids, a
   port binding by `logical_port`, a multicast group by (datapath key, name), ... Of
@@ -40,14 +37,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from operator import lt
 from typing import Any
 
 from ..idl.replica import ReplicaTable
 from ..idl.row import IdlRow, cached
-from ..idl.txn import NewRow, Transaction
 from ..ovsdb.changeset import RowChange
 from .build.datapaths import NB_KEY, datapath_key
 from .desired import DesiredDb, DesiredTable, Ref
@@ -66,6 +62,9 @@ class Insert:
     table: str
     key: Hashable
     values: dict[str, Any]
+    # The rows inserted by the same plan that `values` refers to (its references not
+    # yet resolved to UUIDs): none for most rows, whose values are then sent as they are.
+    pending: tuple[Pending, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,6 +587,11 @@ def plan(desired: DesiredDb, tables: Tables,
         keep = set(dt.keep)
         empty_default = {c for c in dt.columns
                          if not codecs[c].is_scalar and codecs[c].default == ()}
+        defaults = {c: codecs[c].default for c in dt.columns}
+        # Scalar string, integer and boolean columns: a value of that Python type is
+        # its own canonical form.
+        atom_type = {c: _ATOM_TYPES[codecs[c].key_type] for c in dt.columns
+                     if codecs[c].is_scalar and codecs[c].key_type in _ATOM_TYPES}
         # Per column: its position, converter, default and roles, looked up once.
         info = {c: _column(table, c, refs, fill, keep) for c in dt.columns}
         columns = list(info.values())
@@ -604,17 +608,25 @@ def plan(desired: DesiredDb, tables: Tables,
                 if not dt.owned:
                     continue
                 values: dict[str, Any] = {}
+                pending: list[Pending] = []
                 for col, value in wanted.items():
                     if col in refs:
                         v = p.resolve(value)
-                        if _has_pending(v) or converters[col](v) != codecs[col].default:
+                        waits = _pending_of(v)
+                        if waits:
+                            pending += waits
                             values[col] = v
+                        elif converters[col](v) != defaults[col]:
+                            values[col] = v
+                    elif value.__class__ is atom_type.get(col):
+                        if value != defaults[col]:  # (an atom of the column's type)
+                            values[col] = value
                     elif value.__class__ in _CONTAINERS and col in empty_default:
                         if value:  # (a set or map: its default is the empty one)
                             values[col] = value
-                    elif converters[col](value) != codecs[col].default:
+                    elif converters[col](value) != defaults[col]:
                         values[col] = value
-                table_inserts.append(Insert(name, key, values))
+                table_inserts.append(Insert(name, key, values, tuple(pending)))
                 continue
             if name in REUSED and (name, key) not in p.reused and not p.extra.get(
                     REUSED[name]):
@@ -673,6 +685,7 @@ def plan(desired: DesiredDb, tables: Tables,
 
 
 _CONTAINERS = frozenset((list, tuple, dict, set, frozenset))
+_ATOM_TYPES: dict[str | None, type] = {"string": str, "integer": int, "boolean": bool}
 
 # A column as the plan compares it: name, position, converter, default, whether it
 # references rows, is filled only when empty (`fill`), is kept when left out (`keep`).
@@ -704,11 +717,10 @@ def _ordered(inserts: dict[tuple[str, Hashable], Insert]) -> list[Op]:
             return
         visiting.add(k)
         ins = inserts[k]
-        for value in ins.values.values():
-            for dep in _pending_of(value):
-                dk = (dep.table, dep.key)
-                if dk in inserts:
-                    visit(dk)
+        for dep in ins.pending:
+            dk = (dep.table, dep.key)
+            if dk in inserts:
+                visit(dk)
         visiting.discard(k)
         done.add(k)
         out.append(ins)
@@ -716,84 +728,3 @@ def _ordered(inserts: dict[tuple[str, Hashable], Insert]) -> list[Op]:
     for k in inserts:
         visit(k)
     return out
-
-
-_NONE = object()
-
-# A set column of at least this many elements whose change moves fewer than half of
-# them is written as the elements added and taken away (`_set_moved`).
-MUTATE_AT_LEAST = 16
-
-
-def _set_moved(row: IdlRow, column: str, value: Any) -> tuple[list[Any], list[Any]] | None:
-    """Of a set column (not a map) with many elements that `value` changes in few:
-    the elements added and taken away, written as mutations, so a datapath group of a
-    thousand switches that gains one sends one UUID, not a thousand (and a concurrent
-    writer of other elements does not conflict). None: write the value whole."""
-    codec = row.table.codecs[column]
-    if codec.is_scalar or codec.is_map or not isinstance(value, (list, tuple)):
-        return None
-    current = row.value(column)
-    if not isinstance(current, tuple) or len(current) < MUTATE_AT_LEAST:
-        return None
-    try:
-        now = set(value)
-    except TypeError:
-        return None
-    was = set(current)
-    added = list(dict.fromkeys(v for v in value if v not in was))
-    removed = sorted(was - now)
-    if (len(added) + len(removed)) * 2 >= len(current):
-        return None
-    return added, removed
-
-
-# -- apply --------------------------------------------------------------------------------
-
-
-def apply(ops: list[Op], txn: Transaction) -> dict[tuple[str, Hashable], NewRow]:
-    """Record `ops` in `txn`; the handles of the inserted rows by (table, key)."""
-    handles: dict[tuple[str, Hashable], NewRow] = {}
-
-    def value(v: Any) -> Any:
-        t = v.__class__
-        if t is str or t is int:  # (most columns: nothing to resolve)
-            return v
-        if isinstance(v, Pending):
-            return handles[(v.table, v.key)]
-        if isinstance(v, (list, tuple)):
-            for x in v:
-                if isinstance(x, Pending):
-                    return [handles[(x.table, x.key)] if isinstance(x, Pending) else x
-                            for x in v]
-        elif isinstance(v, dict):
-            for x in v.values():
-                if isinstance(x, Pending):
-                    return {k: handles[(x.table, x.key)] if isinstance(x, Pending) else x
-                            for k, x in v.items()}
-        return v
-
-    for op in ops:
-        if isinstance(op, Insert):
-            values = {c: value(v) for c, v in op.values.items()}
-            clash = values.pop("table", _NONE)  # a column named like insert's argument
-            new = handles[(op.table, op.key)] = txn.insert(op.table, **values)
-            if clash is not _NONE:
-                new.values["table"] = clash
-        elif isinstance(op, Update):
-            whole: dict[str, Any] = {}
-            for c, v in op.values.items():
-                moved = _set_moved(op.row, c, v)
-                if moved is None:
-                    whole[c] = value(v)
-                    continue
-                added, removed = moved
-                if removed:
-                    txn.remove(op.row, c, *removed)
-                if added:
-                    txn.add(op.row, c, *(value(x) for x in added))
-            if whole:
-                txn.update(op.row, **whole)
-        else:
-            txn.delete(op.row)
-    return handles

@@ -11,7 +11,7 @@ Rules kept here:
 - A failing transaction raises (`TransactError`) and changes nothing.
 - `transaction()` hands out a real `idl.Transaction` over the replica (write-changed-only
   on every column, as northd's SB IDL is configured), and `commit(txn)` executes the
-  operations it would send: `sync.apply` is tested on the same object the daemon uses.
+  operations it would send: `sync_apply.apply` is tested on the same object the daemon uses.
 - `LocalNorthd` is the daemon's loop in miniature over two `LocalDb`s, on the daemon's
   own `driver.Driver`: changes fed in, one run, its operations committed, the commits'
   changesets fed back as the IDLs would deliver them; the clock advances by a fixed
@@ -232,7 +232,7 @@ def run_core(nb: LocalDb, sb: LocalDb, *, max_runs: int = 3) -> list[int]:
     """Build the core tables from `nb` and `sb` and commit what differs into both, as
     northd's loop would, until a run changes nothing (23.03 needs a second run where
     its own SB writes feed back); the number of SB operations of each run."""
-    from . import sync
+    from . import sync, sync_apply
     from .build.core import build_core
     from .build.inputs import BuildInput
     from .desired import DesiredDb
@@ -247,10 +247,10 @@ def run_core(nb: LocalDb, sb: LocalDb, *, max_runs: int = 3) -> list[int]:
         if not sb_ops and not nb_ops:
             break
         txn = sb.transaction()
-        sync.apply(sb_ops, txn)
+        sync_apply.apply(sb_ops, txn)
         sb.commit(txn)
         txn = nb.transaction()
-        sync.apply(nb_ops, txn)
+        sync_apply.apply(nb_ops, txn)
         nb.commit(txn)
     return counts
 
