@@ -52,7 +52,7 @@ FORBIDDEN_ATTR_CALLS = frozenset({
 FORBIDDEN_NAMES_FROM = {"uuid": frozenset({"uuid1", "uuid4"})}
 
 PURE_UTIL = frozenset({"pyovsdb.util.prng", "pyovsdb.util.ovsjson", "pyovsdb.util.ovshash",
-                       "pyovsdb.util.utf8", "pyovsdb.util.cnum"})
+                       "pyovsdb.util.utf8", "pyovsdb.util.cnum", "pyovsdb.util.metrics"})
 # The IDL's own pure parts: rows, the replica they live in, transactions as data, and
 # reading changesets (`tracking.changed_columns`); not `idl.idl` (asyncio, sockets).
 PURE_IDL = frozenset({"pyovsdb.idl.row", "pyovsdb.idl.replica", "pyovsdb.idl.txn",

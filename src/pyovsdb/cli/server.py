@@ -58,6 +58,7 @@ from .. import __version__
 from ..jsonrpc.stream import DEFAULT_MAX_SIZE
 from ..ovsdb.errors import OvsdbError
 from ..util import daemon, gctune, procname, vlog
+from ..util.metrics_http import MetricsServer, MetricsTargetError, parse_target
 from ..util.restart_config import RestartConfig
 from . import daemon_main as dm
 from . import options as opt
@@ -97,6 +98,9 @@ Other options:
                           reading are held and merged, not counted)
   --max-message-size=BYTES  close clients that send a message larger than BYTES
                           (default: {max_message})
+  --metrics=ptcp:PORT[:IP]  serve metrics (transactions and their latency, sessions,
+                          monitors, backlogs, Raft state, database sizes) over HTTP
+                          at /metrics, for Prometheus
   -h, --help              display this help message
   -V, --version           display version information
 """
@@ -111,6 +115,7 @@ LONG = {
     "max-backlog": opt.REQUIRED,
     "max-message-size": opt.REQUIRED,
     "no-raft-commit-sync": opt.NONE,
+    "metrics": opt.REQUIRED,
     "disable-file-column-diff": opt.NONE,
     **{name: opt.REQUIRED for name in SSL_OPTIONS},
 }
@@ -164,6 +169,13 @@ def main(argv: list[str]) -> int:
         if limits[name] <= 0:
             print(f"{PROGRAM}: --{name} requires a positive integer", file=sys.stderr)
             return 1
+    metrics = parsed.get("metrics")
+    if metrics is not None:
+        try:
+            parse_target(metrics)
+        except MetricsTargetError as e:
+            print(f"{PROGRAM}: --metrics={e}", file=sys.stderr)
+            return 1
     dbs = list(parsed.args)
     if not dbs and not parsed.has("no-dbs"):
         dbs = [os.path.join(daemon.dbdir(), "conf.db")]
@@ -192,7 +204,7 @@ def main(argv: list[str]) -> int:
     except ImportError:
         runner = asyncio.run
     run = _Run(d, config, unixctl, parsed.get("run"), limits["max-backlog"],
-               limits["max-message-size"], not parsed.has("no-raft-commit-sync"))
+               limits["max-message-size"], not parsed.has("no-raft-commit-sync"), metrics)
     status = dm.run_to_end(PROGRAM, "ovsdb_server", d, runner, run.serve())
     dm.die_of(run.signal)
     return status
@@ -232,7 +244,7 @@ class _Run:
 
     def __init__(self, d: daemon.Daemon, config: RestartConfig, unixctl: str | None,
                  command: str | None, max_backlog: int, max_message: int,
-                 raft_sync_commit: bool) -> None:
+                 raft_sync_commit: bool, metrics: str | None = None) -> None:
         self.daemon = d
         self.config = config
         self.unixctl = unixctl
@@ -240,6 +252,7 @@ class _Run:
         self.max_backlog = max_backlog
         self.max_message = max_message
         self.raft_sync_commit = raft_sync_commit
+        self.metrics = metrics  # `--metrics` target
         self.signal: int | None = None
         self.server: Any = None
         self._waiter: asyncio.Task[None] | None = None
@@ -275,6 +288,7 @@ class _Run:
                 except OvsdbError as e:
                     raise daemon.Fatal(e.details or e.tag) from None
             await self._start_unixctl(server)
+            endpoint = await self._start_metrics(server)
             if self.command is not None:
                 logging.getLogger("process").debug("starting subprocess: /bin/sh -c %s",
                                                    self.command)
@@ -302,6 +316,8 @@ class _Run:
             await stop
         finally:
             memory.stop()
+            if endpoint is not None:
+                endpoint.close()
             server.close()
             if proc is not None and proc.returncode is None:
                 proc.kill()
@@ -313,6 +329,19 @@ class _Run:
                              f"{daemon.status_message(status)}\n")
             return 1
         return int(server.exit_status)
+
+    async def _start_metrics(self, server: Any) -> MetricsServer | None:
+        if self.metrics is None:
+            return None
+        from ..server.metrics import ServerMetrics
+
+        server.metrics = ServerMetrics(server)
+        endpoint = MetricsServer(server.metrics.registry, self.metrics)
+        try:
+            await endpoint.start()
+        except OSError as e:
+            raise daemon.Fatal(f"--metrics={self.metrics}: {e.strerror or e}") from None
+        return endpoint
 
     def _on_signal(self, sig: int, stop: asyncio.Future[None]) -> None:
         if self.signal is None:

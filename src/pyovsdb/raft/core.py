@@ -315,6 +315,7 @@ class RaftCore:
         # For cluster/status only: when this server last started an election (and
         # why) and last won one, in `now` ms; None if never.
         self.election_start: int | None = None
+        self.elections = 0  # elections this server started (metrics)
         self.election_won: int | None = None
         self.leadership_transfer = False
         self.connected: dict[str, bool] = {}
@@ -809,6 +810,7 @@ class RaftCore:
         if self.sid not in self.servers or self.joining:
             return      # a joiner is no member until its addition has committed
         self._set_term(self.term + 1, self.sid)
+        self.elections += 1
         self.election_start = self.now
         self.leadership_transfer = leadership_transfer
         self.role = CANDIDATE

@@ -139,6 +139,7 @@ class ClusteredDb:
                  name: str | None = None) -> None:
         self.server = server
         self.path = path
+        self.snapshots = 0  # snapshots stored since the start (metrics: compactions)
         header, records, end, problem = clustered.read(path, name)
         if problem:
             # The real server's words and level; the rest goes at the next write.
@@ -834,6 +835,7 @@ class ClusteredDb:
         # The real server's snapshot data is its online-compaction record.
         data = snapshot_record(db, "compacting database online", is_diff=True)
         self.core.store_snapshot([schema_json, data], now_ms())
+        self.snapshots += 1
         self.process()
 
     def compact(self) -> str | None:

@@ -105,6 +105,7 @@ def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
         # transactions see each other's, as on a standalone server).
         def answer(result: Outcome) -> None:
             _answer_clustered(session, result, msg_id)
+            _observe(session, hosted, result, started)
 
         cluster.submit_ops(ops, started, owns_lock, answer)
         return PENDING
@@ -130,6 +131,7 @@ def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg
         # Committed through Raft; the reply goes out once the entry is applied here.
         def done(result: Outcome) -> None:
             _answer_clustered(session, result, msg_id)
+            _observe(session, hosted, result, started)
 
         cluster.submit(ops, started, owns_lock, outcome, done)
         return
@@ -139,6 +141,16 @@ def _complete_transact(session: Session, hosted: HostedDb, outcome: Outcome, msg
     elif isinstance(outcome, Committed) and outcome.durable and hosted.storage is not None:
         hosted.storage.sync()
     session.send(reply(outcome.results, msg_id))  # type: ignore[attr-defined]
+    _observe(session, hosted, outcome, started)
+
+
+def _observe(session: Session, hosted: HostedDb, outcome: Outcome, started: float) -> None:
+    """A transaction answered, for the metrics endpoint (if there is one)."""
+    metrics = session.server.metrics
+    if metrics is not None:
+        results = None if isinstance(outcome, Canceled) else \
+            getattr(outcome, "results", None)
+        metrics.transaction(hosted.name, results, (hosted.clock() - started) / 1000)
 
 
 def _answer_clustered(session: Session, result: Outcome, msg_id: Any) -> None:

@@ -46,6 +46,7 @@ from .cluster import ClusteredDb
 from .hosted import HostedDb
 from .listeners import Listener, Listeners
 from .locks import LockManager
+from .metrics import ServerMetrics
 from .server_db import SERVER_DB, ServerDatabase
 from .session import Session
 
@@ -82,6 +83,7 @@ class Server:
         self._running_triggers = False
         self._dirty = False
         self.server_db = ServerDatabase(monotonic_ms)
+        self.metrics: ServerMetrics | None = None  # (`--metrics`: `enable_metrics`)
         self.dbs[SERVER_DB] = self.server_db.hosted
         self.trim_memory = True  # ovsdb-server/memory-trim-on-compaction
         self._reclaim: asyncio.TimerHandle | None = None

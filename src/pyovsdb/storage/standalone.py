@@ -209,6 +209,7 @@ class StandaloneStorage:
         self.path = path
         self.db = db
         self.writer = LogWriter(path, end_offset)
+        self.compactions = 0  # since the start (metrics)
         self.sync_always = sync_always
         self.min_growth = min_growth
         self.ratio = ratio
@@ -310,6 +311,7 @@ class StandaloneStorage:
         self.n_records = 2
         self.records_since = 0
         self.last_compaction = now
+        self.compactions += 1
 
     def replace_db(self, db: Database) -> None:
         """Rewrite the file for a new database (schema conversion), atomically."""
