@@ -11,6 +11,7 @@ Rules kept here:
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -165,3 +166,47 @@ def compile_bytecode() -> None:
     import compileall
 
     compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
+
+
+# A metric sample as Prometheus's parser reads it: (name, sorted label pairs) -> value.
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def metrics_port(logfile: str, timeout: float = 10) -> int:
+    """The port of a `--metrics=ptcp:0:127.0.0.1` endpoint, from its log line."""
+    pattern = re.compile(r"\|metrics\|INFO\|listening on http://127\.0\.0\.1:(\d+)/metrics")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = pattern.search(Path(logfile).read_text() if os.path.exists(logfile) else "")
+        if m:
+            return int(m.group(1))
+        time.sleep(0.05)
+    raise AssertionError(f"no metrics endpoint in {logfile}")
+
+
+def scrape_metrics(port: int, openmetrics: bool) -> Samples:
+    """Every sample of a metrics endpoint, read by the parsers of Prometheus's own client
+    library (a test dependency): OpenMetrics, or the classic text format."""
+    import urllib.request
+
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as parse_openmetrics,
+    )
+    from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics")
+    if openmetrics:
+        req.add_header("Accept", "application/openmetrics-text; version=1.0.0,"
+                                 "text/plain;version=0.0.4;q=0.5")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        ctype = resp.headers["Content-Type"]
+        text = resp.read().decode()
+    assert ctype.startswith("application/openmetrics-text" if openmetrics else "text/plain")
+    families = parse_openmetrics(text) if openmetrics else parse_text(text)
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in families for s in family.samples}
+
+
+def sample(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]
+

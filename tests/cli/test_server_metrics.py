@@ -11,55 +11,25 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.openmetrics.parser import (
-    text_string_to_metric_families as parse_openmetrics,
-)
-from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from pyovsdb.testing import NB_SCHEMA, ServerProcess, free_port, run, stop_process
+from pyovsdb.testing import (
+    NB_SCHEMA,
+    ServerProcess,
+    free_port,
+    metrics_port,
+    run,
+    sample,
+    scrape_metrics,
+    stop_process,
+)
 
 VSWITCH = "/usr/share/openvswitch/vswitch.ovsschema"
 
 pytestmark = pytest.mark.interop
-
-
-def _port(server: ServerProcess) -> int:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        m = re.search(r"\|metrics\|INFO\|listening on http://127\.0\.0\.1:(\d+)/metrics",
-                      Path(server.logfile).read_text())
-        if m:
-            return int(m.group(1))
-        time.sleep(0.05)
-    raise AssertionError("no metrics endpoint in the log")
-
-
-def _scrape(port: int, openmetrics: bool) -> dict[tuple[str, tuple[tuple[str, str], ...]],
-                                                    float]:
-    """Every sample, by (name, labels), as Prometheus's parser reads it."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics")
-    if openmetrics:
-        req.add_header("Accept", "application/openmetrics-text; version=1.0.0,"
-                                 "text/plain;version=0.0.4;q=0.5")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        ctype = resp.headers["Content-Type"]
-        text = resp.read().decode()
-    assert ctype.startswith("application/openmetrics-text" if openmetrics else "text/plain")
-    families = parse_openmetrics(text) if openmetrics else parse_text(text)
-    out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-    for family in families:
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-def _sample(samples: dict[Any, float], name: str, **labels: str) -> float:
-    return samples[(name, tuple(sorted(labels.items())))]
 
 
 def _transact(sock: str, *ops: dict[str, Any]) -> Any:
@@ -84,7 +54,7 @@ def server(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_real_clients_counted_and_read_back_as_prometheus_reads_them(server: ServerProcess
                                                                      ) -> None:
-    port = _port(server)
+    port = metrics_port(server.logfile)
     # (Open_vSwitch is a root table: its row stays without references)
     assert _transact(server.sock, {"op": "insert", "table": "Open_vSwitch",
                                    "row": {}})[0]["uuid"]
@@ -100,33 +70,33 @@ def test_real_clients_counted_and_read_back_as_prometheus_reads_them(server: Ser
     try:
         deadline = time.monotonic() + 10
         while True:
-            om = _scrape(port, openmetrics=True)
-            if _sample(om, "ovsdb_server_monitors", db="Open_vSwitch") == 1:
+            om = scrape_metrics(port, openmetrics=True)
+            if sample(om, "ovsdb_server_monitors", db="Open_vSwitch") == 1:
                 break
             assert time.monotonic() < deadline, "the monitor never showed"
             time.sleep(0.05)
-        text = _scrape(port, openmetrics=False)
+        text = scrape_metrics(port, openmetrics=False)
         for samples in (om, text):
             total = "ovsdb_server_transactions_total"
-            assert _sample(samples, total, db="Open_vSwitch", result="ok") == 2
-            assert _sample(samples, total, db="Open_vSwitch", result="error") == 1
-            assert _sample(samples, total, db="OVN_Northbound", result="ok") >= 1
+            assert sample(samples, total, db="Open_vSwitch", result="ok") == 2
+            assert sample(samples, total, db="Open_vSwitch", result="error") == 1
+            assert sample(samples, total, db="OVN_Northbound", result="ok") >= 1
             hist = "ovsdb_server_transaction_duration_seconds"
-            assert _sample(samples, hist + "_count", db="Open_vSwitch") == 3
-            assert _sample(samples, hist + "_bucket", db="Open_vSwitch", le="+Inf") == 3
-            assert 0 < _sample(samples, hist + "_sum", db="Open_vSwitch") < 30
-            assert _sample(samples, "ovsdb_server_sessions") >= 1
-            assert _sample(samples, "ovsdb_server_db_rows", db="Open_vSwitch") == 1
-            assert _sample(samples, "ovsdb_server_db_file_bytes", db="Open_vSwitch") > 0
+            assert sample(samples, hist + "_count", db="Open_vSwitch") == 3
+            assert sample(samples, hist + "_bucket", db="Open_vSwitch", le="+Inf") == 3
+            assert 0 < sample(samples, hist + "_sum", db="Open_vSwitch") < 30
+            assert sample(samples, "ovsdb_server_sessions") >= 1
+            assert sample(samples, "ovsdb_server_db_rows", db="Open_vSwitch") == 1
+            assert sample(samples, "ovsdb_server_db_file_bytes", db="Open_vSwitch") > 0
             role = "ovsdb_server_raft_role"
-            assert _sample(samples, role, db="OVN_Northbound", role="leader") == 1
-            assert _sample(samples, role, db="OVN_Northbound", role="follower") == 0
-            assert _sample(samples, "ovsdb_server_raft_term", db="OVN_Northbound") >= 1
-            commit = _sample(samples, "ovsdb_server_raft_commit_index", db="OVN_Northbound")
+            assert sample(samples, role, db="OVN_Northbound", role="leader") == 1
+            assert sample(samples, role, db="OVN_Northbound", role="follower") == 0
+            assert sample(samples, "ovsdb_server_raft_term", db="OVN_Northbound") >= 1
+            commit = sample(samples, "ovsdb_server_raft_commit_index", db="OVN_Northbound")
             assert commit >= 2  # (the cluster's creation, the switch)
-            assert _sample(samples, "ovsdb_server_raft_applied_index",
+            assert sample(samples, "ovsdb_server_raft_applied_index",
                            db="OVN_Northbound") == commit
-            assert _sample(samples, "ovsdb_server_raft_elections_total",
+            assert sample(samples, "ovsdb_server_raft_elections_total",
                            db="OVN_Northbound") >= 1
         # The database clients were not disturbed by the scrapes.
         assert "sw0" in run([*nbctl, "ls-list"]).stdout
@@ -146,7 +116,7 @@ def _raw(port: int, data: bytes) -> bytes:
 
 
 def test_bad_requests_answered_and_the_server_goes_on(server: ServerProcess) -> None:
-    port = _port(server)
+    port = metrics_port(server.logfile)
     assert _raw(port, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n").startswith(
         b"HTTP/1.1 404 ")
     assert _raw(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n").startswith(

@@ -33,6 +33,7 @@ import sys
 
 from .. import __version__
 from ..util import daemon, gctune, procname, vlog
+from ..util.metrics_http import MetricsTargetError, parse_target
 from . import daemon_main as dm
 from . import options as opt
 from .server import OVS_COMPAT_VERSION
@@ -67,6 +68,9 @@ PKI configuration (accepted; SSL remotes are not supported):
   -p, --private-key=FILE  file with private key
   -c, --certificate=FILE  file with certificate for private key
   -C, --ca-cert=FILE      file with peer CA certificate
+Options of pyovsdb's own:
+  --metrics=ptcp:PORT[:IP]  serve metrics (engine runs, recomputes per node, run
+                            durations, transaction sizes) over HTTP at /metrics
 """
 
 SSL_OPTIONS = ("private-key", "certificate", "ca-cert", "ssl-protocols", "ssl-ciphers")
@@ -78,6 +82,7 @@ LONG = {
     "n-threads": opt.REQUIRED,
     "seq-delay-ms": opt.REQUIRED,
     "self-check": opt.NONE,
+    "metrics": opt.REQUIRED,
     **opt.DAEMON_LONG,
     **{name: opt.REQUIRED for name in SSL_OPTIONS},
 }
@@ -171,6 +176,13 @@ def main(argv: list[str]) -> int:
                 print(f"{PROGRAM}: {remote}: SSL remotes are not supported",
                       file=sys.stderr)
                 return 1
+    metrics = parsed.get("metrics")
+    if metrics is not None:
+        try:
+            parse_target(metrics)
+        except MetricsTargetError as e:
+            print(f"{PROGRAM}: --metrics={e}", file=sys.stderr)
+            return 1
     n_threads = 1
     for value in parsed.all("n-threads"):
         n_threads = _n_threads(value)
@@ -191,6 +203,7 @@ def main(argv: list[str]) -> int:
         seq_delay_ms=seq_delay,
         version_text=VERSION_TEXT,
         self_check=parsed.has("self-check"),
+        metrics=metrics,
     )
     pidfile = None
     if parsed.has("pidfile"):

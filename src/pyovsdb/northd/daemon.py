@@ -59,6 +59,7 @@ from ..util import gctune, memtrim, ratelimit, vlog
 from ..util.cnum import atoi, str_to_uint
 from ..util.coverage import Coverage
 from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
+from ..util.metrics_http import MetricsServer
 from ..util.seq import Seq
 from ..util.stopwatch import Stopwatches
 from . import appctl, diagnostics
@@ -66,6 +67,7 @@ from .build.datapaths import smap_int, smap_uint
 from .build.inputs import singleton
 from .driver import Driver, RunOutput
 from .loop import LoopPolicy, Recompute
+from .metrics import NorthdMetrics
 
 log = logging.getLogger("ovn_northd")
 LOCK_NAME = "ovn_northd"
@@ -123,6 +125,7 @@ class Config:
     leader_only: bool = True
     boot_ms: int | None = None  # monotonic ms the process started at (now if None)
     self_check: bool = False  # every incremental run checked against a recompute
+    metrics: str | None = None  # `--metrics=ptcp:PORT[:IP]`
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +203,7 @@ class Northd:
         # stopwatches, coverage counters and memory reports of ovn-northd.
         self._limits: dict[diagnostics.Site, ratelimit.RateLimit] = {}
         self.stopwatches = Stopwatches(STOPWATCHES)
+        self.metrics: NorthdMetrics | None = None  # (`--metrics`)
         self._node_totals: dict[str, tuple[int, float]] = {}
         self.coverage = Coverage(COVERAGE)
         self._attempts = 0
@@ -215,6 +219,7 @@ class Northd:
         loop = asyncio.get_running_loop()
         self._stop = loop.create_future()
         await self._start_unixctl()
+        endpoint = await self._start_metrics()
         for sig in FATAL_SIGNALS:
             loop.add_signal_handler(sig, self._on_signal, sig)
         self.ready()
@@ -249,6 +254,8 @@ class Northd:
             await self.sb.close()
             if self.unixctl is not None:
                 self.unixctl.close()
+            if endpoint is not None:
+                endpoint.close()
             for sig in FATAL_SIGNALS:
                 loop.remove_signal_handler(sig)
         if main.done() and not main.cancelled() and main.exception() is not None:
@@ -466,6 +473,8 @@ class Northd:
                           "self-check: the incremental run differs from a recompute:\n"
                           + "\n".join(self.driver.last_differences))
         end = mono_ms()
+        if self.metrics is not None:
+            self.metrics.run(standby, (end - start) / 1000)
         self.policy.ran(start, end, canceled=out.canceled)
         self._sample_stopwatches()
         self._set_timer(out.wake_at_ms)
@@ -520,13 +529,14 @@ class Northd:
             log.exception("writing the engine's changes failed")
             self.driver.force_recompute()
             return
-        log.debug("commit: %d SB and %d NB operations", len(out.sb_ops), len(out.nb_ops))
+        n_sb, n_nb = len(out.sb_ops), len(out.nb_ops)
+        log.debug("commit: %d SB and %d NB operations", n_sb, n_nb)
         out.sb_ops.clear()  # (the transactions hold them now, until sent)
         out.nb_ops.clear()
         # (SB first: its commit, not NB's, is on the path of a `--wait=sb`)
         sb_result, nb_result = await asyncio.gather(sb_txn.commit(), nb_txn.commit())
-        for result in (nb_result, sb_result):
-            self._count_txn(result)
+        self._count_txn(nb_result, "OVN_Northbound", n_nb)
+        self._count_txn(sb_result, "OVN_Southbound", n_sb)
         nb_ok, sb_ok = _committed(nb_result), _committed(sb_result)
         if not nb_ok:
             log.info("%s", Recompute.NB_COMMIT_FAILED.log_text)
@@ -547,15 +557,18 @@ class Northd:
         if not self.driver.report_cfg(self.nb.tables, txn, now_ms=wall_ms()):
             return
         result = await txn.commit()
-        self._count_txn(result)
+        self._count_txn(result, "OVN_Northbound", 1)
         if not _committed(result):
             log.debug("NB sb_cfg report: %s", result)
 
-    def _count_txn(self, result: Result) -> None:
-        """ovn-northd's coverage counters of one committed transaction."""
+    def _count_txn(self, result: Result, db: str, operations: int) -> None:
+        """ovn-northd's coverage counters of one committed transaction (and the
+        metrics of one sent)."""
         if result.status is not Status.UNCHANGED:
             self.coverage.inc("txn_incomplete")
         self.coverage.inc(TXN_COUNTER[result.status])
+        if self.metrics is not None and result.status is not Status.UNCHANGED:
+            self.metrics.committed(db, result.status.name.lower(), operations)
 
     def _set_timer(self, wake_at_wall_ms: int | None) -> None:
         if wake_at_wall_ms == self._timer_at:
@@ -592,6 +605,23 @@ class Northd:
                 idl.min_index = 0
 
     # -- control socket ------------------------------------------------------------------
+
+    async def _start_metrics(self) -> MetricsServer | None:
+        if self.config.metrics is None:
+            return None
+        def state() -> tuple[bool, int, Any]:
+            engine = self.driver.engine
+            return (self.state.had_lock, self.driver.cur_cfg,
+                    engine.stats if engine is not None else None)
+        self.metrics = NorthdMetrics(state)
+        endpoint = MetricsServer(self.metrics.registry, self.config.metrics)
+        try:
+            await endpoint.start()
+        except OSError as e:
+            from ..util.daemon import Fatal
+
+            raise Fatal(f"--metrics={self.config.metrics}: {e.strerror or e}") from None
+        return endpoint
 
     async def _start_unixctl(self) -> None:
         path = self.config.unixctl

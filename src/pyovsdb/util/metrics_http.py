@@ -4,7 +4,8 @@ Rules kept here:
 - `GET /metrics` (or `/`) answers the registry's exposition: OpenMetrics when the
   request's `Accept` asks for it (Prometheus does), the classic text format otherwise;
   `HEAD` the same headers. Other methods get 405, other paths 404, a request that is
-  not HTTP 400; every answer closes the connection.
+  not HTTP 400, a render that fails 500 (and a log line); every answer closes the
+  connection.
 - A peer cannot make the process hold more than `MAX_REQUEST` bytes or wait on it for
   more than `READ_TIMEOUT` seconds: a longer or slower request is answered 400 or
   dropped; beyond `MAX_CONNECTIONS` open at once, new ones are closed unanswered.
@@ -115,7 +116,12 @@ class MetricsServer:
             if name.strip().lower() == "accept":
                 accept = value.strip()
         openmetrics = wants_openmetrics(accept)
-        body = self.registry.render(openmetrics)
+        try:
+            body = self.registry.render(openmetrics)
+        except Exception:  # (a collector's bug: answered, logged, the process goes on)
+            log.exception("rendering the metrics failed")
+            await self._answer(writer, 500, "internal error\n")
+            return
         self.scrapes += 1
         await self._answer(writer, 200, body, head_only=method == "HEAD",
                            content_type=OPENMETRICS_TYPE if openmetrics else TEXT_TYPE)
@@ -124,7 +130,7 @@ class MetricsServer:
                       head_only: bool = False, content_type: str = "text/plain",
                       allow: str | None = None) -> None:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found",
-                  405: "Method Not Allowed"}[status]
+                  405: "Method Not Allowed", 500: "Internal Server Error"}[status]
         data = body.encode()
         headers = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}",
                    f"Content-Length: {len(data)}", "Connection: close"]
