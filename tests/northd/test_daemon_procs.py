@@ -78,6 +78,19 @@ class NorthdProc:
         err = self.stderr.read_text() if self.stderr.exists() else ""
         return f"--- {self.name} log\n{self.log()}\n--- stderr\n{err}"
 
+    def diagnose(self) -> str:
+        """The logs, and what the daemon says of itself if it still answers: for a poll
+        that times out (a standby that stopped following, say)."""
+        out = [self.logs()]
+        for cmd in (("status",), ("nb-connection-status",), ("sb-connection-status",),
+                    ("inc-engine/show-stats",), ("coverage/show",)):
+            try:
+                res = self.appctl(*cmd, check=False)
+                out.append(f"--- {' '.join(cmd)}\n{res.stdout}{res.stderr}")
+            except Exception as e:  # (a daemon that does not answer: say so)
+                out.append(f"--- {' '.join(cmd)}: {e}")
+        return "\n".join(out)
+
     def appctl(self, *args: str, check: bool = True, target: str | None = None
                ) -> subprocess.CompletedProcess[str]:
         return run(["ovn-appctl", "-t", target or self.ctl, *args], check=check,

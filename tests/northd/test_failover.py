@@ -57,7 +57,7 @@ def test_a_hot_standby_takes_over_without_a_recompute(tmp_path: Path) -> None:
         before = _bindings(p)
         dps = p.sb_names("Datapath_Binding", "_uuid")
         # The standby kept up (its runs counted as standby work) and wrote nothing.
-        poll("b kept up", lambda: b.stat("northd", "compute") >= 2, logs=b.logs)
+        poll("b kept up", lambda: b.stat("northd", "compute") >= 2, logs=b.diagnose)
         recomputes = {node: b.stat(node) for node in NODES}
         assert "- standby:" in b.appctl("inc-engine/show-stats", "northd").stdout
         assert _counter(b, "txn_success") == 0
@@ -90,7 +90,7 @@ def test_a_takeover_writes_the_changes_made_while_no_one_was_active(tmp_path: Pa
         poll("a active", lambda: a.status() == "Status: active", logs=a.logs)
         b = _standby_of(p, a, "b")
         p.nbctl("--wait=sb", "ls-add", "sw0")
-        poll("b kept up", lambda: b.stat("northd", "compute") >= 1, logs=b.logs)
+        poll("b kept up", lambda: b.stat("northd", "compute") >= 1, logs=b.diagnose)
         recomputes = b.stat("northd")
         a.appctl("pause")
         poll("b active", lambda: b.status() == "Status: active", logs=b.logs)
