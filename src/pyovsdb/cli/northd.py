@@ -33,7 +33,7 @@ import sys
 
 from .. import __version__
 from ..util import daemon, gctune, procname, vlog
-from ..util.metrics_http import MetricsTargetError, parse_target
+from ..util.metrics_http import option_problem
 from . import daemon_main as dm
 from . import options as opt
 from .server import OVS_COMPAT_VERSION
@@ -177,12 +177,10 @@ def main(argv: list[str]) -> int:
                       file=sys.stderr)
                 return 1
     metrics = parsed.get("metrics")
-    if metrics is not None:
-        try:
-            parse_target(metrics)
-        except MetricsTargetError as e:
-            print(f"{PROGRAM}: --metrics={e}", file=sys.stderr)
-            return 1
+    problem = option_problem(metrics)
+    if problem is not None:
+        print(f"{PROGRAM}: {problem}", file=sys.stderr)
+        return 1
     n_threads = 1
     for value in parsed.all("n-threads"):
         n_threads = _n_threads(value)

@@ -58,7 +58,7 @@ from .. import __version__
 from ..jsonrpc.stream import DEFAULT_MAX_SIZE
 from ..ovsdb.errors import OvsdbError
 from ..util import daemon, gctune, procname, vlog
-from ..util.metrics_http import MetricsServer, MetricsTargetError, parse_target
+from ..util.metrics_http import MetricsServer, option_problem
 from ..util.restart_config import RestartConfig
 from . import daemon_main as dm
 from . import options as opt
@@ -170,12 +170,10 @@ def main(argv: list[str]) -> int:
             print(f"{PROGRAM}: --{name} requires a positive integer", file=sys.stderr)
             return 1
     metrics = parsed.get("metrics")
-    if metrics is not None:
-        try:
-            parse_target(metrics)
-        except MetricsTargetError as e:
-            print(f"{PROGRAM}: --metrics={e}", file=sys.stderr)
-            return 1
+    problem = option_problem(metrics)
+    if problem is not None:
+        print(f"{PROGRAM}: {problem}", file=sys.stderr)
+        return 1
     dbs = list(parsed.args)
     if not dbs and not parsed.has("no-dbs"):
         dbs = [os.path.join(daemon.dbdir(), "conf.db")]

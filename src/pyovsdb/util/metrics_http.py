@@ -50,6 +50,18 @@ def parse_target(target: str) -> tuple[str, int]:
     return host or "0.0.0.0", port
 
 
+def option_problem(target: str | None) -> str | None:
+    """What is wrong with a `--metrics` option's target, as the command says it (None:
+    nothing, or no option)."""
+    if target is None:
+        return None
+    try:
+        parse_target(target)
+    except MetricsTargetError as e:
+        return f"--metrics={e}"
+    return None
+
+
 class MetricsServer:
     """The listening endpoint of one registry."""
 
