@@ -58,7 +58,7 @@ from .. import __version__
 from ..jsonrpc.stream import DEFAULT_MAX_SIZE
 from ..ovsdb.errors import OvsdbError
 from ..util import daemon, gctune, procname, vlog
-from ..util.metrics_http import MetricsServer, option_problem
+from ..util.metrics_http import MetricsServer, option_problem, start_endpoint
 from ..util.restart_config import RestartConfig
 from . import daemon_main as dm
 from . import options as opt
@@ -334,12 +334,7 @@ class _Run:
         from ..server.metrics import ServerMetrics
 
         server.metrics = ServerMetrics(server)
-        endpoint = MetricsServer(server.metrics.registry, self.metrics)
-        try:
-            await endpoint.start()
-        except OSError as e:
-            raise daemon.Fatal(f"--metrics={self.metrics}: {e.strerror or e}") from None
-        return endpoint
+        return await start_endpoint(server.metrics.registry, self.metrics)
 
     def _on_signal(self, sig: int, stop: asyncio.Future[None]) -> None:
         if self.signal is None:

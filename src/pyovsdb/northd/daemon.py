@@ -59,7 +59,7 @@ from ..util import gctune, memtrim, ratelimit, vlog
 from ..util.cnum import atoi, str_to_uint
 from ..util.coverage import Coverage
 from ..util.memory import DEFAULT_TRIM_TIMEOUT_MS, MemoryReport, MemoryTrimmer
-from ..util.metrics_http import MetricsServer
+from ..util.metrics_http import MetricsServer, start_endpoint
 from ..util.seq import Seq
 from ..util.stopwatch import Stopwatches
 from . import appctl, diagnostics
@@ -614,14 +614,7 @@ class Northd:
             return (self.state.had_lock, self.driver.cur_cfg,
                     engine.stats if engine is not None else None)
         self.metrics = NorthdMetrics(state)
-        endpoint = MetricsServer(self.metrics.registry, self.config.metrics)
-        try:
-            await endpoint.start()
-        except OSError as e:
-            from ..util.daemon import Fatal
-
-            raise Fatal(f"--metrics={self.config.metrics}: {e.strerror or e}") from None
-        return endpoint
+        return await start_endpoint(self.metrics.registry, self.config.metrics)
 
     async def _start_unixctl(self) -> None:
         path = self.config.unixctl

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from .daemon import Fatal
 from .metrics import OPENMETRICS_TYPE, TEXT_TYPE, Registry, wants_openmetrics
 
 log = logging.getLogger("metrics")
@@ -60,6 +61,17 @@ def option_problem(target: str | None) -> str | None:
     except MetricsTargetError as e:
         return f"--metrics={e}"
     return None
+
+
+async def start_endpoint(registry: Registry, target: str) -> MetricsServer:
+    """The endpoint of `--metrics=TARGET`, listening; a daemon's fatal error, naming
+    the option, if it cannot listen (a port in use, say)."""
+    endpoint = MetricsServer(registry, target)
+    try:
+        await endpoint.start()
+    except OSError as e:
+        raise Fatal(f"--metrics={target}: {e.strerror or e}") from None
+    return endpoint
 
 
 class MetricsServer:
