@@ -153,7 +153,7 @@ def _identity(j: Any) -> Any:
 
 # -- from Python values -------------------------------------------------------------------
 
-_PLAIN = (STRING, INTEGER, BOOLEAN)  # atom types whose Python value is the atom
+PLAIN_ATOMS = (STRING, INTEGER, BOOLEAN)  # atom types whose Python value is the atom
 
 
 def _atom_converter(atype: str) -> Callable[[Any], Any]:
@@ -195,10 +195,10 @@ def python_converter(codec: Codec) -> Callable[[Any], Any]:
                 return v if type(v) is t else kc(v)
             return fast
         return kc
-    plain_key = codec.key_type in _PLAIN
+    plain_key = codec.key_type in PLAIN_ATOMS
     if codec.is_map:
         vc = _atom_converter(codec.value_type)  # type: ignore[arg-type]
-        if plain_key and codec.value_type in _PLAIN:
+        if plain_key and codec.value_type in PLAIN_ATOMS:
             # Nothing to convert: the atoms are the Python values (their types are
             # the server's to check, as for every write).
             def plain_map(v: Any) -> Any:

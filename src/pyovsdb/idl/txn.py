@@ -31,14 +31,13 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ..ovsdb.datum import is_uuid_string
+from .replica import PLAIN_ATOMS
 from .row import IdlRow
 
 if TYPE_CHECKING:
     from .idl import Idl
 
 _names = itertools.count(1)
-# Atom types whose Python values are their JSON as they are (`_atom` leaves them).
-_AS_IS = frozenset(("string", "integer", "boolean"))
 
 
 class Status(enum.Enum):
@@ -165,15 +164,15 @@ class Transaction:
         """Set one map key: delete the old pair, insert the new one, in one operation."""
         codec = row.table.codecs[column]
         self.mutations.setdefault((row.table.name, row.uuid), []).extend([
-            [column, "delete", ["set", [self._atom(codec.key_type, key)]]],
-            [column, "insert", ["map", [[self._atom(codec.key_type, key),
-                                         self._atom(codec.value_type, value)]]]],
+            [column, "delete", ["set", [_atom(codec.key_type, key)]]],
+            [column, "insert", ["map", [[_atom(codec.key_type, key),
+                                         _atom(codec.value_type, value)]]]],
         ])
 
     def del_key(self, row: IdlRow, column: str, *keys: Any) -> None:
         codec = row.table.codecs[column]
         self.mutations.setdefault((row.table.name, row.uuid), []).append(
-            [column, "delete", ["set", [self._atom(codec.key_type, k) for k in keys]]])
+            [column, "delete", ["set", [_atom(codec.key_type, k) for k in keys]]])
 
     def increment(self, row: IdlRow, column: str) -> int:
         """Add 1 on the server; the new value is in the result's `increments`."""
@@ -198,14 +197,11 @@ class Transaction:
     def _mutate(self, row: IdlRow, column: str, mutator: str, elements: Any) -> None:
         codec = row.table.codecs[column]
         if codec.is_map:
-            arg: Any = ["map", [[self._atom(codec.key_type, k), self._atom(codec.value_type, v)]
+            arg: Any = ["map", [[_atom(codec.key_type, k), _atom(codec.value_type, v)]
                                 for e in elements for k, v in dict(e).items()]]
         else:
-            arg = ["set", [self._atom(codec.key_type, e) for e in elements]]
+            arg = ["set", [_atom(codec.key_type, e) for e in elements]]
         self.mutations.setdefault((row.table.name, row.uuid), []).append([column, mutator, arg])
-
-    def _atom(self, atype: str | None, value: Any) -> Any:
-        return _atom(atype, value)
 
     def encode(self, table: Any, column: str, value: Any) -> Any:
         """A Python value (as `IdlRow` returns them, or canonical) to its JSON datum."""
@@ -378,7 +374,7 @@ def _encoder(codec: Any) -> Callable[[Any], Any]:
 def _make_encoder(kt: str | None, vt: str | None, is_map: bool, is_scalar: bool
                   ) -> Callable[[Any], Any]:
     if is_map:
-        if kt in _AS_IS and vt in _AS_IS:
+        if kt in PLAIN_ATOMS and vt in PLAIN_ATOMS:
             def plain_map(value: Any) -> Any:
                 pairs = value.items() if isinstance(value, dict) else value
                 return ["map", [[k, v] for k, v in pairs]]
@@ -389,7 +385,7 @@ def _make_encoder(kt: str | None, vt: str | None, is_map: bool, is_scalar: bool
             return ["map", [[_atom(kt, k), _atom(vt, v)] for k, v in pairs]]
         return any_map
     if is_scalar:
-        if kt in _AS_IS:
+        if kt in PLAIN_ATOMS:
             return _as_is
 
         def scalar(value: Any) -> Any:

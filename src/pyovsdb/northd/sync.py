@@ -582,7 +582,7 @@ def plan(desired: DesiredDb, tables: Tables,
                 if codecs[c].key_type == "uuid" or codecs[c].value_type == "uuid"}
         # Sets of strings, integers or booleans: their Python values are their atoms.
         plain = {c for c in dt.columns if not codecs[c].is_scalar and not codecs[c].is_map
-                 and codecs[c].key_type in ("string", "integer", "boolean")}
+                 and codecs[c].key_type in _ATOM_TYPES}
         fill = set(dt.fill)
         keep = set(dt.keep)
         empty_default = {c for c in dt.columns
