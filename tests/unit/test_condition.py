@@ -4,6 +4,8 @@ argument size rules and error messages."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from unit_helpers import (
     C_ROW,
     UU,
@@ -409,3 +411,61 @@ def test_monitor_where_fast_path_true_clause() -> None:
     eq = parse_monitor_where(ts, [False, False, True, ["n", "==", 3]])
     assert eq.matches(_row(n=3)) and not eq.matches(_row(n=4))
     assert parse_monitor_where(ts, [False, False, True, ["n", ">", 9]]).is_true
+
+
+# ---------------------------------------------------------------------------------------
+# A monitor condition looks values up (sets of `==` values and of single `includes`
+# elements per column); it must select exactly the rows its clauses select one by one.
+
+_VALUES: dict[str, list[object]] = {
+    "i": [0, 1, 2], "r": [0.0, -0.0, 1.5], "s": ["", "a", "b"],
+    "u": [UU(1), UU(2)], "oi": [["set", []], 1, 2], "os": [["set", []], "a"],
+    "si": [["set", []], 1, ["set", [1, 2]], ["set", [2, 3]]],
+    "ss": [["set", []], "a", ["set", ["a", "b"]]],
+    "su": [["set", []], UU(1), ["set", [UU(1), UU(2)]]],
+    "m": [["map", []], ["map", [["a", 1]]], ["map", [["a", 1], ["b", 2]]], ["map", [["a", 2]]]],
+}
+_FUNCTIONS = ("==", "==", "includes", "includes", "!=", "excludes", "<", ">=")
+
+
+@st.composite
+def _monitor_case(draw: st.DrawFn) -> tuple[list[object], list[dict[str, object]]]:
+    ts = schema().tables["A"]
+    clauses: list[object] = []
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.integers(0, 9))
+        if kind == 0:
+            clauses.append(draw(st.booleans()))
+        elif kind == 1:
+            clauses.append(["_uuid", draw(st.sampled_from(["==", "includes", "!="])),
+                            UU(draw(st.integers(1, 3)))])
+        else:
+            col = draw(st.sampled_from(sorted(_VALUES)))
+            fn = draw(st.sampled_from(_FUNCTIONS))
+            ctype = ts.all_columns[col].type
+            ordered = (ctype.is_scalar or ctype.is_optional_scalar) and col not in ("s", "u", "os")
+            if fn in ("<", ">=") and not ordered:
+                fn = "=="
+            values = _VALUES[col]
+            if fn in ("<", ">="):  # one value, not a set
+                values = [v for v in values if type(v) is not list]
+            clauses.append([col, fn, draw(st.sampled_from(values))])
+    rows = [{col: draw(st.sampled_from(vals)) for col, vals in _VALUES.items()}
+            for _ in range(draw(st.integers(1, 8)))]
+    return clauses, rows
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(_monitor_case())
+def test_monitor_condition_lookup_agrees_with_its_clauses(
+        case: tuple[list[object], list[dict[str, object]]]) -> None:
+    clauses_json, rows_json = case
+    ts = schema().tables["A"]
+    cond = parse_monitor_where(ts, clauses_json)
+    for n, values in enumerate(rows_json):
+        data = {c: col.type.codec.default for c, col in ts.columns.items()}
+        data.update({c: ts.columns[c].type.codec.from_json(v) for c, v in values.items()})
+        row = Row(U(n + 1), data, U(9))
+        one_by_one = cond.is_true or any(
+            c.predicate(row) for c in cond.clauses if c.function not in ("true", "false"))
+        assert cond.matches(row) is one_by_one, (clauses_json, values)

@@ -19,6 +19,10 @@ Rules kept here:
   `includes` allows fewer elements than the column's minimum, `excludes` any number.
 - A compiled condition evaluates a row by plain Python comparisons; clauses that pin
   `_uuid` are exposed so callers can look a row up instead of scanning.
+- A monitor condition looks a row's values up in sets (its `==` values per column, its
+  one-element `includes` per set or map column) instead of testing its clauses one by
+  one: ovn-controller's conditions have tens of clauses, tested on every change for
+  every chassis.
 """
 
 from __future__ import annotations
@@ -98,18 +102,64 @@ class MonitorCondition:
             # places of its sorted array, behind at most one false clause.
             has_true = has_true and n_false <= 1
         self.is_true = not clauses or has_true
-        preds = [c.predicate for c in clauses if c.function not in ("true", "false")]
         if self.is_true:
             self.matches: Predicate = _always
-        elif not preds:
-            self.matches = _never
-        elif len(preds) == 1:
-            self.matches = preds[0]
-        elif len(preds) == 2:
-            p0, p1 = preds
-            self.matches = lambda row: p0(row) or p1(row)
         else:
-            self.matches = lambda row: any(p(row) for p in preds)
+            self.matches = _any_clause([c for c in clauses
+                                        if c.function not in ("true", "false")])
+
+
+def _any_clause(clauses: list[Clause]) -> Predicate:
+    """A predicate true if any of `clauses` holds, that looks values up instead of
+    testing clause after clause: the `==` clauses on one column become one set of
+    values (`in`), and the `includes` clauses of one element on one set or map column
+    one set of elements (`isdisjoint`). Datums are canonical and hashable, so a lookup
+    agrees with `==`. A conditional monitor of ovn-controller has tens of such clauses
+    per table (its ports, its datapaths), and a change is tested against every monitor.
+    """
+    equal: dict[str, set[Any]] = {}
+    any_of: dict[str, set[Any]] = {}
+    uuids: set[str] = set()
+    rest: list[Predicate] = []
+    for c in clauses:
+        f, col, arg = c.function, c.column, c.arg
+        if col == "_uuid" and f in ("==", "includes"):
+            uuids.add(arg)
+        elif col is None or col == "_version" or f not in ("==", "includes"):
+            rest.append(c.predicate)
+        elif f == "==" or type(arg) is not tuple:  # "includes" on a scalar is "=="
+            equal.setdefault(col, set()).add(arg)
+        elif len(arg) == 1:
+            any_of.setdefault(col, set()).add(arg[0])
+        else:
+            rest.append(c.predicate)
+    if not equal and not any_of and not uuids:
+        if not rest:
+            return _never
+        if len(rest) == 1:
+            return rest[0]
+    if len(equal) == 1 and not any_of and not uuids and not rest:
+        ((col, values),) = equal.items()
+        frozen = frozenset(values)
+        return lambda row: row.data[col] in frozen
+    eq_items = tuple((col, frozenset(v)) for col, v in equal.items())
+    any_items = tuple((col, frozenset(v)) for col, v in any_of.items())
+    uuid_set = frozenset(uuids)
+    preds = tuple(rest)
+
+    def matches(row: Row) -> bool:
+        if row.uuid in uuid_set:
+            return True
+        data = row.data
+        for col, values in eq_items:
+            if data[col] in values:
+                return True
+        for col, values in any_items:
+            if not values.isdisjoint(data[col]):
+                return True
+        return any(p(row) for p in preds)
+
+    return matches
 
 
 def _always(row: Row) -> bool:
