@@ -4,8 +4,12 @@ wait, commit, comment, assert; `_version`; named uuids."""
 from __future__ import annotations
 
 import re
+from typing import Any
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from unit_helpers import (
     ANY_UUID,
     UU,
@@ -36,6 +40,7 @@ from unit_helpers import (
     uuids,
 )
 
+from pyovsdb.ovsdb import transaction
 from pyovsdb.ovsdb.database import Database
 from pyovsdb.ovsdb.ids import SeededUuids
 
@@ -746,3 +751,68 @@ def test_seeded_uuids_are_version_4() -> None:
         assert re.fullmatch(UUID_RX, v)
         assert v[14] == "4" and v[19] in "89ab"
     assert SeededUuids(0)() == values[0]
+
+
+# ---------------------------------------------------------------------------------------
+# A `where` that pins every column of a table index finds its committed row through the
+# index, not by a scan: the results, the order of the rows and the changes must be those
+# of the scan, also after earlier operations of the same transaction changed the table.
+
+_X, _Y = [1, 2, 3], ["a", "b", "c"]
+
+
+@st.composite
+def _indexed_case(draw: st.DrawFn) -> tuple[list[Any], list[Any]]:
+    def where() -> list[Any]:
+        clauses: list[Any] = []
+        for col, pool in (("x", _X), ("y", _Y), ("z", [0, 1])):
+            if draw(st.booleans()):
+                clauses.append([col, draw(st.sampled_from(["==", "==", "includes", "!="])),
+                                draw(st.sampled_from(pool))])
+        return clauses
+
+    def row() -> dict[str, Any]:
+        return {"x": draw(st.sampled_from(_X)), "y": draw(st.sampled_from(_Y)),
+                "z": draw(st.sampled_from([0, 1]))}
+
+    setup = [{"op": "insert", "table": "I2", "row": {"x": x, "y": y}}
+             for x, y in zip(_X, draw(st.permutations(_Y)), strict=True)]
+    ops: list[Any] = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["select", "update", "delete", "insert", "mutate"]))
+        if kind == "select":
+            ops.append({"op": "select", "table": "I2", "where": where()})
+        elif kind == "update":
+            ops.append({"op": "update", "table": "I2", "where": where(),
+                        "row": {k: v for k, v in row().items() if draw(st.booleans())}})
+        elif kind == "delete":
+            ops.append({"op": "delete", "table": "I2", "where": where()})
+        elif kind == "insert":
+            ops.append({"op": "insert", "table": "I2", "row": row()})
+        else:
+            ops.append({"op": "mutate", "table": "I2", "where": where(),
+                        "mutations": [["z", "+=", 1]]})
+    return setup, ops
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(_indexed_case())
+def test_an_index_lookup_answers_as_a_scan(case: tuple[list[Any], list[Any]]) -> None:
+    setup, ops = case
+
+    def outcome() -> tuple[Any, Any]:
+        db = new_db()
+        commit(db, setup)
+        before = {u: dict(r.data) for u, r in db.tables["I2"].rows.items()}
+        out = execute_ops(db, ops)
+        changes = None
+        if isinstance(out, Committed):
+            changes = {u: (ch.old and dict(ch.old.data), ch.new and dict(ch.new.data))
+                       for u, ch in out.changeset.tables.get("I2", {}).items()}
+        return (out.results, changes), before
+
+    with_index, before = outcome()
+    with mock.patch.object(transaction, "_index_lookup", lambda table, pinned: None):
+        scanned, before2 = outcome()
+    assert before == before2
+    assert with_index == scanned

@@ -18,7 +18,8 @@ Rules kept here:
 - Arguments are parsed with the column's type, relaxed as the real server relaxes it:
   `includes` allows fewer elements than the column's minimum, `excludes` any number.
 - A compiled condition evaluates a row by plain Python comparisons; clauses that pin
-  `_uuid` are exposed so callers can look a row up instead of scanning.
+  `_uuid`, or pin columns to values (`pinned`), are exposed so callers can look a row
+  up (by uuid, or in a table index) instead of scanning.
 - A monitor condition looks a row's values up in sets (its `==` values per column, its
   one-element `includes` per set or map column) instead of testing its clauses one by
   one: ovn-controller's conditions have tens of clauses, tested on every change for
@@ -54,7 +55,7 @@ class Clause:
 class Condition:
     """A parsed operation `where`; `matches(row)` is true if every clause holds."""
 
-    __slots__ = ("always_false", "clauses", "matches", "uuids")
+    __slots__ = ("always_false", "clauses", "matches", "pinned", "uuids")
 
     def __init__(self, clauses: list[Clause]) -> None:
         self.clauses = clauses
@@ -62,10 +63,18 @@ class Condition:
         real = [c for c in clauses if c.function not in ("true", "false")]
         # Rows that can match if the condition pins _uuid: enables direct lookup.
         self.uuids: frozenset[str] | None = None
+        # Columns the condition pins to one value (`==`, or `includes` on a scalar),
+        # the first clause's if several: a table index over them finds the one
+        # committed row that can match.
+        self.pinned: dict[str, Any] = {}
         for c in real:
             if c.column == "_uuid" and c.function in ("==", "includes"):
-                self.uuids = frozenset((c.arg,))
-                break
+                if self.uuids is None:
+                    self.uuids = frozenset((c.arg,))
+            elif c.column is not None and c.column != "_version" and (
+                    c.function == "==" or (c.function == "includes"
+                                           and type(c.arg) is not tuple)):
+                self.pinned.setdefault(c.column, c.arg)
         preds = [c.predicate for c in real]
         if self.always_false:
             self.matches: Predicate = _never

@@ -23,6 +23,9 @@ Rules kept here:
 - A client's permissions (`rbac.Access`, passed as the lock test): a read-only client's
   writes fail with "not allowed" after the operation parsed; RBAC denials are the
   operation's own error, raised before it changes anything.
+- A `where` that pins every column of a table index (or `_uuid`) looks its row up
+  instead of scanning the table, when the transaction has not yet changed a committed
+  row of that table; the rows and their order are those a scan would give.
 - Pure: no clock, no I/O, no randomness. The caller passes `now` (for `wait` timeouts)
   and the time the transaction first started waiting, and decides what to do with a
   Blocked outcome; new row UUIDs and versions come from the database's sources.
@@ -287,6 +290,21 @@ class Transaction:
                 if row is not None and match(row):
                     yield row
             return
+        if cond.pinned and not (trs and any(tr.old is not None for tr in trs.values())):
+            hit = _index_lookup(table, cond.pinned)
+            if hit is not None:
+                # An index pins the one committed row that can match, and this
+                # transaction changed no committed row of the table: that row, then its
+                # inserts, in the order a scan yields them.
+                for uuid in hit:
+                    row = table.rows[uuid]
+                    if match(row):
+                        yield row
+                if trs:
+                    for tr in list(trs.values()):
+                        if tr.new is not None and match(tr.new):
+                            yield tr.new
+                return
         if not trs:
             for row in list(table.rows.values()):
                 if match(row):
@@ -919,6 +937,16 @@ class Transaction:
             if out:
                 tables[tname] = out
         return Changeset(tables)
+
+
+def _index_lookup(table: Table, pinned: dict[str, Any]) -> list[str] | None:
+    """The committed row (none or one) whose indexed columns hold the `pinned` values,
+    by the first of the table's indexes they cover; None if they cover none."""
+    for i, columns in enumerate(table.schema.indexes):
+        if all(c in pinned for c in columns):
+            uuid = table.indexes[i].get(tuple(pinned[c] for c in columns))
+            return [] if uuid is None else [uuid]
+    return None
 
 
 @functools.lru_cache(maxsize=512)
