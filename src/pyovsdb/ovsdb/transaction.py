@@ -301,9 +301,9 @@ class Transaction:
                     if match(row):
                         yield row
                 if trs:
-                    for tr in list(trs.values()):
-                        if tr.new is not None and match(tr.new):
-                            yield tr.new
+                    for added in list(trs.values()):
+                        if added.new is not None and match(added.new):
+                            yield added.new
                 return
         if not trs:
             for row in list(table.rows.values()):
