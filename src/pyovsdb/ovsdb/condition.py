@@ -98,9 +98,10 @@ _FAST_PATH = frozenset(("true", "false", "=="))
 
 class MonitorCondition:
     """A parsed monitor `where`; `matches(row)` is true if any clause holds (or there
-    is none). `is_true` says it selects every row, so a monitor can drop it."""
+    is none). `is_true` says it selects every row, so a monitor can drop it. `lookup`
+    is the same disjunction in the form that looks values up (see `Lookup`)."""
 
-    __slots__ = ("clauses", "is_true", "matches")
+    __slots__ = ("clauses", "is_true", "lookup", "matches")
 
     def __init__(self, clauses: list[Clause]) -> None:
         self.clauses = clauses
@@ -111,64 +112,74 @@ class MonitorCondition:
             # places of its sorted array, behind at most one false clause.
             has_true = has_true and n_false <= 1
         self.is_true = not clauses or has_true
-        if self.is_true:
-            self.matches: Predicate = _always
-        else:
-            self.matches = _any_clause([c for c in clauses
-                                        if c.function not in ("true", "false")])
+        self.lookup = Lookup([c for c in clauses if c.function not in ("true", "false")])
+        self.matches: Predicate = _always if self.is_true else self.lookup.predicate()
 
 
-def _any_clause(clauses: list[Clause]) -> Predicate:
-    """A predicate true if any of `clauses` holds, that looks values up instead of
-    testing clause after clause: the `==` clauses on one column become one set of
-    values (`in`), and the `includes` clauses of one element on one set or map column
-    one set of elements (`isdisjoint`). Datums are canonical and hashable, so a lookup
-    agrees with `==`. A conditional monitor of ovn-controller has tens of such clauses
-    per table (its ports, its datapaths), and a change is tested against every monitor.
-    """
-    equal: dict[str, set[Any]] = {}
-    any_of: dict[str, set[Any]] = {}
-    uuids: set[str] = set()
-    rest: list[Predicate] = []
-    for c in clauses:
-        f, col, arg = c.function, c.column, c.arg
-        if col == "_uuid" and f in ("==", "includes"):
-            uuids.add(arg)
-        elif col is None or col == "_version" or f not in ("==", "includes"):
-            rest.append(c.predicate)
-        elif f == "==" or type(arg) is not tuple:  # "includes" on a scalar is "=="
-            equal.setdefault(col, set()).add(arg)
-        elif len(arg) == 1:
-            any_of.setdefault(col, set()).add(arg[0])
-        else:
-            rest.append(c.predicate)
-    if not equal and not any_of and not uuids:
-        if not rest:
-            return _never
-        if len(rest) == 1:
-            return rest[0]
-    if len(equal) == 1 and not any_of and not uuids and not rest:
-        ((col, values),) = equal.items()
-        frozen = frozenset(values)
-        return lambda row: row.data[col] in frozen
-    eq_items = tuple((col, frozenset(v)) for col, v in equal.items())
-    any_items = tuple((col, frozenset(v)) for col, v in any_of.items())
-    uuid_set = frozenset(uuids)
-    preds = tuple(rest)
+class Lookup:
+    """A disjunction of clauses as values to look up: the `==` values of each column
+    (`equal`), the elements of each set or map column's one-element `includes`
+    (`any_of`), the `_uuid`s (`uuids`), and the clauses that are none of these
+    (`rest`). Datums are canonical and hashable, so a lookup agrees with `==`. A
+    conditional monitor of ovn-controller has tens of clauses per table (its ports, its
+    datapaths), and a change is tested against every monitor: by lookup, in a few set
+    operations; or, by the server's fan-out index, once for all monitors."""
 
-    def matches(row: Row) -> bool:
-        if row.uuid in uuid_set:
-            return True
-        data = row.data
-        for col, values in eq_items:
-            if data[col] in values:
+    __slots__ = ("any_of", "equal", "rest", "uuids")
+
+    def __init__(self, clauses: list[Clause]) -> None:
+        equal: dict[str, set[Any]] = {}
+        any_of: dict[str, set[Any]] = {}
+        uuids: set[str] = set()
+        rest: list[Clause] = []
+        for c in clauses:
+            f, col, arg = c.function, c.column, c.arg
+            if col == "_uuid" and f in ("==", "includes"):
+                uuids.add(arg)
+            elif col is None or col == "_version" or f not in ("==", "includes"):
+                rest.append(c)
+            elif f == "==" or type(arg) is not tuple:  # "includes" on a scalar is "=="
+                equal.setdefault(col, set()).add(arg)
+            elif len(arg) == 1:
+                any_of.setdefault(col, set()).add(arg[0])
+            else:
+                rest.append(c)
+        self.equal = {col: frozenset(v) for col, v in equal.items()}
+        self.any_of = {col: frozenset(v) for col, v in any_of.items()}
+        self.uuids = frozenset(uuids)
+        self.rest = tuple(rest)
+
+    def predicate(self) -> Predicate:
+        """True for a row that any clause selects."""
+        equal, any_of, uuids = self.equal, self.any_of, self.uuids
+        preds = tuple(c.predicate for c in self.rest)
+        if not equal and not any_of and not uuids:
+            if not preds:
+                return _never
+            if len(preds) == 1:
+                return preds[0]
+        if len(equal) == 1 and not any_of and not uuids and not preds:
+            ((col, values),) = equal.items()
+            return lambda row: row.data[col] in values
+        eq_items = tuple(equal.items())
+        any_items = tuple(any_of.items())
+
+        def matches(row: Row) -> bool:
+            if row.uuid in uuids:
                 return True
-        for col, values in any_items:
-            if not values.isdisjoint(data[col]):
-                return True
-        return any(p(row) for p in preds)
+            data = row.data
+            for col, values in eq_items:
+                if data[col] in values:
+                    return True
+            for col, values in any_items:
+                if not values.isdisjoint(data[col]):
+                    return True
+            for p in preds:  # noqa: SIM110 (any() of a generator: a frame per row)
+                if p(row):
+                    return True
+            return False
 
-    return matches
+        return matches
 
 
 def _always(row: Row) -> bool:

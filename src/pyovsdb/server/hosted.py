@@ -2,7 +2,8 @@
 
 Rules kept here:
 - Commit order is fixed: store (the transaction is durable as promised) -> apply to the
-  in-memory rows -> record in the history -> notify every monitor. A client's reply is
+  in-memory rows -> record in the history -> notify the monitors it concerns (those
+  the fan-out index finds, `fanout.py`). A client's reply is
   sent by the caller after `commit` returns, so the updates caused by its own
   transaction always precede its reply on the same connection.
 - A monitor whose session cannot write holds the changeset back (`Monitor.hold`)
@@ -31,6 +32,7 @@ from ..ovsdb.changeset import Changeset, merge
 from ..ovsdb.database import Database
 from ..ovsdb.transaction import Blocked, Outcome, execute
 from ..util.uuidgen import new_uuid, sequential_uuid
+from .fanout import FanoutIndex
 from .monitor import Monitor
 from .session import json_key
 
@@ -82,6 +84,7 @@ class HostedDb:
         self.max_history = max_history
         self.clock = clock  # monotonic milliseconds
         self.monitors: set[Monitor] = set()
+        self.fanout = FanoutIndex()  # which of them a change can concern
         self.history: deque[tuple[str, Changeset, int]] = deque()
         self.history_atoms = 0
         self.n_atoms = 0
@@ -121,14 +124,15 @@ class HostedDb:
         self.last_txn_id = txn_id
         self._remember(txn_id, cs)
         self.n_commits += 1
-        shared: dict[Any, Any] = {}
         for mon in list(self.monitors):
             if mon.held is not None:  # its client is not reading: merged, sent later
                 mon.hold(cs)
-                continue
-            updates = mon.updates(cs, shared)
-            if updates is not None:
-                mon.sink(mon, txn_id, updates)
+        shared: dict[Any, Any] = {}
+        for mon in self.fanout.candidates(cs):
+            if mon.held is None:
+                updates = mon.updates(cs, shared)
+                if updates is not None:
+                    mon.sink(mon, txn_id, updates)
         return txn_id
 
     def restart_history(self, txn_id: str) -> None:
@@ -234,9 +238,19 @@ class HostedDb:
         self.db = db
         self.restart_history(new_uuid())
         self.monitors.clear()
+        self.fanout.clear()
+
+    def add_monitor(self, mon: Monitor) -> None:
+        self.monitors.add(mon)
+        self.fanout.add(mon)
 
     def remove_monitor(self, mon: Monitor) -> None:
         self.monitors.discard(mon)
+        self.fanout.remove(mon)
+
+    def conditions_changed(self, mon: Monitor) -> None:
+        if mon in self.monitors:
+            self.fanout.refresh(mon)
 
 
 def _row_atoms(data: dict[str, Any]) -> int:

@@ -214,7 +214,7 @@ def _monitor(session: Session, params: list[Any], version: int) -> Any:
     mon, hosted = _add_monitor(session, params, version)
     initial = mon.initial(hosted.db)
     session.monitors[json_key(mon.id)] = mon
-    hosted.monitors.add(mon)
+    hosted.add_monitor(mon)
     return initial
 
 
@@ -231,7 +231,7 @@ def monitor_cond_since(session: Session, params: list[Any], msg_id: Any) -> Any:
     if not found:
         updates = mon.initial(hosted.db)
     session.monitors[json_key(mon.id)] = mon
-    hosted.monitors.add(mon)
+    hosted.add_monitor(mon)
     return [found, hosted.last_txn_id, updates or {}]
 
 
@@ -246,7 +246,10 @@ def monitor_cond_change(session: Session, params: list[Any], msg_id: Any) -> Any
     if new_key != old_key and new_key in session.monitors:
         raise syntax_error(params[1], "duplicate monitor ID")
     hosted = session.server.dbs[mon.db_name]
-    updates = mon.change_condition(hosted.db, params[2])
+    try:
+        updates = mon.change_condition(hosted.db, params[2])
+    finally:  # also after an error: the tables set before it have a new condition
+        hosted.conditions_changed(mon)
     if new_key != old_key:
         del session.monitors[old_key]
         mon.id = params[1]
