@@ -165,6 +165,26 @@ def test_increment_comment_and_server_errors(server: ServerProcess) -> None:
     arun(body())
 
 
+def test_raw_operations_of_every_where(server: ServerProcess) -> None:
+    """Raw operations (`add_op`) go as written, whatever their `where`: empty (every
+    row), a bare `true`, or a clause; an update of one row by `_uuid` is read back as
+    such."""
+    async def body() -> None:
+        with Direct(server.unix) as d:
+            uuid = d.insert("Other", name="c", n=1)
+            async with Idl(server.unix, DB) as idl:
+                for where in ([], [True], [["name", "==", "c"]],
+                              [["_uuid", "==", ["uuid", uuid]]]):
+                    txn = idl.transaction()
+                    txn.add_op({"op": "mutate", "table": "Other", "where": where,
+                                "mutations": [["n", "+=", 1]]})
+                    result = await txn.commit()
+                    assert result.ok, (where, result)
+                await until(lambda: idl["Other"].get(uuid).n == 5)
+
+    arun(body())
+
+
 def test_a_transaction_in_flight_holds_none_of_its_rows(server: ServerProcess) -> None:
     """Once sent, neither the transaction nor the IDL keeps its rows, recorded or
     encoded, while the reply comes (a northd's first commit is the whole SB); what

@@ -1084,8 +1084,10 @@ class _Sent(NamedTuple):
     @classmethod
     def of(cls, op: dict[str, Any]) -> _Sent:
         kind = op.get("op", "")
+        where = op.get("where")
+        first = where[0] if isinstance(where, list) and where else None
         by_uuid = kind in ("update", "mutate", "delete") \
-            and op.get("where", [[None]])[0][0] == "_uuid"
+            and isinstance(first, list) and first[:1] == ["_uuid"]
         return cls(kind, op.get("uuid-name"), by_uuid)
 
 
