@@ -235,13 +235,14 @@ class Fleet:
         for c in self.chassis:
             self.sel.register(c.sock, selectors.EVENT_READ, c)
             c.start(monitors(c.index))
-        self.poll_until(lambda: all(c.ready for c in self.chassis), 600)
+        self.poll_until(lambda: all(c.ready for c in self.chassis), 600,
+                        f"to connect ({sum(c.ready for c in self.chassis)} of {n} did)")
 
-    def poll_until(self, done: Callable[[], bool], timeout: float) -> None:
+    def poll_until(self, done: Callable[[], bool], timeout: float, what: str = "") -> None:
         deadline = time.monotonic() + timeout
         while not done():
             if time.monotonic() > deadline:
-                raise SystemExit("timed out waiting for the chassis' updates")
+                raise SystemExit(f"timed out waiting for the chassis {what}")
             for key, _ in self.sel.select(0.5):
                 key.data.on_readable()
 
@@ -353,7 +354,8 @@ class Target:
             t0 = time.perf_counter()
             msg_id = northd.send("transact", ["OVN_Southbound", *ops])
             fleet.poll_until(lambda who=who, before=before: all(
-                fleet.chassis[i].updates > b for i, b in zip(who, before, strict=True)), 60)
+                fleet.chassis[i].updates > b for i, b in zip(who, before, strict=True)), 60,
+                f"of {self.kind} to receive {scenario} #{self.seq}")
             walls.append(time.perf_counter() - t0)
             reply = northd.wait(msg_id)
             if reply.get("error") is not None or any(
@@ -448,11 +450,11 @@ def main() -> int:
                     report(n, transport, res)
                     out["runs"].append({"chassis": n, "transport": transport,
                                         "results": res})
+                    if args.json:  # what is measured survives a later failure
+                        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
             finally:
                 for t in targets.values():
                     t.stop()
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 

@@ -7,12 +7,14 @@ Rules, and why:
   `input()`, `datetime.now()` or `uuid.uuid4()`. Imports guarded by `if TYPE_CHECKING:`
   do not run and do not count. The pure modules: `ovsdb/`, `raft/core.py`,
   `raft/rpc.py`, `raft/records.py`, `engine/`, `northd/` except `northd/daemon.py`, the
-  IDL row, replica, transaction and change-reading modules northd uses, and the
+  IDL row, replica, transaction and change-reading modules northd uses, the scale
+  harness's topology and report (`scale/topology.py`, `scale/report.py`), and the
   `util` modules those build on (`prng`, `ovsjson`, `ovshash`, `utf8`, `cnum`).
 - A pure module imports, from pyovsdb, only pure modules of the layers below it:
   `engine/` nothing at all (stdlib only); `northd/` only `engine`, `ovsdb`,
   `idl.row`, `idl.replica`, `idl.txn`, `idl.tracking`, the pure `util` modules and
-  `northd` itself (not `northd.daemon`).
+  `northd` itself (not `northd.daemon`); the scale harness's pure modules only each
+  other and the pure `util` modules.
 - `util/` is the bottom layer: it imports no other pyovsdb package.
 - No run-time import cycles: among module-level imports (not inside functions, not
   under `if TYPE_CHECKING:`), no module reaches itself. Importing `a.b.c` also runs
@@ -58,6 +60,7 @@ PURE_UTIL = frozenset({"pyovsdb.util.prng", "pyovsdb.util.ovsjson", "pyovsdb.uti
 PURE_IDL = frozenset({"pyovsdb.idl.row", "pyovsdb.idl.replica", "pyovsdb.idl.txn",
                       "pyovsdb.idl.tracking"})
 PURE_RAFT = frozenset({"pyovsdb.raft.core", "pyovsdb.raft.rpc", "pyovsdb.raft.records"})
+PURE_SCALE = frozenset({"pyovsdb.scale.topology", "pyovsdb.scale.report"})
 NORTHD_ADAPTER = "pyovsdb.northd.daemon"
 
 SMALL_BUDGET = 800     # engine/, northd/
@@ -200,6 +203,8 @@ def purity(name: str) -> str | None:
         return "idl"
     if name in PURE_UTIL:
         return "util"
+    if name in PURE_SCALE:
+        return "scale"
     return None
 
 
@@ -219,6 +224,8 @@ def allowed_import(layer: str, target: str) -> bool:
         return _within(target, "pyovsdb.ovsdb") or target in PURE_IDL or target in PURE_UTIL
     if layer == "util":
         return target in PURE_UTIL
+    if layer == "scale":
+        return target in PURE_SCALE or target in PURE_UTIL
     raise AssertionError(layer)
 
 

@@ -23,15 +23,17 @@ commands:
   client    OVSDB client (drop-in for ovsdb-client)
   sandbox   run a local OVN Northbound + Southbound control plane
   northd    OVN Northbound -> Southbound compiler (drop-in for ovn-northd)
+  scale     an OVN control plane with simulated chassis under a CMS scenario
   version   print the version
 """
 
 
-COMMANDS = ("server", "tool", "client", "sandbox", "northd")
-# Short-lived commands that import only their own module, so that a run stays quick.
-# The daemons import everything first: they may drop privileges (--user) and then no
-# longer be able to read the modules they import later.
-QUICK = ("tool", "client")
+COMMANDS = ("server", "tool", "client", "sandbox", "northd", "scale")
+# Commands that import only their own module, so that a run stays quick (the tools) or
+# its children are not slowed by modules they never use (scale). The daemons import
+# everything first: they may drop privileges (--user) and then no longer be able to
+# read the modules they import later.
+QUICK = ("tool", "client", "scale")
 
 
 def _command(name: str) -> Callable[[list[str]], int]:

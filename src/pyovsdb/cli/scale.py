@@ -1,0 +1,125 @@
+"""`pyovsdb scale`: an OVN control plane at scale on one machine, stacks side by side.
+
+Rules kept here:
+- Each stack asked for (`--stacks`, see `scale.stack.STACKS`) runs the same scenario in
+  turn, in its own directory under `--out` (a temporary one by default): its servers,
+  the topology, its northd, the simulated chassis, the scenario, then everything it
+  started is stopped by pid, also when something fails.
+- The report (`report.html`, `summary.json`) is written once every stack has run; the
+  ratios divide each stack's figures by the first stack's.
+- Bad options are one line of error and status 2; a stack that fails is one line of
+  error naming it and status 1, after the others' processes are stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..scale.driver import Scenario, build_topology
+from ..scale.report import render_html, summarize
+from ..scale.stack import STACKS, Stack
+
+SCENARIOS = ("density-light",)
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="pyovsdb scale",
+        description="Run an OVN control plane with simulated chassis and a CMS scenario, "
+                    "stacks side by side, and write a report.")
+    ap.add_argument("--stacks", default="c,ours",
+                    help=f"comma-separated, of: {', '.join(STACKS)} (default: c,ours)")
+    ap.add_argument("--scenario", default="density-light", choices=SCENARIOS)
+    ap.add_argument("--nodes", type=int, default=10, help="worker nodes (chassis)")
+    ap.add_argument("--startup-pods", type=int, default=5, help="per node, not measured")
+    ap.add_argument("--pods", type=int, default=50, help="measured pods, in total")
+    ap.add_argument("--transport", choices=("unix", "tcp"), default="unix")
+    ap.add_argument("--work-ms", type=float, default=1.0,
+                    help="chassis CPU per wake-up (flow computation)")
+    ap.add_argument("--work-us-per-row", type=float, default=20.0,
+                    help="chassis CPU per Southbound row changed")
+    ap.add_argument("--wake-delay-ms", type=float, default=0.0,
+                    help="chassis' delayed wake (seed 004)")
+    ap.add_argument("--northd-backoff-ms", type=int, default=0,
+                    help="NB_Global northd-backoff-interval-ms (seed 000)")
+    ap.add_argument("--monitor-all", action="store_true", help="chassis monitor every row")
+    ap.add_argument("--timeout", type=float, default=60.0, help="per pod, seconds")
+    ap.add_argument("--out", help="directory for the stacks' files and the report")
+    args = ap.parse_args(argv)
+    bad = [s for s in args.stacks.split(",") if s not in STACKS]
+    if bad:
+        ap.error(f"unknown stack {bad[0]!r} (expected one of {', '.join(STACKS)})")
+    if args.nodes < 1 or args.startup_pods < 0 or args.pods < 0:
+        ap.error("--nodes must be at least 1, --startup-pods and --pods at least 0")
+    if args.startup_pods + (args.pods + args.nodes - 1) // args.nodes > 250:
+        ap.error("at most 250 pods per node")
+    return args
+
+
+async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    chassis_args = [f"--work-ms={args.work_ms}", f"--work-us-per-row={args.work_us_per_row}",
+                    f"--wake-delay-ms={args.wake_delay_ms}"]
+    if args.monitor_all:
+        chassis_args.append("--monitor-all")
+    stack = Stack(name, root, transport=args.transport, chassis_args=chassis_args)
+    try:
+        stack.start_servers()
+        stack.start_sampling()
+        build_topology(stack.remote("nb"), args.nodes, args.northd_backoff_ms)
+        stack.start_northd()
+        stack.start_chassis(args.nodes)
+        scenario = await Scenario(stack.remote("nb"), stack.remote("sb"), args.nodes,
+                                  args.startup_pods, args.pods, args.timeout).run()
+        await stack.stop_sampling()
+        db_bytes = stack.db_sizes()
+    finally:
+        await stack.stop_sampling()
+        stack.stop()
+    series = {role: {**asdict(s), "cpu_s": s.cpu_s} for role, s in stack.series.items()}
+    return {"stack": name, "scenario": scenario, "series": series,
+            "chassis": stack.chassis_stats(), "db_bytes": db_bytes}
+
+
+async def _amain(args: argparse.Namespace, root: Path) -> int:
+    runs = []
+    for name in args.stacks.split(","):
+        print(f"{name}: {args.nodes} nodes, {args.startup_pods} startup pods per node, "
+              f"{args.pods} measured pods", file=sys.stderr)
+        runs.append(await run_stack(name, root, args))
+    summaries = [summarize(r) for r in runs]
+    params = {k: v for k, v in vars(args).items() if k != "out"}
+    (root / "summary.json").write_text(json.dumps(
+        {"params": params, "stacks": summaries}, indent=1) + "\n")
+    (root / "runs.json").write_text(json.dumps(runs) + "\n")
+    (root / "report.html").write_text(render_html(
+        f"pyovsdb scale: {args.scenario}, {args.nodes} nodes", params, runs, summaries))
+    for s in summaries:
+        up = s["latency_ms"]["up"]
+        print(f"{s['stack']}: port up P50 {up['p50']:.1f} ms, P99 {up['p99']:.1f} ms, "
+              f"max {up['max']:.1f} ms; --wait=hv {s['wait_hv_ms'].get('hv_cfg', 0):.0f} ms")
+    print(f"report: {root / 'report.html'}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = _args(argv)
+    try:
+        if args.out:
+            root = Path(args.out)
+            root.mkdir(parents=True, exist_ok=True)
+            return asyncio.run(_amain(args, root))
+        with tempfile.TemporaryDirectory(prefix="pyovsdb-scale-") as tmp:
+            status = asyncio.run(_amain(args, Path(tmp)))
+            print("(the report was in a temporary directory: give --out to keep it)",
+                  file=sys.stderr)
+            return status
+    except (RuntimeError, OSError) as e:
+        print(f"pyovsdb scale: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,183 @@
+"""A control plane for the scale harness: Northbound and Southbound servers, northd and
+the simulated chassis, ours or the real C ones, each process sampled.
+
+Rules kept here:
+- A stack is named by what runs it: `c` (ovsdb-server and ovn-northd 23.03), `ours`
+  (`pyovsdb server` and `pyovsdb northd`), `ours-servers` (ours with the real
+  ovn-northd) or `ours-northd` (the real servers with our northd). The simulated
+  chassis are ours in every stack (one program, `scale.chassis`).
+- Every process is our child, started in the stack's own directory with explicit
+  remotes, pidfile, control socket and log file, on unix sockets or loopback TCP, and
+  stopped by its pid (SIGTERM, then SIGKILL) whatever happened.
+- Each process is sampled every `interval` seconds from /proc: CPU seconds (user and
+  system) and resident memory, for the plots; its peak resident memory is the
+  kernel's high-water mark, read last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+
+STACKS = {"c": ("real", "real"), "ours": ("ours", "ours"),
+          "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours")}
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_sample(pid: int) -> tuple[float, float, float] | None:
+    """(CPU seconds, resident MiB, peak resident MiB) of `pid`, None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / TICK
+    mem = {k: int(v.split()[0]) / 1024 for k, _, v in
+           (line.partition(":") for line in status.splitlines()) if k in ("VmRSS", "VmHWM")}
+    return cpu, mem.get("VmRSS", 0.0), mem.get("VmHWM", 0.0)
+
+
+@dataclass
+class Series:
+    """One process's samples: (seconds since the start, CPU seconds, resident MiB)."""
+
+    role: str
+    pid: int
+    samples: list[tuple[float, float, float]] = field(default_factory=list)
+    peak_mib: float = 0.0
+
+    @property
+    def cpu_s(self) -> float:
+        return self.samples[-1][1] - self.samples[0][1] if len(self.samples) > 1 else 0.0
+
+
+class Stack:
+    def __init__(self, name: str, workdir: Path, *, transport: str = "unix",
+                 chassis_args: list[str] | None = None) -> None:
+        if name not in STACKS:
+            raise ValueError(f"unknown stack {name!r} (expected one of {', '.join(STACKS)})")
+        self.name = name
+        self.servers_kind, self.northd_kind = STACKS[name]
+        self.dir = workdir / name
+        self.dir.mkdir(parents=True)
+        self.transport = transport
+        self.chassis_args = chassis_args or []
+        self.nb: ServerProcess | None = None
+        self.sb: ServerProcess | None = None
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.series: dict[str, Series] = {}
+        self._t0 = time.monotonic()
+        self._sampler: asyncio.Task[None] | None = None
+
+    # -- starting ---------------------------------------------------------------------
+
+    def start_servers(self) -> None:
+        for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
+            db = create_db(self.servers_kind, self.dir / f"{name}.db", schema)
+            srv = ServerProcess(self.servers_kind, self.dir, [db], name=name,
+                                tcp=self.transport == "tcp").start()
+            setattr(self, name, srv)
+            assert srv.proc is not None
+            self.series[f"{name} server"] = Series(f"{name} server", srv.proc.pid)
+
+    def remote(self, name: str) -> str:
+        srv = self.nb if name == "nb" else self.sb
+        assert srv is not None
+        return srv.tcp if self.transport == "tcp" else srv.unix
+
+    def start_northd(self, timeout: float = 30) -> None:
+        cmd = ([sys.executable, "-m", "pyovsdb", "northd"] if self.northd_kind == "ours"
+               else ["ovn-northd"])
+        log = self.dir / "northd.log"
+        cmd += [f"--ovnnb-db={self.remote('nb')}", f"--ovnsb-db={self.remote('sb')}",
+                f"--pidfile={self.dir / 'northd.pid'}", f"--log-file={log}",
+                f"--unixctl={self.dir / 'northd.ctl'}", "-vconsole:off", "--no-chdir"]
+        self._spawn("northd", cmd)
+        self._wait("northd", lambda: log.exists() and "OVN internal version" in log.read_text(),
+                    timeout)
+
+    def start_chassis(self, nodes: int, timeout: float = 600) -> None:
+        pidfile = self.dir / "chassis.pid"
+        cmd = [sys.executable, "-m", "pyovsdb.scale.chassis",
+               f"--ovnsb-db={self.remote('sb')}", f"--nodes=0-{nodes - 1}",
+               f"--pidfile={pidfile}", f"--stats={self.dir / 'chassis-stats.json'}",
+               f"--log-file={self.dir / 'chassis.log'}", *self.chassis_args]
+        self._spawn("chassis", cmd)
+        self._wait("chassis", pidfile.exists, timeout)
+
+    def _spawn(self, role: str, cmd: list[str]) -> None:
+        err = open(self.dir / f"{role}.stderr", "wb")  # noqa: SIM115 (closed by the child's end)
+        try:
+            p = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=err)
+        finally:
+            err.close()
+        self.procs[role] = p
+        self.series[role] = Series(role, p.pid)
+
+    def _wait(self, role: str, ready: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        p = self.procs[role]
+        while not ready():
+            if p.poll() is not None:
+                err = (self.dir / f"{role}.stderr").read_text()
+                raise RuntimeError(f"{self.name}: {role} exited: {err.strip()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: {role} not ready in {timeout} s")
+            time.sleep(0.05)
+
+    # -- sampling ---------------------------------------------------------------------
+
+    def sample(self) -> None:
+        now = time.monotonic() - self._t0
+        for s in self.series.values():
+            got = proc_sample(s.pid)
+            if got is not None:
+                s.samples.append((now, got[0], got[1]))
+                s.peak_mib = max(s.peak_mib, got[2])
+
+    async def sample_every(self, interval: float) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(interval)
+
+    def start_sampling(self, interval: float = 0.5) -> None:
+        self._sampler = asyncio.get_running_loop().create_task(self.sample_every(interval))
+
+    async def stop_sampling(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            try:
+                await self._sampler
+            except asyncio.CancelledError:
+                pass
+            self._sampler = None
+        self.sample()
+
+    # -- stopping ---------------------------------------------------------------------
+
+    def chassis_stats(self) -> list[dict[str, Any]]:
+        path = self.dir / "chassis-stats.json"
+        return list(json.loads(path.read_text())) if path.exists() else []
+
+    def db_sizes(self) -> dict[str, int]:
+        return {name: (self.dir / f"{name}.db").stat().st_size for name in ("nb", "sb")
+                if (self.dir / f"{name}.db").exists()}
+
+    def stop(self) -> None:
+        for role in ("chassis", "northd"):
+            p = self.procs.pop(role, None)
+            if p is not None:
+                stop_process(p)
+        for srv in (self.sb, self.nb):
+            if srv is not None:
+                srv.stop()
