@@ -40,6 +40,9 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--nodes", type=int, default=10, help="worker nodes (chassis)")
     ap.add_argument("--startup-pods", type=int, default=5, help="per node, not measured")
     ap.add_argument("--pods", type=int, default=50, help="measured pods, in total")
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="measured pods per second, not waiting for each (default: one "
+                         "at a time)")
     ap.add_argument("--transport", choices=("unix", "tcp"), default="unix")
     ap.add_argument("--work-ms", type=float, default=1.0,
                     help="chassis CPU per wake-up (flow computation)")
@@ -56,8 +59,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
     bad = [s for s in args.stacks.split(",") if s not in STACKS]
     if bad:
         ap.error(f"unknown stack {bad[0]!r} (expected one of {', '.join(STACKS)})")
-    if args.nodes < 1 or args.startup_pods < 0 or args.pods < 0:
-        ap.error("--nodes must be at least 1, --startup-pods and --pods at least 0")
+    if args.nodes < 1 or args.startup_pods < 0 or args.pods < 0 or args.rate < 0:
+        ap.error("--nodes must be at least 1, --startup-pods, --pods and --rate at least 0")
     if args.startup_pods + (args.pods + args.nodes - 1) // args.nodes > 250:
         ap.error("at most 250 pods per node")
     return args
@@ -76,7 +79,8 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
         stack.start_northd()
         stack.start_chassis(args.nodes)
         scenario = await Scenario(stack.remote("nb"), stack.remote("sb"), args.nodes,
-                                  args.startup_pods, args.pods, args.timeout).run()
+                                  args.startup_pods, args.pods, args.timeout,
+                                  args.rate).run()
         await stack.stop_sampling()
         db_bytes = stack.db_sizes()
     finally:

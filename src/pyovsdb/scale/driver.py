@@ -3,10 +3,12 @@ measures what each pod costs.
 
 Rules kept here:
 - `density-light` is ovn-heater's: `startup` pods per node are created first and not
-  measured (the cluster's steady state), then `pods` more are created one at a time
-  across the nodes in turn, each waited for until its port is up in the Northbound
-  before the next is written (ovn-heater's iteration: create, bind, ping), so a pod's
-  latency is the control plane's alone.
+  measured (the cluster's steady state), then `pods` more are created across the
+  nodes in turn, each waited for until its port is up in the Northbound before the
+  next is written (ovn-heater's iteration: create, bind, ping), so a pod's latency is
+  the control plane's alone. With a `rate`, the pods are written at that many per
+  second without waiting, as a busy cluster's CMS does: the load under which northd
+  falls behind (seed 000).
 - Per measured pod, the times from the Northbound transaction's send to: its reply
   (`nb`), the Southbound Port_Binding's appearance (`sb`), the chassis' claim
   (`claim`), the Southbound `up` (`up_sb`) and the Northbound `up=true` northd writes
@@ -56,8 +58,9 @@ class Scenario:
     """density-light on a started stack (module rules)."""
 
     def __init__(self, nb_remote: str, sb_remote: str, nodes: int, startup: int, pods: int,
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, rate: float = 0.0) -> None:
         self.nodes, self.startup, self.pods, self.timeout = nodes, startup, pods, timeout
+        self.rate = rate
         self.nb = Idl(nb_remote, "OVN_Northbound", tables={
             "Logical_Switch_Port": ["name", "up"], "NB_Global": ["nb_cfg", "sb_cfg", "hv_cfg"]})
         self.sb = Idl(sb_remote, "OVN_Southbound", tables={
@@ -107,6 +110,10 @@ class Scenario:
         if not result.ok:
             raise RuntimeError(f"NB transaction failed: {result}")
 
+    async def _write_pod(self, node: int, pod: int, times: PodTimes) -> None:
+        await self._write(pod_ops(node, pod))
+        times.marks.setdefault("nb", time.perf_counter())
+
     async def run(self) -> dict[str, Any]:
         await self.nb.start()
         await self.sb.start()
@@ -129,17 +136,27 @@ class Scenario:
         await self._until(lambda: all("up" in self.watching[p].marks for p in startup),
                           f"the {len(startup)} startup pods to be up")
         startup_s = time.perf_counter() - t0
-        # the measured pods, one at a time
+        # the measured pods: one at a time, or at a fixed rate without waiting
         measured: list[PodTimes] = []
+        writes: list[asyncio.Task[None]] = []
         t1 = time.perf_counter()
         for i in range(self.pods):
             node, pod = i % self.nodes, self.startup + i // self.nodes
             name = pod_name(node, pod)
+            if self.rate:
+                await asyncio.sleep(max(0.0, t1 + i / self.rate - time.perf_counter()))
             times = self.watching[name] = PodTimes(name, time.perf_counter())
-            await self._write(pod_ops(node, pod))
-            times.marks.setdefault("nb", time.perf_counter())
-            await self._until(lambda t=times: "up" in t.marks, f"{name} to be up")
             measured.append(times)
+            write = asyncio.ensure_future(self._write_pod(node, pod, times))
+            if self.rate:
+                writes.append(write)
+                continue
+            await write
+            await self._until(lambda t=times: "up" in t.marks, f"{name} to be up")
+        for write in writes:
+            await write
+        await self._until(lambda: all("up" in t.marks for t in measured),
+                          "the measured pods to be up")
         pods_s = time.perf_counter() - t1
         return {"startup_s": startup_s, "pods_s": pods_s,
                 "pods": [p.latencies_ms() for p in measured],
