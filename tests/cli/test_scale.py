@@ -63,8 +63,10 @@ def test_density_light_on_the_c_stack_and_ours(tmp_path: Path) -> None:
         assert [c["name"] for c in chassis] == [f"chassis-{n}" for n in range(NODES)]
         total = NODES * (STARTUP + 1) + PODS  # pods and management ports
         assert sum(c["claims"] for c in chassis) == total
-        # node switch, cluster router and through it every node switch and the join
-        assert all(c["local_datapaths"] == NODES + 2 for c in chassis), chassis
+        # every node switch through the cluster router, the cluster router, the join
+        # switch, and its own gateway router and external switch (23.03's walk)
+        assert all(c["local_datapaths"] == NODES + 4 for c in chassis), chassis
+        assert all(c["flows"] > 0 for c in chassis)
         # each chassis holds its node's ports alone, all up
         bindings = _bindings(out / s["stack"] / "sb.db")
         assert len(bindings) == total

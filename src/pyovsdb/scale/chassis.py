@@ -1,6 +1,12 @@
 """Simulated chassis for the scale harness: what ovn-controller 23.03 does on the
 Southbound, one connection and one replica per chassis, many chassis per process.
 
+Each chassis holds, in its replica (`idl.replica.Replica`, as the IDL's), the rows it
+reasons about (bindings, datapaths, chassis, encaps, its private row, SB_Global). It
+monitors Logical_Flow as ovn-controller does, so the server sends it every flow of its
+datapaths, but counts those rows instead of holding them: their cost stands in the work
+burnt per row. That keeps hundreds of chassis in one process on a small machine.
+
 Rules kept here:
 - A chassis registers as ovn-controller does (`Encap`, `Chassis` with its feature flags,
   `Chassis_Private`), then monitors the Southbound with the conditions
@@ -10,8 +16,10 @@ Rules kept here:
   group; its own Chassis_Private; every Datapath_Binding, Logical_DP_Group, Chassis,
   Encap and SB_Global row. `monitor_all` asks for every row instead.
 - Local datapaths are those of the ports it holds or is asked for, and every datapath
-  reachable from them through `patch` ports (as `add_local_datapath` walks them); when
-  they change, the conditions change (`monitor_cond_change`).
+  reachable from them through `patch` ports, or `l3gateway` ports bound to it (as
+  `add_local_datapath__` and `need_add_peer_to_local` walk them); when they change, the
+  conditions change (`monitor_cond_change`). It binds the `l3gateway` ports of the
+  gateway routers pinned to it, as ovn-controller does.
 - A reaction does, in one transaction: claim the ports requested for it (`chassis`,
   `encap`), mark up the ports it claimed in an earlier reaction (the flows for them are
   "installed" by then), release ports requested elsewhere, and echo `SB_Global.nb_cfg`
@@ -20,9 +28,9 @@ Rules kept here:
   wake plus `work_us_per_row` per row its replica changed since the last wake, burnt
   as CPU. It is woken through a delayed-wake seq (`util.seq`, seed 004): with
   `wake_delay_ms`, a burst of updates costs one wake, not one per update.
-- Each chassis's CPU (its reactions and their work, measured with the thread's CPU
-  clock) and its wakes are counted; the process's total (the replicas' parsing too)
-  is the stack's to sample.
+- Each chassis's CPU (applying its updates to its replica, its reactions and their
+  work, measured with the thread's CPU clock) and its wakes are counted; the process's
+  total (the framing and JSON parsing too) is the stack's to sample.
 """
 
 from __future__ import annotations
@@ -39,16 +47,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..idl import Idl, IdlRow, Status, Transaction
+from ..idl.replica import Replica
+from ..idl.row import IdlRow
+from ..jsonrpc.session import ClientConnection, connect
+from ..ovsdb.schema import DatabaseSchema
 from ..sim_chassis import BASE_OTHER_CONFIG
+from ..storage.schemafile import load_schema
+from ..testing import SB_SCHEMA
 from ..util.seq import Seq
 from .topology import chassis_name, node_name
 
 log = logging.getLogger("scale_chassis")
-
-TABLES = ("Chassis", "Chassis_Private", "Encap", "Port_Binding", "Datapath_Binding",
-          "Logical_Flow", "Logical_DP_Group", "SB_Global")
-
 
 def local_conditions(name: str, chassis: str | None, ports: list[str],
                      datapaths: list[str], monitor_all: bool) -> dict[str, list[Any]]:
@@ -85,26 +94,36 @@ def burn(ms: float) -> None:
             x += 1
 
 
+MONID = ["monid", "OVN_Southbound"]
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+# Replicated as rows; Logical_Flow is monitored as ovn-controller monitors it, but its
+# rows are only counted (their cost is the `work_us_per_row` burnt for each).
+REPLICATED = ("Chassis", "Chassis_Private", "Encap", "Port_Binding", "Datapath_Binding",
+              "Logical_DP_Group", "SB_Global")
+
+
 class SimChassis:
     """One simulated ovn-controller (module rules)."""
 
-    def __init__(self, node: int, sb: str, *, work_ms: float = 0.0,
+    def __init__(self, node: int, sb: str, schema: DatabaseSchema, *, work_ms: float = 0.0,
                  work_us_per_row: float = 0.0, wake_delay_ms: float = 0.0,
                  monitor_all: bool = False,
                  wall_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.name = chassis_name(node)
         self.hostname = node_name(node)
         self.encap_ip = f"192.168.{node // 250}.{node % 250 + 1}"
+        self.sb = sb
         self.work_ms = work_ms
         self.work_us_per_row = work_us_per_row
         self.wake_delay_ms = wake_delay_ms
         self.monitor_all = monitor_all
         self.wall_ms = wall_ms
-        self.idl = Idl(sb, "OVN_Southbound", tables=list(TABLES),
-                       conditions=local_conditions(self.name, None, [], [], monitor_all))
+        self.replica = Replica(schema, {t: None for t in REPLICATED})
+        self.conditions = local_conditions(self.name, None, [], [], monitor_all)
+        self.conn: ClientConnection | None = None
         self.seq = Seq()
         self.rows_pending = 0
-        self.idl.on_change(self._changed)
+        self.flows = 0  # Logical_Flow rows it holds
         self.chassis_uuid: str | None = None
         self.datapaths: frozenset[str] = frozenset()
         self.ports: frozenset[str] = frozenset()
@@ -114,18 +133,50 @@ class SimChassis:
         self.claims = 0
         self._task: asyncio.Task[None] | None = None
 
-    def _changed(self, cs: Any) -> None:
-        self.rows_pending += sum(len(rows) for rows in cs.tables.values())
+    # -- the connection and the replica ------------------------------------------------
+
+    def _apply(self, updates: dict[str, Any]) -> None:
+        t0 = time.thread_time()
+        flows = updates.pop("Logical_Flow", None)
+        if flows:
+            self.rows_pending += len(flows)
+            for change in flows.values():
+                if "insert" in change or "initial" in change:
+                    self.flows += 1
+                elif "delete" in change:
+                    self.flows -= 1
+        if updates:
+            cs = self.replica.apply_update2(updates)
+            self.rows_pending += sum(len(rows) for rows in cs.tables.values())
         self.seq.change()
+        self.cpu += time.thread_time() - t0
+
+    def _notified(self, method: str, params: list[Any]) -> None:
+        if method == "update3" and len(params) == 3:
+            self._apply(params[2])
+
+    def _requests(self) -> dict[str, Any]:
+        out: dict[str, Any] = {t: [{}] for t in REPLICATED}
+        for table, where in self.conditions.items():
+            out[table] = [{"where": where}]
+        return out
+
+    async def _transact(self, ops: list[dict[str, Any]]) -> list[Any]:
+        assert self.conn is not None
+        results = await self.conn.request("transact", ["OVN_Southbound", *ops])
+        for r in results:
+            if r is not None and "error" in r:
+                raise RuntimeError(f"{self.name}: transaction failed: {r}")
+        return list(results)
 
     # -- reading the replica ----------------------------------------------------------
 
     def _mine(self) -> tuple[IdlRow | None, IdlRow | None, IdlRow | None]:
-        ch = next((r for r in self.idl["Chassis"].rows.values() if r.name == self.name), None)
-        enc = next((r for r in self.idl["Encap"].rows.values()
-                    if r.chassis_name == self.name), None)
-        priv = next((r for r in self.idl["Chassis_Private"].rows.values()
-                     if r.name == self.name), None)
+        r = self.replica
+        ch = next((x for x in r["Chassis"].rows.values() if x.name == self.name), None)
+        enc = next((x for x in r["Encap"].rows.values() if x.chassis_name == self.name), None)
+        priv = next((x for x in r["Chassis_Private"].rows.values() if x.name == self.name),
+                    None)
         return ch, enc, priv
 
     def _local(self, ch: IdlRow) -> tuple[frozenset[str], frozenset[str]]:
@@ -133,19 +184,22 @@ class SimChassis:
         by_name: dict[str, IdlRow] = {}
         ports: set[str] = set()
         start: set[str | None] = set()
-        for pb in self.idl["Port_Binding"].rows.values():
+        for pb in self.replica["Port_Binding"].rows.values():
             by_name[pb.logical_port] = pb
             if _uuid_of(pb.chassis) == ch.uuid or _uuid_of(pb.requested_chassis) == ch.uuid:
-                ports.add(pb.logical_port)
+                if pb.type == "":
+                    ports.add(pb.logical_port)
                 start.add(_uuid_of(pb.datapath))
-        patches: dict[str, list[IdlRow]] = {}
+        links: dict[str, list[IdlRow]] = {}
         for pb in by_name.values():
-            if pb.type == "patch":
-                patches.setdefault(_uuid_of(pb.datapath) or "", []).append(pb)
+            # patch ports join datapaths; a gateway router's ports only on its chassis
+            if pb.type == "patch" or (pb.type == "l3gateway"
+                                      and _uuid_of(pb.chassis) == ch.uuid):
+                links.setdefault(_uuid_of(pb.datapath) or "", []).append(pb)
         seen: set[str | None] = set(start)
         todo = list(start)
         while todo:
-            for pb in patches.get(todo.pop() or "", ()):
+            for pb in links.get(todo.pop() or "", ()):
                 peer = by_name.get(pb.options.get("peer", ""))
                 dp = _uuid_of(peer.datapath) if peer is not None else None
                 if dp is not None and dp not in seen:
@@ -155,42 +209,55 @@ class SimChassis:
 
     # -- one reaction -----------------------------------------------------------------
 
-    def _register(self, txn: Transaction) -> None:
-        enc = txn.insert("Encap", type="geneve", ip=self.encap_ip, options={"csum": "true"},
-                         chassis_name=self.name)
-        ch = txn.insert("Chassis", name=self.name, hostname=self.hostname, encaps=[enc],
-                        other_config=dict(BASE_OTHER_CONFIG))
-        txn.insert("Chassis_Private", name=self.name, chassis=ch)
+    def _register_ops(self) -> list[dict[str, Any]]:
+        return [
+            {"op": "insert", "table": "Encap", "uuid-name": "encap", "row": {
+                "type": "geneve", "ip": self.encap_ip, "chassis_name": self.name,
+                "options": ["map", [["csum", "true"]]]}},
+            {"op": "insert", "table": "Chassis", "uuid-name": "chassis", "row": {
+                "name": self.name, "hostname": self.hostname,
+                "encaps": ["named-uuid", "encap"],
+                "other_config": ["map", sorted(BASE_OTHER_CONFIG.items())]}},
+            {"op": "insert", "table": "Chassis_Private", "row": {
+                "name": self.name, "chassis": ["named-uuid", "chassis"]}},
+        ]
 
-    def _react(self, txn: Transaction) -> None:
-        ch, enc, priv = self._mine()
-        if ch is None or enc is None or priv is None:
-            self._register(txn)
-            return
-        for pb in self.idl["Port_Binding"].rows.values():
+    def _reaction_ops(self, ch: IdlRow, enc: IdlRow, priv: IdlRow) -> list[dict[str, Any]]:
+        ops: list[dict[str, Any]] = []
+
+        def update(row: IdlRow, values: dict[str, Any]) -> None:
+            ops.append({"op": "update", "table": row.table.name,
+                        "where": [["_uuid", "==", ["uuid", row.uuid]]], "row": values})
+
+        me, encap = ["uuid", ch.uuid], ["uuid", enc.uuid]
+        claimed = set()
+        for pb in self.replica["Port_Binding"].rows.values():
+            mine = _uuid_of(pb.chassis) == ch.uuid
+            if pb.type == "l3gateway":  # a gateway router's port: bound where it is pinned
+                if pb.options.get("l3gateway-chassis") == self.name and not mine:
+                    update(pb, {"chassis": me})
+                continue
             if pb.type != "":
                 continue
-            mine = _uuid_of(pb.chassis) == ch.uuid
             wanted = _uuid_of(pb.requested_chassis) == ch.uuid
             if wanted and not mine:
-                txn.update(pb, chassis=ch, encap=enc, up=[False])
+                update(pb, {"chassis": me, "encap": encap, "up": ["set", [False]]})
                 self.claims += 1
             elif wanted and pb.up is not True and pb.logical_port in self.claimed:
-                txn.update(pb, up=[True])
+                update(pb, {"up": ["set", [True]]})
             elif mine and not wanted and pb.requested_chassis:
-                txn.update(pb, chassis=[], encap=[], up=[False])
-        self.claimed = {pb.logical_port for pb in self.idl["Port_Binding"].rows.values()
-                        if _uuid_of(pb.chassis) == ch.uuid
-                        or _uuid_of(pb.requested_chassis) == ch.uuid}
-        sb_global = next(iter(self.idl["SB_Global"].rows.values()), None)
+                update(pb, {"chassis": ["set", []], "encap": ["set", []],
+                            "up": ["set", [False]]})
+            if wanted:
+                claimed.add(pb.logical_port)
+        self.claimed = claimed
+        sb_global = next(iter(self.replica["SB_Global"].rows.values()), None)
         if sb_global is not None and priv.nb_cfg != sb_global.nb_cfg:
-            txn.update(priv, nb_cfg=sb_global.nb_cfg, nb_cfg_timestamp=self.wall_ms())
+            update(priv, {"nb_cfg": sb_global.nb_cfg, "nb_cfg_timestamp": self.wall_ms()})
+        return ops
 
-    async def _follow(self) -> None:
+    async def _follow(self, ch: IdlRow) -> None:
         """Change the conditions when the local ports or datapaths did."""
-        ch, _, _ = self._mine()
-        if ch is None:
-            return
         ports, datapaths = self._local(ch)
         if ch.uuid == self.chassis_uuid and ports == self.ports \
                 and datapaths == self.datapaths:
@@ -198,37 +265,50 @@ class SimChassis:
         self.chassis_uuid, self.ports, self.datapaths = ch.uuid, ports, datapaths
         conds = local_conditions(self.name, ch.uuid, sorted(ports), sorted(datapaths),
                                  self.monitor_all)
-        for table, where in conds.items():
-            if where != self.idl.conditions.get(table):
-                await self.idl.set_condition(table, where)
+        changed = {t: [{"where": w}] for t, w in conds.items() if w != self.conditions.get(t)}
+        if changed and self.conn is not None:
+            self.conditions = conds
+            result = await self.conn.request("monitor_cond_change", [MONID, MONID, changed])
+            del result
 
-    async def react(self) -> Status:
+    async def react(self) -> None:
         t0 = time.thread_time()
         self.wakes += 1
         rows, self.rows_pending = self.rows_pending, 0
         burn(self.work_ms + rows * self.work_us_per_row / 1000.0)
+        ch, enc, priv = self._mine()
+        if ch is None or enc is None or priv is None:
+            ops = self._register_ops()
+        else:
+            ops = self._reaction_ops(ch, enc, priv)
         self.cpu += time.thread_time() - t0
-        result = await self.idl.run(self._react)
-        t1 = time.thread_time()
-        await self._follow()
-        self.cpu += time.thread_time() - t1
-        return result.status
+        if ops:
+            await self._transact(ops)
+        ch, _, _ = self._mine()
+        if ch is not None:
+            t1 = time.thread_time()
+            await self._follow(ch)
+            self.cpu += time.thread_time() - t1
 
     # -- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.idl.start()
-        status = await self.react()
-        if status not in (Status.SUCCESS, Status.UNCHANGED):
-            raise RuntimeError(f"{self.name}: registering failed: {status}")
+        self.conn = await connect(self.sb, lambda: ClientConnection(
+            f"{self.name}->{self.sb}", on_notify=self._notified))
+        result = await self.conn.request("monitor_cond_since", [
+            "OVN_Southbound", MONID, self._requests(), ZERO_UUID])
+        self._apply(result[2])
+        await self.react()  # registers
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def _loop(self) -> None:
         seen = self.seq.read()
         while True:
             seen = await self.seq.wait(seen, self.wake_delay_ms)
-            status = await self.react()
-            if status is Status.ERROR:
+            try:
+                await self.react()
+            except RuntimeError as e:  # a conflicting write: the next update retries
+                log.warning("%s", e)
                 await asyncio.sleep(0.2)
 
     async def stop(self) -> None:
@@ -237,11 +317,13 @@ class SimChassis:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self.idl.close()
+        if self.conn is not None:
+            self.conn.close()
 
     def stats(self) -> dict[str, Any]:
         return {"name": self.name, "cpu_s": self.cpu, "wakes": self.wakes,
-                "claims": self.claims, "local_datapaths": len(self.datapaths)}
+                "claims": self.claims, "local_datapaths": len(self.datapaths),
+                "flows": self.flows}
 
 
 def _uuid_of(ref: Any) -> str | None:
@@ -270,7 +352,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
 async def _amain(args: argparse.Namespace) -> int:
     first, _, last = args.nodes.partition("-")
-    fleet = [SimChassis(n, args.ovnsb_db, work_ms=args.work_ms,
+    schema = load_schema(SB_SCHEMA)
+    fleet = [SimChassis(n, args.ovnsb_db, schema, work_ms=args.work_ms,
                         work_us_per_row=args.work_us_per_row,
                         wake_delay_ms=args.wake_delay_ms, monitor_all=args.monitor_all)
              for n in range(int(first), int(last or first) + 1)]
