@@ -94,3 +94,36 @@ def test_percentiles_are_nearest_rank() -> None:
     values: list[Any] = list(range(1, 101))
     assert [percentile(values, q) for q in (50, 90, 99, 100)] == [50, 90, 99, 100]
     assert percentile([7.0], 99) == 7.0
+
+
+def test_sigterm_stops_everything_it_started(tmp_path: Path) -> None:
+    """A run stopped by SIGTERM stops its servers, northd and chassis by pid."""
+    import os
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-m", "pyovsdb", "scale", "--stacks", "ours",
+                          "--nodes=2", "--startup-pods=1", "--pods=200", "--rate=1",
+                          f"--out={out}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        pidfiles = [out / "ours" / f"{n}.pid" for n in ("nb", "sb", "northd", "chassis")]
+        deadline = time.monotonic() + 60
+        while not all(f.exists() for f in pidfiles):
+            assert p.poll() is None and time.monotonic() < deadline, p.stderr
+            time.sleep(0.1)
+        pids = [int(f.read_text()) for f in pidfiles]
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if p.stderr is not None:
+            p.stderr.close()
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"process {pid} outlived the run")

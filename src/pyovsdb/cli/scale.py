@@ -8,7 +8,8 @@ Rules kept here:
 - The report (`report.html`, `summary.json`) is written once every stack has run; the
   ratios divide each stack's figures by the first stack's.
 - Bad options are one line of error and status 2; a stack that fails is one line of
-  error naming it and status 1, after the others' processes are stopped.
+  error naming it and status 1, after the others' processes are stopped. SIGTERM and
+  SIGHUP stop the run the same way: every process it started is stopped by pid.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import tempfile
 from dataclasses import asdict
@@ -44,10 +46,11 @@ def _args(argv: list[str]) -> argparse.Namespace:
                     help="measured pods per second, not waiting for each (default: one "
                          "at a time)")
     ap.add_argument("--transport", choices=("unix", "tcp"), default="unix")
-    ap.add_argument("--work-ms", type=float, default=1.0,
-                    help="chassis CPU per wake-up (flow computation)")
-    ap.add_argument("--work-us-per-row", type=float, default=20.0,
-                    help="chassis CPU per Southbound row changed")
+    ap.add_argument("--work-ms", type=float, default=0.0,
+                    help="chassis CPU per wake-up, standing for flow computation (all "
+                         "the chassis share this machine's cores: off by default)")
+    ap.add_argument("--work-us-per-row", type=float, default=0.0,
+                    help="chassis CPU per Southbound row changed (off by default)")
     ap.add_argument("--wake-delay-ms", type=float, default=0.0,
                     help="chassis' delayed wake (seed 004)")
     ap.add_argument("--northd-backoff-ms", type=int, default=0,
@@ -112,8 +115,14 @@ async def _amain(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: every stack stops what it started
+
+
 def main(argv: list[str]) -> int:
     args = _args(argv)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
     try:
         if args.out:
             root = Path(args.out)

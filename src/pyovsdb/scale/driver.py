@@ -90,8 +90,9 @@ class Scenario:
         if row.up == [True] or row.up is True:
             self._mark(row.logical_port, "up_sb")
 
-    async def _until(self, done: Any, what: str) -> None:
-        deadline = time.monotonic() + self.timeout
+    async def _until(self, done: Any, what: str, pods: int = 1) -> None:
+        """Wait for `done()`, `timeout` per 100 pods waited for (at least one)."""
+        deadline = time.monotonic() + self.timeout * max(1.0, pods / 100)
         while not done():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -134,7 +135,7 @@ class Scenario:
             if ops:
                 await self._write(ops)
         await self._until(lambda: all("up" in self.watching[p].marks for p in startup),
-                          f"the {len(startup)} startup pods to be up")
+                          f"the {len(startup)} startup pods to be up", len(startup))
         startup_s = time.perf_counter() - t0
         # the measured pods: one at a time, or at a fixed rate without waiting
         measured: list[PodTimes] = []
@@ -156,7 +157,7 @@ class Scenario:
         for write in writes:
             await write
         await self._until(lambda: all("up" in t.marks for t in measured),
-                          "the measured pods to be up")
+                          "the measured pods to be up", len(measured))
         pods_s = time.perf_counter() - t1
         return {"startup_s": startup_s, "pods_s": pods_s,
                 "pods": [p.latencies_ms() for p in measured],
