@@ -289,25 +289,25 @@ class SimChassis:
         me = self.chassis_uuid
         return me is None or _uuid_of(pb.chassis) == me or _uuid_of(pb.requested_chassis) == me
 
-    async def _follow(self, ch: IdlRow) -> None:
-        """Change the conditions when the local ports or datapaths did."""
+    def _follow(self, ch: IdlRow) -> dict[str, Any] | None:
+        """The monitor conditions to change, if the local ports or datapaths did."""
         if not self.relocate and ch.uuid == self.chassis_uuid:
-            return
+            return None
         self.relocate = False
         ports, datapaths = self._local(ch)
         if ch.uuid == self.chassis_uuid and ports == self.ports \
                 and datapaths == self.datapaths:
-            return
+            return None
         self.chassis_uuid, self.ports, self.datapaths = ch.uuid, ports, datapaths
         conds = local_conditions(self.name, ch.uuid, sorted(ports), sorted(datapaths),
                                  self.monitor_all)
         changed = {t: [{"where": w}] for t, w in conds.items() if w != self.conditions.get(t)}
-        if changed and self.conn is not None:
-            self.conditions = conds
-            result = await self.conn.request("monitor_cond_change", [MONID, MONID, changed])
-            del result
+        self.conditions = conds
+        return changed or None
 
     async def react(self) -> None:
+        """One wake: the work, the reaction's transaction, the conditions followed.
+        Only what runs between awaits is counted as this chassis's CPU."""
         t0 = time.thread_time()
         self.wakes += 1
         rows, self.rows_pending = self.rows_pending, 0
@@ -320,11 +320,12 @@ class SimChassis:
         self.cpu += time.thread_time() - t0
         if ops:
             await self._transact(ops)
+        t1 = time.thread_time()
         ch, _, _ = self._mine()
-        if ch is not None:
-            t1 = time.thread_time()
-            await self._follow(ch)
-            self.cpu += time.thread_time() - t1
+        changed = self._follow(ch) if ch is not None else None
+        self.cpu += time.thread_time() - t1
+        if changed and self.conn is not None:
+            await self.conn.request("monitor_cond_change", [MONID, MONID, changed])
 
     # -- life cycle -------------------------------------------------------------------
 
