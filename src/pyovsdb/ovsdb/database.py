@@ -110,6 +110,12 @@ class Database:
             nv = new.data[col.name] if new is not None else None
             if (not ov and not nv) or (old is not None and new is not None and ov == nv):
                 continue
+            if ov and nv and not codec.is_map and not codec.is_scalar:
+                # A set changed: only the elements that left or came count (a port
+                # group of a thousand ports gaining one is one reference, not 2,000).
+                kept = set(ov).intersection(nv)
+                ov = tuple(a for a in ov if a not in kept)
+                nv = tuple(a for a in nv if a not in kept)
             if ov:
                 for rt, target in codec.iter_refs(ov, True):
                     if target == uuid:

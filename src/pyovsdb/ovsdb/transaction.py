@@ -783,11 +783,16 @@ class Transaction:
         for (tname, uuid), row in candidates.items():
             table = tables[tname]
             changes: dict[str, Any] = {}
+            committed = table.rows.get(uuid)
             for col in _weak_ref_columns(table.schema):
                 value = row.data[col.name]
                 if not value:
                     continue
-                kept, removed = self._live_weak_refs(col.type.codec, value)
+                codec = col.type.codec
+                if committed is not None and not codec.is_map and not codec.is_scalar \
+                        and self._weak_set_intact(codec, value, committed.data[col.name]):
+                    continue
+                kept, removed = self._live_weak_refs(codec, value)
                 if not removed:
                     continue
                 if len(kept) < col.type.min:
@@ -812,6 +817,19 @@ class Transaction:
                 changes[col.name] = kept
             if changes:
                 self._writable(table, row).data.update(changes)
+
+    def _weak_set_intact(self, codec: Any, value: tuple[Any, ...],
+                         committed: tuple[Any, ...]) -> bool:
+        """Whether every weak reference of a set column is known alive without looking
+        each up: those it held when committed pointed at rows that existed then, so
+        only the new ones and those whose rows this transaction touched can be dead."""
+        target = self.db.tables[codec.key.ref_table]
+        members = set(value)
+        suspects = members.difference(committed)
+        trs = self.rows.get(target.name)
+        if trs:
+            suspects.update(members.intersection(trs))
+        return all(self._current(target, u) is not None for u in suspects)
 
     def _live_weak_refs(self, codec: Any, value: Any) -> tuple[Any, list[str]]:
         """(value without dead weak refs, the dead refs removed)."""
