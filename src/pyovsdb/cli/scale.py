@@ -69,6 +69,10 @@ def _args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     chassis_args = [f"--work-ms={args.work_ms}", f"--work-us-per-row={args.work_us_per_row}",
                     f"--wake-delay-ms={args.wake_delay_ms}"]
@@ -83,7 +87,7 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
         stack.start_chassis(args.nodes)
         scenario = await Scenario(stack.remote("nb"), stack.remote("sb"), args.nodes,
                                   args.startup_pods, args.pods, args.timeout,
-                                  args.rate).run()
+                                  args.rate, lambda line: _say(f"{name}: {line}")).run()
         await stack.stop_sampling()
         db_bytes = stack.db_sizes()
     finally:
@@ -97,8 +101,8 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
 async def _amain(args: argparse.Namespace, root: Path) -> int:
     runs = []
     for name in args.stacks.split(","):
-        print(f"{name}: {args.nodes} nodes, {args.startup_pods} startup pods per node, "
-              f"{args.pods} measured pods", file=sys.stderr)
+        _say(f"{name}: {args.nodes} nodes, {args.startup_pods} startup pods per node, "
+             f"{args.pods} measured pods")
         runs.append(await run_stack(name, root, args))
     summaries = [summarize(r) for r in runs]
     params = {k: v for k, v in vars(args).items() if k != "out"}

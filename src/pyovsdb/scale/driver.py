@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +59,11 @@ class Scenario:
     """density-light on a started stack (module rules)."""
 
     def __init__(self, nb_remote: str, sb_remote: str, nodes: int, startup: int, pods: int,
-                 timeout: float = 60.0, rate: float = 0.0) -> None:
+                 timeout: float = 60.0, rate: float = 0.0,
+                 progress: Callable[[str], None] = lambda line: None) -> None:
         self.nodes, self.startup, self.pods, self.timeout = nodes, startup, pods, timeout
         self.rate = rate
+        self.progress = progress
         self.nb = Idl(nb_remote, "OVN_Northbound", tables={
             "Logical_Switch_Port": ["name", "up"], "NB_Global": ["nb_cfg", "sb_cfg", "hv_cfg"]})
         self.sb = Idl(sb_remote, "OVN_Southbound", tables={
@@ -137,6 +140,7 @@ class Scenario:
         await self._until(lambda: all("up" in self.watching[p].marks for p in startup),
                           f"the {len(startup)} startup pods to be up", len(startup))
         startup_s = time.perf_counter() - t0
+        self.progress(f"{len(startup)} startup pods up in {startup_s:.1f} s")
         # the measured pods: one at a time, or at a fixed rate without waiting
         measured: list[PodTimes] = []
         writes: list[asyncio.Task[None]] = []
@@ -159,6 +163,7 @@ class Scenario:
         await self._until(lambda: all("up" in t.marks for t in measured),
                           "the measured pods to be up", len(measured))
         pods_s = time.perf_counter() - t1
+        self.progress(f"{len(measured)} measured pods up in {pods_s:.1f} s")
         return {"startup_s": startup_s, "pods_s": pods_s,
                 "pods": [p.latencies_ms() for p in measured],
                 "wait_hv_ms": await self._wait_hv()}
