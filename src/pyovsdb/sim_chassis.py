@@ -35,7 +35,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -317,10 +317,7 @@ async def _amain(args: argparse.Namespace) -> int:
     log.info("%d chassis registered: %s", len(group.specs),
              ", ".join(s.name for s in group.specs))
     if args.pidfile:
-        tmp = f"{args.pidfile}.tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{os.getpid()}\n")
-        os.replace(tmp, args.pidfile)
+        write_pidfile(args.pidfile)
     try:
         await stopping.wait()
     finally:
@@ -332,9 +329,19 @@ async def _amain(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _args(sys.argv[1:] if argv is None else argv)
-    handler: logging.Handler = (logging.FileHandler(args.log_file) if args.log_file
+def write_pidfile(path: str) -> None:
+    """Our pid in `path`, which appears whole or not at all (a readiness signal)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    os.replace(tmp, path)
+
+
+def run_program(name: str, amain: Callable[[], Coroutine[Any, Any, int]],
+                log_file: str | None) -> int:
+    """A simulator as a process: its log to `log_file` (else stderr), `amain` run, and
+    a failure as one line naming the program, not a traceback."""
+    handler: logging.Handler = (logging.FileHandler(log_file) if log_file
                                 else logging.StreamHandler())
     handler.setFormatter(logging.Formatter(
         "%(asctime)s|%(name)s|%(levelname)s|%(message)s"))
@@ -342,10 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     try:
-        return asyncio.run(_amain(args))
+        return asyncio.run(amain())
     except Exception as e:  # one line, not a traceback
-        print(f"sim_chassis: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(sys.argv[1:] if argv is None else argv)
+    return run_program("sim_chassis", lambda: _amain(args), args.log_file)
 
 
 if __name__ == "__main__":

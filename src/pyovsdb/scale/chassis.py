@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 import time
@@ -55,7 +54,7 @@ from ..idl.replica import Replica
 from ..idl.row import IdlRow
 from ..jsonrpc.session import ClientConnection, connect
 from ..ovsdb.schema import DatabaseSchema
-from ..sim_chassis import BASE_OTHER_CONFIG
+from ..sim_chassis import BASE_OTHER_CONFIG, run_program, write_pidfile
 from ..storage.schemafile import load_schema
 from ..testing import SB_SCHEMA
 from ..util.seq import Seq
@@ -402,10 +401,7 @@ async def _amain(args: argparse.Namespace) -> int:
         for i in range(0, len(fleet), 25):  # a few at a time, as hypervisors boot
             await asyncio.gather(*(c.start() for c in fleet[i:i + 25]))
         log.info("%d chassis registered", len(fleet))
-        tmp = f"{args.pidfile}.tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{os.getpid()}\n")
-        os.replace(tmp, args.pidfile)
+        write_pidfile(args.pidfile)
         await stopping.wait()
     finally:
         with open(args.stats, "w") as f:
@@ -416,16 +412,7 @@ async def _amain(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(sys.argv[1:] if argv is None else argv)
-    handler: logging.Handler = (logging.FileHandler(args.log_file) if args.log_file
-                                else logging.StreamHandler())
-    handler.setFormatter(logging.Formatter("%(asctime)s|%(name)s|%(levelname)s|%(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.INFO)
-    try:
-        return asyncio.run(_amain(args))
-    except Exception as e:  # one line, not a traceback
-        print(f"scale chassis: {e}", file=sys.stderr)
-        return 1
+    return run_program("scale chassis", lambda: _amain(args), args.log_file)
 
 
 if __name__ == "__main__":
