@@ -309,10 +309,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
 async def _amain(args: argparse.Namespace) -> int:
     group = ChassisGroup(args.ovnsb_db, default_specs(args.chassis, args.prefix),
                          auto_claim=args.claim == "all")
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
+    stopping = stop_on_signals()
     await group.start()
     log.info("%d chassis registered: %s", len(group.specs),
              ", ".join(s.name for s in group.specs))
@@ -327,6 +324,15 @@ async def _amain(args: argparse.Namespace) -> int:
                 os.unlink(args.pidfile)
     log.info("stopped")
     return 0
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT (the program's cue to stop)."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    return stopping
 
 
 def write_pidfile(path: str) -> None:

@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -54,7 +53,7 @@ from ..idl.replica import Replica
 from ..idl.row import IdlRow
 from ..jsonrpc.session import ClientConnection, connect
 from ..ovsdb.schema import DatabaseSchema
-from ..sim_chassis import BASE_OTHER_CONFIG, run_program, write_pidfile
+from ..sim_chassis import BASE_OTHER_CONFIG, run_program, stop_on_signals, write_pidfile
 from ..storage.schemafile import load_schema
 from ..testing import SB_SCHEMA
 from ..util.seq import Seq
@@ -393,10 +392,7 @@ async def _amain(args: argparse.Namespace) -> int:
                         work_us_per_row=args.work_us_per_row,
                         wake_delay_ms=args.wake_delay_ms, monitor_all=args.monitor_all)
              for n in range(int(first), int(last or first) + 1)]
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
+    stopping = stop_on_signals()
     try:
         for i in range(0, len(fleet), 25):  # a few at a time, as hypervisors boot
             await asyncio.gather(*(c.start() for c in fleet[i:i + 25]))
