@@ -84,8 +84,8 @@ def flow(dp: tuple[str, str], i: int, table: int = 10) -> dict[str, Any]:
 def topology_ops(n: int, port: int) -> list[dict[str, Any]]:
     """The Southbound of an n-node cluster, as one transaction (named uuids), with the
     TCP remote as deployments at scale configure it: a Connection row whose inactivity
-    probe is off (with the default 5 s, the real server drops chassis that take longer
-    than that to read their initial rows and answer its echo)."""
+    probe is off (with `--remote=ptcp` the real server closed a chassis connection
+    during a 300-chassis storm, presumably by its default 5 s probe)."""
     ops: list[dict[str, Any]] = [
         {"op": "insert", "table": "Connection", "uuid-name": "conn",
          "row": {"target": f"ptcp:{port}:127.0.0.1", "inactivity_probe": 0}},
