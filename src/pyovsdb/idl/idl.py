@@ -1037,16 +1037,17 @@ class Idl:
         ops, selects = txn.ops()
         if not ops:
             return Result(Status.UNCHANGED)
+        # What the reply is read against, and nothing more, is kept while it comes: a
+        # large transaction's rows, encoded or not, are no longer needed once sent (a
+        # northd's first commit would otherwise hold three copies of the whole SB
+        # while the server's echo of it is parsed). Read before sending, so that
+        # nothing can fail between the request and the wait for its reply.
+        sent = [_Sent.of(op) for op in ops]
         try:
             fut = conn.send_request("transact", [self.database, *ops])
         except ConnectionLost as e:
             return Result(Status.TRY_AGAIN, error=str(e))
         txn.request_bytes = conn.last_request_size
-        # What the reply is read against, and nothing more, is kept while it comes: a
-        # large transaction's rows, encoded or not, are no longer needed once sent (a
-        # northd's first commit would otherwise hold three copies of the whole SB
-        # while the server's echo of it is parsed).
-        sent = [_Sent.of(op) for op in ops]
         del ops
         txn.forget_changes()
         try:
