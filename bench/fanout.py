@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import selectors
 import statistics
 import sys
@@ -55,19 +54,18 @@ from typing import Any
 
 from pyovsdb.jsonrpc.client import Client, connect
 from pyovsdb.jsonrpc.stream import JsonStream, dumps
-from pyovsdb.testing import SB_SCHEMA, ServerProcess, compile_bytecode, create_db, free_port
+from pyovsdb.testing import (
+    SB_SCHEMA,
+    ServerProcess,
+    compile_bytecode,
+    cpu_seconds,
+    create_db,
+    free_port,
+)
 
 KINDS = ("real", "ours")
 SCENARIOS = ("port-local", "flows-local", "flows-router", "flows-group", "nb-cfg")
 PODS, FLOWS, SHARED_FLOWS = 10, 40, 200
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
 # -- the database -----------------------------------------------------------------------
 
 

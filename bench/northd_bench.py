@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -50,18 +49,10 @@ from pyovsdb.testing import (
     SB_SCHEMA,
     ServerProcess,
     compile_bytecode,
+    cpu_seconds,
     create_db,
     stop_process,
 )
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of process `pid` (its threads included), from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 async def settled(pid: int, timeout: float, alive: Callable[[], None],

@@ -40,6 +40,7 @@ from pyovsdb.testing import (
     SB_SCHEMA,
     ServerProcess,
     compile_bytecode,
+    cpu_seconds,
     create_db,
     stop_process,
 )
@@ -47,7 +48,6 @@ from pyovsdb.testing import (
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "northd"))
 import mixgen  # the mix lives beside the corpus it generates
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 NORTHDS = {"real": "ovn-northd 23.03", "ours": "pyovsdb northd"}
 # A source tree holding the accelerated (compiled) build, for northd kind "compiled"
 # (`northd_cold_sizes.py --compiled DIR`).
@@ -55,13 +55,6 @@ ACCELERATED = ""
 MAC_PREFIX = "0a:00:00"
 SVC_MONITOR_MAC = "0a:00:00:ff:ff:fe"
 TIMEOUT = 600
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of process `pid` (its threads included), from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def peak_rss_mib(pid: int) -> float:

@@ -28,6 +28,16 @@ SB_SCHEMA = str(SCHEMAS / "ovn-sb.ovsschema")
 VSWITCH_SCHEMA = str(SCHEMAS / "vswitch.ovsschema")
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of process `pid` (its threads included), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

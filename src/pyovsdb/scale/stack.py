@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -26,22 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, stop_process
+from ..testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, cpu_seconds, create_db, stop_process
 
 STACKS = {"c": ("real", "real"), "ours": ("ours", "ours"),
           "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours")}
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def proc_sample(pid: int) -> tuple[float, float, float] | None:
     """(CPU seconds, resident MiB, peak resident MiB) of `pid`, None if it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        cpu = cpu_seconds(pid)
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
-    fields = stat.rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / TICK
     mem = {k: int(v.split()[0]) / 1024 for k, _, v in
            (line.partition(":") for line in status.splitlines()) if k in ("VmRSS", "VmHWM")}
     return cpu, mem.get("VmRSS", 0.0), mem.get("VmHWM", 0.0)
