@@ -68,13 +68,11 @@ class Condition:
         # committed row that can match.
         self.pinned: dict[str, Any] = {}
         for c in real:
-            if c.column == "_uuid" and c.function in ("==", "includes"):
+            if _pins_uuid(c):
                 if self.uuids is None:
                     self.uuids = frozenset((c.arg,))
-            elif c.column is not None and c.column != "_version" and (
-                    c.function == "==" or (c.function == "includes"
-                                           and type(c.arg) is not tuple)):
-                self.pinned.setdefault(c.column, c.arg)
+            elif (col := _pinned_column(c)) is not None:
+                self.pinned.setdefault(col, c.arg)
         preds = [c.predicate for c in real]
         if self.always_false:
             self.matches: Predicate = _never
@@ -133,15 +131,12 @@ class Lookup:
         uuids: set[str] = set()
         rest: list[Clause] = []
         for c in clauses:
-            f, col, arg = c.function, c.column, c.arg
-            if col == "_uuid" and f in ("==", "includes"):
-                uuids.add(arg)
-            elif col is None or col == "_version" or f not in ("==", "includes"):
-                rest.append(c)
-            elif f == "==" or type(arg) is not tuple:  # "includes" on a scalar is "=="
-                equal.setdefault(col, set()).add(arg)
-            elif len(arg) == 1:
-                any_of.setdefault(col, set()).add(arg[0])
+            if _pins_uuid(c):
+                uuids.add(c.arg)
+            elif (col := _pinned_column(c)) is not None:
+                equal.setdefault(col, set()).add(c.arg)
+            elif (col := _one_element_includes(c)) is not None:
+                any_of.setdefault(col, set()).add(c.arg[0])
             else:
                 rest.append(c)
         self.equal = {col: frozenset(v) for col, v in equal.items()}
@@ -180,6 +175,31 @@ class Lookup:
             return False
 
         return matches
+
+
+def _pins_uuid(c: Clause) -> bool:
+    """The clause holds only for the row of one `_uuid`."""
+    return c.column == "_uuid" and c.function in ("==", "includes")
+
+
+def _pinned_column(c: Clause) -> str | None:
+    """The column (not `_uuid` or `_version`) the clause pins to one value, if it does:
+    `==`, or `includes` on a scalar column (where it is `==`: a scalar's argument is a
+    bare atom, every other column's a tuple)."""
+    col = c.column
+    if col is None or col in ("_uuid", "_version"):
+        return None
+    if c.function == "==" or (c.function == "includes" and type(c.arg) is not tuple):
+        return col
+    return None
+
+
+def _one_element_includes(c: Clause) -> str | None:
+    """The set or map column of an `includes` of one element, if the clause is one."""
+    col = c.column
+    if col is None or col in ("_uuid", "_version") or c.function != "includes":
+        return None
+    return col if type(c.arg) is tuple and len(c.arg) == 1 else None
 
 
 def _always(row: Row) -> bool:

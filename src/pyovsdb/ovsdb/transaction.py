@@ -290,27 +290,19 @@ class Transaction:
                 if row is not None and match(row):
                     yield row
             return
+        # An index may pin the one committed row that can match, if this transaction
+        # changed no committed row of the table: then that row stands for the scan.
+        hit = None
         if cond.pinned and not (trs and any(tr.old is not None for tr in trs.values())):
             hit = _index_lookup(table, cond.pinned)
-            if hit is not None:
-                # An index pins the one committed row that can match, and this
-                # transaction changed no committed row of the table: that row, then its
-                # inserts, in the order a scan yields them.
-                for uuid in hit:
-                    row = table.rows[uuid]
-                    if match(row):
-                        yield row
-                if trs:
-                    for added in list(trs.values()):
-                        if added.new is not None and match(added.new):
-                            yield added.new
-                return
         if not trs:
-            for row in list(table.rows.values()):
+            for row in (list(table.rows.values()) if hit is None
+                        else [table.rows[u] for u in hit]):
                 if match(row):
                     yield row
             return
-        for uuid, row in list(table.rows.items()):
+        for uuid, row in (list(table.rows.items()) if hit is None
+                          else [(u, table.rows[u]) for u in hit]):
             tr = trs.get(uuid)
             if tr is not None:
                 if tr.new is None:
