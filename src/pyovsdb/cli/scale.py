@@ -88,11 +88,10 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
         scenario = await Scenario(stack.remote("nb"), stack.remote("sb"), args.nodes,
                                   args.startup_pods, args.pods, args.timeout,
                                   args.rate, lambda line: _say(f"{name}: {line}")).run()
-        await stack.stop_sampling()
-        db_bytes = stack.db_sizes()
     finally:
-        await stack.stop_sampling()
+        await stack.stop_sampling()  # the last sample (and peak) before the processes go
         stack.stop()
+    db_bytes = stack.db_sizes()
     series = {role: {**asdict(s), "cpu_s": s.cpu_s} for role, s in stack.series.items()}
     return {"stack": name, "scenario": scenario, "series": series,
             "chassis": stack.chassis_stats(), "db_bytes": db_bytes}
