@@ -54,6 +54,7 @@ from typing import Any
 
 from pyovsdb.jsonrpc.client import Client, connect
 from pyovsdb.jsonrpc.stream import JsonStream, dumps
+from pyovsdb.scale.chassis import local_conditions
 from pyovsdb.testing import (
     SB_SCHEMA,
     ServerProcess,
@@ -157,26 +158,12 @@ def transact(client: Client, ops: list[dict[str, Any]]) -> list[Any]:
 
 
 def conditions(i: int, ch: str, dps: list[str], monitor_all: bool) -> dict[str, Any]:
-    """The monitor requests of node i's chassis (uuid `ch`, local datapaths `dps`)."""
-    name = f"chassis-{i}"
-    if monitor_all:
-        pb: list[Any] = [True]
-        lf: list[Any] = [True]
-        cp: list[Any] = [True]
-    else:
-        pb = [["type", "==", "patch"], ["type", "==", "chassisredirect"],
-              ["type", "==", "external"], ["chassis", "==", ["uuid", ch]],
-              ["requested_chassis", "==", ["uuid", ch]],
-              ["options", "includes", ["map", [["l2gateway-chassis", name]]]],
-              ["options", "includes", ["map", [["l3gateway-chassis", name]]]]]
-        for j in range(PODS):
-            pb += [["logical_port", "==", f"pod-{i}-{j}"], ["parent_port", "==", f"pod-{i}-{j}"]]
-        pb += [["datapath", "==", ["uuid", d]] for d in dps]
-        lf = [["logical_datapath", "==", ["uuid", d]] for d in dps]
-        lf.append(["logical_dp_group", "!=", ["set", []]])
-        cp = [["name", "==", name]]
-    return {"Port_Binding": [{"where": pb}], "Logical_Flow": [{"where": lf}],
-            "Chassis_Private": [{"where": cp}], "Logical_DP_Group": [{}],
+    """The monitor requests of node i's chassis (uuid `ch`, local datapaths `dps`):
+    ovn-controller's conditions (`scale.chassis.local_conditions`) on its pods and
+    datapaths, every row of the other tables it monitors."""
+    pods = [f"pod-{i}-{j}" for j in range(PODS)]
+    cond = local_conditions(f"chassis-{i}", ch, pods, dps, monitor_all)
+    return {**{t: [{"where": w}] for t, w in cond.items()}, "Logical_DP_Group": [{}],
             "Datapath_Binding": [{}], "Chassis": [{}], "Encap": [{}], "SB_Global": [{}]}
 
 

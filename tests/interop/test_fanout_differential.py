@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyovsdb.jsonrpc.client import Client
+from pyovsdb.scale.chassis import local_conditions
 
 N = 6
 
@@ -60,14 +61,11 @@ def _uuids(c: Client, table: str, column: str) -> dict[str, str]:
 
 
 def _conditions(i: int, ch: str, dps: list[str], ports: list[str]) -> dict[str, Any]:
-    pb: list[Any] = [["type", "==", "patch"], ["type", "==", "chassisredirect"],
-                     ["chassis", "==", ["uuid", ch]],
-                     ["options", "includes", ["map", [["l3gateway-chassis", f"ch{i}"]]]]]
-    pb += [["logical_port", "==", p] for p in ports]
-    pb += [["datapath", "==", ["uuid", d]] for d in dps]
-    lf: list[Any] = [["logical_datapath", "==", ["uuid", d]] for d in dps]
-    lf.append(["logical_dp_group", "!=", ["set", []]])
-    return {"Port_Binding": [{"where": pb}], "Logical_Flow": [{"where": lf}],
+    """ovn-controller's Port_Binding and Logical_Flow conditions (the scale harness's
+    `local_conditions`), and SB_Global for the markers."""
+    cond = local_conditions(f"ch{i}", ch, ports, dps, monitor_all=False)
+    return {"Port_Binding": [{"where": cond["Port_Binding"]}],
+            "Logical_Flow": [{"where": cond["Logical_Flow"]}],
             "SB_Global": [{"columns": ["nb_cfg", "external_ids"]}]}
 
 
