@@ -110,10 +110,10 @@ class Connection(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         try:
-            return _reads.buffer  # type: ignore[no-any-return]
+            return _reads.buffer
         except AttributeError:
             _reads.buffer = memoryview(bytearray(READ_SIZE))
-            return _reads.buffer  # type: ignore[no-any-return]
+            return _reads.buffer
 
     def buffer_updated(self, nbytes: int) -> None:
         self.data_received(bytes(_reads.buffer[:nbytes]))
