@@ -24,6 +24,7 @@ from typing import Any
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.schema import DatabaseSchema
 from ..storage import log as ovslog
+from ..util.ovshash import shash_walk
 from ..util.ovsjson import json_to_string, shash_order
 from .table import datum_to_string
 
@@ -73,7 +74,7 @@ class _Lister:
                 self.w("\n")
                 first = False
             ts = self.schema.tables.get(table) if self.schema is not None else None
-            for uuid in shash_order(rows):
+            for uuid in shash_walk(list(rows)):
                 columns = rows[uuid]
                 old_name = self.names.get(uuid)
                 new_name = None

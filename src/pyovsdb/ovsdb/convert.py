@@ -26,7 +26,7 @@ from typing import Any
 from .changeset import Changeset
 from .database import Database
 from .errors import OvsdbError
-from .hashorder import shash_order
+from .hashorder import shash_order, shash_walk
 from .ids import UuidSource
 from .row import Row
 from .schema import DatabaseSchema
@@ -103,6 +103,6 @@ def _known_only(schema: DatabaseSchema, rec: Any) -> Any:
             continue
         if isinstance(rows, dict):
             rows = {u: {c: rows[u][c] for c in shash_order(rows[u]) if c in ts.columns}
-                    if isinstance(rows[u], dict) else rows[u] for u in shash_order(rows)}
+                    if isinstance(rows[u], dict) else rows[u] for u in shash_walk(list(rows))}
         out[tname] = rows
     return out

@@ -20,13 +20,20 @@ import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..util.ovshash import calc_mask, hash_string, hmap_order, hmap_order_of, shash_order
+from ..util.ovshash import (
+    calc_mask,
+    hash_string,
+    hmap_order,
+    hmap_order_of,
+    shash_order,
+    shash_walk,
+)
 
 if TYPE_CHECKING:
     from .schema import TableSchema
 
 __all__ = ["first_in_shash_order", "hash_string", "hmap_order", "hmap_order_of", "shash_find_index",
-           "shash_order", "table_columns_order"]
+           "shash_order", "shash_walk", "table_columns_order"]
 
 
 def first_in_shash_order(names: Iterable[str], candidates: Iterable[str]) -> str:

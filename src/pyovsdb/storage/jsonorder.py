@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ..ovsdb.hashorder import hmap_order, shash_order, table_columns_order
+from ..ovsdb.hashorder import hmap_order, shash_order, shash_walk, table_columns_order
 from ..ovsdb.schema import DatabaseSchema, TableSchema
 
 _ANNOTATIONS = ("_comment", "_is_diff", "_date")
@@ -72,7 +72,7 @@ def uuid_hmap_order(uuids: list[str]) -> list[str]:
 def _ordered_rows(ts: TableSchema | None, rows: dict[str, Any]) -> dict[str, Any]:
     # The rows went into the table's JSON object in the order of the transaction's (or
     # the table's) row hash map, and come out in that object's hash order.
-    order = rows if len(rows) <= 1 else shash_order(uuid_hmap_order(list(rows)))
+    order = rows if len(rows) <= 1 else shash_walk(uuid_hmap_order(list(rows)))
     out: dict[str, Any] = {}
     for uuid in order:
         row = rows[uuid]
