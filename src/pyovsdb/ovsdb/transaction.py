@@ -104,6 +104,9 @@ _INF = float("inf")
 _VALID_IDS: set[Any] = set()  # strings already checked to be <id>s
 
 
+_MISSING = object()
+
+
 class _OpParser:
     """Reads an operation's members in the real server's order, so that the first
     problem it reports is the one the real server reports."""
@@ -126,12 +129,11 @@ class _OpParser:
         return err
 
     def get(self, name: str, kind: str, optional: bool = False) -> Any:
-        try:
-            value = self.op[name]
-        except KeyError:
+        value = self.op.get(name, _MISSING)  # (not a KeyError: most optional ones are)
+        if value is _MISSING:
             if optional:
                 return None
-            raise self.error(f"Required '{name}' member is missing.") from None
+            raise self.error(f"Required '{name}' member is missing.")
         self.n_used += 1
         t = type(value)
         if kind == "id":
@@ -763,6 +765,8 @@ class Transaction:
         for tname, trs in list(self.rows.items()):
             table = tables[tname]
             has_weak = bool(schema.tables[tname].weak_ref_columns)
+            if not has_weak and not table.weak_refs_in:
+                continue  # (nothing here refers weakly, nor is referred to so)
             for uuid, tr in trs.items():
                 if tr.new is not None:
                     if has_weak:
