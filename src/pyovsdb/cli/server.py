@@ -98,6 +98,9 @@ Other options:
                           reading are held and merged, not counted)
   --max-message-size=BYTES  close clients that send a message larger than BYTES
                           (default: {max_message})
+  --update-delay-ms=MS    send a client's monitor updates no sooner than MS ms
+                          after its previous ones (merged per row meanwhile), and
+                          at once after an idle gap (default 0: as they come)
   --metrics=ptcp:PORT[:IP]  serve metrics (transactions and their latency, sessions,
                           monitors, backlogs, Raft state, database sizes) over HTTP
                           at /metrics, for Prometheus
@@ -116,6 +119,7 @@ LONG = {
     "max-message-size": opt.REQUIRED,
     "no-raft-commit-sync": opt.NONE,
     "metrics": opt.REQUIRED,
+    "update-delay-ms": opt.REQUIRED,
     "disable-file-column-diff": opt.NONE,
     **{name: opt.REQUIRED for name in SSL_OPTIONS},
 }
@@ -169,6 +173,14 @@ def main(argv: list[str]) -> int:
         if limits[name] <= 0:
             print(f"{PROGRAM}: --{name} requires a positive integer", file=sys.stderr)
             return 1
+    try:
+        update_delay_ms = float(parsed.get("update-delay-ms", 0))
+    except ValueError:
+        update_delay_ms = -1.0
+    if not 0 <= update_delay_ms <= 60_000:
+        print(f"{PROGRAM}: --update-delay-ms takes milliseconds from 0 to 60000",
+              file=sys.stderr)
+        return 1
     metrics = parsed.get("metrics")
     problem = option_problem(metrics)
     if problem is not None:
@@ -202,7 +214,8 @@ def main(argv: list[str]) -> int:
     except ImportError:
         runner = asyncio.run
     run = _Run(d, config, unixctl, parsed.get("run"), limits["max-backlog"],
-               limits["max-message-size"], not parsed.has("no-raft-commit-sync"), metrics)
+               limits["max-message-size"], not parsed.has("no-raft-commit-sync"), metrics,
+               update_delay_ms)
     status = dm.run_to_end(PROGRAM, "ovsdb_server", d, runner, run.serve())
     dm.die_of(run.signal)
     return status
@@ -242,7 +255,8 @@ class _Run:
 
     def __init__(self, d: daemon.Daemon, config: RestartConfig, unixctl: str | None,
                  command: str | None, max_backlog: int, max_message: int,
-                 raft_sync_commit: bool, metrics: str | None = None) -> None:
+                 raft_sync_commit: bool, metrics: str | None = None,
+                 update_delay_ms: float = 0.0) -> None:
         self.daemon = d
         self.config = config
         self.unixctl = unixctl
@@ -251,6 +265,7 @@ class _Run:
         self.max_message = max_message
         self.raft_sync_commit = raft_sync_commit
         self.metrics = metrics  # `--metrics` target
+        self.update_delay_ms = update_delay_ms
         self.signal: int | None = None
         self.server: Any = None
         self._waiter: asyncio.Task[None] | None = None
@@ -260,7 +275,8 @@ class _Run:
 
         server = self.server = Server(max_backlog=self.max_backlog,
                                       max_message=self.max_message,
-                                      raft_sync_commit=self.raft_sync_commit)
+                                      raft_sync_commit=self.raft_sync_commit,
+                                      update_delay_ms=self.update_delay_ms)
         proc = None
         try:
             for name in self.config.db_filenames:

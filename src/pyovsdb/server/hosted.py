@@ -124,12 +124,14 @@ class HostedDb:
         self.last_txn_id = txn_id
         self._remember(txn_id, cs)
         self.n_commits += 1
-        for mon in list(self.monitors):
-            if mon.held is not None:  # its client is not reading: merged, sent later
-                mon.hold(cs)
+        held = {mon for mon in self.monitors if mon.held is not None}
+        for mon in held:  # its client is not reading, or waits out --update-delay-ms
+            mon.hold(cs)  # merged, sent later
         shared: dict[Any, Any] = {}
         for mon in self.fanout.candidates(cs):
-            if mon.held is None:
+            # (one that began holding during this loop, as its session sent the update
+            # of another of its monitors, is sent this change now: it did not hold it)
+            if mon.held is None or (mon.held == {} and mon not in held):
                 updates = mon.updates(cs, shared)
                 if updates is not None:
                     mon.sink(mon, txn_id, updates)

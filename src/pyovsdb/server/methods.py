@@ -246,6 +246,7 @@ def monitor_cond_change(session: Session, params: list[Any], msg_id: Any) -> Any
     if new_key != old_key and new_key in session.monitors:
         raise syntax_error(params[1], "duplicate monitor ID")
     hosted = session.server.dbs[mon.db_name]
+    session.release_held(mon)  # (held under the old conditions: judged by them)
     try:
         updates = mon.change_condition(hosted.db, params[2])
     finally:  # also after an error: the tables set before it have a new condition

@@ -65,8 +65,11 @@ class Server:
     def __init__(self, *, max_backlog: int = 512 * 1024 * 1024,
                  max_message: int | None = None,
                  compaction: dict[str, Any] | None = None,
-                 raft_sync_commit: bool = True) -> None:
+                 raft_sync_commit: bool = True, update_delay_ms: float = 0.0) -> None:
         self.dbs: dict[str, HostedDb] = {}
+        # --update-delay-ms, in seconds: a session's monitor updates leave no sooner
+        # than this after its previous ones (see `session`); 0 sends them as they come.
+        self.update_delay = update_delay_ms / 1000.0
         self.clusters: dict[str, ClusteredDb] = {}
         self.raft_sync_commit = raft_sync_commit
         self.sessions: set[Session] = set()

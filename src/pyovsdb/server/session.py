@@ -25,6 +25,16 @@ Rules kept here:
   threshold 0), the equivalent of the real server's non-empty backlog: both mean the
   kernel did not take everything. So memory per slow client is bounded by the rows
   that changed; `--max-backlog` stays the last resort for other output.
+- With `--update-delay-ms=N` (off by default), a session's monitor updates leave no
+  sooner than N ms after its previous ones, and at once after an idle gap: the first
+  update after a quiet spell is sent, then its monitors hold what comes for N ms (the
+  same merge per row as for a client that does not read), and at the end of the window
+  what they hold leaves as one update per monitor and the next window opens; a window
+  in which nothing came ends the holding. This is seed 004's delayed wake applied to
+  the server's output (`util.seq.DelayedWake` decides each flush): a burst of
+  transactions gives each client a few merged updates, not one per transaction. The
+  held updates go out before any other message, so a client still gets the updates of
+  its own transaction before the reply.
 - A request whose handling raises anything but an OVSDB error (a bug) is answered with
   an "internal error" reply, logged with its traceback, and its connection is closed,
   since that session's state is no longer known; the server and every other session go
@@ -45,6 +55,7 @@ from ..jsonrpc.stream import dumps
 from ..ovsdb.errors import OvsdbError, RpcStringError
 from ..ovsdb.rbac import Access
 from ..util import batch
+from ..util.seq import DelayedWake
 from .monitor import V1, V2, Monitor
 
 if TYPE_CHECKING:
@@ -108,6 +119,10 @@ class Session(Connection):
         self.db_change_aware = False
         self.close_after_reply = False  # set when a request ends this session (convert)
         self._holding = False  # monitors hold their changes (the client is not reading)
+        # --update-delay-ms: the window in which monitors hold their changes after a
+        # flush (its timer; None: updates leave as they come), and when it began.
+        self._window: asyncio.TimerHandle | None = None
+        self._flushed = DelayedWake(0, 0.0)
         self._drain_scheduled = False
         self.n_requests = 0
 
@@ -191,12 +206,56 @@ class Session(Connection):
     # -- monitors ----------------------------------------------------------------------
 
     def send(self, msg: Any, counted: bool = True) -> None:
-        if self._holding:
-            self._release(list(self.monitors.values()))
+        if (self._holding or self._window is not None) and \
+                self._release(list(self.monitors.values())) and self._window is not None:
+            # a flush inside the window: the next may come a delay after it
+            self._flushed = DelayedWake(0, asyncio.get_running_loop().time()
+                                        + self.server.update_delay)
         super().send(msg, counted)
 
     def send_update(self, mon: Monitor, txn_id: str, updates: dict[str, Any]) -> None:
         self.send(_update(mon, txn_id, updates))
+        if self.server.update_delay > 0:
+            self._flushed_now()
+
+    def release_held(self, mon: Monitor) -> None:
+        """Send what `mon` holds now (before its conditions change, so that what it
+        held is judged by the conditions it was held under)."""
+        if mon.held:
+            self._release([mon])
+
+    # -- coalesced updates (--update-delay-ms) -------------------------------------------
+
+    def _flushed_now(self) -> None:
+        """Updates just left: until the delay has passed, the monitors hold."""
+        delay = self.server.update_delay
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self._flushed = DelayedWake(0, now + delay)
+        for mon in self.monitors.values():
+            if mon.held is None:
+                mon.held = {}
+        if self._window is None and not self.closed:
+            self._window = loop.call_at(now + delay, self._window_ends)
+
+    def _window_ends(self) -> None:
+        self._window = None
+        if self.closed:
+            return
+        now = asyncio.get_running_loop().time()
+        held = any(mon.held for mon in self.monitors.values())
+        at = self._flushed.wake_at(1 if held else 0, now)
+        if at is None:  # nothing came in the window: updates leave as they come again
+            if not self._holding:
+                for mon in self.monitors.values():
+                    mon.held = None
+            return
+        if at > now:  # (a flush since the window opened moved its end)
+            self._window = asyncio.get_running_loop().call_at(at, self._window_ends)
+            return
+        self._window = None
+        self._release(list(self.monitors.values()), keep_holding=True)
+        self._flushed_now()
 
     def remove_monitor(self, key: bytes) -> Monitor | None:
         mon = self.monitors.get(key)
@@ -238,18 +297,19 @@ class Session(Connection):
         if not self._holding and t is not None and not self.closed:
             t.resume_reading()
 
-    def _release(self, monitors: list[Monitor]) -> None:
+    def _release(self, monitors: list[Monitor], keep_holding: bool = False) -> bool:
         """Send what `monitors` hold, each monitor's changes as one update (not counted
         against --max-backlog: it is bounded by the rows); they go on holding while the
-        session is held up."""
+        session is held up or its update window is open."""
         held = []
+        keep = keep_holding or self._holding or self._window is not None
         for mon in monitors:
             if mon.held is not None:
-                cs = mon.take_held(self._holding)
+                cs = mon.take_held(keep)
                 if cs is not None:
                     held.append((mon, cs))
         if not held:
-            return
+            return False
         batch.begin()
         try:
             for mon, cs in held:
@@ -259,11 +319,15 @@ class Session(Connection):
                     Connection.send(self, _update(mon, hosted.last_txn_id, updates), False)
         finally:
             batch.end()
+        return True
 
     # -- teardown ----------------------------------------------------------------------
 
     def on_close(self) -> None:
         server = self.server
+        if self._window is not None:
+            self._window.cancel()
+            self._window = None
         for key in list(self.monitors):
             self.remove_monitor(key)
         for hosted in server.dbs.values():
