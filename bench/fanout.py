@@ -20,6 +20,13 @@ waited for until every chassis that should see it has its update:
 - `flows-group`: 5 flows inserted on the node switches' group (seen by every chassis);
 - `nb-cfg`: SB_Global.nb_cfg incremented (seen by every chassis).
 
+With `--burst K`, each change kind is also sent as a burst: K transactions at once
+(pipelined on northd's connection), then one marker (SB_Global.nb_cfg set to a new
+value); measured are the server's CPU for the whole burst, the wall time until every
+chassis has the marker, and the updates and bytes each chassis received. A kind
+`ours-dN` is our server with `--update-delay-ms=N` (seed 004's delayed wake on the
+server's output): a burst then reaches each chassis as a few merged updates.
+
 Measured first, once per transport: every chassis connecting at once and receiving its
 initial rows (a reconnection storm after a server restart), the server's CPU and the
 wall time until the last chassis has its rows. Then per change: the server's CPU time
@@ -33,6 +40,7 @@ median over the repetitions. Usage:
 
     python bench/fanout.py [--chassis 100,300] [--changes 40] [--reps 3]
                            [--transport unix,tcp] [--monitor-all] [--json OUT]
+                           [--kinds real,ours,ours-d5] [--burst K]
 
 All the chassis live in this process (one socket each, read with `selectors`); their
 own CPU is not the servers' and is not counted. Servers run as our children in a
@@ -70,7 +78,7 @@ PODS, FLOWS, SHARED_FLOWS = 10, 40, 200
 # -- the database -----------------------------------------------------------------------
 
 
-def flow(dp: tuple[str, str], i: int, table: int = 10) -> dict[str, Any]:
+def flow(dp: tuple[str, Any], i: int, table: int = 10) -> dict[str, Any]:
     """One Logical_Flow on a datapath (`("logical_datapath", ref)`) or a group."""
     col, ref = dp
     return {"op": "insert", "table": "Logical_Flow", "row": {
@@ -180,6 +188,7 @@ class Chassis:
         self.bytes = 0
         self.messages = 0
         self.ready = False
+        self.nb_cfg = 0  # SB_Global.nb_cfg as this chassis's updates tell it
 
     def start(self, monitors: dict[str, Any]) -> None:
         msg = {"id": 1, "method": "monitor_cond_since",
@@ -203,6 +212,7 @@ class Chassis:
             if method == "update3":
                 self.updates += 1
                 self.updated_at = time.perf_counter()
+                self._note_nb_cfg(msg["params"][2])
             elif method == "echo":
                 self.sock.setblocking(True)
                 self.sock.sendall(dumps({"id": msg["id"], "result": msg["params"],
@@ -212,6 +222,13 @@ class Chassis:
                 if msg.get("error") is not None:
                     raise SystemExit(f"chassis {self.index}: monitor refused: {msg}")
                 self.ready = True
+                self._note_nb_cfg(msg["result"][2])
+
+    def _note_nb_cfg(self, tables: dict[str, Any]) -> None:
+        for change in tables.get("SB_Global", {}).values():
+            for row in change.values():
+                if isinstance(row, dict) and "nb_cfg" in row:
+                    self.nb_cfg = row["nb_cfg"]
 
 
 class Fleet:
@@ -248,11 +265,15 @@ class Target:
     def __init__(self, kind: str, root: Path, n: int) -> None:
         d = root / kind
         d.mkdir()
-        db = create_db(kind, d / "sb.db", SB_SCHEMA)
+        server_kind, delay = _kind(kind)
+        db = create_db(server_kind, d / "sb.db", SB_SCHEMA)
         self.kind = kind
         self.port = free_port()
-        self.server = ServerProcess(kind, d, [db], name="sb", extra=[
-            "--remote=db:OVN_Southbound,SB_Global,connections"]).start()
+        extra = ["--remote=db:OVN_Southbound,SB_Global,connections"]
+        if delay:
+            extra.append(f"--update-delay-ms={delay}")
+        self.server = ServerProcess(server_kind, d, [db], name="sb", extra=extra).start()
+        self.marker = 1 << 40  # nb_cfg values of the burst markers (above any other)
         self.n = n
         self.fleet: Fleet | None = None
         self.northd: Client | None = None
@@ -362,9 +383,50 @@ class Target:
                 "bytes_per_change": sent_bytes / changes,
                 "messages_per_change": sent_msgs / changes}
 
+    def burst(self, scenario: str, k: int) -> dict[str, float]:
+        """`k` changes of `scenario` at once, then the marker; until every chassis
+        has the marker."""
+        fleet, northd = self.fleet, self.northd
+        assert fleet is not None and northd is not None and self.server.proc is not None
+        pid = self.server.proc.pid
+        self.marker += 1
+        marker = self.marker
+        u0 = sum(c.updates for c in fleet.chassis)
+        b0 = sum(c.bytes for c in fleet.chassis)
+        cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+        ids = [northd.send("transact", ["OVN_Southbound", *self.change(scenario)[0]])
+               for _ in range(k)]
+        ids.append(northd.send("transact", ["OVN_Southbound", {
+            "op": "update", "table": "SB_Global", "where": [], "row": {"nb_cfg": marker}}]))
+        fleet.poll_until(lambda: all(c.nb_cfg == marker for c in fleet.chassis), 120,
+                         f"of {self.kind} to receive the marker of a {scenario} burst")
+        wall = time.perf_counter() - t0
+        for msg_id in ids:
+            reply = northd.wait(msg_id)
+            if reply.get("error") is not None or any(
+                    r is not None and "error" in r for r in reply["result"]):
+                raise SystemExit(f"{self.kind}: change failed: {reply}")
+        time.sleep(0.05)  # (what the server still does for the burst: counted)
+        for key, _ in fleet.sel.select(0):
+            key.data.on_readable()
+        cpu = cpu_seconds(pid) - cpu0
+        n = len(fleet.chassis)
+        return {"cpu_ms": cpu * 1e3, "wall_ms": wall * 1e3,
+                "updates_per_chassis": (sum(c.updates for c in fleet.chassis) - u0) / n,
+                "bytes_per_chassis": (sum(c.bytes for c in fleet.chassis) - b0) / n}
+
     def stop(self) -> None:
         self.disconnect()
         self.server.stop()
+
+
+def _kind(kind: str) -> tuple[str, int]:
+    """The server of a kind (`real`, `ours`, `ours-dN`) and its update delay in ms."""
+    if kind.startswith("ours-d") and kind[6:].isdigit():
+        return "ours", int(kind[6:])
+    if kind in KINDS:
+        return kind, 0
+    raise SystemExit(f"fanout: unknown kind {kind!r} (real, ours, ours-dN)")
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -380,15 +442,21 @@ def measure(targets: dict[str, Target], transport: str, args: argparse.Namespace
     try:
         for r in range(args.reps):
             order = list(targets) if r % 2 == 0 else list(reversed(targets))
-            for scenario in runs:
+            for scenario in list(runs):
                 for kind in order:
-                    targets[kind].batch(scenario, 3)  # warm-up, not counted
-                    runs[scenario][kind].append(targets[kind].batch(scenario, args.changes))
+                    if args.changes:
+                        targets[kind].batch(scenario, 3)  # warm-up, not counted
+                        runs[scenario][kind].append(targets[kind].batch(scenario,
+                                                                        args.changes))
+                    if args.burst:
+                        runs.setdefault(f"burst {scenario}", {k: [] for k in targets})
+                        runs[f"burst {scenario}"][kind].append(
+                            targets[kind].burst(scenario, args.burst))
     finally:
         for t in targets.values():
             t.disconnect()
     out = {s: {k: {m: statistics.median(x[m] for x in v) for m in v[0]}
-               for k, v in per.items()} for s, per in runs.items()}
+               for k, v in per.items() if v} for s, per in runs.items()}
     out["connect-all"] = connect
     return out
 
@@ -400,6 +468,8 @@ def report(n: int, transport: str, res: dict[str, dict[str, dict[str, float]]]) 
           f"{'real/rcpt':>11}{'ours/rcpt':>11}{'real ms':>9}{'ours ms':>9}{'ratio':>7}"
           f"{'real B':>10}{'ours B':>10}{'1st real':>10}{'1st ours':>10}")
     for s, per in res.items():
+        if s.startswith("burst "):
+            continue
         r, o = per.get("real"), per.get("ours")
         if r is None or o is None:
             continue
@@ -416,6 +486,33 @@ def report(n: int, transport: str, res: dict[str, dict[str, dict[str, float]]]) 
               f"{r['first_ms']:>10.2f}{o['first_ms']:>10.2f}")
 
 
+def report_kinds(n: int, transport: str, res: dict[str, dict[str, dict[str, float]]]
+                 ) -> None:
+    """Every kind against the real server: per change (one at a time) and bursts."""
+    kinds = sorted({k for per in res.values() for k in per if k != "real"})
+    print(f"\n{n} chassis, {transport}, each kind / real:")
+    for s, per in res.items():
+        r = per.get("real")
+        if r is None or s == "connect-all":
+            continue
+        for k in kinds:
+            o = per.get(k)
+            if o is None:
+                continue
+            if s.startswith("burst "):
+                print(f"  {s:<20} {k:<8} cpu {o['cpu_ms']:8.1f} ms "
+                      f"({o['cpu_ms'] / max(r['cpu_ms'], 1e-3):.2f}x)"
+                      f"  to the marker {o['wall_ms']:7.1f} ms ({o['wall_ms'] / r['wall_ms']:.2f}x)"
+                      f"  updates/chassis {o['updates_per_chassis']:6.1f} (real "
+                      f"{r['updates_per_chassis']:.1f})  bytes/chassis "
+                      f"{o['bytes_per_chassis']:8.0f} (real {r['bytes_per_chassis']:.0f})")
+            else:
+                print(f"  {s:<20} {k:<8} cpu/change {o['cpu_us_per_change']:8.0f} us "
+                      f"({o['cpu_us_per_change'] / max(r['cpu_us_per_change'], 1):.2f}x)  "
+                      f"to the last {o['wall_ms']:7.2f} ms ({o['wall_ms'] / r['wall_ms']:.2f}x)"
+                      f"  to the first {o['first_ms']:6.2f} ms")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chassis", default="100,300")
@@ -425,11 +522,13 @@ def main() -> int:
     ap.add_argument("--kinds", default="real,ours")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--monitor-all", action="store_true")
+    ap.add_argument("--burst", type=int, default=0,
+                    help="also send each change kind as a burst of this many")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     compile_bytecode()
     out: dict[str, Any] = {"monitor_all": args.monitor_all, "changes": args.changes,
-                           "reps": args.reps, "runs": []}
+                           "burst": args.burst, "reps": args.reps, "runs": []}
     for n in (int(x) for x in args.chassis.split(",")):
         with tempfile.TemporaryDirectory(prefix="fanout-") as tmp:
             targets: dict[str, Target] = {}
@@ -440,6 +539,7 @@ def main() -> int:
                 for transport in args.transport.split(","):
                     res = measure(targets, transport, args)
                     report(n, transport, res)
+                    report_kinds(n, transport, res)
                     out["runs"].append({"chassis": n, "transport": transport,
                                         "results": res})
                     if args.json:  # what is measured survives a later failure
