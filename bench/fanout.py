@@ -442,7 +442,7 @@ def measure(targets: dict[str, Target], transport: str, args: argparse.Namespace
     try:
         for r in range(args.reps):
             order = list(targets) if r % 2 == 0 else list(reversed(targets))
-            for scenario in list(runs):
+            for scenario in args.scenarios.split(","):
                 for kind in order:
                     if args.changes:
                         targets[kind].batch(scenario, 3)  # warm-up, not counted

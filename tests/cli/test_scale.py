@@ -39,7 +39,7 @@ def test_density_light_on_the_c_stack_and_ours(tmp_path: Path) -> None:
     out = tmp_path / "run"
     p = subprocess.run([sys.executable, "-m", "pyovsdb", "scale", "--stacks", "c,ours",
                         f"--nodes={NODES}", f"--startup-pods={STARTUP}", f"--pods={PODS}",
-                        "--wake-delay-ms=5", f"--out={out}"],
+                        "--wake-delay-ms=5", "--server-update-delay-ms=5", f"--out={out}"],
                        capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, p.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -54,6 +54,10 @@ def test_density_light_on_the_c_stack_and_ours(tmp_path: Path) -> None:
             assert pod["sb"] <= pod["claim"] <= pod["up_sb"] <= pod["up"], pod
             assert pod["nb"] <= pod["up"]
         assert s["latency_ms"]["up"]["n"] == PODS
+        # our servers coalesce their updates, as asked (the real one has no such option)
+        servers = [r["commands"][f"{db} server"] for db in ("nb", "sb")]
+        assert all(("--update-delay-ms=5.0" in cmd) == (s["stack"] == "ours")
+                   for cmd in servers), servers
         assert s["wait_hv_ms"]["hv_cfg"] >= s["wait_hv_ms"]["sb_cfg"] > 0
         # every process was sampled, and spent CPU
         assert set(s["processes"]) == {"nb server", "sb server", "northd", "chassis"}
@@ -81,7 +85,9 @@ def test_density_light_on_the_c_stack_and_ours(tmp_path: Path) -> None:
 def test_bad_options_are_one_line(tmp_path: Path) -> None:
     for args, words in ((["--stacks", "c,rust"], "unknown stack 'rust'"),
                         (["--nodes", "0"], "--nodes must be at least 1"),
-                        (["--nodes", "1", "--pods", "300"], "at most 250 pods per node")):
+                        (["--nodes", "1", "--pods", "300"], "at most 250 pods per node"),
+                        (["--server-update-delay-ms", "-1"],
+                         "--server-update-delay-ms takes milliseconds from 0 to 60000")):
         p = subprocess.run([sys.executable, "-m", "pyovsdb", "scale", *args,
                             f"--out={tmp_path / 'x'}"], capture_output=True, text=True,
                            timeout=60)

@@ -53,6 +53,10 @@ def _args(argv: list[str]) -> argparse.Namespace:
                     help="chassis CPU per Southbound row changed (off by default)")
     ap.add_argument("--wake-delay-ms", type=float, default=0.0,
                     help="chassis' delayed wake (seed 004)")
+    ap.add_argument("--server-update-delay-ms", type=float, default=0.0,
+                    help="our servers' --update-delay-ms: a client's monitor updates "
+                         "no sooner than this after its previous ones (seed 004 on the "
+                         "server's output; the real server has no such option)")
     ap.add_argument("--northd-backoff-ms", type=int, default=0,
                     help="NB_Global northd-backoff-interval-ms (seed 000)")
     ap.add_argument("--monitor-all", action="store_true", help="chassis monitor every row")
@@ -64,6 +68,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
         ap.error(f"unknown stack {bad[0]!r} (expected one of {', '.join(STACKS)})")
     if args.nodes < 1 or args.startup_pods < 0 or args.pods < 0 or args.rate < 0:
         ap.error("--nodes must be at least 1, --startup-pods, --pods and --rate at least 0")
+    if not 0 <= args.server_update_delay_ms <= 60_000:
+        ap.error("--server-update-delay-ms takes milliseconds from 0 to 60000")
     if args.startup_pods + (args.pods + args.nodes - 1) // args.nodes > 250:
         ap.error("at most 250 pods per node")
     return args
@@ -78,7 +84,8 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
                     f"--wake-delay-ms={args.wake_delay_ms}"]
     if args.monitor_all:
         chassis_args.append("--monitor-all")
-    stack = Stack(name, root, transport=args.transport, chassis_args=chassis_args)
+    stack = Stack(name, root, transport=args.transport, chassis_args=chassis_args,
+                  update_delay_ms=args.server_update_delay_ms)
     try:
         stack.start_servers()
         stack.start_sampling()
@@ -94,7 +101,8 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
     db_bytes = stack.db_sizes()
     series = {role: {**asdict(s), "cpu_s": s.cpu_s} for role, s in stack.series.items()}
     return {"stack": name, "scenario": scenario, "series": series,
-            "chassis": stack.chassis_stats(), "db_bytes": db_bytes}
+            "chassis": stack.chassis_stats(), "db_bytes": db_bytes,
+            "commands": stack.commands()}
 
 
 async def _amain(args: argparse.Namespace, root: Path) -> int:

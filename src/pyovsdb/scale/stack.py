@@ -59,7 +59,8 @@ class Series:
 
 class Stack:
     def __init__(self, name: str, workdir: Path, *, transport: str = "unix",
-                 chassis_args: list[str] | None = None) -> None:
+                 chassis_args: list[str] | None = None, update_delay_ms: float = 0.0
+                 ) -> None:
         if name not in STACKS:
             raise ValueError(f"unknown stack {name!r} (expected one of {', '.join(STACKS)})")
         self.name = name
@@ -68,6 +69,8 @@ class Stack:
         self.dir.mkdir(parents=True)
         self.transport = transport
         self.chassis_args = chassis_args or []
+        # our servers' --update-delay-ms (the real server has no such option)
+        self.update_delay_ms = update_delay_ms
         self.nb: ServerProcess | None = None
         self.sb: ServerProcess | None = None
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -80,8 +83,10 @@ class Stack:
     def start_servers(self) -> None:
         for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
             db = create_db(self.servers_kind, self.dir / f"{name}.db", schema)
+            extra = ([f"--update-delay-ms={self.update_delay_ms}"]
+                     if self.update_delay_ms and self.servers_kind == "ours" else [])
             srv = ServerProcess(self.servers_kind, self.dir, [db], name=name,
-                                tcp=self.transport == "tcp").start()
+                                tcp=self.transport == "tcp", extra=extra).start()
             setattr(self, name, srv)
             assert srv.proc is not None
             self.series[f"{name} server"] = Series(f"{name} server", srv.proc.pid)
@@ -110,6 +115,13 @@ class Stack:
                f"--log-file={self.dir / 'chassis.log'}", *self.chassis_args]
         self._spawn("chassis", cmd)
         self._wait("chassis", pidfile.exists, timeout)
+
+    def commands(self) -> dict[str, list[str]]:
+        """The command line of every process this stack started, by role."""
+        out = {f"{name} server": srv.command() for name, srv in (("nb", self.nb), ("sb", self.sb))
+               if srv is not None}
+        out.update({role: [str(a) for a in p.args] for role, p in self.procs.items()})  # type: ignore[union-attr]
+        return out
 
     def _spawn(self, role: str, cmd: list[str]) -> None:
         err = open(self.dir / f"{role}.stderr", "wb")  # noqa: SIM115 (closed by the child's end)
