@@ -57,6 +57,9 @@ def _args(argv: list[str]) -> argparse.Namespace:
                     help="our servers' --update-delay-ms: a client's monitor updates "
                          "no sooner than this after its previous ones (seed 004 on the "
                          "server's output; the real server has no such option)")
+    ap.add_argument("--upstream", type=Path,
+                    help="for the c-newest stack: the directory bench/build_upstream_ovn.sh "
+                         "printed (ovn-northd and the schemas of the newest OVN)")
     ap.add_argument("--northd-backoff-ms", type=int, default=0,
                     help="NB_Global northd-backoff-interval-ms (seed 000)")
     ap.add_argument("--monitor-all", action="store_true", help="chassis monitor every row")
@@ -68,6 +71,10 @@ def _args(argv: list[str]) -> argparse.Namespace:
         ap.error(f"unknown stack {bad[0]!r} (expected one of {', '.join(STACKS)})")
     if args.nodes < 1 or args.startup_pods < 0 or args.pods < 0 or args.rate < 0:
         ap.error("--nodes must be at least 1, --startup-pods, --pods and --rate at least 0")
+    if "c-newest" in args.stacks.split(",") and (
+            args.upstream is None or not (args.upstream / "northd" / "ovn-northd").exists()):
+        ap.error("the c-newest stack needs --upstream DIR, an upstream OVN build "
+                 "(bench/build_upstream_ovn.sh)")
     if not 0 <= args.server_update_delay_ms <= 60_000:
         ap.error("--server-update-delay-ms takes milliseconds from 0 to 60000")
     if args.startup_pods + (args.pods + args.nodes - 1) // args.nodes > 250:
@@ -85,7 +92,7 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
     if args.monitor_all:
         chassis_args.append("--monitor-all")
     stack = Stack(name, root, transport=args.transport, chassis_args=chassis_args,
-                  update_delay_ms=args.server_update_delay_ms)
+                  update_delay_ms=args.server_update_delay_ms, upstream=args.upstream)
     try:
         stack.start_servers()
         stack.start_sampling()
@@ -112,7 +119,8 @@ async def _amain(args: argparse.Namespace, root: Path) -> int:
              f"{args.pods} measured pods")
         runs.append(await run_stack(name, root, args))
     summaries = [summarize(r) for r in runs]
-    params = {k: v for k, v in vars(args).items() if k != "out"}
+    params = {k: str(v) if isinstance(v, Path) else v
+              for k, v in vars(args).items() if k != "out"}
     (root / "summary.json").write_text(json.dumps(
         {"params": params, "stacks": summaries}, indent=1) + "\n")
     (root / "runs.json").write_text(json.dumps(runs) + "\n")

@@ -4,8 +4,10 @@ the simulated chassis, ours or the real C ones, each process sampled.
 Rules kept here:
 - A stack is named by what runs it: `c` (ovsdb-server and ovn-northd 23.03), `ours`
   (`pyovsdb server` and `pyovsdb northd`), `ours-servers` (ours with the real
-  ovn-northd) or `ours-northd` (the real servers with our northd). The simulated
-  chassis are ours in every stack (one program, `scale.chassis`).
+  ovn-northd) or `ours-northd` (the real servers with our northd). `c-newest` is
+  ovsdb-server with the newest upstream ovn-northd and its schemas, built from source
+  (`bench/build_upstream_ovn.sh` prints the directory to give as `upstream`). The
+  simulated chassis are ours in every stack (one program, `scale.chassis`).
 - Every process is our child, started in the stack's own directory with explicit
   remotes, pidfile, control socket and log file, on unix sockets or loopback TCP, and
   stopped by its pid (SIGTERM, then SIGKILL) whatever happened.
@@ -28,7 +30,8 @@ from typing import Any
 from ..testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, cpu_seconds, create_db, stop_process
 
 STACKS = {"c": ("real", "real"), "ours": ("ours", "ours"),
-          "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours")}
+          "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours"),
+          "c-newest": ("real", "newest")}
 
 
 def proc_sample(pid: int) -> tuple[float, float, float] | None:
@@ -59,10 +62,13 @@ class Series:
 
 class Stack:
     def __init__(self, name: str, workdir: Path, *, transport: str = "unix",
-                 chassis_args: list[str] | None = None, update_delay_ms: float = 0.0
-                 ) -> None:
+                 chassis_args: list[str] | None = None, update_delay_ms: float = 0.0,
+                 upstream: Path | None = None) -> None:
         if name not in STACKS:
             raise ValueError(f"unknown stack {name!r} (expected one of {', '.join(STACKS)})")
+        if STACKS[name][1] == "newest" and upstream is None:
+            raise ValueError(f"stack {name} needs the directory of an upstream OVN build")
+        self.upstream = upstream
         self.name = name
         self.servers_kind, self.northd_kind = STACKS[name]
         self.dir = workdir / name
@@ -81,7 +87,7 @@ class Stack:
     # -- starting ---------------------------------------------------------------------
 
     def start_servers(self) -> None:
-        for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
+        for name, schema in (("nb", self.schema("nb")), ("sb", self.schema("sb"))):
             db = create_db(self.servers_kind, self.dir / f"{name}.db", schema)
             extra = ([f"--update-delay-ms={self.update_delay_ms}"]
                      if self.update_delay_ms and self.servers_kind == "ours" else [])
@@ -91,14 +97,27 @@ class Stack:
             assert srv.proc is not None
             self.series[f"{name} server"] = Series(f"{name} server", srv.proc.pid)
 
+    def schema(self, name: str) -> str:
+        """The schema file of database `name` (nb, sb): 23.03's, or the upstream
+        build's for a stack of the newest northd."""
+        if self.northd_kind == "newest":
+            assert self.upstream is not None
+            return str(self.upstream / f"ovn-{name}.ovsschema")
+        return NB_SCHEMA if name == "nb" else SB_SCHEMA
+
     def remote(self, name: str) -> str:
         srv = self.nb if name == "nb" else self.sb
         assert srv is not None
         return srv.tcp if self.transport == "tcp" else srv.unix
 
     def start_northd(self, timeout: float = 30) -> None:
-        cmd = ([sys.executable, "-m", "pyovsdb", "northd"] if self.northd_kind == "ours"
-               else ["ovn-northd"])
+        if self.northd_kind == "ours":
+            cmd = [sys.executable, "-m", "pyovsdb", "northd"]
+        elif self.northd_kind == "newest":
+            assert self.upstream is not None
+            cmd = [str(self.upstream / "northd" / "ovn-northd")]
+        else:
+            cmd = ["ovn-northd"]
         log = self.dir / "northd.log"
         cmd += [f"--ovnnb-db={self.remote('nb')}", f"--ovnsb-db={self.remote('sb')}",
                 f"--pidfile={self.dir / 'northd.pid'}", f"--log-file={log}",

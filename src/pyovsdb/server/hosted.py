@@ -124,17 +124,19 @@ class HostedDb:
         self.last_txn_id = txn_id
         self._remember(txn_id, cs)
         self.n_commits += 1
-        held = {mon for mon in self.monitors if mon.held is not None}
-        for mon in held:  # its client is not reading, or waits out --update-delay-ms
-            mon.hold(cs)  # merged, sent later
         shared: dict[Any, Any] = {}
+        # Only the monitors the change may concern: a monitor's held changes are sent
+        # before its conditions change, so what the others would not send now they
+        # would not send later either.
         for mon in self.fanout.candidates(cs):
-            # (one that began holding during this loop, as its session sent the update
-            # of another of its monitors, is sent this change now: it did not hold it)
-            if mon.held is None or (mon.held == {} and mon not in held):
-                updates = mon.updates(cs, shared)
-                if updates is not None:
-                    mon.sink(mon, txn_id, updates)
+            if mon.held is not None:
+                # Its client is not reading, or its session waits out --update-delay-ms
+                # (begun, maybe, as it sent another of its monitors this very change).
+                mon.hold(cs)  # merged, sent later
+                continue
+            updates = mon.updates(cs, shared)
+            if updates is not None:
+                mon.sink(mon, txn_id, updates)
         return txn_id
 
     def restart_history(self, txn_id: str) -> None:

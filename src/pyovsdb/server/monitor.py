@@ -30,8 +30,10 @@ Rules kept here:
   condition no longer reads them (the real server adds them to its monitor and never
   removes them): a change in one of them is a modify, empty if none is monitored.
 - Rendering is shared: per-row JSON for a column set is cached on the immutable Row, and
-  the rendering of a change is cached per changeset, so N monitors with the same columns
-  cost one rendering, not N.
+  the rendering of a change is cached in the caller's `shared` dict by the identities
+  of its old and new rows, so N monitors with the same columns cost one rendering, not
+  N, also when each holds the change in its own merged changeset. The caller keeps the
+  rows alive while the dict lives (the identities are not reused meanwhile).
 - A monitor whose session cannot write (its client is not reading) holds its changes
   back instead, merged per row (`hold`), and its session renders them once, as one
   update, when it can write again: what is held grows with the rows that changed, not
@@ -150,7 +152,7 @@ class MonitorTable:
 
     def changed(self, ch: RowChange, shared: dict[Any, Any]) -> list[str]:
         """Tracked columns that differ between ch.old and ch.new."""
-        key = (id(ch), self.tracked, "changed")
+        key = (id(ch.old), id(ch.new), self.tracked, "changed")
         hit = shared.get(key)
         if hit is None:
             o, n = ch.old.data, ch.new.data  # type: ignore[union-attr]
@@ -162,7 +164,7 @@ class MonitorTable:
 
     def modify_v2(self, ch: RowChange, shared: dict[Any, Any]) -> dict[str, Any] | None:
         codecs = self.by_kind[_MODIFY]
-        key = (id(ch), self.tracked, codecs, 2)
+        key = (id(ch.old), id(ch.new), self.tracked, codecs, 2)
         if key in shared:
             return shared[key]
         changed = self.changed(ch, shared)
@@ -180,7 +182,7 @@ class MonitorTable:
 
     def modify_v1(self, ch: RowChange, shared: dict[Any, Any]) -> dict[str, Any] | None:
         codecs = self.by_kind[_MODIFY]
-        key = (id(ch), self.tracked, codecs, 1)
+        key = (id(ch.old), id(ch.new), self.tracked, codecs, 1)
         if key in shared:
             return shared[key]
         changed = self.changed(ch, shared)

@@ -70,6 +70,7 @@ class Server:
         # --update-delay-ms, in seconds: a session's monitor updates leave no sooner
         # than this after its previous ones (see `session`); 0 sends them as they come.
         self.update_delay = update_delay_ms / 1000.0
+        self._release_shared: tuple[dict[Any, Any], list[Any]] | None = None
         self.clusters: dict[str, ClusteredDb] = {}
         self.raft_sync_commit = raft_sync_commit
         self.sessions: set[Session] = set()
@@ -95,6 +96,21 @@ class Server:
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
                                    lambda name: name in self.clusters
                                    and name not in self.dbs)
+
+    def release_cache(self, changesets: list[Any]) -> dict[Any, Any]:
+        """The rendering cache (`Monitor.updates`' `shared`) of the held updates sent
+        in this pass of the loop: the sessions whose update windows end together share
+        it, so a change they all hold is rendered once. It keeps the `changesets` it
+        was used for alive until the pass is over (its keys are row identities)."""
+        if self._release_shared is None:
+            self._release_shared = ({}, [])
+            asyncio.get_running_loop().call_soon(self._clear_release_cache)
+        shared, keep = self._release_shared
+        keep.extend(changesets)
+        return shared
+
+    def _clear_release_cache(self) -> None:
+        self._release_shared = None
 
     def _new_session(self, listener: Listener) -> Session:
         session = Session(self, probe_interval=listener.remote.probe_interval)

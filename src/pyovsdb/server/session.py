@@ -310,10 +310,11 @@ class Session(Connection):
                     held.append((mon, cs))
         if not held:
             return False
+        shared = self.server.release_cache([cs for _, cs in held])
         batch.begin()
         try:
             for mon, cs in held:
-                updates = mon.updates(cs, {})
+                updates = mon.updates(cs, shared)
                 hosted = self.server.dbs.get(mon.db_name)
                 if updates is not None and hosted is not None:
                     Connection.send(self, _update(mon, hosted.last_txn_id, updates), False)
