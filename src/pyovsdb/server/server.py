@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
 from typing import Any
@@ -71,6 +72,7 @@ class Server:
         # than this after its previous ones (see `session`); 0 sends them as they come.
         self.update_delay = update_delay_ms / 1000.0
         self._release_shared: tuple[dict[Any, Any], list[Any]] | None = None
+        self._window_ends: dict[float, list[Session]] = {}  # `end_window_at`
         self.clusters: dict[str, ClusteredDb] = {}
         self.raft_sync_commit = raft_sync_commit
         self.sessions: set[Session] = set()
@@ -96,6 +98,24 @@ class Server:
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
                                    lambda name: name in self.clusters
                                    and name not in self.dbs)
+
+    def end_window_at(self, session: Session, at: float) -> float:
+        """File `session`'s update window (--update-delay-ms) to end at loop time
+        `at`, rounded up to the millisecond: the sessions whose windows end in the same
+        millisecond share one timer (a change sent to every client opens as many
+        windows as there are clients). Returns the time it is filed under."""
+        when = math.ceil(at * 1000) / 1000
+        due = self._window_ends.get(when)
+        if due is None:
+            due = self._window_ends[when] = []
+            asyncio.get_running_loop().call_at(when, self._end_windows, when)
+        due.append(session)
+        return when
+
+    def _end_windows(self, when: float) -> None:
+        for session in self._window_ends.pop(when, ()):
+            if session.window_end == when:  # (else closed, or filed again since)
+                session.window_ends()
 
     def release_cache(self, changesets: list[Any]) -> dict[Any, Any]:
         """The rendering cache (`Monitor.updates`' `shared`) of the held updates sent

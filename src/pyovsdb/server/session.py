@@ -121,7 +121,7 @@ class Session(Connection):
         self._holding = False  # monitors hold their changes (the client is not reading)
         # --update-delay-ms: the window in which monitors hold their changes after a
         # flush (its timer; None: updates leave as they come), and when it began.
-        self._window: asyncio.TimerHandle | None = None
+        self.window_end: float | None = None  # (its end, as `Server.end_window_at` files it)
         self._flushed = DelayedWake(0, 0.0)
         self._drain_scheduled = False
         self.n_requests = 0
@@ -206,8 +206,8 @@ class Session(Connection):
     # -- monitors ----------------------------------------------------------------------
 
     def send(self, msg: Any, counted: bool = True) -> None:
-        if (self._holding or self._window is not None) and \
-                self._release(list(self.monitors.values())) and self._window is not None:
+        if (self._holding or self.window_end is not None) and \
+                self._release(list(self.monitors.values())) and self.window_end is not None:
             # a flush inside the window: the next may come a delay after it
             self._flushed = DelayedWake(0, asyncio.get_running_loop().time()
                                         + self.server.update_delay)
@@ -235,11 +235,12 @@ class Session(Connection):
         for mon in self.monitors.values():
             if mon.held is None:
                 mon.held = {}
-        if self._window is None and not self.closed:
-            self._window = loop.call_at(now + delay, self._window_ends)
+        if self.window_end is None and not self.closed:
+            self.window_end = self.server.end_window_at(self, now + delay)
 
-    def _window_ends(self) -> None:
-        self._window = None
+    def window_ends(self) -> None:
+        """(Called by the server at the end of this session's update window.)"""
+        self.window_end = None
         if self.closed:
             return
         now = asyncio.get_running_loop().time()
@@ -251,9 +252,9 @@ class Session(Connection):
                     mon.held = None
             return
         if at > now:  # (a flush since the window opened moved its end)
-            self._window = asyncio.get_running_loop().call_at(at, self._window_ends)
+            self.window_end = self.server.end_window_at(self, at)
             return
-        self._window = None
+        self.window_end = None
         self._release(list(self.monitors.values()), keep_holding=True)
         self._flushed_now()
 
@@ -302,7 +303,7 @@ class Session(Connection):
         against --max-backlog: it is bounded by the rows); they go on holding while the
         session is held up or its update window is open."""
         held = []
-        keep = keep_holding or self._holding or self._window is not None
+        keep = keep_holding or self._holding or self.window_end is not None
         for mon in monitors:
             if mon.held is not None:
                 cs = mon.take_held(keep)
@@ -326,9 +327,7 @@ class Session(Connection):
 
     def on_close(self) -> None:
         server = self.server
-        if self._window is not None:
-            self._window.cancel()
-            self._window = None
+        self.window_end = None  # (the server skips it when the window ends)
         for key in list(self.monitors):
             self.remove_monitor(key)
         for hosted in server.dbs.values():
