@@ -119,9 +119,11 @@ class Session(Connection):
         self.db_change_aware = False
         self.close_after_reply = False  # set when a request ends this session (convert)
         self._holding = False  # monitors hold their changes (the client is not reading)
-        # --update-delay-ms: the window in which monitors hold their changes after a
-        # flush (its timer; None: updates leave as they come), and when it began.
-        self.window_end: float | None = None  # (its end, as `Server.end_window_at` files it)
+        # --update-delay-ms: the end of the window in which the monitors hold their
+        # changes after a flush, as `Server.end_window_at` filed it (None: no window,
+        # updates leave as they come), and the rule of the next flush (not before a
+        # delay after the last one).
+        self.window_end: float | None = None
         self._flushed = DelayedWake(0, 0.0)
         self._drain_scheduled = False
         self.n_requests = 0
