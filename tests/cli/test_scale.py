@@ -78,6 +78,9 @@ def test_density_light_on_the_c_stack_and_ours(tmp_path: Path) -> None:
         # switch, and its own gateway router and external switch (23.03's walk)
         assert all(c["local_datapaths"] == NODES + 4 for c in chassis), chassis
         assert all(c["flows"] > 0 for c in chassis)
+        # what the Southbound server sent each chassis, and the stack's total
+        assert all(c["updates"] > 0 and c["bytes_in"] > 1000 for c in chassis), chassis
+        assert s["chassis"]["bytes_in_total"] == sum(c["bytes_in"] for c in chassis)
         # each chassis holds its node's ports alone, all up
         bindings = _bindings(out / s["stack"] / "sb.db")
         assert len(bindings) == total

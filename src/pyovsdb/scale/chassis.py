@@ -136,6 +136,7 @@ class SimChassis:
         self.relocate = True  # a change that may move its local datapaths
         self.cpu = 0.0
         self.wakes = 0
+        self.updates = 0  # update notifications received
         self.claims = 0
         self._task: asyncio.Task[None] | None = None
 
@@ -165,6 +166,7 @@ class SimChassis:
 
     def _notified(self, method: str, params: list[Any]) -> None:
         if method == "update3" and len(params) == 3:
+            self.updates += 1
             self._apply(params[2])
 
     def _requests(self) -> dict[str, Any]:
@@ -358,7 +360,8 @@ class SimChassis:
     def stats(self) -> dict[str, Any]:
         return {"name": self.name, "cpu_s": self.cpu, "wakes": self.wakes,
                 "claims": self.claims, "local_datapaths": len(self.datapaths),
-                "flows": self.flows}
+                "flows": self.flows, "updates": self.updates,
+                "bytes_in": self.conn.bytes_in if self.conn is not None else 0}
 
 
 def _uuid_of(ref: Any) -> str | None:

@@ -57,7 +57,10 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
         "chassis": {"n": len(chassis),
                     "cpu_s_total": sum(c["cpu_s"] for c in chassis),
                     "cpu_s_max": max((c["cpu_s"] for c in chassis), default=0.0),
-                    "wakes_total": sum(c["wakes"] for c in chassis)},
+                    "wakes_total": sum(c["wakes"] for c in chassis),
+                    # what the Southbound server sent them, over the whole run
+                    "updates_total": sum(c.get("updates", 0) for c in chassis),
+                    "bytes_in_total": sum(c.get("bytes_in", 0) for c in chassis)},
     }
 
 
@@ -109,7 +112,8 @@ def render_html(title: str, params: dict[str, Any], runs: list[dict[str, Any]],
     parts.append("</table><h2>Other figures</h2><table><tr><th>stack</th><th>--wait=hv"
                  " sb_cfg ms</th><th>hv_cfg ms</th><th>startup s</th><th>measured pods s</th>"
                  "<th>NB bytes</th><th>SB bytes</th><th>chassis CPU s (sum)</th>"
-                 "<th>chassis wakes</th></tr>")
+                 "<th>chassis wakes</th><th>SB updates to chassis</th>"
+                 "<th>SB bytes to chassis</th></tr>")
     for s in summaries:
         w = s["wait_hv_ms"]
         parts.append(
@@ -117,7 +121,9 @@ def render_html(title: str, params: dict[str, Any], runs: list[dict[str, Any]],
             f"<td>{w.get('hv_cfg', math.nan):.0f}</td><td>{s['startup_s']:.1f}</td>"
             f"<td>{s['pods_s']:.1f}</td><td>{s['db_bytes'].get('nb', 0)}</td>"
             f"<td>{s['db_bytes'].get('sb', 0)}</td><td>{s['chassis']['cpu_s_total']:.2f}</td>"
-            f"<td>{s['chassis']['wakes_total']}</td></tr>")
+            f"<td>{s['chassis']['wakes_total']}</td>"
+            f"<td>{s['chassis'].get('updates_total', 0)}</td>"
+            f"<td>{s['chassis'].get('bytes_in_total', 0)}</td></tr>")
     parts.append("</table>")
     if len(summaries) >= 2:
         parts.append("<h2>Ratios</h2><table><tr><th>figure</th>")
