@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..ovsdb.changeset import Changeset, merge
 from ..ovsdb.database import Database
 from ..ovsdb.transaction import Blocked, Outcome, execute
+from ..util import batch
 from ..util.uuidgen import new_uuid, sequential_uuid
 from .fanout import FanoutIndex
 from .monitor import Monitor
@@ -84,6 +85,7 @@ class HostedDb:
         self.max_history = max_history
         self.clock = clock  # monotonic milliseconds
         self.monitors: set[Monitor] = set()
+        self._pending: list[Monitor] = []  # monitors with changes of this batch to render
         self.fanout = FanoutIndex()  # which of them a change can concern
         self.history: deque[tuple[str, Changeset, int]] = deque()
         self.history_atoms = 0
@@ -125,6 +127,7 @@ class HostedDb:
         self._remember(txn_id, cs)
         self.n_commits += 1
         shared: dict[Any, Any] = {}
+        deferred = batch.active()
         # Only the monitors the change may concern: a monitor's held changes are sent
         # before its conditions change, so what the others would not send now they
         # would not send later either.
@@ -133,11 +136,42 @@ class HostedDb:
                 # Its client is not reading, or its session waits out --update-delay-ms
                 # (begun, maybe, as it sent another of its monitors this very change).
                 mon.hold(cs)  # merged, sent later
+            elif deferred:
+                # Rendered at the batch's end, merged with the batch's other commits
+                # (as the real server, which flushes a monitor once per pass).
+                if not mon.pending:
+                    if not self._pending:
+                        batch.defer_render(self, self.render_pending)
+                    self._pending.append(mon)
+                mon.pending.append(cs)
+            else:
+                updates = mon.updates(cs, shared)
+                if updates is not None:
+                    mon.sink(mon, txn_id, updates)
+        return txn_id
+
+    def render_pending(self, only: Monitor | None = None) -> None:
+        """Send the monitors what this batch's commits owe them, one update each (all
+        of them, or `only` one, whose session is about to send something else)."""
+        if only is not None:
+            if not only.pending:
+                return
+            monitors = [only]
+        else:
+            monitors, self._pending = self._pending, []
+        shared: dict[Any, Any] = {}
+        keep = [mon.pending for mon in monitors]  # (the rows `shared` is keyed by)
+        for mon in monitors:
+            cs = mon.take_pending()
+            if cs is None or mon not in self.monitors:
+                continue  # (canceled meanwhile: its changes go with it)
+            if mon.held is not None:
+                mon.hold(cs)  # its session began holding meanwhile
                 continue
             updates = mon.updates(cs, shared)
             if updates is not None:
-                mon.sink(mon, txn_id, updates)
-        return txn_id
+                mon.sink(mon, cs.txn_id or self.last_txn_id, updates)
+        del keep
 
     def restart_history(self, txn_id: str) -> None:
         """The database as it is now is the history's only entry, named `txn_id`: a
@@ -249,6 +283,7 @@ class HostedDb:
         self.fanout.add(mon)
 
     def remove_monitor(self, mon: Monitor) -> None:
+        mon.pending = []
         self.monitors.discard(mon)
         self.fanout.remove(mon)
 

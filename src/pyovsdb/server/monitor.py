@@ -322,7 +322,7 @@ def default_columns(ts: TableSchema) -> list[str]:
 class Monitor:
     """One monitor of one session on one database."""
 
-    __slots__ = ("db_name", "held", "id", "sink", "tables", "version")
+    __slots__ = ("db_name", "held", "id", "pending", "sink", "tables", "version")
 
     def __init__(
         self, mon_id: Any, db_name: str, version: int, tables: dict[str, MonitorTable], sink: Any
@@ -335,6 +335,9 @@ class Monitor:
         # The changes held back while its session cannot write (`hold`); None when
         # changes are sent as they come.
         self.held: dict[str, dict[str, RowChange]] | None = None
+        # The changesets committed in the current output batch that concern it, to be
+        # rendered as one update at the batch's end (`HostedDb.render_pending`).
+        self.pending: list[Changeset] = []
 
     # -- held changes ------------------------------------------------------------------
 
@@ -346,6 +349,18 @@ class Monitor:
         changed, not with the number of transactions."""
         assert self.held is not None
         merge_into(self.held, cs, self.tables)
+
+    def take_pending(self) -> Changeset | None:
+        """The changes of this batch's commits as one changeset (None if none)."""
+        pending, self.pending = self.pending, []
+        if len(pending) <= 1:
+            return pending[0] if pending else None
+        acc: dict[str, dict[str, RowChange]] = {}
+        for cs in pending:
+            merge_into(acc, cs, self.tables)
+        merged = Changeset({t: rows for t, rows in acc.items() if rows})
+        merged.txn_id = pending[-1].txn_id
+        return merged
 
     def take_held(self, keep_holding: bool) -> Changeset | None:
         """The held changes as one changeset (None if nothing is held); holding goes

@@ -35,6 +35,11 @@ Rules kept here:
   transactions gives each client a few merged updates, not one per transaction. The
   held updates go out before any other message, so a client still gets the updates of
   its own transaction before the reply.
+- Inside an output batch (one burst of input), a commit's updates are not rendered at
+  once: each monitor collects the batch's changesets (`Monitor.pending`) and gets one
+  merged update at the batch's end (`HostedDb.render_pending`), as the real server
+  composes one update from what a pass of its loop committed. Before the session sends
+  anything else, its monitors' pending updates go first, as the held ones do.
 - A request whose handling raises anything but an OVSDB error (a bug) is answered with
   an "internal error" reply, logged with its traceback, and its connection is closed,
   since that session's state is no longer known; the server and every other session go
@@ -208,6 +213,9 @@ class Session(Connection):
     # -- monitors ----------------------------------------------------------------------
 
     def send(self, msg: Any, counted: bool = True) -> None:
+        for mon in self.monitors.values():
+            if mon.pending:  # this batch's updates first: a reply never overtakes them
+                self._render_pending(mon)
         if (self._holding or self.window_end is not None) and \
                 self._release(list(self.monitors.values())) and self.window_end is not None:
             # a flush inside the window: the next may come a delay after it
@@ -223,8 +231,16 @@ class Session(Connection):
     def release_held(self, mon: Monitor) -> None:
         """Send what `mon` holds now (before its conditions change, so that what it
         held is judged by the conditions it was held under)."""
+        if mon.pending:
+            self._render_pending(mon)
         if mon.held:
             self._release([mon])
+
+    def _render_pending(self, mon: Monitor) -> None:
+        hosted = self.server.dbs.get(mon.db_name)
+        if hosted is not None:
+            hosted.render_pending(mon)
+        mon.pending = []
 
     # -- coalesced updates (--update-delay-ms) -------------------------------------------
 

@@ -13,6 +13,10 @@ Rules kept here:
   committed, and answers and updates the clients) is queued too and goes out in the
   same connection flushes: the updates and the reply that one commit causes leave in
   one write, not one each.
+- Between the two, the render steps run (`defer_render`): what a batch's commits owe
+  the monitors is rendered once per monitor, merged, after every commit of the batch
+  and before any connection writes (as the real server composes a monitor's update
+  from all the changes since its last flush).
 - Outside a batch, every send and every commit is written at once.
 """
 
@@ -22,6 +26,7 @@ from collections.abc import Callable
 
 _depth = 0
 _storage: dict[int, Callable[[], None]] = {}
+_renders: dict[int, Callable[[], None]] = {}
 _outputs: dict[int, Callable[[], None]] = {}
 
 
@@ -45,11 +50,17 @@ def flush() -> None:
     global _depth
     _depth += 1  # sends made by the flushes below are queued, and flushed here
     try:
-        while _storage or _outputs:
+        while _storage or _renders or _outputs:
             storage = list(_storage.values())
             _storage.clear()
             for f in storage:
                 f()
+            renders = list(_renders.values())
+            _renders.clear()
+            for f in renders:
+                f()
+            if _storage:  # (a render cannot commit; but should one, storage first)
+                continue
             outputs = list(_outputs.values())
             _outputs.clear()
             for f in outputs:
@@ -60,6 +71,10 @@ def flush() -> None:
 
 def defer_storage(key: object, flush_fn: Callable[[], None]) -> None:
     _storage[id(key)] = flush_fn
+
+
+def defer_render(key: object, render_fn: Callable[[], None]) -> None:
+    _renders[id(key)] = render_fn
 
 
 def defer_output(key: object, flush_fn: Callable[[], None]) -> None:
