@@ -147,7 +147,7 @@ class HostedDb:
             else:
                 updates = mon.updates(cs, shared)
                 if updates is not None:
-                    mon.sink(mon, txn_id, updates)
+                    mon.sink(mon, txn_id, updates, shared)
         return txn_id
 
     def render_pending(self, only: Monitor | None = None) -> None:
@@ -160,17 +160,18 @@ class HostedDb:
         else:
             monitors, self._pending = self._pending, []
         shared: dict[Any, Any] = {}
-        keep = [mon.pending for mon in monitors]  # (the rows `shared` is keyed by)
+        keep = [mon.pending for mon in monitors]  # (what `shared` is keyed by)
         for mon in monitors:
             cs = mon.take_pending()
             if cs is None or mon not in self.monitors:
                 continue  # (canceled meanwhile: its changes go with it)
+            keep.append([cs])  # (a merged one is new: kept too)
             if mon.held is not None:
                 mon.hold(cs)  # its session began holding meanwhile
                 continue
             updates = mon.updates(cs, shared)
             if updates is not None:
-                mon.sink(mon, cs.txn_id or self.last_txn_id, updates)
+                mon.sink(mon, cs.txn_id or self.last_txn_id, updates, shared)
         del keep
 
     def restart_history(self, txn_id: str) -> None:

@@ -29,11 +29,13 @@ Rules kept here:
 - The columns a condition reads stay tracked for the monitor's life, also once the
   condition no longer reads them (the real server adds them to its monitor and never
   removes them): a change in one of them is a modify, empty if none is monitored.
-- Rendering is shared: per-row JSON for a column set is cached on the immutable Row, and
-  the rendering of a change is cached in the caller's `shared` dict by the identities
-  of its old and new rows, so N monitors with the same columns cost one rendering, not
-  N, also when each holds the change in its own merged changeset. The caller keeps the
-  rows alive while the dict lives (the identities are not reused meanwhile).
+- Rendering is shared: per-row JSON for a column set is cached on the immutable Row; the
+  rendering of a change is cached in the caller's `shared` dict by the identities of
+  its old and new rows, and a table's row updates by the identity of the changeset's
+  table, what the table monitor watches and which rows its conditions select, so N
+  monitors alike cost one rendering, not N, and get the same dict (which the session
+  encodes once). The caller keeps the changesets alive while the dict lives (the
+  identities are not reused meanwhile).
 - A monitor whose session cannot write (its client is not reading) holds its changes
   back instead, merged per row (`hold`), and its session renders them once, as one
   update, when it can write again: what is held grows with the rows that changed, not
@@ -73,6 +75,7 @@ class MonitorTable:
     """
 
     __slots__ = (
+        "_render_key",
         "by_kind",
         "columns",
         "condition",
@@ -95,6 +98,7 @@ class MonitorTable:
         table_select: tuple[bool, bool, bool, bool] | None = None,
         reads: Iterable[str] = (),
     ) -> None:
+        self._render_key: _RenderKey | None = None
         self.schema = ts
         self.name = ts.name
         self.columns = columns
@@ -127,6 +131,16 @@ class MonitorTable:
         extra = [c for c in columns if c not in self.tracked]
         if extra:
             self.tracked = self.tracked + tuple(dict.fromkeys(extra))
+
+    def render_key(self) -> _RenderKey:
+        """What a change's rendering depends on here, besides the condition: the
+        columns per change kind, the tracked ones, the kinds selected (hashed once)."""
+        key = self._render_key
+        if key is None or key.tracked is not self.tracked:
+            key = self._render_key = _RenderKey(
+                (self.by_kind, self.tracked, self.insert, self.delete, self.modify),
+                self.tracked)
+        return key
 
     def matches(self, row: Row) -> bool:
         cond = self.condition
@@ -314,6 +328,61 @@ def _check_members(obj: dict[str, Any], allowed: tuple[str, ...], where: str) ->
         obj, f"{where}Member '{extra[0]}' and {n} {others} are present but not allowed here.")
 
 
+
+class _RenderKey:
+    """A table monitor's rendering configuration as a dict key, its hash made once."""
+
+    __slots__ = ("hash", "key", "tracked")
+
+    def __init__(self, key: tuple[Any, ...], tracked: tuple[str, ...]) -> None:
+        self.key = key
+        self.hash = hash(key)
+        self.tracked = tracked
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _RenderKey) and (self is other or self.key == other.key)
+
+
+def _rows(mt: MonitorTable, changes: dict[str, RowChange], v1: bool,
+          outcome: tuple[tuple[bool, bool], ...] | None, shared: dict[Any, Any]
+          ) -> dict[str, Any]:
+    """The row updates of `changes` for table monitor `mt`, `outcome` telling which
+    old and new rows its conditions select (None: all)."""
+    rows: dict[str, Any] = {}
+    for i, (uuid, ch) in enumerate(changes.items()):
+        old, new = ch.old, ch.new
+        if outcome is not None:
+            keep_old, keep_new = outcome[i]
+            old = old if keep_old else None
+            new = new if keep_new else None
+        if old is None:
+            if new is None or not mt.insert:
+                continue
+            rows[uuid] = ({"new": mt.row_v1(new, _INSERT)} if v1
+                          else {"insert": mt.row_v2(new, _INSERT)})
+        elif new is None:
+            if not mt.delete:
+                continue
+            rows[uuid] = {"old": mt.row_v1(old, _DELETE)} if v1 else {"delete": None}
+        else:
+            if not mt.modify:
+                continue
+            if old is not ch.old or new is not ch.new:
+                ch = RowChange(uuid, old, new)
+            if v1:
+                r = mt.modify_v1(ch, shared)
+                if r is not None:
+                    rows[uuid] = r
+            else:
+                r2 = mt.modify_v2(ch, shared)
+                if r2 is not None:
+                    rows[uuid] = {"modify": r2}
+    return rows
+
+
 def default_columns(ts: TableSchema) -> list[str]:
     """All columns and `_version`, but not `_uuid` (the row's key), as the real server."""
     return [*ts.columns, "_version"]
@@ -407,35 +476,17 @@ class Monitor:
             if mt is None:
                 continue
             cond, old_cond = mt.condition, mt.old_condition
-            rows: dict[str, Any] = {}
-            for uuid, ch in changes.items():
-                old, new = ch.old, ch.new
-                if old_cond is not None and old is not None and not old_cond.matches(old):
-                    old = None
-                if cond is not None and new is not None and not cond.matches(new):
-                    new = None
-                if old is None:
-                    if new is None or not mt.insert:
-                        continue
-                    rows[uuid] = ({"new": mt.row_v1(new, _INSERT)} if v1
-                                  else {"insert": mt.row_v2(new, _INSERT)})
-                elif new is None:
-                    if not mt.delete:
-                        continue
-                    rows[uuid] = {"old": mt.row_v1(old, _DELETE)} if v1 else {"delete": None}
-                else:
-                    if not mt.modify:
-                        continue
-                    if old is not ch.old or new is not ch.new:
-                        ch = RowChange(uuid, old, new)
-                    if v1:
-                        r = mt.modify_v1(ch, shared)
-                        if r is not None:
-                            rows[uuid] = r
-                    else:
-                        r2 = mt.modify_v2(ch, shared)
-                        if r2 is not None:
-                            rows[uuid] = {"modify": r2}
+            # Which rows (old and new) the conditions select, None if all: the rows'
+            # updates depend only on that and on what the table monitors, so monitors
+            # alike share them (one dict, rendered once, encoded once per message).
+            outcome = None if cond is None and old_cond is None else tuple(
+                ((old_cond is None or ch.old is None or old_cond.matches(ch.old)),
+                 (cond is None or ch.new is None or cond.matches(ch.new)))
+                for ch in changes.values())
+            key = (id(changes), v1, mt.render_key(), outcome)
+            rows = shared.get(key)
+            if rows is None:
+                rows = shared[key] = _rows(mt, changes, v1, outcome, shared)
             if rows:
                 out[tname] = rows
         return out or None

@@ -213,6 +213,28 @@ class Session(Connection):
     # -- monitors ----------------------------------------------------------------------
 
     def send(self, msg: Any, counted: bool = True) -> None:
+        self._before_sending()
+        super().send(msg, counted)
+
+    def send_update(self, mon: Monitor, txn_id: str, updates: dict[str, Any],
+                    shared: dict[Any, Any] | None = None) -> None:
+        """Send `mon` its `updates`. With `shared` (the commit's rendering cache), the
+        message is encoded once for every session whose monitor has the same id and
+        the same row updates (the same dicts: `Monitor.updates` shares them)."""
+        if shared is None:
+            self.send(_update(mon, txn_id, updates))
+        else:
+            key = ("message", mon.version, txn_id, dumps(mon.id), tuple(updates),
+                   tuple(map(id, updates.values())))
+            hit = shared.get(key)
+            if hit is None:  # (the value keeps the dicts whose ids are in the key alive)
+                hit = shared[key] = (dumps(_update(mon, txn_id, updates)), updates)
+            self._before_sending()
+            self.send_bytes(hit[0])
+        if self.server.update_delay > 0:
+            self._flushed_now()
+
+    def _before_sending(self) -> None:
         for mon in self.monitors.values():
             if mon.pending:  # this batch's updates first: a reply never overtakes them
                 self._render_pending(mon)
@@ -221,12 +243,6 @@ class Session(Connection):
             # a flush inside the window: the next may come a delay after it
             self._flushed = DelayedWake(0, asyncio.get_running_loop().time()
                                         + self.server.update_delay)
-        super().send(msg, counted)
-
-    def send_update(self, mon: Monitor, txn_id: str, updates: dict[str, Any]) -> None:
-        self.send(_update(mon, txn_id, updates))
-        if self.server.update_delay > 0:
-            self._flushed_now()
 
     def release_held(self, mon: Monitor) -> None:
         """Send what `mon` holds now (before its conditions change, so that what it
