@@ -22,6 +22,9 @@ def test_engine_and_transactions_counted(tmp_path: Path) -> None:
         northd = plane.northd(extra=["--metrics=ptcp:0:127.0.0.1"])
         port = metrics_port(northd.logfile)
         nbctl = ["ovn-nbctl", f"--db={plane.nb.unix}", "--timeout=30"]
+        # The cold start done first: else the switch may come while it still runs, and
+        # go into the same engine run and Southbound transaction.
+        run([*nbctl, "--wait=sb", "sync"])
         run([*nbctl, "--wait=sb", "ls-add", "sw0"])
         run([*nbctl, "--wait=sb", "lsp-add", "sw0", "p1", "--", "lsp-set-addresses", "p1",
              "00:00:00:00:00:01 10.0.0.1"])
