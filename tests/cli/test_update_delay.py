@@ -256,6 +256,28 @@ def test_at_once_after_a_gap_then_not_before_the_window(tmp_path: Path) -> None:
         srv.stop()
 
 
+def test_one_batch_different_commits_per_monitor(tmp_path: Path) -> None:
+    """Two transactions read in one pass, each concerning another session's monitor:
+    each session gets its own row, not the other's merged commits (monitors share a
+    batch's merged changeset only when they got the same commits)."""
+    srv = start(tmp_path, 0)
+    try:
+        with Client(srv.unix) as x, Client(srv.unix) as y, Client(srv.unix) as w:
+            reps = {"x": monitor(x, "monitor_cond_since", "x", [["k", "==", 1]]),
+                    "y": monitor(y, "monitor_cond_since", "y", [["k", "==", 9]])}
+            msgs = [{"id": f"w{k}", "method": "transact", "params": ["S", {
+                "op": "insert", "table": "T", "row": {"k": k}}]} for k in (1, 9)]
+            w.sock.sendall(b"".join(json.dumps(m).encode() for m in msgs))  # (one write)
+            for m in msgs:
+                assert w.wait(m["id"])["error"] is None
+            drain(x, {"x": reps["x"]}, quiet=0.5)
+            drain(y, {"y": reps["y"]}, quiet=0.5)
+            assert [r[0] for r in reps["x"].normalized().values()] == [1]
+            assert [r[0] for r in reps["y"].normalized().values()] == [9]
+    finally:
+        srv.stop()
+
+
 def test_own_transaction_update_before_its_reply(tmp_path: Path) -> None:
     srv = start(tmp_path, DELAY_MS)
     try:

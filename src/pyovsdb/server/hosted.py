@@ -160,19 +160,30 @@ class HostedDb:
         else:
             monitors, self._pending = self._pending, []
         shared: dict[Any, Any] = {}
-        keep = [mon.pending for mon in monitors]  # (what `shared` is keyed by)
+        # One merged changeset per distinct list of commits, shared by the monitors
+        # that got that list (most got all of the batch's): merged once, and the same
+        # tables to key `shared` by. It keeps the changesets alive while `shared` is.
+        merged: dict[tuple[int, ...], tuple[Changeset, list[Changeset]]] = {}
         for mon in monitors:
-            cs = mon.take_pending()
-            if cs is None or mon not in self.monitors:
+            pending, mon.pending = mon.pending, []
+            if not pending or mon not in self.monitors:
                 continue  # (canceled meanwhile: its changes go with it)
-            keep.append([cs])  # (a merged one is new: kept too)
+            key = tuple(map(id, pending))
+            hit = merged.get(key)
+            if hit is None:
+                if len(pending) == 1:
+                    cs = pending[0]
+                else:
+                    cs = merge(pending)
+                    cs.txn_id = pending[-1].txn_id
+                hit = merged[key] = (cs, pending)
+            cs = hit[0]
             if mon.held is not None:
                 mon.hold(cs)  # its session began holding meanwhile
                 continue
             updates = mon.updates(cs, shared)
             if updates is not None:
                 mon.sink(mon, cs.txn_id or self.last_txn_id, updates, shared)
-        del keep
 
     def restart_history(self, txn_id: str) -> None:
         """The database as it is now is the history's only entry, named `txn_id`: a

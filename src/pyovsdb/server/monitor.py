@@ -328,7 +328,6 @@ def _check_members(obj: dict[str, Any], allowed: tuple[str, ...], where: str) ->
         obj, f"{where}Member '{extra[0]}' and {n} {others} are present but not allowed here.")
 
 
-
 class _RenderKey:
     """A table monitor's rendering configuration as a dict key, its hash made once."""
 
@@ -418,18 +417,6 @@ class Monitor:
         changed, not with the number of transactions."""
         assert self.held is not None
         merge_into(self.held, cs, self.tables)
-
-    def take_pending(self) -> Changeset | None:
-        """The changes of this batch's commits as one changeset (None if none)."""
-        pending, self.pending = self.pending, []
-        if len(pending) <= 1:
-            return pending[0] if pending else None
-        acc: dict[str, dict[str, RowChange]] = {}
-        for cs in pending:
-            merge_into(acc, cs, self.tables)
-        merged = Changeset({t: rows for t, rows in acc.items() if rows})
-        merged.txn_id = pending[-1].txn_id
-        return merged
 
     def take_held(self, keep_holding: bool) -> Changeset | None:
         """The held changes as one changeset (None if nothing is held); holding goes
