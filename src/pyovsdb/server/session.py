@@ -288,7 +288,6 @@ class Session(Connection):
         if at > now:  # (a flush since the window opened moved its end)
             self.window_end = self.server.end_window_at(self, at)
             return
-        self.window_end = None
         self._release(list(self.monitors.values()), keep_holding=True)
         self._flushed_now()
 
