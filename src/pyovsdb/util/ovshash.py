@@ -82,27 +82,7 @@ def calc_mask(capacity: int) -> int:
 def hmap_order(hashed: Iterable[tuple[int, T]]) -> list[T]:
     """Items given with their hashes, in insertion order, in the order of a walk."""
     items = list(hashed)
-    total = len(items)
-    if total <= 1:
-        return [item for _, item in items]
-    # `_walk` of places 1..total, the key's part for the place made range by range
-    # (between two expansions an item meets the same number of them).
-    expansions = hmap_expansions(total)
-    mask = calc_mask(expansions[-1]) if expansions else 0
-    span = 2 * total + 2
-    keyed: list[tuple[int, T]] = []
-    start = 1
-    for k, end in enumerate([*expansions, total]):
-        met = len(expansions) - k  # the expansions after insertions start..end
-        if met % 2 == 0:
-            keyed += [((h & mask) * span + total - i, item)
-                      for i, (h, item) in enumerate(items[start - 1:end], start)]
-        else:
-            keyed += [((h & mask) * span + total + 1 + i, item)
-                      for i, (h, item) in enumerate(items[start - 1:end], start)]
-        start = end + 1
-    keyed.sort(key=_first)
-    return [item for _, item in keyed]
+    return _walk(((i, h, item) for i, (h, item) in enumerate(items, 1)), len(items))
 
 
 def hmap_expansions(total: int) -> list[int]:
