@@ -137,9 +137,11 @@ class Stack:
 
     def commands(self) -> dict[str, list[str]]:
         """The command line of every process this stack started, by role."""
-        out = {f"{name} server": srv.command() for name, srv in (("nb", self.nb), ("sb", self.sb))
-               if srv is not None}
-        out.update({role: [str(a) for a in p.args] for role, p in self.procs.items()})  # type: ignore[union-attr]
+        out = {f"{name} server": srv.command()
+               for name, srv in (("nb", self.nb), ("sb", self.sb)) if srv is not None}
+        for role, p in self.procs.items():
+            assert isinstance(p.args, list)  # (`_spawn` starts every one from a list)
+            out[role] = [str(a) for a in p.args]
         return out
 
     def _spawn(self, role: str, cmd: list[str]) -> None:
