@@ -13,12 +13,13 @@ Rules kept here:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from procs import ServerProcess, create_db, require
+from procs import ServerProcess
 from pyovsdb.jsonrpc.client import Client
 
 pytestmark = pytest.mark.interop
@@ -86,20 +87,11 @@ def _run(srv: ServerProcess) -> list[list[Any]]:
             c.close()
 
 
-def test_each_session_gets_its_own_update(tmp_path: Path) -> None:
-    require("ovsdb-server", "ovsdb-tool")
+def test_each_session_gets_its_own_update(
+        server_pair: Callable[[str], dict[str, ServerProcess]], tmp_path: Path) -> None:
     schema = tmp_path / "s.ovsschema"
     schema.write_text(json.dumps(SCHEMA))
-    results = {}
-    for kind in ("real", "ours"):
-        d = tmp_path / kind
-        d.mkdir()
-        db = create_db(kind, d / "s.db", str(schema))
-        srv = ServerProcess(kind, d, [db], name="s").start()
-        try:
-            results[kind] = _run(srv)
-        finally:
-            srv.stop()
+    results = {kind: _run(srv) for kind, srv in server_pair(str(schema)).items()}
     assert results["ours"] == results["real"]
     # not vacuous: every session saw updates, with its own monitor id
     for i, (_, mon_id, _) in enumerate(SESSIONS):
