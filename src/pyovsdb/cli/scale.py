@@ -24,11 +24,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..scale.driver import Scenario, build_topology
+from ..scale import scenarios
+from ..scale.driver import Driver, build_topology
 from ..scale.report import render_html, summarize
 from ..scale.stack import STACKS, Stack
-
-SCENARIOS = ("density-light",)
+from ..scale.topology import PODS_PER_NODE
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -38,13 +38,20 @@ def _args(argv: list[str]) -> argparse.Namespace:
                     "stacks side by side, and write a report.")
     ap.add_argument("--stacks", default="c,ours",
                     help=f"comma-separated, of: {', '.join(STACKS)} (default: c,ours)")
-    ap.add_argument("--scenario", default="density-light", choices=SCENARIOS)
+    ap.add_argument("--scenario", default="density-light", choices=scenarios.SCENARIOS,
+                    help="ovn-heater's (see scale/scenarios.py)")
     ap.add_argument("--nodes", type=int, default=10, help="worker nodes (chassis)")
     ap.add_argument("--startup-pods", type=int, default=5, help="per node, not measured")
-    ap.add_argument("--pods", type=int, default=50, help="measured pods, in total")
+    ap.add_argument("--pods", type=int, default=50,
+                    help="measured pods, in total (density-light, density-heavy)")
+    ap.add_argument("--iterations", type=int, default=10,
+                    help="measured iterations (cluster-density) or namespaces "
+                         "(netpol-multitenant)")
+    ap.add_argument("--startup-iterations", type=int, default=0,
+                    help="cluster-density's iterations before the measured ones")
     ap.add_argument("--rate", type=float, default=0.0,
-                    help="measured pods per second, not waiting for each (default: one "
-                         "at a time)")
+                    help="density-light's measured pods per second, not waiting for each "
+                         "(default: one at a time)")
     ap.add_argument("--transport", choices=("unix", "tcp"), default="unix")
     ap.add_argument("--work-ms", type=float, default=0.0,
                     help="chassis CPU per wake-up, standing for flow computation (all "
@@ -69,17 +76,25 @@ def _args(argv: list[str]) -> argparse.Namespace:
     bad = [s for s in args.stacks.split(",") if s not in STACKS]
     if bad:
         ap.error(f"unknown stack {bad[0]!r} (expected one of {', '.join(STACKS)})")
-    if args.nodes < 1 or args.startup_pods < 0 or args.pods < 0 or args.rate < 0:
-        ap.error("--nodes must be at least 1, --startup-pods, --pods and --rate at least 0")
+    if args.nodes < 1 or min(args.startup_pods, args.pods, args.rate, args.iterations,
+                             args.startup_iterations) < 0:
+        ap.error("--nodes must be at least 1, --startup-pods, --pods, --iterations, "
+                 "--startup-iterations and --rate at least 0")
     if "c-newest" in args.stacks.split(",") and (
             args.upstream is None or not (args.upstream / "northd" / "ovn-northd").exists()):
         ap.error("the c-newest stack needs --upstream DIR, an upstream OVN build "
                  "(bench/build_upstream_ovn.sh)")
     if not 0 <= args.server_update_delay_ms <= 60_000:
         ap.error("--server-update-delay-ms takes milliseconds from 0 to 60000")
-    if args.startup_pods + (args.pods + args.nodes - 1) // args.nodes > 250:
-        ap.error("at most 250 pods per node")
+    if scenarios.pods_needed(args.scenario, _config(args)) > PODS_PER_NODE:
+        ap.error(f"at most {PODS_PER_NODE} pods per node")
     return args
+
+
+def _config(args: argparse.Namespace) -> scenarios.Config:
+    return scenarios.Config(nodes=args.nodes, startup=args.startup_pods, pods=args.pods,
+                            iterations=args.iterations,
+                            startup_iterations=args.startup_iterations, rate=args.rate)
 
 
 def _say(line: str) -> None:
@@ -99,9 +114,10 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
         build_topology(stack.remote("nb"), args.nodes, args.northd_backoff_ms)
         stack.start_northd()
         stack.start_chassis(args.nodes)
-        scenario = await Scenario(stack.remote("nb"), stack.remote("sb"), args.nodes,
-                                  args.startup_pods, args.pods, args.timeout,
-                                  args.rate, lambda line: _say(f"{name}: {line}")).run()
+        async with Driver(stack.remote("nb"), stack.remote("sb"), args.nodes, args.timeout,
+                          lambda line: _say(f"{name}: {line}")) as driver:
+            scenario = await scenarios.run(args.scenario, driver, _config(args))
+        engine = stack.northd_engine_stats()
     finally:
         await stack.stop_sampling()  # the last sample (and peak) before the processes go
         stack.stop()
@@ -109,14 +125,14 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
     series = {role: {**asdict(s), "cpu_s": s.cpu_s} for role, s in stack.series.items()}
     return {"stack": name, "scenario": scenario, "series": series,
             "chassis": stack.chassis_stats(), "db_bytes": db_bytes,
-            "commands": stack.commands()}
+            "commands": stack.commands(), "engine": engine}
 
 
 async def _amain(args: argparse.Namespace, root: Path) -> int:
     runs = []
     for name in args.stacks.split(","):
-        _say(f"{name}: {args.nodes} nodes, {args.startup_pods} startup pods per node, "
-             f"{args.pods} measured pods")
+        _say(f"{name}: {args.scenario}, {args.nodes} nodes, {args.startup_pods} startup "
+             f"pods per node")
         runs.append(await run_stack(name, root, args))
     summaries = [summarize(r) for r in runs]
     params = {k: str(v) if isinstance(v, Path) else v
@@ -127,9 +143,13 @@ async def _amain(args: argparse.Namespace, root: Path) -> int:
     (root / "report.html").write_text(render_html(
         f"pyovsdb scale: {args.scenario}, {args.nodes} nodes", params, runs, summaries))
     for s in summaries:
-        up = s["latency_ms"]["up"]
+        up, pol, it = s["latency_ms"]["up"], s["policy_ms"]["hv_cfg"], s["iteration_ms"]
+        extra = "".join(
+            f"; {label} P50 {f['p50']:.1f} ms, P99 {f['p99']:.1f} ms"
+            for label, f in (("policy --wait=hv", pol), ("iteration", it)) if f["n"])
         print(f"{s['stack']}: port up P50 {up['p50']:.1f} ms, P99 {up['p99']:.1f} ms, "
-              f"max {up['max']:.1f} ms; --wait=hv {s['wait_hv_ms'].get('hv_cfg', 0):.0f} ms")
+              f"max {up['max']:.1f} ms{extra}; --wait=hv "
+              f"{s['wait_hv_ms'].get('hv_cfg', 0):.0f} ms")
     print(f"report: {root / 'report.html'}")
     return 0
 

@@ -1,27 +1,27 @@
-"""The CMS driver of the scale harness: builds the cluster, replays a scenario, and
-measures what each pod costs.
+"""The measuring CMS of the scale harness: builds the cluster, writes what a scenario
+asks for over IDLs, and times what each write costs the control plane.
 
 Rules kept here:
-- `density-light` is ovn-heater's: `startup` pods per node are created first and not
-  measured (the cluster's steady state), then `pods` more are created across the
-  nodes in turn, each waited for until its port is up in the Northbound before the
-  next is written (ovn-heater's iteration: create, bind, ping), so a pod's latency is
-  the control plane's alone. With a `rate`, the pods are written at that many per
-  second without waiting, as a busy cluster's CMS does: the load under which northd
-  falls behind (seed 000).
-- Per measured pod, the times from the Northbound transaction's send to: its reply
+- The topology goes in before northd starts, one transaction for the cluster rows and
+  one per node, over a plain client; the scenarios (`scale/scenarios.py`) run over
+  IDLs, as a CMS does, one transaction per command ovn-heater issues.
+- Pods go to the nodes in turn, as ovn-heater's `select_worker_for_port`; a pod's
+  number on its node only grows (a deleted pod's address is not reused), at most
+  `PODS_PER_NODE` per node.
+- Per measured pod, the times from its Northbound transaction's send to: its reply
   (`nb`), the Southbound Port_Binding's appearance (`sb`), the chassis' claim
   (`claim`), the Southbound `up` (`up_sb`) and the Northbound `up=true` northd writes
   back (`up`). They are read from the driver's own monitors of both databases.
-- After the pods, one `--wait=hv`: `NB_Global.nb_cfg` incremented, and the time until
-  `sb_cfg` and `hv_cfg` reach it (northd's and every chassis' acknowledgement).
-- The topology goes in before northd starts, one transaction for the cluster rows and
-  one per node, over a plain client; the scenario runs over IDLs, as a CMS does.
+- A measured write of anything else (a policy's ACL) carries `NB_Global.nb_cfg += 1`
+  in its transaction, as `ovn-nbctl --wait=hv` does, and is timed until `sb_cfg`
+  (northd has written its flows) and `hv_cfg` (every chassis has them) reach it.
+- Waits time out after `timeout` seconds per 100 things waited for (at least one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,41 +29,49 @@ from typing import Any
 
 from ..idl import Idl, IdlRow
 from ..jsonrpc.client import Client
-from .topology import cluster_ops, node_ops, pod_name, pod_ops
+from .topology import PODS_PER_NODE, cluster_ops, node_ops, pod_delete_ops, pod_name, pod_ops
+
+Ops = list[dict[str, Any]]
 
 
 @dataclass
 class PodTimes:
-    name: str
+    node: int
+    index: int
+    ns: str
     sent: float
     marks: dict[str, float] = field(default_factory=dict)
+    port: str = ""  # its Logical_Switch_Port's uuid, once written
+
+    @property
+    def name(self) -> str:
+        return pod_name(self.node, self.index)
 
     def latencies_ms(self) -> dict[str, float]:
         return {k: (t - self.sent) * 1000 for k, t in self.marks.items()}
 
 
-def _check(results: list[Any]) -> None:
+def _check(results: list[Any]) -> list[Any]:
     for r in results:
         if r is not None and "error" in r:
             raise RuntimeError(f"transaction failed: {r}")
+    return results
 
 
 def build_topology(nb_remote: str, nodes: int, backoff_ms: int = 0) -> None:
     with Client(nb_remote, timeout=120) as c:
-        _check(c.call("transact", ["OVN_Northbound", *cluster_ops(backoff_ms)]))
+        got = _check(c.call("transact", ["OVN_Northbound", *cluster_ops(backoff_ms)]))
+        lb_group = got[-1]["uuid"][1]
         for n in range(nodes):
-            _check(c.call("transact", ["OVN_Northbound", *node_ops(n)]))
+            _check(c.call("transact", ["OVN_Northbound", *node_ops(n, lb_group)]))
 
 
-class Scenario:
-    """density-light on a started stack (module rules)."""
+class Driver:
+    """The CMS side of a run on a started stack (module rules)."""
 
-    def __init__(self, nb_remote: str, sb_remote: str, nodes: int, startup: int, pods: int,
-                 timeout: float = 60.0, rate: float = 0.0,
+    def __init__(self, nb_remote: str, sb_remote: str, nodes: int, timeout: float = 60.0,
                  progress: Callable[[str], None] = lambda line: None) -> None:
-        self.nodes, self.startup, self.pods, self.timeout = nodes, startup, pods, timeout
-        self.rate = rate
-        self.progress = progress
+        self.nodes, self.timeout, self.progress = nodes, timeout, progress
         self.nb = Idl(nb_remote, "OVN_Northbound", tables={
             "Logical_Switch_Port": ["name", "up"], "NB_Global": ["nb_cfg", "sb_cfg", "hv_cfg"]})
         self.sb = Idl(sb_remote, "OVN_Southbound", tables={
@@ -73,6 +81,19 @@ class Scenario:
         self.nb.watch("Logical_Switch_Port", self._on_lsp, columns=["up"])
         self.sb.watch("Port_Binding", self._on_pb)
         self.nb.on_change(lambda cs: self.changed.set())
+        self._turn = itertools.count(1)  # ovn-heater's first pod goes to the second node
+        self._next_index = [0] * nodes
+
+    async def __aenter__(self) -> Driver:
+        await self.nb.start()
+        await self.sb.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.nb.close()
+        await self.sb.close()
+
+    # -- what the monitors tell -------------------------------------------------------
 
     def _mark(self, name: str, stage: str) -> None:
         pod = self.watching.get(name)
@@ -93,9 +114,9 @@ class Scenario:
         if row.up == [True] or row.up is True:
             self._mark(row.logical_port, "up_sb")
 
-    async def _until(self, done: Any, what: str, pods: int = 1) -> None:
-        """Wait for `done()`, `timeout` per 100 pods waited for (at least one)."""
-        deadline = time.monotonic() + self.timeout * max(1.0, pods / 100)
+    async def until(self, done: Callable[[], bool], what: str, count: int = 1) -> None:
+        """Wait for `done()` (module rules for the timeout)."""
+        deadline = time.monotonic() + self.timeout * max(1.0, count / 100)
         while not done():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -106,75 +127,73 @@ class Scenario:
             except TimeoutError:
                 pass
 
-    async def _write(self, ops: list[dict[str, Any]]) -> None:
+    async def until_up(self, pods: list[PodTimes], what: str) -> None:
+        await self.until(lambda: all("up" in p.marks for p in pods), what, len(pods))
+
+    # -- writing ----------------------------------------------------------------------
+
+    async def write(self, ops: Ops) -> list[Any]:
         txn = self.nb.transaction()
         for op in ops:
             txn.add_op(op)
         result = await txn.commit()
         if not result.ok:
             raise RuntimeError(f"NB transaction failed: {result}")
+        return result.results
 
-    async def _write_pod(self, node: int, pod: int, times: PodTimes) -> None:
-        await self._write(pod_ops(node, pod))
-        times.marks.setdefault("nb", time.perf_counter())
+    def place(self, node: int | None = None) -> tuple[int, int]:
+        """The node of the next pod (in turn, or `node`) and its number there."""
+        if node is None:
+            node = next(self._turn) % self.nodes
+        index = self._next_index[node]
+        if index >= PODS_PER_NODE:
+            raise RuntimeError(f"more than {PODS_PER_NODE} pods on node {node}")
+        self._next_index[node] += 1
+        return node, index
 
-    async def run(self) -> dict[str, Any]:
-        await self.nb.start()
-        await self.sb.start()
-        try:
-            return await self._run()
-        finally:
-            await self.nb.close()
-            await self.sb.close()
+    def watch(self, node: int, index: int, ns: str) -> PodTimes:
+        pod = self.watching[pod_name(node, index)] = PodTimes(node, index, ns,
+                                                               time.perf_counter())
+        return pod
 
-    async def _run(self) -> dict[str, Any]:
-        # the steady state: every node's startup pods, one transaction per node
-        startup = [pod_name(n, p) for n in range(self.nodes) for p in range(self.startup)]
-        for name in startup:
-            self.watching[name] = PodTimes(name, time.perf_counter())
+    async def add_pod(self, ns: str, enforcing: bool = False) -> PodTimes:
+        """A pod on the next node, in its own transaction, watched from its send."""
+        pod = self.watch(*self.place(), ns)
+        results = await self.write(pod_ops(pod.node, pod.index, ns, "pod", enforcing))
+        pod.marks.setdefault("nb", time.perf_counter())
+        pod.port = results[0]["uuid"][1]  # (the port's insert comes first)
+        return pod
+
+    async def add_pods_on(self, node: int, count: int, ns: str,
+                          extra: Callable[[list[PodTimes]], Ops] = lambda pods: []
+                          ) -> list[PodTimes]:
+        """`count` pods on `node` in one transaction (a node's pods at startup), with
+        `extra(pods)` after them in it."""
+        pods = [self.watch(*self.place(node), ns) for _ in range(count)]
+        ops: Ops = []
+        firsts = []
+        for i, p in enumerate(pods):
+            firsts.append(len(ops))
+            ops += pod_ops(p.node, p.index, ns, f"pod{i}")
+        if ops:
+            results = await self.write(ops + extra(pods))
+            for p, first in zip(pods, firsts, strict=True):
+                p.port = results[first]["uuid"][1]
+        return pods
+
+    async def delete_pod(self, pod: PodTimes) -> None:
+        await self.write(pod_delete_ops(pod.node, pod.index, pod.ns, pod.port))
+        self.watching.pop(pod.name, None)
+
+    async def write_and_wait_hv(self, ops: Ops) -> dict[str, float]:
+        """`ovn-nbctl --wait=hv`: `ops` with `nb_cfg` incremented in one transaction,
+        then the times until `sb_cfg` and `hv_cfg` reach it (ms from the send)."""
         t0 = time.perf_counter()
-        for n in range(self.nodes):
-            ops = [op for p in range(self.startup) for op in pod_ops(n, p, f"pod{p}")]
-            if ops:
-                await self._write(ops)
-        await self._until(lambda: all("up" in self.watching[p].marks for p in startup),
-                          f"the {len(startup)} startup pods to be up", len(startup))
-        startup_s = time.perf_counter() - t0
-        self.progress(f"{len(startup)} startup pods up in {startup_s:.1f} s")
-        # the measured pods: one at a time, or at a fixed rate without waiting
-        measured: list[PodTimes] = []
-        writes: list[asyncio.Task[None]] = []
-        t1 = time.perf_counter()
-        for i in range(self.pods):
-            node, pod = i % self.nodes, self.startup + i // self.nodes
-            name = pod_name(node, pod)
-            if self.rate:
-                await asyncio.sleep(max(0.0, t1 + i / self.rate - time.perf_counter()))
-            times = self.watching[name] = PodTimes(name, time.perf_counter())
-            measured.append(times)
-            write = asyncio.ensure_future(self._write_pod(node, pod, times))
-            if self.rate:
-                writes.append(write)
-                continue
-            await write
-            await self._until(lambda t=times: "up" in t.marks, f"{name} to be up")
-        for write in writes:
-            await write
-        await self._until(lambda: all("up" in t.marks for t in measured),
-                          "the measured pods to be up", len(measured))
-        pods_s = time.perf_counter() - t1
-        self.progress(f"{len(measured)} measured pods up in {pods_s:.1f} s")
-        return {"startup_s": startup_s, "pods_s": pods_s,
-                "pods": [p.latencies_ms() for p in measured],
-                "wait_hv_ms": await self._wait_hv()}
-
-    async def _wait_hv(self) -> dict[str, float]:
-        """`ovn-nbctl --wait=hv sync`: nb_cfg incremented, then sb_cfg and hv_cfg."""
-        glob = next(iter(self.nb["NB_Global"].rows.values()))
-        target = int(glob.nb_cfg) + 1
-        t0 = time.perf_counter()
-        await self._write([{"op": "mutate", "table": "NB_Global", "where": [],
-                            "mutations": [["nb_cfg", "+=", 1]]}])
+        results = await self.write([
+            *ops, {"op": "mutate", "table": "NB_Global", "where": [],
+                   "mutations": [["nb_cfg", "+=", 1]]},
+            {"op": "select", "table": "NB_Global", "where": [], "columns": ["nb_cfg"]}])
+        target = int(results[-1]["rows"][0]["nb_cfg"])
         out: dict[str, float] = {}
 
         def reached() -> bool:
@@ -186,5 +205,5 @@ class Scenario:
                 out["hv_cfg"] = (now - t0) * 1000
             return "sb_cfg" in out and "hv_cfg" in out
 
-        await self._until(reached, "hv_cfg")
+        await self.until(reached, "hv_cfg")
         return out

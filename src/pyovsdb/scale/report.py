@@ -22,6 +22,9 @@ from typing import Any
 # The stages of a pod, each a time from its Northbound write: the write's reply, its
 # Southbound Port_Binding, the chassis' claim, the Southbound up, the Northbound up.
 STAGES = ("nb", "sb", "claim", "up_sb", "up")
+# The stages of a policy, from its transaction's send: northd's and every chassis'
+# acknowledgement of the nb_cfg it carried (`ovn-nbctl --wait=hv`).
+POLICY_STAGES = ("sb_cfg", "hv_cfg")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")
 W, H, M = 520, 260, 48
@@ -35,19 +38,45 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+def parse_engine_stats(text: str) -> dict[str, dict[str, int]]:
+    """northd's `inc-engine/show-stats` text (23.03's, ours the same): per engine node
+    its counters (recompute, compute, abort)."""
+    out: dict[str, dict[str, int]] = {}
+    node: dict[str, int] | None = None
+    for line in text.splitlines():
+        if line.startswith("Node: "):
+            node = out[line[len("Node: "):].strip()] = {}
+        elif line.startswith("- ") and node is not None:
+            key, _, value = line[2:].partition(":")
+            if value.strip().isdigit():
+                node[key.strip()] = int(value)
+    return out
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"p50": percentile(values, 50), "p90": percentile(values, 90),
+            "p99": percentile(values, 99), "max": max(values, default=math.nan),
+            "n": len(values)}
+
+
 def summarize(run: dict[str, Any]) -> dict[str, Any]:
     """The figures of one stack's run (see `cli.scale`)."""
-    pods = run["scenario"]["pods"]
-    stages = {}
-    for stage in STAGES:
-        vals = [p[stage] for p in pods if stage in p]
-        stages[stage] = {"p50": percentile(vals, 50), "p90": percentile(vals, 90),
-                         "p99": percentile(vals, 99), "max": max(vals, default=math.nan),
-                         "n": len(vals)}
+    scenario = run["scenario"]
+    pods = scenario["pods"]
+    stages = {stage: _stats([p[stage] for p in pods if stage in p]) for stage in STAGES}
+    policies = scenario.get("policies", [])
     chassis = run.get("chassis", [])
+    engine = run.get("engine", {})
     return {
         "stack": run["stack"],
         "latency_ms": stages,
+        "policy_ms": {stage: _stats([p[stage] for p in policies if stage in p])
+                      for stage in POLICY_STAGES},
+        "iteration_ms": _stats(scenario.get("iterations_ms", [])),
+        "engine": {"recompute": sum(n.get("recompute", 0) for n in engine.values()),
+                   "compute": sum(n.get("compute", 0) for n in engine.values()),
+                   "northd_recompute": engine.get("northd", {}).get("recompute", 0),
+                   "lflow_recompute": engine.get("lflow", {}).get("recompute", 0)},
         "wait_hv_ms": run["scenario"]["wait_hv_ms"],
         "startup_s": run["scenario"]["startup_s"],
         "pods_s": run["scenario"]["pods_s"],
@@ -68,8 +97,13 @@ def ratios(first: dict[str, Any], second: dict[str, Any]) -> dict[str, float]:
     """second / first for the headline figures."""
     out: dict[str, float] = {}
     for q in ("p50", "p99"):
-        a, b = first["latency_ms"]["up"][q], second["latency_ms"]["up"][q]
-        out[f"port up {q}"] = b / a if a else math.nan
+        for label, a, b in (
+                ("port up", first["latency_ms"]["up"][q], second["latency_ms"]["up"][q]),
+                ("policy --wait=hv", first["policy_ms"]["hv_cfg"][q],
+                 second["policy_ms"]["hv_cfg"][q]),
+                ("iteration", first["iteration_ms"][q], second["iteration_ms"][q])):
+            if not math.isnan(a):
+                out[f"{label} {q}"] = b / a if a else math.nan
     for role in first["processes"]:
         if role in second["processes"] and role != "chassis":
             a, b = first["processes"][role]["cpu_s"], second["processes"][role]["cpu_s"]
@@ -103,6 +137,21 @@ def render_html(title: str, params: dict[str, Any], runs: list[dict[str, Any]],
                   for q in ("p50", "p90", "p99", "max")]
         parts.append("</tr>")
     parts.append("</table>")
+    rows = [(f"policy {stage} (--wait=hv)", [x["policy_ms"][stage] for x in summaries])
+            for stage in POLICY_STAGES if summaries[0]["policy_ms"][stage]["n"]]
+    if summaries[0]["iteration_ms"]["n"]:
+        rows.append(("iteration", [x["iteration_ms"] for x in summaries]))
+    if rows:
+        parts.append("<h2>Policies and iterations (ms)</h2><table><tr><th>figure</th>")
+        parts += [f"<th>{esc(s['stack'])} {q}</th>" for s in summaries
+                  for q in ("p50", "p90", "p99", "max")]
+        parts.append("</tr>")
+        for label, figures in rows:
+            parts.append(f"<tr><td>{esc(label)}</td>")
+            parts += [f"<td>{f[q]:.1f}</td>" for f in figures
+                      for q in ("p50", "p90", "p99", "max")]
+            parts.append("</tr>")
+        parts.append("</table>")
     parts.append("<h2>Processes</h2><table><tr><th>stack</th><th>process</th>"
                  "<th>CPU s</th><th>peak RSS MiB</th></tr>")
     for s in summaries:
@@ -113,7 +162,8 @@ def render_html(title: str, params: dict[str, Any], runs: list[dict[str, Any]],
                  " sb_cfg ms</th><th>hv_cfg ms</th><th>startup s</th><th>measured pods s</th>"
                  "<th>NB bytes</th><th>SB bytes</th><th>chassis CPU s (sum)</th>"
                  "<th>chassis wakes</th><th>SB updates to chassis</th>"
-                 "<th>SB bytes to chassis</th></tr>")
+                 "<th>SB bytes to chassis</th><th>engine recomputes of northd</th>"
+                 "<th>of lflow</th></tr>")
     for s in summaries:
         w = s["wait_hv_ms"]
         parts.append(
@@ -123,7 +173,9 @@ def render_html(title: str, params: dict[str, Any], runs: list[dict[str, Any]],
             f"<td>{s['db_bytes'].get('sb', 0)}</td><td>{s['chassis']['cpu_s_total']:.2f}</td>"
             f"<td>{s['chassis']['wakes_total']}</td>"
             f"<td>{s['chassis'].get('updates_total', 0)}</td>"
-            f"<td>{s['chassis'].get('bytes_in_total', 0)}</td></tr>")
+            f"<td>{s['chassis'].get('bytes_in_total', 0)}</td>"
+            f"<td>{s['engine']['northd_recompute']}</td>"
+            f"<td>{s['engine']['lflow_recompute']}</td></tr>")
     parts.append("</table>")
     if len(summaries) >= 2:
         parts.append("<h2>Ratios</h2><table><tr><th>figure</th>")

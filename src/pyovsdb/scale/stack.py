@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, cpu_seconds, create_db, stop_process
+from .report import parse_engine_stats
 
 STACKS = {"c": ("real", "real"), "ours": ("ours", "ours"),
           "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours"),
@@ -197,6 +198,14 @@ class Stack:
     def chassis_stats(self) -> list[dict[str, Any]]:
         path = self.dir / "chassis-stats.json"
         return list(json.loads(path.read_text())) if path.exists() else []
+
+    def northd_engine_stats(self) -> dict[str, dict[str, int]]:
+        """northd's `inc-engine/show-stats`, per node (asked with the real
+        `ovn-appctl`, of either northd); empty if it does not answer."""
+        p = subprocess.run(["ovn-appctl", "-t", str(self.dir / "northd.ctl"),
+                            "inc-engine/show-stats"], capture_output=True, text=True,
+                           timeout=30)
+        return parse_engine_stats(p.stdout) if p.returncode == 0 else {}
 
     def db_sizes(self) -> dict[str, int]:
         return {name: (self.dir / f"{name}.db").stat().st_size for name in ("nb", "sb")

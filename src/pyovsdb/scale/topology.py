@@ -5,9 +5,15 @@ Rules kept here:
   and a join switch once; per node a switch with a router port on the cluster router
   and a management port, a gateway router pinned to the node's chassis (SNAT of the
   cluster network, a default route) joined to the join switch, and an external switch
-  with a localnet port. Pods are ports of their node's switch, with addresses and port
-  security, `requested-chassis` naming the node (its chassis' hostname), and are
-  members of their namespace's port group and address set.
+  with a localnet port; the cluster's load balancer group is on every node switch and
+  gateway router. Pods are ports of their node's switch, with addresses and port
+  security, `requested-chassis` naming the node (its chassis' hostname).
+- Namespaces are ovn-heater's `Namespace`: an address set every pod's address joins,
+  and three port groups (the namespace's, its default-deny ingress and egress) that
+  its pods join once a policy enforces it. ACLs are ovn-heater's, one `acl-add` each,
+  except that a default-deny ACL names the namespace's address set (ovn-heater's
+  names a set that does not exist, a slip of its f-string). Load balancers are one
+  row per protocol (tcp, udp, sctp), each in the cluster's group.
 - Pure: operations are JSON values referring to rows by name (`where name == ...`) or
   by named uuid within one transaction; nothing here touches a socket.
 - Addresses are a function of the node and pod numbers, distinct up to 250 nodes of
@@ -20,7 +26,11 @@ from typing import Any
 
 CLUSTER_ROUTER = "ovn_cluster_router"
 JOIN = "join"
-NAMESPACE = "default"
+LB_GROUP = "cluster-lb-group"
+PROTOCOLS = ("tcp", "udp", "sctp")
+# ovn-heater's ACL priorities
+DENY_PRIORITY, ALLOW_ARP_PRIORITY, NETPOL_ALLOW_PRIORITY = 1, 2, 3
+PODS_PER_NODE = 250
 
 
 def chassis_name(node: int) -> str:
@@ -59,7 +69,7 @@ def _map(d: dict[str, str]) -> list[Any]:
 
 def cluster_ops(backoff_ms: int = 0) -> list[dict[str, Any]]:
     """The cluster-wide rows: NB_Global, the cluster router, the join switch, the
-    namespace's port group and address set."""
+    load balancer group (its uuid is the last operation's result)."""
     options = {"northd-backoff-interval-ms": str(backoff_ms)} if backoff_ms else {}
     return [
         {"op": "insert", "table": "NB_Global", "row": {"options": _map(options)}},
@@ -73,13 +83,14 @@ def cluster_ops(backoff_ms: int = 0) -> list[dict[str, Any]]:
             "options": _map({"router-port": f"rtoj-{CLUSTER_ROUTER}"})}),
         _insert("Logical_Switch", "join", {
             "name": JOIN, "ports": ["set", [["named-uuid", "jtor"]]]}),
-        _insert("Port_Group", "pg", {"name": f"pg_{NAMESPACE}"}),
-        _insert("Address_Set", "as", {"name": f"as_{NAMESPACE}"}),
+        _insert("Load_Balancer_Group", "lbg", {"name": LB_GROUP}),
     ]
 
 
-def node_ops(node: int) -> list[dict[str, Any]]:
-    """One worker node's rows (ovn-heater's `WorkerNode.provision`)."""
+def node_ops(node: int, lb_group: str) -> list[dict[str, Any]]:
+    """One worker node's rows (ovn-heater's `WorkerNode.provision`); `lb_group` is the
+    uuid of the cluster's load balancer group."""
+    group = ["set", [["uuid", lb_group]]]
     n, (b, c) = node_name(node), _subnet(node)
     gr, ext = f"GR_{n}", f"ext_{n}"
     join_ip = f"100.64.{1 + node // 250}.{1 + node % 250}"
@@ -94,7 +105,8 @@ def node_ops(node: int) -> list[dict[str, Any]]:
             "options": _map({"requested-chassis": n})}),
         _insert("Logical_Switch", "ls", {
             "name": n, "other_config": _map({"subnet": f"10.{b}.{c}.0/24"}),
-            "ports": ["set", [["named-uuid", "stor"], ["named-uuid", "mgmt"]]]}),
+            "ports": ["set", [["named-uuid", "stor"], ["named-uuid", "mgmt"]]],
+            "load_balancer_group": group}),
         _insert("Logical_Router_Port", "rtos", {
             "name": f"rtos-{n}", "mac": _mac(10, b << 8 | c, 1),
             "networks": ["set", [f"10.{b}.{c}.1/24"]]}),
@@ -117,6 +129,7 @@ def node_ops(node: int) -> list[dict[str, Any]]:
             "name": gr, "ports": ["set", [["named-uuid", "rtoj"], ["named-uuid", "rtoe"]]],
             "nat": ["set", [["named-uuid", "snat"]]],
             "static_routes": ["set", [["named-uuid", "defroute"]]],
+            "load_balancer_group": group,
             "options": _map({"chassis": chassis_name(node), "dynamic_neigh_routers": "true",
                              "lb_force_snat_ip": "router_ip", "snat-ct-zone": "0"})}),
         _insert("Logical_Switch_Port", "jtor", {
@@ -135,21 +148,108 @@ def node_ops(node: int) -> list[dict[str, Any]]:
     return ops
 
 
-def pod_ops(node: int, pod: int, ref: str = "pod") -> list[dict[str, Any]]:
-    """One pod: its port on the node switch, in the namespace's port group and address
-    set (what ovn-kubernetes writes for a pod, as ovn-heater's `Namespace.add_ports`).
-    `ref` names the port's row within the transaction (distinct per pod in one with
-    several)."""
+def pod_ip(node: int, pod: int) -> str:
     b, c = _subnet(node)
-    ip = f"10.{b}.{c}.{3 + pod}"
+    return f"10.{b}.{c}.{3 + pod}"
+
+
+def namespace_groups(ns: str) -> tuple[str, str, str]:
+    """The namespace's port groups: its own, default-deny ingress, default-deny egress."""
+    return f"pg_{ns}", f"pg_deny_igr_{ns}", f"pg_deny_egr_{ns}"
+
+
+def namespace_ops(ns: str) -> list[dict[str, Any]]:
+    """A namespace's port groups and address set (ovn-heater's `Namespace()`)."""
+    return [*(_insert("Port_Group", f"pg{i}", {"name": pg})
+              for i, pg in enumerate(namespace_groups(ns))),
+            _insert("Address_Set", "as", {"name": f"as_{ns}"})]
+
+
+def _set_change(table: str, name: str, column: str, how: str,
+                values: list[Any]) -> dict[str, Any]:
+    return {"op": "mutate", "table": table, "where": [["name", "==", name]],
+            "mutations": [[column, how, ["set", values]]]}
+
+
+def pod_ops(node: int, pod: int, ns: str, ref: str = "pod",
+            enforcing: bool = False) -> list[dict[str, Any]]:
+    """One pod: its port on the node switch, its address in the namespace's address set
+    and, once the namespace enforces a policy, the port in its port groups (what
+    ovn-heater's `provision_ports` and `Namespace.add_ports` write). `ref` names the
+    port's row within the transaction (distinct per pod in one with several)."""
+    b, c = _subnet(node)
+    ip = pod_ip(node, pod)
     addr = f"{_mac(10, b << 8 | c, 3 + pod)} {ip}"
-    return [
+    ops = [
         _insert("Logical_Switch_Port", ref, {
             "name": pod_name(node, pod), "addresses": ["set", [addr]],
             "port_security": ["set", [addr]],
             "options": _map({"requested-chassis": node_name(node)})}),
         _add_to("Logical_Switch", node_name(node), "ports", [ref]),
-        _add_to("Port_Group", f"pg_{NAMESPACE}", "ports", [ref]),
-        {"op": "mutate", "table": "Address_Set", "where": [["name", "==", f"as_{NAMESPACE}"]],
-         "mutations": [["addresses", "insert", ["set", [ip]]]]},
+        _set_change("Address_Set", f"as_{ns}", "addresses", "insert", [ip]),
     ]
+    if enforcing:
+        ops += [_add_to("Port_Group", pg, "ports", [ref]) for pg in namespace_groups(ns)]
+    return ops
+
+
+def pod_delete_ops(node: int, pod: int, ns: str, port: str) -> list[dict[str, Any]]:
+    """A pod gone: its port (uuid `port`) off the node switch, so collected with its
+    port group memberships (weak), and its address out of the address set."""
+    return [_set_change("Logical_Switch", node_name(node), "ports", "delete",
+                        [["uuid", port]]),
+            _set_change("Address_Set", f"as_{ns}", "addresses", "delete",
+                        [pod_ip(node, pod)])]
+
+
+def enforce_ops(ns: str, ports: list[str]) -> list[list[dict[str, Any]]]:
+    """The namespace's pods (uuids) into its three port groups, one transaction each
+    (ovn-heater's `Namespace.enforce`)."""
+    refs = [["uuid", u] for u in ports]
+    return [[_set_change("Port_Group", pg, "ports", "insert", refs)]
+            for pg in namespace_groups(ns)]
+
+
+def acl_ops(pg: str, priority: int, match: str, action: str) -> list[dict[str, Any]]:
+    """`ovn-nbctl --type=port-group acl-add PG to-lport PRIORITY MATCH ACTION`."""
+    return [_insert("ACL", "acl", {"direction": "to-lport", "priority": priority,
+                                   "match": match, "action": action}),
+            _add_to("Port_Group", pg, "acls", ["acl"])]
+
+
+def default_deny_ops(ns: str) -> list[list[dict[str, Any]]]:
+    """ovn-heater's `Namespace.default_deny(4)`: four ACLs, one transaction each."""
+    _, igr, egr = namespace_groups(ns)
+    return [acl_ops(igr, DENY_PRIORITY, f"ip4.src == $as_{ns} && outport == @{igr}",
+                    "drop"),
+            acl_ops(egr, DENY_PRIORITY, f"ip4.dst == $as_{ns} && inport == @{egr}",
+                    "drop"),
+            acl_ops(igr, ALLOW_ARP_PRIORITY, f"outport == @{igr} && arp", "allow"),
+            acl_ops(egr, ALLOW_ARP_PRIORITY, f"inport == @{egr} && arp", "allow")]
+
+
+def allow_within_ops(ns: str) -> list[list[dict[str, Any]]]:
+    """ovn-heater's `Namespace.allow_within_namespace(4)`."""
+    pg = namespace_groups(ns)[0]
+    return [acl_ops(pg, NETPOL_ALLOW_PRIORITY, f"ip4.src == $as_{ns} && outport == @{pg}",
+                    "allow-related"),
+            acl_ops(pg, NETPOL_ALLOW_PRIORITY, f"ip4.dst == $as_{ns} && inport == @{pg}",
+                    "allow-related")]
+
+
+def allow_from_external_ops(ns: str, ips: list[str]) -> list[dict[str, Any]]:
+    """ovn-heater's `Namespace.allow_from_external(ips)`."""
+    pg = namespace_groups(ns)[0]
+    return acl_ops(pg, NETPOL_ALLOW_PRIORITY,
+                   f"ip4.src == {{{','.join(ips)}}} && outport == @{pg}", "allow-related")
+
+
+def lb_ops(name: str, vips: dict[str, str], ref: str = "lb") -> list[dict[str, Any]]:
+    """A load balancer with `vips` (VIP:port to backends), one row per protocol, in
+    the cluster's group (ovn-heater's `OvnLoadBalancer` and `provision_lb`); `ref`
+    names its rows within the transaction."""
+    refs = [f"{ref}_{p}" for p in PROTOCOLS]
+    return [*(_insert("Load_Balancer", ref, {"name": name, "protocol": p,
+                                             "vips": _map(vips)})
+              for ref, p in zip(refs, PROTOCOLS, strict=True)),
+            _add_to("Load_Balancer_Group", LB_GROUP, "load_balancer", refs)]
