@@ -32,12 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "cluster"))
-
-from cluster_helpers import OURS, REAL, Cluster, Member
-
 from pyovsdb.jsonrpc.client import Client
 from pyovsdb.testing import NB_SCHEMA, compile_bytecode
+from pyovsdb.testing_cluster import OURS, REAL, Cluster, Member
 
 CONFIGS = [("real", REAL, []), ("ours", OURS, []),
            ("ours-nosync", OURS, ["--no-raft-commit-sync"])]

@@ -28,11 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "cluster"))
-
-from cluster_helpers import OURS, REAL, Cluster
-
 from pyovsdb.testing import NB_SCHEMA, ServerProcess, compile_bytecode, create_db
+from pyovsdb.testing_cluster import OURS, REAL, Cluster
 
 KINDS = (REAL, OURS)
 

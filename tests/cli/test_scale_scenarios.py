@@ -33,7 +33,8 @@ def _flows(db: Path) -> Counter[str]:
                    for r in _sb(db, "Logical_Flow", ["_uuid", *cols]))
 
 
-def _scale(out: Path, scenario: str, *args: str) -> tuple[list[Any], list[Any]]:
+def _scale(out: Path, scenario: str, *args: str, sb: str = "sb.db"
+           ) -> tuple[list[Any], list[Any]]:
     p = subprocess.run([sys.executable, "-m", "pyovsdb", "scale", "--stacks", "c,ours",
                         f"--scenario={scenario}", f"--nodes={NODES}", "--startup-pods=1",
                         *args, f"--out={out}"], capture_output=True, text=True, timeout=300)
@@ -41,7 +42,7 @@ def _scale(out: Path, scenario: str, *args: str) -> tuple[list[Any], list[Any]]:
     summary = json.loads((out / "summary.json").read_text())
     runs = json.loads((out / "runs.json").read_text())
     assert [s["stack"] for s in summary["stacks"]] == ["c", "ours"]
-    flows = [_flows(out / stack / "sb.db") for stack in ("c", "ours")]
+    flows = [_flows(_standalone(out / stack / sb)) for stack in ("c", "ours")]
     assert sum(flows[0].values()) > 100
     assert flows[0] == flows[1], (flows[0] - flows[1], flows[1] - flows[0])
     for s in summary["stacks"]:
@@ -49,6 +50,15 @@ def _scale(out: Path, scenario: str, *args: str) -> tuple[list[Any], list[Any]]:
         assert s["engine"]["northd_recompute"] >= 1 and s["engine"]["compute"] >= 0
         assert s["wait_hv_ms"]["hv_cfg"] >= s["wait_hv_ms"]["sb_cfg"] > 0
     return summary["stacks"], runs
+
+
+def _standalone(db: Path) -> Path:
+    """The file itself, or a standalone copy of a clustered one (to query it)."""
+    if run(["ovsdb-tool", "db-is-clustered", str(db)], check=False).returncode != 0:
+        return db
+    copy = db.with_name(f"{db.stem}-standalone.db")
+    run(["ovsdb-tool", "cluster-to-standalone", str(copy), str(db)])
+    return copy
 
 
 def _ports(db: Path) -> set[str]:
@@ -103,3 +113,25 @@ def test_netpol_multitenant(tmp_path: Path) -> None:
         sets = {row["name"]: row["addresses"] for row in
                 _sb(db, "Address_Set", ["name", "addresses"])}
         assert len(sets["as_ns_netpol_multitenant_4"][1]) == netpol_pods(4, namespaces)
+
+
+def test_clustered_stacks(tmp_path: Path) -> None:
+    """Each database a 3-member cluster, over TCP: the same flows from the two stacks,
+    every pod up, each server sampled, the chassis spread over the Southbound members."""
+    summaries, runs = _scale(tmp_path, "density-heavy", "--pods=4", "--clustered",
+                             "--transport=tcp", sb="sb/s1.db")
+    for s, r in zip(summaries, runs, strict=True):
+        assert s["latency_ms"]["up"]["n"] == 4
+        servers = {f"{db} server {i}" for db in ("nb", "sb") for i in (1, 2, 3)}
+        assert set(s["processes"]) == servers | {"northd", "chassis"}
+        assert all(s["processes"][role]["peak_mib"] > 0 for role in servers)
+        # northd is given every member of both clusters
+        northd = " ".join(r["commands"]["northd"])
+        members = {db: [r["commands"][f"{db} server {i}"] for i in (1, 2, 3)]
+                   for db in ("nb", "sb")}
+        assert northd.count("tcp:127.0.0.1:") == 6, northd
+        remotes = [c["remote"] for c in r["chassis"]]
+        assert len(set(remotes)) == NODES and all(x.startswith("tcp:") for x in remotes)
+        assert all(any(x.rpartition(":")[2] in " ".join(cmd) for cmd in members["sb"])
+                   for x in remotes), (remotes, members["sb"])
+        assert s["db_bytes"]["sb"] > 0

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-pytest.register_assert_rewrite("cluster_helpers")
-
-from cluster_helpers import Cluster  # noqa: E402
+pytest.register_assert_rewrite("pyovsdb.testing_cluster")
 
 from procs import NB_SCHEMA, require  # noqa: E402
+from pyovsdb.testing_cluster import Cluster  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

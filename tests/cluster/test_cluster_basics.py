@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_helpers import OURS, Cluster, run, server_rows, tool_cmd
 
 from procs import require
+from pyovsdb.testing_cluster import OURS, Cluster, run, server_rows, tool_cmd
 
 ZERO = "00000000-0000-0000-0000-000000000000"
 NB = "OVN_Northbound"

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cluster_helpers import OURS, REAL, Cluster, parse_status, run, tool_cmd
 
 from procs import NB_SCHEMA, require
+from pyovsdb.testing_cluster import OURS, REAL, Cluster, parse_status, run, tool_cmd
 
 NB = "OVN_Northbound"
 

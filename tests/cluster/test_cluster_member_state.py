@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_helpers import OURS, REAL, Cluster, Member, server_rows, transact
 
 from procs import NB_SCHEMA, require
+from pyovsdb.testing_cluster import OURS, REAL, Cluster, Member, server_rows, transact
 
 NB = "OVN_Northbound"
 

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable
 
 import pytest
-from cluster_helpers import OURS, REAL, Cluster, parse_status
 from test_cluster_basics import nbctl, switches
 
 from procs import require
 from pyovsdb.storage import clustered
+from pyovsdb.testing_cluster import OURS, REAL, Cluster, parse_status
 
 NB = "OVN_Northbound"
 

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from cluster_helpers import OURS, REAL, Cluster, Member, run
 
 from procs import VSWITCH_SCHEMA, require
+from pyovsdb.testing_cluster import OURS, REAL, Cluster, Member, run
 from rawrpc import Rpc
 
 DB = "Open_vSwitch"

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from cluster_helpers import OURS, REAL, Cluster
+
+from pyovsdb.testing_cluster import OURS, REAL, Cluster
 
 NB = "OVN_Northbound"
 

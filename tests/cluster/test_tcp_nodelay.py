@@ -22,10 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cluster_helpers import OURS, REAL, Cluster, transact
 
 from procs import NB_SCHEMA, SB_SCHEMA, create_db, require
 from pyovsdb.testing import ServerProcess, stop_process
+from pyovsdb.testing_cluster import OURS, REAL, Cluster, transact
 
 _SYS_PIDFD_GETFD = 438
 _LISTEN, _ESTABLISHED = "0A", "01"

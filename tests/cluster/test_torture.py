@@ -27,9 +27,9 @@ from collections.abc import Callable
 from itertools import product
 
 import pytest
-from cluster_helpers import OURS, Cluster, run
 
 from procs import VSWITCH_SCHEMA, require
+from pyovsdb.testing_cluster import OURS, Cluster, run
 
 N_CLIENTS = 10
 N_TXNS = 5

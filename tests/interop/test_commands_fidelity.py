@@ -20,8 +20,8 @@ from interop_helpers import client, label_uuids, wait_until
 from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
-from cluster_helpers import Cluster
-from cluster_helpers import transact as cluster_transact
+from pyovsdb.testing_cluster import Cluster
+from pyovsdb.testing_cluster import transact as cluster_transact
 
 pytestmark = pytest.mark.interop
 
@@ -161,7 +161,7 @@ def test_add_db_and_remove_db_texts(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Clustered databases (clusters of real processes, `tests/cluster/cluster_helpers.py`).
+# Clustered databases (clusters of real processes, `pyovsdb.testing_cluster`).
 
 
 @pytest.fixture

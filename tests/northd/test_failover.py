@@ -214,8 +214,8 @@ def test_clustered_sb_leader_change(tmp_path: Path) -> None:
     recomputes, and keeps serving --wait=sb."""
     from test_daemon_procs import NorthdProc
 
-    from cluster.cluster_helpers import Cluster
     from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db
+    from pyovsdb.testing_cluster import Cluster
 
     nb = ServerProcess("ours", tmp_path, [create_db("ours", tmp_path / "nb.db", NB_SCHEMA)],
                        name="nb")

@@ -53,6 +53,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
                     help="density-light's measured pods per second, not waiting for each "
                          "(default: one at a time)")
     ap.add_argument("--transport", choices=("unix", "tcp"), default="unix")
+    ap.add_argument("--clustered", action="store_true",
+                    help="each database a 3-member Raft cluster (ovn-heater's clustered_db)")
     ap.add_argument("--work-ms", type=float, default=0.0,
                     help="chassis CPU per wake-up, standing for flow computation (all "
                          "the chassis share this machine's cores: off by default)")
@@ -107,11 +109,12 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
     if args.monitor_all:
         chassis_args.append("--monitor-all")
     stack = Stack(name, root, transport=args.transport, chassis_args=chassis_args,
-                  update_delay_ms=args.server_update_delay_ms, upstream=args.upstream)
+                  update_delay_ms=args.server_update_delay_ms, upstream=args.upstream,
+                  clustered=args.clustered)
     try:
         stack.start_servers()
         stack.start_sampling()
-        build_topology(stack.remote("nb"), args.nodes, args.northd_backoff_ms)
+        build_topology(stack.remote("nb", member=0), args.nodes, args.northd_backoff_ms)
         stack.start_northd()
         stack.start_chassis(args.nodes)
         async with Driver(stack.remote("nb"), stack.remote("sb"), args.nodes, args.timeout,

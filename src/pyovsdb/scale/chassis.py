@@ -32,6 +32,9 @@ Rules kept here:
   wake plus `work_us_per_row` per row its replica changed since the last wake, burnt
   as CPU. It is woken through a delayed-wake seq (`util.seq`, seed 004): with
   `wake_delay_ms`, a burst of updates costs one wake, not one per update.
+- With several Southbound remotes (the members of a cluster), chassis n connects to
+  the n-th modulo their number and stays there: ovn-controller picks one at random
+  and, not asking for the leader, keeps it while it answers.
 - Each chassis's CPU (applying its updates to its replica, its reactions and their
   work, measured with the thread's CPU clock) and its wakes are counted; the process's
   total (the framing and JSON parsing too) is the stack's to sample.
@@ -358,7 +361,7 @@ class SimChassis:
             self.conn.close()
 
     def stats(self) -> dict[str, Any]:
-        return {"name": self.name, "cpu_s": self.cpu, "wakes": self.wakes,
+        return {"name": self.name, "remote": self.sb, "cpu_s": self.cpu, "wakes": self.wakes,
                 "claims": self.claims, "local_datapaths": len(self.datapaths),
                 "flows": self.flows, "updates": self.updates,
                 "bytes_in": self.conn.bytes_in if self.conn is not None else 0}
@@ -376,7 +379,7 @@ def _uuid_of(ref: Any) -> str | None:
 def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m pyovsdb.scale.chassis",
                                  description="Simulated ovn-controllers for pyovsdb scale.")
-    ap.add_argument("--ovnsb-db", required=True)
+    ap.add_argument("--ovnsb-db", required=True, help="REMOTE[,REMOTE...] (module rules)")
     ap.add_argument("--nodes", required=True, help="FIRST-LAST: the nodes to simulate")
     ap.add_argument("--work-ms", type=float, default=0.0)
     ap.add_argument("--work-us-per-row", type=float, default=0.0)
@@ -391,7 +394,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
 async def _amain(args: argparse.Namespace) -> int:
     first, _, last = args.nodes.partition("-")
     schema = load_schema(SB_SCHEMA)
-    fleet = [SimChassis(n, args.ovnsb_db, schema, work_ms=args.work_ms,
+    remotes = args.ovnsb_db.split(",")
+    fleet = [SimChassis(n, remotes[n % len(remotes)], schema, work_ms=args.work_ms,
                         work_us_per_row=args.work_us_per_row,
                         wake_delay_ms=args.wake_delay_ms, monitor_all=args.monitor_all)
              for n in range(int(first), int(last or first) + 1)]

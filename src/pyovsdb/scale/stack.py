@@ -8,6 +8,11 @@ Rules kept here:
   ovsdb-server with the newest upstream ovn-northd and its schemas, built from source
   (`bench/build_upstream_ovn.sh` prints the directory to give as `upstream`). The
   simulated chassis are ours in every stack (one program, `scale.chassis`).
+- `clustered`: each database is a 3-member Raft cluster of the stack's servers
+  (`testing_cluster`, as ovn-heater's `clustered_db`). northd and the driver are given
+  every member and follow the leader; simulated chassis connect to one member each,
+  spread over the three (`scale.chassis`); the topology is written through the first
+  member (a follower forwards it).
 - Every process is our child, started in the stack's own directory with explicit
   remotes, pidfile, control socket and log file, on unix sockets or loopback TCP, and
   stopped by its pid (SIGTERM, then SIGKILL) whatever happened.
@@ -28,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from ..testing import NB_SCHEMA, SB_SCHEMA, ServerProcess, cpu_seconds, create_db, stop_process
+from ..testing_cluster import Cluster
 from .report import parse_engine_stats
 
+DB_NAMES = {"nb": "OVN_Northbound", "sb": "OVN_Southbound"}
 STACKS = {"c": ("real", "real"), "ours": ("ours", "ours"),
           "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours"),
           "c-newest": ("real", "newest")}
@@ -64,7 +71,7 @@ class Series:
 class Stack:
     def __init__(self, name: str, workdir: Path, *, transport: str = "unix",
                  chassis_args: list[str] | None = None, update_delay_ms: float = 0.0,
-                 upstream: Path | None = None) -> None:
+                 upstream: Path | None = None, clustered: bool = False) -> None:
         if name not in STACKS:
             raise ValueError(f"unknown stack {name!r} (expected one of {', '.join(STACKS)})")
         if STACKS[name][1] == "newest" and upstream is None:
@@ -80,6 +87,8 @@ class Stack:
         self.update_delay_ms = update_delay_ms
         self.nb: ServerProcess | None = None
         self.sb: ServerProcess | None = None
+        self.clustered = clustered
+        self.clusters: dict[str, Cluster] = {}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.series: dict[str, Series] = {}
         self._t0 = time.monotonic()
@@ -87,16 +96,40 @@ class Stack:
 
     # -- starting ---------------------------------------------------------------------
 
+    def _server_extra(self) -> list[str]:
+        return ([f"--update-delay-ms={self.update_delay_ms}"]
+                if self.update_delay_ms and self.servers_kind == "ours" else [])
+
     def start_servers(self) -> None:
+        if self.clustered:
+            self._start_clusters()
+            return
         for name, schema in (("nb", self.schema("nb")), ("sb", self.schema("sb"))):
             db = create_db(self.servers_kind, self.dir / f"{name}.db", schema)
-            extra = ([f"--update-delay-ms={self.update_delay_ms}"]
-                     if self.update_delay_ms and self.servers_kind == "ours" else [])
+            extra = self._server_extra()
             srv = ServerProcess(self.servers_kind, self.dir, [db], name=name,
                                 tcp=self.transport == "tcp", extra=extra).start()
             setattr(self, name, srv)
             assert srv.proc is not None
             self.series[f"{name} server"] = Series(f"{name} server", srv.proc.pid)
+
+    def _start_clusters(self) -> None:
+        for name in ("nb", "sb"):
+            d = self.dir / name
+            d.mkdir()
+            c = self.clusters[name] = Cluster(d, self.schema(name), DB_NAMES[name],
+                                              [self.servers_kind] * 3,
+                                              extra=self._server_extra())
+            c.create()
+            c.start()
+            try:
+                c.wait_formed(60)
+            except AssertionError as e:
+                raise RuntimeError(f"{self.name}: the {name} cluster did not form") from e
+            for m in c.members:
+                assert m.proc.proc is not None
+                role = f"{name} server {m.index}"
+                self.series[role] = Series(role, m.proc.proc.pid)
 
     def schema(self, name: str) -> str:
         """The schema file of database `name` (nb, sb): 23.03's, or the upstream
@@ -106,7 +139,13 @@ class Stack:
             return str(self.upstream / f"ovn-{name}.ovsschema")
         return NB_SCHEMA if name == "nb" else SB_SCHEMA
 
-    def remote(self, name: str) -> str:
+    def remote(self, name: str, member: int | None = None) -> str:
+        """Database `name`'s remote: of its server, or of its cluster's members (all of
+        them, or the `member`-th)."""
+        if self.clustered:
+            members = self.clusters[name].members
+            picked = members if member is None else [members[member]]
+            return ",".join(m.tcp if self.transport == "tcp" else m.unix for m in picked)
         srv = self.nb if name == "nb" else self.sb
         assert srv is not None
         return srv.tcp if self.transport == "tcp" else srv.unix
@@ -140,6 +179,8 @@ class Stack:
         """The command line of every process this stack started, by role."""
         out = {f"{name} server": srv.command()
                for name, srv in (("nb", self.nb), ("sb", self.sb)) if srv is not None}
+        for name, c in self.clusters.items():
+            out.update({f"{name} server {m.index}": m.proc.command() for m in c.members})
         for role, p in self.procs.items():
             assert isinstance(p.args, list)  # (`_spawn` starts every one from a list)
             out[role] = [str(a) for a in p.args]
@@ -208,14 +249,18 @@ class Stack:
         return parse_engine_stats(p.stdout) if p.returncode == 0 else {}
 
     def db_sizes(self) -> dict[str, int]:
-        return {name: (self.dir / f"{name}.db").stat().st_size for name in ("nb", "sb")
-                if (self.dir / f"{name}.db").exists()}
+        """Each database file's size (a cluster's first member's)."""
+        files = {name: (Path(self.clusters[name].members[0].db) if self.clustered
+                        else self.dir / f"{name}.db") for name in ("nb", "sb")}
+        return {name: f.stat().st_size for name, f in files.items() if f.exists()}
 
     def stop(self) -> None:
         for role in ("chassis", "northd"):
-            p = self.procs.pop(role, None)
+            p = self.procs.get(role)
             if p is not None:
                 stop_process(p)
         for srv in (self.sb, self.nb):
             if srv is not None:
                 srv.stop()
+        for c in self.clusters.values():
+            c.close()

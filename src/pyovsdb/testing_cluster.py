@@ -1,6 +1,6 @@
-"""Clusters of real processes for the cluster tests and the cluster benchmark: ours
-(`pyovsdb tool` + `pyovsdb server`), the real ones (`ovsdb-tool` + `ovsdb-server`), or
-a mix.
+"""Clusters of real processes for the cluster tests, the cluster benchmark and the
+scale harness's clustered stacks: ours (`pyovsdb tool` + `pyovsdb server`), the real
+ones (`ovsdb-tool` + `ovsdb-server`), or a mix.
 
 Rules kept here:
 - Every server runs in the foreground as our child (`testing.ServerProcess`) in a
@@ -231,12 +231,12 @@ class Cluster:
                    for s in st.values()):
                 leaders = [i for i, s in st.items() if s and s.get("Role") == "leader"]
                 terms = {s["Term"] for s in st.values() if s}
-                if (len(leaders) == 1 and len(terms) == 1
-                        and len(st[leaders[0]]["Servers"]) == n  # type: ignore[index]
-                        and all(s.get("Leader") in ("self", st[leaders[0]]["nickname"])
+                lead = st[leaders[0]] if len(leaders) == 1 else None
+                if (lead is not None and len(terms) == 1 and len(lead["Servers"]) == n
+                        and all(s.get("Leader") in ("self", lead["nickname"])
                                 for s in st.values() if s)
                         and not any(w in srv[3] for w in ("(adding", "(removing")
-                                    for srv in st[leaders[0]]["Servers"])):  # type: ignore[index]
+                                    for srv in lead["Servers"])):
                     return leaders[0]
             time.sleep(0.05)
         raise AssertionError(f"cluster did not form in {timeout} s: {last}\n"
