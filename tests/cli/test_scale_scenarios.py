@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pyovsdb.scale import cloud
 from pyovsdb.scale.scenarios import netpol_pods
 from pyovsdb.testing import run
 
@@ -135,3 +136,29 @@ def test_clustered_stacks(tmp_path: Path) -> None:
         assert all(any(x.rpartition(":")[2] in " ".join(cmd) for cmd in members["sb"])
                    for x in remotes), (remotes, members["sb"])
         assert s["db_bytes"]["sb"] > 0
+
+
+def test_openstack(tmp_path: Path) -> None:
+    """Projects as Neutron writes them: every VM up, the same flows from both stacks,
+    each router's gateway port bound to its first-priority gateway chassis, each
+    floating IP in the flows."""
+    summaries, _ = _scale(tmp_path, "openstack", "--nodes=4", "--iterations=2",
+                          "--startup-iterations=1", "--vms-per-project=3")
+    for s in summaries:
+        assert s["latency_ms"]["up"]["n"] == 2 * 3
+        assert s["policy_ms"]["hv_cfg"]["n"] == 2 and s["iteration_ms"]["n"] == 2
+        db = tmp_path / s["stack"] / "sb.db"
+        chassis = {c["_uuid"][1]: c["name"] for c in _sb(db, "Chassis", ["_uuid", "name"])}
+        bindings = _sb(db, "Port_Binding", ["_uuid", "logical_port", "type", "chassis", "up"])
+        vms = [b for b in bindings if b["logical_port"].startswith("lp-")]
+        assert len(vms) == 3 * 3 and all(b["up"] is True for b in vms)
+        redirects = sorted((b["logical_port"], chassis.get(b["chassis"][1])
+                            if b["chassis"][0] == "uuid" else None)
+                           for b in bindings if b["type"] == "chassisredirect")
+        # project p's gateway chassis are p*3, p*3+1, p*3+2 (mod 4), the first ranked
+        # highest (cloud.gateway_ops)
+        assert len(redirects) == 3 and all(c is not None for _, c in redirects), redirects
+        assert {c for _, c in redirects} == {f"chassis-{p * 3 % 4}" for p in range(3)}
+        flows = " ".join(row["match"] for row in _sb(db, "Logical_Flow", ["_uuid", "match"]))
+        assert all(f"ip4.dst == {cloud.floating_ip(p, v)}" in flows
+                   for p in range(3) for v in range(3))

@@ -8,7 +8,8 @@ Rules, and why:
   do not run and do not count. The pure modules: `ovsdb/`, `raft/core.py`,
   `raft/rpc.py`, `raft/records.py`, `engine/`, `northd/` except `northd/daemon.py`, the
   IDL row, replica, transaction and change-reading modules northd uses, the scale
-  harness's topology and report (`scale/topology.py`, `scale/report.py`), and the
+  harness's topology, cloud and report (`scale/topology.py`, `scale/cloud.py`,
+  `scale/report.py`), and the
   `util` modules those build on (`prng`, `ovsjson`, `ovshash`, `utf8`, `cnum`).
 - A pure module imports, from pyovsdb, only pure modules of the layers below it:
   `engine/` nothing at all (stdlib only); `northd/` only `engine`, `ovsdb`,
@@ -60,7 +61,7 @@ PURE_UTIL = frozenset({"pyovsdb.util.prng", "pyovsdb.util.ovsjson", "pyovsdb.uti
 PURE_IDL = frozenset({"pyovsdb.idl.row", "pyovsdb.idl.replica", "pyovsdb.idl.txn",
                       "pyovsdb.idl.tracking"})
 PURE_RAFT = frozenset({"pyovsdb.raft.core", "pyovsdb.raft.rpc", "pyovsdb.raft.records"})
-PURE_SCALE = frozenset({"pyovsdb.scale.topology", "pyovsdb.scale.report"})
+PURE_SCALE = frozenset({"pyovsdb.scale.topology", "pyovsdb.scale.cloud", "pyovsdb.scale.report"})
 NORTHD_ADAPTER = "pyovsdb.northd.daemon"
 
 SMALL_BUDGET = 800     # engine/, northd/

@@ -45,10 +45,13 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--pods", type=int, default=50,
                     help="measured pods, in total (density-light, density-heavy)")
     ap.add_argument("--iterations", type=int, default=10,
-                    help="measured iterations (cluster-density) or namespaces "
-                         "(netpol-multitenant)")
+                    help="measured iterations (cluster-density), namespaces "
+                         "(netpol-multitenant) or projects (openstack)")
     ap.add_argument("--startup-iterations", type=int, default=0,
-                    help="cluster-density's iterations before the measured ones")
+                    help="cluster-density's iterations (openstack's projects) before the "
+                         "measured ones")
+    ap.add_argument("--vms-per-project", type=int, default=10,
+                    help="openstack's VMs per project (at most 250)")
     ap.add_argument("--rate", type=float, default=0.0,
                     help="density-light's measured pods per second, not waiting for each "
                          "(default: one at a time)")
@@ -90,13 +93,16 @@ def _args(argv: list[str]) -> argparse.Namespace:
         ap.error("--server-update-delay-ms takes milliseconds from 0 to 60000")
     if scenarios.pods_needed(args.scenario, _config(args)) > PODS_PER_NODE:
         ap.error(f"at most {PODS_PER_NODE} pods per node")
+    if not 0 <= args.vms_per_project <= 250 or args.iterations + args.startup_iterations > 4000:
+        ap.error("--vms-per-project takes 0 to 250, and at most 4000 projects in all")
     return args
 
 
 def _config(args: argparse.Namespace) -> scenarios.Config:
     return scenarios.Config(nodes=args.nodes, startup=args.startup_pods, pods=args.pods,
                             iterations=args.iterations,
-                            startup_iterations=args.startup_iterations, rate=args.rate)
+                            startup_iterations=args.startup_iterations, rate=args.rate,
+                            vms=args.vms_per_project)
 
 
 def _say(line: str) -> None:
@@ -114,7 +120,8 @@ async def run_stack(name: str, root: Path, args: argparse.Namespace) -> dict[str
     try:
         stack.start_servers()
         stack.start_sampling()
-        build_topology(stack.remote("nb", member=0), args.nodes, args.northd_backoff_ms)
+        build_topology(stack.remote("nb", member=0), args.nodes, args.northd_backoff_ms,
+                       "openstack" if args.scenario == "openstack" else "kubernetes")
         stack.start_northd()
         stack.start_chassis(args.nodes)
         async with Driver(stack.remote("nb"), stack.remote("sb"), args.nodes, args.timeout,

@@ -9,6 +9,8 @@ has it.
 
 - `topology.py`: the ovn-kubernetes node topology and the pods, as Northbound
   operations (pure).
+- `cloud.py`: an OpenStack-like cloud as Neutron writes it, as Northbound operations
+  (pure).
 - `chassis.py`: the simulated chassis and their program.
 - `stack.py`: starting and stopping a control plane, sampling its processes.
 - `driver.py`: the measuring CMS: writes, pods, the latencies.

@@ -19,7 +19,8 @@ Rules kept here:
   reachable from them through `patch` ports, or `l3gateway` ports bound to it (as
   `add_local_datapath__` and `need_add_peer_to_local` walk them); when they change, the
   conditions change (`monitor_cond_change`). It binds the `l3gateway` ports of the
-  gateway routers pinned to it, as ovn-controller does.
+  gateway routers pinned to it, and the `chassisredirect` ports (distributed gateway
+  ports) whose HA group ranks it first, as ovn-controller does without BFD.
 - A reaction does, in one transaction: claim the ports requested for it (`chassis`,
   `encap`), mark up the ports it claimed in an earlier reaction (the flows for them are
   "installed" by then), release ports requested elsewhere, and echo `SB_Global.nb_cfg`
@@ -104,7 +105,7 @@ ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 # Replicated as rows; Logical_Flow is monitored as ovn-controller monitors it, but its
 # rows are only counted (their cost is the `work_us_per_row` burnt for each).
 REPLICATED = ("Chassis", "Chassis_Private", "Encap", "Port_Binding", "Datapath_Binding",
-              "Logical_DP_Group", "SB_Global")
+              "Logical_DP_Group", "SB_Global", "HA_Chassis_Group", "HA_Chassis")
 
 
 class SimChassis:
@@ -260,6 +261,10 @@ class SimChassis:
                 if pb.options.get("l3gateway-chassis") == self.name and not mine:
                     update(pb, {"chassis": me})
                 continue
+            if pb.type == "chassisredirect":  # a gateway port: bound where it is active
+                if not mine and active_gateway(pb) == ch.uuid:
+                    update(pb, {"chassis": me})
+                continue
             if pb.type != "":
                 continue
             wanted = _uuid_of(pb.requested_chassis) == ch.uuid
@@ -287,7 +292,7 @@ class SimChassis:
     def _shapes_locality(self, pb: IdlRow) -> bool:
         """Whether a Port_Binding (before or after a change) can move the local
         datapaths: a link between datapaths, or a port of this chassis."""
-        if pb.type in ("patch", "l3gateway"):
+        if pb.type in ("patch", "l3gateway", "chassisredirect"):
             return True
         me = self.chassis_uuid
         return me is None or _uuid_of(pb.chassis) == me or _uuid_of(pb.requested_chassis) == me
@@ -365,6 +370,19 @@ class SimChassis:
                 "claims": self.claims, "local_datapaths": len(self.datapaths),
                 "flows": self.flows, "updates": self.updates,
                 "bytes_in": self.conn.bytes_in if self.conn is not None else 0}
+
+
+def active_gateway(pb: IdlRow) -> str | None:
+    """The chassis (uuid) a `chassisredirect` port is active on: its HA group's
+    member of the highest priority (ovn-controller's choice when no BFD session says
+    otherwise), None without a group."""
+    group = pb.ha_chassis_group
+    if not isinstance(group, IdlRow):
+        return None
+    members = group.ha_chassis
+    members = [members] if isinstance(members, IdlRow) else list(members or ())
+    best = max(members, key=lambda h: (h.priority, _uuid_of(h.chassis) or ""), default=None)
+    return _uuid_of(best.chassis) if best is not None else None
 
 
 def _uuid_of(ref: Any) -> str | None:

@@ -5,7 +5,7 @@ Rules kept here:
 - The topology goes in before northd starts, one transaction for the cluster rows and
   one per node, over a plain client; the scenarios (`scale/scenarios.py`) run over
   IDLs, as a CMS does, one transaction per command ovn-heater issues.
-- Pods go to the nodes in turn, as ovn-heater's `select_worker_for_port`; a pod's
+- Pods (and VMs) go to the nodes in turn, as ovn-heater's `select_worker_for_port`; a pod's
   number on its node only grows (a deleted pod's address is not reused), at most
   `PODS_PER_NODE` per node.
 - Per measured pod, the times from its Northbound transaction's send to: its reply
@@ -29,23 +29,31 @@ from typing import Any
 
 from ..idl import Idl, IdlRow
 from ..jsonrpc.client import Client
-from .topology import PODS_PER_NODE, cluster_ops, node_ops, pod_delete_ops, pod_name, pod_ops
+from . import cloud
+from .topology import (
+    PODS_PER_NODE,
+    cluster_ops,
+    global_ops,
+    node_ops,
+    pod_delete_ops,
+    pod_name,
+    pod_ops,
+)
 
 Ops = list[dict[str, Any]]
 
 
 @dataclass
 class PodTimes:
+    """A pod (or a VM's port): where it is, and when each stage was seen."""
+
+    name: str
     node: int
     index: int
     ns: str
     sent: float
     marks: dict[str, float] = field(default_factory=dict)
     port: str = ""  # its Logical_Switch_Port's uuid, once written
-
-    @property
-    def name(self) -> str:
-        return pod_name(self.node, self.index)
 
     def latencies_ms(self) -> dict[str, float]:
         return {k: (t - self.sent) * 1000 for k, t in self.marks.items()}
@@ -58,9 +66,17 @@ def _check(results: list[Any]) -> list[Any]:
     return results
 
 
-def build_topology(nb_remote: str, nodes: int, backoff_ms: int = 0) -> None:
+def build_topology(nb_remote: str, nodes: int, backoff_ms: int = 0,
+                   kind: str = "kubernetes") -> None:
+    """The cluster before northd starts: ovn-kubernetes' node topology, or the
+    external network of an OpenStack-like cloud (`kind` "openstack")."""
     with Client(nb_remote, timeout=120) as c:
-        got = _check(c.call("transact", ["OVN_Northbound", *cluster_ops(backoff_ms)]))
+        if kind == "openstack":
+            _check(c.call("transact", ["OVN_Northbound", *global_ops(backoff_ms),
+                                       *cloud.external_network_ops()]))
+            return
+        got = _check(c.call("transact", ["OVN_Northbound", *global_ops(backoff_ms),
+                                          *cluster_ops()]))
         lb_group = got[-1]["uuid"][1]
         for n in range(nodes):
             _check(c.call("transact", ["OVN_Northbound", *node_ops(n, lb_group)]))
@@ -141,20 +157,32 @@ class Driver:
             raise RuntimeError(f"NB transaction failed: {result}")
         return result.results
 
+    def next_node(self) -> int:
+        return next(self._turn) % self.nodes
+
     def place(self, node: int | None = None) -> tuple[int, int]:
         """The node of the next pod (in turn, or `node`) and its number there."""
         if node is None:
-            node = next(self._turn) % self.nodes
+            node = self.next_node()
         index = self._next_index[node]
         if index >= PODS_PER_NODE:
             raise RuntimeError(f"more than {PODS_PER_NODE} pods on node {node}")
         self._next_index[node] += 1
         return node, index
 
-    def watch(self, node: int, index: int, ns: str) -> PodTimes:
-        pod = self.watching[pod_name(node, index)] = PodTimes(node, index, ns,
-                                                               time.perf_counter())
+    def watch(self, node: int, index: int, ns: str, name: str | None = None) -> PodTimes:
+        name = name or pod_name(node, index)
+        pod = self.watching[name] = PodTimes(name, node, index, ns, time.perf_counter())
         return pod
+
+    async def add_port(self, name: str, node: int, ops: Ops) -> PodTimes:
+        """A port (a VM's) written by `ops`, whose first is its insert; watched from
+        the send."""
+        port = self.watch(node, 0, "", name)
+        results = await self.write(ops)
+        port.marks.setdefault("nb", time.perf_counter())
+        port.port = results[0]["uuid"][1]
+        return port
 
     async def add_pod(self, ns: str, enforcing: bool = False) -> PodTimes:
         """A pod on the next node, in its own transaction, watched from its send."""

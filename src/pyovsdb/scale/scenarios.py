@@ -22,9 +22,14 @@ Rules kept here:
   shares of ovn-heater's ranges: the first 40% of the namespaces 1, up to 96% 5, up
   to 99% 20, then 100), default deny, allow within, allow from two sets of external
   addresses; two policies measured per namespace (within, and external).
+- `openstack`: iterations of a project (`cloud.py`): router, network, subnet, security
+  group, the router's interface and gateway, `vms` VMs spread over the nodes, a
+  floating IP each; the last floating IP's `--wait=hv` is the project's policy figure
+  (ovn-heater pings every VM of the project from every other). Startup projects are
+  written without waiting, then waited for once.
 - Startup pods (`startup` per node) are written one transaction per node; they are in
   the scenario's namespace, except for netpol-multitenant, whose startup pods are
-  ovn-heater's `base_cluster_bringup` in a namespace of their own.
+  ovn-heater's `base_cluster_bringup` in a namespace of their own. openstack has none.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import cloud
 from .driver import Driver, PodTimes
 from .topology import (
     allow_from_external_ops,
@@ -45,7 +51,8 @@ from .topology import (
     pod_ip,
 )
 
-SCENARIOS = ("density-light", "density-heavy", "cluster-density", "netpol-multitenant")
+SCENARIOS = ("density-light", "density-heavy", "cluster-density", "netpol-multitenant",
+             "openstack")
 VIP_PORT, BACKEND_PORT = 80, 8080
 BUILD_PODS, TEST_PODS = 6, 4  # cluster-density's short-lived and kept pods
 EXTERNAL_1 = [f"42.42.42.{1 + i}" for i in range(3)]
@@ -60,6 +67,7 @@ class Config:
     iterations: int = 0  # measured iterations (cluster-density, netpol-multitenant)
     startup_iterations: int = 0  # cluster-density's passive iterations
     rate: float = 0.0  # density-light's pods per second, 0 for one at a time
+    vms: int = 10  # openstack's VMs per project
 
 
 @dataclass
@@ -87,6 +95,8 @@ def netpol_pods(i: int, n: int) -> int:
 def pods_needed(scenario: str, cfg: Config) -> int:
     """The most pods the scenario puts on one node, deleted ones included."""
     per_iteration = {"cluster-density": BUILD_PODS + TEST_PODS}.get(scenario, 0)
+    if scenario == "openstack":
+        return 0  # VMs are ports of their project's network, not of a node's
     if scenario == "netpol-multitenant":
         total = sum(netpol_pods(i, cfg.iterations) for i in range(cfg.iterations))
     elif scenario == "cluster-density":
@@ -229,8 +239,53 @@ async def netpol_multitenant(d: Driver, cfg: Config) -> Outcome:
     return out
 
 
+async def _project(d: Driver, p: int, cfg: Config, passive: bool,
+                   out: Outcome) -> list[PodTimes]:
+    for ops in (cloud.router_ops(p), cloud.network_ops(p)):
+        await d.write(ops)
+    dhcp = (await d.write(cloud.subnet_ops(p)))[0]["uuid"][1]
+    for ops in (cloud.security_group_ops(p), cloud.interface_ops(p),
+                cloud.gateway_ops(p, cfg.nodes)):
+        await d.write(ops)
+    vms = []
+    for v in range(cfg.vms):
+        node = d.next_node()
+        vms.append(await d.add_port(cloud.vm_port(p, v), node,
+                                    cloud.vm_ops(p, v, node, dhcp)))
+    for v in range(cfg.vms - 1):
+        await d.write(cloud.floating_ip_ops(p, v))
+    last = cloud.floating_ip_ops(p, cfg.vms - 1) if cfg.vms else []
+    if passive:
+        if last:
+            await d.write(last)
+        return vms
+    out.policies.append(await d.write_and_wait_hv(last))
+    await d.until_up(vms, f"the VMs of project {p} to be up")
+    out.pods += vms
+    return vms
+
+
+async def openstack(d: Driver, cfg: Config) -> Outcome:
+    out = Outcome()
+    t0 = time.perf_counter()
+    passive: list[PodTimes] = []
+    for p in range(cfg.startup_iterations):
+        passive += await _project(d, p, cfg, True, out)
+    await d.until_up(passive, f"the {len(passive)} VMs of the startup projects to be up")
+    out.startup_s = time.perf_counter() - t0
+    d.progress(f"{cfg.startup_iterations} startup projects up in {out.startup_s:.1f} s")
+    t1 = time.perf_counter()
+    for i in range(cfg.iterations):
+        ti = time.perf_counter()
+        await _project(d, cfg.startup_iterations + i, cfg, False, out)
+        out.iterations_ms.append((time.perf_counter() - ti) * 1000)
+    out.measured_s = time.perf_counter() - t1
+    return out
+
+
 RUN = {"density-light": density_light, "density-heavy": density_heavy,
-       "cluster-density": cluster_density, "netpol-multitenant": netpol_multitenant}
+       "cluster-density": cluster_density, "netpol-multitenant": netpol_multitenant,
+       "openstack": openstack}
 
 
 async def run(scenario: str, d: Driver, cfg: Config) -> dict[str, Any]:

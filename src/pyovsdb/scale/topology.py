@@ -67,12 +67,16 @@ def _map(d: dict[str, str]) -> list[Any]:
     return ["map", sorted(d.items())]
 
 
-def cluster_ops(backoff_ms: int = 0) -> list[dict[str, Any]]:
-    """The cluster-wide rows: NB_Global, the cluster router, the join switch, the
-    load balancer group (its uuid is the last operation's result)."""
+def global_ops(backoff_ms: int = 0) -> list[dict[str, Any]]:
+    """NB_Global, with seed 000's backoff if asked."""
     options = {"northd-backoff-interval-ms": str(backoff_ms)} if backoff_ms else {}
+    return [{"op": "insert", "table": "NB_Global", "row": {"options": _map(options)}}]
+
+
+def cluster_ops() -> list[dict[str, Any]]:
+    """The cluster-wide rows: the cluster router, the join switch, the load balancer
+    group (its uuid is the last operation's result)."""
     return [
-        {"op": "insert", "table": "NB_Global", "row": {"options": _map(options)}},
         _insert("Logical_Router_Port", "rtoj", {
             "name": f"rtoj-{CLUSTER_ROUTER}", "mac": "0a:58:64:40:00:01",
             "networks": ["set", ["100.64.0.1/16"]]}),
