@@ -145,3 +145,13 @@ def test_sigterm_stops_everything_it_started(tmp_path: Path) -> None:
         except ProcessLookupError:
             continue
         raise AssertionError(f"process {pid} outlived the run")
+
+
+def test_a_relative_out_directory(tmp_path: Path) -> None:
+    """`--out` relative to the working directory: the servers, which run in their own
+    directories, still find their files."""
+    p = subprocess.run([sys.executable, "-m", "pyovsdb", "scale", "--stacks", "c",
+                        "--nodes=1", "--startup-pods=0", "--pods=1", "--out=rel"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "rel" / "report.html").exists()

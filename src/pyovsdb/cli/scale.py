@@ -53,8 +53,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--vms-per-project", type=int, default=10,
                     help="openstack's VMs per project (at most 250)")
     ap.add_argument("--rate", type=float, default=0.0,
-                    help="density-light's measured pods per second, not waiting for each "
-                         "(default: one at a time)")
+                    help="density-light's measured pods (openstack's projects) per "
+                         "second, not waiting for each (default: one at a time)")
     ap.add_argument("--transport", choices=("unix", "tcp"), default="unix")
     ap.add_argument("--clustered", action="store_true",
                     help="each database a 3-member Raft cluster (ovn-heater's clustered_db)")
@@ -174,7 +174,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGHUP, _stop)
     try:
         if args.out:
-            root = Path(args.out)
+            root = Path(args.out).resolve()  # the processes run in their own directories
             root.mkdir(parents=True, exist_ok=True)
             return asyncio.run(_amain(args, root))
         with tempfile.TemporaryDirectory(prefix="pyovsdb-scale-") as tmp:

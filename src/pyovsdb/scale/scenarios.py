@@ -26,7 +26,10 @@ Rules kept here:
   group, the router's interface and gateway, `vms` VMs spread over the nodes, a
   floating IP each; the last floating IP's `--wait=hv` is the project's policy figure
   (ovn-heater pings every VM of the project from every other). Startup projects are
-  written without waiting, then waited for once.
+  written without waiting, then waited for once. With a `rate`, the measured projects
+  start at that many per second, each without waiting for the others (a busy
+  Neutron's API workers: the load under which a northd that recomputes for a new
+  router falls behind, seed 000).
 - Startup pods (`startup` per node) are written one transaction per node; they are in
   the scenario's namespace, except for netpol-multitenant, whose startup pods are
   ovn-heater's `base_cluster_bringup` in a namespace of their own. openstack has none.
@@ -66,7 +69,7 @@ class Config:
     pods: int = 0  # measured pods (density-light, density-heavy)
     iterations: int = 0  # measured iterations (cluster-density, netpol-multitenant)
     startup_iterations: int = 0  # cluster-density's passive iterations
-    rate: float = 0.0  # density-light's pods per second, 0 for one at a time
+    rate: float = 0.0  # density-light's pods (openstack's projects) per second; 0: in turn
     vms: int = 10  # openstack's VMs per project
 
 
@@ -275,10 +278,22 @@ async def openstack(d: Driver, cfg: Config) -> Outcome:
     out.startup_s = time.perf_counter() - t0
     d.progress(f"{cfg.startup_iterations} startup projects up in {out.startup_s:.1f} s")
     t1 = time.perf_counter()
-    for i in range(cfg.iterations):
+
+    async def project(p: int) -> None:
         ti = time.perf_counter()
-        await _project(d, cfg.startup_iterations + i, cfg, False, out)
+        await _project(d, p, cfg, False, out)
         out.iterations_ms.append((time.perf_counter() - ti) * 1000)
+
+    tasks: list[asyncio.Task[None]] = []
+    for i in range(cfg.iterations):
+        p = cfg.startup_iterations + i
+        if not cfg.rate:
+            await project(p)
+            continue
+        await asyncio.sleep(max(0.0, t1 + i / cfg.rate - time.perf_counter()))
+        tasks.append(asyncio.ensure_future(project(p)))
+    for task in tasks:
+        await task
     out.measured_s = time.perf_counter() - t1
     return out
 

@@ -107,8 +107,11 @@ class Stack:
         for name, schema in (("nb", self.schema("nb")), ("sb", self.schema("sb"))):
             db = create_db(self.servers_kind, self.dir / f"{name}.db", schema)
             extra = self._server_extra()
-            srv = ServerProcess(self.servers_kind, self.dir, [db], name=name,
-                                tcp=self.transport == "tcp", extra=extra).start()
+            try:
+                srv = ServerProcess(self.servers_kind, self.dir, [db], name=name,
+                                    tcp=self.transport == "tcp", extra=extra).start()
+            except AssertionError as e:  # (the test helper's way to fail)
+                raise RuntimeError(f"{self.name}: {e}") from e
             setattr(self, name, srv)
             assert srv.proc is not None
             self.series[f"{name} server"] = Series(f"{name} server", srv.proc.pid)
