@@ -36,6 +36,9 @@ Rules kept here:
 - With several Southbound remotes (the members of a cluster), chassis n connects to
   the n-th modulo their number and stays there: ovn-controller picks one at random
   and, not asking for the leader, keeps it while it answers.
+- A chassis whose connection drops (an inactivity probe this busy process did not
+  answer in time, a server restarted) reconnects with backoff, 1 s doubling to 8 s,
+  and monitors again from scratch, as ovn-controller does; it counts its reconnections.
 - Each chassis's CPU (applying its updates to its replica, its reactions and their
   work, measured with the thread's CPU clock) and its wakes are counted; the process's
   total (the framing and JSON parsing too) is the stack's to sample.
@@ -55,7 +58,7 @@ from typing import Any
 
 from ..idl.replica import Replica
 from ..idl.row import IdlRow
-from ..jsonrpc.session import ClientConnection, connect
+from ..jsonrpc.session import ClientConnection, ConnectionLost, connect
 from ..ovsdb.schema import DatabaseSchema
 from ..sim_chassis import BASE_OTHER_CONFIG, run_program, stop_on_signals, write_pidfile
 from ..storage.schemafile import load_schema
@@ -124,6 +127,7 @@ class SimChassis:
         self.wake_delay_ms = wake_delay_ms
         self.monitor_all = monitor_all
         self.wall_ms = wall_ms
+        self.schema = schema
         self.replica = Replica(schema, {t: None for t in REPLICATED})
         self.conditions = local_conditions(self.name, None, [], [], monitor_all)
         self.conn: ClientConnection | None = None
@@ -142,7 +146,9 @@ class SimChassis:
         self.wakes = 0
         self.updates = 0  # update notifications received
         self.claims = 0
+        self.reconnects = 0
         self._task: asyncio.Task[None] | None = None
+        self._keeper: asyncio.Task[None] | None = None
 
     # -- the connection and the replica ------------------------------------------------
 
@@ -338,13 +344,43 @@ class SimChassis:
     # -- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.conn = await connect(self.sb, lambda: ClientConnection(
+        await self._connect()
+        await self.react()  # registers
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._loop())
+        self._keeper = loop.create_task(self._keep_connected())
+
+    async def _connect(self) -> None:
+        """Connect and monitor from scratch: a new replica of what the server sends,
+        every binding looked at again (ovn-controller's reconnection with no
+        transaction to resume from)."""
+        conn = await connect(self.sb, lambda: ClientConnection(
             f"{self.name}->{self.sb}", on_notify=self._notified))
-        result = await self.conn.request("monitor_cond_since", [
+        self.replica = Replica(self.schema, {t: None for t in REPLICATED})
+        self.flows, self.relocate = 0, True
+        self.conn = conn
+        result = await conn.request("monitor_cond_since", [
             "OVN_Southbound", MONID, self._requests(), ZERO_UUID])
         self._apply(result[2])
-        await self.react()  # registers
-        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def _keep_connected(self) -> None:
+        """Reconnect when the server drops the connection (an inactivity probe this
+        busy process did not answer in time, a member restarted), with backoff."""
+        while True:
+            assert self.conn is not None
+            await self.conn.lost
+            backoff = 1.0
+            while True:
+                log.info("%s: connection lost, reconnecting in %.0f s", self.name, backoff)
+                await asyncio.sleep(backoff)
+                try:
+                    await self._connect()
+                    break
+                except (OSError, ConnectionLost) as e:
+                    log.info("%s: reconnection failed: %s", self.name, e)
+                    backoff = min(backoff * 2, 8.0)
+            self.reconnects += 1
+            self.seq.change()
 
     async def _loop(self) -> None:
         seen = self.seq.read()
@@ -355,18 +391,22 @@ class SimChassis:
             except RuntimeError as e:  # a conflicting write: the next update retries
                 log.warning("%s", e)
                 await asyncio.sleep(0.2)
+            except ConnectionLost:  # (`_keep_connected` reconnects, then wakes it)
+                pass
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._keeper, self._task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._keeper = None
         if self.conn is not None:
             self.conn.close()
 
     def stats(self) -> dict[str, Any]:
-        return {"name": self.name, "remote": self.sb, "cpu_s": self.cpu, "wakes": self.wakes,
+        return {"name": self.name, "remote": self.sb, "reconnects": self.reconnects,
+                "cpu_s": self.cpu, "wakes": self.wakes,
                 "claims": self.claims, "local_datapaths": len(self.datapaths),
                 "flows": self.flows, "updates": self.updates,
                 "bytes_in": self.conn.bytes_in if self.conn is not None else 0}
