@@ -9,7 +9,8 @@ Rules kept here:
   (`bench/build_upstream_ovn.sh` prints the directory to give as `upstream`). The
   simulated chassis are ours in every stack (one program, `scale.chassis`).
 - `clustered`: each database is a 3-member Raft cluster of the stack's servers
-  (`testing_cluster`, as ovn-heater's `clustered_db`). northd and the driver are given
+  (`testing_cluster`, as ovn-heater's `clustered_db`, with its 16 s election timer).
+  northd and the driver are given
   every member and follow the leader; simulated chassis connect to one member each,
   spread over the three (`scale.chassis`); the topology is written through the first
   member (a follower forwards it).
@@ -37,6 +38,9 @@ from ..testing_cluster import Cluster
 from .report import parse_engine_stats
 
 DB_NAMES = {"nb": "OVN_Northbound", "sb": "OVN_Southbound"}
+# ovn-heater's raft_election_to (16 s): a loaded machine must not hold elections for
+# heartbeats that come late
+ELECTION_TIMER_MS = 16000
 STACKS = {"c": ("real", "real"), "ours": ("ours", "ours"),
           "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours"),
           "c-newest": ("real", "newest")}
@@ -123,7 +127,7 @@ class Stack:
             c = self.clusters[name] = Cluster(d, self.schema(name), DB_NAMES[name],
                                               [self.servers_kind] * 3,
                                               extra=self._server_extra())
-            c.create()
+            c.create(election_timer=ELECTION_TIMER_MS)
             c.start()
             try:
                 c.wait_formed(60)
