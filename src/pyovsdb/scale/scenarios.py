@@ -109,10 +109,12 @@ def pods_needed(scenario: str, cfg: Config) -> int:
     return cfg.startup + (total + cfg.nodes - 1) // cfg.nodes
 
 
-async def _startup(d: Driver, cfg: Config, ns: str, lbs_every: int = 0) -> list[PodTimes]:
-    """`startup` pods per node, one transaction per node; with `lbs_every`, a load
-    balancer backed by every such pod in the same transaction (density-heavy's
-    passive iterations)."""
+async def _startup(d: Driver, cfg: Config, ns: str, lbs_every: int = 0) -> Outcome:
+    """`startup` pods per node, one transaction per node, waited for: the outcome so
+    far. With `lbs_every`, a load balancer backed by every such pod in the same
+    transaction (density-heavy's passive iterations)."""
+    out = Outcome()
+    t0 = time.perf_counter()
     await d.write(namespace_ops(ns))
     pods: list[PodTimes] = []
     for n in range(cfg.nodes):
@@ -121,7 +123,9 @@ async def _startup(d: Driver, cfg: Config, ns: str, lbs_every: int = 0) -> list[
                     for op in _vip_lb(p, f"lb{i}")]
         pods += await d.add_pods_on(n, cfg.startup, ns, lbs)
     await d.until_up(pods, f"the {len(pods)} startup pods to be up")
-    return pods
+    out.startup_s = time.perf_counter() - t0
+    d.progress(f"{len(pods)} startup pods up in {out.startup_s:.1f} s")
+    return out
 
 
 def _vip_lb(pod: PodTimes, ref: str) -> list[dict[str, Any]]:
@@ -133,11 +137,7 @@ def _vip_lb(pod: PodTimes, ref: str) -> list[dict[str, Any]]:
 
 
 async def density_light(d: Driver, cfg: Config) -> Outcome:
-    out = Outcome()
-    t0 = time.perf_counter()
-    await _startup(d, cfg, "ns_density_light")
-    out.startup_s = time.perf_counter() - t0
-    d.progress(f"{cfg.nodes * cfg.startup} startup pods up in {out.startup_s:.1f} s")
+    out = await _startup(d, cfg, "ns_density_light")
     writes: list[asyncio.Task[PodTimes]] = []
     t1 = time.perf_counter()
     for i in range(cfg.pods):
@@ -156,12 +156,8 @@ async def density_light(d: Driver, cfg: Config) -> Outcome:
 
 
 async def density_heavy(d: Driver, cfg: Config) -> Outcome:
-    out = Outcome()
     ns = "ns_density_heavy"
-    t0 = time.perf_counter()
-    await _startup(d, cfg, ns, lbs_every=2)
-    out.startup_s = time.perf_counter() - t0
-    d.progress(f"{cfg.nodes * cfg.startup} startup pods up in {out.startup_s:.1f} s")
+    out = await _startup(d, cfg, ns, lbs_every=2)
     t1 = time.perf_counter()
     for _ in range(0, cfg.pods, 2):
         ti = time.perf_counter()
@@ -197,9 +193,8 @@ async def _cluster_density_iteration(d: Driver, index: int, passive: bool,
 
 
 async def cluster_density(d: Driver, cfg: Config) -> Outcome:
-    out = Outcome()
     t0 = time.perf_counter()
-    await _startup(d, cfg, "ns_cluster_bringup")
+    out = await _startup(d, cfg, "ns_cluster_bringup")
     passive: list[PodTimes] = []
     for i in range(cfg.startup_iterations):
         passive += await _cluster_density_iteration(d, i, True, out)
@@ -216,11 +211,7 @@ async def cluster_density(d: Driver, cfg: Config) -> Outcome:
 
 
 async def netpol_multitenant(d: Driver, cfg: Config) -> Outcome:
-    out = Outcome()
-    t0 = time.perf_counter()
-    await _startup(d, cfg, "ns_cluster_bringup")
-    out.startup_s = time.perf_counter() - t0
-    d.progress(f"{cfg.nodes * cfg.startup} startup pods up in {out.startup_s:.1f} s")
+    out = await _startup(d, cfg, "ns_cluster_bringup")
     t1 = time.perf_counter()
     for i in range(cfg.iterations):
         ti = time.perf_counter()
