@@ -46,7 +46,7 @@ def _mac(kind: int, n: int) -> str:
 
 
 def _map(d: dict[str, str]) -> list[Any]:
-    return ["map", sorted(d.items())]
+    return ["map", [[k, v] for k, v in sorted(d.items())]]
 
 
 def _insert(table: str, ref: str, row: dict[str, Any]) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def _add_to(table: str, name: str, column: str, refs: list[str]) -> dict[str, An
 
 
 def _map(d: dict[str, str]) -> list[Any]:
-    return ["map", sorted(d.items())]
+    return ["map", [[k, v] for k, v in sorted(d.items())]]
 
 
 def global_ops(backoff_ms: int = 0) -> list[dict[str, Any]]:
