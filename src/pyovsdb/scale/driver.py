@@ -130,9 +130,12 @@ class Driver:
         if row.up == [True] or row.up is True:
             self._mark(row.logical_port, "up_sb")
 
-    async def until(self, done: Callable[[], bool], what: str, count: int = 1) -> None:
-        """Wait for `done()` (module rules for the timeout)."""
-        deadline = time.monotonic() + self.timeout * max(1.0, count / 100)
+    async def until(self, done: Callable[[], bool], what: str, count: int = 1,
+                    timeout: float | None = None) -> None:
+        """Wait for `done()` (module rules for the timeout, unless given)."""
+        if timeout is None:
+            timeout = self.timeout * max(1.0, count / 100)
+        deadline = time.monotonic() + timeout
         while not done():
             remaining = deadline - time.monotonic()
             if remaining <= 0:

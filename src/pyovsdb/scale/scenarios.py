@@ -30,6 +30,9 @@ Rules kept here:
   start at that many per second, each without waiting for the others (a busy
   Neutron's API workers: the load under which a northd that recomputes for a new
   router falls behind, seed 000).
+- The measured figures are read once the Southbound monitor has told every measured
+  pod's stages, or after a grace of `SB_GRACE_S`: a pod is done when the Northbound
+  says up, and the other monitor may tell its last Southbound stage a little later.
 - Startup pods (`startup` per node) are written one transaction per node; they are in
   the scenario's namespace, except for netpol-multitenant, whose startup pods are
   ovn-heater's `base_cluster_bringup` in a namespace of their own. openstack has none.
@@ -44,6 +47,7 @@ from typing import Any
 
 from . import cloud
 from .driver import Driver, PodTimes
+from .report import STAGES
 from .topology import (
     allow_from_external_ops,
     allow_within_ops,
@@ -60,6 +64,7 @@ VIP_PORT, BACKEND_PORT = 80, 8080
 BUILD_PODS, TEST_PODS = 6, 4  # cluster-density's short-lived and kept pods
 EXTERNAL_1 = [f"42.42.42.{1 + i}" for i in range(3)]
 EXTERNAL_2 = [f"43.43.43.{1 + i}" for i in range(20)]
+SB_GRACE_S = 5.0  # how long the last Southbound stages are waited for (see `run`)
 
 
 @dataclass
@@ -297,6 +302,14 @@ RUN = {"density-light": density_light, "density-heavy": density_heavy,
 async def run(scenario: str, d: Driver, cfg: Config) -> dict[str, Any]:
     """The scenario on the driver's stack, then one `--wait=hv` (module rules)."""
     out = await RUN[scenario](d, cfg)
+    # A pod is done when the Northbound says up; the Southbound monitor may tell its
+    # last stages a little later (a server holding its updates, another connection).
+    # Its marks are read once it did, or after a grace.
+    try:
+        await d.until(lambda: all(p.marks.keys() >= set(STAGES) for p in out.pods),
+                      "the Southbound stages of the measured pods", timeout=SB_GRACE_S)
+    except RuntimeError:
+        pass  # (a pod deleted meanwhile, its stages merged away: reported as missing)
     d.progress(f"{len(out.pods)} measured pods, {len(out.iterations_ms)} iterations "
                f"in {out.measured_s:.1f} s")
     return {**out.as_dict(), "wait_hv_ms": await d.write_and_wait_hv([])}
