@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from .topology import chassis_name, node_name
+from .topology import add_refs, chassis_name, insert_op, node_name, smap
 
 EXT_NET = "neutron-ext-net"
 EXT_GATEWAY = "172.16.0.1"
@@ -43,19 +43,6 @@ def _ip(offset: int) -> str:
 
 def _mac(kind: int, n: int) -> str:
     return f"fa:16:3e:{kind & 255:02x}:{n >> 8 & 255:02x}:{n & 255:02x}"
-
-
-def _map(d: dict[str, str]) -> list[Any]:
-    return ["map", [[k, v] for k, v in sorted(d.items())]]
-
-
-def _insert(table: str, ref: str, row: dict[str, Any]) -> dict[str, Any]:
-    return {"op": "insert", "table": table, "uuid-name": ref, "row": row}
-
-
-def _add(table: str, name: str, column: str, refs: list[str]) -> dict[str, Any]:
-    return {"op": "mutate", "table": table, "where": [["name", "==", name]],
-            "mutations": [[column, "insert", ["set", [["named-uuid", r] for r in refs]]]]}
 
 
 def router_name(p: int) -> str:
@@ -90,44 +77,44 @@ def floating_ip(p: int, v: int) -> str:
 
 def external_network_ops() -> Ops:
     return [
-        _insert("Logical_Switch_Port", "meta", {
-            "name": _id(0, 1), "type": "localport", "addresses": f"{_mac(0, 1)}"}),
-        _insert("Logical_Switch_Port", "provnet", {
+        insert_op("Logical_Switch_Port", "meta", {
+            "name": _id(0, 1), "type": "localport", "addresses": _mac(0, 1)}),
+        insert_op("Logical_Switch_Port", "provnet", {
             "name": f"provnet-{_id(0, 2)}", "type": "localnet",
             "addresses": ["set", ["unknown"]],
-            "options": _map({"mcast_flood": "false", "mcast_flood_reports": "true",
+            "options": smap({"mcast_flood": "false", "mcast_flood_reports": "true",
                              "network_name": "physnet1"})}),
-        _insert("Logical_Switch", "ext", {
+        insert_op("Logical_Switch", "ext", {
             "name": EXT_NET, "ports": ["set", [["named-uuid", "meta"],
                                                ["named-uuid", "provnet"]]],
-            "other_config": _map({"mcast_flood_unregistered": "false",
+            "other_config": smap({"mcast_flood_unregistered": "false",
                                   "mcast_snoop": "false", "vlan-passthru": "false"}),
-            "external_ids": _map({"neutron:mtu": "1500",
+            "external_ids": smap({"neutron:mtu": "1500",
                                   "neutron:network_name": "ext_net"})}),
     ]
 
 
 def router_ops(p: int) -> Ops:
-    return [_insert("Logical_Router", "lr", {
+    return [insert_op("Logical_Router", "lr", {
         "name": router_name(p),
-        "options": _map({"always_learn_from_arp_request": "false",
+        "options": smap({"always_learn_from_arp_request": "false",
                          "dynamic_neigh_routers": "true"}),
-        "external_ids": _map({"neutron:router_name": f"router-{p}",
+        "external_ids": smap({"neutron:router_name": f"router-{p}",
                               "neutron:revision_number": "1"})})]
 
 
 def network_ops(p: int) -> Ops:
     prefix, _ = subnet(p)
     return [
-        _insert("Logical_Switch_Port", "meta", {
+        insert_op("Logical_Switch_Port", "meta", {
             "name": _id(4, p), "type": "localport",
             "addresses": f"{_mac(4, p)} {prefix}.2",
-            "external_ids": _map({"neutron:device_owner": "network:distributed"})}),
-        _insert("Logical_Switch", "ls", {
+            "external_ids": smap({"neutron:device_owner": "network:distributed"})}),
+        insert_op("Logical_Switch", "ls", {
             "name": network_name(p), "ports": ["set", [["named-uuid", "meta"]]],
-            "other_config": _map({"mcast_flood_unregistered": "false",
+            "other_config": smap({"mcast_flood_unregistered": "false",
                                   "mcast_snoop": "false", "vlan-passthru": "false"}),
-            "external_ids": _map({"neutron:mtu": "1442",
+            "external_ids": smap({"neutron:mtu": "1442",
                                   "neutron:network_name": f"int_net_{p}"})}),
     ]
 
@@ -135,13 +122,13 @@ def network_ops(p: int) -> Ops:
 def subnet_ops(p: int) -> Ops:
     prefix, cidr = subnet(p)
     gw = f"{prefix}.1"
-    return [_insert("DHCP_Options", "dhcp", {
+    return [insert_op("DHCP_Options", "dhcp", {
         "cidr": cidr,
-        "options": _map({"classless_static_route":
+        "options": smap({"classless_static_route":
                          f"{{169.254.169.254/32,{prefix}.2, 0.0.0.0/0,{gw}}}",
                          "dns_server": "{1.1.1.1}", "lease_time": "43200", "mtu": "1442",
                          "router": gw, "server_id": gw, "server_mac": _mac(5, p)}),
-        "external_ids": _map({"subnet_id": _id(5, p)})})]
+        "external_ids": smap({"subnet_id": _id(5, p)})})]
 
 
 def security_group_ops(p: int) -> Ops:
@@ -150,12 +137,12 @@ def security_group_ops(p: int) -> Ops:
              ("from-lport", f"inport == @{pg} && ip6"),
              ("to-lport", f"outport == @{pg} && ip4 && ip4.src == ${pg}_ip4"),
              ("to-lport", f"outport == @{pg} && ip6 && ip6.src == ${pg}_ip6")]
-    acls = [_insert("ACL", f"acl{i}", {"direction": d, "priority": 1002, "match": m,
+    acls = [insert_op("ACL", f"acl{i}", {"direction": d, "priority": 1002, "match": m,
                                         "action": "allow-related"})
             for i, (d, m) in enumerate(rules)]
-    return [*acls, _insert("Port_Group", "pg", {
+    return [*acls, insert_op("Port_Group", "pg", {
         "name": pg, "acls": ["set", [["named-uuid", f"acl{i}"] for i in range(len(rules))]],
-        "external_ids": _map({"neutron:security_group_id": _id(3, p)})})]
+        "external_ids": smap({"neutron:security_group_id": _id(3, p)})})]
 
 
 def interface_ops(p: int) -> Ops:
@@ -163,13 +150,13 @@ def interface_ops(p: int) -> Ops:
     prefix, _ = subnet(p)
     lrp = f"lrp-{_id(6, p)}"
     return [
-        _insert("Logical_Router_Port", "lrp", {
+        insert_op("Logical_Router_Port", "lrp", {
             "name": lrp, "mac": _mac(6, p), "networks": ["set", [f"{prefix}.1/24"]]}),
-        _add("Logical_Router", router_name(p), "ports", ["lrp"]),
-        _insert("Logical_Switch_Port", "lsp", {
+        add_refs("Logical_Router", router_name(p), "ports", ["lrp"]),
+        insert_op("Logical_Switch_Port", "lsp", {
             "name": _id(6, p), "type": "router", "addresses": "router",
-            "options": _map({"router-port": lrp})}),
-        _add("Logical_Switch", network_name(p), "ports", ["lsp"]),
+            "options": smap({"router-port": lrp})}),
+        add_refs("Logical_Switch", network_name(p), "ports", ["lsp"]),
     ]
 
 
@@ -179,29 +166,29 @@ def gateway_ops(p: int, nodes: int) -> Ops:
     lrp = f"lrp-{_id(7, p)}"
     gw_ip = _ip(16 + p)
     chosen = [(p * GATEWAYS + k) % nodes for k in range(min(GATEWAYS, nodes))]
-    gcs = [_insert("Gateway_Chassis", f"gc{k}", {
+    gcs = [insert_op("Gateway_Chassis", f"gc{k}", {
         "name": f"{lrp}_{chassis_name(n)}", "chassis_name": chassis_name(n),
         "priority": len(chosen) - k}) for k, n in enumerate(chosen)]
     return [
         *gcs,
-        _insert("Logical_Router_Port", "gw", {
+        insert_op("Logical_Router_Port", "gw", {
             "name": lrp, "mac": _mac(7, p), "networks": ["set", [f"{gw_ip}/12"]],
             "gateway_chassis": ["set", [["named-uuid", f"gc{k}"]
                                         for k in range(len(chosen))]]}),
-        _insert("Logical_Router_Static_Route", "route", {
+        insert_op("Logical_Router_Static_Route", "route", {
             "ip_prefix": "0.0.0.0/0", "nexthop": EXT_GATEWAY}),
-        _insert("NAT", "snat", {"type": "snat", "external_ip": gw_ip,
+        insert_op("NAT", "snat", {"type": "snat", "external_ip": gw_ip,
                                 "logical_ip": subnet(p)[1]}),
         {"op": "mutate", "table": "Logical_Router",
          "where": [["name", "==", router_name(p)]],
          "mutations": [["ports", "insert", ["set", [["named-uuid", "gw"]]]],
                        ["static_routes", "insert", ["set", [["named-uuid", "route"]]]],
                        ["nat", "insert", ["set", [["named-uuid", "snat"]]]]]},
-        _insert("Logical_Switch_Port", "lsp", {
+        insert_op("Logical_Switch_Port", "lsp", {
             "name": _id(7, p), "type": "router", "addresses": "router",
-            "options": _map({"router-port": lrp, "nat-addresses": "router",
+            "options": smap({"router-port": lrp, "nat-addresses": "router",
                              "exclude-lb-vips-from-garp": "true"})}),
-        _add("Logical_Switch", EXT_NET, "ports", ["lsp"]),
+        add_refs("Logical_Switch", EXT_NET, "ports", ["lsp"]),
     ]
 
 
@@ -210,20 +197,20 @@ def vm_ops(p: int, v: int, node: int, dhcp: str) -> Ops:
     DHCP_Options."""
     addr = f"{_mac(8, p * 256 + v)} {vm_ip(p, v)}"
     return [
-        _insert("Logical_Switch_Port", "vm", {
+        insert_op("Logical_Switch_Port", "vm", {
             "name": vm_port(p, v), "addresses": ["set", [addr]],
             "port_security": ["set", [addr]], "enabled": True,
             "dhcpv4_options": ["uuid", dhcp],
-            "options": _map({"requested-chassis": node_name(node)}),
-            "external_ids": _map({"neutron:device_owner": "compute:nova",
+            "options": smap({"requested-chassis": node_name(node)}),
+            "external_ids": smap({"neutron:device_owner": "compute:nova",
                                   "neutron:security_group_ids": _id(3, p)})}),
-        _add("Logical_Switch", network_name(p), "ports", ["vm"]),
-        _add("Port_Group", security_group(p), "ports", ["vm"]),
+        add_refs("Logical_Switch", network_name(p), "ports", ["vm"]),
+        add_refs("Port_Group", security_group(p), "ports", ["vm"]),
     ]
 
 
 def floating_ip_ops(p: int, v: int) -> Ops:
-    return [_insert("NAT", "fip", {"type": "dnat_and_snat",
+    return [insert_op("NAT", "fip", {"type": "dnat_and_snat",
                                    "external_ip": floating_ip(p, v),
                                    "logical_ip": vm_ip(p, v)}),
-            _add("Logical_Router", router_name(p), "nat", ["fip"])]
+            add_refs("Logical_Router", router_name(p), "nat", ["fip"])]

@@ -54,40 +54,51 @@ def _subnet(node: int) -> tuple[int, int]:
     return 128 + node // 250, node % 250
 
 
-def _insert(table: str, ref: str, row: dict[str, Any]) -> dict[str, Any]:
+# The operation builders, shared with `cloud.py`.
+
+def insert_op(table: str, ref: str, row: dict[str, Any]) -> dict[str, Any]:
+    """Insert `row`, named `ref` within the transaction."""
     return {"op": "insert", "table": table, "uuid-name": ref, "row": row}
 
 
-def _add_to(table: str, name: str, column: str, refs: list[str]) -> dict[str, Any]:
+def set_change(table: str, name: str, column: str, how: str,
+               values: list[Any]) -> dict[str, Any]:
+    """`how` ("insert", "delete") `values` in set `column` of the row named `name`."""
     return {"op": "mutate", "table": table, "where": [["name", "==", name]],
-            "mutations": [[column, "insert", ["set", [["named-uuid", r] for r in refs]]]]}
+            "mutations": [[column, how, ["set", values]]]}
 
 
-def _map(d: dict[str, str]) -> list[Any]:
+def add_refs(table: str, name: str, column: str, refs: list[str]) -> dict[str, Any]:
+    """The rows named `refs` within the transaction added to `column` of `name`."""
+    return set_change(table, name, column, "insert", [["named-uuid", r] for r in refs])
+
+
+def smap(d: dict[str, str]) -> list[Any]:
+    """A string map as OVSDB's JSON (pairs as lists, sorted)."""
     return ["map", [[k, v] for k, v in sorted(d.items())]]
 
 
 def global_ops(backoff_ms: int = 0) -> list[dict[str, Any]]:
     """NB_Global, with seed 000's backoff if asked."""
     options = {"northd-backoff-interval-ms": str(backoff_ms)} if backoff_ms else {}
-    return [{"op": "insert", "table": "NB_Global", "row": {"options": _map(options)}}]
+    return [{"op": "insert", "table": "NB_Global", "row": {"options": smap(options)}}]
 
 
 def cluster_ops() -> list[dict[str, Any]]:
     """The cluster-wide rows: the cluster router, the join switch, the load balancer
     group (its uuid is the last operation's result)."""
     return [
-        _insert("Logical_Router_Port", "rtoj", {
+        insert_op("Logical_Router_Port", "rtoj", {
             "name": f"rtoj-{CLUSTER_ROUTER}", "mac": "0a:58:64:40:00:01",
             "networks": ["set", ["100.64.0.1/16"]]}),
-        _insert("Logical_Router", "cr", {
+        insert_op("Logical_Router", "cr", {
             "name": CLUSTER_ROUTER, "ports": ["set", [["named-uuid", "rtoj"]]]}),
-        _insert("Logical_Switch_Port", "jtor", {
+        insert_op("Logical_Switch_Port", "jtor", {
             "name": f"jtor-{CLUSTER_ROUTER}", "type": "router", "addresses": "router",
-            "options": _map({"router-port": f"rtoj-{CLUSTER_ROUTER}"})}),
-        _insert("Logical_Switch", "join", {
+            "options": smap({"router-port": f"rtoj-{CLUSTER_ROUTER}"})}),
+        insert_op("Logical_Switch", "join", {
             "name": JOIN, "ports": ["set", [["named-uuid", "jtor"]]]}),
-        _insert("Load_Balancer_Group", "lbg", {"name": LB_GROUP}),
+        insert_op("Load_Balancer_Group", "lbg", {"name": LB_GROUP}),
     ]
 
 
@@ -101,52 +112,52 @@ def node_ops(node: int, lb_group: str) -> list[dict[str, Any]]:
     node_ip = f"172.16.{node // 250}.{2 + node % 250}"
     ops = [
         # the node switch, its router port on the cluster router, its management port
-        _insert("Logical_Switch_Port", "stor", {
+        insert_op("Logical_Switch_Port", "stor", {
             "name": f"stor-{n}", "type": "router", "addresses": "router",
-            "options": _map({"router-port": f"rtos-{n}"})}),
-        _insert("Logical_Switch_Port", "mgmt", {
+            "options": smap({"router-port": f"rtos-{n}"})}),
+        insert_op("Logical_Switch_Port", "mgmt", {
             "name": f"k8s-{n}", "addresses": f"{_mac(10, b << 8 | c, 2)} 10.{b}.{c}.2",
-            "options": _map({"requested-chassis": n})}),
-        _insert("Logical_Switch", "ls", {
-            "name": n, "other_config": _map({"subnet": f"10.{b}.{c}.0/24"}),
+            "options": smap({"requested-chassis": n})}),
+        insert_op("Logical_Switch", "ls", {
+            "name": n, "other_config": smap({"subnet": f"10.{b}.{c}.0/24"}),
             "ports": ["set", [["named-uuid", "stor"], ["named-uuid", "mgmt"]]],
             "load_balancer_group": group}),
-        _insert("Logical_Router_Port", "rtos", {
+        insert_op("Logical_Router_Port", "rtos", {
             "name": f"rtos-{n}", "mac": _mac(10, b << 8 | c, 1),
             "networks": ["set", [f"10.{b}.{c}.1/24"]]}),
-        _add_to("Logical_Router", CLUSTER_ROUTER, "ports", ["rtos"]),
-        _insert("Logical_Router_Static_Route", "crroute", {
+        add_refs("Logical_Router", CLUSTER_ROUTER, "ports", ["rtos"]),
+        insert_op("Logical_Router_Static_Route", "crroute", {
             "ip_prefix": f"10.{b}.{c}.0/24", "nexthop": join_ip, "policy": "src-ip"}),
-        _add_to("Logical_Router", CLUSTER_ROUTER, "static_routes", ["crroute"]),
+        add_refs("Logical_Router", CLUSTER_ROUTER, "static_routes", ["crroute"]),
         # the gateway router on the join switch and the external switch
-        _insert("Logical_Router_Port", "rtoj", {
+        insert_op("Logical_Router_Port", "rtoj", {
             "name": f"rtoj-{gr}", "mac": _mac(100, 64 << 8 | node // 250, 1 + node % 250),
             "networks": ["set", [f"{join_ip}/16"]]}),
-        _insert("Logical_Router_Port", "rtoe", {
+        insert_op("Logical_Router_Port", "rtoe", {
             "name": f"rtoe-{gr}", "mac": _mac(172, 16 << 8 | node // 250, 2 + node % 250),
             "networks": ["set", [f"{node_ip}/16"]]}),
-        _insert("NAT", "snat", {"type": "snat", "logical_ip": "10.128.0.0/14",
+        insert_op("NAT", "snat", {"type": "snat", "logical_ip": "10.128.0.0/14",
                                 "external_ip": node_ip}),
-        _insert("Logical_Router_Static_Route", "defroute", {
+        insert_op("Logical_Router_Static_Route", "defroute", {
             "ip_prefix": "0.0.0.0/0", "nexthop": "172.16.255.254"}),
-        _insert("Logical_Router", "gr", {
+        insert_op("Logical_Router", "gr", {
             "name": gr, "ports": ["set", [["named-uuid", "rtoj"], ["named-uuid", "rtoe"]]],
             "nat": ["set", [["named-uuid", "snat"]]],
             "static_routes": ["set", [["named-uuid", "defroute"]]],
             "load_balancer_group": group,
-            "options": _map({"chassis": chassis_name(node), "dynamic_neigh_routers": "true",
+            "options": smap({"chassis": chassis_name(node), "dynamic_neigh_routers": "true",
                              "lb_force_snat_ip": "router_ip", "snat-ct-zone": "0"})}),
-        _insert("Logical_Switch_Port", "jtor", {
+        insert_op("Logical_Switch_Port", "jtor", {
             "name": f"jtor-{gr}", "type": "router", "addresses": "router",
-            "options": _map({"router-port": f"rtoj-{gr}"})}),
-        _add_to("Logical_Switch", JOIN, "ports", ["jtor"]),
-        _insert("Logical_Switch_Port", "etor", {
+            "options": smap({"router-port": f"rtoj-{gr}"})}),
+        add_refs("Logical_Switch", JOIN, "ports", ["jtor"]),
+        insert_op("Logical_Switch_Port", "etor", {
             "name": f"etor-{gr}", "type": "router", "addresses": "router",
-            "options": _map({"router-port": f"rtoe-{gr}"})}),
-        _insert("Logical_Switch_Port", "lnet", {
+            "options": smap({"router-port": f"rtoe-{gr}"})}),
+        insert_op("Logical_Switch_Port", "lnet", {
             "name": f"lnet-{n}", "type": "localnet", "addresses": ["set", ["unknown"]],
-            "options": _map({"network_name": "physnet"})}),
-        _insert("Logical_Switch", "ext", {
+            "options": smap({"network_name": "physnet"})}),
+        insert_op("Logical_Switch", "ext", {
             "name": ext, "ports": ["set", [["named-uuid", "etor"], ["named-uuid", "lnet"]]]}),
     ]
     return ops
@@ -164,15 +175,9 @@ def namespace_groups(ns: str) -> tuple[str, str, str]:
 
 def namespace_ops(ns: str) -> list[dict[str, Any]]:
     """A namespace's port groups and address set (ovn-heater's `Namespace()`)."""
-    return [*(_insert("Port_Group", f"pg{i}", {"name": pg})
+    return [*(insert_op("Port_Group", f"pg{i}", {"name": pg})
               for i, pg in enumerate(namespace_groups(ns))),
-            _insert("Address_Set", "as", {"name": f"as_{ns}"})]
-
-
-def _set_change(table: str, name: str, column: str, how: str,
-                values: list[Any]) -> dict[str, Any]:
-    return {"op": "mutate", "table": table, "where": [["name", "==", name]],
-            "mutations": [[column, how, ["set", values]]]}
+            insert_op("Address_Set", "as", {"name": f"as_{ns}"})]
 
 
 def pod_ops(node: int, pod: int, ns: str, ref: str = "pod",
@@ -185,24 +190,24 @@ def pod_ops(node: int, pod: int, ns: str, ref: str = "pod",
     ip = pod_ip(node, pod)
     addr = f"{_mac(10, b << 8 | c, 3 + pod)} {ip}"
     ops = [
-        _insert("Logical_Switch_Port", ref, {
+        insert_op("Logical_Switch_Port", ref, {
             "name": pod_name(node, pod), "addresses": ["set", [addr]],
             "port_security": ["set", [addr]],
-            "options": _map({"requested-chassis": node_name(node)})}),
-        _add_to("Logical_Switch", node_name(node), "ports", [ref]),
-        _set_change("Address_Set", f"as_{ns}", "addresses", "insert", [ip]),
+            "options": smap({"requested-chassis": node_name(node)})}),
+        add_refs("Logical_Switch", node_name(node), "ports", [ref]),
+        set_change("Address_Set", f"as_{ns}", "addresses", "insert", [ip]),
     ]
     if enforcing:
-        ops += [_add_to("Port_Group", pg, "ports", [ref]) for pg in namespace_groups(ns)]
+        ops += [add_refs("Port_Group", pg, "ports", [ref]) for pg in namespace_groups(ns)]
     return ops
 
 
 def pod_delete_ops(node: int, pod: int, ns: str, port: str) -> list[dict[str, Any]]:
     """A pod gone: its port (uuid `port`) off the node switch, so collected with its
     port group memberships (weak), and its address out of the address set."""
-    return [_set_change("Logical_Switch", node_name(node), "ports", "delete",
+    return [set_change("Logical_Switch", node_name(node), "ports", "delete",
                         [["uuid", port]]),
-            _set_change("Address_Set", f"as_{ns}", "addresses", "delete",
+            set_change("Address_Set", f"as_{ns}", "addresses", "delete",
                         [pod_ip(node, pod)])]
 
 
@@ -210,15 +215,15 @@ def enforce_ops(ns: str, ports: list[str]) -> list[list[dict[str, Any]]]:
     """The namespace's pods (uuids) into its three port groups, one transaction each
     (ovn-heater's `Namespace.enforce`)."""
     refs = [["uuid", u] for u in ports]
-    return [[_set_change("Port_Group", pg, "ports", "insert", refs)]
+    return [[set_change("Port_Group", pg, "ports", "insert", refs)]
             for pg in namespace_groups(ns)]
 
 
 def acl_ops(pg: str, priority: int, match: str, action: str) -> list[dict[str, Any]]:
     """`ovn-nbctl --type=port-group acl-add PG to-lport PRIORITY MATCH ACTION`."""
-    return [_insert("ACL", "acl", {"direction": "to-lport", "priority": priority,
+    return [insert_op("ACL", "acl", {"direction": "to-lport", "priority": priority,
                                    "match": match, "action": action}),
-            _add_to("Port_Group", pg, "acls", ["acl"])]
+            add_refs("Port_Group", pg, "acls", ["acl"])]
 
 
 def default_deny_ops(ns: str) -> list[list[dict[str, Any]]]:
@@ -253,7 +258,7 @@ def lb_ops(name: str, vips: dict[str, str], ref: str = "lb") -> list[dict[str, A
     the cluster's group (ovn-heater's `OvnLoadBalancer` and `provision_lb`); `ref`
     names its rows within the transaction."""
     refs = [f"{ref}_{p}" for p in PROTOCOLS]
-    return [*(_insert("Load_Balancer", ref, {"name": name, "protocol": p,
-                                             "vips": _map(vips)})
+    return [*(insert_op("Load_Balancer", ref, {"name": name, "protocol": p,
+                                             "vips": smap(vips)})
               for ref, p in zip(refs, PROTOCOLS, strict=True)),
-            _add_to("Load_Balancer_Group", LB_GROUP, "load_balancer", refs)]
+            add_refs("Load_Balancer_Group", LB_GROUP, "load_balancer", refs)]
