@@ -178,10 +178,11 @@ class Driver:
         pod = self.watching[name] = PodTimes(name, node, index, ns, time.perf_counter())
         return pod
 
-    async def add_port(self, name: str, node: int, ops: Ops) -> PodTimes:
-        """A port (a VM's) written by `ops`, whose first is its insert; watched from
-        the send."""
-        port = self.watch(node, 0, "", name)
+    async def add_port(self, name: str, node: int, ops: Ops, index: int = 0,
+                       ns: str = "") -> PodTimes:
+        """A port (a VM's, a pod's) written by `ops`, whose first is its insert;
+        watched from the send."""
+        port = self.watch(node, index, ns, name)
         results = await self.write(ops)
         port.marks.setdefault("nb", time.perf_counter())
         port.port = results[0]["uuid"][1]
@@ -189,11 +190,9 @@ class Driver:
 
     async def add_pod(self, ns: str, enforcing: bool = False) -> PodTimes:
         """A pod on the next node, in its own transaction, watched from its send."""
-        pod = self.watch(*self.place(), ns)
-        results = await self.write(pod_ops(pod.node, pod.index, ns, "pod", enforcing))
-        pod.marks.setdefault("nb", time.perf_counter())
-        pod.port = results[0]["uuid"][1]  # (the port's insert comes first)
-        return pod
+        node, index = self.place()
+        return await self.add_port(pod_name(node, index), node,
+                                   pod_ops(node, index, ns, "pod", enforcing), index, ns)
 
     async def add_pods_on(self, node: int, count: int, ns: str,
                           extra: Callable[[list[PodTimes]], Ops] = lambda pods: []

@@ -102,13 +102,12 @@ def netpol_pods(i: int, n: int) -> int:
 
 def pods_needed(scenario: str, cfg: Config) -> int:
     """The most pods the scenario puts on one node, deleted ones included."""
-    per_iteration = {"cluster-density": BUILD_PODS + TEST_PODS}.get(scenario, 0)
     if scenario == "openstack":
         return 0  # VMs are ports of their project's network, not of a node's
     if scenario == "netpol-multitenant":
         total = sum(netpol_pods(i, cfg.iterations) for i in range(cfg.iterations))
     elif scenario == "cluster-density":
-        total = per_iteration * cfg.iterations + TEST_PODS * cfg.startup_iterations
+        total = (BUILD_PODS + TEST_PODS) * cfg.iterations + TEST_PODS * cfg.startup_iterations
     else:
         total = cfg.pods
     return cfg.startup + (total + cfg.nodes - 1) // cfg.nodes
@@ -121,11 +120,12 @@ async def _startup(d: Driver, cfg: Config, ns: str, lbs_every: int = 0) -> Outco
     out = Outcome()
     t0 = time.perf_counter()
     await d.write(namespace_ops(ns))
+    def lbs(written: list[PodTimes]) -> list[dict[str, Any]]:
+        return [op for i, p in enumerate(written) if lbs_every and i % lbs_every == 0
+                for op in _vip_lb(p, f"lb{i}")]
+
     pods: list[PodTimes] = []
     for n in range(cfg.nodes):
-        def lbs(written: list[PodTimes]) -> list[dict[str, Any]]:
-            return [op for i, p in enumerate(written) if lbs_every and i % lbs_every == 0
-                    for op in _vip_lb(p, f"lb{i}")]
         pods += await d.add_pods_on(n, cfg.startup, ns, lbs)
     await d.until_up(pods, f"the {len(pods)} startup pods to be up")
     out.startup_s = time.perf_counter() - t0
