@@ -26,7 +26,7 @@ from ...idl.replica import ReplicaTable
 from ...idl.row import IdlRow
 from ..build.datapaths import Datapath, DatapathsData, smap_int
 from ..build.global_cfg import ChassisFeatures, GlobalConfig
-from ..build.lb import LbData, LoadBalancer
+from ..build.lb import LbData
 from ..build.placed import Placed
 from ..build.ports import Port, PortsData, existing_port_bindings
 
@@ -69,7 +69,6 @@ class SwitchFacts:
     port_groups: list[IdlRow]  # NB port groups with a port on this switch (UUID order)
     has_acls: bool
     has_stateful_acl: bool  # an allow-related ACL, own or of a port group
-    lbs: list[LoadBalancer]  # the switch's load balancers (own and via groups)
     has_lb_vip: bool  # an own load balancer with a VIP (`ls_has_lb_vip`)
 
 
@@ -373,17 +372,16 @@ class LflowContext:
         pgs = self._groups_on(dp)
         own = ref_rows(self.current(dp).acls)
         acls = own + [acl for pg in pgs for acl in ref_rows(pg.acls)]
-        lbs = [lb for lb in self.lbs.lbs.values() if dp.key in lb.switches]
         return SwitchFacts(
             acls=acls, port_groups=pgs, has_acls=bool(acls),
             has_stateful_acl=any(a.action == "allow-related" for a in acls),
-            lbs=lbs, has_lb_vip=_has_lb_vip(dp.nb))
+            has_lb_vip=has_lb_vip(dp.nb))
 
 
-def _has_lb_vip(nb: IdlRow) -> bool:
+def has_lb_vip(nb: IdlRow) -> bool:
     """`ls_has_lb_vip`/`lr_has_lb_vip`: a load balancer of the datapath's own, or of one
     of its groups, with any NB `vips` (parsed or not; not those a router lends)."""
-    lbs = ref_rows(nb.load_balancer)
-    for group in ref_rows(nb.load_balancer_group):
-        lbs += ref_rows(group.load_balancer)
-    return any(lb.vips for lb in lbs)
+    if any(lb.vips for lb in ref_rows(nb.load_balancer)):
+        return True
+    return any(lb.vips for group in ref_rows(nb.load_balancer_group)
+               for lb in ref_rows(group.load_balancer))

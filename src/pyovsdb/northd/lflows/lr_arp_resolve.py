@@ -59,7 +59,7 @@ from ..build.ports_addresses import (
 )
 from .context import LflowContext
 from .lr_nat_rules import nat_rules
-from .router_facts import router_facts
+from .router_facts import router_facts, router_vips
 from .stages import Stage
 from .table import LflowTable, nat_ip_owner, nat_port_owner, pair_owner
 
@@ -176,14 +176,14 @@ def build_port_nat(ctx: LflowContext, port: Port, out: LflowTable) -> None:
 def _drop_own_snat_ips(ctx: LflowContext, port: Port, networks: Addresses,
                        out: LflowTable) -> None:
     """`build_lrouter_drop_own_dest` for the router IPs that are SNAT or LB IPs."""
-    facts = router_facts(ctx, port.dp)
+    facts, vips = router_facts(ctx, port.dp), router_vips(ctx, port.dp)
     v4 = [n.addr_s for n in networks.ipv4
-          if n.addr_s in facts.snat_ips or n.addr_s in facts.lb_ips_v4]
+          if n.addr_s in facts.snat_ips or n.addr_s in vips.v4]
     if v4:
         out.add(port.dp, STAGE, 2, "ip4.dst == {" + ", ".join(v4) + "}", ctx.drop_action,
                 hint=port.nb)
     v6 = [n.addr_s for n in networks.ipv6
-          if n.addr_s in facts.snat_ips or n.addr_s in facts.lb_ips_v6]
+          if n.addr_s in facts.snat_ips or n.addr_s in vips.v6]
     if v6:
         out.add(port.dp, STAGE, 2, "ip6.dst == {" + ", ".join(v6) + "}", ctx.drop_action,
                 hint=port.nb)
@@ -302,11 +302,11 @@ def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
     dp = port.dp
     if not _asks_routes(ctx, dp):
         return []  # (what follows finds nothing: the router's facts are not built)
-    facts = router_facts(ctx, dp)
+    vips = router_vips(ctx, dp)
     mac = parse_mac(str(port.nb.mac))
     networks = port.networks
     nats = sorted((r for r in dp.nb.nat if isinstance(r, IdlRow)), key=lambda r: r.uuid)
-    if mac is None or networks is None or (not nats and not facts.has_lb_vip):
+    if mac is None or networks is None or (not nats and not vips.has_lb_vip):
         return []
     gateways = l3dgw_ports(ctx, dp)
     n_gateways = gateways.index(port) + 1 if port in gateways else len(gateways)
@@ -332,7 +332,7 @@ def _routables(ctx: LflowContext, port: Port) -> list[Addresses]:
                 strings.append(f"{format_mac(ext_mac)} {ext}")
         elif ext not in own:
             central.append(ext)
-    central += _sset_order(facts.lb_ips_v4_routable) + _sset_order(facts.lb_ips_v6_routable)
+    central += _sset_order(vips.v4_routable) + _sset_order(vips.v6_routable)
     if len(central) > 1:
         strings.append(" ".join(central))
     parsed = (lsp_addresses(s) for s in strings)

@@ -41,7 +41,7 @@ from . import lr_ip_input_nat as nat
 from . import lr_ip_input_v6 as v6
 from .context import CoppProto, LflowContext
 from .lr_ip_input_v6 import INPORT_ETH_ADDR, IP_INPUT
-from .router_facts import router_facts
+from .router_facts import router_facts, router_vips
 from .table import LflowTable, nat_owner, nat_port_owner
 
 EGRESS_LOOPBACK = "reg9[0]"  # REGBIT_EGRESS_LOOPBACK
@@ -159,9 +159,9 @@ def _unreachable(ctx: LflowContext, port: Port, net: Ipv4Net, out: LflowTable) -
 def _drop_own_dest(ctx: LflowContext, port: Port, out: LflowTable) -> None:
     """Traffic to the port's addresses that are neither SNAT IPs nor VIPs (60)."""
     assert port.networks is not None
-    facts = router_facts(ctx, port.dp)
-    for family, nets, vips in (("ip4", port.networks.ipv4, facts.lb_ips_v4),
-                               ("ip6", port.networks.ipv6, facts.lb_ips_v6)):
+    facts, lb_ips = router_facts(ctx, port.dp), router_vips(ctx, port.dp)
+    for family, nets, vips in (("ip4", port.networks.ipv4, lb_ips.v4),
+                               ("ip6", port.networks.ipv6, lb_ips.v6)):
         ips = [n.addr_s for n in nets
                if n.addr_s not in facts.snat_ips and n.addr_s not in vips]
         if ips:

@@ -41,7 +41,7 @@ from . import lr_nat_rules
 from .context import LflowContext, ref_rows
 from .lr_admission import add_gateway_mtu_flow
 from .lr_nat_rules import DST_NAT_IP_LOCAL, NatRule, nat_rules
-from .router_facts import RouterFacts, router_facts
+from .router_facts import RouterFacts, router_facts, router_vips
 from .stages import Stage
 from .table import LflowTable, nat_ip_owner, nat_owner
 
@@ -82,7 +82,7 @@ def build_nat(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
         out.add(dp, stage, 0, "1", actions)
     _lb_defaults(ctx, out, dp, facts)
     nat_rows = ref_rows(dp.nb.nat)
-    if facts.is_gw_router and (nat_rows or facts.has_lb_vip):
+    if facts.is_gw_router and (nat_rows or router_vips(ctx, dp).has_lb_vip):
         out.add(dp, Stage.LR_OUT_UNDNAT, 100, "nd || nd_rs || nd_ra", "next;")
         out.add(dp, Stage.LR_OUT_UNDNAT, 50, "ip", "flags.loopback = 1; ct_dnat;")
         out.add(dp, Stage.LR_OUT_POST_UNDNAT, 50, "ip && ct.new", "ct_commit { } ; next; ")
@@ -105,7 +105,7 @@ def build_nat(ctx: LflowContext, out: LflowTable, dp: Datapath) -> None:
 
 def _lb_defaults(ctx: LflowContext, out: LflowTable, dp: Datapath,
                  facts: RouterFacts) -> None:
-    if not facts.has_lb_vip:
+    if not router_vips(ctx, dp).has_lb_vip:
         return
     reg = "ct_mark" if ctx.features.ct_no_masked_label else "ct_label"
     if ctx.features.ct_lb_related:

@@ -2,7 +2,8 @@
 `struct ovn_datapath` in `init_nat_entries`, `init_router_external_ips`,
 `init_lb_for_datapath` and `build_lrouter_lb_ips`): the NAT entries with their
 external addresses parsed, the unique SNAT IPs, the force-SNAT addresses, whether the
-router is a gateway router, its distributed gateway ports, its load balancers' VIPs.
+router is a gateway router, its distributed gateway ports (`router_facts`); apart, its
+load balancers' VIPs (`router_vips`).
 
 Rules kept here:
 - NAT entries keep the NB `nat` column's order (UUID order, as the C IDL stores a set);
@@ -12,19 +13,21 @@ Rules kept here:
   23.03 adds them: the `dnat_force_snat_ip` addresses, then `lb_force_snat_ip`'s (unless
   it is `router_ip` on a gateway router), then the snat entries.
 - `options:lb_force_snat_ip=router_ip` counts only on a gateway router (`options:chassis`).
+- The VIPs are apart because they cost a walk of every load balancer: a load
+  balancer's own flows (`lr_lb`) read the router's NAT facts on each of its routers,
+  and must not pay for the VIPs of the thousands of others a router may have.
 - Pure: computed from the context on first use and cached per router.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ...idl.row import IdlRow, cached
 from ..build.datapaths import Datapath
-from ..build.lb import LoadBalancer
 from ..build.ports import Port
 from ..build.ports_addresses import Addresses, ip_address, ip_addresses
-from .context import LflowContext, ref_rows
+from .context import LflowContext, has_lb_vip, ref_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +66,18 @@ class RouterFacts:
     lb_force_snat_router_ip: bool
     is_gw_router: bool
     l3dgw_ports: list[Port]
-    external_ips: list[str]  # the NB `external_ip` strings, sorted and unique
-    lbs: list[LoadBalancer]  # the router's load balancers (own and via groups)
-    has_lb_vip: bool
-    lb_ips_v4: list[str] = field(default_factory=list)  # VIPs, sorted and unique
-    lb_ips_v6: list[str] = field(default_factory=list)
-    lb_ips_v4_routable: list[str] = field(default_factory=list)
-    lb_ips_v6_routable: list[str] = field(default_factory=list)
+    external_ips: frozenset[str]  # the NB `external_ip` strings
+
+
+@dataclass(frozen=True, slots=True)
+class RouterVips:
+    """What a router's load balancers (its own, its groups', those lent to it) give it."""
+
+    has_lb_vip: bool  # an own or group load balancer with any NB `vips`
+    v4: frozenset[str]  # VIPs
+    v6: frozenset[str]
+    v4_routable: list[str]  # VIPs of `add_route` load balancers, sorted
+    v6_routable: list[str]
 
 
 def _opt(value: object) -> str | None:
@@ -133,29 +141,39 @@ def _build(ctx: LflowContext, dp: Datapath) -> RouterFacts:
     for nat in nats:
         if nat.type == "snat":
             snat_ips.setdefault(nat.external_ip, []).append(nat)
-    lbs = [lb for lb in ctx.lbs.lbs.values() if dp.key in lb.routers]
-    v4: set[str] = set()
-    v6s: set[str] = set()
-    v4r: set[str] = set()
-    v6r: set[str] = set()
-    for lb in lbs:
-        for vip in lb.vips:
-            ip = vip.vip.ip_str
-            (v6s if vip.vip.family == 6 else v4).add(ip)
-            if lb.routable:
-                (v6r if vip.vip.family == 6 else v4r).add(ip)
-    own = ref_rows(dp.nb.load_balancer)
-    for group in ref_rows(dp.nb.load_balancer_group):
-        own += ref_rows(group.load_balancer)
     return RouterFacts(
         nats=nats, snat_ips=snat_ips,
         has_distributed_nat=any(n.is_distributed for n in nats),
         dnat_force_snat=dnat_force, lb_force_snat=lb_force,
         lb_force_snat_router_ip=router_ip, is_gw_router=is_gw,
         l3dgw_ports=list(ctx.ports.l3dgw_ports.get(dp.key, [])),
-        external_ips=sorted({r.external_ip for r in ref_rows(dp.nb.nat)}),
-        lbs=lbs, has_lb_vip=any(lb.vips for lb in own),
-        lb_ips_v4=sorted(v4), lb_ips_v6=sorted(v6s),
-        lb_ips_v4_routable=sorted(v4r), lb_ips_v6_routable=sorted(v6r))
+        external_ips=frozenset(r.external_ip for r in ref_rows(dp.nb.nat)))
 
+
+_VIPS_KEY = "router_facts.vips"
+
+
+def router_vips(ctx: LflowContext, dp: Datapath) -> RouterVips:
+    cache: dict[str, RouterVips] = ctx.cache.setdefault(_VIPS_KEY, {})
+    vips = cache.get(dp.key)
+    if vips is None:
+        vips = cache[dp.key] = _build_vips(ctx, dp)
+    return vips
+
+
+def _build_vips(ctx: LflowContext, dp: Datapath) -> RouterVips:
+    v4: set[str] = set()
+    v6: set[str] = set()
+    v4r: set[str] = set()
+    v6r: set[str] = set()
+    for lb in ctx.lbs.lbs.values():
+        if dp.key not in lb.routers:
+            continue
+        for vip in lb.vips:
+            ip = vip.vip.ip_str
+            (v6 if vip.vip.family == 6 else v4).add(ip)
+            if lb.routable:
+                (v6r if vip.vip.family == 6 else v4r).add(ip)
+    return RouterVips(has_lb_vip=has_lb_vip(dp.nb), v4=frozenset(v4), v6=frozenset(v6),
+                      v4_routable=sorted(v4r), v6_routable=sorted(v6r))
 

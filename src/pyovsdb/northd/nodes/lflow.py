@@ -72,7 +72,7 @@ from ..lflows import (
 )
 from ..lflows.lb_reads import lb_owners, lb_rebuilds
 from ..lflows.ls_acl import build_acl_flows
-from ..lflows.router_facts import router_facts
+from ..lflows.router_facts import router_vips
 from ..lflows.table import FlowKey, Owner, flow_row_key
 from .lflow_ports import (
     PortDp,
@@ -419,8 +419,8 @@ class LflowNode(Node[LflowData, LflowDelta]):
         # these rebuilds share one context, its facts built once and reported)
         ctx = lflow_context(*self._tables(), northd)
         for key, ips in nats.items():  # (a VIP that is a NAT IP: its flows read the rule)
-            facts = router_facts(ctx, northd.core.datapaths.routers[key])
-            if not ips.isdisjoint(facts.lb_ips_v4) or not ips.isdisjoint(facts.lb_ips_v6):
+            vips = router_vips(ctx, northd.core.datapaths.routers[key])
+            if not ips.isdisjoint(vips.v4) or not ips.isdisjoint(vips.v6):
                 flows.add(key)
         nat_routers = frozenset(nats.keys() - flows - dps)
         if flows:
