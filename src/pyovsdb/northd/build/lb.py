@@ -327,19 +327,34 @@ def _reachable_vips(nb: Mapping[str, ReplicaTable], dps: DatapathsData, data: Lb
     moved.update(earlier.keys() - data.lbs.keys())
     for rkey, dp in dps.routers.items():
         applied = members.dp_lbs.get(rkey, EMPTY)
-        on_it = [data.lbs[k] for k in applied if k in data.lbs]
-        if not on_it:  # (no VIPs to reach: its ports not read, nor kept)
-            data.reachable[rkey] = NO_VIPS
-            continue
         was = reuse.router_inputs.get(rkey) if reuse is not None else None
         if was is not None and reuse is not None and before is not None \
                 and rkey in reuse.reachable \
                 and members.dp_refs.get(rkey) is before.dp_refs.get(rkey) \
-                and (applied is (old := before.dp_lbs.get(rkey)) or applied == old) \
-                and moved.isdisjoint(applied) \
+                and (old := before.dp_lbs.get(rkey)) is not None \
+                and (applied is old or applied >= old) and moved.isdisjoint(old) \
                 and all(lrp_rows.get(lrp.uuid) is lrp for lrp in was[0]):
-            data.router_inputs[rkey] = was
-            data.reachable[rkey] = reuse.reachable[rkey]
+            # Its row, ports and earlier load balancers the same: what it reached is
+            # kept, with what those it gained alone reach (a load balancer joining a
+            # group on every router costs each router one, not all of its own).
+            gained = [data.lbs[k] for k in applied - old if k in data.lbs] \
+                if applied is not old else []
+            if not gained:
+                data.router_inputs[rkey] = was
+                data.reachable[rkey] = reuse.reachable[rkey]
+                continue
+            lbs_of = dict(was[1])
+            lbs_of.update((lb.key, lb.nb) for lb in gained)
+            data.router_inputs[rkey] = (was[0], lbs_of, was[2])
+            nets = [n for mine in was[2] for n in mine]
+            more4, more6 = set(reuse.reachable[rkey][0]), set(reuse.reachable[rkey][1])
+            for lb in gained:
+                _reachable(lb, nets, more4, more6)
+            data.reachable[rkey] = (frozenset(more4), frozenset(more6))
+            continue
+        on_it = [data.lbs[k] for k in applied if k in data.lbs]
+        if not on_it:  # (no VIPs to reach: its ports not read, nor kept)
+            data.reachable[rkey] = NO_VIPS
             continue
         lrps = tuple(lrp for lrp in dp.nb.ports if isinstance(lrp, IdlRow))
         parsed = {lrp.uuid: (lrp, nets) for lrp, nets in zip(was[0], was[2], strict=True)} \
