@@ -221,7 +221,9 @@ def _sb_load_balancers(changed: list[str], new: LbData, sb_desired: DesiredDb,
     groups = sb_desired.tables.get(DP_GROUP_TABLE)
     if groups is None:
         return
-    used = {dp_group_key(lb.switches) for lb in new.lbs.values() if lb.switches}
+    # (the distinct sets first: a set's hash is kept, its sorted key is not; a
+    # thousand load balancers of one group are one set)
+    used = {dp_group_key(keys) for keys in {lb.switches for lb in new.lbs.values()} if keys}
     for group in [k for k in groups.rows if k not in used]:
         del groups.rows[group]
         delta.touch("sb", DP_GROUP_TABLE, group)

@@ -7,7 +7,9 @@ Rules kept here:
   group in its `load_balancer_group` (`Members.dp_lbs`), found again only for a
   datapath whose NB row changed (rows are immutable: a changed row is a new object)
   or that lists a group whose row changed; a group's load balancers likewise
-  (`Members.groups`).
+  (`Members.groups`). Where the groups that changed only gained load balancers, a
+  datapath whose row is the same adds those to what it applied (one new set per
+  distinct earlier set, shared by the datapaths that had it), not found again.
 - A load balancer's switches and routers are the earlier ones with the datapaths whose
   applied set changed taken out or put in, so a change costs the datapaths it touches
   and a walk of every datapath's row identity, not a rebuild of every set. A
@@ -114,6 +116,9 @@ def changed(dps: DatapathsData, lbs: Mapping[str, object],
     (see the rules)."""
     moved_groups = {g for g, v in groups.items() if earlier.groups.get(g) is not v}
     moved_groups.update(earlier.groups.keys() - groups.keys())
+    gained = _gained(moved_groups, earlier.groups, groups)
+    # (id(was), what it gains) -> (was, what it applies now)
+    grown: dict[tuple[int, frozenset[str]], tuple[frozenset[str], frozenset[str]]] = {}
     out = Members(groups=groups)
     before_refs, before_lbs = earlier.dp_refs, earlier.dp_lbs
     edits: dict[tuple[int, str], set[str]] = {}  # ((0 switch, 1 router), load balancer)
@@ -126,6 +131,19 @@ def changed(dps: DatapathsData, lbs: Mapping[str, object],
                     not moved_groups or moved_groups.isdisjoint(was_refs[2])):
                 out.dp_refs[key] = was_refs
                 out.dp_lbs[key] = was
+                continue
+            if was is not None and was_refs is not None and was_refs[0] is dp.nb \
+                    and gained is not None:
+                # Its row the same, its moved groups only gained load balancers: what
+                # it applied and those (one new set per distinct earlier one, shared).
+                more = frozenset().union(*(gained.get(g, EMPTY) for g in was_refs[2]))
+                out.dp_refs[key] = was_refs
+                found = grown.get((id(was), more))
+                if found is None or found[0] is not was:
+                    found = grown[(id(was), more)] = (was, was | more)
+                out.dp_lbs[key] = found[1]
+                for lb in more - was:
+                    _edit(edits, bases, kind, lb).add(key)
                 continue
             mine = out.dp_refs[key] = _dp_refs(dp.nb, was_refs)
             now = out.dp_lbs[key] = _applied(mine, groups)
@@ -150,6 +168,18 @@ def changed(dps: DatapathsData, lbs: Mapping[str, object],
                 target[lb] = frozenset(keys)
             else:
                 target.pop(lb, None)
+    return out
+
+
+def _gained(moved: set[str], before: Mapping[str, tuple[IdlRow, frozenset[str]]],
+            now: Mapping[str, tuple[IdlRow, frozenset[str]]]) -> dict[str, frozenset[str]] | None:
+    """Per moved group, the load balancers it gained; None if one lost any (or went)."""
+    out: dict[str, frozenset[str]] = {}
+    for g in moved:
+        was, is_ = before.get(g), now.get(g)
+        if is_ is None or (was is not None and not was[1] <= is_[1]):
+            return None
+        out[g] = is_[1] - was[1] if was is not None else is_[1]
     return out
 
 

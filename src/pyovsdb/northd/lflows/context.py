@@ -383,5 +383,5 @@ def has_lb_vip(nb: IdlRow) -> bool:
     of its groups, with any NB `vips` (parsed or not; not those a router lends)."""
     if any(lb.vips for lb in ref_rows(nb.load_balancer)):
         return True
-    return any(lb.vips for group in ref_rows(nb.load_balancer_group)
-               for lb in ref_rows(group.load_balancer))
+    return any(isinstance(lb, IdlRow) and lb.vips  # (a group of thousands: to the first)
+               for group in ref_rows(nb.load_balancer_group) for lb in group.load_balancer)
