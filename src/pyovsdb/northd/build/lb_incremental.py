@@ -127,7 +127,7 @@ def lbs_changed(nb: Mapping[str, ReplicaTable], datapaths: DatapathsData, ports:
         now = new.lbs.get(key)
         if now is not None and now.nb is not getattr(old.lbs.get(key), "nb", None):
             parse_lb(now.nb)  # what a recompute reports of it
-    _sb_load_balancers(changed, new, sb_desired, delta)
+    _sb_load_balancers(changed, old, new, sb_desired, delta)
     _health_checks([old.lbs[k] for k in changed if k in old.lbs], new, ports,
                    svc_monitor_mac, sb_desired, delta)
     for name in readvertise(advertised, ports, sb_desired.tables["Port_Binding"],
@@ -207,10 +207,11 @@ def _put_router_sets(names: Mapping[str, tuple[str, int]], new: LbData,
         delta.touch("sb", "Address_Set", name)
 
 
-def _sb_load_balancers(changed: list[str], new: LbData, sb_desired: DesiredDb,
+def _sb_load_balancers(changed: list[str], old: LbData, new: LbData, sb_desired: DesiredDb,
                        delta: PortsDelta) -> None:
     """The SB rows of the changed load balancers, and northd's datapath groups kept to
-    those the load balancers use."""
+    those the load balancers use (only a changed one's earlier group may be unused
+    now: the others are looked for only then)."""
     table = sb_desired.tables["Load_Balancer"]
     for key in changed:
         table.rows.pop(key, None)
@@ -221,12 +222,16 @@ def _sb_load_balancers(changed: list[str], new: LbData, sb_desired: DesiredDb,
     groups = sb_desired.tables.get(DP_GROUP_TABLE)
     if groups is None:
         return
-    # (the distinct sets first: a set's hash is kept, its sorted key is not; a
-    # thousand load balancers of one group are one set)
-    used = {dp_group_key(keys) for keys in {lb.switches for lb in new.lbs.values()} if keys}
-    for group in [k for k in groups.rows if k not in used]:
-        del groups.rows[group]
-        delta.touch("sb", DP_GROUP_TABLE, group)
+    left = {lb.switches for key in changed if (lb := old.lbs.get(key)) is not None} - \
+        {lb.switches for key in changed if (lb := new.lbs.get(key)) is not None}
+    if left:
+        # (the distinct sets first: a set's hash is kept, its sorted key is not; a
+        # thousand load balancers of one group are one set)
+        used = {dp_group_key(keys) for keys in {lb.switches for lb in new.lbs.values()}
+                if keys}
+        for group in [k for k in groups.rows if k not in used]:
+            del groups.rows[group]
+            delta.touch("sb", DP_GROUP_TABLE, group)
     for key in changed:
         lb = new.lbs.get(key)
         if lb is not None and lb.switches:

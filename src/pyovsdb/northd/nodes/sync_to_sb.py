@@ -56,12 +56,14 @@ if TYPE_CHECKING:
 
 # SB tables planned by key through an index of their rows, and whose rows a reference
 # finds there: a row's key is its own (`logical_port`; a flow's match, actions, stage
-# and datapath kind; a datapath's NB UUID; a port group's or address set's name), so
-# the index follows the table's own changes, each row filed under the key it had then.
-# A multicast group's or a datapath group's key names datapaths by the bindings' NB
-# UUIDs: those indexes are dropped when a binding's external_ids change.
-INDEXED = ("Address_Set", "Datapath_Binding", "IP_Multicast", "Logical_DP_Group",
-           "Logical_Flow", "Multicast_Group", "Port_Binding", "Port_Group")
+# and datapath kind; a datapath's NB UUID; a port group's or address set's name; a
+# load balancer's NB UUID), so the index follows the table's own changes, each row
+# filed under the key it had then. A multicast group's or a datapath group's key names
+# datapaths by the bindings' NB UUIDs: those indexes are dropped when a binding's
+# external_ids change.
+INDEXED = ("Address_Set", "Datapath_Binding", "IP_Multicast", "Load_Balancer",
+           "Logical_DP_Group", "Logical_Flow", "Multicast_Group", "Port_Binding",
+           "Port_Group")
 # INDEXED tables whose sync keys name datapaths (their index goes when one is renamed).
 BY_DATAPATH = ("IP_Multicast", "Logical_DP_Group", "Multicast_Group")
 # NB tables northd writes back to (columns the CMS leaves to northd).
