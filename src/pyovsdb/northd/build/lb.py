@@ -325,6 +325,7 @@ def _reachable_vips(nb: Mapping[str, ReplicaTable], dps: DatapathsData, data: Lb
     moved = {key for key, lb in data.lbs.items()
              if key in reparse or (prev := earlier.get(key)) is None or prev.nb is not lb.nb}
     moved.update(earlier.keys() - data.lbs.keys())
+    grown: dict[tuple[int, frozenset[str]], tuple[dict[str, IdlRow], dict[str, IdlRow]]] = {}
     for rkey, dp in dps.routers.items():
         applied = members.dp_lbs.get(rkey, EMPTY)
         was = reuse.router_inputs.get(rkey) if reuse is not None else None
@@ -332,20 +333,21 @@ def _reachable_vips(nb: Mapping[str, ReplicaTable], dps: DatapathsData, data: Lb
                 and rkey in reuse.reachable \
                 and members.dp_refs.get(rkey) is before.dp_refs.get(rkey) \
                 and (old := before.dp_lbs.get(rkey)) is not None \
-                and (applied is old or applied >= old) and moved.isdisjoint(old) \
+                and (applied is old or rkey in members.gained or applied >= old) \
+                and moved.isdisjoint(old) \
                 and all(lrp_rows.get(lrp.uuid) is lrp for lrp in was[0]):
             # Its row, ports and earlier load balancers the same: what it reached is
             # kept, with what those it gained alone reach (a load balancer joining a
             # group on every router costs each router one, not all of its own).
-            gained = [data.lbs[k] for k in applied - old if k in data.lbs] \
-                if applied is not old else []
+            more = members.gained.get(rkey)
+            gained = [] if applied is old else [
+                data.lbs[k] for k in (more - old if more is not None else applied - old)
+                if k in data.lbs]
             if not gained:
                 data.router_inputs[rkey] = was
                 data.reachable[rkey] = reuse.reachable[rkey]
                 continue
-            lbs_of = dict(was[1])
-            lbs_of.update((lb.key, lb.nb) for lb in gained)
-            data.router_inputs[rkey] = (was[0], lbs_of, was[2])
+            data.router_inputs[rkey] = (was[0], _with(was[1], gained, grown), was[2])
             nets = [n for mine in was[2] for n in mine]
             more4, more6 = set(reuse.reachable[rkey][0]), set(reuse.reachable[rkey][1])
             for lb in gained:
@@ -374,6 +376,20 @@ def _reachable_vips(nb: Mapping[str, ReplicaTable], dps: DatapathsData, data: Lb
             if lb.key in added:
                 _reachable(lb, nets, v4, v6)
         data.reachable[rkey] = (frozenset(v4), frozenset(v6))
+
+
+def _with(lbs_of: dict[str, IdlRow], gained: list[LoadBalancer],
+          grown: dict[tuple[int, frozenset[str]], tuple[dict[str, IdlRow], dict[str, IdlRow]]]
+          ) -> dict[str, IdlRow]:
+    """A router's load balancer rows with those it `gained`: one new mapping per
+    distinct earlier one (the routers of one group share it; none is changed later)."""
+    key = (len(lbs_of), frozenset(lb.key for lb in gained))
+    found = grown.get(key)
+    if found is None or (found[0] is not lbs_of and found[0] != lbs_of):
+        now = dict(lbs_of)
+        now.update((lb.key, lb.nb) for lb in gained)
+        found = grown[key] = (lbs_of, now)
+    return found[1]
 
 
 def _added(reuse: LbData | None, router: str, inputs: RouterInputs) -> set[str] | None:

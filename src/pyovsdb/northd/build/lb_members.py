@@ -48,6 +48,9 @@ class Members:
     dp_lbs: dict[str, frozenset[str]] = field(default_factory=dict)
     groups: dict[str, tuple[IdlRow, frozenset[str]]] = field(default_factory=dict)
     peers: bool = False  # (built with `install_ls_lb_from_router`)
+    # Per datapath whose applied set is the earlier one and these load balancers
+    # (`changed`: its groups only gained), so a reader skips comparing the sets.
+    gained: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def group_lbs(nb: Mapping[str, ReplicaTable], earlier: Members | None
@@ -117,7 +120,7 @@ def changed(dps: DatapathsData, lbs: Mapping[str, object],
     moved_groups = {g for g, v in groups.items() if earlier.groups.get(g) is not v}
     moved_groups.update(earlier.groups.keys() - groups.keys())
     gained = _gained(moved_groups, earlier.groups, groups)
-    # (id(was), what it gains) -> (was, what it applies now)
+    # (hash(was), what it gains) -> (was, what it applies now)
     grown: dict[tuple[int, frozenset[str]], tuple[frozenset[str], frozenset[str]]] = {}
     out = Members(groups=groups)
     before_refs, before_lbs = earlier.dp_refs, earlier.dp_lbs
@@ -138,10 +141,11 @@ def changed(dps: DatapathsData, lbs: Mapping[str, object],
                 # it applied and those (one new set per distinct earlier one, shared).
                 more = frozenset().union(*(gained.get(g, EMPTY) for g in was_refs[2]))
                 out.dp_refs[key] = was_refs
-                found = grown.get((id(was), more))
-                if found is None or found[0] is not was:
-                    found = grown[(id(was), more)] = (was, was | more)
+                found = grown.get((hash(was), more))
+                if found is None or (found[0] is not was and found[0] != was):
+                    found = grown[(hash(was), more)] = (was, was | more)
                 out.dp_lbs[key] = found[1]
+                out.gained[key] = more
                 for lb in more - was:
                     _edit(edits, bases, kind, lb).add(key)
                 continue
