@@ -21,7 +21,9 @@ Rules kept here:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ...idl.row import IdlRow, cached
 from ..build.datapaths import Datapath
@@ -101,15 +103,21 @@ def _parse_nat(row: IdlRow) -> Nat | None:
                external_mac=_opt(row.external_mac), logical_port=_opt(row.logical_port))
 
 
-_CACHE_KEY = "router_facts"
+T = TypeVar("T")
+
+
+def _per_router(ctx: LflowContext, name: str, dp: Datapath,
+                build: Callable[[LflowContext, Datapath], T]) -> T:
+    """`build(ctx, dp)`, kept in the context's cache under `name` per router."""
+    cache: dict[str, T] = ctx.cache.setdefault(name, {})
+    found = cache.get(dp.key)
+    if found is None:
+        found = cache[dp.key] = build(ctx, dp)
+    return found
 
 
 def router_facts(ctx: LflowContext, dp: Datapath) -> RouterFacts:
-    cache: dict[str, RouterFacts] = ctx.cache.setdefault(_CACHE_KEY, {})
-    facts = cache.get(dp.key)
-    if facts is None:
-        facts = cache[dp.key] = _build(ctx, dp)
-    return facts
+    return _per_router(ctx, "router_facts", dp, _build)
 
 
 def _first(addrs: Addresses | None, v6: bool) -> str | None:
@@ -150,15 +158,8 @@ def _build(ctx: LflowContext, dp: Datapath) -> RouterFacts:
         external_ips=frozenset(r.external_ip for r in ref_rows(dp.nb.nat)))
 
 
-_VIPS_KEY = "router_facts.vips"
-
-
 def router_vips(ctx: LflowContext, dp: Datapath) -> RouterVips:
-    cache: dict[str, RouterVips] = ctx.cache.setdefault(_VIPS_KEY, {})
-    vips = cache.get(dp.key)
-    if vips is None:
-        vips = cache[dp.key] = _build_vips(ctx, dp)
-    return vips
+    return _per_router(ctx, "router_facts.vips", dp, _build_vips)
 
 
 def _build_vips(ctx: LflowContext, dp: Datapath) -> RouterVips:
