@@ -329,19 +329,19 @@ def _reachable_vips(nb: Mapping[str, ReplicaTable], dps: DatapathsData, data: Lb
     for rkey, dp in dps.routers.items():
         applied = members.dp_lbs.get(rkey, EMPTY)
         was = reuse.router_inputs.get(rkey) if reuse is not None else None
+        more = members.gained.get(rkey)  # (None: not known to have only gained)
         if was is not None and reuse is not None and before is not None \
                 and rkey in reuse.reachable \
                 and members.dp_refs.get(rkey) is before.dp_refs.get(rkey) \
                 and (old := before.dp_lbs.get(rkey)) is not None \
-                and (applied is old or rkey in members.gained or applied >= old) \
+                and (applied is old or more is not None or applied >= old) \
                 and moved.isdisjoint(old) \
                 and all(lrp_rows.get(lrp.uuid) is lrp for lrp in was[0]):
             # Its row, ports and earlier load balancers the same: what it reached is
             # kept, with what those it gained alone reach (a load balancer joining a
             # group on every router costs each router one, not all of its own).
-            more = members.gained.get(rkey)
             gained = [] if applied is old else [
-                data.lbs[k] for k in (more - old if more is not None else applied - old)
+                data.lbs[k] for k in (more if more is not None else applied) - old
                 if k in data.lbs]
             if not gained:
                 data.router_inputs[rkey] = was

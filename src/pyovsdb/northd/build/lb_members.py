@@ -130,25 +130,24 @@ def changed(dps: DatapathsData, lbs: Mapping[str, object],
         for key, dp in dpmap.items():
             was_refs = before_refs.get(key)
             was = before_lbs.get(key)
-            if was is not None and was_refs is not None and was_refs[0] is dp.nb and (
-                    not moved_groups or moved_groups.isdisjoint(was_refs[2])):
-                out.dp_refs[key] = was_refs
-                out.dp_lbs[key] = was
-                continue
-            if was is not None and was_refs is not None and was_refs[0] is dp.nb \
-                    and gained is not None:
-                # Its row the same, its moved groups only gained load balancers: what
-                # it applied and those (one new set per distinct earlier one, shared).
-                more = frozenset().union(*(gained.get(g, EMPTY) for g in was_refs[2]))
-                out.dp_refs[key] = was_refs
-                found = grown.get((hash(was), more))
-                if found is None or (found[0] is not was and found[0] != was):
-                    found = grown[(hash(was), more)] = (was, was | more)
-                out.dp_lbs[key] = found[1]
-                out.gained[key] = more
-                for lb in more - was:
-                    _edit(edits, bases, kind, lb).add(key)
-                continue
+            if was is not None and was_refs is not None and was_refs[0] is dp.nb:
+                if not moved_groups or moved_groups.isdisjoint(was_refs[2]):
+                    out.dp_refs[key] = was_refs
+                    out.dp_lbs[key] = was
+                    continue
+                if gained is not None:
+                    # Its moved groups only gained load balancers: what it applied and
+                    # those (one new set per distinct earlier one, shared).
+                    more = frozenset().union(*(gained.get(g, EMPTY) for g in was_refs[2]))
+                    out.dp_refs[key] = was_refs
+                    found = grown.get((hash(was), more))
+                    if found is None or (found[0] is not was and found[0] != was):
+                        found = grown[(hash(was), more)] = (was, was | more)
+                    out.dp_lbs[key] = found[1]
+                    out.gained[key] = more
+                    for lb in more - was:
+                        _edit(edits, bases, kind, lb).add(key)
+                    continue
             mine = out.dp_refs[key] = _dp_refs(dp.nb, was_refs)
             now = out.dp_lbs[key] = _applied(mine, groups)
             was = was or EMPTY
