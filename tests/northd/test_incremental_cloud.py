@@ -40,7 +40,10 @@ class Cloud:
             {"op": "update", "table": "Port_Binding", "where": [["logical_port", "==", port]],
              "row": {"chassis": ["uuid", self.chassis[node]], "up": ["set", [True]]}}]))
 
-    def project(self, p: int, one_run_each: bool) -> None:
+    def project(self, p: int, one_run_each: bool, batched: bool = False) -> None:
+        """Project `p`'s changes, a run after each (`one_run_each`), or a run after the
+        project's NB writes; `batched`: no run until its VMs are claimed, so that the
+        NB writes of several projects meet in one run (as under load)."""
         def step(ops: list[dict[str, Any]]) -> list[Any]:
             got = self.write(ops)
             if one_run_each:
@@ -55,7 +58,17 @@ class Cloud:
         step(cloud.gateway_ops(p, NODES))
         for v in range(VMS):
             step(cloud.vm_ops(p, v, v % NODES, dhcp))
+        if batched:
+            return
         self.northd.settle()
+        self.claim_and_float(p, one_run_each)
+
+    def claim_and_float(self, p: int, one_run_each: bool) -> None:
+        def step(ops: list[dict[str, Any]]) -> None:
+            self.write(ops)
+            if one_run_each:
+                self.northd.settle()
+
         for v in range(VMS):
             self.claim(cloud.vm_port(p, v), v % NODES)
             if one_run_each:
@@ -72,6 +85,23 @@ def test_projects_are_handled_in_place(one_run_each: bool) -> None:
     cold = c.northd.stat("northd")
     for p in range(3):
         c.project(p, one_run_each)
+    _check_projects(c, cold)
+
+
+def test_projects_written_together_are_handled_in_place() -> None:
+    """The NB writes of three projects in one run (each router's gateway on the one
+    external switch: three router-type ports join it at once), then their claims."""
+    c = Cloud()
+    cold = c.northd.stat("northd")
+    for p in range(3):
+        c.project(p, one_run_each=False, batched=True)
+    c.northd.settle()
+    for p in range(3):
+        c.claim_and_float(p, one_run_each=False)
+    _check_projects(c, cold)
+
+
+def _check_projects(c: Cloud, cold: int) -> None:
     assert c.northd.stat("northd") == cold, "a project's change recomputed northd"
     # what the projects made is there: every VM up in the Northbound, its gateway port
     # redirected, its floating IPs in the flows

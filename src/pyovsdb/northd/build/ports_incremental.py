@@ -29,6 +29,9 @@ Rules kept here:
 - A switch connected to or disconnected from a router (a router-type port paired with
   a router port, added with it, before it or after it, or deleted with it, before it or
   after it), in the plain case `peers_incremental` takes: each binding follows its peer.
+  Several routers may join one switch in one change (a cloud's routers joining its
+  external network): the switch's router ports are sorted in the build's walk order
+  once, with all of them (`_rewire`).
 - Tunnel keys as a recompute gives them: every other port of the switch must hold its
   key in its SB binding; the new ones take keys after the highest, in name order, or,
   where one asks for a key, the build's walk tells (`port_keys`, `rekey_bindings`).
@@ -307,9 +310,7 @@ def _check(step: _Step, core_dynamic: Mapping[str, str | None]) -> None:
             lrp = pairable(row, ports)
             if lrp is None and row.options.get("router-port", "") not in ports.ports:
                 continue  # (naming no port yet: it pairs when that one comes)
-            switch = step.switch_of[uuid].uuid
-            _need(lrp is not None and all(p is not lrp and step.switch_of[u].uuid != switch
-                                          for u, p in step.pairs.items()))
+            _need(lrp is not None and all(p is not lrp for p in step.pairs.values()))
             assert lrp is not None
             step.pairs[uuid] = lrp
     for uuid, row in [*step.deleted.items(), *step.updated.items()]:
