@@ -46,6 +46,10 @@ GLOBAL: Owner = ("global",)
 # their output ports are on), rebuilt on their own. A datapath's own flows are not kept
 # by owner.
 INDEXED = frozenset(("lb", "acl", "policy", "rport", "nat", "port", "routes"))
+# Owners of three elements that `owners_under` finds by their first two (a load
+# balancer's VIPs are rebuilt by naming them: not kept there, on every datapath of its
+# group).
+EXTENDED = INDEXED - {"lb"}
 
 
 def nat_owner(dp: Datapath) -> Owner:
@@ -245,11 +249,18 @@ class LflowTable:
             keys.add(key)
 
     def _extend(self, dp_key: str, owner: Owner) -> None:
-        if isinstance(owner, tuple) and len(owner) == 3:
-            self.extended.setdefault(dp_key, {}).setdefault(owner[:2], set()).add(owner)
+        if isinstance(owner, tuple) and len(owner) == 3 and owner[0] in EXTENDED:
+            pair = owner[:2]
+            ext = self.extended.get(dp_key)
+            if ext is None:
+                ext = self.extended[dp_key] = {}
+            found = ext.get(pair)
+            if found is None:
+                found = ext[pair] = set()
+            found.add(owner)
 
     def _unextend(self, dp_key: str, owner: Owner) -> None:
-        if isinstance(owner, tuple) and len(owner) == 3:
+        if isinstance(owner, tuple) and len(owner) == 3 and owner[0] in EXTENDED:
             ext = self.extended.get(dp_key)
             found = ext.get(owner[:2]) if ext is not None else None
             if ext is None or found is None:
@@ -263,7 +274,8 @@ class LflowTable:
     def replace(self, dps: Iterable[str], new: LflowTable) -> set[FlowKey]:
         """Every flow on `dps` replaced by `new`'s (a rebuild of those datapaths alone);
         the flows whose datapaths changed, or that came or went, or whose SB row
-        changed (a flow that went and came back with another first request)."""
+        changed (a flow that went and came back with another first request). `new` is
+        consumed (its sets are taken, not copied), as in `replace_owned`."""
         removed: dict[FlowKey, set[str]] = {}
         dropped: dict[FlowKey, Flow] = {}
         for dp in dps:
@@ -276,10 +288,8 @@ class LflowTable:
                 if not flow.datapaths:
                     dropped[key] = self.flows.pop(key)
         added: dict[FlowKey, set[str]] = {}
-        for dp, owned in new.owned_on.items():
-            self.owned_on[dp] = {owner: set(keys) for owner, keys in owned.items()}
-        for dp, ext in new.extended.items():
-            self.extended[dp] = {pair: set(found) for pair, found in ext.items()}
+        self.owned_on.update(new.owned_on)  # (taken: `new` is consumed)
+        self.extended.update(new.extended)
         for dp, flows in new.by_dp.items():
             mine = self.by_dp.setdefault(dp, {})
             for key, owners in flows.items():
@@ -304,7 +314,8 @@ class LflowTable:
                       ) -> set[FlowKey]:
         """On each of `dps`, what `owners` asked for replaced by what they ask for in
         `new` (a rebuild of those owners' flows alone; others' requests are kept); the
-        flows whose datapaths changed, or that came or went."""
+        flows whose datapaths changed, or that came or went. `new` is consumed: what
+        it holds is taken, not copied, and it is not to be used again."""
         removed: dict[FlowKey, set[str]] = {}
         added: dict[FlowKey, set[str]] = {}
         restated: set[FlowKey] = set()  # (asked for again alone, by other rows)
@@ -319,10 +330,11 @@ class LflowTable:
                     keys |= found
                     self._unextend(dp, owner)
             walked = [(key, mine[key]) for key in keys] if indexed else list(mine.items())
+            new_owned = new.owned_on.get(dp, {})
             for owner in owners:
-                theirs_on = new.owned_on.get(dp, {}).get(owner)
+                theirs_on = new_owned.get(owner)
                 if theirs_on:
-                    owned[owner] = set(theirs_on)
+                    owned[owner] = theirs_on  # (taken: `new` is consumed)
                     self._extend(dp, owner)
             if not owned:
                 del self.owned_on[dp]
@@ -355,7 +367,9 @@ class LflowTable:
                 if not flow.datapaths:
                     del self.flows[key]
             for key, asked in new_on.items():
-                theirs = tuple(o for o in asked if o in owners)
+                # (shared with the new table's block where all of them are `owners`)
+                theirs = asked if all(o in owners for o in asked) else \
+                    tuple(o for o in asked if o in owners)
                 if not theirs:
                     continue
                 if key in mine:
