@@ -117,3 +117,26 @@ def test_the_owners_extending_a_pair_are_kept_as_owners_come_and_go() -> None:
     table.replace([LR.key], rebuilt)
     agree()
     assert table.owners_under(LR.key, pairs) == {("policy", LR.key, "p2")}
+
+
+def test_the_same_flows_of_an_owner_on_two_datapaths_are_one_set_rebuilt_apart() -> None:
+    """A load balancer's flows on the datapaths of its group are one set, shared; a
+    rebuild of them on one datapath leaves the other's as they were."""
+    lb: Owner = ("lb", "k", "vip")
+    table = LflowTable()
+    _ask(table, A, SW, "own")
+    new = LflowTable(only=frozenset((SW.key, SW2.key)))
+    for dp in (SW, SW2):
+        _ask(new, lb, dp, "m1")
+        _ask(new, lb, dp, "m2")
+    table.replace_owned([SW.key, SW2.key], frozenset((lb,)), new)
+    assert table.owned_on[SW.key][lb] is table.owned_on[SW2.key][lb]
+    again = LflowTable(only=frozenset((SW.key,)))
+    _ask(again, lb, SW, "m3")
+    table.replace_owned([SW.key], frozenset((lb,)), again)
+    assert {k.match for k in table.owned_on[SW.key][lb]} == {"m3"}
+    assert {k.match for k in table.owned_on[SW2.key][lb]} == {"m1", "m2"}
+    assert {k.match for k in table.by_dp[SW2.key]} == {"m1", "m2"}
+    # (its sets are shared now: requests are for tables being built)
+    with pytest.raises(RuntimeError, match="takes no requests"):
+        _ask(table, lb, SW, "m4")

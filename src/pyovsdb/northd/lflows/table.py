@@ -15,6 +15,10 @@ Rules kept here:
   flows of some datapaths can be built again alone and `replace`d, the rest kept.
 - A stage's datapath type must be the datapath's: a switch stage on a router is a bug
   in a builder, caught at once.
+- Requests (`add`) build a table; a table that has taken a rebuild's flows (`replace`,
+  `replace_owned`) takes no more requests: an owner's flows on one datapath are a set
+  it may share with the other datapaths where they are the same (a load balancer's on
+  every datapath of its group), so none is changed in place.
 - Pure and deterministic: rows come out in the order flows were first asked for.
 """
 
@@ -190,6 +194,7 @@ class LflowTable:
         self._owner: Owner = GLOBAL
         self._alone: tuple[Owner, ...] = (GLOBAL,)
         self._owner_indexed = False  # (`_indexed(self._owner)`, asked once per block)
+        self._taken = False  # (took a rebuild's flows: its owned sets may be shared)
         self.source = source  # `external_ids:source` of the flows asked for from now on
         self.only = only  # requests on other datapaths are ignored (a partial rebuild)
         self.only_owners = owners  # (with `only`) and those of other owners
@@ -239,6 +244,8 @@ class LflowTable:
         owners = on_dp.get(key)
         on_dp[key] = self._alone if owners is None else (*owners, owner)
         if self._owner_indexed:
+            if self._taken:
+                raise RuntimeError("a table that took a rebuild's flows takes no requests")
             owned = self.owned_on.get(dp_key)
             if owned is None:
                 owned = self.owned_on[dp_key] = {}
@@ -288,6 +295,7 @@ class LflowTable:
                 if not flow.datapaths:
                     dropped[key] = self.flows.pop(key)
         added: dict[FlowKey, set[str]] = {}
+        self._taken = True
         self.owned_on.update(new.owned_on)  # (taken: `new` is consumed)
         self.extended.update(new.extended)
         for dp, flows in new.by_dp.items():
@@ -319,6 +327,10 @@ class LflowTable:
         removed: dict[FlowKey, set[str]] = {}
         added: dict[FlowKey, set[str]] = {}
         restated: set[FlowKey] = set()  # (asked for again alone, by other rows)
+        self._taken = True
+        # An owner's flows, one set per distinct set: a load balancer's on the
+        # datapaths of its group are mostly the same (the rules above).
+        shared: dict[frozenset[FlowKey], set[FlowKey]] = {}
         for dp in dps:
             mine = self.by_dp.setdefault(dp, {})
             owned = self.owned_on.setdefault(dp, {})
@@ -333,8 +345,8 @@ class LflowTable:
             new_owned = new.owned_on.get(dp, {})
             for owner in owners:
                 theirs_on = new_owned.get(owner)
-                if theirs_on:
-                    owned[owner] = theirs_on  # (taken: `new` is consumed)
+                if theirs_on:  # (taken: `new` is consumed)
+                    owned[owner] = shared.setdefault(frozenset(theirs_on), theirs_on)
                     self._extend(dp, owner)
             if not owned:
                 del self.owned_on[dp]
