@@ -198,10 +198,13 @@ def _vip_flows(ctx: LflowContext, lb: LoadBalancer, vip: SwitchVip,
         if vip.ip in facts.external_ips:
             out.add(dp, Stage.LR_IN_UNSNAT, 120, matches.unsnat, "next;", hint=lb.nb)
     for kind, dps in centralized.items():
+        if not actions.reject:  # (no meter: one flow on them all)
+            out.add_group(dps, Stage.LR_IN_DNAT, priority, matches.new,
+                          actions.by_type[kind], hint=lb.nb)
+            continue
         for dp in dps:
-            meter = ctx.copp_meter(dp, CoppProto.REJECT) if actions.reject else None
             out.add(dp, Stage.LR_IN_DNAT, priority, matches.new, actions.by_type[kind],
-                    hint=lb.nb, meter=meter)
+                    hint=lb.nb, meter=ctx.copp_meter(dp, CoppProto.REJECT))
     if timeout:
         build_affinity_flows(lb, vip, matches.new, FlowType.FORCE_SNAT.value,
                              affinity[FlowType.FORCE_SNAT], timeout, out)

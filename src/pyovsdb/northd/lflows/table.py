@@ -234,8 +234,32 @@ class LflowTable:
         if flow is None:
             flow = self.flows[key] = Flow(key, io_port=io_port, hint=stage_hint(hint),
                                           source=self.source)
-        else:
-            key = flow.key
+        self._place(flow, dp_key, dp)
+
+    def add_group(self, dps: Iterable[Datapath], stage: Stage, priority: int, match: str,
+                  actions: str, *, hint: IdlRow | str | None = None,
+                  meter: str | None = None) -> None:
+        """One flow on every datapath of `dps` (23.03's `ovn_lflow_add_with_dp_group`):
+        `add` on each, the flow made or found once."""
+        key = _new_key(FlowKey, (stage, priority, match, actions, meter))
+        flow = None
+        only = self.only
+        for dp in dps:
+            if (dp.kind is DatapathKind.ROUTER) is stage.is_switch:
+                raise ValueError(f"stage {stage.stage_name} on {dp.kind.value} {dp.name}")
+            dp_key = dp.key
+            if only is not None and not self.wants(dp_key):
+                continue
+            if flow is None:
+                flow = self.flows.get(key)
+                if flow is None:
+                    flow = self.flows[key] = Flow(key, hint=stage_hint(hint),
+                                                  source=self.source)
+            self._place(flow, dp_key, dp)
+
+    def _place(self, flow: Flow, dp_key: str, dp: Datapath) -> None:
+        """The current owner's request of `flow` on `dp` recorded."""
+        key = flow.key
         flow.datapaths.setdefault(dp_key, dp)
         on_dp = self.by_dp.get(dp_key)
         if on_dp is None:
@@ -399,13 +423,6 @@ class LflowTable:
                 added.setdefault(key, set()).add(dp)
         return restated | {key for key in removed.keys() | added.keys()
                            if removed.get(key) != added.get(key)}
-
-    def add_group(self, dps: Iterable[Datapath], stage: Stage, priority: int, match: str,
-                  actions: str, *, hint: IdlRow | str | None = None,
-                  meter: str | None = None) -> None:
-        """One flow on every datapath of `dps` (23.03's `ovn_lflow_add_with_dp_group`)."""
-        for dp in dps:
-            self.add(dp, stage, priority, match, actions, hint=hint, meter=meter)
 
     def __len__(self) -> int:
         return len(self.flows)
