@@ -98,6 +98,8 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
                         (["--nodes", "1", "--pods", "300"], "at most 250 pods per node"),
                         (["--stacks", "c-newest", "--upstream", str(tmp_path)],
                          "the c-newest stack needs --upstream DIR"),
+                        (["--stacks", "ours,ours-servers-newest"],
+                         "the ours-servers-newest stack needs --upstream DIR"),
                         (["--server-update-delay-ms", "-1"],
                          "--server-update-delay-ms takes milliseconds from 0 to 60000")):
         p = subprocess.run([sys.executable, "-m", "pyovsdb", "scale", *args,

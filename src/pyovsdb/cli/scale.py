@@ -70,8 +70,9 @@ def _args(argv: list[str]) -> argparse.Namespace:
                          "no sooner than this after its previous ones (seed 004 on the "
                          "server's output; the real server has no such option)")
     ap.add_argument("--upstream", type=Path,
-                    help="for the c-newest stack: the directory bench/build_upstream_ovn.sh "
-                         "printed (ovn-northd and the schemas of the newest OVN)")
+                    help="for the c-newest and ours-servers-newest stacks: the directory "
+                         "bench/build_upstream_ovn.sh printed (ovn-northd and the schemas "
+                         "of the newest OVN)")
     ap.add_argument("--northd-backoff-ms", type=int, default=0,
                     help="NB_Global northd-backoff-interval-ms (seed 000)")
     ap.add_argument("--monitor-all", action="store_true", help="chassis monitor every row")
@@ -85,9 +86,10 @@ def _args(argv: list[str]) -> argparse.Namespace:
                              args.startup_iterations) < 0:
         ap.error("--nodes must be at least 1, --startup-pods, --pods, --iterations, "
                  "--startup-iterations and --rate at least 0")
-    if "c-newest" in args.stacks.split(",") and (
+    newest = [s for s in args.stacks.split(",") if STACKS[s][1] == "newest"]
+    if newest and (
             args.upstream is None or not (args.upstream / "northd" / "ovn-northd").exists()):
-        ap.error("the c-newest stack needs --upstream DIR, an upstream OVN build "
+        ap.error(f"the {newest[0]} stack needs --upstream DIR, an upstream OVN build "
                  "(bench/build_upstream_ovn.sh)")
     if not 0 <= args.server_update_delay_ms <= 60_000:
         ap.error("--server-update-delay-ms takes milliseconds from 0 to 60000")

@@ -6,7 +6,8 @@ Rules kept here:
   (`pyovsdb server` and `pyovsdb northd`), `ours-servers` (ours with the real
   ovn-northd) or `ours-northd` (the real servers with our northd). `c-newest` is
   ovsdb-server with the newest upstream ovn-northd and its schemas, built from source
-  (`bench/build_upstream_ovn.sh` prints the directory to give as `upstream`). The
+  (`bench/build_upstream_ovn.sh` prints the directory to give as `upstream`);
+  `ours-servers-newest` is our servers with that northd and its schemas. The
   simulated chassis are ours in every stack (one program, `scale.chassis`).
 - `clustered`: each database is a 3-member Raft cluster of the stack's servers
   (`testing_cluster`, as ovn-heater's `clustered_db`, with its 16 s election timer).
@@ -43,7 +44,7 @@ DB_NAMES = {"nb": "OVN_Northbound", "sb": "OVN_Southbound"}
 ELECTION_TIMER_MS = 16000
 STACKS = {"c": ("real", "real"), "ours": ("ours", "ours"),
           "ours-servers": ("ours", "real"), "ours-northd": ("real", "ours"),
-          "c-newest": ("real", "newest")}
+          "c-newest": ("real", "newest"), "ours-servers-newest": ("ours", "newest")}
 
 
 def proc_sample(pid: int) -> tuple[float, float, float] | None:
