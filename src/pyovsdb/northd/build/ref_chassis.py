@@ -44,6 +44,10 @@ def router_groups(datapaths: DatapathsData, ports: PortsData) -> dict[str, str]:
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
+    # A router port on a switch joins its router to every router on that switch: the
+    # routers of each switch are joined once, and each port's to the first of them (a
+    # switch's walk per port was quadratic on an external network of many routers).
+    first: dict[str, str | None] = {}  # switch key -> one router on it, or None
     for port in ports.ports.values():
         if not port.is_lrp:
             continue
@@ -52,11 +56,17 @@ def router_groups(datapaths: DatapathsData, ports: PortsData) -> dict[str, str]:
             continue
         if peer.dp.is_router:
             union(port.dp.key, peer.dp.key)
-        else:
-            for lsp in ports.router_ports.get(peer.dp.key, []):
-                rp = ports.peer_of(lsp)
-                if rp is not None and rp.dp.is_router:
-                    union(port.dp.key, rp.dp.key)
+            continue
+        switch = peer.dp.key
+        if switch not in first:
+            routers = [rp.dp.key for rp in map(ports.peer_of, ports.router_ports.get(switch, []))
+                       if rp is not None and rp.dp.is_router]
+            for key in routers[1:]:
+                union(routers[0], key)
+            first[switch] = routers[0] if routers else None
+        on_switch = first[switch]
+        if on_switch is not None:
+            union(port.dp.key, on_switch)
     return {key: find(key) for key in parent}
 
 
