@@ -40,15 +40,19 @@ class Cloud:
             {"op": "update", "table": "Port_Binding", "where": [["logical_port", "==", port]],
              "row": {"chassis": ["uuid", self.chassis[node]], "up": ["set", [True]]}}]))
 
+    def step(self, ops: list[dict[str, Any]], one_run_each: bool) -> list[Any]:
+        """`ops` written, and run at once if `one_run_each`; their results."""
+        got = self.write(ops)
+        if one_run_each:
+            self.northd.settle()
+        return got
+
     def project(self, p: int, one_run_each: bool, batched: bool = False) -> None:
         """Project `p`'s changes, a run after each (`one_run_each`), or a run after the
-        project's NB writes; `batched`: no run until its VMs are claimed, so that the
-        NB writes of several projects meet in one run (as under load)."""
+        project's NB writes; `batched`: its NB writes alone, no run (the caller runs
+        once for several projects, as under load, then `claim_and_float`)."""
         def step(ops: list[dict[str, Any]]) -> list[Any]:
-            got = self.write(ops)
-            if one_run_each:
-                self.northd.settle()
-            return got
+            return self.step(ops, one_run_each)
 
         step(cloud.router_ops(p))
         step(cloud.network_ops(p))
@@ -64,17 +68,13 @@ class Cloud:
         self.claim_and_float(p, one_run_each)
 
     def claim_and_float(self, p: int, one_run_each: bool) -> None:
-        def step(ops: list[dict[str, Any]]) -> None:
-            self.write(ops)
-            if one_run_each:
-                self.northd.settle()
-
+        """Project `p`'s VMs claimed and up, then their floating IPs."""
         for v in range(VMS):
             self.claim(cloud.vm_port(p, v), v % NODES)
             if one_run_each:
                 self.northd.settle()
         for v in range(VMS):
-            step(cloud.floating_ip_ops(p, v))
+            self.step(cloud.floating_ip_ops(p, v), one_run_each)
         self.northd.settle()
 
 
