@@ -101,6 +101,52 @@ def test_projects_written_together_are_handled_in_place() -> None:
     _check_projects(c, cold)
 
 
+def test_a_router_leaving_and_joining_the_external_network_is_counted_in_place() -> None:
+    """Every project's router is on the external network, so all are one router group
+    and its groups of three chassis are referenced by every chassis with a VM. A
+    project's gateway leaving the network splits its router off (its VMs' chassis
+    count for its own group alone), and coming back joins it again: the claims of
+    the switches whose router group moved are counted again, in place (self-checked
+    against a recompute after each run)."""
+    c = Cloud()
+    for p in range(3):
+        c.project(p, one_run_each=False)
+        for v in range(VMS):  # (project p's VMs all on chassis p)
+            c.claim(cloud.vm_port(p, v), p)
+    c.northd.settle()
+    everyone = {chassis_name(p) for p in range(3)}
+    assert all(refs == everyone for refs in _ref_chassis(c).values()), _ref_chassis(c)
+    cold = {node: c.northd.stat(node) for node in ("northd", "sync_from_sb")}
+    for leaving in (0, 2):  # (the first router of the group, then another)
+        gateway = next(r for r in c.nb.tables["Logical_Switch_Port"].rows.values()
+                       if r.options.get("router-port") == _gateway_port(leaving))
+        c.step([{"op": "mutate", "table": "Logical_Switch",
+                 "where": [["name", "==", cloud.EXT_NET]],
+                 "mutations": [["ports", "delete", ["set", [["uuid", gateway.uuid]]]]]}],
+               True)
+        refs = _ref_chassis(c)
+        assert refs[_gateway_port(leaving)] == {chassis_name(leaving)}, refs
+        stay = next(p for p in range(3) if p != leaving)
+        assert refs[_gateway_port(stay)] == everyone - {chassis_name(leaving)}, refs
+        c.step([op for op in cloud.gateway_ops(leaving, NODES)  # (its port made again)
+                if op["table"] in ("Logical_Switch_Port", "Logical_Switch")], True)
+        assert all(refs == everyone for refs in _ref_chassis(c).values()), _ref_chassis(c)
+    assert {node: c.northd.stat(node) for node in cold} == cold, \
+        "a router moving between router groups recomputed"
+
+
+def _gateway_port(p: int) -> str:
+    """Project `p`'s gateway router port (its HA chassis group's name)."""
+    return str(next(op["row"]["name"] for op in cloud.gateway_ops(p, NODES)
+                    if op.get("table") == "Logical_Router_Port"))
+
+
+def _ref_chassis(c: Cloud) -> dict[str, set[str]]:
+    """SB `ref_chassis` of each HA chassis group, by chassis name."""
+    return {g.name: {ch.name for ch in g.ref_chassis}
+            for g in c.sb.tables["HA_Chassis_Group"].rows.values()}
+
+
 def _check_projects(c: Cloud, cold: int) -> None:
     assert c.northd.stat("northd") == cold, "a project's change recomputed northd"
     # what the projects made is there: every VM up in the Northbound, its gateway port

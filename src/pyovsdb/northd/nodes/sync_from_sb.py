@@ -14,8 +14,9 @@ Rules kept here:
   (its `PortsDelta` names their bindings) are decided again alone. The groups
   `northd` changed are taken by key; one that comes to have more than one chassis, or
   no longer has, makes the switches of its router group count for it or stop
-  (`RefChassis.regroup`). Switches gaining or losing router ports while a group has
-  more than one chassis recompute (the router groups are decided again).
+  (`RefChassis.regroup`). Switches gaining or losing router ports (`rewired`) have the
+  router groups found again in place (`RefChassis.rewire`): only the switches whose
+  router group moved are counted again.
 - Its delta (`UpDelta`) names the switch ports whose `up` a handler changed and the
   groups whose `ref_chassis` it changed, so `sync_to_sb` plans those alone; a
   recompute has none (everything is planned).
@@ -158,22 +159,27 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         groups = northd.sb.tables.get("HA_Chassis_Group")
         if groups is None:
             return False
+        keys = delta.sb["HA_Chassis_Group"]
+        refs = data.refs
+        table = self.group_data("sb")["Port_Binding"]
+        # (a switch's router ports changed, named by no group key: the router groups)
+        rewired = bool(delta.rewired) or not keys
         if not with_ref_chassis(groups) and (
                 data.ha_groups is None or not with_ref_chassis(data.ha_groups)):
             data.ha_groups = copy_groups(groups)
-            if delta.rewired:
-                data.refs = None  # (the router groups it knows may be gone)
+            if rewired and refs is not None:  # (claims counted on for groups to come)
+                refs.rewire(northd.core.datapaths, northd.core.ports, groups, table)
             return True
-        keys = delta.sb["HA_Chassis_Group"]
-        refs, copy = data.refs, data.ha_groups
-        if refs is None or copy is None or not keys or delta.rewired:
+        copy = data.ha_groups
+        if refs is None or copy is None:
             return False
+        moved = refs.rewire(northd.core.datapaths, northd.core.ports, groups, table) \
+            if rewired else set()
         # (the group each distributed gateway port's chassisredirect port uses, and its
         # router; an external switch port's group is referenced by no chassis)
         routers = {port_group_name(lrp.nb): key
                    for key, gateways in northd.core.ports.l3dgw_ports.items()
                    for lrp in gateways}
-        table = self.group_data("sb")["Port_Binding"]
         for key in keys:
             name = str(key)
             row, old = groups.rows.get(name), copy.rows.get(name)
@@ -186,9 +192,11 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
             router = routers.get(name)
             if router is not None:
                 changed |= refs.regroup(name, router, row is not None
-                                        and len(row["ha_chassis"]) > 1, table)
+                                        and len(row["ha_chassis"]) > 1)
             refs.write(copy, changed)
             self.track().groups |= changed
+        refs.write(copy, moved)  # (after the groups' own rows: new ones are there now)
+        self.track().groups |= moved
         return True
 
     def _rebind(self, name: str) -> bool:
@@ -196,7 +204,7 @@ class SyncFromSbNode(Node[SbFeedback, UpDelta]):
         those whose `ref_chassis` changed written and tracked."""
         data = self.data
         refs, groups = data.refs, data.ha_groups
-        if refs is None or groups is None or not refs.switch_groups:
+        if refs is None or groups is None:
             return False
         changed = refs.rebind(name, self.group_data("sb")["Port_Binding"])
         if not changed:
