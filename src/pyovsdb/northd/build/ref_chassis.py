@@ -34,7 +34,6 @@ from .datapaths import DatapathsData
 from .ha_chassis import port_group_name
 from .ports import PB_BY_NAME, PortsData
 
-
 _NONE: frozenset[str] = frozenset()
 
 
