@@ -89,22 +89,23 @@ def test_refused_options(tmp_path: Path) -> None:
     assert (p.returncode, p.stderr) == (
         1, "ovsdb-server: --disable-file-column-diff is not supported (database records "
            "are always written as column diffs)\n")
-    p = run(server("--remote=pssl:0", db), check=False)
-    assert (p.returncode, p.stderr) == (1, "ovsdb-server: pssl:0: SSL remotes are not "
-                                           "supported\n")
+    p = run(server("--remote=ssl:127.0.0.1:1", db), check=False)
+    assert (p.returncode, p.stderr) == (1, "ovsdb-server: ssl:127.0.0.1:1: active SSL "
+                                           "remotes are not supported\n")
     # A remote that cannot listen is retried, not refused: tests/interop/test_listen_retry.py
     p = run(server("--frobnicate", db), check=False)
     assert (p.returncode, p.stderr) == (1, "ovsdb-server: unrecognized option "
                                            "'--frobnicate'\n")
 
 
-def test_ssl_files_are_reported_unused(tmp_path: Path) -> None:
-    """ovn-ctl passes the SSL options as db: references (quietly accepted); a file
-    would be unused, and the server says so."""
+def test_ssl_options_not_supported_yet_are_reported_unused(tmp_path: Path) -> None:
+    """The PKI options are used (`pssl:` remotes; as files or as the db: references
+    ovn-ctl passes); a bootstrap CA certificate is not supported yet, and a file given
+    for it is reported unused."""
     db = create_db("ours", tmp_path / "nb.db", NB_SCHEMA)
-    p = run(server("--unixctl=none", "--run=true", "-p", "/k.pem",
-                   "--certificate=db:OVN_Northbound,SSL,certificate", db))
+    p = run(server("--unixctl=none", "--run=true", "-p", "/k.pem", "--bootstrap-ca-cert",
+                   "/ca.pem", "--certificate=db:OVN_Northbound,SSL,certificate", db))
     warnings = [line for line in p.stderr.splitlines() if "|WARN|" in line]
     assert len(warnings) == 1
-    assert warnings[0].endswith("|stream_ssl|WARN|--private-key=/k.pem: not used (SSL "
-                                "remotes are not supported)")
+    assert warnings[0].endswith("|stream_ssl|WARN|--bootstrap-ca-cert=/ca.pem: not used "
+                                "(not supported yet)")

@@ -28,9 +28,10 @@ Rules kept here:
   (or "killed (SIGNAL)").
 - `--monitor`: restarts after a crash (util/monitor.py) with the remotes and
   databases as last changed at run time (util/restart_config.py).
-- Every accepted option does something: SSL options are accepted (ovn-ctl always
-  passes them) but SSL remotes are refused, and a key or certificate given as a file
-  gets a warning saying it is unused; `--disable-file-column-diff` is refused (records
+- Every accepted option does something: `pssl:` remotes serve TLS with the PKI
+  options (`server/pki.py`: files, or `db:` columns as ovn-ctl passes them); active
+  `ssl:` remotes are refused, and `--bootstrap-ca-cert` and `--peer-ca-cert` given as
+  files get a warning saying they are unused; `--disable-file-column-diff` is refused (records
   are always written as column diffs); `--no-self-confinement` is a no-op, as in the
   real ovsdb-server, whose own code never reads it.
 - Control commands the real server has and `ovn-ctl` uses are added when the command
@@ -57,6 +58,7 @@ from typing import Any
 from .. import __version__
 from ..jsonrpc.stream import DEFAULT_MAX_SIZE
 from ..ovsdb.errors import OvsdbError
+from ..server.pki import PKI_OPTIONS
 from ..util import daemon, gctune, procname, vlog
 from ..util.metrics_http import MetricsServer, option_problem, start_endpoint
 from ..util.restart_config import RestartConfig
@@ -79,9 +81,10 @@ The default DATABASE, if none is given, is
 
 JSON-RPC options (may be specified any number of times):
   --remote=REMOTE         connect or listen to REMOTE
-                          (punix:PATH, ptcp:PORT[:IP], db:DB,TABLE,COLUMN)
+                          (punix:PATH, ptcp:PORT[:IP], pssl:PORT[:IP],
+                          db:DB,TABLE,COLUMN)
 
-PKI configuration (accepted; SSL remotes are not supported):
+PKI configuration (required to use SSL):
   -p, --private-key=FILE  -c, --certificate=FILE  -C, --ca-cert=FILE
   --bootstrap-ca-cert=FILE  --peer-ca-cert=FILE
   --ssl-protocols=PROTOS  --ssl-ciphers=CIPHERS
@@ -160,8 +163,8 @@ def main(argv: list[str]) -> int:
         return 1
     remotes = parsed.all("remote")
     for r in remotes:
-        if r.startswith(("pssl:", "ssl:")):
-            print(f"{PROGRAM}: {r}: SSL remotes are not supported", file=sys.stderr)
+        if r.startswith("ssl:"):
+            print(f"{PROGRAM}: {r}: active SSL remotes are not supported", file=sys.stderr)
             return 1
     limits = {}
     for name, default in (("max-backlog", 512 * 1024 * 1024),
@@ -216,6 +219,7 @@ def main(argv: list[str]) -> int:
     run = _Run(d, config, unixctl, parsed.get("run"), limits["max-backlog"],
                limits["max-message-size"], not parsed.has("no-raft-commit-sync"), metrics,
                update_delay_ms)
+    run.pki = {name: str(parsed.get(name)) for name in PKI_OPTIONS if parsed.has(name)}
     status = dm.run_to_end(PROGRAM, "ovsdb_server", d, runner, run.serve())
     dm.die_of(run.signal)
     return status
@@ -223,11 +227,11 @@ def main(argv: list[str]) -> int:
 
 
 def _warn_unused_ssl(parsed: opt.Parsed) -> None:
-    for name in SSL_OPTIONS:
+    for name in ("bootstrap-ca-cert", "peer-ca-cert"):
         value = parsed.get(name)
         if value is not None and not str(value).startswith("db:"):
             logging.getLogger("stream_ssl").warning(
-                "--%s=%s: not used (SSL remotes are not supported)", name, value)
+                "--%s=%s: not used (not supported yet)", name, value)
 
 
 def _raise_open_files_limit() -> None:
@@ -267,6 +271,7 @@ class _Run:
         self.metrics = metrics  # `--metrics` target
         self.update_delay_ms = update_delay_ms
         self.signal: int | None = None
+        self.pki: dict[str, str] = {}  # the PKI options as given (`server.pki`)
         self.server: Any = None
         self._waiter: asyncio.Task[None] | None = None
 
@@ -277,6 +282,7 @@ class _Run:
                                       max_message=self.max_message,
                                       raft_sync_commit=self.raft_sync_commit,
                                       update_delay_ms=self.update_delay_ms)
+        server.pki.options = self.pki
         proc = None
         try:
             for name in self.config.db_filenames:

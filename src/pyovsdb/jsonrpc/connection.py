@@ -101,7 +101,13 @@ class Connection(asyncio.BufferedProtocol):
         set_nodelay(transport)
         t = self.transport
         if self.backlog_threshold is not None and t is not None:
-            t.set_write_buffer_limits(high=self.backlog_threshold)
+            # (asyncio's TLS transport pauses its protocol at a backlog of at least its
+            # high-water mark, the plain one above it: 0 would pause a TLS stream for
+            # good, so it gets 1, the same rule)
+            high = self.backlog_threshold
+            if high == 0 and transport.get_extra_info("sslcontext") is not None:
+                high = 1
+            t.set_write_buffer_limits(high=high)
         if not self.name:
             peer = transport.get_extra_info("peername")
             self.name = str(peer) if peer else "unix"

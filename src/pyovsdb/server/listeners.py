@@ -44,6 +44,10 @@ Rules kept here:
   real server takes for an active one) shows `state=BACKOFF`, as a real active remote
   that cannot connect.
   Those columns are ephemeral: nothing reaches the file.
+- A `pssl:` listener is a TCP one whose connections make their TLS handshake first
+  (`jsonrpc.tls.TlsAcceptor`), with the context the server's PKI options give at that
+  moment: a connection accepted while they are incomplete is refused, its reasons
+  logged.
 - A listener's unix socket file is removed when it closes.
 - The listen queue is long (`LISTEN_BACKLOG`), so that a burst of clients connecting at
   once (all of a deployment reconnecting after a restart) queues instead of being
@@ -56,9 +60,11 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..jsonrpc.tls import TlsAcceptor
 from ..ovsdb.errors import OvsdbError
 from ..util import ratelimit
 from ..util.ratelimit import RateLimit
@@ -94,10 +100,20 @@ _RL_SOCKET = RateLimit(1, 5)
 _RL_UNIX = RateLimit(1, 5)
 
 
+_INET = ("ptcp", "pssl")
+
+
+def _no_tls() -> ssl.SSLContext | None:
+    log.error("%s", "SSL is not configured")
+    return None
+
+
 class Listener:
-    def __init__(self, remote: Remote, options: RemoteOptions) -> None:
+    def __init__(self, remote: Remote, options: RemoteOptions,
+                 tls: Callable[[], ssl.SSLContext | None] = _no_tls) -> None:
         self.remote = remote
         self.options = options
+        self.tls = tls  # (pssl:) the context for a connection accepted now
         self.sock: socket.socket | None = None
         self.server: asyncio.AbstractServer | None = None
         self.sessions: set[Any] = set()
@@ -129,7 +145,7 @@ class Listener:
             raise
 
     def _open_tcp(self, r: Remote) -> socket.socket:
-        target = r.name[len("ptcp:"):]
+        target = r.name.partition(":")[2]
         family, _, _, _, addr = socket.getaddrinfo(r.host, r.port, type=socket.SOCK_STREAM,
                                                    flags=socket.AI_PASSIVE)[0]
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -160,6 +176,15 @@ class Listener:
         loop = asyncio.get_running_loop()
         if self.remote.kind == "punix":
             server = await loop.create_unix_server(factory, sock=sock, backlog=LISTEN_BACKLOG)
+        elif self.remote.kind == "pssl":
+            tls = self.tls
+
+            name = self.bound
+
+            def accept() -> TlsAcceptor:
+                return TlsAcceptor(factory, tls, name)
+
+            server = await loop.create_server(accept, sock=sock, backlog=LISTEN_BACKLOG)
         else:
             server = await loop.create_server(factory, sock=sock, backlog=LISTEN_BACKLOG)
         if self.closed:
@@ -181,7 +206,7 @@ class Listener:
 
     @property
     def port(self) -> int | None:
-        if self.remote.kind == "ptcp" and self.sock is not None and not self.closed:
+        if self.remote.kind in _INET and self.sock is not None and not self.closed:
             return int(self.sock.getsockname()[1])
         return None
 
@@ -189,9 +214,9 @@ class Listener:
     def bound(self) -> str:
         """The address actually bound (resolves port 0)."""
         r = self.remote
-        if r.kind == "ptcp" and self.sock is not None and not self.closed:
+        if r.kind in _INET and self.sock is not None and not self.closed:
             host, port = self.sock.getsockname()[:2]
-            return f"ptcp:{port}:{host}"
+            return f"{r.kind}:{port}:{host}"
         return r.name
 
     def status(self) -> tuple[bool, dict[str, str]]:
@@ -226,8 +251,10 @@ class Listener:
 class Listeners:
     def __init__(self, session_factory: Callable[[Listener], Any],
                  dbs: dict[str, HostedDb], status_writer: Callable[[str, list[Any]], None],
-                 joining: Callable[[str], bool] = lambda name: False) -> None:
+                 joining: Callable[[str], bool] = lambda name: False,
+                 tls: Callable[[], ssl.SSLContext | None] = _no_tls) -> None:
         self.session_factory = session_factory
+        self.tls = tls  # the TLS context for a connection to a pssl: listener
         self.dbs = dbs
         self.status_writer = status_writer
         self.joining = joining  # a clustered database with no contents yet
@@ -376,7 +403,7 @@ class Listeners:
             remote = self._servable(target)
             if remote is None:
                 continue
-            lst = Listener(remote, options)
+            lst = Listener(remote, options, self.tls)
             try:
                 lst.open()
             except OSError:
@@ -415,9 +442,9 @@ class Listeners:
         except OvsdbError as e:
             problem = e.details or e.tag
         else:
-            if remote.kind in ("punix", "ptcp"):
+            if remote.kind in ("punix", *_INET):
                 return remote
-            problem = f"{target}: only punix: and ptcp: remotes are served"
+            problem = f"{target}: only punix:, ptcp: and pssl: remotes are served"
         if target not in self._warned:
             self._warned.add(target)
             log.warning("%s", problem)

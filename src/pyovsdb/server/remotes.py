@@ -5,7 +5,8 @@ Rules kept here:
   ($OVS_RUNDIR), as the real server binds it, while the remote keeps its name as
   given. `ptcp:PORT[:IP]` listens on TCP (IP defaults to 0.0.0.0, IPv6 literals in
   brackets); port 0 picks a free port, reported afterwards; a bare `ptcp:` is the
-  OVSDB port 6640, as for the real server.
+  OVSDB port 6640, as for the real server. `pssl:PORT[:IP]` is the same with TLS
+  (`jsonrpc.tls`).
 - `db:DB,TABLE,COLUMN` names a column whose values are more remotes (resolved by the
   server, not here). Its three names are read as the real server reads them (C's
   `strtok` on commas: empty names are skipped, anything after the third is ignored);
@@ -45,7 +46,7 @@ MIN_PROBE_MS = 1000
 
 @dataclass(frozen=True)
 class Remote:
-    kind: str  # "punix" | "ptcp" | "db"
+    kind: str  # "punix" | "ptcp" | "pssl" | "db"
     path: str = ""
     host: str = ""
     port: int = 0
@@ -53,21 +54,21 @@ class Remote:
 
     @property
     def probe_interval(self) -> float:
-        return DEFAULT_PROBE_INTERVAL if self.kind == "ptcp" else 0.0
+        return DEFAULT_PROBE_INTERVAL if self.kind in ("ptcp", "pssl") else 0.0
 
 
 def parse_remote(name: str) -> Remote:
     kind, sep, rest = name.partition(":")
     if not sep:
         raise OvsdbError("syntax error", f"{name}: unknown remote type (expected punix:, "
-                                         "ptcp: or db:)")
+                                         "ptcp:, pssl: or db:)")
     if kind == "punix":
         if not rest:
             raise OvsdbError("syntax error", f"{name}: punix: requires a socket path")
         return Remote("punix", path=unix_path(rest), name=name)
-    if kind == "ptcp":
+    if kind in ("ptcp", "pssl"):
         if not rest:
-            return Remote("ptcp", host="0.0.0.0", port=OVSDB_PORT, name=name)
+            return Remote(kind, host="0.0.0.0", port=OVSDB_PORT, name=name)
         port_s, _, host = rest.partition(":")
         try:
             port = int(port_s) if port_s else 0
@@ -76,10 +77,10 @@ def parse_remote(name: str) -> Remote:
         if not 0 <= port <= 65535:
             raise OvsdbError("syntax error", f"{name}: port {port} out of range")
         host = host.strip("[]") if host else "0.0.0.0"
-        return Remote("ptcp", host=host, port=port, name=name)
+        return Remote(kind, host=host, port=port, name=name)
     if kind == "db":
         return Remote("db", path=rest, name=name)
-    if kind in ("pssl", "ssl", "tcp", "unix"):
+    if kind in ("ssl", "tcp", "unix"):
         raise OvsdbError("not supported", f"{name}: {kind}: remotes are not supported yet")
     raise OvsdbError("syntax error", f"{name}: unknown remote type \"{kind}\"")
 

@@ -48,6 +48,7 @@ from .hosted import HostedDb
 from .listeners import Listener, Listeners
 from .locks import LockManager
 from .metrics import ServerMetrics
+from .pki import ServerPki
 from .server_db import SERVER_DB, ServerDatabase
 from .session import Session
 
@@ -95,9 +96,10 @@ class Server:
         self._reclaim: asyncio.TimerHandle | None = None
         self._reclaim_by = 0.0  # loop time by which to reclaim whatever clients read
         self._last_reclaim = -RECLAIM_INTERVAL
+        self.pki = ServerPki(self.dbs)  # `--private-key` and the rest (`pki`)
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
                                    lambda name: name in self.clusters
-                                   and name not in self.dbs)
+                                   and name not in self.dbs, self.pki.server_context)
 
     def end_window_at(self, session: Session, at: float) -> float:
         """File `session`'s update window (--update-delay-ms) to end at loop time

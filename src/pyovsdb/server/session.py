@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import ERROR, NOTIFY, REPLY, error_reply, notification, reply
 from ..jsonrpc.stream import dumps
+from ..jsonrpc.tls import peer_common_name
 from ..ovsdb.errors import OvsdbError, RpcStringError
 from ..ovsdb.rbac import Access
 from ..util import batch
@@ -136,6 +137,8 @@ class Session(Connection):
     def connection_made(self, transport: Any) -> None:
         if not self.name:
             self.name = peer_name(transport)
+        if self.client_id is None:  # (TLS: the certificate's CN)
+            self.client_id = peer_common_name(transport.get_extra_info("peercert"))
         super().connection_made(transport)
         if self.server.closing:
             # Accepted in the same loop pass as the shutdown: it must not run requests

