@@ -35,10 +35,20 @@ def _start(kind: str, d: Path, schema: str, options: list[str]) -> tuple[ServerP
     d.mkdir(parents=True, exist_ok=True)
     db = create_db(kind, d / "db.db", schema)
     srv = ServerProcess(kind, d, [db], extra=["--remote=pssl:0:127.0.0.1", *options]).start()
-    found: list[str] = []
-    assert wait_until(lambda: bool(found.extend(LISTENING.findall(
-        Path(srv.logfile).read_text())) or found)), Path(srv.logfile).read_text()
-    return srv, int(found[0])
+    return srv, _listening_port(srv)
+
+
+def _listening_port(srv: ServerProcess) -> int:
+    """The port of the server's one `pssl:0:127.0.0.1` listener, from its log line."""
+    def found() -> list[str]:
+        return LISTENING.findall(Path(srv.logfile).read_text())
+    assert wait_until(lambda: bool(found())), Path(srv.logfile).read_text()
+    return int(found()[0])
+
+
+def _logged(srv: ServerProcess, port: int, text: str, n: int = 1, start: int = 0) -> bool:
+    """Whether `text` is in `n` of the log's lines after the first `start` (waited for)."""
+    return wait_until(lambda: sum(text in line for line in _log_lines(srv, port)[start:]) >= n)
 
 
 @pytest.fixture
@@ -73,7 +83,7 @@ def test_real_clients_work_over_tls(servers: dict[str, tuple[ServerProcess, int]
                                     ca: Authority) -> None:
     me = ca.issue("admin")
     got = {}
-    for kind, (srv, port) in servers.items():
+    for kind, (_, port) in servers.items():
         dbs = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)]).stdout
         nbctl = ["ovn-nbctl", TIMEOUT, f"--db={_ssl(port)}", *me.options()]
         run([*nbctl, "init"])
@@ -102,8 +112,7 @@ def test_refused_peers_are_logged_as_the_real_server_logs_them(
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
             s.sendall(b'{"id":1,"method":"list_dbs","params":[]}')
             assert s.recv(100) == b""  # (closed: no JSON answer on a TLS port)
-        assert wait_until(lambda: sum("connection dropped" in line for line in
-                                      _log_lines(srv, port)[before:]) == 3)
+        assert _logged(srv, port, "connection dropped", 3, before)
         ok = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)])
         assert "OVN_Northbound" in ok.stdout
         seen[kind] = [line for line in _log_lines(srv, port)[before:]
@@ -126,8 +135,7 @@ def test_missing_pki_options_refuse_each_connection(tmp_path: Path, ca: Authorit
             p = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)],
                     check=False)
             assert p.returncode != 0
-            assert wait_until(lambda: any("accept failed" in line
-                                          for line in _log_lines(srv, port)))
+            assert _logged(srv, port, "accept failed")
             seen[kind] = [line for line in _log_lines(srv, port)
                           if "stream_ssl" in line or "accept failed" in line]
         finally:
@@ -189,10 +197,7 @@ def test_the_certificates_common_name_is_the_rbac_client_id(tmp_path: Path,
             run([*sbctl, "--", "--id=@c", "create", "Connection",
                  "target=\"pssl:0:127.0.0.1\"", "role=ovn-controller", "--", "add",
                  "SB_Global", ".", "connections", "@c"])
-            found: list[str] = []
-            assert wait_until(lambda: bool(found.extend(LISTENING.findall(
-                Path(srv.logfile).read_text())) or found))
-            remote = _ssl(int(found[0]))
+            remote = _ssl(_listening_port(srv))
             results = []
             for name in ("hv1", "hv2"):
                 op = ('["OVN_Southbound",{"op":"insert","table":"Encap","uuid-name":"e",'
