@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 from interop_helpers import strip_uuids, wait_until
 
 from pki import Authority, Cert
-from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run
+from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run, stop_process
 
 pytestmark = pytest.mark.interop
 
@@ -215,3 +217,61 @@ def test_the_certificates_common_name_is_the_rbac_client_id(tmp_path: Path,
     assert "error" not in got["ours"][0]
     assert "RBAC rules for client \\\"hv1\\\" role \\\"ovn-controller\\\" prohibit" \
         in got["ours"][1], got["ours"][1]
+
+
+def test_our_northd_reaches_real_servers_over_tls(tmp_path: Path, ca: Authority) -> None:
+    """`pyovsdb northd --ovnnb-db=ssl:... --ovnsb-db=ssl:... -p -c -C`, as ovn-ctl starts
+    ovn-northd against TLS databases: a switch written to the real Northbound server
+    reaches the real Southbound one."""
+    require("ovn-sbctl")
+    server, me = ca.issue("server"), ca.issue("northd")
+    nb, nb_port = _start("real", tmp_path / "nb", NB_SCHEMA, server.options())
+    sb, sb_port = _start("real", tmp_path / "sb", SB_SCHEMA, server.options())
+    northd = None
+    try:
+        run(["ovn-sbctl", TIMEOUT, f"--db=unix:{sb.sock}", "init"])
+        nbctl = ["ovn-nbctl", TIMEOUT, f"--db=unix:{nb.sock}"]
+        run([*nbctl, "init"])
+        northd = subprocess.Popen(
+            [sys.executable, "-m", "pyovsdb", "northd", f"--ovnnb-db={_ssl(nb_port)}",
+             f"--ovnsb-db={_ssl(sb_port)}", *me.options(), "--no-chdir", "-vconsole:off",
+             f"--log-file={tmp_path / 'northd.log'}", f"--unixctl={tmp_path / 'northd.ctl'}",
+             f"--pidfile={tmp_path / 'northd.pid'}"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        run([*nbctl, "ls-add", "sw0", "--", "lsp-add", "sw0", "vm1"])
+
+        def bound() -> bool:
+            return "vm1" in run(["ovn-sbctl", TIMEOUT, f"--db=unix:{sb.sock}", "--bare",
+                                 "--columns=logical_port", "list", "Port_Binding"]).stdout
+        assert wait_until(bound, timeout=30), (tmp_path / "northd.log").read_text()
+    finally:
+        if northd is not None:
+            stop_process(northd)
+        nb.stop()
+        sb.stop()
+
+
+def test_the_pypi_ovs_idl_over_tls(servers: dict[str, tuple[ServerProcess, int]],
+                                   ca: Authority) -> None:
+    """The PyPI `ovs` IDL (what Neutron uses) over `ssl:`: it syncs the Northbound and
+    commits a switch, on both servers."""
+    from test_python_ovs_idl import commit, make_idl, rows
+    ovs_stream = pytest.importorskip("ovs.stream")
+    me = ca.issue("neutron")
+    ovs_stream.Stream.ssl_set_private_key_file(me.key)
+    ovs_stream.Stream.ssl_set_certificate_file(me.cert)
+    ovs_stream.Stream.ssl_set_ca_cert_file(me.ca)
+    got = {}
+    for kind, (srv, port) in servers.items():
+        idl = make_idl(_ssl(port), ["Logical_Switch"])
+        try:
+            table = idl.tables["Logical_Switch"]
+            status, _ = commit(idl, lambda txn, t=table: setattr(txn.insert(t), "name",
+                                                                  "from-neutron"))
+            names = run(["ovn-nbctl", TIMEOUT, f"--db=unix:{srv.sock}", "--bare",
+                         "--columns=name", "list", "Logical_Switch"]).stdout.split()
+            got[kind] = (status, names, [r.name for r in rows(idl, "Logical_Switch")])
+        finally:
+            idl.close()
+    assert got["ours"] == got["real"]
+    assert got["ours"][1] == ["from-neutron"], got

@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 import orjson
 
 from .. import __version__
+from ..jsonrpc import tls
 from ..jsonrpc.client import Client, RpcError
 from ..ovsdb.condition import parse_monitor_where
 from ..ovsdb.datum import is_uuid_string
@@ -312,17 +313,15 @@ def looks_like_remote(arg: str) -> bool:
 
 
 def with_default_port(remote: str) -> str:
-    """`tcp:HOST` means OVSDB's port 6640, as for the real tools."""
+    """`tcp:HOST` (and `ssl:HOST`) means OVSDB's port 6640, as for the real tools."""
     kind, _, rest = remote.partition(":")
-    if kind != "tcp":
+    if kind not in ("tcp", "ssl"):
         return remote
     host_end = rest.find("]") + 1 if rest.startswith("[") else 0
     return remote if ":" in rest[host_end:] else f"{remote}:6640"
 
 
 def open_client(remote: str) -> Client:
-    if remote.startswith("ssl:"):
-        fatal(f'failed to connect to "{remote}" (SSL is not supported)')
     try:
         return Client(with_default_port(remote))
     except RpcError as e:
@@ -1049,6 +1048,8 @@ def run(argv: list[str]) -> int:
         print(f"{PROGRAM} (pyovsdb) {__version__}")
         return 0
     ctx = Context(parsed)
+    tls.set_client_pki(tls.PkiFiles(*(parsed.get(name) for name in (
+        "private-key", "certificate", "ca-cert", "ssl-protocols", "ssl-ciphers"))))
     if not ctx.timeout:
         # `ctl_timeout_setup`: the environment's default.
         env = os.environ.get("OVS_CTL_TIMEOUT", "")

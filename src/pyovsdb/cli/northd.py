@@ -32,6 +32,7 @@ import os
 import sys
 
 from .. import __version__
+from ..jsonrpc import tls
 from ..util import daemon, gctune, procname, vlog
 from ..util.metrics_http import option_problem
 from . import daemon_main as dm
@@ -63,8 +64,9 @@ Options:
 {daemon_usage}
 Active database connection methods:
   tcp:HOST:PORT           PORT at remote HOST
+  ssl:HOST:PORT           SSL PORT at remote HOST
   unix:FILE               Unix domain socket named FILE
-PKI configuration (accepted; SSL remotes are not supported):
+PKI configuration (required to use SSL):
   -p, --private-key=FILE  file with private key
   -c, --certificate=FILE  file with certificate for private key
   -C, --ca-cert=FILE      file with peer CA certificate
@@ -172,10 +174,12 @@ def main(argv: list[str]) -> int:
         return rc
     for name in ("ovnnb-db", "ovnsb-db"):
         for remote in (parsed.get(name) or "").split(","):
-            if remote.startswith(("ssl:", "pssl:")):
-                print(f"{PROGRAM}: {remote}: SSL remotes are not supported",
+            if remote.startswith("pssl:"):
+                print(f"{PROGRAM}: {remote}: passive SSL remotes are not supported",
                       file=sys.stderr)
                 return 1
+    # (`ssl:` databases: the key and certificate are read again at each connection)
+    tls.set_client_pki(tls.PkiFiles(*(parsed.get(name) for name in SSL_OPTIONS)))
     metrics = parsed.get("metrics")
     problem = option_problem(metrics)
     if problem is not None:

@@ -15,8 +15,10 @@ Rules kept here:
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
+import ssl
 from collections import deque
 from typing import Any
 
@@ -24,6 +26,7 @@ import orjson
 
 from ..util.daemon import rundir
 from ..util.unixsock import connect_unix
+from . import tls
 from .message import ERROR, NOTIFY, REPLY, REQUEST, classify, reply
 from .stream import JsonStream
 
@@ -44,13 +47,23 @@ def connect(remote: str, timeout: float | None = None) -> socket.socket:
     kind, _, addr = remote.partition(":")
     if kind == "unix":
         s = connect_unix(unix_path(addr), timeout)
-    elif kind == "tcp":
+    elif kind in ("tcp", "ssl"):
         host, _, port = addr.rpartition(":")
         host = host.strip("[]")
+        ctx = tls.client_context() if kind == "ssl" else None
+        if kind == "ssl" and ctx is None:
+            raise OSError(errno.ENOPROTOOPT, os.strerror(errno.ENOPROTOOPT))
         s = socket.create_connection((host, int(port)), timeout=timeout)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ctx is not None:
+            try:
+                s = ctx.wrap_socket(s, server_hostname=host)
+            except ssl.SSLError as e:
+                s.close()
+                tls.log.warning("SSL_connect: %s", tls.failure_text(e))
+                raise OSError(errno.EPROTO, os.strerror(errno.EPROTO)) from None
     else:
-        raise RpcError(f"{remote}: unsupported remote (expected unix: or tcp:)")
+        raise RpcError(f"{remote}: unsupported remote (expected unix:, tcp: or ssl:)")
     s.settimeout(None)
     return s
 

@@ -12,8 +12,8 @@ Rules kept here:
   reply is always applied before the awaiting code resumes.
 - When the connection closes, every pending request fails with `ConnectionLost`.
 - `connect()` understands `unix:PATH` (a relative PATH is in the run directory, as
-  for the real tools: `client.unix_path`) and `tcp:IP:PORT`, for any `Connection`
-  factory.
+  for the real tools: `client.unix_path`), `tcp:IP:PORT` and `ssl:IP:PORT` (with the
+  process's client PKI, `tls.set_client_pki`), for any `Connection` factory.
 - Streaming (`ClientConnection` only): a request may name a `RowSink`; the table-updates
   in its reply are then not built as one JSON tree but handed to the sink one row at a
   time, as the bytes arrive, and the bytes of rows already handed over are dropped. The
@@ -32,7 +32,9 @@ Rules kept here:
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 import re
 from collections.abc import Callable, Generator
 from typing import Any, Protocol
@@ -41,6 +43,7 @@ import orjson
 
 from ..util import batch
 from ..util.unixsock import aconnect_unix
+from . import tls
 from .client import unix_path
 from .connection import Connection
 from .message import ERROR, NOTIFY, REPLY, REQUEST, notification
@@ -605,7 +608,13 @@ async def connect(remote: str, factory: Callable[[], Connection],
     elif kind == "tcp":
         host, _, port = addr.rpartition(":")
         coro = loop.create_connection(factory, host.strip("[]"), int(port))
+    elif kind == "ssl":
+        ctx = tls.client_context()
+        if ctx is None:
+            raise OSError(errno.ENOPROTOOPT, os.strerror(errno.ENOPROTOOPT))
+        host, port_n = tls.ssl_address(remote)
+        coro = loop.create_connection(factory, host, port_n, ssl=ctx, server_hostname=host)
     else:
-        raise ValueError(f"{remote}: unsupported remote (expected unix: or tcp:)")
+        raise ValueError(f"{remote}: unsupported remote (expected unix:, tcp: or ssl:)")
     _, conn = await asyncio.wait_for(coro, timeout)  # TCP_NODELAY set as it is made
     return conn

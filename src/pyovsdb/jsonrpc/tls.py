@@ -288,3 +288,26 @@ def ssl_peer_name(transport: asyncio.BaseTransport) -> str:
         host = f"[{peer[0]}]" if ":" in str(peer[0]) else peer[0]
         return f"ssl:{host}:{peer[1]}"
     return "ssl:"
+
+
+# The PKI of this process's outgoing `ssl:` streams, as OVS keeps it per process
+# (`stream_ssl_set_key_and_cert` and the rest): the tools set it from their options.
+_client = PkiFiles()
+_client_contexts = TlsContexts()
+
+
+def set_client_pki(pki: PkiFiles) -> None:
+    global _client
+    _client = pki
+
+
+def client_context() -> ssl.SSLContext | None:
+    """The context of an outgoing `ssl:` stream opened now (None: not configured, the
+    reasons logged)."""
+    return _client_contexts.context(_client, server_side=False)
+
+
+def ssl_address(remote: str) -> tuple[str, int]:
+    """(host, port) of `ssl:HOST:PORT` (an IPv6 host in brackets)."""
+    host, _, port = remote.partition(":")[2].rpartition(":")
+    return host.strip("[]"), int(port)
