@@ -4,11 +4,13 @@ Every figure is a time (per operation, or for the whole job), so the ratio ours/
 is below 1.0 where we are faster. Usage:
 
     python bench/run.py [--reps N] [--quick] [--only NAME[,NAME...]]
-                        [--transport unix,tcp]
+                        [--transport unix,tcp,ssl]
 
-Each server runs standalone in a fresh temporary directory, with a unix socket and a
-loopback TCP port; every figure is measured over each transport asked for (both by
-default: deployments reach their databases over TCP). The repetitions of the two
+Each server runs standalone in a fresh temporary directory, with a unix socket, a
+loopback TCP port and, for `ssl`, a TLS one (`pssl:`, certificates of a throwaway CA,
+peers verified both ways, as deployments run); every figure is measured over each
+transport asked for (unix and tcp by default: deployments reach their databases over
+TCP). The repetitions of the two
 servers are interleaved (real, ours, ours, real, ...), so that load from elsewhere
 falls on both alike; each figure is the median of its repetitions. Nothing else is
 started or stopped.
@@ -28,21 +30,51 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pyovsdb.jsonrpc import tls
 from pyovsdb.jsonrpc.client import Client
-from pyovsdb.testing import NB_SCHEMA, ServerProcess, compile_bytecode, create_db
+from pyovsdb.testing import NB_SCHEMA, ServerProcess, compile_bytecode, create_db, free_port
+from pyovsdb.testing_pki import Authority, Cert
 
 KINDS = ("real", "ours")
+TRANSPORTS = ("unix", "tcp", "ssl")
+# (`ssl`) the servers' certificate and the clients' one, of one throwaway CA
+PKI: dict[str, Cert] = {}
+SSL_PORTS: dict[int, int] = {}  # server pid -> its pssl: port
 
 
 def fresh_server(kind: str, root: Path, tag: str) -> ServerProcess:
     d = root / f"{kind}-{tag}"
     d.mkdir()
     db = create_db("real", d / "nb.db", NB_SCHEMA)
-    return ServerProcess(kind, d, [db], name="nb", tcp=True).start()
+    extra: list[str] = []
+    port = 0
+    if PKI:
+        port = free_port()
+        extra = [f"--remote=pssl:{port}:127.0.0.1", *PKI["server"].options()]
+    srv = ServerProcess(kind, d, [db], name="nb", tcp=True, extra=extra).start()
+    if port and srv.proc is not None:
+        SSL_PORTS[srv.proc.pid] = port
+    return srv
 
 
 def address(srv: ServerProcess, transport: str) -> str:
+    if transport == "ssl":
+        assert srv.proc is not None
+        return f"ssl:127.0.0.1:{SSL_PORTS[srv.proc.pid]}"
     return srv.tcp if transport == "tcp" else srv.unix
+
+
+def pki_args(remote: str) -> list[str]:
+    """The real tools' PKI options, for an `ssl:` remote."""
+    return PKI["client"].options() if remote.startswith("ssl:") else []
+
+
+def use_tls(root: Path) -> None:
+    """Certificates for the servers and the clients, and this process's client PKI."""
+    ca = Authority(root / "pki")
+    PKI["server"], PKI["client"] = ca.issue("server"), ca.issue("bench")
+    c = PKI["client"]
+    tls.set_client_pki(tls.PkiFiles(c.key, c.cert, c.ca))
 
 
 def check(reply: dict) -> None:
@@ -61,10 +93,11 @@ def insert_op(name: str) -> dict:
 
 
 def bench_lsadd(remote: str, n: int) -> float:
-    subprocess.run(["ovn-nbctl", f"--db={remote}", "init"], check=True)
+    nbctl = ["ovn-nbctl", f"--db={remote}", *pki_args(remote)]
+    subprocess.run([*nbctl, "init"], check=True)
     t0 = time.perf_counter()
     for i in range(n):
-        subprocess.run(["ovn-nbctl", f"--db={remote}", "ls-add", f"ls{i}"], check=True)
+        subprocess.run([*nbctl, "ls-add", f"ls{i}"], check=True)
     return (time.perf_counter() - t0) / n
 
 
@@ -120,8 +153,8 @@ def populate(srv: ServerProcess, nsw: int, nport: int, batch: int = 100) -> None
 
 def bench_dump(remote: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["ovsdb-client", "dump", remote, "OVN_Northbound"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(["ovsdb-client", *pki_args(remote), "dump", remote, "OVN_Northbound"],
+                   check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
@@ -165,8 +198,8 @@ def main() -> int:
     args = ap.parse_args()
     compile_bytecode()  # (our daemons start as an installed package's do)
     transports = [t for t in args.transport.split(",") if t]
-    if not transports or any(t not in ("unix", "tcp") for t in transports):
-        ap.error("--transport takes unix, tcp or unix,tcp")
+    if not transports or any(t not in TRANSPORTS for t in transports):
+        ap.error("--transport takes a comma-separated list of unix, tcp and ssl")
     for b in ("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-nbctl"):
         if shutil.which(b) is None:
             print(f"bench: {b} is not installed (Debian: openvswitch-common, ovn-central)",
@@ -185,6 +218,8 @@ def main() -> int:
     rows: list[tuple[str, str, str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="pyovsdb-bench-") as tmp:
         root = Path(tmp)
+        if "ssl" in transports:
+            use_tls(root)
 
         def want(name: str) -> bool:
             return not only or name in only

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from interop_helpers import strip_uuids, wait_until
 
-from pki import Authority, Cert
 from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run, stop_process
+from pyovsdb.testing_pki import Authority, Cert
 
 pytestmark = pytest.mark.interop
 

@@ -1,6 +1,7 @@
-"""Throwaway certificate authorities for tests, made with the `openssl` command line
-(as `ovs-pki` does, with EC keys: much faster to make than RSA ones): a CA, and
-certificates it signs whose subject CN is a given name (RBAC's client id)."""
+"""Throwaway certificate authorities for tests and benchmarks, made with the
+`openssl` command line (as `ovs-pki` does, with EC keys: much faster to make than RSA
+ones): a CA, and certificates it signs whose subject CN is a given name (RBAC's client
+id)."""
 
 from __future__ import annotations
 
