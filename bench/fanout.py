@@ -39,10 +39,12 @@ batches of the two are interleaved (real, ours, ours, real, ...) and each figure
 median over the repetitions. Usage:
 
     python bench/fanout.py [--chassis 100,300] [--changes 40] [--reps 3]
-                           [--transport unix,tcp] [--monitor-all] [--json OUT]
+                           [--transport unix,tcp,ssl] [--monitor-all] [--json OUT]
                            [--kinds real,ours,ours-d5] [--burst K]
 
-All the chassis live in this process (one socket each, read with `selectors`); their
+`ssl` reaches each server through a `pssl:` Connection row, with certificates of a
+throwaway CA verified both ways. All the chassis live in this process (one socket each,
+read with `selectors`); their
 own CPU is not the servers' and is not counted. Servers run as our children in a
 temporary directory and are stopped by pid at the end, whatever happens.
 """
@@ -52,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import selectors
+import ssl
 import statistics
 import sys
 import tempfile
@@ -60,6 +63,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pyovsdb.jsonrpc import tls
 from pyovsdb.jsonrpc.client import Client, connect
 from pyovsdb.jsonrpc.stream import JsonStream, dumps
 from pyovsdb.scale.chassis import local_conditions
@@ -71,8 +75,10 @@ from pyovsdb.testing import (
     create_db,
     free_port,
 )
+from pyovsdb.testing_pki import Authority, Cert
 
 KINDS = ("real", "ours")
+PKI: dict[str, Cert] = {}  # (`--transport ssl`) the server's and the chassis' certificates
 SCENARIOS = ("port-local", "flows-local", "flows-router", "flows-group", "nb-cfg")
 PODS, FLOWS, SHARED_FLOWS = 10, 40, 200
 # -- the database -----------------------------------------------------------------------
@@ -88,16 +94,19 @@ def flow(dp: tuple[str, Any], i: int, table: int = 10) -> dict[str, Any]:
         "actions": "next;", "external_ids": ["map", [["stage-name", "ls_in_acl"]]]}}
 
 
-def topology_ops(n: int, port: int) -> list[dict[str, Any]]:
+def topology_ops(n: int, port: int, ssl_port: int = 0) -> list[dict[str, Any]]:
     """The Southbound of an n-node cluster, as one transaction (named uuids), with the
     TCP remote as deployments at scale configure it: a Connection row whose inactivity
     probe is off (with `--remote=ptcp` the real server closed a chassis connection
     during a 300-chassis storm, presumably by its default 5 s probe)."""
+    conns = [("conn", f"ptcp:{port}:127.0.0.1")]
+    if ssl_port:
+        conns.append(("sslconn", f"pssl:{ssl_port}:127.0.0.1"))
     ops: list[dict[str, Any]] = [
-        {"op": "insert", "table": "Connection", "uuid-name": "conn",
-         "row": {"target": f"ptcp:{port}:127.0.0.1", "inactivity_probe": 0}},
+        *({"op": "insert", "table": "Connection", "uuid-name": name,
+           "row": {"target": target, "inactivity_probe": 0}} for name, target in conns),
         {"op": "insert", "table": "SB_Global",
-         "row": {"connections": ["named-uuid", "conn"]}}]
+         "row": {"connections": ["set", [["named-uuid", name] for name, _ in conns]]}}]
     key = iter(range(1, 1 << 24))
 
     def dp(name: str, ref: str) -> None:
@@ -201,7 +210,10 @@ class Chassis:
     def on_readable(self) -> None:
         try:
             data = self.sock.recv(1 << 20)
-        except BlockingIOError:
+            # (TLS: what the TLS layer already holds is not signalled by the socket)
+            while isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+                data += self.sock.recv(1 << 20)
+        except (BlockingIOError, ssl.SSLWantReadError):
             return
         if not data:
             raise SystemExit(f"chassis {self.index}: the server closed the connection")
@@ -269,7 +281,9 @@ class Target:
         db = create_db(server_kind, d / "sb.db", SB_SCHEMA)
         self.kind = kind
         self.port = free_port()
-        extra = ["--remote=db:OVN_Southbound,SB_Global,connections"]
+        self.ssl_port = free_port() if PKI else 0
+        extra = ["--remote=db:OVN_Southbound,SB_Global,connections",
+                 *(PKI["server"].options() if PKI else [])]
         if delay:
             extra.append(f"--update-delay-ms={delay}")
         self.server = ServerProcess(server_kind, d, [db], name="sb", extra=extra).start()
@@ -281,7 +295,7 @@ class Target:
 
     def populate(self) -> None:
         with Client(self.server.unix, timeout=600) as c:
-            transact(c, topology_ops(self.n, self.port))
+            transact(c, topology_ops(self.n, self.port, self.ssl_port))
             self.dps = uuids_by_name(c, "Datapath_Binding", "external_ids")
             self.chassis = uuids_by_name(c, "Chassis", "name")
             self.group = transact(c, [{"op": "select", "table": "Logical_DP_Group",
@@ -299,7 +313,8 @@ class Target:
                 time.sleep(0.05)
 
     def connect(self, transport: str, monitor_all: bool) -> None:
-        remote = f"tcp:127.0.0.1:{self.port}" if transport == "tcp" else self.server.unix
+        remote = {"tcp": f"tcp:127.0.0.1:{self.port}", "ssl": f"ssl:127.0.0.1:{self.ssl_port}",
+                  "unix": self.server.unix}[transport]
         d = self.dps
 
         def monitors(i: int) -> dict[str, Any]:
@@ -527,6 +542,11 @@ def main() -> int:
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     compile_bytecode()
+    if "ssl" in args.transport.split(","):
+        ca = Authority(Path(tempfile.mkdtemp(prefix="fanout-pki-")))
+        PKI["server"], PKI["chassis"] = ca.issue("server"), ca.issue("chassis")
+        c = PKI["chassis"]
+        tls.set_client_pki(tls.PkiFiles(c.key, c.cert, c.ca))
     out: dict[str, Any] = {"monitor_all": args.monitor_all, "changes": args.changes,
                            "burst": args.burst, "reps": args.reps, "runs": []}
     for n in (int(x) for x in args.chassis.split(",")):

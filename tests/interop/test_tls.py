@@ -8,9 +8,12 @@ options are missing. Every test runs against both servers and compares."""
 from __future__ import annotations
 
 import re
+import shutil
 import socket
+import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import pytest
 from interop_helpers import strip_uuids, wait_until
 
 from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run, stop_process
+from pyovsdb.jsonrpc.tls import peer_common_name
 from pyovsdb.testing_pki import Authority, Cert
 
 pytestmark = pytest.mark.interop
@@ -275,3 +279,37 @@ def test_the_pypi_ovs_idl_over_tls(servers: dict[str, tuple[ServerProcess, int]]
             idl.close()
     assert got["ours"] == got["real"]
     assert got["ours"][1] == ["from-neutron"], got
+
+
+def _server_cn(port: int, me: Cert) -> str | None:
+    """The CN of the certificate the server at `port` presents now."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_cert_chain(me.cert, me.key)
+    ctx.load_verify_locations(me.ca)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            ctx.wrap_socket(raw) as s:
+        return peer_common_name(s.getpeercert())
+
+
+def test_a_certificate_renewed_on_disk_is_used_by_the_next_connection(
+        tmp_path: Path, ca: Authority) -> None:
+    """The server's key and certificate files replaced (a renewal): the next connection
+    gets the new certificate, without a restart, on both servers."""
+    me = ca.issue("admin")
+    for kind in KINDS:
+        old, new = ca.issue(f"{kind}-old"), ca.issue(f"{kind}-new")
+        key, cert = tmp_path / f"{kind}-key.pem", tmp_path / f"{kind}-cert.pem"
+        shutil.copy(old.key, key)
+        shutil.copy(old.cert, cert)
+        srv, port = _start(kind, tmp_path / kind, NB_SCHEMA,
+                           Cert(str(key), str(cert), ca.cert).options())
+        try:
+            assert _server_cn(port, me) == f"{kind}-old"
+            time.sleep(1.1)  # (a new modification time, at the file system's resolution)
+            shutil.copy(new.key, key)
+            shutil.copy(new.cert, cert)
+            want = f"{kind}-new"
+            assert wait_until(lambda p=port, w=want: _server_cn(p, me) == w), kind
+        finally:
+            srv.stop()
