@@ -313,3 +313,47 @@ def test_a_certificate_renewed_on_disk_is_used_by_the_next_connection(
             assert wait_until(lambda p=port, w=want: _server_cn(p, me) == w), kind
         finally:
             srv.stop()
+
+
+def test_handshakes_that_never_complete_hold_nobody_up(
+        servers: dict[str, tuple[ServerProcess, int]], ca: Authority) -> None:
+    """Twenty connections that never start their handshake: a client with a good
+    certificate still gets through at once. (The real server keeps such a connection
+    for as long as its peer does; ours drops it after `HANDSHAKE_TIMEOUT`.)"""
+    me = ca.issue("admin")
+    for kind, (_, port) in servers.items():
+        stalled = [socket.create_connection(("127.0.0.1", port), timeout=10)
+                   for _ in range(20)]
+        try:
+            t0 = time.monotonic()
+            ok = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs", _ssl(port)])
+            assert "OVN_Northbound" in ok.stdout and time.monotonic() - t0 < 5, kind
+        finally:
+            for s in stalled:
+                s.close()
+
+
+def test_ipv6(tmp_path: Path, ca: Authority) -> None:
+    """`pssl:0:[::1]` and `ssl:[::1]:PORT`, as the real tools write IPv6 literals."""
+    server, me = ca.issue("server"), ca.issue("admin")
+    got = {}
+    for kind in KINDS:
+        d = tmp_path / kind
+        d.mkdir()
+        db = create_db(kind, d / "db.db", NB_SCHEMA)
+        srv = ServerProcess(kind, d, [db],
+                            extra=["--remote=pssl:0:[::1]", *server.options()]).start()
+        try:
+            def port(s: ServerProcess = srv) -> list[str]:
+                return re.findall(r"listening on port (\d+)$", Path(s.logfile).read_text(),
+                                  re.M)
+            assert wait_until(lambda: bool(port())), Path(srv.logfile).read_text()
+            remote = f"ssl:[::1]:{port()[0]}"
+            got[kind] = run(["ovsdb-client", TIMEOUT, *me.options(), "list-dbs",
+                             remote]).stdout
+            ours = run([sys.executable, "-m", "pyovsdb", "client", *me.options(),
+                        "list-dbs", remote]).stdout
+            assert ours == got[kind]
+        finally:
+            srv.stop()
+    assert got["ours"] == got["real"] == "OVN_Northbound\n_Server\n"
