@@ -28,10 +28,10 @@ Rules kept here:
   (or "killed (SIGNAL)").
 - `--monitor`: restarts after a crash (util/monitor.py) with the remotes and
   databases as last changed at run time (util/restart_config.py).
-- Every accepted option does something: `pssl:` remotes serve TLS with the PKI
-  options (`server/pki.py`: files, or `db:` columns as ovn-ctl passes them); active
-  `ssl:` remotes are refused, and `--bootstrap-ca-cert` and `--peer-ca-cert` given as
-  files get a warning saying they are unused; `--disable-file-column-diff` is refused (records
+- Every accepted option does something: `pssl:` and `ssl:` remotes use the PKI
+  options (`server/pki.py`: files, or `db:` columns as ovn-ctl passes them);
+  `--bootstrap-ca-cert` and `--peer-ca-cert` given as files get a warning saying they
+  are unused; `--disable-file-column-diff` is refused (records
   are always written as column diffs); `--no-self-confinement` is a no-op, as in the
   real ovsdb-server, whose own code never reads it.
 - Control commands the real server has and `ovn-ctl` uses are added when the command
@@ -82,6 +82,7 @@ The default DATABASE, if none is given, is
 JSON-RPC options (may be specified any number of times):
   --remote=REMOTE         connect or listen to REMOTE
                           (punix:PATH, ptcp:PORT[:IP], pssl:PORT[:IP],
+                          unix:PATH, tcp:IP:PORT, ssl:IP:PORT,
                           db:DB,TABLE,COLUMN)
 
 PKI configuration (required to use SSL):
@@ -162,10 +163,6 @@ def main(argv: list[str]) -> int:
               "are always written as column diffs)", file=sys.stderr)
         return 1
     remotes = parsed.all("remote")
-    for r in remotes:
-        if r.startswith("ssl:"):
-            print(f"{PROGRAM}: {r}: active SSL remotes are not supported", file=sys.stderr)
-            return 1
     limits = {}
     for name, default in (("max-backlog", 512 * 1024 * 1024),
                           ("max-message-size", DEFAULT_MAX_SIZE)):

@@ -36,6 +36,7 @@ import errno
 import logging
 import os
 import re
+import ssl
 from collections.abc import Callable, Generator
 from typing import Any, Protocol
 
@@ -594,9 +595,10 @@ def _no_sink(method: str) -> RowSink | None:
     return None
 
 
-async def connect(remote: str, factory: Callable[[], Connection],
-                  timeout: float | None = None) -> Any:
-    """Open `remote` with the protocol `factory` makes; returns that protocol."""
+async def connect(remote: str, factory: Callable[[], Any], timeout: float | None = None,
+                  ssl_context: ssl.SSLContext | None = None) -> Any:
+    """Open `remote` with the protocol `factory` makes; returns that protocol. An
+    `ssl:` remote uses `ssl_context`, by default the process's client PKI."""
     loop = asyncio.get_running_loop()
     kind, _, addr = remote.partition(":")
     if kind == "unix":
@@ -609,7 +611,7 @@ async def connect(remote: str, factory: Callable[[], Connection],
         host, _, port = addr.rpartition(":")
         coro = loop.create_connection(factory, host.strip("[]"), int(port))
     elif kind == "ssl":
-        ctx = tls.client_context()
+        ctx = ssl_context or tls.client_context()
         if ctx is None:
             raise OSError(errno.ENOPROTOOPT, os.strerror(errno.ENOPROTOOPT))
         host, port_n = tls.ssl_address(remote)

@@ -48,6 +48,8 @@ Rules kept here:
   (`jsonrpc.tls.TlsAcceptor`), with the context the server's PKI options give at that
   moment: a connection accepted while they are incomplete is refused, its reasons
   logged.
+- An active remote (`tcp:`, `unix:`, `ssl:`) is served like a listener: the server
+  connects out and reconnects (`server.active`), its status written as a listener's.
 - A listener's unix socket file is removed when it closes.
 - The listen queue is long (`LISTEN_BACKLOG`), so that a burst of clients connecting at
   once (all of a deployment reconnecting after a restart) queues instead of being
@@ -69,6 +71,7 @@ from ..ovsdb.errors import OvsdbError
 from ..util import ratelimit
 from ..util.ratelimit import RateLimit
 from ..util.unixsock import listen_unix
+from .active import ActiveRemote
 from .appctl import CommandError
 from .remotes import (
     Remote,
@@ -101,6 +104,7 @@ _RL_UNIX = RateLimit(1, 5)
 
 
 _INET = ("ptcp", "pssl")
+_ACTIVE = ("unix", "tcp", "ssl")  # (`server.active`)
 
 
 def _no_tls() -> ssl.SSLContext | None:
@@ -249,19 +253,21 @@ class Listener:
 
 
 class Listeners:
-    def __init__(self, session_factory: Callable[[Listener], Any],
+    def __init__(self, session_factory: Callable[[Listener | ActiveRemote], Any],
                  dbs: dict[str, HostedDb], status_writer: Callable[[str, list[Any]], None],
                  joining: Callable[[str], bool] = lambda name: False,
-                 tls: Callable[[], ssl.SSLContext | None] = _no_tls) -> None:
+                 tls: Callable[[], ssl.SSLContext | None] = _no_tls,
+                 tls_out: Callable[[], ssl.SSLContext | None] = _no_tls) -> None:
         self.session_factory = session_factory
         self.tls = tls  # the TLS context for a connection to a pssl: listener
+        self.tls_out = tls_out  # and for one an ssl: remote makes
         self.dbs = dbs
         self.status_writer = status_writer
         self.joining = joining  # a clustered database with no contents yet
         # As configured, in the order given: targets and db:DB,TABLE,COLUMN.
         self.remotes: dict[str, None] = {}
         self._last_problems = ""  # the db: remotes' problems last logged
-        self.active: dict[str, Listener] = {}  # target -> its listener
+        self.active: dict[str, Listener | ActiveRemote] = {}  # target -> its listener
         self._warned: set[str] = set()  # targets we cannot serve, already logged
         self._starting: set[asyncio.Task[None]] = set()
         self._status_task: asyncio.Task[None] | None = None
@@ -403,15 +409,16 @@ class Listeners:
             remote = self._servable(target)
             if remote is None:
                 continue
-            lst = Listener(remote, options, self.tls)
+            made: Listener | ActiveRemote = ActiveRemote(remote, options, self.tls_out) \
+                if remote.kind in _ACTIVE else Listener(remote, options, self.tls)
             try:
-                lst.open()
+                made.open()
             except OSError:
                 self._failed.add(target)  # logged; tried again soon
                 continue
             self._failed.discard(target)
-            self.active[target] = lst
-            self._start(lst)
+            self.active[target] = made
+            self._start(made)
         if self._failed and self._retry_task is None:
             self._retry_task = asyncio.get_running_loop().create_task(self._retry_loop())
 
@@ -442,15 +449,16 @@ class Listeners:
         except OvsdbError as e:
             problem = e.details or e.tag
         else:
-            if remote.kind in ("punix", *_INET):
+            if remote.kind in ("punix", *_INET, *_ACTIVE):
                 return remote
-            problem = f"{target}: only punix:, ptcp: and pssl: remotes are served"
+            problem = f"{target}: only punix:, ptcp:, pssl:, unix:, tcp: and ssl: remotes " \
+                "are served"
         if target not in self._warned:
             self._warned.add(target)
             log.warning("%s", problem)
         return None
 
-    def _start(self, lst: Listener) -> None:
+    def _start(self, lst: Listener | ActiveRemote) -> None:
         def factory() -> Any:
             session = self.session_factory(lst)
             session.set_options(lst.options)

@@ -52,6 +52,10 @@ class ServerPki:
     def server_context(self) -> ssl.SSLContext | None:
         return self.contexts.context(self.files(), server_side=True)
 
+    def client_context(self) -> ssl.SSLContext | None:
+        """(an active `ssl:` remote) the same PKI, for connecting out."""
+        return self.contexts.context(self.files(), server_side=False)
+
     def _resolve(self, value: str | None, problems: list[str]) -> str | None:
         if value is None or not value.startswith("db:"):
             return value

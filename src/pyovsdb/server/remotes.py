@@ -6,7 +6,8 @@ Rules kept here:
   given. `ptcp:PORT[:IP]` listens on TCP (IP defaults to 0.0.0.0, IPv6 literals in
   brackets); port 0 picks a free port, reported afterwards; a bare `ptcp:` is the
   OVSDB port 6640, as for the real server. `pssl:PORT[:IP]` is the same with TLS
-  (`jsonrpc.tls`).
+  (`jsonrpc.tls`). `tcp:HOST:PORT`, `ssl:HOST:PORT` and `unix:PATH` are active remotes
+  (`server.active`): the server connects out.
 - `db:DB,TABLE,COLUMN` names a column whose values are more remotes (resolved by the
   server, not here). Its three names are read as the real server reads them (C's
   `strtok` on commas: empty names are skipped, anything after the third is ignored);
@@ -20,7 +21,7 @@ Rules kept here:
   `max_backoff`, `inactivity_probe` (ms, 0 disables, anything else at least 1000),
   `read_only`, `role`, and `other_config:dscp` (C `atoi`; outside 0..63 keeps the
   default 48). A column of another type than the real server expects is ignored.
-  `max_backoff` only matters for active remotes, which we do not make.
+  `max_backoff` only matters for active remotes.
 - Anything else is a clear error naming the remote.
 """
 
@@ -46,7 +47,7 @@ MIN_PROBE_MS = 1000
 
 @dataclass(frozen=True)
 class Remote:
-    kind: str  # "punix" | "ptcp" | "pssl" | "db"
+    kind: str  # "punix" | "ptcp" | "pssl" | "db", or active: "unix" | "tcp" | "ssl"
     path: str = ""
     host: str = ""
     port: int = 0
@@ -54,7 +55,7 @@ class Remote:
 
     @property
     def probe_interval(self) -> float:
-        return DEFAULT_PROBE_INTERVAL if self.kind in ("ptcp", "pssl") else 0.0
+        return DEFAULT_PROBE_INTERVAL if self.kind in ("ptcp", "pssl", "tcp", "ssl") else 0.0
 
 
 def parse_remote(name: str) -> Remote:
@@ -80,8 +81,19 @@ def parse_remote(name: str) -> Remote:
         return Remote(kind, host=host, port=port, name=name)
     if kind == "db":
         return Remote("db", path=rest, name=name)
-    if kind in ("ssl", "tcp", "unix"):
-        raise OvsdbError("not supported", f"{name}: {kind}: remotes are not supported yet")
+    if kind == "unix":
+        if not rest:
+            raise OvsdbError("syntax error", f"{name}: unix: requires a socket path")
+        return Remote("unix", path=unix_path(rest), name=name)
+    if kind in ("tcp", "ssl"):
+        host, _, port_s = rest.rpartition(":")
+        try:
+            port = int(port_s) if port_s else OVSDB_PORT
+        except ValueError:
+            raise OvsdbError("syntax error", f"{name}: bad port number \"{port_s}\"") from None
+        if not host or not 0 < port <= 65535:
+            raise OvsdbError("syntax error", f"{name}: {kind}: requires HOST:PORT")
+        return Remote(kind, host=host.strip("[]"), port=port, name=name)
     raise OvsdbError("syntax error", f"{name}: unknown remote type \"{kind}\"")
 
 

@@ -43,6 +43,7 @@ from ..storage import clustered
 from ..storage.standalone import StandaloneStorage
 from ..util import batch, memtrim
 from ..util.uuidgen import new_uuid
+from .active import ActiveRemote
 from .cluster import ClusteredDb
 from .hosted import HostedDb
 from .listeners import Listener, Listeners
@@ -99,7 +100,8 @@ class Server:
         self.pki = ServerPki(self.dbs)  # `--private-key` and the rest (`pki`)
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
                                    lambda name: name in self.clusters
-                                   and name not in self.dbs, self.pki.server_context)
+                                   and name not in self.dbs, self.pki.server_context,
+                                   self.pki.client_context)
 
     def end_window_at(self, session: Session, at: float) -> float:
         """File `session`'s update window (--update-delay-ms) to end at loop time
@@ -134,7 +136,7 @@ class Server:
     def _clear_release_cache(self) -> None:
         self._release_shared = None
 
-    def _new_session(self, listener: Listener) -> Session:
+    def _new_session(self, listener: Listener | ActiveRemote) -> Session:
         session = Session(self, probe_interval=listener.remote.probe_interval)
         listener.sessions.add(session)
         session.on_closed.append(lambda: listener.sessions.discard(session))

@@ -1,0 +1,143 @@
+"""Active remotes: `--remote=tcp:IP:PORT`, `unix:PATH` or `ssl:IP:PORT` (or such a target
+in a Connection or Manager row). The server connects out and serves the connection as
+it serves an accepted one, as ovsdb-server does for a manager.
+
+Rules kept here:
+- The first attempt is made at once. After a failed attempt or a session that ended,
+  the next waits as OVS's reconnect state machine says (`util.reconnect.ReconnectLog`:
+  1 s, then doubling up to the remote's `max_backoff`, 8 s by default), with its log
+  lines, named by the target.
+- An `ssl:` target uses the server's PKI (`server.pki`) as a client's context.
+- While connected, the session is an ordinary one (named by the target, with the
+  remote's probe interval, read-only flag and role); `status()` reports
+  `is_connected` and the state machine's `state` (`ACTIVE`, `BACKOFF`, `CONNECTING`),
+  with `sec_since_connect` / `sec_since_disconnect` once there was a connection, as the
+  real server writes them into a Connection row.
+- `close()` stops the attempts and closes the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..jsonrpc.session import connect
+from ..util.reconnect import ReconnectLog
+from .remotes import Remote, RemoteOptions
+
+ATTEMPT_TIMEOUT = 10.0  # s: one connection attempt
+
+
+class ActiveRemote:
+    def __init__(self, remote: Remote, options: RemoteOptions,
+                 tls: Callable[[], ssl.SSLContext | None]) -> None:
+        self.remote = remote
+        self.options = options
+        self.tls = tls  # (ssl:) the context of an attempt made now
+        self.sessions: set[Any] = set()
+        self.closed = False
+        self.state = "BACKOFF"
+        self.connected_at: float | None = None
+        self.disconnected_at: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- what `Listeners` asks of a listener ---------------------------------------------
+
+    def open(self) -> None:
+        pass  # (nothing to bind)
+
+    async def serve(self, factory: Callable[[], Any]) -> None:
+        """Start connecting (in the background: this returns at once)."""
+        if self._task is None and not self.closed:
+            self._task = asyncio.get_running_loop().create_task(self._run(factory))
+
+    def apply(self, options: RemoteOptions) -> None:
+        if options == self.options:
+            return
+        self.options = options
+        for s in list(self.sessions):
+            s.set_options(options)
+
+    @property
+    def port(self) -> int | None:
+        return None
+
+    @property
+    def bound(self) -> str:
+        return self.remote.name
+
+    def status(self) -> tuple[bool, dict[str, str]]:
+        now = time.monotonic()
+        status = {"state": self.state}
+        if self.connected_at is not None:
+            status["sec_since_connect"] = str(int(now - self.connected_at))
+        if self.disconnected_at is not None:
+            status["sec_since_disconnect"] = str(int(now - self.disconnected_at))
+        return bool(self.sessions), status
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._task is not None:
+            self._task.cancel()
+        for s in list(self.sessions):
+            s.close()
+
+    # -- the attempts ---------------------------------------------------------------------
+
+    async def _run(self, factory: Callable[[], Any]) -> None:
+        fsm = ReconnectLog(max_backoff_ms=self.options.max_backoff_ms)
+        name = self.remote.name
+        while not self.closed:
+            fsm.connecting(name)
+            self.state = "CONNECTING"
+            ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def made(ended: asyncio.Future[None] = ended) -> Any:
+                session = factory()
+                session.name = name
+                session.on_closed.append(lambda: _end(ended))
+                return session
+
+            try:
+                ctx = self.tls() if self.remote.kind == "ssl" else None
+                if self.remote.kind == "ssl" and ctx is None:
+                    raise OSError("Protocol not available")
+                session = await connect(name, made, ATTEMPT_TIMEOUT, ssl_context=ctx)
+            except (TimeoutError, OSError, ssl.SSLError) as e:
+                timed_out = isinstance(e, TimeoutError)
+                fsm.failed(None if timed_out else _text(e))
+            else:
+                fsm.connected()
+                self.state = "ACTIVE"
+                self.connected_at = time.monotonic()
+                self.sessions.add(session)
+                await ended
+                self.sessions.discard(session)
+                self.disconnected_at = time.monotonic()
+                if self.closed:
+                    return
+                # (in use: as long as the backoff it would otherwise wait, as
+                # reconnect.c's "last activity" rule)
+                fsm.disconnected(None, used=(self.disconnected_at - self.connected_at) * 1000
+                                 >= fsm.backoff_ms)
+            self.state = "BACKOFF"
+            await asyncio.sleep(fsm.backoff_ms / 1000.0)
+
+
+def _end(ended: asyncio.Future[None]) -> None:
+    if not ended.done():
+        ended.set_result(None)
+
+
+def _text(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.errno:
+        return os.strerror(e.errno)
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return str(e) or type(e).__name__
