@@ -220,7 +220,8 @@ class Hypervisor:
     def __init__(self, name: str, workdir: Path, sb_remote: str, encap_ip: str,
                  conf_db_server_kind: str = "ours", *, monitor_all: bool = False,
                  external_ids: dict[str, str] | None = None,
-                 server_extra: list[str] | None = None) -> None:
+                 server_extra: list[str] | None = None,
+                 controller_extra: list[str] | None = None) -> None:
         self.name = name
         self.workdir = Path(workdir)
         self.sb_remote = sb_remote
@@ -229,6 +230,7 @@ class Hypervisor:
         self.monitor_all = monitor_all
         self.extra_ids = dict(external_ids or {})
         self.server_extra = list(server_extra or [])  # more options for the conf.db server
+        self.controller_extra = list(controller_extra or [])  # and for ovn-controller (PKI)
         self.env = daemon_env(self.workdir)
         self.conf: ServerProcess | None = None
         self.vswitchd = Daemon("ovs-vswitchd", [
@@ -275,7 +277,7 @@ class Hypervisor:
         self.conf = ServerProcess(self.kind, self.workdir, [db], name="conf",
                                   extra=self.server_extra).start()
         self.vswitchd.cmd = [*self.vswitchd.cmd[:3], self.conf.unix]
-        self.controller.cmd = ["ovn-controller", self.conf.unix]
+        self.controller.cmd = ["ovn-controller", *self.controller_extra, self.conf.unix]
         ids = {
             "system-id": self.system_id,
             "hostname": self.name,

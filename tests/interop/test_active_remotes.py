@@ -68,7 +68,7 @@ def test_the_server_connects_out_and_backs_off_as_the_real_one(
                for kind, (_, port) in servers.items()}
     got = {}
     for kind, client in clients.items():
-        out, err = client.communicate(timeout=30)
+        out, _ = client.communicate(timeout=30)
         srv, port = servers[kind]
         assert wait_until(lambda s=srv, p=port: "connection closed by peer"
                           in "".join(_reconnect_lines(s, p))), kind
@@ -111,7 +111,7 @@ def test_a_connection_rows_active_target_is_reported_not_connected(tmp_path: Pat
             run([*nbctl, "init"])
             run([*nbctl, "set-connection", f"tcp:127.0.0.1:{free_port()}"])
 
-            def row() -> str:
+            def row(nbctl: list[str] = nbctl) -> str:
                 return run([*nbctl, "--columns=is_connected,status", "list",
                             "Connection"]).stdout
             assert wait_until(lambda: "BACKOFF" in row(), timeout=10), (kind, row())

@@ -357,3 +357,37 @@ def test_ipv6(tmp_path: Path, ca: Authority) -> None:
         finally:
             srv.stop()
     assert got["ours"] == got["real"] == "OVN_Northbound\n_Server\n"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_real_ovn_controller_over_tls_under_rbac(tmp_path: Path, ca: Authority,
+                                                   kind: str) -> None:
+    """A real ovn-controller with its own certificate reaches the Southbound over
+    `ssl:` through a Connection whose role is `ovn-controller` (RBAC rows by the real
+    ovn-northd): it registers its chassis. Another whose certificate names `hv1` but
+    whose system-id is `hv2` is refused its Chassis row, with the real error."""
+    from hypervisor import ControlPlane, Hypervisor, poll
+
+    server, hv1 = ca.issue("server"), ca.issue("hv1")
+    plane = ControlPlane(kind, tmp_path / "central", server_extra=server.options()).start()
+    hvs: list[Hypervisor] = []
+    try:
+        plane.sbctl("set-connection", "role=ovn-controller", "pssl:0:127.0.0.1")
+        assert plane.sb is not None
+        remote = _ssl(_listening_port(plane.sb))
+        for name, ip in (("hv1", "127.0.0.2"), ("hv2", "127.0.0.3")):
+            hvs.append(Hypervisor(name, tmp_path / name, remote, ip, "real",
+                                  controller_extra=hv1.options()).start())
+        poll(lambda: "hv1" in plane.chassis(), "hv1's chassis", plane.logs)
+        poll(lambda: "RBAC rules for client" in Path(hvs[1].controller.logfile).read_text(),
+             "hv2's refusal", hvs[1].logs)
+        assert plane.chassis() == ["hv1"]
+        refused = next(line.split("|", 4)[-1] for line in
+                       Path(hvs[1].controller.logfile).read_text().splitlines()
+                       if "RBAC rules for client" in line)
+        assert 'RBAC rules for client \\"hv1\\" role \\"ovn-controller\\" prohibit row ' \
+               'insertion into table \\"Chassis\\"' in refused, refused
+    finally:
+        for hv in hvs:
+            hv.stop()
+        plane.stop()
