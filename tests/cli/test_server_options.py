@@ -89,9 +89,6 @@ def test_refused_options(tmp_path: Path) -> None:
     assert (p.returncode, p.stderr) == (
         1, "ovsdb-server: --disable-file-column-diff is not supported (database records "
            "are always written as column diffs)\n")
-    p = run(server("--remote=ssl:127.0.0.1:1", db), check=False)
-    assert (p.returncode, p.stderr) == (1, "ovsdb-server: ssl:127.0.0.1:1: active SSL "
-                                           "remotes are not supported\n")
     # A remote that cannot listen is retried, not refused: tests/interop/test_listen_retry.py
     p = run(server("--frobnicate", db), check=False)
     assert (p.returncode, p.stderr) == (1, "ovsdb-server: unrecognized option "

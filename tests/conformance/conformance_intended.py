@@ -104,9 +104,16 @@ INTENDED: dict[str, Intended] = {
         "`ovs-appctl version`", "not observable", "control socket"),
     "memory_show": Intended("`memory/show`", "not observable", "control socket"),
     "compaction": Intended("online compaction trigger", "not observable", "storage"),
-    "ssl": Intended("SSL remotes (`pssl:`, `ssl:`)", "not observable", "startup"),
+    "ssl": Intended("TLS listeners (`pssl:PORT[:IP]`)", "not observable",
+                    "TLS (tests/interop/test_tls.py)"),
+    "ssl_unsupported": Intended("`--bootstrap-ca-cert`, `--peer-ca-cert`", "not observable",
+                                "startup"),
+    "ssl_clients": Intended("`ssl:` in `pyovsdb client`, the IDL and `pyovsdb northd`",
+                            "not observable", "TLS (tests/interop/test_tls.py)"),
     "active_remotes": Intended(
-        "active remotes (`tcp:`/`unix:` as `--remote`)", "not observable", "startup"),
+        "active remotes (`tcp:`, `unix:`, `ssl:` as `--remote` or a Connection/Manager "
+        "target)", "not observable", "active remotes "
+        "(tests/interop/test_active_remotes.py)"),
     "db_remote_runtime_change": Intended(
         "a `db:` remote's `read_only` or `role` changed at run time", "not observable",
         "db: remotes (tests/interop/test_rbac_read_only.py)"),
