@@ -98,7 +98,7 @@ class Cluster:
     def __init__(self, workdir: Path, schema: str, db_name: str, kinds: list[str], *,
                  extra: list[str] | None = None,
                  per_member_extra: dict[int, list[str]] | None = None,
-                 raft_tcp: bool = False) -> None:
+                 raft_tcp: bool = False, raft_ssl: bool = False) -> None:
         self.workdir = workdir
         self.schema = schema
         self.db_name = db_name
@@ -106,6 +106,7 @@ class Cluster:
         self.extra = extra or []
         self.per_member_extra = per_member_extra or {}
         self.raft_tcp = raft_tcp
+        self.raft_ssl = raft_ssl  # members talk TLS (`extra` gives their PKI options)
         self.members: list[Member] = []
         self.all_procs: list[ServerProcess] = []
         for i, kind in enumerate(kinds, 1):
@@ -113,11 +114,11 @@ class Cluster:
 
     def _raft_address(self, i: int) -> str:
         path = self.workdir / f"s{i}.raft"
-        if len(str(path)) < 100 and not self.raft_tcp:
+        if len(str(path)) < 100 and not self.raft_tcp and not self.raft_ssl:
             return f"unix:{path}"
         from pyovsdb.testing import free_port
 
-        return f"tcp:127.0.0.1:{free_port()}"
+        return f"{'ssl' if self.raft_ssl else 'tcp'}:127.0.0.1:{free_port()}"
 
     def _new_member(self, i: int, kind: str) -> Member:
         d = self.workdir

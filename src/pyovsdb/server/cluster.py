@@ -171,7 +171,8 @@ class ClusteredDb:
         # eid -> transactions whose command timed out while in that entry
         self._maybe: dict[str, list[tuple[_Pending, Outcome]]] = {}
         self.retry: list[_Pending] = []
-        self.net = RaftNet(header.sid, header.local_address, header.cid, self._on_rpc)
+        self.net = RaftNet(header.sid, header.local_address, header.cid, self._on_rpc,
+                           server.pki.server_context, server.pki.client_context)
         self.net.on_up = self._on_up
         self.net.on_down = self._on_down
         self._timer: asyncio.TimerHandle | None = None

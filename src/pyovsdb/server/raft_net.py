@@ -1,5 +1,6 @@
-"""The network between cluster members: Raft RPCs as JSON-RPC notifications over TCP or
-unix sockets, as the real ovsdb-server exchanges them.
+"""The network between cluster members: Raft RPCs as JSON-RPC notifications over TCP,
+TLS (`ssl:` addresses, with the server's PKI both ways) or unix sockets, as the real
+ovsdb-server exchanges them.
 
 Rules kept here:
 - Each member listens on its raft address and keeps one outgoing connection to every
@@ -23,12 +24,14 @@ import asyncio
 import logging
 import os
 import random
+import ssl
 from collections.abc import Callable
 from typing import Any
 
 from ..jsonrpc.client import unix_path
 from ..jsonrpc.connection import Connection
 from ..jsonrpc.message import NOTIFY
+from ..jsonrpc.tls import TlsAcceptor
 from ..raft import rpc
 from ..util.unixsock import listen_unix
 
@@ -81,8 +84,13 @@ class _RaftConn(Connection):
 
 class RaftNet:
     def __init__(self, sid: str, local_address: str, cluster_id: str | None,
-                 deliver: Callable[[rpc.RaftRpc], None]) -> None:
+                 deliver: Callable[[rpc.RaftRpc], None],
+                 tls_in: Callable[[], ssl.SSLContext | None] | None = None,
+                 tls_out: Callable[[], ssl.SSLContext | None] | None = None) -> None:
         self.sid = sid
+        # (`ssl:` addresses) the server's PKI, accepting and connecting
+        self.tls_in = tls_in or (lambda: None)
+        self.tls_out = tls_out or (lambda: None)
         self.local_address = local_address
         self.cluster_id = cluster_id
         self.deliver = deliver
@@ -113,6 +121,15 @@ class RaftNet:
         elif kind == "tcp":
             host, _, port = rest.rpartition(":")
             self._server = await loop.create_server(factory, host.strip("[]"), int(port),
+                                                    reuse_address=True)
+        elif kind == "ssl":
+            host, _, port = rest.rpartition(":")
+            tls_in, name = self.tls_in, f"pssl:{port}:{host.strip('[]')}"
+
+            def accept() -> TlsAcceptor:
+                return TlsAcceptor(factory, tls_in, name)
+
+            self._server = await loop.create_server(accept, host.strip("[]"), int(port),
                                                     reuse_address=True)
         else:
             raise ValueError(f"{self.local_address}: unsupported raft address")
@@ -152,8 +169,9 @@ class RaftNet:
         backoff = RECONNECT_MIN
         while not self.closed:
             try:
+                ctx = self.tls_out() if address.startswith("ssl:") else None
                 conn = await connect(address, lambda: _RaftConn(self, address, address),
-                                     timeout=5)
+                                     timeout=5, ssl_context=ctx)
             except (OSError, TimeoutError, ValueError):
                 await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
                 backoff = min(RECONNECT_MAX, backoff * 2)
