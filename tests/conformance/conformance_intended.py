@@ -108,6 +108,9 @@ INTENDED: dict[str, Intended] = {
                     "TLS (tests/interop/test_tls.py)"),
     "ssl_unsupported": Intended("`--bootstrap-ca-cert`, `--peer-ca-cert`", "not observable",
                                 "startup"),
+    "relays": Intended("relays (`relay:DB:REMOTE`)", "not observable", "startup"),
+    "replication": Intended("active-backup replication (`--sync-from`)", "not observable",
+                            "replication (tests/interop/test_replication.py)"),
     "ssl_clients": Intended("`ssl:` in `pyovsdb client`, the IDL and `pyovsdb northd`",
                             "not observable", "TLS (tests/interop/test_tls.py)"),
     "active_remotes": Intended(

@@ -35,8 +35,8 @@ Rules kept here:
   are always written as column diffs); `--no-self-confinement` is a no-op, as in the
   real ovsdb-server, whose own code never reads it.
 - Control commands the real server has and `ovn-ctl` uses are added when the command
-  table lacks them: `ovsdb-server/sync-status` ("state: active": there is no
-  replication, `--sync-from` is not accepted) and `vlog/list-pattern`.
+  table lacks them: `vlog/list-pattern`. Replication (`--sync-from`, the
+  `*-active-ovsdb-server` commands, `sync-status`) is `server/replication.py`'s.
 - Two limits of our own bound what one client can cost: --max-backlog (unsent output;
   held monitor updates, bounded by the rows that changed, do not count)
   and --max-message-size (one received message; the real server has no such limit, so
@@ -90,6 +90,13 @@ PKI configuration (required to use SSL):
   --bootstrap-ca-cert=FILE  --peer-ca-cert=FILE
   --ssl-protocols=PROTOS  --ssl-ciphers=CIPHERS
 
+Syncing options:
+  --sync-from=SERVER      sync DATABASE from active SERVER and start in
+                          backup mode (except with --active)
+  --sync-exclude-tables=DB:TABLE,...
+                          exclude the TABLE in DB from syncing
+  --active                with --sync-from, start in active mode
+
 {daemon_usage}
 Other options:
   --run COMMAND           run COMMAND as subprocess then exit
@@ -119,6 +126,9 @@ LONG = {
     "remote": opt.REQUIRED,
     "run": opt.REQUIRED,
     "no-dbs": opt.NONE,
+    "sync-from": opt.REQUIRED,
+    "sync-exclude-tables": opt.REQUIRED,
+    "active": opt.NONE,
     "max-backlog": opt.REQUIRED,
     "max-message-size": opt.REQUIRED,
     "no-raft-commit-sync": opt.NONE,
@@ -217,6 +227,8 @@ def main(argv: list[str]) -> int:
                limits["max-message-size"], not parsed.has("no-raft-commit-sync"), metrics,
                update_delay_ms)
     run.pki = {name: str(parsed.get(name)) for name in PKI_OPTIONS if parsed.has(name)}
+    run.sync = (parsed.get("sync-from"), parsed.get("sync-exclude-tables") or "",
+                parsed.has("active"))
     status = dm.run_to_end(PROGRAM, "ovsdb_server", d, runner, run.serve())
     dm.die_of(run.signal)
     return status
@@ -269,6 +281,8 @@ class _Run:
         self.update_delay_ms = update_delay_ms
         self.signal: int | None = None
         self.pki: dict[str, str] = {}  # the PKI options as given (`server.pki`)
+        # --sync-from, --sync-exclude-tables, --active (`server.replication`)
+        self.sync: tuple[str | None, str, bool] = (None, "", False)
         self.server: Any = None
         self._waiter: asyncio.Task[None] | None = None
 
@@ -297,6 +311,9 @@ class _Run:
                 sys.stderr.write(f"{PROGRAM}: " + "".join(f"{p}\n" for p in problems)
                                  + "\n")
                 return 1
+            server.sync_from, server.sync_exclude, active = self.sync
+            if server.sync_from and not active:
+                server.connect_active()
             for r in self.config.remotes:
                 # One that cannot listen yet is logged and retried, as in the real
                 # server: startup goes on. One we cannot serve at all is refused.
@@ -385,10 +402,6 @@ class _Run:
         if "vlog/list-pattern" not in uc.commands:
             uc.register("vlog/list-pattern", "", 0, 0,
                         lambda args: vlog.current().list_patterns())
-        if "ovsdb-server/sync-status" not in uc.commands:
-            # No --sync-from (the option is refused): always the active server, which is
-            # what `ovn-ctl status_ovnnb` asks.
-            uc.register("ovsdb-server/sync-status", "", 0, 0, lambda args: "state: active\n")
 
     def _keep_config(self, server: Any) -> None:
         """After each successful run-time change of remotes or databases, rewrite the

@@ -31,6 +31,7 @@ from .. import __version__
 from ..ovsdb.errors import OvsdbError
 from ..util import memtrim
 from .appctl import CommandError, UnixctlServer, register_vlog
+from .replication import excluded_text, parse_excluded
 from .server_db import SERVER_DB
 
 if TYPE_CHECKING:
@@ -52,6 +53,19 @@ def register(server: Server, path: str) -> UnixctlServer:
     uc.register("ovsdb-server/add-db", "DB", 1, 1, commands.add_db)
     uc.register("ovsdb-server/remove-db", "DB", 1, 1, commands.remove_db)
     uc.register("ovsdb-server/add-remote", "REMOTE", 1, 1, commands.add_remote)
+    uc.register("ovsdb-server/set-active-ovsdb-server", "", 1, 1, commands.set_active)
+    uc.register("ovsdb-server/get-active-ovsdb-server", "", 0, 0,
+                lambda args: server.sync_from or "")
+    uc.register("ovsdb-server/connect-active-ovsdb-server", "", 0, 0,
+                lambda args: server.connect_active() or "")
+    uc.register("ovsdb-server/disconnect-active-ovsdb-server", "", 0, 0,
+                commands.disconnect_active)
+    uc.register("ovsdb-server/set-active-ovsdb-server-probe-interval", "", 1, 1,
+                commands.set_probe_interval)
+    uc.register("ovsdb-server/set-sync-exclude-tables", "", 1, 1, commands.set_exclude)
+    uc.register("ovsdb-server/get-sync-exclude-tables", "", 0, 0,
+                lambda args: excluded_text(parse_excluded(server.sync_exclude)))
+    uc.register("ovsdb-server/sync-status", "", 0, 0, lambda args: server.sync_status())
     uc.register("ovsdb-server/remove-remote", "REMOTE", 1, 1, commands.remove_remote)
     uc.register("ovsdb-server/list-remotes", "", 0, 0, commands.list_remotes)
     uc.register("ovsdb-server/reconnect", "", 0, 0, commands.reconnect)
@@ -177,6 +191,33 @@ class _Commands:
         self.server.listeners.check(args[0])
         task = asyncio.get_running_loop().create_task(self.server.listeners.add(args[0]))
         task.add_done_callback(_log_task_error)
+        return ""
+
+    # -- active-backup replication (server.replication) --------------------------------
+
+    def set_active(self, args: list[str]) -> str:
+        self.server.sync_from = args[0]
+        return ""
+
+    def disconnect_active(self, args: list[str]) -> str:
+        self.server.disconnect_active()
+        return ""
+
+    def set_probe_interval(self, args: list[str]) -> str:
+        try:
+            int(args[0], 10)
+        except ValueError:
+            return "Invalid probe interval, integer value expected"
+        return ""
+
+    def set_exclude(self, args: list[str]) -> str:
+        try:
+            parse_excluded(args[0])
+        except ValueError as e:
+            return str(e)
+        self.server.sync_exclude = args[0]
+        if self.server.backup:
+            self.server.connect_active()  # (replication started again without them)
         return ""
 
     def remove_remote(self, args: list[str]) -> str:

@@ -50,6 +50,7 @@ from .listeners import Listener, Listeners
 from .locks import LockManager
 from .metrics import ServerMetrics
 from .pki import ServerPki
+from .replication import Replication
 from .server_db import SERVER_DB, ServerDatabase
 from .session import Session
 
@@ -98,6 +99,13 @@ class Server:
         self._reclaim_by = 0.0  # loop time by which to reclaim whatever clients read
         self._last_reclaim = -RECLAIM_INTERVAL
         self.pki = ServerPki(self.dbs)  # `--private-key` and the rest (`pki`)
+        # Active-backup replication (`replication`): the active server to follow, the
+        # tables not to, and whether this server is a backup now (its clients may not
+        # write).
+        self.sync_from: str | None = None
+        self.sync_exclude = ""
+        self.backup = False
+        self.replication: Replication | None = None
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
                                    lambda name: name in self.clusters
                                    and name not in self.dbs, self.pki.server_context,
@@ -318,6 +326,31 @@ class Server:
                 batch.end()
 
     # -- commits, triggers, compaction -------------------------------------------------
+
+    def connect_active(self) -> str | None:
+        """Become (or stay) a backup of `sync_from`, replication started afresh; the
+        real reply when no active server is set."""
+        if not self.sync_from:
+            return "Unable to connect: active server is not specified.\n"
+        if self.replication is not None:
+            self.replication.stop()
+        self.replication = Replication(self, self.sync_from, self.sync_exclude)
+        self.replication.start()
+        self.backup = True
+        return None
+
+    def disconnect_active(self) -> None:
+        """Stop following the active server: this server is active (writable) now."""
+        if self.replication is not None:
+            self.replication.stop()
+            self.replication = None
+        self.backup = False
+
+    def sync_status(self) -> str:
+        text = f"state: {'backup' if self.backup else 'active'}\n"
+        if self.backup and self.replication is not None:
+            text += self.replication.status()
+        return text
 
     def note_commit(self, hosted: HostedDb) -> None:
         self._dirty = True

@@ -197,7 +197,8 @@ class Session(Connection):
     def access(self) -> Access:
         """This session's permissions now, for one transaction."""
         locks = self.server.locks
-        return Access(lambda name: locks.holds(self, name), read_only=self.read_only,
+        return Access(lambda name: locks.holds(self, name),
+                      read_only=self.read_only or self.server.backup,
                       role=self.role, client_id=self.client_id)
 
     def set_options(self, options: RemoteOptions) -> None:
