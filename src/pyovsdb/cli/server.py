@@ -298,6 +298,9 @@ class _Run:
         try:
             for name in self.config.db_filenames:
                 try:
+                    if name.startswith("relay:"):
+                        server.add_relay(name)
+                        continue
                     await server.add_db(name)
                 except OvsdbError as e:
                     text = f"{e.tag}: {e.details}" if e.details else e.tag

@@ -96,6 +96,9 @@ class HostedDb:
         self.on_trigger_deadline: Callable[[HostedDb], None] | None = None
         # The Raft member this database is replicated by, None for standalone.
         self.cluster: Any = None
+        # The relay this database is a copy of (`relay.RelayDb`), None if it is not one:
+        # its transactions go upstream.
+        self.relay: Any = None
         self.n_commits = 0
 
     # -- transactions ------------------------------------------------------------------

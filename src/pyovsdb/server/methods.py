@@ -92,6 +92,9 @@ def set_db_change_aware(session: Session, params: list[Any], msg_id: Any) -> Any
 
 def transact(session: Session, params: list[Any], msg_id: Any) -> Any:
     hosted = _db(session, params, "transact")
+    if hosted.relay is not None:
+        hosted.relay.forward(session, params, msg_id)
+        return PENDING
     key = json_key(msg_id) if session.pending else b""
     if key and key in session.pending:
         raise syntax_error(params, "transact: duplicate request ID")

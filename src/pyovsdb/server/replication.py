@@ -37,6 +37,7 @@ from ..util import batch
 from ..util.reconnect import ReconnectLog
 
 if TYPE_CHECKING:
+    from .hosted import HostedDb
     from .server import Server
 
 log = logging.getLogger("replication")
@@ -182,54 +183,62 @@ class Replication:
     def _apply(self, name: str, updates: dict[str, Any], reset: set[str] | None = None
                ) -> None:
         hosted = self.server.dbs.get(name)
-        if hosted is None:
-            return
-        schema = hosted.db.schema
-        ops: list[dict[str, Any]] = []
-        if reset is not None:
-            # (the local rows made what the active server has: a row deleted and inserted
-            # again with its UUID in one transaction would be a duplicate UUID)
-            for table in sorted(reset):
-                local = hosted.db.tables.get(table)
-                theirs = updates.get(table, {})
-                for uuid in list(local.rows) if local is not None else ():
-                    if uuid not in theirs:
-                        ops.append({"op": "delete", "table": table,
-                                    "where": [["_uuid", "==", ["uuid", uuid]]]})
-        for table, rows in updates.items():
-            ts = schema.tables.get(table)
+        if hosted is not None:
+            apply_updates(self.server, hosted, updates, reset)
+
+
+def apply_updates(server: Server, hosted: HostedDb, updates: dict[str, Any],
+                  reset: set[str] | None = None) -> None:
+    """Version-1 table-updates of another server applied here as one transaction;
+    `reset`: the tables whose every row not in `updates` goes (a monitor's initial
+    reply)."""
+    name = hosted.name
+    schema = hosted.db.schema
+    ops: list[dict[str, Any]] = []
+    if reset is not None:
+        # (the local rows made what the active server has: a row deleted and inserted
+        # again with its UUID in one transaction would be a duplicate UUID)
+        for table in sorted(reset):
             local = hosted.db.tables.get(table)
-            for uuid, change in rows.items():
-                new = change.get("new")
-                where = [["_uuid", "==", ["uuid", uuid]]]
-                exists = local is not None and uuid in local.rows
-                if new is None:
-                    ops.append({"op": "delete", "table": table, "where": where})
-                elif not exists:
-                    ops.append({"op": "insert", "table": table, "uuid": uuid, "row": new})
-                else:
-                    # (the columns that changed, or all if unknown; never an immutable
-                    # one, which cannot change)
-                    changed = change.get("old") if reset is None else None
-                    row = {c: v for c, v in new.items()
-                           if (changed is None or c in changed) and ts is not None
-                           and c in ts.columns and ts.columns[c].mutable}
-                    if row:
-                        ops.append({"op": "update", "table": table, "where": where,
-                                    "row": row})
-        outcome = execute(hosted.db, ops)
-        if not isinstance(outcome, Committed):
-            log.error("%s: applying the active server's changes failed: %s", name,
-                      getattr(outcome, "results", outcome))
-            return
-        if outcome.changeset:
-            batch.begin()
-            try:
-                hosted.commit(outcome.changeset)
-                self.server.note_commit(hosted)
-                self.server.after_request()
-            finally:
-                batch.end()
+            theirs = updates.get(table, {})
+            for uuid in list(local.rows) if local is not None else ():
+                if uuid not in theirs:
+                    ops.append({"op": "delete", "table": table,
+                                "where": [["_uuid", "==", ["uuid", uuid]]]})
+    for table, rows in updates.items():
+        ts = schema.tables.get(table)
+        local = hosted.db.tables.get(table)
+        for uuid, change in rows.items():
+            new = change.get("new")
+            where = [["_uuid", "==", ["uuid", uuid]]]
+            exists = local is not None and uuid in local.rows
+            if new is None:
+                ops.append({"op": "delete", "table": table, "where": where})
+            elif not exists:
+                ops.append({"op": "insert", "table": table, "uuid": uuid, "row": new})
+            else:
+                # (the columns that changed, or all if unknown; never an immutable
+                # one, which cannot change)
+                changed = change.get("old") if reset is None else None
+                row = {c: v for c, v in new.items()
+                       if (changed is None or c in changed) and ts is not None
+                       and c in ts.columns and ts.columns[c].mutable}
+                if row:
+                    ops.append({"op": "update", "table": table, "where": where,
+                                "row": row})
+    outcome = execute(hosted.db, ops)
+    if not isinstance(outcome, Committed):
+        log.error("%s: applying the active server's changes failed: %s", name,
+                  getattr(outcome, "results", outcome))
+        return
+    if outcome.changeset:
+        batch.begin()
+        try:
+            hosted.commit(outcome.changeset)
+            server.note_commit(hosted)
+            server.after_request()
+        finally:
+            batch.end()
 
 
 def _can_hold(local: Any, active: dict[str, Any], name: str) -> bool:

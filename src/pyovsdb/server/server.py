@@ -50,6 +50,7 @@ from .listeners import Listener, Listeners
 from .locks import LockManager
 from .metrics import ServerMetrics
 from .pki import ServerPki
+from .relay import RelayDb
 from .replication import Replication
 from .server_db import SERVER_DB, ServerDatabase
 from .session import Session
@@ -106,6 +107,8 @@ class Server:
         self.sync_exclude = ""
         self.backup = False
         self.replication: Replication | None = None
+        self.relays: dict[str, RelayDb] = {}  # relay databases, by name (`relay`)
+        self.clock = monotonic_ms
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,
                                    lambda name: name in self.clusters
                                    and name not in self.dbs, self.pki.server_context,
@@ -213,6 +216,22 @@ class Server:
             self.server_db.remove_row(c.name)
         self.clusters.pop(c.name, None)
         c.close(graceful=False)
+
+    def add_relay(self, spec: str) -> RelayDb:
+        """A relay database (`relay:DB:REMOTE[,REMOTE...]`): served once its upstream's
+        schema is known (`attach_relay`)."""
+        relay = RelayDb(self, spec)
+        if relay.name in self.dbs or relay.name in self.clusters or relay.name in self.relays:
+            raise OvsdbError("ovsdb error", f"{relay.name}: duplicate database name")
+        self.relays[relay.name] = relay
+        relay.start()
+        return relay
+
+    def attach_relay(self, hosted: HostedDb) -> None:
+        hosted.on_trigger_deadline = lambda _h: self._schedule_trigger_timer()
+        self.dbs[hosted.name] = hosted
+        self.server_db.set_row(hosted, leader=False)
+        self._databases_changed()
 
     def add_db_file(self, path: str, name: str | None = None) -> HostedDb:
         name = path if name is None else name
@@ -501,6 +520,10 @@ class Server:
             self._reclaim = None
         for c in list(self.clusters.values()):
             c.close()
+        for relay in self.relays.values():
+            relay.close()
+        if self.replication is not None:
+            self.replication.stop()
         self.listeners.close()
         for s in list(self.sessions):
             s.close()
