@@ -395,3 +395,37 @@ def test_a_real_ovn_controller_over_tls_under_rbac(tmp_path: Path, ca: Authority
         for hv in hvs:
             hv.stop()
         plane.stop()
+
+
+def _handshake_version(port: int, me: Cert, version: ssl.TLSVersion) -> str | None:
+    """The protocol a client limited to `version` gets (None: refused)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_cert_chain(me.cert, me.key)
+    ctx.load_verify_locations(me.ca)
+    ctx.minimum_version = ctx.maximum_version = version
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                ctx.wrap_socket(raw) as s:
+            return s.version()
+    except (ssl.SSLError, OSError):
+        return None
+
+
+def test_ssl_protocols(tmp_path: Path, ca: Authority) -> None:
+    """The default allows TLS 1.3 (3.1 leaves the default to OpenSSL); `TLSv1.2` alone
+    refuses it, on both servers."""
+    server, me = ca.issue("server"), ca.issue("admin")
+    got = {}
+    for kind in KINDS:
+        seen = []
+        for protocols in ([], ["--ssl-protocols=TLSv1.2"]):
+            srv, port = _start(kind, tmp_path / f"{kind}{len(protocols)}", NB_SCHEMA,
+                               [*server.options(), *protocols])
+            try:
+                seen.append([_handshake_version(port, me, v)
+                             for v in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)])
+            finally:
+                srv.stop()
+        got[kind] = seen
+    assert got["ours"] == got["real"] == [["TLSv1.2", "TLSv1.3"], ["TLSv1.2", None]]

@@ -11,10 +11,10 @@ Rules kept here:
   SSL_VERIFY_FAIL_IF_NO_PEER_CERT`). A CA certificate named `none` turns verification
   off, with the real warning.
 - `--ssl-protocols` is a comma- or space-separated list of `TLSv1`, `TLSv1.1`, `TLSv1.2`
-  (case-insensitive). The default is all three, and TLS 1.3 stays allowed, as 3.1
-  leaves it. An unknown name is logged ("%s: SSL protocol not recognized") and the
-  default is used. `--ssl-ciphers` is an OpenSSL cipher list, by default
-  `HIGH:!aNULL:!MD5`.
+  (case-insensitive). The default list leaves the versions to OpenSSL (TLS 1.3
+  included), as 3.1 does; any other list allows exactly what it names (TLS 1.3 off). An
+  unknown name is logged ("%s: SSL protocol not recognized") and the default is used.
+  `--ssl-ciphers` is an OpenSSL cipher list, by default `HIGH:!aNULL:!MD5`.
 - A peer's identity is its certificate's subject common name (RBAC's client id).
 - The files are read again when a name or a file's modification time changes, checked
   each time a context is asked for: a certificate renewed on disk is used by the next
@@ -64,10 +64,16 @@ def _stamp(path: str | None) -> tuple[str | None, float | None]:
 
 
 def protocol_range(text: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion] | None:
-    """The (minimum, maximum) TLS version `--ssl-protocols` allows (maximum: TLS 1.3 if
-    TLSv1.2 is allowed, as 3.1 never turns 1.3 off); None, logged, if a name is not
-    recognized or none is given."""
-    words = [w for w in text.replace(",", " ").split() if w]
+    """The (minimum, maximum) TLS version `--ssl-protocols` allows; None for no limit
+    (the default list, which 3.1 leaves to OpenSSL, TLS 1.3 included), or, logged, for
+    a name not recognized. Any other list allows exactly what it names: 3.1 starts from
+    OpenSSL's mask of every protocol, so TLS 1.3 is off then."""
+    if text == DEFAULT_PROTOCOLS:
+        return None
+    words = [w for w in text.replace(",", " ").replace("\t", " ").split() if w]
+    if not words:
+        log.error("SSL protocol settings invalid")
+        return None
     chosen = []
     for word in words:
         version = _VERSIONS.get(word.lower())
@@ -75,11 +81,7 @@ def protocol_range(text: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion] | None:
             log.error("%s: SSL protocol not recognized", word)
             return None
         chosen.append(version)
-    if not chosen:
-        log.error("SSL protocol settings invalid")
-        return None
-    high = max(chosen)
-    return min(chosen), ssl.TLSVersion.TLSv1_3 if high == ssl.TLSVersion.TLSv1_2 else high
+    return min(chosen), max(chosen)
 
 
 def peer_common_name(cert: Any) -> str | None:
@@ -131,13 +133,12 @@ class TlsContexts:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server_side
                              else ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False  # (OVS checks the CA's signature, not names)
-        versions = protocol_range(pki.protocols or DEFAULT_PROTOCOLS) \
-            or protocol_range(DEFAULT_PROTOCOLS)
-        assert versions is not None
-        try:
-            ctx.minimum_version, ctx.maximum_version = versions
-        except (ValueError, ssl.SSLError):
-            pass  # (this OpenSSL refuses so old a minimum: its own stays)
+        versions = protocol_range(pki.protocols or DEFAULT_PROTOCOLS)
+        if versions is not None:
+            try:
+                ctx.minimum_version, ctx.maximum_version = versions
+            except (ValueError, ssl.SSLError):
+                pass  # (this OpenSSL refuses so old a minimum: its own stays)
         try:
             ctx.set_ciphers(pki.ciphers or DEFAULT_CIPHERS)
         except ssl.SSLError as e:
