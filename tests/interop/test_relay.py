@@ -6,6 +6,8 @@ and what others write upstream reaches them."""
 
 from __future__ import annotations
 
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,3 +99,30 @@ def test_a_chain_of_relays(tmp_path: Path, started: list[ServerProcess]) -> None
     assert "far" in _nbctl(up, "ls-list")
     _nbctl(up, "ls-add", "near")
     assert wait_until(lambda: _dump(second) == _dump(up)), _dump(second)
+
+
+@pytest.mark.parametrize("relay_kind", ["ours", "real"])
+def test_a_transaction_waits_while_the_upstream_is_away(
+        tmp_path: Path, started: list[ServerProcess], relay_kind: str) -> None:
+    """The upstream stops: the relay still says it is connected (a grace period against
+    flapping), a transaction sent to it waits, and is forwarded when the upstream is
+    back."""
+    up = _upstream("ours", tmp_path / "up", started)
+    relay = _relay(relay_kind, tmp_path / "relay", started, up.unix)
+    up.stop()
+    assert "true" in _server_row(relay).split("OVN_Northbound")[0].splitlines()[-1]
+    txn = subprocess.Popen(
+        ["ovsdb-client", "--timeout=30", "transact", relay.unix,
+         '["OVN_Northbound",{"op":"insert","table":"Logical_Switch","row":{"name":"late"}}]'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1)
+        assert txn.poll() is None  # (waiting)
+        up.start()
+        out, err = txn.communicate(timeout=30)
+    finally:
+        if txn.poll() is None:
+            txn.kill()
+            txn.wait()
+    assert txn.returncode == 0 and '"uuid"' in out, (out, err)
+    assert "late" in _nbctl(up, "ls-list")

@@ -15,8 +15,11 @@ Rules kept here:
 - A client's `transact` is forwarded to the upstream as it came and its reply is
   returned as the upstream gave it. The upstream sends the change before the reply on
   the same connection, so a client sees its own change before its reply, as from any
-  server. While the upstream is not connected, a transaction is answered with the
-  error `not connected`. Nothing is stored: a relay has no file.
+  server. While the upstream is not connected, transactions wait for it (as the real
+  relay's triggers do; one already sent when the upstream went is answered
+  `canceled`), and `_Server` goes on saying `connected` for
+  `RECONNECTION_GRACE` (the real `RELAY_MAX_RECONNECTION_MS`, against flapping).
+  Nothing is stored: a relay has no file.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("relay")
 
+RECONNECTION_GRACE = 30.0  # s
+
 
 def parse_relay(spec: str) -> tuple[str, list[str]]:
     """(DB, remotes) of `relay:DB:REMOTE[,REMOTE...]`."""
@@ -60,11 +65,17 @@ class RelayDb:
         self.hosted: HostedDb | None = None
         self.conn: ClientConnection | None = None
         self._task: asyncio.Task[None] | None = None
+        # transactions that came while the upstream was away: (session, params, id)
+        self.waiting: list[tuple[Session, list[Any], Any]] = []
+        self._grace: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def close(self) -> None:
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
         if self._task is not None:
             self._task.cancel()
             self._task = None
@@ -92,12 +103,18 @@ class RelayDb:
                 await self._monitor(conn)
                 self.conn = conn
                 self._set_connected(True)
+                waiting, self.waiting = self.waiting, []
+                for session, params, msg_id in waiting:
+                    if not session.closed:
+                        self.forward(session, params, msg_id)
                 await conn.lost
             except (ConnectionLost, RpcError, OSError, OvsdbError) as e:
                 log.warning("%s: %s", remote, e)
                 conn.close()
             self.conn = None
-            self._set_connected(False)
+            if self._grace is None:
+                self._grace = asyncio.get_running_loop().call_later(
+                    RECONNECTION_GRACE, self._set_connected, False)
             fsm.disconnected(None)
             await asyncio.sleep(fsm.backoff_ms / 1000.0)
 
@@ -124,6 +141,9 @@ class RelayDb:
             apply_updates(self.server, self.hosted, params[1])
 
     def _set_connected(self, connected: bool) -> None:
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
         if self.hosted is not None and self.name in self.server.dbs:
             self.server.server_db.set_row(self.hosted, leader=False, connected=connected)
 
@@ -132,7 +152,7 @@ class RelayDb:
     def forward(self, session: Session, params: list[Any], msg_id: Any) -> None:
         conn = self.conn
         if conn is None:
-            session.send(error_reply("not connected", msg_id))
+            self.waiting.append((session, params, msg_id))
             return
 
         async def relay() -> None:
@@ -141,7 +161,10 @@ class RelayDb:
             except RpcError as e:
                 session.send(error_reply(e.error, msg_id))
             except ConnectionLost:
-                session.send(error_reply("not connected", msg_id))
+                # (sent, and the upstream went before it answered: it may or may not
+                # have committed it, so it is not sent again, as the real relay cancels
+                # the transactions it had sent)
+                session.send(error_reply("canceled", msg_id))
             else:
                 session.send(reply(result, msg_id))
 
