@@ -6,6 +6,7 @@ and what others write upstream reaches them."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Iterator
@@ -126,3 +127,33 @@ def test_a_transaction_waits_while_the_upstream_is_away(
             txn.wait()
     assert txn.returncode == 0 and '"uuid"' in out, (out, err)
     assert "late" in _nbctl(up, "ls-list")
+
+
+@pytest.mark.parametrize("relay_kind", ["ours", "real"])
+def test_a_relay_follows_its_sources_schema_change(
+        tmp_path: Path, started: list[ServerProcess], relay_kind: str) -> None:
+    """The upstream's database converted to a newer schema (`ovsdb-client convert`): the
+    relay serves the new schema, with the converted rows, and forwards writes that
+    need it."""
+    from old_schemas import old_nb_schema
+
+    d = tmp_path / "up"
+    d.mkdir()
+    old = d / "old.ovsschema"
+    old.write_text(json.dumps(old_nb_schema()))
+    up = ServerProcess("ours", d, [create_db("ours", d / "nb.db", str(old))], name="nb")
+    started.append(up)
+    up.start()
+    _nbctl(up, "init")
+    _nbctl(up, "ls-add", "sw0")
+    relay = _relay(relay_kind, tmp_path / "relay", started, up.unix)
+    run(["ovsdb-client", "--timeout=20", "convert", up.unix, NB_SCHEMA])
+
+    def version() -> str:
+        return run(["ovsdb-client", "--timeout=20", "get-schema-version", relay.unix, NB],
+                   check=False).stdout.strip()
+    new = run(["ovsdb-tool", "schema-version", NB_SCHEMA]).stdout.strip()
+    assert wait_until(lambda: version() == new, timeout=30), version()
+    assert wait_until(lambda: _dump(relay) == _dump(up)), _dump(relay)
+    _nbctl(relay, "ls-add", "sw1")  # (ovn-nbctl of the new schema: Copp columns and all)
+    assert "sw1" in _nbctl(up, "ls-list")

@@ -130,8 +130,13 @@ class RelayDb:
             self.hosted.relay = self
             self.server.attach_relay(self.hosted)
         elif self.hosted.db.schema.to_json() != schema.to_json():
-            raise OvsdbError("schema changed", f"{self.name}: the upstream's schema "
-                             "changed; not supported yet")
+            # (the upstream converted it: the copy starts again in the new schema, its
+            # monitors dropped as for any replaced database)
+            log.info("%s: the source's schema changed", self.name)
+            db = Database(schema, uuids=new_uuid, versions=sequential_uuid)
+            self.server.replace_db_contents(self.hosted, db,
+                                            f"database {self.name} schema changed")
+            self.server.server_db.set_row(self.hosted, leader=False)
         tables = {t: {"columns": sorted(ts.columns)} for t, ts in schema.tables.items()}
         initial = await conn.request("monitor", [self.name, ["relay", self.name], tables])
         apply_updates(self.server, self.hosted, initial, reset=set(tables))
