@@ -5,6 +5,7 @@ texts, and a server told to follow itself."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,3 +112,39 @@ def test_a_server_told_to_follow_itself_refuses(tmp_path: Path,
         got[kind] = (re.sub(r"^.*?\|\d+\|", "", line),
                      srv.appctl("ovsdb-server/sync-status").stdout.replace(str(sock), "S"))
     assert got["ours"] == got["real"]
+
+
+def test_a_backup_whose_active_server_changes_schema(tmp_path: Path,
+                                                     started: list[ServerProcess]) -> None:
+    """The active server's database converted to a schema the backup cannot hold: each
+    backup logs why, as the real one does, stops replicating and is active, with what it
+    had."""
+    from old_schemas import old_nb_schema
+
+    old = tmp_path / "old.ovsschema"
+    old.write_text(json.dumps(old_nb_schema()))
+    got = {}
+    for kind in ("ours", "real"):
+        d = tmp_path / kind
+        d.mkdir()
+        active = ServerProcess("ours", d, [create_db("ours", d / "a.db", str(old))],
+                               name="a")
+        started.append(active)
+        active.start()
+        _nbctl(active, "init")
+        _nbctl(active, "ls-add", "sw0")
+        backup = ServerProcess(kind, d, [create_db(kind, d / "b.db", str(old))], name="b",
+                               extra=[f"--sync-from={active.unix}"])
+        started.append(backup)
+        backup.start()
+        assert wait_until(lambda b=backup, a=active: _dump(b) == _dump(a)), _dump(backup)
+        run(["ovsdb-client", "--timeout=20", "convert", active.unix, NB_SCHEMA])
+        assert wait_until(lambda b=backup: b.appctl("ovsdb-server/sync-status").stdout
+                          == "state: active\n", timeout=30), \
+            backup.appctl("ovsdb-server/sync-status").stdout
+        got[kind] = ([re.sub(r"^.*?\|\d+\|", "", line) for line in
+                      Path(backup.logfile).read_text().splitlines()
+                      if "|replication|" in line and "Monitor request" not in line],
+                     "sw0" in _nbctl(backup, "ls-list"))
+    assert got["ours"] == got["real"]
+    assert "replication|INFO|OVN_Northbound cannot be replicated." in got["ours"][0]

@@ -32,8 +32,11 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError, connect
+from ..ovsdb.errors import OvsdbError
+from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
 from ..util import batch
+from ..util.ovshash import shash_order
 from ..util.reconnect import ReconnectLog
 
 if TYPE_CHECKING:
@@ -158,7 +161,6 @@ class Replication:
                 continue
             schema = await conn.request("get_schema", [name])
             if not _can_hold(hosted.db.schema, schema, name):
-                log.info("%s cannot be replicated.", name)
                 continue
             dbs.append((name, schema))
         if not dbs:
@@ -241,16 +243,45 @@ def apply_updates(server: Server, hosted: HostedDb, updates: dict[str, Any],
             batch.end()
 
 
-def _can_hold(local: Any, active: dict[str, Any], name: str) -> bool:
-    """Whether the local schema has every table and column of the active one."""
-    for table, ts in active.get("tables", {}).items():
+def _can_hold(local: DatabaseSchema, active_json: dict[str, Any], name: str) -> bool:
+    """Whether this server can replicate `name` from the active server's schema: equal,
+    or every table and column of the active one here with the same definition
+    (`is_replication_possible`, walked in the real server's order, with its lines)."""
+    try:
+        active = DatabaseSchema.from_json(active_json)
+    except OvsdbError:
+        return False
+    if active.to_json() == local.to_json():
+        return True
+    log.info("Schema version mismatch, checking if %s can still be replicated or not.",
+             name)
+    ok = _compatible(local, active, active_json)
+    log.info("%s %s be replicated.", name, "can" if ok else "cannot")
+    return ok
+
+
+def _walk(obj: dict[str, Any]) -> tuple[str, ...]:
+    """The order the real server walks a schema's shash of tables (or columns): filled
+    by walking the parsed JSON object (itself a shash filled in text order)."""
+    return shash_order(shash_order(obj))
+
+
+def _compatible(local: DatabaseSchema, active: DatabaseSchema,
+                active_json: dict[str, Any]) -> bool:
+    tables_json = active_json.get("tables", {})
+    for table in _walk(tables_json):
         mine = local.tables.get(table)
         if mine is None:
             log.info("Table %s not present in the local db schema", table)
             return False
-        for column in ts.get("columns", {}):
-            if column not in mine.columns:
+        theirs = active.tables[table]
+        for column in _walk(tables_json[table].get("columns", {})):
+            mine_col = mine.columns.get(column)
+            if mine_col is None:
                 log.info("Column %s not present in the local db schema table %s.",
                          column, table)
+                return False
+            if mine_col.to_json() != theirs.columns[column].to_json():
+                log.info("Column %s mismatch in local db schema table %s.", column, table)
                 return False
     return True
