@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,3 +121,27 @@ def test_a_connection_rows_active_target_is_reported_not_connected(tmp_path: Pat
             srv.stop()
     assert got["ours"] == got["real"]
     assert "is_connected : false" in got["ours"]
+
+
+def test_a_rows_max_backoff_is_followed(tmp_path: Path) -> None:
+    """`max_backoff=2000` in the Connection row: the attempts of an active target that
+    nobody listens on stop doubling at 2 s (and from then on are not logged), on both
+    servers."""
+    got = {}
+    for kind in KINDS:
+        srv = _server(kind, tmp_path / kind,
+                      ["--remote=db:OVN_Northbound,NB_Global,connections"])
+        try:
+            nbctl = ["ovn-nbctl", "--timeout=20", f"--db=unix:{srv.sock}"]
+            run([*nbctl, "init"])
+            port = free_port()
+            run([*nbctl, "--", "--id=@c", "create", "Connection",
+                 f'target="tcp:127.0.0.1:{port}"', "max_backoff=2000", "--", "set",
+                 "NB_Global", ".", "connections=@c"])
+            assert wait_until(lambda s=srv, p=port: any(
+                "suppressing" in x for x in _reconnect_lines(s, p)), timeout=20)
+            time.sleep(2.5)  # (attempts go on, unlogged, every 2 s)
+            got[kind] = _reconnect_lines(srv, port)
+        finally:
+            srv.stop()
+    assert got["ours"] == got["real"]

@@ -5,8 +5,8 @@ it serves an accepted one, as ovsdb-server does for a manager.
 Rules kept here:
 - The first attempt is made at once. After a failed attempt or a session that ended,
   the next waits as OVS's reconnect state machine says (`util.reconnect.ReconnectLog`:
-  1 s, then doubling up to the remote's `max_backoff`, 8 s by default), with its log
-  lines, named by the target.
+  1 s, then doubling up to the remote's `max_backoff`, 8 s by default, a row's new
+  value taken from the next backoff on), with its log lines, named by the target.
 - An `ssl:` target uses the server's PKI (`server.pki`) as a client's context.
 - While connected, the session is an ordinary one (named by the target, with the
   remote's probe interval, read-only flag and role); `status()` reports
@@ -44,6 +44,7 @@ class ActiveRemote:
         self.connected_at: float | None = None
         self.disconnected_at: float | None = None
         self._task: asyncio.Task[None] | None = None
+        self._fsm: ReconnectLog | None = None
 
     # -- what `Listeners` asks of a listener ---------------------------------------------
 
@@ -59,6 +60,8 @@ class ActiveRemote:
         if options == self.options:
             return
         self.options = options
+        if self._fsm is not None:  # (a row's new max_backoff: from the next backoff on)
+            self._fsm.max_backoff = max(options.max_backoff_ms, self._fsm.min_backoff)
         for s in list(self.sessions):
             s.set_options(options)
 
@@ -91,7 +94,7 @@ class ActiveRemote:
     # -- the attempts ---------------------------------------------------------------------
 
     async def _run(self, factory: Callable[[], Any]) -> None:
-        fsm = ReconnectLog(max_backoff_ms=self.options.max_backoff_ms)
+        fsm = self._fsm = ReconnectLog(max_backoff_ms=self.options.max_backoff_ms)
         name = self.remote.name
         while not self.closed:
             fsm.connecting(name)
