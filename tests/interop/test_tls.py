@@ -429,3 +429,27 @@ def test_ssl_protocols(tmp_path: Path, ca: Authority) -> None:
                 srv.stop()
         got[kind] = seen
     assert got["ours"] == got["real"] == [["TLSv1.2", "TLSv1.3"], ["TLSv1.2", None]]
+
+
+def test_a_real_client_bootstraps_its_ca_certificate_from_peer_ca_cert(
+        tmp_path: Path, ca: Authority) -> None:
+    """`--peer-ca-cert` sends the CA's certificate after the server's: a real client with
+    `--bootstrap-ca-cert=FILE` (no such file yet) saves it from the first connection, as
+    from the real server, and the next connection is verified against it."""
+    server, me = ca.issue("server"), ca.issue("admin")
+    got = {}
+    for kind in KINDS:
+        srv, port = _start(kind, tmp_path / kind, NB_SCHEMA,
+                           [*server.options(), f"--peer-ca-cert={ca.cert}"])
+        try:
+            boot = tmp_path / f"{kind}-boot.pem"
+            client = ["ovsdb-client", TIMEOUT, f"--private-key={me.key}",
+                      f"--certificate={me.cert}", f"--bootstrap-ca-cert={boot}", "list-dbs",
+                      _ssl(port)]
+            first = run(client, check=False)
+            second = run(client, check=False)
+            got[kind] = (first.returncode, second.returncode, second.stdout,
+                         boot.read_bytes() == Path(ca.cert).read_bytes())
+        finally:
+            srv.stop()
+    assert got["ours"] == got["real"] == (1, 0, "OVN_Northbound\n_Server\n", True)

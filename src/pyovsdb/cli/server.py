@@ -30,8 +30,8 @@ Rules kept here:
   databases as last changed at run time (util/restart_config.py).
 - Every accepted option does something: `pssl:` and `ssl:` remotes use the PKI
   options (`server/pki.py`: files, or `db:` columns as ovn-ctl passes them);
-  `--bootstrap-ca-cert` and `--peer-ca-cert` given as files get a warning saying they
-  are unused; `--disable-file-column-diff` is refused (records
+  `--bootstrap-ca-cert` given as a file gets a warning saying it is unused (Python's
+  `ssl` shows no peer chain to bootstrap from); `--disable-file-column-diff` is refused (records
   are always written as column diffs); `--no-self-confinement` is a no-op, as in the
   real ovsdb-server, whose own code never reads it.
 - Control commands the real server has and `ovn-ctl` uses are added when the command
@@ -236,7 +236,7 @@ def main(argv: list[str]) -> int:
 
 
 def _warn_unused_ssl(parsed: opt.Parsed) -> None:
-    for name in ("bootstrap-ca-cert", "peer-ca-cert"):
+    for name in ("bootstrap-ca-cert",):
         value = parsed.get(name)
         if value is not None and not str(value).startswith("db:"):
             logging.getLogger("stream_ssl").warning(

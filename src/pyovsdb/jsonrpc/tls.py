@@ -15,6 +15,9 @@ Rules kept here:
   included), as 3.1 does; any other list allows exactly what it names (TLS 1.3 off). An
   unknown name is logged ("%s: SSL protocol not recognized") and the default is used.
   `--ssl-ciphers` is an OpenSSL cipher list, by default `HIGH:!aNULL:!MD5`.
+- `--peer-ca-cert` is sent after our certificate, for peers that bootstrap their CA
+  certificate from it. `--bootstrap-ca-cert` is not supported (Python's `ssl` does not
+  show a peer's chain before 3.13), and is reported unused.
 - A peer's identity is its certificate's subject common name (RBAC's client id).
 - The files are read again when a name or a file's modification time changes, checked
   each time a context is asked for: a certificate renewed on disk is used by the next
@@ -28,6 +31,7 @@ import asyncio
 import logging
 import os
 import ssl
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +56,7 @@ class PkiFiles:
     ca_cert: str | None = None
     protocols: str | None = None
     ciphers: str | None = None
+    peer_ca_cert: str | None = None  # a CA certificate sent along with ours
 
 
 def _stamp(path: str | None) -> tuple[str | None, float | None]:
@@ -117,7 +122,8 @@ class TlsContexts:
         if missing:
             return None
         key = (server_side, (_stamp(pki.private_key), _stamp(pki.certificate),
-                             _stamp(pki.ca_cert), pki.protocols, pki.ciphers))
+                             _stamp(pki.ca_cert), pki.protocols, pki.ciphers,
+                             _stamp(pki.peer_ca_cert)))
         ctx = self._made.get(key)
         if ctx is None:
             ctx = self._make(pki, server_side)
@@ -144,7 +150,7 @@ class TlsContexts:
         except ssl.SSLError as e:
             log.error("SSL_CTX_set_cipher_list: %s", _reason(e))
         try:
-            ctx.load_cert_chain(pki.certificate, pki.private_key)
+            _load_chain(ctx, pki)
         except (OSError, ssl.SSLError) as e:
             log.error("SSL_use_certificate_file: %s", _reason(e))
             return None
@@ -159,6 +165,23 @@ class TlsContexts:
             return None
         ctx.verify_mode = ssl.CERT_REQUIRED
         return ctx
+
+
+def _load_chain(ctx: ssl.SSLContext, pki: PkiFiles) -> None:
+    """Our key and certificate, and `--peer-ca-cert` (if any) sent after the
+    certificate, so that a peer without our CA's certificate can bootstrap it."""
+    assert pki.certificate and pki.private_key
+    if not pki.peer_ca_cert:
+        ctx.load_cert_chain(pki.certificate, pki.private_key)
+        return
+    with open(pki.certificate, "rb") as f:
+        chain = f.read().rstrip(b"\n") + b"\n"
+    with open(pki.peer_ca_cert, "rb") as f:
+        chain += f.read()
+    with tempfile.NamedTemporaryFile(suffix=".pem") as combined:  # (read at once)
+        combined.write(chain)
+        combined.flush()
+        ctx.load_cert_chain(combined.name, pki.private_key)
 
 
 _LIBRARIES = {"SSL": "SSL routines", "X509": "x509 certificate routines",

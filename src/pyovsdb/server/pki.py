@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ovsdb_server")
 
-PKI_OPTIONS = ("private-key", "certificate", "ca-cert", "ssl-protocols", "ssl-ciphers")
+PKI_OPTIONS = ("private-key", "certificate", "ca-cert", "ssl-protocols", "ssl-ciphers",
+               "peer-ca-cert")
 
 
 class ServerPki:
