@@ -89,6 +89,12 @@ def test_refused_options(tmp_path: Path) -> None:
     assert (p.returncode, p.stderr) == (
         1, "ovsdb-server: --disable-file-column-diff is not supported (database records "
            "are always written as column diffs)\n")
+    for option in ("--record", "--replay=DIR"):
+        p = run(server(option, db), check=False)
+        name = option.split("=")[0]
+        assert (p.returncode, p.stderr) == (
+            1, f"ovsdb-server: {name} is not supported (stream replay files record the real "
+               "server's internal I/O, which pyovsdb does not have)\n")
     # A remote that cannot listen is retried, not refused: tests/interop/test_listen_retry.py
     p = run(server("--frobnicate", db), check=False)
     assert (p.returncode, p.stderr) == (1, "ovsdb-server: unrecognized option "

@@ -108,6 +108,7 @@ INTENDED: dict[str, Intended] = {
                     "TLS (tests/interop/test_tls.py)"),
     "ssl_unsupported": Intended("`--bootstrap-ca-cert`, `--peer-ca-cert`", "not observable",
                                 "startup"),
+    "record_replay": Intended("`--record`, `--replay`", "not observable", "startup"),
     "relays": Intended("relays (`relay:DB:REMOTE[,REMOTE...]`)", "not observable",
                        "relays (tests/interop/test_relay.py)"),
     "replication": Intended("active-backup replication (`--sync-from`)", "not observable",

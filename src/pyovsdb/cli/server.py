@@ -126,6 +126,8 @@ LONG = {
     "remote": opt.REQUIRED,
     "run": opt.REQUIRED,
     "no-dbs": opt.NONE,
+    "record": opt.OPTIONAL,
+    "replay": opt.OPTIONAL,
     "sync-from": opt.REQUIRED,
     "sync-exclude-tables": opt.REQUIRED,
     "active": opt.NONE,
@@ -168,6 +170,12 @@ def main(argv: list[str]) -> int:
     rc = dm.logging_options(PROGRAM, daemon.logdir(), parsed, logs)
     if rc:
         return rc
+    for name in ("record", "replay"):
+        if parsed.has(name):
+            print(f"{PROGRAM}: --{name} is not supported (stream replay files record the "
+                  "real server's internal I/O, which pyovsdb does not have)",
+                  file=sys.stderr)
+            return 1
     if parsed.has("disable-file-column-diff"):
         print(f"{PROGRAM}: --disable-file-column-diff is not supported (database records "
               "are always written as column diffs)", file=sys.stderr)
