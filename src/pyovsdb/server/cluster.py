@@ -102,6 +102,7 @@ class Canceled(Outcome):
 
 
 CANCELED = Canceled()
+_CONVERSION: list[Any] = []  # the `ops` of a conversion's `_Pending` (see `convert`)
 
 
 class _Pending:
@@ -490,6 +491,26 @@ class ClusteredDb:
         p = _Pending(ops, started, owns_lock, finish)
         self._propose(p, outcome)
 
+    def convert(self, schema_json: Any, new_db: Database,
+                finish: Callable[[Outcome], None]) -> None:
+        """Online schema conversion: one entry holding the new schema and the converted
+        rows (`ovsdb_to_txn_json`'s record, as the real server writes it), so every
+        member loads it when it applies the entry; `finish` once it is applied here
+        (`Canceled` if it could not be committed: not retried, since it was converted
+        from a database that may have changed meanwhile)."""
+        data = snapshot_record(new_db, "converted by ovsdb-server")
+        p = _Pending(_CONVERSION, now_ms(), None, finish)
+        p.results = Committed([{}], Changeset(), False)
+        p.attempts = 1
+        cmd = self.core.propose_command([schema_json, data], self.prereq, now_ms())
+        if cmd.done:
+            p.finish(CANCELED)
+            return
+        assert cmd.eid is not None
+        p.eid = cmd.eid
+        self.pending[cmd.eid] = [p]
+        self._process_soon()
+
     def _must_wait(self) -> bool:
         """Would a proposal now fail its prerequisite? Yes while an entry of ours is
         on its way: on the leader it is already in the log (the real server does not
@@ -588,6 +609,9 @@ class ClusteredDb:
 
     def _failed(self, p: _Pending, status: str) -> None:
         if p.done:
+            return
+        if p.ops is _CONVERSION:
+            p.finish(CANCELED)
             return
         if self.closed:
             p.finish(CANCELED)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc.message import error_reply, notification, reply
+from ..ovsdb.convert import convert as convert_database
 from ..ovsdb.datum import is_uuid_string
 from ..ovsdb.errors import OvsdbError, RpcStringError, syntax_error
 from ..ovsdb.rbac import convert_denied
@@ -330,6 +331,19 @@ def convert(session: Session, params: list[Any], msg_id: Any) -> Any:
                                                f"match database name ({hosted.name})")
     if hosted.read_only_reason is not None:
         raise OvsdbError("not allowed", f"cannot convert {hosted.name}")
+    if hosted.cluster is not None:
+        # (through the cluster: every member loads the converted database as it
+        # applies the entry; answered once it is applied here)
+        new_db = convert_database(hosted.db, schema)
+
+        def done(result: Outcome) -> None:
+            if isinstance(result, Canceled):
+                session.send(error_reply("canceled", msg_id))
+            else:
+                session.send(reply({}, msg_id))
+
+        hosted.cluster.convert(params[1], new_db, done)
+        return PENDING
     session.server.convert_db(hosted, params[1], requester=session)
     return {}
 
