@@ -453,3 +453,42 @@ def test_a_real_client_bootstraps_its_ca_certificate_from_peer_ca_cert(
         finally:
             srv.stop()
     assert got["ours"] == got["real"] == (1, 0, "OVN_Northbound\n_Server\n", True)
+
+
+@pytest.mark.parametrize(("upstream_kind", "follower_kind"), [("real", "ours"),
+                                                               ("ours", "real")],
+                         ids=["ours-follows-real", "real-follows-ours"])
+@pytest.mark.parametrize("how", ["relay", "backup"])
+def test_relays_and_backups_over_tls(tmp_path: Path, ca: Authority, how: str,
+                                     upstream_kind: str, follower_kind: str) -> None:
+    """A relay (`relay:DB:ssl:...`) and a backup (`--sync-from=ssl:...`) follow their
+    source over TLS, each server with its own certificate of one CA, ours of the real
+    server and the real one of ours."""
+    up_cert, follower_cert = ca.issue("up"), ca.issue("follower")
+    up, port = _start(upstream_kind, tmp_path / "up", NB_SCHEMA, up_cert.options())
+    follower = None
+    try:
+        run(["ovn-nbctl", TIMEOUT, f"--db={up.unix}", "init"])
+        run(["ovn-nbctl", TIMEOUT, f"--db={up.unix}", "ls-add", "sw0"])
+        d = tmp_path / "follower"
+        d.mkdir()
+        if how == "relay":
+            dbs, extra = [f"relay:OVN_Northbound:{_ssl(port)}"], []
+        else:
+            dbs, extra = [create_db(follower_kind, d / "nb.db", NB_SCHEMA)], \
+                [f"--sync-from={_ssl(port)}"]
+        follower = ServerProcess(follower_kind, d, dbs, name="f",
+                                 extra=[*extra, *follower_cert.options()]).start()
+        run(["ovn-nbctl", TIMEOUT, f"--db={up.unix}", "ls-add", "sw1"])
+
+        def names() -> list[str]:
+            out = run(["ovn-nbctl", TIMEOUT, "--no-leader-only", f"--db={follower.unix}",
+                       "--bare", "--columns=name", "list", "Logical_Switch"],
+                      check=False).stdout
+            return sorted(out.split())
+        assert wait_until(lambda: names() == ["sw0", "sw1"], timeout=30), \
+            Path(follower.logfile).read_text()
+    finally:
+        if follower is not None:
+            follower.stop()
+        up.stop()

@@ -4,7 +4,8 @@ database DB served from an upstream server, as OVS 3.1's `ovsdb/relay.c` and
 
 Rules kept here:
 - The relay connects to its remotes in turn (one at a time, the next after a failure,
-  backing off as OVS's reconnect state machine says), asks DB's schema and monitors
+  backing off as OVS's reconnect state machine says; `ssl:` ones with the server's
+  PKI), asks DB's schema and monitors
   every table and column of it (`monitor`, version 1). The database appears to clients
   (`list_dbs`, `_Server`) once the schema is known, with the model `relay`, `leader`
   false and `connected` while the upstream is.
@@ -93,7 +94,9 @@ class RelayDb:
             turn += 1
             fsm.connecting(remote)
             try:
-                conn = await connect(remote, self._connection(remote), 10.0)
+                ctx = self.server.pki.client_context() if remote.startswith("ssl:") \
+                    else None
+                conn = await connect(remote, self._connection(remote), 10.0, ssl_context=ctx)
             except (OSError, TimeoutError) as e:
                 fsm.failed(None if isinstance(e, TimeoutError) else (e.strerror or str(e)))
                 await asyncio.sleep(fsm.backoff_ms / 1000.0)
