@@ -20,7 +20,16 @@ from pathlib import Path
 import pytest
 from interop_helpers import strip_uuids, wait_until
 
-from procs import NB_SCHEMA, SB_SCHEMA, ServerProcess, create_db, require, run, stop_process
+from procs import (
+    NB_SCHEMA,
+    SB_SCHEMA,
+    VSWITCH_SCHEMA,
+    ServerProcess,
+    create_db,
+    require,
+    run,
+    stop_process,
+)
 from pyovsdb.jsonrpc.tls import peer_common_name
 from pyovsdb.testing_pki import Authority, Cert
 
@@ -492,3 +501,25 @@ def test_relays_and_backups_over_tls(tmp_path: Path, ca: Authority, how: str,
         if follower is not None:
             follower.stop()
         up.stop()
+
+
+@pytest.mark.parametrize(("schema", "tool", "steps"), [
+    (VSWITCH_SCHEMA, "ovs-vsctl", [["--no-wait", "init"], ["--no-wait", "add-br", "br0"],
+                                   ["list-br"]]),
+    (SB_SCHEMA, "ovn-sbctl", [["init"], ["chassis-add", "hv1", "geneve", "127.0.0.1"],
+                              ["show"]]),
+], ids=["ovs-vsctl", "ovn-sbctl"])
+def test_more_real_tools_over_tls(tmp_path: Path, ca: Authority, schema: str, tool: str,
+                                  steps: list[list[str]]) -> None:
+    require(tool)
+    server, me = ca.issue("server"), ca.issue("admin")
+    got = {}
+    for kind in KINDS:
+        srv, port = _start(kind, tmp_path / kind, schema, server.options())
+        try:
+            got[kind] = [strip_uuids(run([tool, TIMEOUT, f"--db={_ssl(port)}", *me.options(),
+                                          *step]).stdout) for step in steps]
+        finally:
+            srv.stop()
+    assert got["ours"] == got["real"]
+    assert any(got["ours"]), got
