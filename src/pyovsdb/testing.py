@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,12 @@ def scrape_metrics(port: int, openmetrics: bool) -> Samples:
 def sample(samples: Samples, name: str, **labels: str) -> float:
     return samples[(name, tuple(sorted(labels.items())))]
 
+
+def wait_until(pred: Callable[[], bool], timeout: float = 20, interval: float = 0.05) -> bool:
+    """Poll `pred` until it holds (True) or `timeout` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True

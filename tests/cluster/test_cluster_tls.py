@@ -5,26 +5,17 @@ reconnects over TLS."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from test_cluster_basics import nbctl, switches
 
 from procs import require
+from pyovsdb.testing import wait_until
 from pyovsdb.testing_cluster import OURS, REAL, Cluster, parse_status
 from pyovsdb.testing_pki import Authority
 
 NB = "OVN_Northbound"
-
-
-def wait_until(pred: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_a_mixed_cluster_over_tls(make_cluster: Callable[..., Cluster],

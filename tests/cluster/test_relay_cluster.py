@@ -4,7 +4,6 @@ another of its remotes and goes on."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from test_cluster_basics import switches
 
 from procs import ServerProcess, require, run
+from pyovsdb.testing import wait_until
 from pyovsdb.testing_cluster import OURS, REAL, Cluster
 
 NB = "OVN_Northbound"
@@ -20,15 +20,6 @@ NB = "OVN_Northbound"
 def _nbctl(remote: str, *args: str) -> str:
     return run(["ovn-nbctl", "--timeout=30", "--no-leader-only", f"--db={remote}",
                 *args], timeout=40).stdout
-
-
-def _until(pred: Callable[[], bool], timeout: float = 20) -> bool:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.mark.parametrize("kind", [OURS, REAL])
@@ -42,16 +33,16 @@ def test_a_relay_before_a_cluster_moves_to_another_member(
     relay = ServerProcess(OURS, d, [f"relay:{NB}:{remotes}"], name="relay").start()
     try:
         # (served once the relay has its upstream's schema)
-        assert _until(lambda: "OVN_Northbound" in run(["ovsdb-client", "list-dbs",
+        assert wait_until(lambda: "OVN_Northbound" in run(["ovsdb-client", "list-dbs",
                                                        relay.unix], check=False).stdout)
         _nbctl(relay.unix, "ls-add", "sw1")
         c.wait_applied()
         assert switches(c, 2) == ["sw1"]
         c.stop(1)  # (the member the relay reached first)
         _nbctl(c.members[1].unix, "ls-add", "sw2")
-        assert _until(lambda: "sw2" in _nbctl(relay.unix, "ls-list"), timeout=30), \
+        assert wait_until(lambda: "sw2" in _nbctl(relay.unix, "ls-list"), timeout=30), \
             Path(relay.logfile).read_text()
         _nbctl(relay.unix, "ls-add", "sw3")
-        assert _until(lambda: switches(c, 3) == ["sw1", "sw2", "sw3"])
+        assert wait_until(lambda: switches(c, 3) == ["sw1", "sw2", "sw3"])
     finally:
         relay.stop()

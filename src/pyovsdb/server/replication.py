@@ -35,7 +35,6 @@ from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError, connec
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
-from ..util import batch
 from ..util.ovshash import shash_order
 from ..util.reconnect import ReconnectLog
 
@@ -234,13 +233,7 @@ def apply_updates(server: Server, hosted: HostedDb, updates: dict[str, Any],
                   getattr(outcome, "results", outcome))
         return
     if outcome.changeset:
-        batch.begin()
-        try:
-            hosted.commit(outcome.changeset)
-            server.note_commit(hosted)
-            server.after_request()
-        finally:
-            batch.end()
+        server.commit_local(hosted, outcome.changeset)
 
 
 def _can_hold(local: DatabaseSchema, active_json: dict[str, Any], name: str) -> bool:

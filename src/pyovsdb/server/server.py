@@ -336,13 +336,18 @@ class Server:
             return
         outcome = execute(hosted.db, ops)
         if isinstance(outcome, Committed) and outcome.changeset:
-            batch.begin()
-            try:
-                hosted.commit(outcome.changeset)
-                self.note_commit(hosted)
-                self.after_request()
-            finally:
-                batch.end()
+            self.commit_local(hosted, outcome.changeset)
+
+    def commit_local(self, hosted: HostedDb, cs: Any) -> None:
+        """A change the server makes itself (status columns, a replicated or relayed
+        change) committed and sent as a client's would be."""
+        batch.begin()
+        try:
+            hosted.commit(cs)
+            self.note_commit(hosted)
+            self.after_request()
+        finally:
+            batch.end()
 
     # -- commits, triggers, compaction -------------------------------------------------
 
