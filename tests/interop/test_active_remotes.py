@@ -41,6 +41,14 @@ def _reconnect_lines(srv: ServerProcess, port: int) -> list[str]:
     return out
 
 
+def _with_connections(kind: str, d: Path) -> tuple[ServerProcess, list[str]]:
+    """A server whose remotes are NB_Global's connections, initialized; its ovn-nbctl."""
+    srv = _server(kind, d, ["--remote=db:OVN_Northbound,NB_Global,connections"])
+    nbctl = ["ovn-nbctl", "--timeout=20", f"--db=unix:{srv.sock}"]
+    run([*nbctl, "init"])
+    return srv, nbctl
+
+
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[dict[str, tuple[ServerProcess, int]]]:
     """Both servers, each with an active `tcp:` remote that nobody listens on yet."""
@@ -105,11 +113,8 @@ def test_a_connection_rows_active_target_is_reported_not_connected(tmp_path: Pat
     and the state `BACKOFF` in the row, as the real server writes them."""
     got = {}
     for kind in KINDS:
-        srv = _server(kind, tmp_path / kind,
-                      ["--remote=db:OVN_Northbound,NB_Global,connections"])
+        srv, nbctl = _with_connections(kind, tmp_path / kind)
         try:
-            nbctl = ["ovn-nbctl", "--timeout=20", f"--db=unix:{srv.sock}"]
-            run([*nbctl, "init"])
             run([*nbctl, "set-connection", f"tcp:127.0.0.1:{free_port()}"])
 
             def row(nbctl: list[str] = nbctl) -> str:
@@ -129,11 +134,8 @@ def test_a_rows_max_backoff_is_followed(tmp_path: Path) -> None:
     servers."""
     got = {}
     for kind in KINDS:
-        srv = _server(kind, tmp_path / kind,
-                      ["--remote=db:OVN_Northbound,NB_Global,connections"])
+        srv, nbctl = _with_connections(kind, tmp_path / kind)
         try:
-            nbctl = ["ovn-nbctl", "--timeout=20", f"--db=unix:{srv.sock}"]
-            run([*nbctl, "init"])
             port = free_port()
             run([*nbctl, "--", "--id=@c", "create", "Connection",
                  f'target="tcp:127.0.0.1:{port}"', "max_backoff=2000", "--", "set",
