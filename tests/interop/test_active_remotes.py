@@ -45,7 +45,11 @@ def _with_connections(kind: str, d: Path) -> tuple[ServerProcess, list[str]]:
     """A server whose remotes are NB_Global's connections, initialized; its ovn-nbctl."""
     srv = _server(kind, d, ["--remote=db:OVN_Northbound,NB_Global,connections"])
     nbctl = ["ovn-nbctl", "--timeout=20", f"--db=unix:{srv.sock}"]
-    run([*nbctl, "init"])
+    try:
+        run([*nbctl, "init"])
+    except BaseException:
+        srv.stop()
+        raise
     return srv, nbctl
 
 
