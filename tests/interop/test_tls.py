@@ -523,3 +523,24 @@ def test_more_real_tools_over_tls(tmp_path: Path, ca: Authority, schema: str, to
             srv.stop()
     assert got["ours"] == got["real"]
     assert any(got["ours"]), got
+
+
+def test_our_client_bootstraps_its_ca_certificate(tmp_path: Path, ca: Authority) -> None:
+    """`pyovsdb client --bootstrap-ca-cert=FILE` against the real server with
+    `--peer-ca-cert`: the first connection saves the CA certificate and fails, the next
+    is verified against it, as with the real client."""
+    server, me = ca.issue("server"), ca.issue("admin")
+    srv, port = _start("real", tmp_path / "real", NB_SCHEMA,
+                       [*server.options(), f"--peer-ca-cert={ca.cert}"])
+    got = {}
+    try:
+        for tool in (["ovsdb-client"], [sys.executable, "-m", "pyovsdb", "client"]):
+            boot = tmp_path / f"{len(tool)}-boot.pem"
+            cmd = [*tool, TIMEOUT, f"--private-key={me.key}", f"--certificate={me.cert}",
+                   f"--bootstrap-ca-cert={boot}", "list-dbs", _ssl(port)]
+            first, second = run(cmd, check=False), run(cmd, check=False)
+            got[tool[-1]] = (first.returncode, second.returncode, second.stdout,
+                             boot.read_bytes() == Path(ca.cert).read_bytes())
+    finally:
+        srv.stop()
+    assert got["client"] == got["ovsdb-client"] == (1, 0, "OVN_Northbound\n_Server\n", True)

@@ -1048,8 +1048,12 @@ def run(argv: list[str]) -> int:
         print(f"{PROGRAM} (pyovsdb) {__version__}")
         return 0
     ctx = Context(parsed)
-    tls.set_client_pki(tls.PkiFiles(*(parsed.get(name) for name in (
-        "private-key", "certificate", "ca-cert", "ssl-protocols", "ssl-ciphers"))))
+    bootstrap = parsed.get("bootstrap-ca-cert")
+    tls.set_client_pki(tls.PkiFiles(
+        parsed.get("private-key"), parsed.get("certificate"),
+        parsed.get("ca-cert") or bootstrap, parsed.get("ssl-protocols"),
+        parsed.get("ssl-ciphers"),
+        bootstrap=bool(bootstrap) and not parsed.get("ca-cert")))
     if not ctx.timeout:
         # `ctl_timeout_setup`: the environment's default.
         env = os.environ.get("OVS_CTL_TIMEOUT", "")

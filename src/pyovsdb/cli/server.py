@@ -30,10 +30,9 @@ Rules kept here:
   databases as last changed at run time (util/restart_config.py).
 - Every accepted option does something: `pssl:` and `ssl:` remotes use the PKI
   options (`server/pki.py`: files, or `db:` columns as ovn-ctl passes them);
-  `--bootstrap-ca-cert` given as a file gets a warning saying it is unused (Python's
-  `ssl` shows no peer chain to bootstrap from); `--disable-file-column-diff` is refused (records
-  are always written as column diffs); `--no-self-confinement` is a no-op, as in the
-  real ovsdb-server, whose own code never reads it.
+  `--disable-file-column-diff` is refused (records are always written as column diffs);
+  `--no-self-confinement` is a no-op, as in the real ovsdb-server, whose own code never
+  reads it.
 - Control commands the real server has and `ovn-ctl` uses are added when the command
   table lacks them: `vlog/list-pattern`. Replication (`--sync-from`, the
   `*-active-ovsdb-server` commands, `sync-status`) is `server/replication.py`'s.
@@ -222,7 +221,6 @@ def main(argv: list[str]) -> int:
     except daemon.Fatal as e:
         return _fatal(str(e), "daemon_unix")
     config.load()
-    _warn_unused_ssl(parsed)
     gctune.tune()
     _raise_open_files_limit()
     try:
@@ -241,14 +239,6 @@ def main(argv: list[str]) -> int:
     dm.die_of(run.signal)
     return status
 
-
-
-def _warn_unused_ssl(parsed: opt.Parsed) -> None:
-    for name in ("bootstrap-ca-cert",):
-        value = parsed.get(name)
-        if value is not None and not str(value).startswith("db:"):
-            logging.getLogger("stream_ssl").warning(
-                "--%s=%s: not used (not supported yet)", name, value)
 
 
 def _raise_open_files_limit() -> None:

@@ -62,6 +62,11 @@ def connect(remote: str, timeout: float | None = None) -> socket.socket:
                 s.close()
                 tls.log.warning("SSL_connect: %s", tls.failure_text(e))
                 raise OSError(errno.EPROTO, os.strerror(errno.EPROTO)) from None
+            try:
+                tls.after_handshake(s, ctx)
+            except OSError:
+                s.close()
+                raise
     else:
         raise RpcError(f"{remote}: unsupported remote (expected unix:, tcp: or ssl:)")
     s.settimeout(None)

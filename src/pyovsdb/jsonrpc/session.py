@@ -618,5 +618,11 @@ async def connect(remote: str, factory: Callable[[], Any], timeout: float | None
         coro = loop.create_connection(factory, host, port_n, ssl=ctx, server_hostname=host)
     else:
         raise ValueError(f"{remote}: unsupported remote (expected unix:, tcp: or ssl:)")
-    _, conn = await asyncio.wait_for(coro, timeout)  # TCP_NODELAY set as it is made
+    transport, conn = await asyncio.wait_for(coro, timeout)  # (TCP_NODELAY set)
+    if kind == "ssl":
+        try:
+            tls.after_handshake(transport.get_extra_info("ssl_object"), ctx)
+        except OSError:
+            transport.close()
+            raise
     return conn

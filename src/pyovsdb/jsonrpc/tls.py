@@ -16,8 +16,9 @@ Rules kept here:
   unknown name is logged ("%s: SSL protocol not recognized") and the default is used.
   `--ssl-ciphers` is an OpenSSL cipher list, by default `HIGH:!aNULL:!MD5`.
 - `--peer-ca-cert` is sent after our certificate, for peers that bootstrap their CA
-  certificate from it. `--bootstrap-ca-cert` is not supported (Python's `ssl` does not
-  show a peer's chain before 3.13), and is reported unused.
+  certificate from it. A client with `--bootstrap-ca-cert=FILE` and no FILE yet
+  connects without verifying, saves the peer's CA certificate to FILE, and retries
+  verified (`after_handshake`), as `do_ca_cert_bootstrap` does.
 - A peer's identity is its certificate's subject common name (RBAC's client id).
 - The files are read again when a name or a file's modification time changes, checked
   each time a context is asked for: a certificate renewed on disk is used by the next
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import _ssl as _ssl_module  # (OpenSSL's error codes, to word errors as it does)
 import asyncio
+import errno
+import hashlib
 import logging
 import os
 import ssl
@@ -57,6 +60,7 @@ class PkiFiles:
     protocols: str | None = None
     ciphers: str | None = None
     peer_ca_cert: str | None = None  # a CA certificate sent along with ours
+    bootstrap: bool = False  # `ca_cert` came from --bootstrap-ca-cert
 
 
 def _stamp(path: str | None) -> tuple[str | None, float | None]:
@@ -157,6 +161,11 @@ class TlsContexts:
         if pki.ca_cert == "none":
             log.warning("Peer certificate validation disabled (this is a security risk)")
             ctx.verify_mode = ssl.CERT_NONE
+            return ctx
+        if pki.bootstrap and not server_side and not os.path.exists(pki.ca_cert):
+            # (no CA certificate yet: the first peer's is saved, `after_handshake`)
+            ctx.verify_mode = ssl.CERT_NONE
+            ctx.bootstrap_file = pki.ca_cert  # type: ignore[attr-defined]
             return ctx
         try:
             ctx.load_verify_locations(pki.ca_cert)
@@ -303,6 +312,51 @@ class _Early(asyncio.BufferedProtocol):
         self.kept.clear()
         if self.eof and isinstance(app, (asyncio.Protocol, asyncio.BufferedProtocol)):
             app.eof_received()
+
+
+_SHORT_NAMES = {"countryName": "C", "stateOrProvinceName": "ST", "localityName": "L",
+                "organizationName": "O", "organizationalUnitName": "OU",
+                "commonName": "CN"}
+
+
+def after_handshake(ssl_object: Any, ctx: ssl.SSLContext | None) -> None:
+    """A client's TLS stream just connected with `ctx`: in bootstrap mode (no CA
+    certificate file yet, `--bootstrap-ca-cert`), the peer's CA certificate (the last
+    of the chain it sent, which must be self-signed) is saved to that file, logged as
+    `do_ca_cert_bootstrap` logs it, and the connection is refused (EPROTO) so that the
+    next one is verified against it."""
+    path = getattr(ctx, "bootstrap_file", None)
+    if path is None or ssl_object is None:
+        return
+    inner = getattr(ssl_object, "_sslobj", ssl_object)
+    chain = inner.get_unverified_chain() if hasattr(inner, "get_unverified_chain") else None
+    if not chain:
+        log.error("could not bootstrap CA cert: no certificate presented by peer")
+        raise OSError(errno.EPROTO, os.strerror(errno.EPROTO))
+    cert = chain[-1]
+    info = cert.get_info()
+    if info.get("subject") != info.get("issuer"):
+        log.error("could not bootstrap CA cert: obtained certificate is not self-signed")
+        if len(chain) < 2:
+            log.error("only one certificate was received, so probably the peer is not "
+                      "configured to send its CA certificate")
+        raise OSError(errno.EPROTO, os.strerror(errno.EPROTO))
+    pem = cert.public_bytes(_ssl_module.ENCODING_PEM)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
+    except OSError as e:
+        log.error("could not bootstrap CA cert: creating %s failed: %s", path, e.strerror)
+        raise OSError(errno.EPROTO, os.strerror(errno.EPROTO)) from None
+    with os.fdopen(fd, "w") as f:
+        f.write(pem if isinstance(pem, str) else pem.decode())
+    der = ssl.PEM_cert_to_DER_cert(pem if isinstance(pem, str) else pem.decode())
+    subject = "".join(f"/{_SHORT_NAMES.get(k, k)}={v}" for rdn in info.get("subject", ())
+                      for k, v in rdn)
+    fingerprint = ":".join(f"{b:02x}" for b in hashlib.sha1(der).digest())
+    log.info("successfully bootstrapped CA cert to %s", path)
+    log.info("Trusting CA cert from %s (%s) (fingerprint %s)", path, subject, fingerprint)
+    log.info("killing successful connection to retry using CA cert")
+    raise OSError(errno.EPROTO, os.strerror(errno.EPROTO))
 
 
 def ssl_peer_name(transport: asyncio.BaseTransport) -> str:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ovsdb_server")
 
 PKI_OPTIONS = ("private-key", "certificate", "ca-cert", "ssl-protocols", "ssl-ciphers",
-               "peer-ca-cert")
+               "peer-ca-cert", "bootstrap-ca-cert")
 
 
 class ServerPki:
@@ -48,7 +48,9 @@ class ServerPki:
         if text and text != self._last_problems:
             log.warning("%s", text)
         self._last_problems = text
-        return PkiFiles(*values)
+        key, cert, ca, protocols, ciphers, peer_ca, bootstrap = values
+        return PkiFiles(key, cert, ca or bootstrap, protocols, ciphers, peer_ca,
+                        bootstrap=bool(bootstrap) and not ca)
 
     def server_context(self) -> ssl.SSLContext | None:
         return self.contexts.context(self.files(), server_side=True)
