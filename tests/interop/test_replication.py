@@ -6,7 +6,9 @@ texts, and a server told to follow itself."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,3 +150,31 @@ def test_a_backup_whose_active_server_changes_schema(tmp_path: Path,
                      "sw0" in _nbctl(backup, "ls-list"))
     assert got["ours"] == got["real"]
     assert "replication|INFO|OVN_Northbound cannot be replicated." in got["ours"][0]
+
+
+@pytest.mark.parametrize("backup_kind", ["ours", "real"])
+def test_the_probe_interval_of_the_active_connection(
+        tmp_path: Path, started: list[ServerProcess], backup_kind: str) -> None:
+    """`set-active-ovsdb-server-probe-interval 1000` on a backup, then the active server
+    frozen (SIGSTOP): the backup gives up on it after two intervals (a probe, then no
+    answer for one), with the real client's lines."""
+    active = _server("ours", tmp_path / "active", started)
+    _nbctl(active, "init")
+    backup = _server(backup_kind, tmp_path / "backup", started,
+                     [f"--sync-from={active.unix}"], name="backup")
+    assert wait_until(lambda: "replicating" in
+                      backup.appctl("ovsdb-server/sync-status").stdout)
+    backup.appctl("ovsdb-server/set-active-ovsdb-server-probe-interval", "1000")
+    assert active.proc is not None
+    os.kill(active.proc.pid, signal.SIGSTOP)
+    try:
+        want = [f"reconnect|ERR|{active.unix}: no response to inactivity probe after 1 "
+                "seconds, disconnecting", f"reconnect|INFO|{active.unix}: connection dropped"]
+
+        def lines() -> list[str]:
+            return [re.sub(r"^.*?\|\d+\|", "", x)
+                    for x in Path(backup.logfile).read_text().splitlines()]
+        assert wait_until(lambda: want[0] in lines(), timeout=15), lines()
+        assert lines()[lines().index(want[0]) + 1] == want[1], lines()
+    finally:
+        os.kill(active.proc.pid, signal.SIGCONT)

@@ -264,6 +264,17 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- inactivity probe --------------------------------------------------------------
 
+    def set_probe_interval(self, interval: float) -> None:
+        """A new inactivity probe interval in seconds (0: none), from now on."""
+        if interval == self.probe_interval:
+            return
+        self.probe_interval = interval
+        if self._probe_handle is not None:
+            self._probe_handle.cancel()
+            self._probe_handle = None
+        if interval > 0 and self.transport is not None and not self.closed:
+            self._schedule_probe()
+
     def _schedule_probe(self) -> None:
         loop = asyncio.get_running_loop()
         self._probe_handle = loop.call_later(self.probe_interval, self._probe)
@@ -280,9 +291,13 @@ class Connection(asyncio.BufferedProtocol):
             self.send({"method": "echo", "params": [], "id": "echo"})
             self._probe_sent = True
         else:
-            log.warning("%s: no response to inactivity probe after %.3g seconds, "
-                        "disconnecting", self.name, 2 * self.probe_interval)
-            self.close()
+            self.probe_failed()
             return
         self._schedule_probe()
+
+    def probe_failed(self) -> None:
+        """No answer to a probe: logged as the real server logs its sessions'."""
+        log.warning("%s: no response to inactivity probe after %.3g seconds, "
+                    "disconnecting", self.name, 2 * self.probe_interval)
+        self.close()
 

@@ -205,9 +205,12 @@ class _Commands:
 
     def set_probe_interval(self, args: list[str]) -> str:
         try:
-            int(args[0], 10)
+            ms = int(args[0], 10)
         except ValueError:
             return "Invalid probe interval, integer value expected"
+        self.server.replication_probe_ms = ms
+        if self.server.backup and self.server.replication is not None:
+            self.server.replication.set_probe_interval(ms)
         return ""
 
     def set_exclude(self, args: list[str]) -> str:

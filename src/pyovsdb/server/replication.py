@@ -17,6 +17,9 @@ Rules kept here:
   transaction (every row deleted, the active's rows inserted with their UUIDs); each
   `update` notification is applied as one local transaction (rows inserted with their
   UUIDs, modified to their new values, deleted).
+- The connection to the active server is probed every 60 s (the real
+  `REPLICATION_DEFAULT_PROBE_INTERVAL`), or as `set-active-ovsdb-server-probe-interval`
+  says (milliseconds; 0 turns probes off), applied at once.
 - While a server is a backup, its clients may not write (`Server.backup`: every session
   is read-only, as `ovsdb_jsonrpc_server_set_read_only`); `stop()` (the
   `disconnect-active-ovsdb-server` command) ends the replication and makes it active.
@@ -79,6 +82,8 @@ class Replication:
         self.dbs: list[str] = []
         self._task: asyncio.Task[None] | None = None
         self._conn: ClientConnection | None = None
+        self._fsm: ReconnectLog | None = None
+        self._probe_failed = False  # (the last connection ended by a probe)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -106,7 +111,7 @@ class Replication:
     # -- the connection ---------------------------------------------------------------
 
     async def _run(self) -> None:
-        fsm = ReconnectLog()
+        fsm = self._fsm = ReconnectLog()
         while True:
             fsm.connecting(self.sync_from)
             self.state = "connecting"
@@ -141,11 +146,28 @@ class Replication:
                 pass
             self.connected = False
             self._conn = None
-            fsm.disconnected(None)
+            if not self._probe_failed:
+                fsm.disconnected(None)
+            self._probe_failed = False
             await asyncio.sleep(fsm.backoff_ms / 1000.0)
 
     def _make_conn(self) -> ClientConnection:
-        return ClientConnection(self.sync_from, on_notify=self._on_notify)
+        conn = ClientConnection(self.sync_from, on_notify=self._on_notify,
+                                probe_interval=self.server.replication_probe_ms / 1000.0)
+
+        def probe_failed() -> None:  # (a client's reconnect FSM words it, not a server's)
+            self._probe_failed = True
+            if self._fsm is not None:
+                self._fsm.probe_failed(conn.probe_interval)
+            conn.close()
+
+        conn.probe_failed = probe_failed  # type: ignore[method-assign]
+        return conn
+
+    def set_probe_interval(self, ms: int) -> None:
+        """`set-active-ovsdb-server-probe-interval`: the connection's probes, now."""
+        if self._conn is not None:
+            self._conn.set_probe_interval(ms / 1000.0)
 
     async def _follow(self, conn: ClientConnection) -> None:
         server_id = await conn.request("get_server_id", [])

@@ -107,6 +107,7 @@ class Server:
         self.sync_exclude = ""
         self.backup = False
         self.replication: Replication | None = None
+        self.replication_probe_ms = 60_000  # (REPLICATION_DEFAULT_PROBE_INTERVAL)
         self.relays: dict[str, RelayDb] = {}  # relay databases, by name (`relay`)
         self.clock = monotonic_ms
         self.listeners = Listeners(self._new_session, self.dbs, self._write_status,

@@ -204,15 +204,7 @@ class Session(Connection):
     def set_options(self, options: RemoteOptions) -> None:
         self.read_only = options.read_only
         self.role = options.role
-        interval = options.probe_interval
-        if interval == self.probe_interval:
-            return
-        self.probe_interval = interval
-        if self._probe_handle is not None:
-            self._probe_handle.cancel()
-            self._probe_handle = None
-        if interval > 0 and self.transport is not None and not self.closed:
-            self._schedule_probe()
+        self.set_probe_interval(options.probe_interval)
 
     # -- monitors ----------------------------------------------------------------------
 

@@ -60,6 +60,15 @@ class ReconnectLog:
         if self.state in ("connecting", "active"):
             self.state = "reconnect"
 
+    def probe_failed(self, interval_s: float) -> None:
+        """The peer did not answer a probe within `interval_s` (reconnect.c's
+        `reconnect_run` in IDLE): logged, and the session ends as dropped."""
+        log.error("%s: no response to inactivity probe after %.3g seconds, disconnecting",
+                  self.name, interval_s)
+        if self.state == "active":
+            log.info("%s: connection dropped", self.name)
+        self._back_off(used=True)
+
     def failed(self, error: str | None) -> None:
         """The attempt failed (None: it timed out)."""
         self.disconnected(error, used=False)
