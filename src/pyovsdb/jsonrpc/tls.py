@@ -230,9 +230,11 @@ HANDSHAKE_TIMEOUT = 60.0  # s: a peer that never finishes its handshake is dropp
 class TlsAcceptor(asyncio.Protocol):
     """An accepted TCP connection whose TLS handshake is made before the stream's own
     protocol (`make()`) sees it: the context is asked for at accept time (`context()`,
-    None refuses the connection, its reasons already logged), a failed handshake is
-    logged as `SSL_accept` failures are and closes the connection, and the protocol
-    is then started on the TLS transport, named `ssl:IP:PORT`."""
+    None refuses the connection, its reasons already logged). The peer's first bytes are
+    read here, so that a failed handshake is logged as `SSL_accept` failures are, with
+    what the peer spoke if it was not TLS (`stream_report_content`), and are then handed
+    to the TLS layer. The protocol is started on the TLS transport, named
+    `ssl:IP:PORT`. A peer that sends nothing is dropped after `HANDSHAKE_TIMEOUT`."""
 
     def __init__(self, make: Callable[[], asyncio.BaseProtocol],
                  context: Callable[[], ssl.SSLContext | None], listener: str) -> None:
@@ -240,27 +242,53 @@ class TlsAcceptor(asyncio.Protocol):
         self.context = context
         self.listener = listener  # `pssl:PORT:IP`, as the accept failure names it
         self.task: asyncio.Task[None] | None = None
+        self.transport: asyncio.Transport | None = None
+        self.ctx: ssl.SSLContext | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        transport.pause_reading()  # (the handshake reads first, not this protocol)
         ctx = self.context()
         if ctx is None:
             server_log.warning("%s: accept failed: Protocol not available", self.listener)
             transport.abort()
             return
-        self.task = asyncio.get_running_loop().create_task(self._handshake(transport, ctx))
+        self.transport, self.ctx = transport, ctx
+        self._timer = asyncio.get_running_loop().call_later(HANDSHAKE_TIMEOUT,
+                                                            transport.abort)
 
-    async def _handshake(self, transport: asyncio.Transport, ctx: ssl.SSLContext) -> None:
+    def data_received(self, data: bytes) -> None:
+        transport, ctx = self.transport, self.ctx
+        if transport is None or ctx is None or self.task is not None:
+            return
+        transport.pause_reading()  # (the TLS layer reads from now on)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.task = asyncio.get_running_loop().create_task(
+            self._handshake(transport, ctx, data))
+
+    def eof_received(self) -> bool | None:
+        return None  # (closed before a byte: nothing to log)
+
+    async def _handshake(self, transport: asyncio.Transport, ctx: ssl.SSLContext,
+                         first: bytes) -> None:
         app = self.make()
         early = _Early()
         loop = asyncio.get_running_loop()
+        started = asyncio.ensure_future(loop.start_tls(
+            transport, early, ctx, server_side=True, ssl_handshake_timeout=HANDSHAKE_TIMEOUT))
+        # (runs once start_tls has made the TLS layer the transport's protocol, before
+        # it starts the handshake: the bytes read here go in first)
+        loop.call_soon(_feed, transport, first)
         try:
-            secure = await loop.start_tls(transport, early, ctx, server_side=True,
-                                          ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
+            secure = await started
         except (TimeoutError, OSError, ssl.SSLError) as e:
             name = ssl_peer_name(transport)
             log.warning("SSL_accept: %s", failure_text(e))
+            spoke = _content(first)
+            if spoke is not None:
+                log.warning("%s: received %s data on SSL channel", name, spoke)
             rpc_log.warning("%s: receive error: Protocol error", name)
             reconnect_log.warning("%s: connection dropped (Protocol error)", name)
             transport.abort()
@@ -275,7 +303,34 @@ class TlsAcceptor(asyncio.Protocol):
         early.hand_over(app)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        pass  # (before the handshake: the task fails and logs it)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def _feed(transport: asyncio.Transport, data: bytes) -> None:
+    """`data`, read before the handshake began, given to the transport's protocol now
+    (the TLS layer) as if it had just been read."""
+    proto = transport.get_protocol()
+    if isinstance(proto, asyncio.BufferedProtocol):
+        while data:
+            view = memoryview(proto.get_buffer(len(data)))
+            n = min(len(view), len(data))
+            view[:n] = data[:n]
+            proto.buffer_updated(n)
+            data = data[n:]
+    elif isinstance(proto, asyncio.Protocol):
+        proto.data_received(data)
+
+
+def _content(data: bytes) -> str | None:
+    """What a peer spoke, if not TLS, as `stream_guess_content` guesses it."""
+    head = data[:2]
+    if head == b'{"':
+        return "JSON-RPC"
+    if head == b"\x01\x00":
+        return "OpenFlow"
+    return None
 
 
 class _Early(asyncio.BufferedProtocol):
