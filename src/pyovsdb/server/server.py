@@ -189,6 +189,15 @@ class Server:
         self.dbs[c.name] = c.hosted
         self._databases_changed()
 
+    def _disconnect_unaware(self, why: str) -> None:
+        """Every client that did not ask to be told of databases coming and going
+        (`set_db_change_aware`) is disconnected, as the real server does when a
+        database is added or removed at run time: it reconnects and finds them."""
+        for s in list(self.sessions):
+            if not s.db_change_aware and not s.closed:
+                jsonrpc_log.info("%s: disconnecting (%s)", s.name, why)
+                s.close()
+
     def _databases_changed(self) -> None:
         """A database came or went: the `db:` remotes that name it are read again (and
         their problems logged), as the real server does in its next loop iteration."""
@@ -230,6 +239,7 @@ class Server:
 
     def attach_relay(self, hosted: HostedDb) -> None:
         hosted.on_trigger_deadline = lambda _h: self._schedule_trigger_timer()
+        self._disconnect_unaware(f"database {hosted.name} connected to storage")
         self.dbs[hosted.name] = hosted
         self.server_db.set_row(hosted, leader=False)
         self._databases_changed()
@@ -250,6 +260,7 @@ class Server:
         name = storage.db.name
         hosted = HostedDb(storage.db, storage=storage, clock=monotonic_ms)
         hosted.on_trigger_deadline = lambda _h: self._schedule_trigger_timer()
+        self._disconnect_unaware(f"adding {name} database")
         self.dbs[name] = hosted
         self.server_db.set_row(hosted)
         self._databases_changed()
@@ -261,10 +272,7 @@ class Server:
         # As the real server does, every client that is not db-change-aware is
         # disconnected, whatever it was doing (a pending transaction on the removed
         # database would otherwise never be answered).
-        for s in list(self.sessions):
-            if not s.db_change_aware and not s.closed:
-                jsonrpc_log.info("%s: disconnecting (%s)", s.name, why)
-                s.close()
+        self._disconnect_unaware(why)
         hosted = self.dbs.pop(name)
         if hosted.storage is not None:
             hosted.storage.close()
