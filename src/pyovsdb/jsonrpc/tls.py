@@ -311,7 +311,12 @@ class TlsAcceptor(asyncio.Protocol):
 def _feed(transport: asyncio.Transport, data: bytes) -> None:
     """`data`, read before the handshake began, given to the transport's protocol now
     (the TLS layer) as if it had just been read."""
-    proto = transport.get_protocol()
+    _deliver(transport.get_protocol(), data)
+
+
+def _deliver(proto: asyncio.BaseProtocol, data: bytes) -> None:
+    """`data` given to `proto` as if its transport had just read it (a buffered
+    protocol in as many reads as its buffer asks for)."""
     if isinstance(proto, asyncio.BufferedProtocol):
         while data:
             view = memoryview(proto.get_buffer(len(data)))
@@ -355,15 +360,7 @@ class _Early(asyncio.BufferedProtocol):
     def hand_over(self, app: asyncio.BaseProtocol) -> None:
         """What was kept, given to `app` (now the stream's protocol)."""
         for data in self.kept:
-            if isinstance(app, asyncio.BufferedProtocol):
-                while data:  # (in as many reads as its buffer asks for)
-                    view = memoryview(app.get_buffer(len(data)))
-                    n = min(len(view), len(data))
-                    view[:n] = data[:n]
-                    app.buffer_updated(n)
-                    data = data[n:]
-            elif isinstance(app, asyncio.Protocol):
-                app.data_received(data)
+            _deliver(app, data)
         self.kept.clear()
         if self.eof and isinstance(app, (asyncio.Protocol, asyncio.BufferedProtocol)):
             app.eof_received()

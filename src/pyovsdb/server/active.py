@@ -19,6 +19,7 @@ Rules kept here:
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import ssl
 import time
@@ -97,7 +98,6 @@ class ActiveRemote:
         fsm = self._fsm = ReconnectLog(max_backoff_ms=self.options.max_backoff_ms)
         name = self.remote.name
         while not self.closed:
-            fsm.connecting(name)
             self.state = "CONNECTING"
             ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -107,15 +107,8 @@ class ActiveRemote:
                 session.on_closed.append(lambda: _end(ended))
                 return session
 
-            try:
-                ctx = self.tls() if self.remote.kind == "ssl" else None
-                if self.remote.kind == "ssl" and ctx is None:
-                    raise OSError("Protocol not available")
-                session = await connect(name, made, ATTEMPT_TIMEOUT, ssl_context=ctx)
-            except (TimeoutError, OSError, ssl.SSLError) as e:
-                timed_out = isinstance(e, TimeoutError)
-                fsm.failed(None if timed_out else _text(e))
-            else:
+            session = await attempt(fsm, name, made, self.tls)
+            if session is not None:
                 fsm.connected()
                 self.state = "ACTIVE"
                 self.connected_at = time.monotonic()
@@ -131,6 +124,23 @@ class ActiveRemote:
                                  >= fsm.backoff_ms)
             self.state = "BACKOFF"
             await asyncio.sleep(fsm.backoff_ms / 1000.0)
+
+
+async def attempt(fsm: ReconnectLog, remote: str, factory: Callable[[], Any],
+                  tls: Callable[[], ssl.SSLContext | None]) -> Any:
+    """One attempt of the server's at `remote` (an active remote, a relay's source, a
+    backup's active server), logged by `fsm` as reconnect.c logs it, an `ssl:` one with
+    the server's PKI (`tls`): the protocol made, or None after a failure (logged; the
+    caller waits `fsm.backoff_ms`)."""
+    fsm.connecting(remote)
+    try:
+        ctx = tls() if remote.startswith("ssl:") else None
+        if remote.startswith("ssl:") and ctx is None:
+            raise OSError(errno.ENOPROTOOPT, os.strerror(errno.ENOPROTOOPT))
+        return await connect(remote, factory, ATTEMPT_TIMEOUT, ssl_context=ctx)
+    except (TimeoutError, OSError) as e:
+        fsm.failed(None if isinstance(e, TimeoutError) else _text(e))
+        return None
 
 
 def _end(ended: asyncio.Future[None]) -> None:

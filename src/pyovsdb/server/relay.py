@@ -31,12 +31,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc.message import error_reply, reply
-from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError, connect
+from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError
 from ..ovsdb.database import Database
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..util.reconnect import ReconnectLog
 from ..util.uuidgen import new_uuid, sequential_uuid
+from .active import attempt
 from .hosted import HostedDb
 from .replication import apply_updates
 
@@ -92,13 +93,9 @@ class RelayDb:
         while True:
             remote = self.remotes[turn % len(self.remotes)]
             turn += 1
-            fsm.connecting(remote)
-            try:
-                ctx = self.server.pki.client_context() if remote.startswith("ssl:") \
-                    else None
-                conn = await connect(remote, self._connection(remote), 10.0, ssl_context=ctx)
-            except (OSError, TimeoutError) as e:
-                fsm.failed(None if isinstance(e, TimeoutError) else (e.strerror or str(e)))
+            conn = await attempt(fsm, remote, self._connection(remote),
+                                 self.server.pki.client_context)
+            if conn is None:
                 await asyncio.sleep(fsm.backoff_ms / 1000.0)
                 continue
             fsm.connected()

@@ -34,12 +34,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError, connect
+from ..jsonrpc.session import ClientConnection, ConnectionLost, RpcError
 from ..ovsdb.errors import OvsdbError
 from ..ovsdb.schema import DatabaseSchema
 from ..ovsdb.transaction import Committed, execute
 from ..util.ovshash import shash_order
 from ..util.reconnect import ReconnectLog
+from .active import attempt
 
 if TYPE_CHECKING:
     from .hosted import HostedDb
@@ -113,14 +114,10 @@ class Replication:
     async def _run(self) -> None:
         fsm = self._fsm = ReconnectLog()
         while True:
-            fsm.connecting(self.sync_from)
             self.state = "connecting"
-            try:
-                conn = await connect(self.sync_from, self._make_conn, 10.0,
-                                     ssl_context=self.server.pki.client_context()
-                                     if self.sync_from.startswith("ssl:") else None)
-            except (OSError, TimeoutError) as e:
-                fsm.failed(None if isinstance(e, TimeoutError) else (e.strerror or str(e)))
+            conn = await attempt(fsm, self.sync_from, self._make_conn,
+                                 self.server.pki.client_context)
+            if conn is None:
                 await asyncio.sleep(fsm.backoff_ms / 1000.0)
                 continue
             fsm.connected()
